@@ -1,0 +1,20 @@
+// Every numeric tolerance the tests use, in one table.
+#pragma once
+
+#include "testing/testing.h"
+
+namespace attn::testing::tol {
+
+// fp32 fused kernel against the fp64 reference on inputs in [-1, 1).
+inline constexpr Tolerance kFusedForward{2e-5, 2e-4};
+inline constexpr Tolerance kFusedBackward{1e-4, 1e-3};
+// fp32 reference against fp64 reference.
+inline constexpr Tolerance kRefFloat{1e-5, 1e-4};
+// Central finite differences in fp64 (step 1e-6) against the analytic gradient.
+inline constexpr Tolerance kFiniteDiff{1e-6, 1e-5};
+// Engine against PyTorch fp32 fixtures (different summation order).
+inline constexpr Tolerance kTorchParity{1e-5, 1e-4};
+// Exact captured weights against reference probabilities.
+inline constexpr Tolerance kWeights{1e-6, 1e-4};
+
+}  // namespace attn::testing::tol

@@ -1,0 +1,12 @@
+#include "commands.h"
+
+namespace attn::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> list = {
+      {"explain", "walk through attention step by step", run_explain},
+  };
+  return list;
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,20 @@
+// The registry of subcommands. Each command lives in its own file and
+// returns the process exit code; it throws attn::Error on bad input.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attn::cli {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Command>& commands();
+
+int run_explain(const std::vector<std::string>& args);
+
+}  // namespace attn::cli

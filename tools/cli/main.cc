@@ -1,0 +1,48 @@
+// attn: one binary, subcommands. Catches every error at main and prints the
+// message plus a hint; exits non-zero on failure.
+#include <attn/core/error.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: attn <command> [options]\n\n"
+               "commands:\n"
+               "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
+               "  help      this text\n\n"
+               "Run 'attn <command> --help' for the options of one command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    usage(stdout);
+    return 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  try {
+    for (const auto& c : attn::cli::commands())
+      if (cmd == c.name) return c.run(args);
+    std::fprintf(stderr, "attn: unknown command '%s'\n\n", cmd.c_str());
+    usage(stderr);
+    return 2;
+  } catch (const attn::Error& e) {
+    std::fprintf(stderr, "attn %s: error: %s\n(run 'attn %s --help' for usage)\n", cmd.c_str(), e.what(),
+                 cmd.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attn %s: unexpected error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}
