@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Runs attn's fused attention and PyTorch's SDPA side by side, config by config, on the same
+threads in the same run, and prints a Markdown table of GFLOP/s, the ratio attn / PyTorch and the
+fraction of the machine's measured FMA peak.
+
+  python3 bench/compare_attention.py [--build build/release] [--threads 2] [--quick]
+        [--suite forward,causal,window,decode,backward,reference]  [--json out.jsonl]
+
+torch is needed only here (pip install torch); attn itself never needs it.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build", "release"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--min-time", type=float, default=0.5)
+    ap.add_argument("--quick", action="store_true", help="N up to 2048 only")
+    ap.add_argument("--suite", default="forward,causal,window,decode,backward,reference")
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    bench = os.path.join(a.build, "bench", "attention_bench")
+    suites = set(a.suite.split(","))
+    common = ["--threads", str(a.threads), "--heads", str(a.heads), "--min-time", str(a.min_time)]
+    peak = run_json([bench, "--peak", "--n", "16", "--d", "16", "--causal", "0", "--min-time", "0.01",
+                     "--threads", str(a.threads)])[0]["gflops"]
+    ns = [128, 512, 1024, 2048] if a.quick else [128, 512, 1024, 2048, 4096, 8192, 16384]
+    configs = []  # (label, attn args, torch args)
+    for d in (64, 128):
+        for n in ns:
+            for causal in (0, 1):
+                if (causal and "causal" in suites) or (not causal and "forward" in suites):
+                    configs.append((f"fwd N={n} D={d}{' causal' if causal else ''}",
+                                    ["--n", str(n), "--d", str(d), "--causal", str(causal)],
+                                    ["--n", str(n), "--d", str(d), "--causal", str(causal)]))
+        if "window" in suites:
+            for n in [x for x in ns if x >= 1024]:
+                configs.append((f"fwd N={n} D={d} causal window 512",
+                                ["--n", str(n), "--d", str(d), "--causal", "1", "--window", "512"],
+                                ["--n", str(n), "--d", str(d), "--causal", "1", "--window", "512"]))
+        if "decode" in suites:
+            for lk in (1024, 4096, 32768):
+                configs.append((f"decode Lq=1 Lk={lk} D={d}",
+                                ["--n", "1", "--d", str(d), "--decode-lk", str(lk)],
+                                ["--n", str(lk), "--lq", "1", "--d", str(d)]))
+        if "backward" in suites:
+            for n in [x for x in ns if 512 <= x <= 4096]:
+                for causal in (0, 1):
+                    configs.append((f"bwd N={n} D={d}{' causal' if causal else ''}",
+                                    ["--n", str(n), "--d", str(d), "--causal", str(causal), "--backward", "1"],
+                                    ["--n", str(n), "--d", str(d), "--causal", str(causal), "--backward", "1"]))
+    rows = []
+    sink = open(a.json, "w") if a.json else None
+    print(f"measured fp32 FMA peak, {a.threads} threads: {peak:.1f} GFLOP/s\n")
+    print("| case | attn fused GFLOP/s | PyTorch SDPA GFLOP/s | attn / PyTorch | attn % of FMA peak |")
+    print("|---|---|---|---|---|")
+    for label, aargs, targs in configs:
+        mine = run_json([bench] + common + aargs)
+        if label.startswith("decode"):
+            mine = [m for m in mine if m["Lq"] == 1]
+        mine = mine[0]
+        theirs = run_json([sys.executable, os.path.join(HERE, "peers", "torch_attention.py"),
+                           "--threads", str(a.threads), "--heads", str(a.heads),
+                           "--min-time", str(a.min_time)] + targs)[0]
+        ratio = mine["gflops"] / theirs["gflops"]
+        print(f"| {label} | {mine['gflops']:.1f} | {theirs['gflops']:.1f} | {ratio:.2f}x | "
+              f"{100 * mine['gflops'] / peak:.0f}% |", flush=True)
+        for r in (mine, theirs):
+            r["case"] = label
+            if sink:
+                sink.write(json.dumps(r) + "\n")
+    if "reference" in suites:
+        print("\n| case | attn reference GFLOP/s | attn fused GFLOP/s | fused / reference |")
+        print("|---|---|---|---|")
+        for n in (128, 512, 1024):
+            r = run_json([bench] + common + ["--n", str(n), "--d", "64", "--causal", "0",
+                                             "--backends", "reference,fused"])
+            ref = [x for x in r if x["engine"] == "attn-reference"][0]
+            fus = [x for x in r if x["engine"] == "attn-fused"][0]
+            print(f"| fwd N={n} D=64 | {ref['gflops']:.2f} | {fus['gflops']:.1f} | "
+                  f"{fus['gflops'] / ref['gflops']:.0f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
