@@ -74,7 +74,7 @@ Value Value::object(std::vector<Member> members) {
 }
 
 #define ATTN_JSON_EXPECT(t) \
-  ATTN_CHECK(type_ == (t), "json: expected a ", type_name(t), " value; got a ", type_name(type_), " value")
+  ATTN_CHECK(type_ == (t), "json: expected a value of type ", type_name(t), "; got ", type_name(type_))
 
 bool Value::as_bool() const {
   ATTN_JSON_EXPECT(Type::boolean);

@@ -164,7 +164,7 @@ TensorInfo parse_entry(const Where& w, const std::string& name, const Value& v, 
   info.name = name;
   const std::string t = "tensor '" + name + "': ";
   if (!v.is_object())
-    w.fail(t, "expected an object with dtype, shape and data_offsets; got a ", json::type_name(v.type()));
+    w.fail(t, "expected an object with dtype, shape and data_offsets; got JSON ", json::type_name(v.type()));
   for (const auto& [key, unused] : v.members())
     if (key != "dtype" && key != "shape" && key != "data_offsets")
       w.fail(t, "unexpected key \"", key, "\" (expected only dtype, shape and data_offsets)");
@@ -284,13 +284,13 @@ SafeTensorsFile SafeTensorsFile::open(const std::string& path) {
   } catch (const Error& e) {
     w.fail("header is not valid JSON (offsets count from the header start, file offset 8): ", e.what());
   }
-  if (!root.is_object()) w.fail("header must be a JSON object; got a ", json::type_name(root.type()));
+  if (!root.is_object()) w.fail("header must be a JSON object; got JSON ", json::type_name(root.type()));
 
   const uint64_t data_bytes = st->size - 8 - n;
   for (const auto& [name, v] : root.members()) {
     if (name == "__metadata__") {
       if (!v.is_object())
-        w.fail("\"__metadata__\" must be an object of strings; got a ", json::type_name(v.type()));
+        w.fail("\"__metadata__\" must be an object of strings; got JSON ", json::type_name(v.type()));
       for (const auto& [key, val] : v.members()) {
         if (!val.is_string())
           w.fail("\"__metadata__\" value for \"", key, "\" must be a string; got ", json::dump(val));
