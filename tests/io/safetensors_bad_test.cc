@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -258,6 +259,59 @@ TEST(SafeTensorsAccepts, OpenErrorsForPathsThatAreNotFiles) {
         << e.what();
   }
   EXPECT_THROW(SafeTensorsFile::open(dir.path()), Error);  // a directory
+}
+
+// Seeded random corruptions of a valid file (byte changes in the length prefix
+// and header, truncation, appended bytes): open() and load() either succeed or
+// throw attn::Error; under the asan preset any out-of-bounds access fails here.
+TEST(SafeTensorsRejects, RandomCorruptionsNeverCrash) {
+  testing::ScratchDir dir;
+  const std::string good = dir.file("good.safetensors");
+  save_safetensors(good,
+                   {{"a", testing::random_uniform({3, 4}, 1)},
+                    {"b", Tensor::from<int64_t>({1, 2, 3}, {3})},
+                    {"c", testing::random_uniform({2}, 2, -1, 1, DType::bf16)},
+                    {"e", Tensor::zeros({0, 5})}},
+                   {{"k", "v"}});
+  const std::string bytes = testing::read_bytes(good);
+  const std::size_t header_end = 8 + SafeTensorsFile::open(good).header_size();
+  std::mt19937_64 rng(1234);
+  const std::string path = dir.file("bad.safetensors");
+  int opened = 0, rejected = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    std::string b = bytes;
+    switch (trial % 4) {
+      case 0:
+      case 1: {  // overwrite 1-3 bytes in the prefix or header with interesting values
+        const char interesting[] = {'0', '9', '-', '"', ',', '[', ']', '{', '}', ' ', '\0', '\xff', 'e', '.'};
+        for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n)
+          b[rng() % header_end] =
+              rng() % 2 ? interesting[rng() % sizeof interesting] : static_cast<char>(rng());
+        break;
+      }
+      case 2:
+        b.resize(rng() % b.size());
+        break;  // truncate anywhere
+      case 3:
+        b += std::string(1 + rng() % 16, static_cast<char>(rng()));
+        break;  // trailing bytes
+    }
+    testing::write_bytes(path, b);
+    try {
+      const SafeTensorsFile f = SafeTensorsFile::open(path);
+      for (const std::string& n : f.names()) {
+        f.load(n, DType::f64);
+        f.bytes(n);
+      }
+      ++opened;
+    } catch (const Error& e) {
+      ++rejected;
+      ASSERT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  // Both outcomes must actually occur, or the corruptions test nothing.
+  EXPECT_GT(opened, 50);
+  EXPECT_GT(rejected, 500);
 }
 
 // ---- the committed corpus -------------------------------------------------------
