@@ -348,26 +348,39 @@ T read_at(const std::byte* p, int64_t i) {
   return x;
 }
 
-double read_float(const std::byte* p, StDType t, int64_t i) {
+// Calls put(i, x) for every element, x in the source's own C++ type (float,
+// double, int64_t, ...), so each conversion rounds once. One switch per tensor.
+template <typename Put>
+void for_each_value(const std::byte* p, StDType t, int64_t n, Put&& put) {
+  auto loop = [&](auto read) {
+    for (int64_t i = 0; i < n; ++i) put(i, read(i));
+  };
   switch (t) {
     case StDType::F64:
-      return read_at<double>(p, i);
+      loop([p](int64_t i) { return read_at<double>(p, i); });
+      break;
     case StDType::F32:
-      return read_at<float>(p, i);
+      loop([p](int64_t i) { return read_at<float>(p, i); });
+      break;
     case StDType::F16:
-      return f16_to_f32(read_at<uint16_t>(p, i));
+      loop([p](int64_t i) { return f16_to_f32(read_at<uint16_t>(p, i)); });
+      break;
     case StDType::BF16:
-      return bf16::to_float(read_at<uint16_t>(p, i));
+      loop([p](int64_t i) { return bf16::to_float(read_at<uint16_t>(p, i)); });
+      break;
     case StDType::I64:
-      return static_cast<double>(read_at<int64_t>(p, i));
+      loop([p](int64_t i) { return read_at<int64_t>(p, i); });
+      break;
     case StDType::I32:
-      return read_at<int32_t>(p, i);
+      loop([p](int64_t i) { return read_at<int32_t>(p, i); });
+      break;
     case StDType::U8:
-      return read_at<uint8_t>(p, i);
+      loop([p](int64_t i) { return read_at<uint8_t>(p, i); });
+      break;
     case StDType::BOOL:
-      return read_at<uint8_t>(p, i) != 0 ? 1 : 0;
+      loop([p](int64_t i) { return static_cast<uint8_t>(read_at<uint8_t>(p, i) != 0); });
+      break;
   }
-  return 0;
 }
 
 int64_t read_int(const std::byte* p, StDType t, int64_t i) {
@@ -383,11 +396,6 @@ int64_t read_int(const std::byte* p, StDType t, int64_t i) {
     default:
       return 0;  // float sources are rejected before
   }
-}
-
-template <typename T>
-void store_floats(const std::byte* src, StDType st, int64_t n, T* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(read_float(src, st, i));
 }
 
 template <typename T>
@@ -420,16 +428,20 @@ Tensor SafeTensorsFile::load(const std::string& name, DType to) const {
     return out;
   }
   switch (to) {
-    case DType::f32:
-      store_floats(src, t.dtype, n, out.data<float>());
+    case DType::f32: {
+      float* dst = out.data<float>();
+      for_each_value(src, t.dtype, n, [dst](int64_t i, auto x) { dst[i] = static_cast<float>(x); });
       break;
-    case DType::f64:
-      store_floats(src, t.dtype, n, out.data<double>());
+    }
+    case DType::f64: {
+      double* dst = out.data<double>();
+      for_each_value(src, t.dtype, n, [dst](int64_t i, auto x) { dst[i] = static_cast<double>(x); });
       break;
+    }
     case DType::bf16: {
       uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
-      for (int64_t i = 0; i < n; ++i)
-        dst[i] = bf16::from_float(static_cast<float>(read_float(src, t.dtype, i)));
+      for_each_value(src, t.dtype, n,
+                     [dst](int64_t i, auto x) { dst[i] = bf16::from_float(static_cast<float>(x)); });
       break;
     }
     case DType::i32:
@@ -520,11 +532,14 @@ void sync_parent_dir(const std::string& path) {
 void save_safetensors_raw(const std::string& path, const std::vector<RawTensor>& tensors,
                           const Metadata& metadata) {
   const std::string where = "safetensors: saving '" + path + "': ";
-  Value header = Value::object();
+  // Members are appended directly (names are checked unique here), so building
+  // the header stays linear in the number of tensors.
+  std::vector<Value::Member> members;
+  members.reserve(tensors.size() + 1);
   if (!metadata.empty()) {
-    Value m = Value::object();
-    for (const auto& [k, v] : metadata) m.set(k, Value::string(v));
-    header.set("__metadata__", std::move(m));
+    std::vector<Value::Member> m;
+    for (const auto& [k, v] : metadata) m.emplace_back(k, Value::string(v));
+    members.emplace_back("__metadata__", Value::object(std::move(m)));
   }
   std::unordered_set<std::string> seen;
   std::vector<uint64_t> sizes;
@@ -545,18 +560,20 @@ void save_safetensors_raw(const std::string& path, const std::vector<RawTensor>&
                t.name, "': shape ", shape_str(t.shape), " overflows int64 bytes");
     ATTN_CHECK(nbytes == 0 || t.data != nullptr, where, "tensor '", t.name, "': no data pointer for ", nbytes,
                " bytes");
-    Value entry = Value::object();
-    entry.set("dtype", Value::string(st_dtype_name(t.dtype)));
-    entry.set("shape", std::move(shape));
-    entry.set("data_offsets", Value::array({Value::integer(static_cast<int64_t>(offset)),
-                                            Value::integer(static_cast<int64_t>(offset + nbytes))}));
-    header.set(t.name, std::move(entry));
+    ATTN_CHECK(static_cast<uint64_t>(nbytes) <= static_cast<uint64_t>(INT64_MAX) - offset, where,
+               "the data section would exceed 2^63 bytes at tensor '", t.name, "'");
+    std::vector<Value::Member> entry;
+    entry.emplace_back("dtype", Value::string(st_dtype_name(t.dtype)));
+    entry.emplace_back("shape", std::move(shape));
+    entry.emplace_back("data_offsets", Value::array({Value::integer(static_cast<int64_t>(offset)),
+                                                     Value::integer(static_cast<int64_t>(offset + nbytes))}));
+    members.emplace_back(t.name, Value::object(std::move(entry)));
     sizes.push_back(static_cast<uint64_t>(nbytes));
     offset += static_cast<uint64_t>(nbytes);
   }
   std::string text;
   try {
-    text = json::dump(header);
+    text = json::dump(Value::object(std::move(members)));
   } catch (const Error& e) {
     throw Error(where + e.what());
   }
