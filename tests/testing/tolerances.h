@@ -14,6 +14,9 @@ inline constexpr Tolerance kRefFloat{1e-5, 1e-4};
 inline constexpr Tolerance kFiniteDiff{1e-6, 1e-5};
 // Engine against PyTorch fp32 fixtures (different summation order).
 inline constexpr Tolerance kTorchParity{1e-5, 1e-4};
+// Engine (reference, fp64) against PyTorch fp64 fixtures: the same math in
+// double, so only accumulated double rounding may differ.
+inline constexpr Tolerance kTorchParityF64{1e-12, 1e-10};
 // Exact captured weights against reference probabilities.
 inline constexpr Tolerance kWeights{1e-6, 1e-4};
 
