@@ -196,13 +196,20 @@ void run_query_tile(const Problem& P, int64_t b, int64_t h, int64_t i0, int64_t 
   const AttnGradArgs<float>& g = *P.g;
   const int64_t D = a.D, Dp = P.Dp;
   const float inf = std::numeric_limits<float>::infinity();
+  // With D a multiple of 16 the tile reads q and dout rows in place and adds
+  // its dQ straight into dq_dst; otherwise it works on zero-padded copies.
+  const bool direct = D == Dp;
+  const float* q0 = a.q + b * a.sq.b + h * a.sq.h + i0 * a.sq.r;               // q0: [nr, D] rows sq.r apart
+  const float* do0 = g.dout + b * g.sdout.b + h * g.sdout.h + i0 * g.sdout.r;  // do0: [nr, D]
   for (int64_t r = 0; r < nr; ++r) {
     const int64_t i = i0 + r;
-    const float* qr = a.q + b * a.sq.b + h * a.sq.h + i * a.sq.r;               // qr: [D]
-    const float* dor = g.dout + b * g.sdout.b + h * g.sdout.h + i * g.sdout.r;  // dor: [D]
-    float* qd = w.q + r * Dp;
-    float* dd = w.dout + r * Dp;
-    for (int64_t d = 0; d < D; ++d) qd[d] = qr[d], dd[d] = dor[d];
+    if (!direct) {
+      const float* qr = q0 + r * a.sq.r;
+      const float* dor = do0 + r * g.sdout.r;
+      float* qd = w.q + r * Dp;
+      float* dd = w.dout + r * Dp;
+      for (int64_t d = 0; d < D; ++d) qd[d] = qr[d], dd[d] = dor[d];
+    }
     const float l = g.lse[(b * a.H + h) * a.Lq + i];
     w.lse[r] = l == -inf ? inf : l;
     w.di[r] = P.di[(b * a.H + h) * a.Lq + i];
@@ -222,7 +229,16 @@ void run_query_tile(const Problem& P, int64_t b, int64_t h, int64_t i0, int64_t 
   BwdTile t;
   t.D = D, t.Dp = Dp, t.nk = nk, t.nr = nr;
   t.kt = w.kt, t.vt = w.vt, t.kp = w.kp;
-  t.q = w.q, t.dout = w.dout, t.lse = w.lse, t.di = w.di, t.lo = w.lo, t.hi = w.hi;
+  if (direct) {
+    t.q = q0, t.q_rs = a.sq.r;
+    t.dout = do0, t.dout_rs = g.sdout.r;
+    t.dq = dq_dst + i0 * D, t.dq_rs = D, t.dq_add = true;
+  } else {
+    t.q = w.q, t.q_rs = Dp;
+    t.dout = w.dout, t.dout_rs = Dp;
+    t.dq = w.dq, t.dq_rs = Dp, t.dq_add = false;
+  }
+  t.lse = w.lse, t.di = w.di, t.lo = w.lo, t.hi = w.hi;
   if (a.allow) {
     t.allow = a.allow + b * a.sallow.b + h * a.sallow.h + i0 * a.sallow.r + k0 * a.sallow.c;
     t.allow_r = a.sallow.r, t.allow_c = a.sallow.c;
@@ -238,8 +254,9 @@ void run_query_tile(const Problem& P, int64_t b, int64_t h, int64_t i0, int64_t 
   t.k0 = k0;
   t.drop_threshold = P.drop_threshold;
   t.drop_scale = P.drop_scale;
-  t.s = w.s, t.dp = w.dp, t.dk = w.dk, t.dv = w.dv, t.dq = w.dq;
+  t.s = w.s, t.dp = w.dp, t.dk = w.dk, t.dv = w.dv;
   P.tile(t);
+  if (direct) return;
   for (int64_t r = 0; r < nr; ++r) {
     float* dst = dq_dst + (i0 + r) * D;
     const float* src = w.dq + r * Dp;
@@ -279,7 +296,7 @@ void bwd_tile_scalar(const BwdTile& t) {
     float* dprow = t.dp + r * kBwdBc;
     for (int64_t j = 0; j < nk; ++j) srow[j] = dprow[j] = 0.f;
     for (int64_t d = 0; d < D; ++d) {
-      const float qd = t.q[r * Dp + d], od = t.dout[r * Dp + d];
+      const float qd = t.q[r * t.q_rs + d], od = t.dout[r * t.dout_rs + d];
       const float* kt = t.kt + d * kBwdBc;
       const float* vt = t.vt + d * kBwdBc;
       for (int64_t j = 0; j < nk; ++j) {
@@ -322,17 +339,18 @@ void bwd_tile_scalar(const BwdTile& t) {
       if (p == 0.f && ds == 0.f) continue;
       float* dv = t.dv + j * Dp;
       float* dk = t.dk + j * Dp;
-      const float* o = t.dout + r * Dp;
-      const float* q = t.q + r * Dp;
+      const float* o = t.dout + r * t.dout_rs;
+      const float* q = t.q + r * t.q_rs;
       for (int64_t d = 0; d < D; ++d) {
         dv[d] += p * o[d];
         dk[d] += ds * q[d];
       }
     }
-  // dq = dS k
+  // dq (+)= dS k
   for (int64_t r = 0; r < nr; ++r) {
-    float* dq = t.dq + r * Dp;
-    for (int64_t d = 0; d < Dp; ++d) dq[d] = 0.f;
+    float* dq = t.dq + r * t.dq_rs;
+    if (!t.dq_add)
+      for (int64_t d = 0; d < D; ++d) dq[d] = 0.f;
     for (int64_t j = 0; j < nk; ++j) {
       const float ds = t.dp[r * kBwdBc + j];
       if (ds == 0.f) continue;

@@ -195,14 +195,17 @@ void bwd_tile_avx512(const BwdTile& t) {
   const int64_t nr = t.nr, nk = t.nk, Dp = t.Dp;
   const int64_t nvk = (nk + 15) / 16, nvd = Dp / 16;
   // S = Q·Kᵀ, dP = dO·Vᵀ                               [nr, 16·nvk]
-  gemm<true>(nr, t.D, nvk, t.q, Dp, 1, t.kt, kBwdBc, t.s, kBwdBc);
-  gemm<true>(nr, t.D, nvk, t.dout, Dp, 1, t.vt, kBwdBc, t.dp, kBwdBc);
+  gemm<true>(nr, t.D, nvk, t.q, t.q_rs, 1, t.kt, kBwdBc, t.s, kBwdBc);
+  gemm<true>(nr, t.D, nvk, t.dout, t.dout_rs, 1, t.vt, kBwdBc, t.dp, kBwdBc);
   for (int64_t r = 0; r < nr; ++r) softmax_grad_row(t, r, nvk);
   // dV += P'ᵀ dO, dK += dSᵀ Q                           [nk, Dp]
-  gemm<false>(nk, nr, nvd, t.s, 1, kBwdBc, t.dout, Dp, t.dv, Dp);
-  gemm<false>(nk, nr, nvd, t.dp, 1, kBwdBc, t.q, Dp, t.dk, Dp);
-  // dQ = dS·K                                            [nr, Dp]
-  gemm<true>(nr, nk, nvd, t.dp, kBwdBc, 1, t.kp, Dp, t.dq, Dp);
+  gemm<false>(nk, nr, nvd, t.s, 1, kBwdBc, t.dout, t.dout_rs, t.dv, Dp);
+  gemm<false>(nk, nr, nvd, t.dp, 1, kBwdBc, t.q, t.q_rs, t.dk, Dp);
+  // dQ (+)= dS·K                                         [nr, Dp]
+  if (t.dq_add)
+    gemm<false>(nr, nk, nvd, t.dp, kBwdBc, 1, t.kp, Dp, t.dq, t.dq_rs);
+  else
+    gemm<true>(nr, nk, nvd, t.dp, kBwdBc, 1, t.kp, Dp, t.dq, t.dq_rs);
 }
 
 }  // namespace attn::kernels::cpu

@@ -28,9 +28,12 @@ struct BwdTile {
   const float* vt = nullptr;  // vt: [D, kBwdBc]   V tile transposed
   const float* kp = nullptr;  // kp: [kBwdBc, Dp]  K tile row-major
 
-  // Query side, packed per query tile; columns past D are zero.
-  const float* q = nullptr;     // q:    [kBwdBr, Dp]
-  const float* dout = nullptr;  // dout: [kBwdBr, Dp]
+  // Query side: rows of q and dout with row strides q_rs, dout_rs. When D is
+  // a multiple of 16 these point into the caller's tensors; otherwise at
+  // copies packed per query tile with zero columns D..Dp.
+  const float* q = nullptr;     // q:    [nr, Dp] rows q_rs apart
+  const float* dout = nullptr;  // dout: [nr, Dp] rows dout_rs apart
+  int64_t q_rs = 0, dout_rs = 0;
   const float* lse = nullptr;   // lse:  [nr]  +inf for fully masked rows (so P = exp(s - lse) = 0)
   const float* di = nullptr;    // di:   [nr]  rowsum(dout ∘ out)
   const int32_t* lo = nullptr;  // lo:   [nr]  allowed keys [lo, hi) relative to the tile, in [0, nk]
@@ -61,13 +64,15 @@ struct BwdTile {
   float* dp = nullptr;  // dp: [kBwdBr, kBwdBc] scratch (dP, then dS)
   float* dk = nullptr;  // dk: [kBwdBc, Dp] accumulated (+=)
   float* dv = nullptr;  // dv: [kBwdBc, Dp] accumulated (+=)
-  float* dq = nullptr;  // dq: [kBwdBr, Dp] overwritten with this tile's dS·K
+  float* dq = nullptr;  // dq: [nr, Dp] rows dq_rs apart: dS·K stored, or added when dq_add
+  int64_t dq_rs = 0;
+  bool dq_add = false;
 };
 
 // Computes, for the tile:
 //   S = q·kᵀ·scale (softcap, bias, masks), P = exp(S − lse), P' = P·keep/(1−p)
 //   dv += P'ᵀ dout,  dP = (dout·vᵀ)·keep/(1−p),  dS = P ∘ (dP − di) (· softcap′) · scale
-//   dk += dSᵀ q,     dq = dS k
+//   dk += dSᵀ q,     dq = dS k  (dq += dS k when dq_add)
 void bwd_tile_scalar(const BwdTile& t);
 void bwd_tile_avx512(const BwdTile& t);
 
