@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "testing/testing.h"
 #include "testing/tolerances.h"
@@ -287,8 +288,14 @@ std::vector<BwdCase> cases() {
     c.layout = Layout::strided_d;
     cs.push_back(c);
   }
-  // Thread counts, including the key-range split (B·Hkv = 1 < threads).
+  // Thread counts. With B·Hkv = 1 < threads the kernel splits each unit: by
+  // key range when dQ is the smaller partial buffer (the *_split cases:
+  // H·Lq < 2·Lk), by query heads when dK + dV is (the *_heads cases).
   for (int t = 1; t <= 4; ++t) {
+    BwdCase h = base("threads" + std::to_string(t) + "_heads", 1, 6, 1, 100, 130, 16);
+    h.threads = t;
+    h.opt.causal = t % 2 == 1;
+    cs.push_back(h);
     BwdCase c = base("threads" + std::to_string(t) + "_split", 1, 2, 1, 150, 300, 16);
     c.threads = t;
     c.opt.causal = t % 2 == 0;
@@ -334,15 +341,17 @@ bool bit_identical(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), sizeof(float) * a.numel()) == 0;
 }
 
-class FusedBackwardDeterminism : public ::testing::TestWithParam<int> {};
+// (threads, query heads). With B = Hkv = 1, H = 1 splits the key range and
+// H = 4 splits the query heads when there are several threads.
+class FusedBackwardDeterminism : public ::testing::TestWithParam<std::tuple<int, int64_t>> {};
 
 TEST_P(FusedBackwardDeterminism, SameCallTwiceIsBitIdentical) {
-  ThreadsGuard threads(GetParam());
-  // B·Hkv = 1 so that the key range is split across threads when there are several.
-  Tensor q = random_uniform({1, 4, 200, 40}, 61);
+  const auto [nthreads, H] = GetParam();
+  ThreadsGuard threads(nthreads);
+  Tensor q = random_uniform({1, H, 200, 40}, 61);
   Tensor k = random_uniform({1, 1, 260, 40}, 62);
   Tensor v = random_uniform({1, 1, 260, 40}, 63);
-  Tensor dout = random_uniform({1, 4, 200, 40}, 64);
+  Tensor dout = random_uniform({1, H, 200, 40}, 64);
   AttentionOptions o;
   o.causal = true;
   o.align = Align::bottom_right;
@@ -358,7 +367,8 @@ TEST_P(FusedBackwardDeterminism, SameCallTwiceIsBitIdentical) {
   EXPECT_TRUE(bit_identical(g1.dv, g2.dv));
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, FusedBackwardDeterminism, ::testing::Values(1, 2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Threads, FusedBackwardDeterminism,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Values(1, 4)));
 
 TEST(FusedBackwardIsa, UnknownIsaNameThrows) {
   Tensor q = random_uniform({1, 1, 2, 4}, 71);

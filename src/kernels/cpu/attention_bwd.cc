@@ -7,20 +7,29 @@
 // can see the tile (causal/window/length intervals; others are skipped), and
 // adds each tile's dS·K into dQ.
 //
-// Why this split (measured, see the report in the commit log): the two-pass
-// alternative (dK/dV by key tiles, then dQ by query tiles) recomputes S, P and
-// dP, i.e. 7 instead of 5 tile matmuls plus a second exp, ~35% slower on the
-// benchmark shapes. Here a dQ row is written only by items of its own
-// (b, kv head), so when there are enough (b, kv head) units for the threads
-// every item covers all key tiles and writes dQ directly, with no extra memory.
-// Only when B·Hkv is too small to keep the threads busy is the key range of
-// each unit split; split s > 0 then accumulates dQ into its own zeroed buffer
-// shaped like dQ, and the buffers are summed in split order afterwards. Every
-// sum therefore has a fixed order for a fixed thread count: results are
-// bit-identical from run to run, whatever thread picks which item.
+// Why this decomposition: the two-pass alternative (dK/dV by key tiles, then
+// dQ by query tiles) recomputes S, P and dP, i.e. 7 instead of 5 tile matmuls
+// plus a second exp per element (chosen by this operation count; the tile
+// matmuls are ~80% of the time). Here a dQ row is written only by items of its
+// own (b, kv head), and dK/dV rows only by items of their own key tile, so
+// when there are enough (b, kv head) units for the threads every item covers
+// the whole unit and writes dQ, dK and dV directly, with no extra memory and
+// no synchronisation.
+//
+// When B·Hkv is too small to keep the threads busy, each unit is split in one
+// of two ways, whichever needs less extra memory:
+//  * by key range: split s > 0 accumulates dQ into its own zeroed dQ-sized
+//    buffer; the key ranges are balanced by the number of query rows that see
+//    them (causal, window, lengths);
+//  * by query heads of the GQA group (MQA/GQA with large groups): split s > 0
+//    accumulates dK and dV into their own zeroed buffers.
+// The buffers are summed in split order afterwards. Every sum therefore has a
+// fixed order for a fixed thread count: results are bit-identical from run to
+// run, whatever thread picks which item.
 //
 // Extra memory: O(threads × tile) scratch, B·H·Lq floats for rowsum(dO ∘ O),
-// and (splits − 1) dQ-sized buffers when splitting (capped, see choose_splits).
+// and, when splitting, (splits − 1) ≤ threads − 1 buffers capped at 48 MiB in
+// all (see choose_plan). Lq = Lk = 65536, H = 1, D = 64 on 2 threads: 16 MiB.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
@@ -142,19 +151,39 @@ RowSpan rows_seeing(const MaskArgs& m, int64_t b, int64_t Lq, int64_t k0, int64_
 
 // ---- splitting the key range ------------------------------------------------
 
-// Number of key-range splits per (b, kv head) unit. Items = units × splits run
-// on `threads` threads with dynamic scheduling; with equal units the makespan
-// is ceil(items / threads) / splits units of work. Pick the smallest splits
-// minimising that, with splits ≤ threads, splits ≤ key tiles, and the extra dQ
-// buffers ((splits − 1) × |dQ|) within a budget.
-int64_t choose_splits(int64_t units, int64_t threads, int64_t key_tiles, int64_t dq_floats) {
+enum class SplitMode { keys, heads };
+
+struct Plan {
+  SplitMode mode = SplitMode::keys;
+  int64_t splits = 1;
+};
+
+// How to split each (b, kv head) unit. Items = units × splits run on
+// `threads` threads with dynamic scheduling; with equal units the makespan is
+// ceil(items / threads) / splits units of work. For each mode pick the
+// smallest splits minimising that, with splits ≤ threads, splits ≤ key tiles
+// (keys) or ≤ group size (heads), and the extra buffers ((splits − 1) × the
+// split's buffer size) within a budget; then the mode with the shorter
+// makespan, or on a tie the smaller buffers.
+Plan choose_plan(int64_t units, int64_t threads, int64_t key_tiles, int64_t group, int64_t dq_floats,
+                 int64_t dkv_floats) {
   constexpr double kBudgetBytes = 48.0 * 1024 * 1024;
-  int64_t best = 1;
-  double best_span = static_cast<double>((units + threads - 1) / threads);
-  for (int64_t s = 2; s <= std::min(threads, key_tiles); ++s) {
-    if (static_cast<double>(s - 1) * dq_floats * sizeof(float) > kBudgetBytes) break;
-    const double span = static_cast<double>((units * s + threads - 1) / threads) / s;
-    if (span < best_span - 1e-9) best = s, best_span = span;
+  const double one_span = static_cast<double>((units + threads - 1) / threads);
+  Plan best;
+  double best_span = one_span, best_bytes = 0;
+  for (SplitMode mode : {SplitMode::keys, SplitMode::heads}) {
+    const int64_t max_splits = std::min<int64_t>(threads, mode == SplitMode::keys ? key_tiles : group);
+    const double buffer_bytes = static_cast<double>(mode == SplitMode::keys ? dq_floats : dkv_floats) * 4;
+    for (int64_t s = 2; s <= max_splits; ++s) {
+      const double bytes = static_cast<double>(s - 1) * buffer_bytes;
+      if (bytes > kBudgetBytes) break;
+      const double span = static_cast<double>((units * s + threads - 1) / threads) / s;
+      if (span < best_span - 1e-9 || (span < best_span + 1e-9 && best.splits > 1 && bytes < best_bytes)) {
+        best = {mode, s};
+        best_span = span;
+        best_bytes = bytes;
+      }
+    }
   }
   return best;
 }
@@ -377,17 +406,18 @@ void attention_backward(const AttnArgs<float>& a, const AttnGradArgs<float>& g) 
   const int64_t key_tiles = (Lk + kBwdBc - 1) / kBwdBc;
   const int64_t units = B * Hkv;
   const int threads = num_threads();
-  const int64_t dq_floats = B * H * Lq * D;
-  const int64_t splits = choose_splits(units, threads, key_tiles, dq_floats);
+  const int64_t dq_floats = B * H * Lq * D, dkv_floats = B * Hkv * Lk * D;
+  const Plan plan = choose_plan(units, threads, key_tiles, G, dq_floats, 2 * dkv_floats);
+  const int64_t splits = plan.splits;
+  const bool by_keys = plan.mode == SplitMode::keys;
 
-  // Split boundaries in key tiles, per batch (the work profile depends on b
-  // through key_lengths): equal shares of the query rows seen.
-  std::vector<int64_t> bounds(B * (splits + 1));
+  // Key-tile ranges per split, per batch (the work profile depends on b
+  // through key_lengths): equal shares of the query rows that see them.
+  std::vector<int64_t> bounds(B * (splits + 1), 0);
   for (int64_t b = 0; b < B; ++b) {
     int64_t* bd = &bounds[b * (splits + 1)];
-    bd[0] = 0;
-    bd[splits] = key_tiles;
-    if (splits == 1) continue;
+    for (int64_t s = 1; s <= splits; ++s) bd[s] = key_tiles;
+    if (!by_keys || splits == 1) continue;
     std::vector<double> cum(key_tiles + 1, 0.0);
     for (int64_t kt = 0; kt < key_tiles; ++kt) {
       const int64_t k0 = kt * kBwdBc, k1 = std::min(Lk, k0 + kBwdBc);
@@ -402,14 +432,18 @@ void attention_backward(const AttnArgs<float>& a, const AttnGradArgs<float>& g) 
     }
   }
 
-  std::vector<Buffer> extra_dq;  // splits 1..: [B, H, Lq, D] each, zeroed
-  for (int64_t s = 1; s < splits; ++s) {
-    extra_dq.push_back(alloc_floats(dq_floats));
-    float* p = extra_dq.back().get();
-    parallel_for(dq_floats, 1 << 16, [&](int64_t begin, int64_t end, int) {
-      std::memset(p + begin, 0, sizeof(float) * (end - begin));
-    });
-  }
+  // Zeroed partial buffers of splits 1..splits−1: dq [B, H, Lq, D] (keys) or
+  // dk and dv [B, Hkv, Lk, D] (heads).
+  const int64_t extra_floats = by_keys ? dq_floats : dkv_floats;
+  std::vector<Buffer> extra;
+  for (int64_t s = 1; s < splits; ++s)
+    for (int n = 0; n < (by_keys ? 1 : 2); ++n) {
+      extra.push_back(alloc_floats(extra_floats));
+      float* p = extra.back().get();
+      parallel_for(extra_floats, 1 << 16, [&](int64_t begin, int64_t end, int) {
+        std::memset(p + begin, 0, sizeof(float) * (end - begin));
+      });
+    }
 
   std::vector<std::unique_ptr<Scratch>> scratch(threads);
   parallel_for(units * splits, 1, [&](int64_t begin, int64_t end, int tid) {
@@ -418,38 +452,47 @@ void attention_backward(const AttnArgs<float>& a, const AttnGradArgs<float>& g) 
     for (int64_t item = begin; item < end; ++item) {
       const int64_t u = item / splits, s = item % splits;
       const int64_t b = u / Hkv, hk = u % Hkv;
-      float* dq_all = s == 0 ? g.dq : extra_dq[s - 1].get();  // dq_all: [B, H, Lq, D]
+      // Outputs of this item: dq_all [B, H, Lq, D], dk_all and dv_all [B, Hkv, Lk, D].
+      float* dq_all = g.dq;
+      float* dk_all = g.dk;
+      float* dv_all = g.dv;
+      int64_t h_begin = hk * G, h_end = (hk + 1) * G;
+      if (s > 0 && by_keys) dq_all = extra[s - 1].get();
+      if (s > 0 && !by_keys) dk_all = extra[2 * (s - 1)].get(), dv_all = extra[2 * (s - 1) + 1].get();
+      if (!by_keys) h_begin = hk * G + s * G / splits, h_end = hk * G + (s + 1) * G / splits;
       const int64_t* bd = &bounds[b * (splits + 1)];
-      for (int64_t kt = bd[s]; kt < bd[s + 1]; ++kt) {
+      for (int64_t kt = bd[by_keys ? s : 0]; kt < bd[by_keys ? s + 1 : splits]; ++kt) {
         const int64_t k0 = kt * kBwdBc, nk = std::min(kBwdBc, Lk - k0);
         const RowSpan rs = rows_seeing(a.mask, b, Lq, k0, k0 + nk);
         if (rs.first >= rs.last) continue;  // dK, dV rows stay zero
         pack_keys(a, b, hk, k0, nk, Dp, w);
         std::fill(w.dk, w.dk + kBwdBc * Dp, 0.f);
         std::fill(w.dv, w.dv + kBwdBc * Dp, 0.f);
-        for (int64_t h = hk * G; h < (hk + 1) * G; ++h) {
+        for (int64_t h = h_begin; h < h_end; ++h) {
           float* dq_head = dq_all + (b * H + h) * Lq * D;  // dq_head: [Lq, D]
           for (int64_t i0 = rs.first; i0 < rs.last; i0 += kBwdBr)
             run_query_tile(P, b, h, i0, std::min(kBwdBr, rs.last - i0), k0, nk, w, dq_head);
         }
         for (int64_t j = 0; j < nk; ++j) {
-          float* dk = g.dk + ((b * Hkv + hk) * Lk + k0 + j) * D;  // dk: [D]
-          float* dv = g.dv + ((b * Hkv + hk) * Lk + k0 + j) * D;  // dv: [D]
-          std::memcpy(dk, w.dk + j * Dp, sizeof(float) * D);
-          std::memcpy(dv, w.dv + j * Dp, sizeof(float) * D);
+          const int64_t row = (b * Hkv + hk) * Lk + k0 + j;
+          std::memcpy(dk_all + row * D, w.dk + j * Dp, sizeof(float) * D);
+          std::memcpy(dv_all + row * D, w.dv + j * Dp, sizeof(float) * D);
         }
       }
     }
   });
 
-  // Deterministic reduction of the split dQ partials, in split order.
-  if (!extra_dq.empty()) {
-    parallel_for(dq_floats, 1 << 14, [&](int64_t begin, int64_t end, int) {
-      for (const Buffer& e : extra_dq) {
-        const float* src = e.get();
-        for (int64_t x = begin; x < end; ++x) g.dq[x] += src[x];
-      }
-    });
+  // Deterministic reduction of the split partials, in split order.
+  if (splits > 1) {
+    const int64_t per_split = by_keys ? 1 : 2;
+    float* dst[2] = {by_keys ? g.dq : g.dk, g.dv};
+    for (int64_t n = 0; n < per_split; ++n)
+      parallel_for(extra_floats, 1 << 14, [&](int64_t begin, int64_t end, int) {
+        for (int64_t s = 1; s < splits; ++s) {
+          const float* src = extra[per_split * (s - 1) + n].get();
+          for (int64_t x = begin; x < end; ++x) dst[n][x] += src[x];
+        }
+      });
   }
 }
 
