@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Fails if an object compiled for one instruction set (*_avx512.cc.o, *_avx2.cc.o)
+# defines a weak (COMDAT) symbol. Such a symbol (an inline function or template
+# instantiated there) may be picked by the linker for generic code too, and then
+# crash with an illegal instruction on a CPU without that ISA. Keep ISA-specific
+# code in anonymous namespaces and call only always-inlined helpers there.
+set -euo pipefail
+status=0
+for obj in "$@"; do
+  case "$obj" in *_avx512.cc.o|*_avx2.cc.o) ;; *) continue ;; esac
+  weak=$(nm -C "$obj" | awk '$2 ~ /^[WVu]$/' || true)
+  if [[ -n $weak ]]; then
+    echo "FAIL: $obj defines weak symbols:"
+    echo "$weak" | head -20
+    status=1
+  else
+    echo "ok: $(basename "$obj")"
+  fi
+done
+exit $status
