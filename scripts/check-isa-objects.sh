@@ -6,7 +6,10 @@
 # code in anonymous namespaces and call only always-inlined helpers there.
 set -euo pipefail
 status=0
-for obj in "$@"; do
+checked=0
+IFS=';' read -r -a objs <<< "$*"   # CMake passes the object list joined by ';'
+for obj in "${objs[@]}"; do
+  obj=${obj# }
   case "$obj" in *_avx512.cc.o|*_avx2.cc.o) ;; *) continue ;; esac
   weak=$(nm -C "$obj" | awk '$2 ~ /^[WVu]$/' || true)
   if [[ -n $weak ]]; then
@@ -16,5 +19,7 @@ for obj in "$@"; do
   else
     echo "ok: $(basename "$obj")"
   fi
+  checked=$((checked + 1))
 done
+echo "checked $checked ISA-specific objects"
 exit $status
