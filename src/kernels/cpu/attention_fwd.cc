@@ -111,6 +111,16 @@ bool has_elementwise(const AttnArgs<float>& a) { return a.allow || a.bias || a.s
 void apply_masks(const AttnArgs<float>& a, const TileRows& t, const Scratch& s, int64_t j0, int nk, int ldq,
                  float* st) {
   const float cap = static_cast<float>(a.softcap);
+  if (!has_elementwise(a)) {
+    // Only the structural interval: touch just the keys outside [lo, hi) (the diagonal of causal).
+    for (int r = 0; r < t.n; ++r) {
+      const int64_t lo = std::clamp<int64_t>(s.lo[r] - j0, 0, nk),
+                    hi = std::clamp<int64_t>(s.hi[r] - j0, lo, nk);
+      for (int64_t jj = 0; jj < lo; ++jj) st[jj * ldq + r] = kNegInf;
+      for (int64_t jj = hi; jj < nk; ++jj) st[jj * ldq + r] = kNegInf;
+    }
+    return;
+  }
   for (int r = 0; r < t.n; ++r) {
     const int64_t b = t.b, h = t.h[r], i = t.i[r];
     const int64_t lo = s.lo[r], hi = s.hi[r];

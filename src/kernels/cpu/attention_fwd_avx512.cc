@@ -218,7 +218,7 @@ void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512", 64, 64, scores, softmax, pv};
+  static const Kernels k{"avx512", 64, 96, scores, softmax, pv};
   return k;
 }
 
