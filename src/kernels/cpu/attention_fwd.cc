@@ -107,34 +107,30 @@ Union row_ranges(const AttnArgs<float>& a, const TileRows& t, Scratch& s) {
 
 bool has_elementwise(const AttnArgs<float>& a) { return a.allow || a.bias || a.softcap > 0; }
 
-// Masks, soft-capping and bias on the logits st[jj * ldq + r] of keys j0 + jj.
-void apply_masks(const AttnArgs<float>& a, const TileRows& t, const Scratch& s, int64_t j0, int nk, int ldq,
-                 float* st) {
-  const float cap = static_cast<float>(a.softcap);
-  if (!has_elementwise(a)) {
-    // Only the structural interval: touch just the keys outside [lo, hi) (the diagonal of causal).
-    for (int r = 0; r < t.n; ++r) {
-      const int64_t lo = std::clamp<int64_t>(s.lo[r] - j0, 0, nk),
-                    hi = std::clamp<int64_t>(s.hi[r] - j0, lo, nk);
-      for (int64_t jj = 0; jj < lo; ++jj) st[jj * ldq + r] = kNegInf;
-      for (int64_t jj = hi; jj < nk; ++jj) st[jj * ldq + r] = kNegInf;
-    }
-    return;
-  }
+// Soft-capping, masks and bias on the logits st[jj * ldq + r] of keys j0 + jj, in that order
+// (the reference: s = c·tanh(s/c) + bias, −inf where masked). Each step is its own lean pass.
+void apply_masks(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t, const Scratch& s, int64_t j0,
+                 int nk, int ldq, float* st) {
+  if (a.softcap > 0) kn.softcap(st, ldq, nk, static_cast<float>(a.softcap));
+  // The structural interval: only the keys outside [lo, hi) are touched (the diagonal of causal).
   for (int r = 0; r < t.n; ++r) {
-    const int64_t b = t.b, h = t.h[r], i = t.i[r];
-    const int64_t lo = s.lo[r], hi = s.hi[r];
-    const uint8_t* allow = a.allow ? a.allow + b * a.sallow.b + h * a.sallow.h + i * a.sallow.r : nullptr;
-    const float* bias = a.bias ? a.bias + b * a.sbias.b + h * a.sbias.h + i * a.sbias.r : nullptr;
-    for (int jj = 0; jj < nk; ++jj) {
-      const int64_t j = j0 + jj;
-      float& x = st[jj * ldq + r];
-      if (j < lo || j >= hi || (allow && !allow[j * a.sallow.c])) {
-        x = kNegInf;
-        continue;
-      }
-      if (cap > 0) x = cap * std::tanh(x / cap);
-      if (bias) x += bias[j * a.sbias.c];
+    const int64_t lo = std::clamp<int64_t>(s.lo[r] - j0, 0, nk), hi = std::clamp<int64_t>(s.hi[r] - j0, lo, nk);
+    for (int64_t jj = 0; jj < lo; ++jj) st[jj * ldq + r] = kNegInf;
+    for (int64_t jj = hi; jj < nk; ++jj) st[jj * ldq + r] = kNegInf;
+  }
+  if (a.bias) {
+    const int64_t c = a.sbias.c;
+    for (int r = 0; r < t.n; ++r) {
+      const float* bias = a.bias + t.b * a.sbias.b + t.h[r] * a.sbias.h + t.i[r] * a.sbias.r + j0 * c;
+      for (int jj = 0; jj < nk; ++jj) st[jj * ldq + r] += bias[jj * c];
+    }
+  }
+  if (a.allow) {
+    const int64_t c = a.sallow.c;
+    for (int r = 0; r < t.n; ++r) {
+      const uint8_t* allow = a.allow + t.b * a.sallow.b + t.h[r] * a.sallow.h + t.i[r] * a.sallow.r + j0 * c;
+      for (int jj = 0; jj < nk; ++jj)
+        if (!allow[jj * c]) st[jj * ldq + r] = kNegInf;
     }
   }
 }
@@ -181,7 +177,7 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
     const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
     kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get());
     const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
-    if (!inside || elementwise) apply_masks(a, t, s, j0, nk, ldq, s.st.get());
+    if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
     kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
     if (dropout) apply_dropout(a, t, s, j0, nk, ldq, s.st.get());
     kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
@@ -306,7 +302,7 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
         const int nk = static_cast<int>(std::min<int64_t>(g.Bc, u.hi - j0));
         kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
                   static_cast<float>(a.scale), s.st.get());
-        apply_masks(a, t, s, j0, nk, ldq, s.st.get());
+        apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
         for (int r = 0; r < t.n; ++r) {
           const float lse = o.lse[(t.b * a.H + h) * a.Lq + t.i[r]];
           float* w = w0 + r * a.Lk + j0;
@@ -444,6 +440,10 @@ void softmax_scalar(float* st, int ldq, int nk, float* m, float* l, float* alpha
   }
 }
 
+void softcap_scalar(float* st, int ldq, int nk, float cap) {
+  for (int64_t x = 0; x < static_cast<int64_t>(nk) * ldq; ++x) st[x] = cap * std::tanh(st[x] / cap);
+}
+
 void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
                const float* alpha) {
   for (int r = 0; r < n; ++r) {
@@ -461,7 +461,7 @@ void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int
 }  // namespace
 
 const Kernels& kernels_scalar() {
-  static const Kernels k{"scalar", 32, 64, scores_scalar, softmax_scalar, pv_scalar};
+  static const Kernels k{"scalar", 32, 64, scores_scalar, softmax_scalar, pv_scalar, softcap_scalar};
   return k;
 }
 

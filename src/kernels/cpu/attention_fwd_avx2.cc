@@ -171,10 +171,24 @@ void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int
   }
 }
 
+// ---- soft-capping: cap · tanh(x / cap) via exp, as in the AVX-512 kernel ------------------
+
+void softcap(float* st, int ldq, int nk, float cap) {
+  const __m256 k = _mm256_set1_ps(-2.f / cap), c = _mm256_set1_ps(cap), one = _mm256_set1_ps(1.f);
+  const __m256 sign = _mm256_set1_ps(-0.f);
+  const int64_t n = static_cast<int64_t>(nk) * ldq;  // multiple of 16
+  for (int64_t x = 0; x < n; x += 8) {
+    const __m256 s = _mm256_load_ps(st + x);
+    const __m256 e = exp256(_mm256_mul_ps(_mm256_andnot_ps(sign, s), k));
+    const __m256 y = _mm256_mul_ps(c, _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e)));
+    _mm256_store_ps(st + x, _mm256_or_ps(y, _mm256_and_ps(s, sign)));
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx2() {
-  static const Kernels k{"avx2", 64, 64, scores, softmax, pv};
+  static const Kernels k{"avx2", 64, 64, scores, softmax, pv, softcap};
   return k;
 }
 

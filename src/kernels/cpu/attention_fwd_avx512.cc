@@ -215,10 +215,27 @@ void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int
   }
 }
 
+// ---- soft-capping -------------------------------------------------------------------
+
+// cap · tanh(x / cap) = sign(x) · cap · (1 − e) / (1 + e) with e = exp(−2|x| / cap). Absolute error
+// about cap · 1e-7 (the cancellation in 1 − e near 0), far below the logits' own rounding.
+void softcap(float* st, int ldq, int nk, float cap) {
+  const __m512 k = _mm512_set1_ps(-2.f / cap), c = _mm512_set1_ps(cap), one = _mm512_set1_ps(1.f);
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const int64_t n = static_cast<int64_t>(nk) * ldq;  // multiple of 16
+  for (int64_t x = 0; x < n; x += 16) {
+    const __m512 s = _mm512_load_ps(st + x);
+    const __m512 e = exp_ps(_mm512_mul_ps(_mm512_abs_ps(s), k));
+    const __m512 y = _mm512_mul_ps(c, _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e)));
+    const __m512i sgn = _mm512_and_si512(_mm512_castps_si512(s), sign);
+    _mm512_store_ps(st + x, _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sgn)));
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512", 64, 96, scores, softmax, pv};
+  static const Kernels k{"avx512", 64, 96, scores, softmax, pv, softcap};
   return k;
 }
 

@@ -43,6 +43,10 @@ struct Kernels {
   // p: [nk, ldq]  v: [nk, D] with row stride svr  o: [n, ldo]  alpha: [n]
   void (*pv)(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
              const float* alpha);
+
+  // st = cap · tanh(st / cap) for every element of the tile (finite inputs).
+  // st: [nk, ldq]
+  void (*softcap)(float* st, int ldq, int nk, float cap);
 };
 
 constexpr int kMaxRows = 64;
