@@ -166,6 +166,17 @@ std::vector<Case> cases() {
        .D = 32,
        .causal = true,
        .align = Align::bottom_right});
+  add({.name = "DecodeGqaBiasAllowSoftcap",
+       .B = 2,
+       .H = 8,
+       .Hkv = 2,
+       .Lq = 2,
+       .Lk = 300,
+       .D = 32,
+       .allow_shape = {8, 1, 300},
+       .bias_shape = {1, 8, 2, 300},
+       .softcap = 4.0,
+       .capture = Capture::subset});
   // GQA ratios and MQA.
   for (int64_t Hkv : {8, 4, 2, 1}) {
     Case c;

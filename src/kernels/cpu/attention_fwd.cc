@@ -114,15 +114,29 @@ void apply_masks(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t,
   if (a.softcap > 0) kn.softcap(st, ldq, nk, static_cast<float>(a.softcap));
   // The structural interval: only the keys outside [lo, hi) are touched (the diagonal of causal).
   for (int r = 0; r < t.n; ++r) {
-    const int64_t lo = std::clamp<int64_t>(s.lo[r] - j0, 0, nk), hi = std::clamp<int64_t>(s.hi[r] - j0, lo, nk);
+    const int64_t lo = std::clamp<int64_t>(s.lo[r] - j0, 0, nk),
+                  hi = std::clamp<int64_t>(s.hi[r] - j0, lo, nk);
     for (int64_t jj = 0; jj < lo; ++jj) st[jj * ldq + r] = kNegInf;
     for (int64_t jj = hi; jj < nk; ++jj) st[jj * ldq + r] = kNegInf;
   }
   if (a.bias) {
     const int64_t c = a.sbias.c;
-    for (int r = 0; r < t.n; ++r) {
-      const float* bias = a.bias + t.b * a.sbias.b + t.h[r] * a.sbias.h + t.i[r] * a.sbias.r + j0 * c;
-      for (int jj = 0; jj < nk; ++jj) st[jj * ldq + r] += bias[jj * c];
+    // Offsets of every row's bias from row 0's: one gather per key and 16 rows when they fit in int32.
+    const float* base = a.bias + t.b * a.sbias.b + t.h[0] * a.sbias.h + t.i[0] * a.sbias.r + j0 * c;
+    int32_t off[kMaxRows];
+    bool fits = (static_cast<int64_t>(nk) - 1) * std::abs(c) < (int64_t{1} << 30);
+    for (int r = 0; r < ldq; ++r) {
+      const int64_t o = r < t.n ? (t.h[r] - t.h[0]) * a.sbias.h + (t.i[r] - t.i[0]) * a.sbias.r : 0;
+      fits = fits && std::abs(o) < (int64_t{1} << 30);
+      off[r] = static_cast<int32_t>(o);
+    }
+    if (fits) {
+      kn.add_rows(st, ldq, nk, base, off, c);
+    } else {
+      for (int r = 0; r < t.n; ++r) {
+        const float* bias = base + off[r];
+        for (int jj = 0; jj < nk; ++jj) st[jj * ldq + r] += bias[jj * c];
+      }
     }
   }
   if (a.allow) {
@@ -444,6 +458,11 @@ void softcap_scalar(float* st, int ldq, int nk, float cap) {
   for (int64_t x = 0; x < static_cast<int64_t>(nk) * ldq; ++x) st[x] = cap * std::tanh(st[x] / cap);
 }
 
+void add_rows_scalar(float* st, int ldq, int nk, const float* base, const int32_t* off, int64_t c) {
+  for (int j = 0; j < nk; ++j)
+    for (int r = 0; r < ldq; ++r) st[static_cast<int64_t>(j) * ldq + r] += base[off[r] + j * c];
+}
+
 void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
                const float* alpha) {
   for (int r = 0; r < n; ++r) {
@@ -461,7 +480,8 @@ void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int
 }  // namespace
 
 const Kernels& kernels_scalar() {
-  static const Kernels k{"scalar", 32, 64, scores_scalar, softmax_scalar, pv_scalar, softcap_scalar};
+  static const Kernels k{"scalar",       32, 64, scores_scalar, softmax_scalar, pv_scalar, softcap_scalar,
+                         add_rows_scalar};
   return k;
 }
 

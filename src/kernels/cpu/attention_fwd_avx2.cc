@@ -185,10 +185,24 @@ void softcap(float* st, int ldq, int nk, float cap) {
   }
 }
 
+// ---- bias: one gather of 8 rows per key ---------------------------------------------------
+
+void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off, int64_t c) {
+  for (int v = 0; v < ldq / 8; ++v) {
+    const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(off + 8 * v));
+    float* s = st + 8 * v;
+    for (int j = 0; j < nk; ++j) {
+      const __m256 b = _mm256_i32gather_ps(base + j * c, idx, 4);
+      float* p = s + static_cast<int64_t>(j) * ldq;
+      _mm256_store_ps(p, _mm256_add_ps(_mm256_load_ps(p), b));
+    }
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx2() {
-  static const Kernels k{"avx2", 64, 64, scores, softmax, pv, softcap};
+  static const Kernels k{"avx2", 64, 64, scores, softmax, pv, softcap, add_rows};
   return k;
 }
 

@@ -232,10 +232,24 @@ void softcap(float* st, int ldq, int nk, float cap) {
   }
 }
 
+// ---- bias: one gather of 16 rows per key ------------------------------------------------
+
+void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off, int64_t c) {
+  for (int v = 0; v < ldq / 16; ++v) {
+    const __m512i idx = _mm512_loadu_si512(off + 16 * v);
+    float* s = st + 16 * v;
+    for (int j = 0; j < nk; ++j) {
+      const __m512 b = _mm512_i32gather_ps(idx, base + j * c, 4);
+      float* p = s + static_cast<int64_t>(j) * ldq;
+      _mm512_store_ps(p, _mm512_add_ps(_mm512_load_ps(p), b));
+    }
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512", 64, 96, scores, softmax, pv, softcap};
+  static const Kernels k{"avx512", 64, 96, scores, softmax, pv, softcap, add_rows};
   return k;
 }
 

@@ -47,6 +47,10 @@ struct Kernels {
   // st = cap · tanh(st / cap) for every element of the tile (finite inputs).
   // st: [nk, ldq]
   void (*softcap)(float* st, int ldq, int nk, float cap);
+
+  // st[j * ldq + r] += base[off[r] + j * c] for j < nk, r < ldq (adds a bias read row by row).
+  // st: [nk, ldq]  off: [ldq]
+  void (*add_rows)(float* st, int ldq, int nk, const float* base, const int32_t* off, int64_t c);
 };
 
 constexpr int kMaxRows = 64;
