@@ -149,25 +149,6 @@ void apply_masks(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t,
   }
 }
 
-// Dropout on the probabilities of the tile (after the softmax statistics have
-// been updated, so l stays pre-dropout): the same keep rule as the reference,
-// dropout_hash(seed, b, h, i, j) >= dropout_threshold(p). The first four
-// mixing rounds depend only on the row and are precomputed in drop_key.
-void apply_dropout(const AttnArgs<float>& a, const TileRows& t, const Scratch& s, int64_t j0, int nk, int ldq,
-                   float* p) {
-  const uint32_t thr = dropout_threshold(a.dropout_p);
-  const float inv_keep = static_cast<float>(1.0 / (1.0 - a.dropout_p));
-  for (int r = 0; r < t.n; ++r) {
-    const uint64_t key = s.drop_key[r];
-    for (int jj = 0; jj < nk; ++jj) {
-      float& x = p[jj * ldq + r];
-      if (x == 0.f) continue;
-      const uint32_t hsh = static_cast<uint32_t>(mix64(key ^ static_cast<uint64_t>(j0 + jj)) >> 32);
-      x = hsh >= thr ? x * inv_keep : 0.f;
-    }
-  }
-}
-
 uint64_t dropout_row_key(uint64_t seed, int64_t b, int64_t h, int64_t i) {
   uint64_t x = mix64(seed ^ 0x9e3779b97f4a7c15ull);
   x = mix64(x ^ static_cast<uint64_t>(b));
@@ -193,7 +174,10 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
     const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
     if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
     kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
-    if (dropout) apply_dropout(a, t, s, j0, nk, ldq, s.st.get());
+    // Dropout after the statistics update, so l stays pre-dropout.
+    if (dropout)
+      kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
+                 static_cast<float>(1.0 / (1.0 - a.dropout_p)));
     kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
           s.alpha.get());
   }
@@ -358,7 +342,9 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
       const int ldq = static_cast<int>(round_up(t.n, kRowPad));
       const Union u = row_ranges(a, t, s);
       if (a.dropout_p > 0)
-        for (int r = 0; r < t.n; ++r) s.drop_key[r] = dropout_row_key(a.dropout_seed, t.b, t.h[r], t.i[r]);
+        for (int r = 0; r < ldq; ++r)  // padding rows get any valid key; their P is never used
+          s.drop_key[r] =
+              dropout_row_key(a.dropout_seed, t.b, t.h[std::min(r, t.n - 1)], t.i[std::min(r, t.n - 1)]);
       int64_t kb = u.lo, ke = u.hi;
       if (nsplit > 1) {
         const int64_t chunk = round_up(ceil_div(u.hi - u.lo, nsplit), g.Bc);
@@ -479,9 +465,20 @@ void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int
 
 }  // namespace
 
+void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
+                      float inv_keep) {
+  for (int j = 0; j < nk; ++j)
+    for (int r = 0; r < ldq; ++r) {
+      float& x = p[static_cast<int64_t>(j) * ldq + r];
+      const uint32_t h = static_cast<uint32_t>(mix64(row_key[r] ^ static_cast<uint64_t>(j0 + j)) >> 32);
+      x = h >= threshold ? x * inv_keep : 0.f;
+    }
+}
+
 const Kernels& kernels_scalar() {
-  static const Kernels k{"scalar",       32, 64, scores_scalar, softmax_scalar, pv_scalar, softcap_scalar,
-                         add_rows_scalar};
+  static const Kernels k{
+      "scalar",        32, 64, scores_scalar, softmax_scalar, pv_scalar, softcap_scalar, add_rows_scalar,
+      dropout_portable};
   return k;
 }
 

@@ -202,7 +202,7 @@ void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off,
 }  // namespace
 
 const Kernels& kernels_avx2() {
-  static const Kernels k{"avx2", 64, 64, scores, softmax, pv, softcap, add_rows};
+  static const Kernels k{"avx2", 64, 64, scores, softmax, pv, softcap, add_rows, dropout_portable};
   return k;
 }
 

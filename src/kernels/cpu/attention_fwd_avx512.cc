@@ -246,10 +246,39 @@ void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off,
   }
 }
 
+// ---- dropout: the mix64 keep rule on 8 u64 lanes (AVX512DQ vpmullq) ----------------------
+
+inline __m512i mix64_epi64(__m512i x) {
+  x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
+  x = _mm512_mullo_epi64(x, _mm512_set1_epi64(static_cast<int64_t>(0xbf58476d1ce4e5b9ull)));
+  x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
+  x = _mm512_mullo_epi64(x, _mm512_set1_epi64(static_cast<int64_t>(0x94d049bb133111ebull)));
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+}
+
+void dropout(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
+             float inv_keep) {
+  const __m512i thr = _mm512_set1_epi64(threshold);
+  const __m512 inv = _mm512_set1_ps(inv_keep);
+  for (int v = 0; v < ldq / 16; ++v) {
+    const __m512i k0 = _mm512_loadu_si512(row_key + 16 * v), k1 = _mm512_loadu_si512(row_key + 16 * v + 8);
+    float* s = p + 16 * v;
+    for (int j = 0; j < nk; ++j) {
+      const __m512i jv = _mm512_set1_epi64(j0 + j);
+      const __m512i h0 = _mm512_srli_epi64(mix64_epi64(_mm512_xor_si512(k0, jv)), 32);
+      const __m512i h1 = _mm512_srli_epi64(mix64_epi64(_mm512_xor_si512(k1, jv)), 32);
+      const __mmask16 keep = static_cast<__mmask16>(
+          _mm512_cmpge_epu64_mask(h0, thr) | (static_cast<unsigned>(_mm512_cmpge_epu64_mask(h1, thr)) << 8));
+      float* pj = s + static_cast<int64_t>(j) * ldq;
+      _mm512_store_ps(pj, _mm512_maskz_mul_ps(keep, _mm512_load_ps(pj), inv));
+    }
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512", 64, 96, scores, softmax, pv, softcap, add_rows};
+  static const Kernels k{"avx512", 64, 96, scores, softmax, pv, softcap, add_rows, dropout};
   return k;
 }
 

@@ -51,9 +51,20 @@ struct Kernels {
   // st[j * ldq + r] += base[off[r] + j * c] for j < nk, r < ldq (adds a bias read row by row).
   // st: [nk, ldq]  off: [ldq]
   void (*add_rows)(float* st, int ldq, int nk, const float* base, const int32_t* off, int64_t c);
+
+  // Dropout with the reference's keep rule (attention_args.h): for j < nk, r < ldq,
+  //   h = mix64(row_key[r] ^ (j0 + j)) >> 32;  p = h >= threshold ? p · inv_keep : 0
+  // where row_key[r] holds the first four mixing rounds of dropout_hash for row r.
+  // p: [nk, ldq]  row_key: [ldq]
+  void (*dropout)(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
+                  float inv_keep);
 };
 
 constexpr int kMaxRows = 64;
+
+// The plain-C++ dropout kernel, shared by tables without a faster one (AVX2 has no 64-bit multiply).
+void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
+                      float inv_keep);
 
 const Kernels& kernels_scalar();
 const Kernels& kernels_avx2();
