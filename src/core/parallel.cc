@@ -36,7 +36,11 @@ class Pool {
     stop();
     size_ = n;
     quit_ = false;
-    for (int t = 1; t < n; ++t) workers_.emplace_back([this, t] { worker(t); });
+    // A new worker must only wake for jobs started after it exists: starting it
+    // from generation 0 made it run a stale generation and decrement active_
+    // twice, so run() could return early or wait forever.
+    const uint64_t gen = generation_;
+    for (int t = 1; t < n; ++t) workers_.emplace_back([this, t, gen] { worker(t, gen); });
   }
 
   void run(int64_t n, int64_t grain,
@@ -81,8 +85,7 @@ class Pool {
     tls_in_pool = false;
   }
 
-  void worker(int tid) {
-    uint64_t seen = 0;
+  void worker(int tid, uint64_t seen) {
     while (true) {
       {
         std::unique_lock<std::mutex> lk(mu_);

@@ -1,7 +1,486 @@
-// TEMPORARY during bring-up: forwards to the reference. Replaced by the fused forward kernel.
+// Fused CPU attention forward: the driver (tiling, masks, dropout, threads,
+// split-KV, weight capture) and the scalar kernels. The SIMD kernels live in
+// attention_fwd_avx512.cc and attention_fwd_avx2.cc; isa.cc picks one at run
+// time.
+//
+// Work item = one query tile (up to Br rows that share a batch b and a kv head
+// hk) against one range of keys. For each key tile of Bc keys:
+//   S = Q·Kᵀ·scale (+softcap, +bias, masks)       kernels.scores + apply_masks
+//   m' = max(m, rowmax S), P = exp(S − m'),        kernels.softmax
+//   l = l·e^(m−m') + rowsum P
+//   O = O·e^(m−m') + P·V   (P after dropout)       kernels.pv
+// and at the end out = O / l, lse = m + log l. Key tiles outside the union of
+// the rows' allowed intervals (MaskArgs::range) are skipped; per-element
+// masking runs only on tiles that are not entirely allowed for every row.
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <vector>
+
 #include "kernels/cpu/attention_cpu.h"
-#include "kernels/ref/attention_ref.h"
+#include "kernels/cpu/attention_fwd_kernels.h"
+#include "kernels/cpu/isa.h"
+
 namespace attn::kernels::cpu {
-void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) { ref::attention_forward(a, o); }
-const char* isa_name() { return "scalar"; }
+namespace {
+
+using fwd::Kernels;
+using fwd::kMaxRows;
+using fwd::kRowPad;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// 64-byte aligned float buffer.
+struct AlignedFree {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+using AlignedBuf = std::unique_ptr<float[], AlignedFree>;
+AlignedBuf aligned_floats(int64_t n) {
+  return AlignedBuf(
+      static_cast<float*>(::operator new[](sizeof(float) * std::max<int64_t>(n, 16), std::align_val_t(64))));
+}
+
+// The rows of one query tile: they share batch b and kv head hk.
+struct TileRows {
+  int64_t b = 0, hk = 0;
+  int n = 0;
+  int64_t h[kMaxRows], i[kMaxRows];
+};
+
+// Per-thread scratch, O(tile) in size.
+struct Scratch {
+  AlignedBuf qt;           // [D, ldq]
+  AlignedBuf st;           // [Bc, ldq]
+  AlignedBuf o;            // [Br, ldo]
+  AlignedBuf m, l, alpha;  // [Br]
+  int64_t lo[kMaxRows], hi[kMaxRows];
+  uint64_t drop_key[kMaxRows];
+};
+
+struct Geometry {
+  int Br, Bc, ldo;
+};
+
+// Row pointer helpers (strides in elements).
+inline const float* q_row(const AttnArgs<float>& a, int64_t b, int64_t h, int64_t i) {
+  return a.q + b * a.sq.b + h * a.sq.h + i * a.sq.r;
+}
+
+// Zero-padded transposed copy of the tile's query rows: qt[d * ldq + r].
+void pack_q(const AttnArgs<float>& a, const TileRows& t, int ldq, float* qt) {
+  const int64_t D = a.D;
+  for (int r = 0; r < t.n; ++r) {
+    const float* q = q_row(a, t.b, t.h[r], t.i[r]);
+    for (int64_t d = 0; d < D; ++d) qt[d * ldq + r] = q[d];
+  }
+  for (int64_t d = 0; d < D; ++d)
+    for (int r = t.n; r < ldq; ++r) qt[d * ldq + r] = 0.f;
+}
+
+// Allowed key interval of every row; returns the union [ulo, uhi) (empty when
+// every row is fully masked) and, through max_lo/min_hi, the interval allowed
+// for all rows at once.
+struct Union {
+  int64_t lo, hi, max_lo, min_hi;
+};
+Union row_ranges(const AttnArgs<float>& a, const TileRows& t, Scratch& s) {
+  Union u{a.Lk, 0, 0, a.Lk};
+  for (int r = 0; r < t.n; ++r) {
+    const KeyRange kr = a.mask.range(t.b, t.i[r]);
+    s.lo[r] = kr.lo, s.hi[r] = kr.hi;
+    if (kr.lo < kr.hi) u.lo = std::min(u.lo, kr.lo), u.hi = std::max(u.hi, kr.hi);
+    u.max_lo = std::max(u.max_lo, kr.lo);
+    u.min_hi = std::min(u.min_hi, kr.hi);
+  }
+  if (u.lo >= u.hi) u.lo = u.hi = 0;
+  return u;
+}
+
+bool has_elementwise(const AttnArgs<float>& a) { return a.allow || a.bias || a.softcap > 0; }
+
+// Soft-capping, masks and bias on the logits st[jj * ldq + r] of keys j0 + jj, in that order
+// (the reference: s = c·tanh(s/c) + bias, −inf where masked). Each step is its own lean pass.
+void apply_masks(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t, const Scratch& s, int64_t j0,
+                 int nk, int ldq, float* st) {
+  if (a.softcap > 0) kn.softcap(st, ldq, nk, static_cast<float>(a.softcap));
+  // The structural interval: only the keys outside [lo, hi) are touched (the diagonal of causal).
+  for (int r = 0; r < t.n; ++r) {
+    const int64_t lo = std::clamp<int64_t>(s.lo[r] - j0, 0, nk),
+                  hi = std::clamp<int64_t>(s.hi[r] - j0, lo, nk);
+    for (int64_t jj = 0; jj < lo; ++jj) st[jj * ldq + r] = kNegInf;
+    for (int64_t jj = hi; jj < nk; ++jj) st[jj * ldq + r] = kNegInf;
+  }
+  if (a.bias) {
+    const int64_t c = a.sbias.c;
+    // Offsets of every row's bias from row 0's: one gather per key and 16 rows when they fit in int32.
+    const float* base = a.bias + t.b * a.sbias.b + t.h[0] * a.sbias.h + t.i[0] * a.sbias.r + j0 * c;
+    int32_t off[kMaxRows];
+    bool fits = (static_cast<int64_t>(nk) - 1) * std::abs(c) < (int64_t{1} << 30);
+    for (int r = 0; r < ldq; ++r) {
+      const int64_t o = r < t.n ? (t.h[r] - t.h[0]) * a.sbias.h + (t.i[r] - t.i[0]) * a.sbias.r : 0;
+      fits = fits && std::abs(o) < (int64_t{1} << 30);
+      off[r] = static_cast<int32_t>(o);
+    }
+    if (fits) {
+      kn.add_rows(st, ldq, nk, base, off, c);
+    } else {
+      for (int r = 0; r < t.n; ++r) {
+        const float* bias = base + off[r];
+        for (int jj = 0; jj < nk; ++jj) st[jj * ldq + r] += bias[jj * c];
+      }
+    }
+  }
+  if (a.allow) {
+    const int64_t c = a.sallow.c;
+    for (int r = 0; r < t.n; ++r) {
+      const uint8_t* allow = a.allow + t.b * a.sallow.b + t.h[r] * a.sallow.h + t.i[r] * a.sallow.r + j0 * c;
+      for (int jj = 0; jj < nk; ++jj)
+        if (!allow[jj * c]) st[jj * ldq + r] = kNegInf;
+    }
+  }
+}
+
+uint64_t dropout_row_key(uint64_t seed, int64_t b, int64_t h, int64_t i) {
+  uint64_t x = mix64(seed ^ 0x9e3779b97f4a7c15ull);
+  x = mix64(x ^ static_cast<uint64_t>(b));
+  x = mix64(x ^ static_cast<uint64_t>(h));
+  return mix64(x ^ static_cast<uint64_t>(i));
+}
+
+// Runs the online softmax of tile `t` over keys [kb, ke); leaves m, l and the
+// unnormalised O in the scratch. Q must already be packed.
+void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, const TileRows& t,
+              const Union& u, int64_t kb, int64_t ke, Scratch& s) {
+  const int ldq = static_cast<int>(round_up(t.n, kRowPad));
+  for (int r = 0; r < ldq; ++r) s.m[r] = kNegInf, s.l[r] = 0.f;
+  for (int64_t x = 0; x < static_cast<int64_t>(t.n) * g.ldo; ++x) s.o[x] = 0.f;
+  const bool elementwise = has_elementwise(a);
+  const bool dropout = a.dropout_p > 0;
+  const float scale = static_cast<float>(a.scale);
+  const float* kbase = a.k + t.b * a.sk.b + t.hk * a.sk.h;
+  const float* vbase = a.v + t.b * a.sv.b + t.hk * a.sv.h;
+  for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
+    const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
+    kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get());
+    const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
+    if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
+    kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
+    // Dropout after the statistics update, so l stays pre-dropout.
+    if (dropout)
+      kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
+                 static_cast<float>(1.0 / (1.0 - a.dropout_p)));
+    kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
+          s.alpha.get());
+  }
+}
+
+// out = O / l, lse = m + log l (0 and −inf for a fully masked row).
+void finalize(const AttnArgs<float>& a, const TileRows& t, const Geometry& g, const Scratch& s,
+              AttnOut<float>& o) {
+  for (int r = 0; r < t.n; ++r) {
+    const int64_t row = (t.b * a.H + t.h[r]) * a.Lq + t.i[r];
+    float* out = o.out + row * a.D;
+    const float l = s.l[r];
+    const float inv = l > 0 ? 1.f / l : 0.f;
+    const float* orow = s.o.get() + static_cast<int64_t>(r) * g.ldo;
+    for (int64_t d = 0; d < a.D; ++d) out[d] = orow[d] * inv;
+    o.lse[row] = l > 0 ? s.m[r] + std::log(l) : kNegInf;
+  }
+}
+
+// How query rows are grouped into tiles. Normally a tile holds up to Br
+// consecutive rows of one head. With GQA and short queries (decode), the rows
+// of all query heads of one kv head share tiles, so K and V are read once per
+// group and the SIMD lanes are filled.
+struct Tiling {
+  bool pack_group = false;
+  int64_t rows_per_seq = 0;  // rows enumerated per (b, seq): seq = kv head if packed, else query head
+  int64_t seqs_per_b = 0;
+  int64_t tiles_per_seq = 0;
+  int64_t num_tiles = 0;
+  int Br = 0;
+
+  Tiling(const AttnArgs<float>& a, int Br_) : Br(Br_) {
+    pack_group = a.group() > 1 && a.Lq < Br;
+    rows_per_seq = pack_group ? a.group() * a.Lq : a.Lq;
+    seqs_per_b = pack_group ? a.Hkv : a.H;
+    tiles_per_seq = ceil_div(rows_per_seq, Br);
+    num_tiles = a.B * seqs_per_b * tiles_per_seq;
+  }
+
+  void rows(const AttnArgs<float>& a, int64_t tile, TileRows& t) const {
+    t.b = tile / (seqs_per_b * tiles_per_seq);
+    const int64_t rem = tile % (seqs_per_b * tiles_per_seq);
+    const int64_t seq = rem / tiles_per_seq;
+    const int64_t x0 = (rem % tiles_per_seq) * Br;
+    const int64_t x1 = std::min(rows_per_seq, x0 + Br);
+    t.n = static_cast<int>(x1 - x0);
+    t.hk = pack_group ? seq : seq / a.group();
+    for (int r = 0; r < t.n; ++r) {
+      const int64_t x = x0 + r;
+      t.h[r] = pack_group ? seq * a.group() + x / a.Lq : seq;
+      t.i[r] = pack_group ? x % a.Lq : x;
+    }
+  }
+};
+
+const Kernels& select_kernels() {
+  switch (active_isa()) {
+    case Isa::avx512:
+      return fwd::kernels_avx512();
+    case Isa::avx2:
+      return fwd::kernels_avx2();
+    case Isa::scalar:
+      break;
+  }
+  return fwd::kernels_scalar();
+}
+
+std::vector<Scratch> make_scratch(int threads, const AttnArgs<float>& a, const Geometry& g) {
+  std::vector<Scratch> sc(threads);
+  for (Scratch& s : sc) {
+    s.qt = aligned_floats(a.D * g.Br);
+    s.st = aligned_floats(static_cast<int64_t>(g.Bc) * g.Br);
+    s.o = aligned_floats(static_cast<int64_t>(g.Br) * g.ldo);
+    s.m = aligned_floats(g.Br);
+    s.l = aligned_floats(g.Br);
+    s.alpha = aligned_floats(g.Br);
+  }
+  return sc;
+}
+
+// Split-KV: a query tile's key range is cut into this many chunks when there
+// are too few tiles to keep every thread busy (decode: Lq = 1, long Lk).
+constexpr int64_t kMinSplitKeys = 256;
+int64_t choose_splits(int64_t num_tiles, int64_t Lk, int threads) {
+  if (threads <= 1 || num_tiles >= 2 * threads) return 1;
+  const int64_t by_keys = std::max<int64_t>(1, Lk / kMinSplitKeys);
+  return std::min(by_keys, ceil_div(4 * threads, num_tiles));
+}
+
+// Second pass for AttnOut::weights: exp(S − lse) for the requested rows only,
+// re-derived tile by tile.
+void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels& kn, const Geometry& g,
+                     std::vector<Scratch>& scratch) {
+  const int64_t nb = static_cast<int64_t>(o.cap_b.size()), nh = static_cast<int64_t>(o.cap_h.size()),
+                nr = static_cast<int64_t>(o.cap_i.size());
+  if (nb * nh * nr == 0) return;
+  const int64_t tiles_per_head = ceil_div(nr, g.Br);
+  parallel_for(nb * nh * tiles_per_head, 1, [&](int64_t begin, int64_t end, int tid) {
+    Scratch& s = scratch[tid];
+    TileRows t;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t ib = item / (nh * tiles_per_head), ih = (item / tiles_per_head) % nh;
+      const int64_t r0 = (item % tiles_per_head) * g.Br;
+      t.b = o.cap_b[ib];
+      const int64_t h = o.cap_h[ih];
+      t.hk = h / a.group();
+      t.n = static_cast<int>(std::min<int64_t>(g.Br, nr - r0));
+      for (int r = 0; r < t.n; ++r) t.h[r] = h, t.i[r] = o.cap_i[r0 + r];
+      const int ldq = static_cast<int>(round_up(t.n, kRowPad));
+      pack_q(a, t, ldq, s.qt.get());
+      const Union u = row_ranges(a, t, s);
+      const float* kbase = a.k + t.b * a.sk.b + t.hk * a.sk.h;
+      float* w0 = o.weights + ((ib * nh + ih) * nr + r0) * a.Lk;
+      for (int r = 0; r < t.n; ++r) {  // zeros outside the union of allowed keys
+        float* w = w0 + r * a.Lk;
+        std::fill(w, w + u.lo, 0.f);
+        std::fill(w + u.hi, w + a.Lk, 0.f);
+      }
+      for (int64_t j0 = u.lo; j0 < u.hi; j0 += g.Bc) {
+        const int nk = static_cast<int>(std::min<int64_t>(g.Bc, u.hi - j0));
+        kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
+                  static_cast<float>(a.scale), s.st.get());
+        apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
+        for (int r = 0; r < t.n; ++r) {
+          const float lse = o.lse[(t.b * a.H + h) * a.Lq + t.i[r]];
+          float* w = w0 + r * a.Lk + j0;
+          for (int jj = 0; jj < nk; ++jj) w[jj] = lse == kNegInf ? 0.f : std::exp(s.st[jj * ldq + r] - lse);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
+  ATTN_CHECK(a.D > 0 && a.Hkv > 0 && a.H % a.Hkv == 0,
+             "fused attention: expected D > 0 and Hkv dividing H; got D = ", a.D, ", H = ", a.H,
+             ", Hkv = ", a.Hkv);
+  ATTN_CHECK(a.Lq * a.D == 0 || a.sq.c == 1, "fused attention: q must have unit stride in D; got ", a.sq.c);
+  ATTN_CHECK(a.Lk * a.D == 0 || (a.sk.c == 1 && a.sv.c == 1),
+             "fused attention: k and v must have unit stride in D; got ", a.sk.c, " and ", a.sv.c);
+  if (a.B * a.H * a.Lq == 0) return;
+  const Kernels& kn = select_kernels();
+  const Geometry g{kn.max_rows, kn.block_keys, static_cast<int>(round_up(a.D, 16))};
+  const Tiling tiling(a, g.Br);
+  const int threads = num_threads();
+  std::vector<Scratch> scratch = make_scratch(threads, a, g);
+
+  const int64_t nsplit = choose_splits(tiling.num_tiles, a.Lk, threads);
+  // Split-KV partials: per (tile, split) and row, m, l and the unnormalised O.
+  const int64_t part_row = a.D + 2;
+  std::vector<float> partial;
+  if (nsplit > 1) partial.resize(static_cast<std::size_t>(tiling.num_tiles * nsplit * g.Br * part_row));
+
+  parallel_for(tiling.num_tiles * nsplit, 1, [&](int64_t begin, int64_t end, int tid) {
+    Scratch& s = scratch[tid];
+    TileRows t;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t tile = item / nsplit, split = item % nsplit;
+      tiling.rows(a, tile, t);
+      const int ldq = static_cast<int>(round_up(t.n, kRowPad));
+      const Union u = row_ranges(a, t, s);
+      if (a.dropout_p > 0)
+        for (int r = 0; r < ldq; ++r)  // padding rows get any valid key; their P is never used
+          s.drop_key[r] =
+              dropout_row_key(a.dropout_seed, t.b, t.h[std::min(r, t.n - 1)], t.i[std::min(r, t.n - 1)]);
+      int64_t kb = u.lo, ke = u.hi;
+      if (nsplit > 1) {
+        const int64_t chunk = round_up(ceil_div(u.hi - u.lo, nsplit), g.Bc);
+        kb = std::min(u.hi, u.lo + split * chunk);
+        ke = std::min(u.hi, kb + chunk);
+      }
+      if (kb < ke) pack_q(a, t, ldq, s.qt.get());
+      run_tile(a, kn, g, t, u, kb, ke, s);
+      if (nsplit == 1) {
+        finalize(a, t, g, s, o);
+        continue;
+      }
+      float* p = partial.data() + item * g.Br * part_row;
+      for (int r = 0; r < t.n; ++r, p += part_row) {
+        p[0] = s.m[r], p[1] = s.l[r];
+        std::memcpy(p + 2, s.o.get() + static_cast<int64_t>(r) * g.ldo, sizeof(float) * a.D);
+      }
+    }
+  });
+
+  if (nsplit > 1) {
+    // Combine the partials of each row: M = max m_s, L = sum l_s e^(m_s − M), O = sum O_s e^(m_s − M) / L.
+    parallel_for(tiling.num_tiles, 1, [&](int64_t begin, int64_t end, int) {
+      TileRows t;
+      for (int64_t tile = begin; tile < end; ++tile) {
+        tiling.rows(a, tile, t);
+        for (int r = 0; r < t.n; ++r) {
+          const int64_t row = (t.b * a.H + t.h[r]) * a.Lq + t.i[r];
+          auto part = [&](int64_t sp) {
+            return partial.data() + ((tile * nsplit + sp) * g.Br + r) * part_row;
+          };
+          float M = kNegInf;
+          for (int64_t sp = 0; sp < nsplit; ++sp) M = std::max(M, part(sp)[0]);
+          float* out = o.out + row * a.D;
+          std::fill(out, out + a.D, 0.f);
+          if (M == kNegInf) {
+            o.lse[row] = kNegInf;
+            continue;
+          }
+          float L = 0;
+          for (int64_t sp = 0; sp < nsplit; ++sp) {
+            const float* p = part(sp);
+            if (p[1] == 0.f) continue;
+            const float c = std::exp(p[0] - M);
+            L += p[1] * c;
+            for (int64_t d = 0; d < a.D; ++d) out[d] += c * p[2 + d];
+          }
+          const float inv = 1.f / L;
+          for (int64_t d = 0; d < a.D; ++d) out[d] *= inv;
+          o.lse[row] = M + std::log(L);
+        }
+      }
+    });
+  }
+
+  if (o.weights) capture_weights(a, o, kn, g, scratch);
+}
+
+// ---- scalar kernels: the portable fallback, plain loops ---------------------
+namespace fwd {
+namespace {
+
+void scores_scalar(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
+                   float* st) {
+  for (int j = 0; j < nk; ++j) {
+    float* s = st + static_cast<int64_t>(j) * ldq;
+    const float* kr = k + j * skr;
+    for (int r = 0; r < ldq; ++r) s[r] = 0.f;
+    for (int d = 0; d < D; ++d) {
+      const float kd = kr[d];
+      const float* q = qt + static_cast<int64_t>(d) * ldq;
+      for (int r = 0; r < ldq; ++r) s[r] += q[r] * kd;
+    }
+    for (int r = 0; r < ldq; ++r) s[r] *= scale;
+  }
+}
+
+void softmax_scalar(float* st, int ldq, int nk, float* m, float* l, float* alpha) {
+  for (int r = 0; r < ldq; ++r) {
+    float mx = m[r];
+    for (int j = 0; j < nk; ++j) mx = std::max(mx, st[static_cast<int64_t>(j) * ldq + r]);
+    const float ms = mx == kNegInf ? 0.f : mx;
+    const float al = std::exp(m[r] - ms);
+    float sum = 0.f;
+    for (int j = 0; j < nk; ++j) {
+      float& x = st[static_cast<int64_t>(j) * ldq + r];
+      x = std::exp(x - ms);
+      sum += x;
+    }
+    l[r] = l[r] * al + sum;
+    m[r] = mx;
+    alpha[r] = al;
+  }
+}
+
+void softcap_scalar(float* st, int ldq, int nk, float cap) {
+  for (int64_t x = 0; x < static_cast<int64_t>(nk) * ldq; ++x) st[x] = cap * std::tanh(st[x] / cap);
+}
+
+void add_rows_scalar(float* st, int ldq, int nk, const float* base, const int32_t* off, int64_t c) {
+  for (int j = 0; j < nk; ++j)
+    for (int r = 0; r < ldq; ++r) st[static_cast<int64_t>(j) * ldq + r] += base[off[r] + j * c];
+}
+
+void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
+               const float* alpha) {
+  for (int r = 0; r < n; ++r) {
+    float* orow = o + static_cast<int64_t>(r) * ldo;
+    for (int d = 0; d < D; ++d) orow[d] *= alpha[r];
+    for (int j = 0; j < nk; ++j) {
+      const float pj = p[static_cast<int64_t>(j) * ldq + r];
+      if (pj == 0.f) continue;
+      const float* vr = v + j * svr;
+      for (int d = 0; d < D; ++d) orow[d] += pj * vr[d];
+    }
+  }
+}
+
+}  // namespace
+
+void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
+                      float inv_keep) {
+  for (int j = 0; j < nk; ++j)
+    for (int r = 0; r < ldq; ++r) {
+      float& x = p[static_cast<int64_t>(j) * ldq + r];
+      const uint32_t h = static_cast<uint32_t>(mix64(row_key[r] ^ static_cast<uint64_t>(j0 + j)) >> 32);
+      x = h >= threshold ? x * inv_keep : 0.f;
+    }
+}
+
+const Kernels& kernels_scalar() {
+  static const Kernels k{
+      "scalar",        32, 64, scores_scalar, softmax_scalar, pv_scalar, softcap_scalar, add_rows_scalar,
+      dropout_portable};
+  return k;
+}
+
+}  // namespace fwd
 }  // namespace attn::kernels::cpu

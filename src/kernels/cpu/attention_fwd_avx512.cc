@@ -1,0 +1,287 @@
+// AVX-512 kernels of the fused attention forward (see attention_fwd_kernels.h
+// for the layouts). Both products are register-blocked broadcast-FMA
+// microkernels over operands already in the right orientation, so nothing is
+// transposed inside the key loop:
+//  * scores: S^T[j, r] = sum_d K[j, d] · Qt[d, r]; KB keys × RV vectors of 16
+//    query rows are accumulated in zmm registers, K[j, d] is a broadcast
+//    straight from the key row, Qt[d, r..r+15] one aligned load.
+//  * softmax: S^T holds 16 query rows per vector, so row maxima and sums are
+//    vertical max/add over keys, no horizontal reductions.
+//  * pv: O[r, d] += P^T[j, r] · V[j, d]; RB rows × DV vectors of 16 output
+//    columns stay in registers across the whole key tile, V[j, d..d+15] is a
+//    load from the value row, P^T[j, r] a broadcast.
+#include "kernels/cpu/attention_fwd_kernels.h"
+
+// GCC 12 reports a false "may be used uninitialized" inside the AVX-512 intrinsic headers (the
+// _mm512_undefined_ps() pass-through operand of unmasked max/min/roundscale/scalef) once exp_ps is
+// inlined; the operand is never read.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "kernels/cpu/vec_avx512.h"
+
+namespace attn::kernels::cpu::fwd {
+namespace {
+
+using avx512::exp_ps;
+
+// ---- scores ------------------------------------------------------------------
+
+template <int KB, int RV>
+void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, float scale_f, float* st) {
+  const __m512 scale = _mm512_set1_ps(scale_f);
+  __m512 acc[KB][RV];
+#pragma GCC unroll 16
+  for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_setzero_ps();
+  const float* kp[KB];
+#pragma GCC unroll 16
+  for (int j = 0; j < KB; ++j) kp[j] = k + j * skr;
+  for (int d = 0; d < D; ++d) {
+    __m512 q[RV];
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) q[v] = _mm512_load_ps(qt + static_cast<int64_t>(d) * ldq + 16 * v);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      const __m512 kb = _mm512_set1_ps(kp[j][d]);
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_fmadd_ps(q[v], kb, acc[j][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v)
+      _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v, _mm512_mul_ps(acc[j][v], scale));
+}
+
+using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*);
+
+// Keys per block for RV row vectors: about 24 accumulators.
+constexpr int kb_for(int rv) { return rv == 4 ? 6 : 8; }
+
+template <int RV, std::size_t... I>
+constexpr auto scores_table(std::index_sequence<I...>) {
+  return std::array<ScoresFn, sizeof...(I)>{&scores_block<static_cast<int>(I) + 1, RV>...};
+}
+
+template <int RV>
+void scores_rv(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st) {
+  constexpr int KB = kb_for(RV);
+  static constexpr auto table = scores_table<RV>(std::make_index_sequence<KB>());
+  int j = 0;
+  for (; j + KB <= nk; j += KB)
+    scores_block<KB, RV>(qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+  if (j < nk) table[nk - j - 1](qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+}
+
+void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st) {
+  // Row vectors in chunks of at most 4 (64 rows).
+  for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
+    const int rv = std::min(4, ldq / 16 - v0);
+    const float* q = qt + 16 * v0;
+    float* s = st + 16 * v0;
+    switch (rv) {
+      case 1:
+        scores_rv<1>(q, ldq, k, skr, nk, D, scale, s);
+        break;
+      case 2:
+        scores_rv<2>(q, ldq, k, skr, nk, D, scale, s);
+        break;
+      case 3:
+        scores_rv<3>(q, ldq, k, skr, nk, D, scale, s);
+        break;
+      default:
+        scores_rv<4>(q, ldq, k, skr, nk, D, scale, s);
+        break;
+    }
+  }
+}
+
+// ---- online softmax ------------------------------------------------------------
+
+void softmax(float* st, int ldq, int nk, float* m, float* l, float* alpha) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  for (int v = 0; v < ldq / 16; ++v) {
+    float* s = st + 16 * v;
+    __m512 mx0 = neg_inf, mx1 = neg_inf;
+    int j = 0;
+    for (; j + 2 <= nk; j += 2) {
+      mx0 = _mm512_max_ps(mx0, _mm512_load_ps(s + static_cast<int64_t>(j) * ldq));
+      mx1 = _mm512_max_ps(mx1, _mm512_load_ps(s + static_cast<int64_t>(j + 1) * ldq));
+    }
+    if (j < nk) mx0 = _mm512_max_ps(mx0, _mm512_load_ps(s + static_cast<int64_t>(j) * ldq));
+    const __m512 mold = _mm512_load_ps(m + 16 * v);
+    const __m512 mnew = _mm512_max_ps(mold, _mm512_max_ps(mx0, mx1));
+    // Rows with no allowed key so far subtract 0 instead of −inf: P = exp(−inf) = 0, never NaN.
+    const __mmask16 dead = _mm512_cmp_ps_mask(mnew, neg_inf, _CMP_EQ_OQ);
+    const __m512 msafe = _mm512_mask_mov_ps(mnew, dead, _mm512_setzero_ps());
+    const __m512 a = exp_ps(_mm512_sub_ps(mold, msafe));
+    __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
+    j = 0;
+    for (; j + 2 <= nk; j += 2) {
+      float* p0 = s + static_cast<int64_t>(j) * ldq;
+      float* p1 = p0 + ldq;
+      const __m512 e0 = exp_ps(_mm512_sub_ps(_mm512_load_ps(p0), msafe));
+      const __m512 e1 = exp_ps(_mm512_sub_ps(_mm512_load_ps(p1), msafe));
+      _mm512_store_ps(p0, e0);
+      _mm512_store_ps(p1, e1);
+      sum0 = _mm512_add_ps(sum0, e0);
+      sum1 = _mm512_add_ps(sum1, e1);
+    }
+    if (j < nk) {
+      float* p0 = s + static_cast<int64_t>(j) * ldq;
+      const __m512 e0 = exp_ps(_mm512_sub_ps(_mm512_load_ps(p0), msafe));
+      _mm512_store_ps(p0, e0);
+      sum0 = _mm512_add_ps(sum0, e0);
+    }
+    const __m512 lold = _mm512_load_ps(l + 16 * v);
+    _mm512_store_ps(l + 16 * v, _mm512_fmadd_ps(lold, a, _mm512_add_ps(sum0, sum1)));
+    _mm512_store_ps(m + 16 * v, mnew);
+    _mm512_store_ps(alpha + 16 * v, a);
+  }
+}
+
+// ---- O = alpha·O + P·V -------------------------------------------------------------
+
+template <int RB, int DV>
+void pv_block(const float* p, int ldq, const float* v, int64_t svr, int nk, float* o, int ldo,
+              const float* alpha, __mmask16 last) {
+  __m512 acc[RB][DV];
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d)
+      acc[r][d] = _mm512_mul_ps(_mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d), a);
+  }
+  for (int j = 0; j < nk; ++j) {
+    const float* vr = v + j * svr;
+    __m512 vv[DV];
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d)
+      vv[d] = d == DV - 1 ? _mm512_maskz_loadu_ps(last, vr + 16 * d) : _mm512_loadu_ps(vr + 16 * d);
+    const float* pj = p + static_cast<int64_t>(j) * ldq;
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m512 pb = _mm512_set1_ps(pj[r]);
+#pragma GCC unroll 4
+      for (int d = 0; d < DV; ++d) acc[r][d] = _mm512_fmadd_ps(pb, vv[d], acc[r][d]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d) _mm512_store_ps(o + static_cast<int64_t>(r) * ldo + 16 * d, acc[r][d]);
+}
+
+using PvFn = void (*)(const float*, int, const float*, int64_t, int, float*, int, const float*, __mmask16);
+
+constexpr int kRB = 6;  // rows per block
+constexpr int kDV = 4;  // 16-float vectors of D per block
+
+template <int DV, std::size_t... I>
+constexpr auto pv_row_table(std::index_sequence<I...>) {
+  return std::array<PvFn, sizeof...(I)>{&pv_block<static_cast<int>(I) + 1, DV>...};
+}
+template <std::size_t... I>
+constexpr auto pv_table(std::index_sequence<I...>) {
+  return std::array<std::array<PvFn, kRB>, sizeof...(I)>{
+      pv_row_table<static_cast<int>(I) + 1>(std::make_index_sequence<kRB>())...};
+}
+constexpr auto kPvTable = pv_table(std::make_index_sequence<kDV>());
+
+void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
+        const float* alpha) {
+  const int nvec = (D + 15) / 16;
+  // Split D into blocks of at most kDV vectors, as even as possible (D = 80: 3 + 2).
+  const int nblk = (nvec + kDV - 1) / kDV;
+  int d0 = 0;
+  for (int b = 0; b < nblk; ++b) {
+    const int dv = (nvec - d0 + (nblk - b) - 1) / (nblk - b);
+    const int dend = std::min(D, 16 * (d0 + dv));
+    const int tail = dend - 16 * (d0 + dv - 1);  // valid lanes of the last vector
+    const __mmask16 last = static_cast<__mmask16>((1u << tail) - 1u);
+    for (int r0 = 0; r0 < n; r0 += kRB) {
+      const int rb = std::min(kRB, n - r0);
+      kPvTable[dv - 1][rb - 1](p + r0, ldq, v + 16 * d0, svr, nk,
+                               o + static_cast<int64_t>(r0) * ldo + 16 * d0, ldo, alpha + r0, last);
+    }
+    d0 += dv;
+  }
+}
+
+// ---- soft-capping -------------------------------------------------------------------
+
+// cap · tanh(x / cap) = sign(x) · cap · (1 − e) / (1 + e) with e = exp(−2|x| / cap). Absolute error
+// about cap · 1e-7 (the cancellation in 1 − e near 0), far below the logits' own rounding.
+void softcap(float* st, int ldq, int nk, float cap) {
+  const __m512 k = _mm512_set1_ps(-2.f / cap), c = _mm512_set1_ps(cap), one = _mm512_set1_ps(1.f);
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const int64_t n = static_cast<int64_t>(nk) * ldq;  // multiple of 16
+  for (int64_t x = 0; x < n; x += 16) {
+    const __m512 s = _mm512_load_ps(st + x);
+    const __m512 e = exp_ps(_mm512_mul_ps(_mm512_abs_ps(s), k));
+    const __m512 y = _mm512_mul_ps(c, _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e)));
+    const __m512i sgn = _mm512_and_si512(_mm512_castps_si512(s), sign);
+    _mm512_store_ps(st + x, _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sgn)));
+  }
+}
+
+// ---- bias: one gather of 16 rows per key ------------------------------------------------
+
+void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off, int64_t c) {
+  for (int v = 0; v < ldq / 16; ++v) {
+    const __m512i idx = _mm512_loadu_si512(off + 16 * v);
+    float* s = st + 16 * v;
+    for (int j = 0; j < nk; ++j) {
+      const __m512 b = _mm512_i32gather_ps(idx, base + j * c, 4);
+      float* p = s + static_cast<int64_t>(j) * ldq;
+      _mm512_store_ps(p, _mm512_add_ps(_mm512_load_ps(p), b));
+    }
+  }
+}
+
+// ---- dropout: the mix64 keep rule on 8 u64 lanes (AVX512DQ vpmullq) ----------------------
+
+inline __m512i mix64_epi64(__m512i x) {
+  x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
+  x = _mm512_mullo_epi64(x, _mm512_set1_epi64(static_cast<int64_t>(0xbf58476d1ce4e5b9ull)));
+  x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
+  x = _mm512_mullo_epi64(x, _mm512_set1_epi64(static_cast<int64_t>(0x94d049bb133111ebull)));
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+}
+
+void dropout(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
+             float inv_keep) {
+  const __m512i thr = _mm512_set1_epi64(threshold);
+  const __m512 inv = _mm512_set1_ps(inv_keep);
+  for (int v = 0; v < ldq / 16; ++v) {
+    const __m512i k0 = _mm512_loadu_si512(row_key + 16 * v), k1 = _mm512_loadu_si512(row_key + 16 * v + 8);
+    float* s = p + 16 * v;
+    for (int j = 0; j < nk; ++j) {
+      const __m512i jv = _mm512_set1_epi64(j0 + j);
+      const __m512i h0 = _mm512_srli_epi64(mix64_epi64(_mm512_xor_si512(k0, jv)), 32);
+      const __m512i h1 = _mm512_srli_epi64(mix64_epi64(_mm512_xor_si512(k1, jv)), 32);
+      const __mmask16 keep = static_cast<__mmask16>(
+          _mm512_cmpge_epu64_mask(h0, thr) | (static_cast<unsigned>(_mm512_cmpge_epu64_mask(h1, thr)) << 8));
+      float* pj = s + static_cast<int64_t>(j) * ldq;
+      _mm512_store_ps(pj, _mm512_maskz_mul_ps(keep, _mm512_load_ps(pj), inv));
+    }
+  }
+}
+
+}  // namespace
+
+const Kernels& kernels_avx512() {
+  static const Kernels k{"avx512", 64, 96, scores, softmax, pv, softcap, add_rows, dropout};
+  return k;
+}
+
+}  // namespace attn::kernels::cpu::fwd
+
+#pragma GCC diagnostic pop

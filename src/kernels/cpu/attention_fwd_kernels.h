@@ -1,0 +1,73 @@
+// Inner kernels of the fused CPU attention forward, one table per instruction
+// set (scalar in attention_fwd.cc, AVX-512 in attention_fwd_avx512.cc, AVX2 in
+// attention_fwd_avx2.cc). The driver in attention_fwd.cc owns tiling, masks,
+// dropout, threads and split-KV; these kernels only do the dense arithmetic of
+// one query tile against one key tile.
+//
+// Layouts (all scratch buffers are 64-byte aligned, owned by the driver):
+//   qt  [D, ldq]   the query tile transposed; ldq = rows rounded up to 16,
+//                  padding rows are zero
+//   st  [nk, ldq]  S transposed: st[j * ldq + r] is the logit of tile row r
+//                  against key j; after `softmax` it holds the unnormalised
+//                  probabilities P
+//   o   [n, ldo]   unnormalised output rows; ldo = D rounded up to 16
+//   m, l, alpha [ldq]  running max, running sum, last rescale factor per row
+// Keys and values are read in place: row j of the key tile is k + j * skr
+// (unit stride in D).
+#pragma once
+
+#include <cstdint>
+
+namespace attn::kernels::cpu::fwd {
+
+constexpr int kRowPad = 16;  // ldq is a multiple of this for every ISA
+
+struct Kernels {
+  const char* isa;
+  int max_rows;    // Br: query rows per tile (multiple of kRowPad, <= kMaxRows)
+  int block_keys;  // Bc: keys per key tile
+
+  // st[j * ldq + r] = scale * sum_d qt[d * ldq + r] * k[j * skr + d]   for j < nk, r < ldq.
+  // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]
+  void (*scores)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
+                 float* st);
+
+  // Online-softmax update for every row r < ldq over keys j < nk:
+  //   m' = max(m, max_j st), alpha = exp(m - m'), st = exp(st - m'), l = alpha·l + sum_j st.
+  // A row whose m' is still −inf keeps l = 0 and gets P = 0 (never NaN).
+  // st: [nk, ldq]  m, l, alpha: [ldq]
+  void (*softmax)(float* st, int ldq, int nk, float* m, float* l, float* alpha);
+
+  // o[r * ldo + d] = alpha[r] · o[r * ldo + d] + sum_j p[j * ldq + r] · v[j * svr + d]
+  // for r < n, d < D. Lanes D..ldo-1 of o hold unspecified values.
+  // p: [nk, ldq]  v: [nk, D] with row stride svr  o: [n, ldo]  alpha: [n]
+  void (*pv)(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
+             const float* alpha);
+
+  // st = cap · tanh(st / cap) for every element of the tile (finite inputs).
+  // st: [nk, ldq]
+  void (*softcap)(float* st, int ldq, int nk, float cap);
+
+  // st[j * ldq + r] += base[off[r] + j * c] for j < nk, r < ldq (adds a bias read row by row).
+  // st: [nk, ldq]  off: [ldq]
+  void (*add_rows)(float* st, int ldq, int nk, const float* base, const int32_t* off, int64_t c);
+
+  // Dropout with the reference's keep rule (attention_args.h): for j < nk, r < ldq,
+  //   h = mix64(row_key[r] ^ (j0 + j)) >> 32;  p = h >= threshold ? p · inv_keep : 0
+  // where row_key[r] holds the first four mixing rounds of dropout_hash for row r.
+  // p: [nk, ldq]  row_key: [ldq]
+  void (*dropout)(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
+                  float inv_keep);
+};
+
+constexpr int kMaxRows = 64;
+
+// The plain-C++ dropout kernel, shared by tables without a faster one (AVX2 has no 64-bit multiply).
+void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
+                      float inv_keep);
+
+const Kernels& kernels_scalar();
+const Kernels& kernels_avx2();
+const Kernels& kernels_avx512();
+
+}  // namespace attn::kernels::cpu::fwd
