@@ -45,6 +45,7 @@
 
 #include "kernels/cpu/attention_bwd_tile.h"
 #include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/isa.h"
 
 namespace attn::kernels::cpu {
 namespace {
@@ -53,24 +54,10 @@ using TileFn = void (*)(const BwdTile&);
 
 // ---- instruction set --------------------------------------------------------
 
-bool cpu_has_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-}
-
-// ATTN_ISA=scalar|avx2|avx512 forces a lower instruction set. The backward has
-// no AVX2 kernel, so avx2 runs the scalar tile. Read on every call so that
-// tests can switch paths.
-TileFn choose_tile_fn() {
-  bool avx512 = cpu_has_avx512();
-  if (const char* env = std::getenv("ATTN_ISA"); env && *env) {
-    const std::string isa(env);
-    ATTN_CHECK(isa == "scalar" || isa == "avx2" || isa == "avx512",
-               "attention_backward: ATTN_ISA must be scalar, avx2 or avx512; got '", isa, "'");
-    if (isa != "avx512") avx512 = false;
-  }
-  return avx512 ? &bwd_tile_avx512 : &bwd_tile_scalar;
-}
+// The instruction set comes from kernels/cpu/isa.h (detected once, lowered by
+// ATTN_ISA or force_isa). The backward has no AVX2 kernel, so avx2 runs the
+// scalar tile.
+TileFn choose_tile_fn() { return active_isa() == Isa::avx512 ? &bwd_tile_avx512 : &bwd_tile_scalar; }
 
 // ---- scratch ----------------------------------------------------------------
 
