@@ -332,7 +332,7 @@ std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, do
   return runs;
 }
 
-void report_engine(Report& r, const std::vector<EngineRun>& runs, const std::string& what) {
+Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::string& what) {
   Table t({{"engine backend", Align::left},
            {"max |diff| weights", Align::right},
            {"max |diff| output", Align::right},
@@ -367,7 +367,7 @@ void report_engine(Report& r, const std::vector<EngineRun>& runs, const std::str
            return std::string(b);
          }() +
          ").");
-  r.json.set("engine", std::move(arr));
+  return arr;
 }
 
 }  // namespace attn::cli::explain

@@ -125,8 +125,8 @@ struct EngineRun {
 // Throws attn::Error if either backend differs by more than its tolerance.
 std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, double scale, int64_t query,
                                     const std::vector<double>& weights, const std::vector<double>& output);
-// Lines saying the engine agrees, and the same as JSON.
-void report_engine(Report& r, const std::vector<EngineRun>& runs, const std::string& what);
+// Lines saying the engine agrees; returns the same as JSON (for the key "engine").
+Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::string& what);
 
 // Tensor [1, 1, rows, cols] of dtype `dt` holding `m`.
 Tensor to_tensor4(const Mat& m, DType dt);

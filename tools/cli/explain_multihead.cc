@@ -248,7 +248,7 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
                ", max |output difference| = ", run.max_diff_output, "; expected both <= ", c.tolerance);
     runs.push_back(std::move(run));
   }
-  report_engine(r, runs, "(steps 3 and 4)");
+  Json engine_json = report_engine(r, runs, "(steps 3 and 4)");
 
   Json& j = r.json;
   j.set("mode", "multi_head");
@@ -276,6 +276,7 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
   }
   j.set("head_weights", std::move(hw)).set("head_outputs", std::move(ho));
   j.set("concat", Json::numbers(concat)).set("output", Json::numbers(out));
+  j.set("engine", std::move(engine_json));
 }
 
 }  // namespace attn::cli::explain

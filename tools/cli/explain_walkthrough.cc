@@ -38,7 +38,12 @@ std::vector<int64_t> ranking(const std::vector<double>& w) {
 // "a, b and c" from the first `n` ranked labels with their percentages.
 std::string winners_sentence(const std::vector<int64_t>& order, const std::vector<double>& w,
                              const std::vector<std::string>& labels, std::size_t n) {
-  n = std::min(n, order.size());
+  // Words tied at the lowest weight are not "winners": name only those above it.
+  const double lowest = w[order.back()];
+  std::size_t above = 0;
+  while (above < order.size() && w[order[above]] > lowest + 1e-12) ++above;
+  n = std::min(n, above);
+  if (n == 0) return "";
   std::string s;
   for (std::size_t i = 0; i < n; ++i) {
     if (i > 0) s += i + 1 == n ? " and " : ", ";
@@ -147,13 +152,14 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
         "engine (the check at the end).");
   } else {
     r.para(
-        "Note: the inputs are ILLUSTRATIVE, not learned. The embeddings X come from a deterministic seeded\n"
-        "generator (seed " +
+        "Note: the inputs are ILLUSTRATIVE, not learned. The embeddings X come from a deterministic\n"
+        "seeded generator (seed " +
         std::to_string(ex.seed) +
-        "): each word's 8 values depend only on the word and\n"
-        "the seed, so they carry no meaning; the projections W_Q, W_K, W_V are the hand-chosen ones of the\n"
-        "default example. Everything after the inputs is computed: step by step below, then again by the\n"
-        "attn engine (the check at the end).");
+        "): each word's 8 values depend only on the word "
+        "and the seed,\nso they carry no meaning. The projections W_Q, W_K, W_V are the hand-chosen ones of "
+        "the\n"
+        "default example. Everything after the inputs is computed: step by step below, then again by\n"
+        "the attn engine (the check at the end).");
   }
 
   // Step 1
@@ -168,7 +174,8 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
     Table t(cols);
     for (int64_t i = 0; i < N; ++i) {
       std::vector<std::string> row = {std::to_string(i + 1), ex.words[i]};
-      for (int64_t f = 0; f < dm; ++f) row.push_back(fmt_input(ex.X(i, f)));
+      for (int64_t f = 0; f < dm; ++f)
+        row.push_back(ex.hand_chosen ? fmt_input(ex.X(i, f)) : fmt(ex.X(i, f), 2));
       t.row(row);
     }
     r.table(t);
@@ -331,7 +338,10 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
     int64_t best = 0;
     for (int64_t d = 1; d < dk; ++d)
       if (q[d] * K(top, d) > q[best] * K(top, best)) best = d;
-    std::string why = qw + " attends most to " + winners_sentence(order, weight, ex.words, 3) + ".";
+    const std::string winners = winners_sentence(order, weight, ex.words, 3);
+    std::string why = winners.empty() ? qw + " attends to every word equally (" + percent(weight[0]) +
+                                            " each): all its scores are equal, so no word stands out."
+                                      : qw + " attends most to " + winners + ".";
     if (q[best] * K(top, best) > 0)
       why += "\nWhy " + ex.words[top] + ": " + qw + "'s query looks for " + dims[best] + " (" +
              fmt(q[best], qd) + ") and " + ex.words[top] + "'s key offers " + dims[best] + " (" +
@@ -346,7 +356,7 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
          ", D=" + std::to_string(dk) + "], capturing the exact weights of row " + std::to_string(qi + 1) +
          " (" + qw + ").");
   const auto runs = engine_check(Q, K, V, 1.0 / sqrt_dk, qi, weight, out);
-  report_engine(r, runs, "(steps 5 and 6)");
+  Json engine_json = report_engine(r, runs, "(steps 5 and 6)");
 
   r.para(
       "Next: attn explain --query 带        the same steps for another word (a word or a position)\n"
@@ -385,6 +395,7 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
   steps.set("output", Json::numbers(out));
   j.set("steps", std::move(steps));
   j.set("ranking", ranking_json(order, weight, ex.words));
+  j.set("engine", std::move(engine_json));
 }
 
 void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Report& r) {
@@ -464,7 +475,7 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
   Q(0, 0) = 1;
   for (int64_t j = 0; j < N; ++j) K(j, 0) = scores[j], V(j, 0) = static_cast<double>(j + 1);
   const auto runs = engine_check(Q, K, V, 1.0, 0, w, {});
-  report_engine(r, runs, "(step 3)");
+  Json engine_json = report_engine(r, runs, "(step 3)");
 
   Json& j = r.json;
   j.set("mode", "softmax");
@@ -475,6 +486,7 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
   j.set("weights", Json::numbers(w));
   j.set("weights_sum", wsum);
   j.set("ranking", ranking_json(order, w, labels));
+  j.set("engine", std::move(engine_json));
 }
 
 }  // namespace attn::cli::explain
