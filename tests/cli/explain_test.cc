@@ -493,7 +493,8 @@ INSTANTIATE_TEST_SUITE_P(
     Lists, ExplainScoresTest,
     ::testing::Values(std::vector<double>{0.2, 2.5, 0.8, 0.3, 0.4, 2.0},  // the tutorial's
                       std::vector<double>{0.1, 0.3, 0.2, 0.5, 0.1, 1.2}, std::vector<double>{-3, 0, 3},
-                      std::vector<double>{5}, std::vector<double>{1e-3, -2.75, 40, 39.5}));
+                      std::vector<double>{5}, std::vector<double>{1e-3, -2.75, 40, 39.5},
+                      std::vector<double>{699.3, 698.9, 650.1, 698.7}));
 
 TEST(ExplainScores, BriefExampleShows014And017AtPositions2And4) {
   const CliRun r = run_cli("--scores 0.1,0.3,0.2,0.5,0.1,1.2");

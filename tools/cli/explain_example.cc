@@ -291,6 +291,10 @@ const char* backend_word(Backend b) {
 
 }  // namespace
 
+double engine_tolerance(double base, double max_abs_logit, double max_abs_value) {
+  return base * std::max(1.0, max_abs_logit) * std::max(1.0, max_abs_value);
+}
+
 std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, double scale, int64_t query,
                                     const std::vector<double>& weights, const std::vector<double>& output) {
   std::vector<EngineRun> runs;
@@ -299,9 +303,15 @@ std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, do
     Backend backend;
     double tolerance;
   };
+  double max_logit = 0, max_v = 0;
+  for (int64_t j = 0; j < K.rows; ++j)
+    max_logit = std::max(max_logit, std::fabs(scale * dot(Q.row(query), K.row(j))));
+  if (!output.empty())
+    for (double x : V.v) max_v = std::max(max_v, std::fabs(x));
   // fp32 rounds every input and sum (about 6e-8 relative); fp64 only the sums.
   for (const Config& c :
-       {Config{DType::f32, Backend::automatic, 1e-5}, Config{DType::f64, Backend::reference, 1e-12}}) {
+       {Config{DType::f32, Backend::automatic, engine_tolerance(1e-5, max_logit, max_v)},
+        Config{DType::f64, Backend::reference, engine_tolerance(1e-12, max_logit, max_v)}}) {
     const Tensor q = to_tensor4(Q, c.dtype);  // q: [1, 1, Lq, D]
     const Tensor k = to_tensor4(K, c.dtype);  // k: [1, 1, Lk, D]
     const Tensor v = to_tensor4(V, c.dtype);  // v: [1, 1, Lk, D]
@@ -344,7 +354,7 @@ Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::str
     std::snprintf(w, sizeof w, "%.1e", run.max_diff_weights);
     std::snprintf(o, sizeof o, "%.1e", run.max_diff_output);
     if (!run.compared_output) std::snprintf(o, sizeof o, "-");
-    std::snprintf(tol, sizeof tol, "%.0e", run.tolerance);
+    std::snprintf(tol, sizeof tol, "%.1e", run.tolerance);
     t.row({run.backend, w, o, tol, "agree"});
     Json j = Json::object();
     j.set("backend", run.backend)

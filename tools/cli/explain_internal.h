@@ -128,6 +128,12 @@ std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, do
 // Lines saying the engine agrees; returns the same as JSON (for the key "engine").
 Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::string& what);
 
+// Tolerance for comparing the engine with the arithmetic: `base` (1e-5 for
+// fp32, 1e-12 for fp64) scaled by the magnitudes that amplify rounding: the
+// largest |logit| (rounding the inputs moves a logit by about eps·|logit|)
+// and the largest |value| (for outputs).
+double engine_tolerance(double base, double max_abs_logit, double max_abs_value);
+
 // Tensor [1, 1, rows, cols] of dtype `dt` holding `m`.
 Tensor to_tensor4(const Mat& m, DType dt);
 

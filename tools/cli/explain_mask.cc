@@ -77,7 +77,11 @@ void mask(const Example& ex, const MaskParams& p, Report& r) {
       max_diff = std::max(max_diff, std::fabs(expect[i][j] - w.at({0, 0, i, j})));
     }
   }
-  constexpr double kTol = 1e-5;
+  double max_logit = 0;
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t k = 0; k < N; ++k)
+      max_logit = std::max(max_logit, std::fabs(dot(Q.row(i), K.row(k))) / std::sqrt(double(dk)));
+  const double kTol = engine_tolerance(1e-5, max_logit, 1.0);  // weights only
   ATTN_CHECK(max_diff <= kTol,
              "explain: the engine's masked weights disagree with the arithmetic: max |difference| = ",
              max_diff, "; expected <= ", kTol);

@@ -461,8 +461,8 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
            ") = e^(" + fmt_input(scores[a]) + " - " + fmt_input(scores[b]) +
            ") = " + fmt(std::exp(scores[a] - scores[b]), 4) + "\n(check: " + fmt(w[a], 4) + " / " +
            fmt(w[b], 4) + " = " + fmt(w[a] / w[b], 4) +
-           "). Adding the same number to every score changes no weight, and a table\n"
-           "whose ratios differ from e^(difference) is not a softmax of these scores.";
+           ").\nAdding the same number to every score changes no weight, and a table whose ratios\n"
+           "differ from e^(difference) is not a softmax of these scores.";
     }
     r.para(s);
   }
