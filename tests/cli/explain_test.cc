@@ -10,7 +10,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -59,6 +58,27 @@ std::vector<std::string> split_ws(const std::string& s) {
   std::stringstream ss(s);
   for (std::string w; ss >> w;) v.push_back(w);
   return v;
+}
+
+bool is_uint(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// A decimal number without sign or exponent, as the tables print them.
+bool is_decimal(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789.") == std::string::npos &&
+         s.find('.') == s.rfind('.') && s.front() != '.' && s.back() != '.';
+}
+
+// The text after `prefix` on the first line that contains it, or "" (and a failure).
+std::string after(const std::string& text, const std::string& prefix) {
+  const auto p = text.find(prefix);
+  if (p == std::string::npos) {
+    ADD_FAILURE() << "output lacks '" << prefix << "'";
+    return "";
+  }
+  const auto start = p + prefix.size();
+  return text.substr(start, text.find('\n', start) - start);
 }
 
 // The lines from the first line containing `from` up to (excluding) the next
@@ -162,13 +182,30 @@ class JsonReader {
     return number(v);
   }
   bool number(JValue& v) {
-    static const std::regex re(R"(^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
-    std::smatch m;
-    const std::string rest = s_.substr(i_, 64);
-    if (!std::regex_search(rest, m, re)) return false;
+    // JSON grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+    const std::size_t start = i_;
+    auto digits = [&] {
+      const std::size_t b = i_;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+      return i_ - b;
+    };
+    if (i_ < s_.size() && s_[i_] == '-') ++i_;
+    if (i_ < s_.size() && s_[i_] == '0') {
+      ++i_;
+    } else if (digits() == 0) {
+      return false;
+    }
+    if (i_ < s_.size() && s_[i_] == '.') {
+      ++i_;
+      if (digits() == 0) return false;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (digits() == 0) return false;
+    }
     v.kind = JValue::number;
-    v.num = std::strtod(m.str().c_str(), nullptr);
-    i_ += m.length();
+    v.num = std::strtod(s_.substr(start, i_ - start).c_str(), nullptr);
     return true;
   }
   bool string(std::string& out) {
@@ -339,12 +376,11 @@ TEST(ExplainDefault, PrintsEveryStepAndTheEngineAgreement) {
 
 // Parses the rows "  j  word  exp  weight" of step 5.
 void parse_step5(const std::string& out, std::vector<double>& exps, std::vector<double>& weights) {
-  static const std::regex row(R"(^\s+\d+\s+\S+\s+([0-9.]+)\s+([0-9.]+)\s*$)");
   for (const auto& l : section(out, "Step 5.", "Sum of weights")) {
-    std::smatch m;
-    if (std::regex_match(l, m, row)) {
-      exps.push_back(std::stod(m[1]));
-      weights.push_back(std::stod(m[2]));
+    const auto cells = split_ws(l);  // "j word exp weight"
+    if (cells.size() == 4 && is_uint(cells[0]) && is_decimal(cells[2]) && is_decimal(cells[3])) {
+      exps.push_back(std::stod(cells[2]));
+      weights.push_back(std::stod(cells[3]));
     }
   }
 }
@@ -362,9 +398,10 @@ TEST(ExplainDefault, PrintedWeightsAreASoftmaxThatSumsToOne) {
     EXPECT_NEAR(weights[j], exps[j] / exp_sum, 1e-4) << "row " << j + 1;  // printed to 4 decimals
   }
   EXPECT_NEAR(sum, 1.0, 7 * 0.5e-4);  // seven values rounded to 4 decimals
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(Sum of weights = ([0-9.]+))")));
-  EXPECT_NEAR(std::stod(m[1]), 1.0, 1e-6);
+  const auto shown = split_ws(after(r.out, "Sum of weights = "));
+  ASSERT_FALSE(shown.empty());
+  ASSERT_TRUE(is_decimal(shown[0])) << shown[0];
+  EXPECT_NEAR(std::stod(shown[0]), 1.0, 1e-6);
 }
 
 TEST(ExplainDefault, JsonStepsFollowFromItsQKV) {
@@ -469,10 +506,12 @@ TEST_P(ExplainScoresTest, ShowsTheExactSoftmax) {
   ASSERT_EQ(r.status, 0) << r.err;
   const auto w = softmax(scores);
   // "softmax([...]) = [w1, ..., wN]" to 2 decimals.
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(softmax\(\[[^\]]*\]\) = \[([^\]]*)\])"))) << r.out;
+  std::string list = after(r.out, "]) = [");
+  ASSERT_FALSE(list.empty()) << r.out;
+  ASSERT_EQ(list.back(), ']');
+  list.pop_back();
   std::vector<std::string> shown;
-  std::stringstream ss(m[1].str());
+  std::stringstream ss(list);
   for (std::string x; std::getline(ss, x, ',');) shown.push_back(split_ws(x).at(0));
   ASSERT_EQ(shown.size(), scores.size());
   for (std::size_t j = 0; j < w.size(); ++j) EXPECT_EQ(shown[j], fixed(w[j], 2)) << "position " << j + 1;
@@ -501,10 +540,10 @@ TEST(ExplainScores, BriefExampleShows014And017AtPositions2And4) {
   ASSERT_EQ(r.status, 0) << r.err;
   // Step 3 rows: "#  token  e^s  weight  2-decimals".
   std::map<int, std::string> two_dec;
-  static const std::regex row(R"(^\s+(\d+)\s+position \d+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)\s*$)");
   for (const auto& l : section(r.out, "Step 3.", "Sum of weights")) {
-    std::smatch m;
-    if (std::regex_match(l, m, row)) two_dec[std::stoi(m[1])] = m[2];
+    const auto c = split_ws(l);  // "j position j exp weight 2-decimals"
+    if (c.size() == 6 && is_uint(c[0]) && c[1] == "position" && is_decimal(c[5]))
+      two_dec[std::stoi(c[0])] = c[5];
   }
   ASSERT_EQ(two_dec.size(), 6u) << r.out;
   const auto w = softmax({0.1, 0.3, 0.2, 0.5, 0.1, 1.2});
@@ -570,8 +609,12 @@ TEST(ExplainMultiHead, TextShowsHeadsSideBySideWithShapes) {
   for (const char* needle : {"[h=4, N=7, d_k=2]", "concat [8]", "out [8]", "Engine agreement"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << "missing: " << needle;
   // Step 3's table: one weight column per head, side by side.
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(#  word\s+head 1\s+head 2\s+head 3\s+head 4\n)")))
-      << r.out;
+  bool side_by_side = false;
+  for (const auto& l : split_lines(r.out))
+    side_by_side =
+        side_by_side || split_ws(l) == std::vector<std::string>{"#", "word", "head", "1",    "head",
+                                                                "2", "head", "3",    "head", "4"};
+  EXPECT_TRUE(side_by_side) << r.out;
 }
 
 // ---- --cost ------------------------------------------------------------------------------
@@ -742,10 +785,13 @@ void expect_tables_aligned(const std::string& args) {
   const CliRun r = run_cli(args);
   ASSERT_EQ(r.status, 0) << args << ": " << r.err;
   const auto lines = split_lines(r.out);
-  static const std::regex rule(R"(^  -+(  -+)*$)");
+  auto is_rule = [](const std::string& l) {  // "  ----  --  -----"
+    return l.size() > 2 && l.compare(0, 2, "  ") == 0 && l[2] == '-' && l.back() == '-' &&
+           l.find_first_not_of(" -") == std::string::npos && l.find("   ") == std::string::npos;
+  };
   int tables = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (!std::regex_match(lines[i], rule)) continue;
+    if (!is_rule(lines[i])) continue;
     ++tables;
     const int w = display_width(lines[i]);
     std::size_t first = i - 1;  // header; a group line above it is indented too
