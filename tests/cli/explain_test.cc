@@ -485,6 +485,20 @@ TEST(ExplainDefault, GeneratedSentenceIsDeterministicAndPerWord) {
   EXPECT_TRUE(differs) << "another seed must give other embeddings";
 }
 
+TEST(ExplainJson, EscapesQuotesAndBackslashesInWords) {
+  const JValue j = run_json(R"(--sentence 'say "hi" c\d 伞')");
+  ASSERT_EQ(j["sentence"].items.size(), 4u);
+  EXPECT_EQ(j["sentence"][1].str, "\"hi\"");
+  EXPECT_EQ(j["sentence"][2].str, "c\\d");
+  EXPECT_EQ(j["sentence"][3].str, "伞");
+  // A control character inside a word must be written as \u0001 (raw ones make the reader fail).
+  const JValue c = run_json(R"x(--sentence "$(printf 'a\001b x')")x");
+  ASSERT_EQ(c["sentence"].items.size(), 2u);
+  EXPECT_EQ(c["sentence"][0].str,
+            "a\x01"
+            "b");
+}
+
 // ---- --scores ------------------------------------------------------------------------
 
 class ExplainScoresTest : public ::testing::TestWithParam<std::vector<double>> {};
