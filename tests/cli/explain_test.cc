@@ -1,0 +1,826 @@
+// Tests of `attn explain`: run the built binary (ATTN_CLI_PATH) and check its
+// output against numbers computed here from the same inputs (softmax, cost
+// formulas, mask rules), never against hard-coded results.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../../tools/cli/text_width.h"
+
+namespace {
+
+using attn::cli::display_width;
+
+// ---- running the binary ---------------------------------------------------------
+
+struct CliRun {
+  int status = -1;  // exit status
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+CliRun run_cli(const std::string& args) {
+  const std::string err_path = ::testing::TempDir() + "attn_explain_stderr.txt";
+  const std::string cmd = std::string("'") + ATTN_CLI_PATH + "' explain " + args + " 2>'" + err_path + "'";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream f(err_path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  r.err = ss.str();
+  return r;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::stringstream ss(s);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  return lines;
+}
+
+std::vector<std::string> split_ws(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  for (std::string w; ss >> w;) v.push_back(w);
+  return v;
+}
+
+bool is_uint(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// A decimal number without sign or exponent, as the tables print them.
+bool is_decimal(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789.") == std::string::npos &&
+         s.find('.') == s.rfind('.') && s.front() != '.' && s.back() != '.';
+}
+
+// The text after `prefix` on the first line that contains it, or "" (and a failure).
+std::string after(const std::string& text, const std::string& prefix) {
+  const auto p = text.find(prefix);
+  if (p == std::string::npos) {
+    ADD_FAILURE() << "output lacks '" << prefix << "'";
+    return "";
+  }
+  const auto start = p + prefix.size();
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+// The lines from the first line containing `from` up to (excluding) the next
+// line containing `to`.
+std::vector<std::string> section(const std::string& text, const std::string& from, const std::string& to) {
+  std::vector<std::string> out;
+  bool in = false;
+  for (const auto& l : split_lines(text)) {
+    if (!in && l.find(from) != std::string::npos) {
+      in = true;
+      continue;
+    }
+    if (in && l.find(to) != std::string::npos) break;
+    if (in) out.push_back(l);
+  }
+  return out;
+}
+
+std::string fixed(double v, int decimals) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+
+std::vector<double> softmax(const std::vector<double>& s) {
+  std::vector<double> w;
+  double sum = 0;
+  for (double x : s) sum += std::exp(x);
+  for (double x : s) w.push_back(std::exp(x) / sum);
+  return w;
+}
+
+// ---- a tiny JSON reader, enough to check the writer's output structurally ----------
+
+struct JValue {
+  enum Kind { null, boolean, number, string, array, object } kind = null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<JValue> items;
+  std::vector<std::pair<std::string, JValue>> members;
+
+  const JValue& operator[](const std::string& key) const {
+    for (const auto& [k, v] : members)
+      if (k == key) return v;
+    ADD_FAILURE() << "JSON key '" << key << "' missing";
+    static const JValue none;
+    return none;
+  }
+  const JValue& operator[](std::size_t i) const {
+    static const JValue none;
+    if (i >= items.size()) {
+      ADD_FAILURE() << "JSON index " << i << " out of range " << items.size();
+      return none;
+    }
+    return items[i];
+  }
+  bool has(const std::string& key) const {
+    for (const auto& m : members)
+      if (m.first == key) return true;
+    return false;
+  }
+  std::vector<double> numbers() const {
+    std::vector<double> v;
+    for (const auto& x : items) v.push_back(x.num);
+    return v;
+  }
+};
+
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& s) : s_(s) {}
+  // Parses one value that must span the whole input (but trailing whitespace).
+  bool parse(JValue& v) {
+    if (!value(v)) return false;
+    ws();
+    return i_ == s_.size();
+  }
+  std::size_t where() const { return i_; }
+
+ private:
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+  }
+  bool lit(const char* w) {
+    const std::string t = w;
+    if (s_.compare(i_, t.size(), t) != 0) return false;
+    i_ += t.size();
+    return true;
+  }
+  bool value(JValue& v) {
+    ws();
+    if (i_ >= s_.size()) return false;
+    const char c = s_[i_];
+    if (c == '{') return object(v);
+    if (c == '[') return array(v);
+    if (c == '"') return (v.kind = JValue::string, string(v.str));
+    if (lit("true")) return (v.kind = JValue::boolean, v.b = true, true);
+    if (lit("false")) return (v.kind = JValue::boolean, v.b = false, true);
+    if (lit("null")) return (v.kind = JValue::null, true);
+    return number(v);
+  }
+  bool number(JValue& v) {
+    // JSON grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+    const std::size_t start = i_;
+    auto digits = [&] {
+      const std::size_t b = i_;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+      return i_ - b;
+    };
+    if (i_ < s_.size() && s_[i_] == '-') ++i_;
+    if (i_ < s_.size() && s_[i_] == '0') {
+      ++i_;
+    } else if (digits() == 0) {
+      return false;
+    }
+    if (i_ < s_.size() && s_[i_] == '.') {
+      ++i_;
+      if (digits() == 0) return false;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (digits() == 0) return false;
+    }
+    v.kind = JValue::number;
+    v.num = std::strtod(s_.substr(start, i_ - start).c_str(), nullptr);
+    return true;
+  }
+  bool string(std::string& out) {
+    ++i_;  // opening quote
+    while (i_ < s_.size()) {
+      const unsigned char c = static_cast<unsigned char>(s_[i_++]);
+      if (c == '"') return true;
+      if (c < 0x20) return false;  // raw control characters are invalid JSON
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        continue;
+      }
+      if (i_ >= s_.size()) return false;
+      const char e = s_[i_++];
+      switch (e) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          if (i_ + 4 > s_.size()) return false;
+          const unsigned cp = static_cast<unsigned>(std::stoul(s_.substr(i_, 4), nullptr, 16));
+          i_ += 4;
+          if (cp >= 0x80) return false;  // the writer only escapes control characters
+          out += static_cast<char>(cp);
+          break;
+        }
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+  bool array(JValue& v) {
+    v.kind = JValue::array;
+    ++i_;
+    ws();
+    if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
+    for (;;) {
+      JValue item;
+      if (!value(item)) return false;
+      v.items.push_back(std::move(item));
+      ws();
+      if (i_ < s_.size() && s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
+      return false;
+    }
+  }
+  bool object(JValue& v) {
+    v.kind = JValue::object;
+    ++i_;
+    ws();
+    if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
+    for (;;) {
+      ws();
+      std::string key;
+      if (i_ >= s_.size() || s_[i_] != '"' || !string(key)) return false;
+      ws();
+      if (i_ >= s_.size() || s_[i_] != ':') return false;
+      ++i_;
+      JValue item;
+      if (!value(item)) return false;
+      v.members.emplace_back(std::move(key), std::move(item));
+      ws();
+      if (i_ < s_.size() && s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
+      return false;
+    }
+  }
+
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+JValue run_json(const std::string& args) {
+  const CliRun r = run_cli(args + " --json");
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+  JValue v;
+  JsonReader reader(r.out);
+  EXPECT_TRUE(reader.parse(v)) << "invalid JSON from '" << args << "' near byte " << reader.where() << ":\n"
+                               << r.out.substr(0, 400);
+  return v;
+}
+
+// ---- display width (unit) ------------------------------------------------------
+
+struct WidthCase {
+  const char* text;
+  int width;
+};
+
+class DisplayWidthTest : public ::testing::TestWithParam<WidthCase> {};
+
+TEST_P(DisplayWidthTest, CountsTerminalColumns) {
+  EXPECT_EQ(display_width(GetParam().text), GetParam().width) << "'" << GetParam().text << "'";
+}
+
+INSTANTIATE_TEST_SUITE_P(MixedScripts, DisplayWidthTest,
+                         ::testing::Values(WidthCase{"", 0}, WidthCase{"abc", 3}, WidthCase{"今天", 4},
+                                           WidthCase{"，", 2}, WidthCase{"今天 下雨 ， 我", 15},
+                                           WidthCase{"a今b", 4}, WidthCase{"ＡＢＣ", 6},  // fullwidth Latin
+                                           WidthCase{"１２3", 5},      // fullwidth digits + ASCII
+                                           WidthCase{"ｶﾀｶﾅ", 4},       // halfwidth katakana: narrow
+                                           WidthCase{"カタカナ", 8},   // katakana: wide
+                                           WidthCase{"한국어", 6},     // Hangul syllables
+                                           WidthCase{"e\xcc\x81", 1},  // e + combining acute
+                                           WidthCase{"a\xe2\x80\x8b"
+                                                     "b",
+                                                     2},             // zero-width space
+                                           WidthCase{"q·k √ ×", 7},  // ambiguous: narrow
+                                           WidthCase{"█ █", 3}, WidthCase{"\xf0\x9f\x98\x80", 2},  // emoji
+                                           WidthCase{"\xf0\xa0\x80\x80", 2},  // CJK extension B (plane 2)
+                                           WidthCase{"\xff"
+                                                     "a",
+                                                     2},                 // invalid byte counts 1
+                                           WidthCase{"\xe4\xbb", 2},     // truncated sequence: 1 per byte
+                                           WidthCase{"\xc0\xaf", 2},     // overlong encoding: invalid
+                                           WidthCase{"tab\there", 7}));  // control characters count 0
+
+TEST(DisplayWidth, PadAlignsMixedText) {
+  using attn::cli::Align;
+  using attn::cli::pad;
+  EXPECT_EQ(pad("今天", 6), "今天  ");
+  EXPECT_EQ(pad("今天", 6, Align::right), "  今天");
+  EXPECT_EQ(pad("ab", 5, Align::center), " ab  ");
+  EXPECT_EQ(pad("今天下雨", 3), "今天下雨");  // never truncates
+  for (const char* s : {"a", "今", "ＡＢ", "x今y", "伞"}) EXPECT_EQ(display_width(pad(s, 9)), 9) << s;
+}
+
+// ---- the default walkthrough -----------------------------------------------------
+
+TEST(ExplainDefault, PrintsEveryStepAndTheEngineAgreement) {
+  const CliRun r = run_cli("");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* needle :
+       {"今天 下雨 ， 我 没 带 伞", "Query word: 没", "ILLUSTRATIVE", "Step 1.", "Q = X·W_Q", "Step 2.",
+        "q · k_j", "Step 3.", "√d_k", "Step 4.", "Step 5.", "Sum of weights = ", "Step 6.", "Which words win",
+        "Engine agreement: the engine's exact weights and output agree", "automatic -> ", "reference (fp64)"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "missing: " << needle;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+// Parses the rows "  j  word  exp  weight" of step 5.
+void parse_step5(const std::string& out, std::vector<double>& exps, std::vector<double>& weights) {
+  for (const auto& l : section(out, "Step 5.", "Sum of weights")) {
+    const auto cells = split_ws(l);  // "j word exp weight"
+    if (cells.size() == 4 && is_uint(cells[0]) && is_decimal(cells[2]) && is_decimal(cells[3])) {
+      exps.push_back(std::stod(cells[2]));
+      weights.push_back(std::stod(cells[3]));
+    }
+  }
+}
+
+TEST(ExplainDefault, PrintedWeightsAreASoftmaxThatSumsToOne) {
+  const CliRun r = run_cli("");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<double> exps, weights;
+  parse_step5(r.out, exps, weights);
+  ASSERT_EQ(weights.size(), 7u) << r.out;
+  double sum = 0, exp_sum = 0;
+  for (double e : exps) exp_sum += e;
+  for (std::size_t j = 0; j < weights.size(); ++j) {
+    sum += weights[j];
+    EXPECT_NEAR(weights[j], exps[j] / exp_sum, 1e-4) << "row " << j + 1;  // printed to 4 decimals
+  }
+  EXPECT_NEAR(sum, 1.0, 7 * 0.5e-4);  // seven values rounded to 4 decimals
+  const auto shown = split_ws(after(r.out, "Sum of weights = "));
+  ASSERT_FALSE(shown.empty());
+  ASSERT_TRUE(is_decimal(shown[0])) << shown[0];
+  EXPECT_NEAR(std::stod(shown[0]), 1.0, 1e-6);
+}
+
+TEST(ExplainDefault, JsonStepsFollowFromItsQKV) {
+  const JValue j = run_json("");
+  EXPECT_EQ(j["mode"].str, "walkthrough");
+  EXPECT_TRUE(j["illustrative_inputs"].b);
+  const int64_t qi = static_cast<int64_t>(j["query"]["position"].num) - 1;
+  const JValue &Q = j["Q"], &K = j["K"], &V = j["V"];
+  const std::size_t n = K.items.size(), dk = static_cast<std::size_t>(j["d_k"].num);
+  ASSERT_EQ(n, 7u);
+  ASSERT_EQ(j["sentence"][static_cast<std::size_t>(qi)].str, "没");
+  // Q, K, V = X · W (first d_k columns).
+  for (const char* name : {"Q", "K", "V"}) {
+    const JValue& W = j[std::string("W_") + name];
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t d = 0; d < dk; ++d) {
+        double s = 0;
+        for (std::size_t f = 0; f < j["X"][i].items.size(); ++f) s += j["X"][i][f].num * W[f][d].num;
+        EXPECT_NEAR(j[name][i][d].num, s, 1e-12) << name << "[" << i << "][" << d << "]";
+      }
+  }
+  std::vector<double> scores;
+  for (std::size_t k = 0; k < n; ++k) {
+    double s = 0;
+    for (std::size_t d = 0; d < dk; ++d) s += Q[static_cast<std::size_t>(qi)][d].num * K[k][d].num;
+    scores.push_back(s / std::sqrt(static_cast<double>(dk)));
+  }
+  const auto w = softmax(scores);
+  const JValue& st = j["steps"];
+  ASSERT_EQ(st["weights"].items.size(), n);
+  double sum = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    EXPECT_NEAR(st["scaled"][k].num, scores[k], 1e-12);
+    EXPECT_NEAR(st["weights"][k].num, w[k], 1e-12);
+    sum += st["weights"][k].num;
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  for (std::size_t d = 0; d < dk; ++d) {
+    double z = 0;
+    for (std::size_t k = 0; k < n; ++k) z += w[k] * V[k][d].num;
+    EXPECT_NEAR(st["output"][d].num, z, 1e-12);
+  }
+  // The engine ran both backends and agreed.
+  ASSERT_EQ(j["engine"].items.size(), 2u);
+  for (const auto& e : j["engine"].items) {
+    EXPECT_TRUE(e["agree"].b);
+    EXPECT_LE(e["max_abs_diff_weights"].num, e["tolerance"].num);
+    for (std::size_t k = 0; k < n; ++k) EXPECT_NEAR(e["weights"][k].num, w[k], 1e-5);
+  }
+  // The illustration teaches what it says: 没 attends most to 带, then 伞 (derived from the weights above).
+  std::size_t top = 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if (w[k] > w[top]) top = k;
+  EXPECT_EQ(j["sentence"][top].str, "带");
+  EXPECT_EQ(j["ranking"][0]["word"].str, "带");
+  EXPECT_EQ(j["ranking"][1]["word"].str, "伞");
+}
+
+TEST(ExplainDefault, QueryByWordOrPositionGivesTheSameOutput) {
+  const CliRun by_word = run_cli("--query 带"), by_pos = run_cli("--query 6");
+  ASSERT_EQ(by_word.status, 0) << by_word.err;
+  EXPECT_EQ(by_word.out, by_pos.out);
+  EXPECT_NE(by_word.out.find("Query word: 带"), std::string::npos);
+}
+
+TEST(ExplainDefault, GeneratedSentenceIsDeterministicAndPerWord) {
+  const JValue a = run_json("--sentence \"the cat sat on the mat\" --query cat");
+  const JValue b = run_json("--sentence \"the cat sat on the mat\" --query cat");
+  ASSERT_EQ(a["X"].items.size(), 6u);
+  EXPECT_EQ(a["embeddings"].str, "generated");
+  EXPECT_EQ(a["query"]["position"].num, 2);
+  for (std::size_t f = 0; f < 8; ++f) {
+    EXPECT_EQ(a["X"][0][f].num, b["X"][0][f].num);
+    EXPECT_EQ(a["X"][0][f].num, a["X"][4][f].num);  // "the" twice: the same embedding
+    EXPECT_GE(a["X"][1][f].num, -1.0);
+    EXPECT_LE(a["X"][1][f].num, 1.0);
+  }
+  const JValue c = run_json("--sentence \"the cat sat on the mat\" --seed 7");
+  bool differs = false;
+  for (std::size_t f = 0; f < 8; ++f) differs = differs || c["X"][0][f].num != a["X"][0][f].num;
+  EXPECT_TRUE(differs) << "another seed must give other embeddings";
+}
+
+TEST(ExplainJson, EscapesQuotesAndBackslashesInWords) {
+  const JValue j = run_json(R"(--sentence 'say "hi" c\d 伞')");
+  ASSERT_EQ(j["sentence"].items.size(), 4u);
+  EXPECT_EQ(j["sentence"][1].str, "\"hi\"");
+  EXPECT_EQ(j["sentence"][2].str, "c\\d");
+  EXPECT_EQ(j["sentence"][3].str, "伞");
+  // A control character inside a word must be written as \u0001 (raw ones make the reader fail).
+  const JValue c = run_json(R"x(--sentence "$(printf 'a\001b x')")x");
+  ASSERT_EQ(c["sentence"].items.size(), 2u);
+  EXPECT_EQ(c["sentence"][0].str,
+            "a\x01"
+            "b");
+}
+
+// ---- --scores ------------------------------------------------------------------------
+
+class ExplainScoresTest : public ::testing::TestWithParam<std::vector<double>> {};
+
+std::string csv(const std::vector<double>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::ostringstream os;
+    os << v[i];
+    if (i) s += ",";
+    s += os.str();
+  }
+  return s;
+}
+
+TEST_P(ExplainScoresTest, ShowsTheExactSoftmax) {
+  const auto& scores = GetParam();
+  const CliRun r = run_cli("--scores " + csv(scores));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto w = softmax(scores);
+  // "softmax([...]) = [w1, ..., wN]" to 2 decimals.
+  std::string list = after(r.out, "]) = [");
+  ASSERT_FALSE(list.empty()) << r.out;
+  ASSERT_EQ(list.back(), ']');
+  list.pop_back();
+  std::vector<std::string> shown;
+  std::stringstream ss(list);
+  for (std::string x; std::getline(ss, x, ',');) shown.push_back(split_ws(x).at(0));
+  ASSERT_EQ(shown.size(), scores.size());
+  for (std::size_t j = 0; j < w.size(); ++j) EXPECT_EQ(shown[j], fixed(w[j], 2)) << "position " << j + 1;
+  EXPECT_NE(r.out.find("Engine agreement"), std::string::npos);
+
+  const JValue j = run_json("--scores " + csv(scores));
+  EXPECT_EQ(j["mode"].str, "softmax");
+  const auto jw = j["weights"].numbers();
+  ASSERT_EQ(jw.size(), w.size());
+  for (std::size_t k = 0; k < w.size(); ++k) EXPECT_NEAR(jw[k], w[k], 1e-15 + 1e-12 * w[k]);
+  std::size_t top = 0;
+  for (std::size_t k = 1; k < w.size(); ++k)
+    if (w[k] > w[top]) top = k;
+  EXPECT_EQ(j["ranking"][0]["position"].num, static_cast<double>(top + 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lists, ExplainScoresTest,
+    ::testing::Values(std::vector<double>{0.2, 2.5, 0.8, 0.3, 0.4, 2.0},  // the tutorial's
+                      std::vector<double>{0.1, 0.3, 0.2, 0.5, 0.1, 1.2}, std::vector<double>{-3, 0, 3},
+                      std::vector<double>{5}, std::vector<double>{1e-3, -2.75, 40, 39.5},
+                      std::vector<double>{699.3, 698.9, 650.1, 698.7}));
+
+TEST(ExplainScores, BriefExampleShows014And017AtPositions2And4) {
+  const CliRun r = run_cli("--scores 0.1,0.3,0.2,0.5,0.1,1.2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Step 3 rows: "#  token  e^s  weight  2-decimals".
+  std::map<int, std::string> two_dec;
+  for (const auto& l : section(r.out, "Step 3.", "Sum of weights")) {
+    const auto c = split_ws(l);  // "j position j exp weight 2-decimals"
+    if (c.size() == 6 && is_uint(c[0]) && c[1] == "position" && is_decimal(c[5]))
+      two_dec[std::stoi(c[0])] = c[5];
+  }
+  ASSERT_EQ(two_dec.size(), 6u) << r.out;
+  const auto w = softmax({0.1, 0.3, 0.2, 0.5, 0.1, 1.2});
+  EXPECT_EQ(two_dec[2], fixed(w[1], 2));
+  EXPECT_EQ(two_dec[4], fixed(w[3], 2));
+  EXPECT_EQ(two_dec[2], "0.14");  // the values the brief names
+  EXPECT_EQ(two_dec[4], "0.17");
+}
+
+TEST(ExplainScores, TokensNameThePositions) {
+  const JValue j = run_json("--scores 1,3,2 --tokens 我,没,伞");
+  EXPECT_EQ(j["tokens"][1].str, "没");
+  EXPECT_EQ(j["ranking"][0]["word"].str, "没");
+}
+
+// ---- --multi-head --------------------------------------------------------------------
+
+class ExplainMultiHeadTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ExplainMultiHeadTest, HeadsConcatAndProjectionFollowFromQKV) {
+  const int h = GetParam();
+  const JValue j = run_json("--multi-head --heads " + std::to_string(h));
+  EXPECT_EQ(j["mode"].str, "multi_head");
+  const std::size_t dm = static_cast<std::size_t>(j["d_model"].num), dk = dm / static_cast<std::size_t>(h);
+  EXPECT_EQ(j["d_k"].num, static_cast<double>(dk));
+  EXPECT_EQ(j["shapes"]["per_head_QKV"].numbers(), (std::vector<double>{double(h), 7, double(dk)}));
+  const std::size_t qi = static_cast<std::size_t>(j["query"]["position"].num) - 1, n = j["K"].items.size();
+  std::vector<double> concat;
+  for (int hh = 0; hh < h; ++hh) {
+    std::vector<double> s;
+    for (std::size_t k = 0; k < n; ++k) {
+      double dot = 0;
+      for (std::size_t d = hh * dk; d < (hh + 1) * dk; ++d) dot += j["Q"][qi][d].num * j["K"][k][d].num;
+      s.push_back(dot / std::sqrt(static_cast<double>(dk)));
+    }
+    const auto w = softmax(s);
+    double sum = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      EXPECT_NEAR(j["head_weights"][hh][k].num, w[k], 1e-12) << "head " << hh + 1;
+      sum += j["head_weights"][hh][k].num;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-12);
+    for (std::size_t d = hh * dk; d < (hh + 1) * dk; ++d) {
+      double z = 0;
+      for (std::size_t k = 0; k < n; ++k) z += w[k] * j["V"][k][d].num;
+      concat.push_back(z);
+    }
+  }
+  for (std::size_t d = 0; d < dm; ++d) EXPECT_NEAR(j["concat"][d].num, concat[d], 1e-12);
+  for (std::size_t c = 0; c < dm; ++c) {
+    double o = 0;
+    for (std::size_t d = 0; d < dm; ++d) o += concat[d] * j["W_O"][d][c].num;
+    EXPECT_NEAR(j["output"][c].num, o, 1e-12);
+  }
+  for (const auto& e : j["engine"].items) EXPECT_TRUE(e["agree"].b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, ExplainMultiHeadTest, ::testing::Values(1, 2, 4, 8));
+
+TEST(ExplainMultiHead, TextShowsHeadsSideBySideWithShapes) {
+  const CliRun r = run_cli("--multi-head --heads 4");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* needle : {"[h=4, N=7, d_k=2]", "concat [8]", "out [8]", "Engine agreement"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "missing: " << needle;
+  // Step 3's table: one weight column per head, side by side.
+  bool side_by_side = false;
+  for (const auto& l : split_lines(r.out))
+    side_by_side =
+        side_by_side || split_ws(l) == std::vector<std::string>{"#", "word", "head", "1",    "head",
+                                                                "2", "head", "3",    "head", "4"};
+  EXPECT_TRUE(side_by_side) << r.out;
+}
+
+// ---- --cost ------------------------------------------------------------------------------
+
+struct CostCase {
+  int64_t n, d, heads, batch;
+  bool causal;
+};
+
+class ExplainCostTest : public ::testing::TestWithParam<CostCase> {};
+
+TEST_P(ExplainCostTest, NumbersEqualTheFormulas) {
+  const CostCase c = GetParam();
+  std::string args = "--cost --n " + std::to_string(c.n) + " --d " + std::to_string(c.d) + " --heads " +
+                     std::to_string(c.heads) + " --batch " + std::to_string(c.batch) +
+                     (c.causal ? " --causal" : "");
+  const JValue j = run_json(args);
+  const double B = c.batch, N = c.n, D = c.d, H = c.heads, dk = D / H;
+  const double pairs = c.causal ? N * (N + 1) / 2 : N * N;
+  EXPECT_EQ(j["d_k"].num, dk);
+  EXPECT_EQ(j["pairs_per_head"].num, pairs);
+  const JValue& s = j["steps"];
+  ASSERT_EQ(s.items.size(), 5u);
+  EXPECT_EQ(s[0]["flops"].num, 3 * 2 * B * N * D * D);   // Q, K, V projections
+  EXPECT_EQ(s[1]["flops"].num, 2 * B * H * pairs * dk);  // Q·Kᵀ
+  EXPECT_EQ(s[2]["flops"].num, 5 * B * H * pairs);       // softmax
+  EXPECT_EQ(s[3]["flops"].num, 2 * B * H * pairs * dk);  // P·V
+  EXPECT_EQ(s[4]["flops"].num, 2 * B * N * D * D);       // W_O
+  double total = 0;
+  for (const auto& st : s.items) total += st["flops"].num;
+  EXPECT_EQ(j["flops_total"].num, total);
+  EXPECT_EQ(j["exp_count"].num, B * H * pairs);
+  const JValue& m = j["memory"];
+  EXPECT_EQ(m["naive_scores_bytes"].num, B * H * N * N * 4);  // full matrix even when causal
+  EXPECT_EQ(m["lse_bytes"].num, B * H * N * 4);
+  EXPECT_EQ(m["qkv_bytes"].num, 3 * B * N * D * 4);
+  const double br = m["tile"][0].num, bc = m["tile"][1].num;
+  EXPECT_EQ(br, std::min(64.0, N));
+  EXPECT_EQ(bc, std::min(64.0, N));
+  EXPECT_EQ(m["fused_scratch_bytes"].num, m["threads"].num * (br * bc + br * dk + 2 * br) * 4);
+  EXPECT_EQ(j["backend"]["backend"].str, "fused");
+  EXPECT_FALSE(j["backend"]["reason"].str.empty());
+
+  const CliRun r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("B·h·N·N·4"), std::string::npos);
+  EXPECT_NE(r.out.find("backend: fused"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ExplainCostTest,
+                         ::testing::Values(CostCase{7, 8, 2, 1, false}, CostCase{4096, 1024, 16, 8, true},
+                                           CostCase{100, 96, 3, 2, false}, CostCase{1, 1, 1, 1, true},
+                                           CostCase{131072, 4096, 32, 4, true}));
+
+// ---- --mask -----------------------------------------------------------------------------
+
+TEST(ExplainMask, CausalGridIsALowerTriangle) {
+  const CliRun r = run_cli("--mask causal");
+  ASSERT_EQ(r.status, 0) << r.err;
+  int rows = 0;
+  for (const auto& l : section(r.out, "Visibility", "Weights")) {
+    const auto cells = split_ws(l);
+    if (cells.size() != 10 || cells[0].find_first_not_of("0123456789") != std::string::npos) continue;
+    const int i = std::stoi(cells[0]);  // "i word c1 .. c7 count"
+    for (int k = 1; k <= 7; ++k) EXPECT_EQ(cells[1 + k], k <= i ? "#" : ".") << "row " << i << ", key " << k;
+    EXPECT_EQ(cells[9], std::to_string(i));
+    ++rows;
+  }
+  EXPECT_EQ(rows, 7) << r.out;
+}
+
+struct MaskCase {
+  std::string args;
+  int length;  // padding, else -1
+  int window;  // window, else -1
+  bool causal;
+};
+
+class ExplainMaskTest : public ::testing::TestWithParam<MaskCase> {};
+
+TEST_P(ExplainMaskTest, VisibilityFollowsTheRuleAndRowsSumToOne) {
+  const MaskCase c = GetParam();
+  const JValue j = run_json(c.args);
+  const JValue& vis = j["visible"];
+  const std::size_t n = j["sentence"].items.size();
+  ASSERT_EQ(vis.items.size(), n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const int64_t ii = static_cast<int64_t>(i), kk = static_cast<int64_t>(k);
+      bool expect = true;
+      if (c.causal) expect = expect && kk <= ii;
+      if (c.length >= 0) expect = expect && kk < c.length;
+      if (c.window >= 0) expect = expect && std::llabs(ii - kk) <= c.window;
+      EXPECT_EQ(vis[i][k].b, expect) << c.args << ": query " << i + 1 << ", key " << k + 1;
+      const double w = j["weights"][i][k].num;
+      if (!expect) {
+        EXPECT_EQ(w, 0.0);
+      }
+      sum += w;
+    }
+    const bool any = c.length != 0;
+    EXPECT_NEAR(sum, any ? 1.0 : 0.0, 1e-6) << c.args << ": row " << i + 1;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, ExplainMaskTest,
+                         ::testing::Values(MaskCase{"--mask causal", -1, -1, true},
+                                           MaskCase{"--mask padding --length 5", 5, -1, false},
+                                           MaskCase{"--mask padding --length 0", 0, -1, false},
+                                           MaskCase{"--mask padding --length 7", 7, -1, false},
+                                           MaskCase{"--mask window --window 1", -1, 1, false},
+                                           MaskCase{"--mask window --window 2 --causal", -1, 2, true},
+                                           MaskCase{"--mask window --window 0", -1, 0, false},
+                                           MaskCase{"--mask causal --sentence \"a b c d\"", -1, -1, true}));
+
+// ---- errors -------------------------------------------------------------------------------
+
+struct ErrorCase {
+  std::string args;
+  std::string names;  // the message must contain this (the bad value)
+};
+
+class ExplainErrorTest : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(ExplainErrorTest, ExitsNonZeroNamingTheBadValue) {
+  const CliRun r = run_cli(GetParam().args);
+  EXPECT_NE(r.status, 0) << GetParam().args;
+  EXPECT_TRUE(r.out.empty()) << r.out.substr(0, 200);
+  EXPECT_NE(r.err.find(GetParam().names), std::string::npos) << "stderr: " << r.err;
+  EXPECT_NE(r.err.find("error"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, ExplainErrorTest,
+    ::testing::Values(
+        ErrorCase{"--frobnicate", "'--frobnicate'"}, ErrorCase{"stray", "'stray'"},
+        ErrorCase{"--scores 0.2,abc,1", "'abc'"}, ErrorCase{"--scores 0.2,,1", "'0.2,,1'"},
+        ErrorCase{"--scores 1e999", "'1e999'"}, ErrorCase{"--scores 1,2 --tokens a", "got 1"},
+        ErrorCase{"--query 猫", "'猫'"}, ErrorCase{"--query 8", "got 8"}, ErrorCase{"--query 0", "got 0"},
+        ErrorCase{"--cost --n 0 --d 8 --heads 2", "got 0"},
+        ErrorCase{"--cost --n -5 --d 8 --heads 2", "got -5"},
+        ErrorCase{"--cost --n 12x --d 8 --heads 2", "'12x'"},
+        ErrorCase{"--cost --n 16 --d 10 --heads 3", "--heads 3"}, ErrorCase{"--cost --d 8 --heads 2", "--n"},
+        ErrorCase{"--multi-head --heads 3", "got 3"}, ErrorCase{"--mask diagonal", "'diagonal'"},
+        ErrorCase{"--mask padding", "--length"}, ErrorCase{"--mask padding --length 8", "got 8"},
+        ErrorCase{"--mask window --window -1", "got -1"}, ErrorCase{"--scores 1 --cost", "--cost"},
+        ErrorCase{"--n 5", "--n"}, ErrorCase{"--query", "--query"}, ErrorCase{"--json=yes", "'--json=yes'"},
+        ErrorCase{"--cost --n 1000000000 --d 1000000 --heads 1 --batch 1000000", "overflows"}));
+
+// ---- help ---------------------------------------------------------------------------------
+
+TEST(ExplainHelp, DescribesEveryOption) {
+  const CliRun r = run_cli("--help");
+  ASSERT_EQ(r.status, 0);
+  for (const char* o :
+       {"--query", "--sentence", "--seed", "--scores", "--tokens", "--multi-head", "--heads", "--cost", "--n",
+        "--d", "--batch", "--causal", "--mask", "--length", "--window", "--json", "--help"})
+    EXPECT_NE(r.out.find(std::string("  ") + o + " "), std::string::npos) << "help lacks " << o;
+}
+
+// ---- table alignment with CJK text ----------------------------------------------------
+
+// A table is the block around a rule line ("----  ---"): from the group or
+// header line(s) above it to the next blank line. All its lines must have the
+// same display width.
+void expect_tables_aligned(const std::string& args) {
+  const CliRun r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << args << ": " << r.err;
+  const auto lines = split_lines(r.out);
+  auto is_rule = [](const std::string& l) {  // "  ----  --  -----"
+    return l.size() > 2 && l.compare(0, 2, "  ") == 0 && l[2] == '-' && l.back() == '-' &&
+           l.find_first_not_of(" -") == std::string::npos && l.find("   ") == std::string::npos;
+  };
+  int tables = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!is_rule(lines[i])) continue;
+    ++tables;
+    const int w = display_width(lines[i]);
+    std::size_t first = i - 1;  // header; a group line above it is indented too
+    if (first > 0 && !lines[first - 1].empty() && lines[first - 1].rfind("  ", 0) == 0) --first;
+    for (std::size_t k = first; k < lines.size() && !lines[k].empty(); ++k)
+      EXPECT_EQ(display_width(lines[k]), w) << args << ", table " << tables << ", line: '" << lines[k] << "'";
+  }
+  EXPECT_GE(tables, 1) << args;
+}
+
+TEST(ExplainTables, EveryRowHasTheSameDisplayWidth) {
+  for (const char* args : {"", "--query 今天", "--scores 1,2,3 --tokens 今天,，,ＡＢ",
+                           "--multi-head --heads 2", "--cost --n 512 --d 64 --heads 8", "--mask causal",
+                           "--mask window --window 1", "--sentence \"我 没 带 伞 umbrella ｕｍｂ\""})
+    expect_tables_aligned(args);
+}
+
+}  // namespace

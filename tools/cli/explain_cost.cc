@@ -1,0 +1,193 @@
+// --cost: shapes, FLOPs and memory of every step of multi-head attention for
+// given sizes; the O(N²) score matrix of a naive implementation against the
+// O(threads × tile) scratch of a fused (tiled, online-softmax) kernel; and the
+// backend attn would choose (attn::choose_backend).
+#include <attn/core/parallel.h>
+#include <attn/ops/attention.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "explain_internal.h"
+
+namespace attn::cli::explain {
+namespace {
+
+// The tile the memory model assumes for a fused kernel: Br query rows × Bc keys.
+constexpr int64_t kTileRows = 64, kTileCols = 64;
+constexpr int64_t kFloat = 4;  // bytes per fp32 value
+
+// a · b, throwing when it does not fit in int64.
+int64_t mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  ATTN_CHECK(!__builtin_mul_overflow(a, b, &r), "--cost: the sizes are too large: ", a, " x ", b,
+             " overflows a 64-bit count; expected smaller --n, --d, --heads or --batch");
+  return r;
+}
+int64_t mul(std::initializer_list<int64_t> xs) {
+  int64_t r = 1;
+  for (int64_t x : xs) r = mul(r, x);
+  return r;
+}
+int64_t add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  ATTN_CHECK(!__builtin_add_overflow(a, b, &r), "--cost: the sizes are too large: a total overflows 64 bits");
+  return r;
+}
+
+}  // namespace
+
+void cost(const CostParams& p, Report& r) {
+  ATTN_CHECK(p.heads >= 1 && p.d % p.heads == 0, "--heads must divide --d (d_model = ", p.d,
+             "); got --heads ", p.heads, " (", p.d, " / ", p.heads, " is not a whole number)");
+  const int64_t B = p.batch, N = p.n, D = p.d, H = p.heads, dk = D / H;
+  // Query-key pairs that are computed per (batch, head): all, or the causal triangle.
+  const int64_t pairs = p.causal ? mul(N, N + 1) / 2 : mul(N, N);
+  const int64_t bh_pairs = mul({B, H, pairs});
+
+  struct Step {
+    std::string name, op, shape;
+    int64_t flops, bytes;
+  };
+  const std::string sB = std::to_string(B), sN = std::to_string(N), sD = std::to_string(D),
+                    sH = std::to_string(H), sK = std::to_string(dk);
+  const std::vector<Step> steps = {
+      {"project", "Q, K, V = X · W_Q, W_K, W_V", "3 x [" + sB + ", " + sN + ", " + sD + "]",
+       mul({3, 2, B, N, D, D}), mul({3, kFloat, B, N, D})},
+      {"scores", "S = Q · Kᵀ per head", "[" + sB + ", " + sH + ", " + sN + ", " + sN + "]",
+       mul({2, dk, bh_pairs}), mul({kFloat, B, H, N, N})},
+      {"softmax", "scale, max, subtract, sum, divide (+ exp)",
+       "[" + sB + ", " + sH + ", " + sN + ", " + sN + "]", mul(5, bh_pairs), 0},
+      {"weighted sum", "O = P · V per head", "[" + sB + ", " + sH + ", " + sN + ", " + sK + "]",
+       mul({2, dk, bh_pairs}), mul({kFloat, B, N, D})},
+      {"out projection", "concat heads · W_O", "[" + sB + ", " + sN + ", " + sD + "]", mul({2, B, N, D, D}),
+       mul({kFloat, B, N, D})},
+  };
+  int64_t total = 0;
+  for (const auto& s : steps) total = add(total, s.flops);
+  const int64_t exps = bh_pairs;
+
+  const int threads = num_threads();
+  const int64_t br = std::min(kTileRows, N), bc = std::min(kTileCols, N);  // no tile larger than the sequence
+  const int64_t tile_floats = br * bc + br * dk + 2 * br;                  // S tile, O accumulator, max & sum
+  const int64_t fused_scratch = mul({threads, tile_floats, kFloat});
+  const int64_t naive_scores = mul({kFloat, B, H, N, N});
+  const int64_t lse_bytes = mul({kFloat, B, H, N});
+  const int64_t qkv_bytes = mul({3, kFloat, B, N, D});
+
+  // The backend attn would pick, from stride-0 views (no memory for the real sizes).
+  const Tensor one = Tensor::zeros({1, 1, 1, 1});
+  const Tensor q = one.expand({B, H, N, dk});  // q: [B, H, N, d_k]
+  AttentionOptions o;
+  o.causal = p.causal;
+  const BackendChoice choice = choose_backend(q, q, q, o);
+  const std::string backend = choice.backend == Backend::fused ? "fused" : "reference";
+
+  r.title("attn explain --cost: what attention costs at these sizes");
+  r.line("Sizes: batch B = " + sB + ", sequence length N = " + with_commas(N) + ", d_model = " + sD +
+         ", heads h = " + sH + ",\n       d_k = d_model / h = " + sK +
+         (p.causal ? ", causal" : ", not causal"));
+  r.para("FLOPs count one multiply-add as 2; memory is fp32 (4 bytes per value)." +
+         std::string(p.causal ? "\nCausal: each query sees only itself and earlier keys, so N·(N+1)/2 = " +
+                                    with_commas(pairs) + " of the\nN² = " + with_commas(mul(N, N)) +
+                                    " query-key pairs per head are computed."
+                              : ""));
+  r.heading("Every step");
+  {
+    Table t({{"step", Align::left},
+             {"operation", Align::left},
+             {"result shape", Align::left},
+             {"FLOPs", Align::right},
+             {"", Align::right},
+             {"result size", Align::right}});
+    for (const auto& s : steps)
+      t.row({s.name, s.op, s.shape, with_commas(s.flops), human_count(static_cast<double>(s.flops)),
+             s.bytes ? human_bytes(static_cast<double>(s.bytes)) : "in place"});
+    t.row({"total", "", "", with_commas(total), human_count(static_cast<double>(total)), ""});
+    r.table(t);
+  }
+  r.para(
+      "Softmax counts 5 FLOPs per score (scale, max, subtract, sum, divide); the exp evaluations are "
+      "counted\n"
+      "apart: " +
+      with_commas(exps) +
+      " (one per computed score).\n"
+      "Scores and weighted sum cost 2·B·h·pairs·d_k each, the projections 2·B·N·d_model² each: attention\n"
+      "itself grows with N², the projections with N.");
+
+  r.heading("Memory: the N x N score matrix");
+  {
+    Table t({{"", Align::left}, {"formula", Align::left}, {"bytes", Align::right}, {"", Align::right}});
+    t.row({"naive: full score matrix", "B·h·N·N·4", with_commas(naive_scores),
+           human_bytes(static_cast<double>(naive_scores))});
+    t.row({"fused: per-thread tiles", "threads·(Br·Bc + Br·d_k + 2·Br)·4", with_commas(fused_scratch),
+           human_bytes(static_cast<double>(fused_scratch))});
+    t.row({"fused: saved log-sum-exp", "B·h·N·4", with_commas(lse_bytes),
+           human_bytes(static_cast<double>(lse_bytes))});
+    t.row({"both: Q, K, V", "3·B·N·d_model·4", with_commas(qkv_bytes),
+           human_bytes(static_cast<double>(qkv_bytes))});
+    r.table(t);
+  }
+  const double ratio = static_cast<double>(naive_scores) / static_cast<double>(fused_scratch);
+  r.para("A naive implementation stores all scores S = Q·Kᵀ (" +
+         human_bytes(static_cast<double>(naive_scores)) + ") before the softmax" +
+         (p.causal ? ",\neven though causal masking hides about half of them." : ".") +
+         "\nA fused kernel walks over key tiles with an online softmax (running max and sum per row), so it\n"
+         "only ever holds one Br x Bc tile per thread: threads = " +
+         std::to_string(threads) +
+         " (attn::num_threads(); ATTN_NUM_THREADS\noverrides), tile Br x Bc = " + std::to_string(br) + " x " +
+         std::to_string(bc) + " (this model's assumption; the kernel picks its own tiles).\n" +
+         (ratio >= 1 ? "Naive scores / fused scratch: " + with_commas(std::llround(ratio)) + " x."
+                     : std::string("At this small N the naive matrix is smaller than the tiles.")));
+  {
+    Table t({{"N", Align::right},
+             {"naive scores", Align::right},
+             {"fused scratch", Align::right},
+             {"Q, K, V", Align::right}});
+    for (int64_t f : {1, 2, 4, 8}) {
+      int64_t n2 = 0;
+      if (__builtin_mul_overflow(N, f, &n2)) break;
+      int64_t nb = 0;
+      if (__builtin_mul_overflow(naive_scores, f * f, &nb)) break;
+      t.row({with_commas(n2), human_bytes(static_cast<double>(nb)),
+             human_bytes(static_cast<double>(fused_scratch)),
+             human_bytes(static_cast<double>(qkv_bytes) * static_cast<double>(f))});
+    }
+    r.para("Doubling N quadruples the naive score matrix; the fused scratch does not grow:");
+    r.table(t);
+  }
+
+  r.heading("Which kernel attn chooses (attn::choose_backend)");
+  r.para("backend: " + backend + "\nreason:  " + choice.reason);
+
+  Json& j = r.json;
+  j.set("mode", "cost");
+  j.set("batch", B).set("n", N).set("d_model", D).set("heads", H).set("d_k", dk).set("causal", p.causal);
+  j.set("pairs_per_head", pairs);
+  Json js = Json::array();
+  for (const auto& s : steps) {
+    Json e = Json::object();
+    e.set("step", s.name)
+        .set("operation", s.op)
+        .set("shape", s.shape)
+        .set("flops", s.flops)
+        .set("bytes", s.bytes);
+    js.push(std::move(e));
+  }
+  j.set("steps", std::move(js));
+  j.set("flops_total", total).set("exp_count", exps);
+  Json mem = Json::object();
+  mem.set("naive_scores_bytes", naive_scores)
+      .set("fused_scratch_bytes", fused_scratch)
+      .set("threads", static_cast<int64_t>(threads))
+      .set("tile", Json::integers({br, bc}))
+      .set("lse_bytes", lse_bytes)
+      .set("qkv_bytes", qkv_bytes);
+  j.set("memory", std::move(mem));
+  Json be = Json::object();
+  be.set("backend", backend).set("reason", choice.reason);
+  j.set("backend", std::move(be));
+}
+
+}  // namespace attn::cli::explain

@@ -1,0 +1,383 @@
+// The worked example's inputs and the helpers every explain mode shares.
+#include <attn/core/error.h>
+#include <attn/ops/attention.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "explain_internal.h"
+
+namespace attn::cli::explain {
+
+// ---- matrices ---------------------------------------------------------------
+
+std::vector<double> Mat::row(int64_t r) const {
+  return std::vector<double>(v.begin() + r * cols, v.begin() + (r + 1) * cols);
+}
+
+Mat Mat::cols_slice(int64_t first, int64_t count) const {
+  Mat m(rows, count);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < count; ++c) m(r, c) = (*this)(r, first + c);
+  return m;
+}
+
+Mat matmul(const Mat& a, const Mat& b) {
+  ATTN_CHECK(a.cols == b.rows, "explain: matmul of [", a.rows, ", ", a.cols, "] by [", b.rows, ", ", b.cols,
+             "] needs matching inner sizes");
+  Mat c(a.rows, b.cols);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t j = 0; j < b.cols; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < a.cols; ++k) s += a(i, k) * b(k, j);
+      c(i, j) = s;
+    }
+  return c;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// ---- the example --------------------------------------------------------------
+
+namespace {
+
+// Feature (row of X, row of every W) and projected-dimension names. The first
+// four dimensions form head 1 (the walkthrough's d_k = 4), the last four head 2.
+const std::vector<std::string> kFeatures = {"time",     "weather", "punct",  "person",
+                                            "negation", "action",  "object", "rain"};
+const std::vector<std::string> kDims = {"action", "object",  "rain",  "person",
+                                        "time",   "weather", "punct", "negation"};
+
+using Rows = std::map<std::string, std::vector<double>>;
+
+// A [features, 8] matrix from named rows; missing rows are zero.
+Mat from_rows(const Rows& rows) {
+  Mat m(static_cast<int64_t>(kFeatures.size()), static_cast<int64_t>(kDims.size()));
+  for (const auto& [name, values] : rows) {
+    const auto f = std::find(kFeatures.begin(), kFeatures.end(), name) - kFeatures.begin();
+    for (std::size_t c = 0; c < values.size(); ++c) m(f, static_cast<int64_t>(c)) = values[c];
+  }
+  return m;
+}
+
+void set_projections(Example& ex) {
+  ex.features = kFeatures;
+  ex.dims = kDims;
+  // W_Q: what a word looks for. Head 1 (action, object, rain, person) finds
+  // grammatical partners; head 2 (time, weather, punct, negation) finds context.
+  ex.WQ = from_rows({
+      {"time", {0, 0, 1, 0, 0, 2, 0, 0}},        // 今天: what happened (rain, weather)?
+      {"weather", {0, 0, 0, 0, 2, 0, 0, 0}},     // 下雨: when?
+      {"person", {2, 0, 0, 0, 0, 0, 0, 0}},      // 我: what did I do?
+      {"negation", {3, 2, 0, 0, 1, 2, 0, 0}},    // 没: which action/object is negated, and why?
+      {"action", {0, 2, 0, 1.5, 0, 0, 0, 0}},    // 带: bring what, who brings?
+      {"object", {1.5, 0, 1.5, 0, 0, 1, 0, 0}},  // 伞: what is done with it, is it raining?
+      {"rain", {0, 1, 0, 0, 0, 0, 0, 0}},        // rain-related words look for objects
+  });
+  // W_K: what a word offers to be found by.
+  ex.WK = from_rows({
+      {"time", {0, 0, 0, 0, 1.5, 0, 0, 0}},
+      {"weather", {0, 0, 0, 0, 0, 1.5, 0, 0}},
+      {"punct", {0, 0, 0, 0, 0, 0, 1, 0}},
+      {"person", {0, 0, 0, 1.5, 0, 0, 0, 0}},
+      {"negation", {0, 0, 0, 0, 0, 0, 0, 1}},
+      {"action", {1.5, 0, 0, 0, 0, 0, 0, 0}},
+      {"object", {0, 1.5, 0, 0, 0, 0, 0, 0}},
+      {"rain", {0, 0, 1, 0, 0, 0, 0, 0}},
+  });
+  // W_V: what a word passes on: each feature to the dimension of the same name.
+  Rows v;
+  for (std::size_t d = 0; d < kDims.size(); ++d) {
+    std::vector<double> r(kDims.size(), 0.0);
+    r[d] = 1;
+    v[kDims[d]] = r;
+  }
+  ex.WV = from_rows(v);
+  // W_O: each value dimension back to the feature of the same name.
+  const int64_t n = static_cast<int64_t>(kDims.size());
+  ex.WO = Mat(n, n);
+  for (int64_t d = 0; d < n; ++d)
+    ex.WO(d, std::find(kFeatures.begin(), kFeatures.end(), kDims[d]) - kFeatures.begin()) = 1;
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Example default_example() {
+  Example ex;
+  ex.words = {"今天", "下雨", "，", "我", "没", "带", "伞"};
+  ex.gloss = "it rained today, I didn't bring an umbrella";
+  ex.hand_chosen = true;
+  set_projections(ex);
+  // Embeddings over (time, weather, punct, person, negation, action, object, rain).
+  const std::vector<std::vector<double>> x = {
+      {1, 0, 0, 0, 0, 0, 0, 0},    // 今天 today
+      {0, 1, 0, 0, 0, 0.5, 0, 1},  // 下雨 to rain: weather, a verb, rain
+      {0, 0, 1, 0, 0, 0, 0, 0},    // ， comma
+      {0, 0, 0, 1, 0, 0, 0, 0},    // 我 I
+      {0, 0, 0, 0, 1, 0, 0, 0},    // 没 not (past)
+      {0, 0, 0, 0, 0, 1, 0, 0},    // 带 to bring
+      {0, 0, 0, 0, 0, 0, 1, 0.8},  // 伞 umbrella: an object, rain-related
+  };
+  ex.X = Mat(static_cast<int64_t>(x.size()), static_cast<int64_t>(kFeatures.size()));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    std::copy(x[i].begin(), x[i].end(), ex.X.v.begin() + i * x[i].size());
+  return ex;
+}
+
+std::vector<double> generated_embedding(const std::string& word, uint64_t seed, int64_t d) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bit
+  for (const char c : word) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  uint64_t state = h ^ (seed * 0x9e3779b97f4a7c15ull);
+  std::vector<double> e(static_cast<std::size_t>(d));
+  for (double& x : e) {
+    const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
+    x = std::round((2 * u - 1) * 100) / 100;                                    // [-1, 1], 2 decimals
+    if (x == 0) x = 0;                                                          // no -0
+  }
+  return e;
+}
+
+Example sentence_example(const std::vector<std::string>& words, uint64_t seed) {
+  ATTN_CHECK(!words.empty(), "--sentence: expected at least one word; got none");
+  Example ex;
+  ex.words = words;
+  ex.hand_chosen = false;
+  ex.seed = seed;
+  set_projections(ex);
+  const int64_t d = static_cast<int64_t>(kFeatures.size());
+  ex.X = Mat(static_cast<int64_t>(words.size()), d);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const auto e = generated_embedding(words[i], seed, d);
+    std::copy(e.begin(), e.end(), ex.X.v.begin() + static_cast<int64_t>(i) * d);
+  }
+  return ex;
+}
+
+int64_t resolve_query(const Example& ex, const std::string& query) {
+  for (int64_t i = 0; i < ex.n(); ++i)
+    if (ex.words[static_cast<std::size_t>(i)] == query) return i;
+  const bool numeric = !query.empty() && query.find_first_not_of("0123456789") == std::string::npos;
+  if (numeric) {
+    int64_t pos = 0;
+    try {
+      pos = std::stoll(query);
+    } catch (const std::exception&) {
+      pos = -1;
+    }
+    ATTN_CHECK(pos >= 1 && pos <= ex.n(), "--query: position must be in [1, ", ex.n(), "] for the sentence [",
+               join_words(ex.words), "]; got ", query);
+    return pos - 1;
+  }
+  ATTN_CHECK(false, "--query: expected a word of the sentence [", join_words(ex.words), "] or a position 1..",
+             ex.n(), "; got '", query, "'");
+  return 0;
+}
+
+// ---- text helpers -------------------------------------------------------------
+
+std::string fmt(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string s = buf;
+  if (s[0] == '-' && s.find_first_not_of("-0.") == std::string::npos) s.erase(0, 1);
+  return s;
+}
+
+std::string fmt_input(double v) {
+  std::string s = fmt(v, 2);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+std::string shape_text(const std::vector<std::string>& dims) { return "[" + join_words(dims, ", ") + "]"; }
+
+std::string with_commas(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string human_bytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) bytes /= 1024, ++u;
+  return u == 0 ? fmt(bytes, 0) + " B" : fmt(bytes, 1) + " " + kUnits[u];
+}
+
+std::string human_count(double v) {
+  static const char* kUnits[] = {"", " k", " M", " G", " T", " P", " E"};
+  int u = 0;
+  while (std::fabs(v) >= 1000 && u < 6) v /= 1000, ++u;
+  return u == 0 ? fmt(v, 0) : fmt(v, 1) + kUnits[u];
+}
+
+std::string bar(double fraction, int width) {
+  const int n = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * width));
+  std::string s;
+  for (int i = 0; i < n; ++i) s += "█";
+  return s;
+}
+
+std::string join_words(const std::vector<std::string>& words, const std::string& sep) {
+  std::string s;
+  for (std::size_t i = 0; i < words.size(); ++i) s += (i ? sep : "") + words[i];
+  return s;
+}
+
+// ---- report -------------------------------------------------------------------
+
+void Report::title(const std::string& s) {
+  text += s + "\n" + std::string(static_cast<std::size_t>(display_width(s)), '=') + "\n\n";
+}
+
+void Report::heading(const std::string& s) {
+  text += s + "\n" + std::string(static_cast<std::size_t>(display_width(s)), '-') + "\n";
+}
+
+void Report::para(const std::string& s) { text += s + "\n\n"; }
+
+void Report::line(const std::string& s) { text += s + "\n"; }
+
+void Report::table(const Table& t) { text += t.render("  ") + "\n"; }
+
+// ---- the engine -----------------------------------------------------------------
+
+Tensor to_tensor4(const Mat& m, DType dt) {
+  Tensor t = Tensor::from(m.v, {1, 1, m.rows, m.cols});  // f64
+  return dt == DType::f64 ? t : t.to(dt);
+}
+
+namespace {
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+const char* backend_word(Backend b) {
+  switch (b) {
+    case Backend::automatic:
+      return "automatic";
+    case Backend::reference:
+      return "reference";
+    case Backend::fused:
+      return "fused";
+  }
+  return "?";
+}
+
+}  // namespace
+
+double engine_tolerance(double base, double max_abs_logit, double max_abs_value) {
+  return base * std::max(1.0, max_abs_logit) * std::max(1.0, max_abs_value);
+}
+
+std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, double scale, int64_t query,
+                                    const std::vector<double>& weights, const std::vector<double>& output) {
+  std::vector<EngineRun> runs;
+  struct Config {
+    DType dtype;
+    Backend backend;
+    double tolerance;
+  };
+  double max_logit = 0, max_v = 0;
+  for (int64_t j = 0; j < K.rows; ++j)
+    max_logit = std::max(max_logit, std::fabs(scale * dot(Q.row(query), K.row(j))));
+  if (!output.empty())
+    for (double x : V.v) max_v = std::max(max_v, std::fabs(x));
+  // fp32 rounds every input and sum (about 6e-8 relative); fp64 only the sums.
+  for (const Config& c :
+       {Config{DType::f32, Backend::automatic, engine_tolerance(1e-5, max_logit, max_v)},
+        Config{DType::f64, Backend::reference, engine_tolerance(1e-12, max_logit, max_v)}}) {
+    const Tensor q = to_tensor4(Q, c.dtype);  // q: [1, 1, Lq, D]
+    const Tensor k = to_tensor4(K, c.dtype);  // k: [1, 1, Lk, D]
+    const Tensor v = to_tensor4(V, c.dtype);  // v: [1, 1, Lk, D]
+    AttentionOptions o;
+    o.scale = scale;
+    o.backend = c.backend;
+    o.capture.enabled = true;
+    o.capture.rows = {query};
+    const BackendChoice choice = choose_backend(q, k, v, o);
+    const AttentionResult res = attention(q, k, v, o);
+    EngineRun run;
+    run.backend = std::string(backend_word(choice.backend)) + (c.dtype == DType::f32 ? " (fp32)" : " (fp64)");
+    if (c.backend == Backend::automatic) run.backend = "automatic -> " + run.backend;
+    run.weights = res.weights.to_vector();                                        // weights: [1, 1, 1, Lk]
+    run.output = res.out.select(0, 0).select(0, 0).select(0, query).to_vector();  // out row: [D]
+    run.max_diff_weights = max_abs_diff(run.weights, weights);
+    run.compared_output = !output.empty();
+    run.max_diff_output = run.compared_output ? max_abs_diff(run.output, output) : 0.0;
+    run.tolerance = c.tolerance;
+    ATTN_CHECK(run.max_diff_weights <= c.tolerance && run.max_diff_output <= c.tolerance,
+               "explain: the engine (", run.backend,
+               ") disagrees with the step-by-step arithmetic: max |weight "
+               "difference| = ",
+               run.max_diff_weights, ", max |output difference| = ", run.max_diff_output,
+               "; expected both <= ", c.tolerance);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::string& what) {
+  Table t({{"engine backend", Align::left},
+           {"max |diff| weights", Align::right},
+           {"max |diff| output", Align::right},
+           {"tolerance", Align::right},
+           {"", Align::left}});
+  Json arr = Json::array();
+  for (const auto& run : runs) {
+    char w[32], o[32], tol[32];
+    std::snprintf(w, sizeof w, "%.1e", run.max_diff_weights);
+    std::snprintf(o, sizeof o, "%.1e", run.max_diff_output);
+    if (!run.compared_output) std::snprintf(o, sizeof o, "-");
+    std::snprintf(tol, sizeof tol, "%.1e", run.tolerance);
+    t.row({run.backend, w, o, tol, "agree"});
+    Json j = Json::object();
+    j.set("backend", run.backend)
+        .set("weights", Json::numbers(run.weights))
+        .set("output", Json::numbers(run.output))
+        .set("max_abs_diff_weights", run.max_diff_weights)
+        .set("max_abs_diff_output", run.compared_output ? Json(run.max_diff_output) : Json())
+        .set("tolerance", run.tolerance)
+        .set("agree", true);
+    arr.push(std::move(j));
+  }
+  r.table(t);
+  r.para("Engine agreement: the engine's exact weights and output agree with the step-by-step\narithmetic " +
+         what + " (max |difference| " +
+         [&] {
+           double m = 0;
+           for (const auto& run : runs) m = std::max({m, run.max_diff_weights, run.max_diff_output});
+           char b[32];
+           std::snprintf(b, sizeof b, "%.1e", m);
+           return std::string(b);
+         }() +
+         ").");
+  return arr;
+}
+
+}  // namespace attn::cli::explain

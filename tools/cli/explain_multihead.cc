@@ -1,0 +1,291 @@
+// --multi-head: Q, K, V of width d_model split into h heads of d_k = d_model / h;
+// each head attends on its own, the head outputs are concatenated and
+// projected by W_O. Shapes are printed at every step.
+#include <attn/ops/attention.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "explain_internal.h"
+
+namespace attn::cli::explain {
+namespace {
+
+struct HeadResult {
+  std::vector<double> weights;  // [N]
+  std::vector<double> out;      // [d_k]
+};
+
+// Single-query attention over the columns [c0, c0 + dk) of Q, K, V.
+HeadResult attend(const Mat& Q, const Mat& K, const Mat& V, int64_t qi, int64_t c0, int64_t dk) {
+  const int64_t N = Q.rows;
+  HeadResult h;
+  h.weights.assign(N, 0.0);
+  h.out.assign(dk, 0.0);
+  double sum = 0;
+  for (int64_t j = 0; j < N; ++j) {
+    double s = 0;
+    for (int64_t d = 0; d < dk; ++d) s += Q(qi, c0 + d) * K(j, c0 + d);
+    h.weights[j] = std::exp(s / std::sqrt(static_cast<double>(dk)));
+    sum += h.weights[j];
+  }
+  for (int64_t j = 0; j < N; ++j) {
+    h.weights[j] /= sum;
+    for (int64_t d = 0; d < dk; ++d) h.out[d] += h.weights[j] * V(j, c0 + d);
+  }
+  return h;
+}
+
+std::string dim_text(int64_t v) { return std::to_string(v); }
+
+bool uniform(const std::vector<double>& w) {
+  const auto [lo, hi] = std::minmax_element(w.begin(), w.end());
+  return *hi - *lo < 1e-12;
+}
+
+int64_t top_index(const std::vector<double>& w) { return std::max_element(w.begin(), w.end()) - w.begin(); }
+
+}  // namespace
+
+void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
+  const int64_t N = ex.n(), dm = ex.d_model();
+  ATTN_CHECK(heads >= 1 && dm % heads == 0, "--heads must divide d_model = ", dm, " (1, 2, 4 or 8); got ",
+             heads);
+  const int64_t dk = dm / heads;
+  const std::string& qw = ex.words[qi];
+  const Mat Q = matmul(ex.X, ex.WQ), K = matmul(ex.X, ex.WK), V = matmul(ex.X, ex.WV);  // [N, d_model]
+
+  std::vector<HeadResult> hr;
+  for (int64_t h = 0; h < heads; ++h) hr.push_back(attend(Q, K, V, qi, h * dk, dk));
+  std::vector<double> concat;  // [d_model]
+  for (const auto& h : hr) concat.insert(concat.end(), h.out.begin(), h.out.end());
+  std::vector<double> out(dm, 0.0);  // concat · W_O: [d_model]
+  for (int64_t c = 0; c < dm; ++c)
+    for (int64_t d = 0; d < dm; ++d) out[c] += concat[d] * ex.WO(d, c);
+
+  const std::string Ns = dim_text(N), D = dim_text(dm), H = dim_text(heads), Dk = dim_text(dk);
+  auto head_label = [&](int64_t h) { return "head " + std::to_string(h + 1); };
+  auto head_dims = [&](int64_t h) {
+    return std::vector<std::string>(ex.dims.begin() + h * dk, ex.dims.begin() + (h + 1) * dk);
+  };
+
+  r.title("attn explain --multi-head: " + H + " head" + (heads > 1 ? "s" : "") + " side by side");
+  r.para(
+      "  MultiHead(X) = Concat(head_1, ..., head_h) · W_O,   head_i = Attention(X·W_Q_i, X·W_K_i, "
+      "X·W_V_i)\n\n"
+      "One head can only make one weighting per word. With h heads, Q, K and V (width d_model) are cut\n"
+      "into h slices of d_k = d_model / h columns; each head attends on its own slice, and W_O mixes the\n"
+      "concatenated results back into d_model features.");
+  r.line("Sentence:   " + join_words(ex.words) + "   (N = " + Ns + " tokens)");
+  r.line("Query word: " + qw + "   (position " + std::to_string(qi + 1) + ")");
+  r.line("Sizes:      d_model = " + D + ", h = " + H + " heads, d_k = d_model / h = " + D + " / " + H +
+         " = " + Dk);
+  r.line();
+  r.para(std::string("Note: the inputs (X, W_Q, W_K, W_V, W_O) are ILLUSTRATIVE, not learned") +
+         (ex.hand_chosen
+              ? " (hand-chosen, as in the\ndefault walkthrough; its single head is head 1 when h = 2)."
+              : "; X comes from the seeded\ngenerator (seed " + std::to_string(ex.seed) + ").") +
+         " Everything else is computed.");
+
+  // Shapes, for the whole computation.
+  r.heading("Shapes at every step");
+  {
+    Table t({{"step", Align::left}, {"operation", Align::left}, {"shape", Align::left}});
+    t.row({"input", "X: one row of features per token", shape_text({"N=" + Ns, "d_model=" + D})});
+    t.row({"1 project", "Q, K, V = X · W_Q, X · W_K, X · W_V  (W: [d_model, d_model])",
+           shape_text({"N=" + Ns, "d_model=" + D})});
+    t.row({"2 split", "view as [N, h, d_k], then swap N and h",
+           shape_text({"h=" + H, "N=" + Ns, "d_k=" + Dk})});
+    t.row({"3 attend", "scores Q_i · K_iᵀ / √d_k, softmax, per head",
+           shape_text({"h=" + H, "N=" + Ns, "N=" + Ns})});
+    t.row({"", "weights · V_i, per head", shape_text({"h=" + H, "N=" + Ns, "d_k=" + Dk})});
+    t.row({"4 concat", "swap back and join the heads' columns", shape_text({"N=" + Ns, "h·d_k=" + D})});
+    t.row({"5 project", "· W_O  (W_O: [d_model, d_model])", shape_text({"N=" + Ns, "d_model=" + D})});
+    r.table(t);
+  }
+
+  // Step 1-2: Q, K, V with their head slices.
+  r.heading("Steps 1-2. Project, then split the columns into " + H + " head" + (heads > 1 ? "s" : ""));
+  r.para("Q = X·W_Q, K = X·W_K, V = X·W_V: [" + Ns + ", " + D + "]. Head i gets columns " +
+         "(i-1)·d_k .. i·d_k - 1, that is [" + Ns + ", " + Dk + "] each:");
+  for (const auto& [name, m] : {std::pair<std::string, const Mat*>{"Q", &Q}, {"K", &K}, {"V", &V}}) {
+    std::vector<Table::Column> cols = {{name, Align::left}};
+    for (int64_t d = 0; d < dm; ++d) cols.push_back({ex.dims[d], Align::right});
+    Table t(cols);
+    for (int64_t h = 0; h < heads; ++h)
+      t.group(head_label(h), 1 + static_cast<int>(h * dk), static_cast<int>(dk));
+    for (int64_t i = 0; i < N; ++i) {
+      std::vector<std::string> row = {ex.words[i]};
+      for (int64_t d = 0; d < dm; ++d) row.push_back(fmt((*m)(i, d), ex.hand_chosen ? 2 : 3));
+      t.row(row);
+    }
+    r.table(t);
+  }
+
+  // Step 3: each head's weights for the query word, side by side.
+  r.heading("Step 3. Each head's attention weights for " + qw + ", side by side");
+  r.para("Each column is softmax(q_i · K_iᵀ / √" + Dk + ") of one head (its own scores, its own softmax).");
+  {
+    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}};
+    for (int64_t h = 0; h < heads; ++h) cols.push_back({head_label(h), Align::right});
+    Table t(cols);
+    for (int64_t j = 0; j < N; ++j) {
+      std::vector<std::string> row = {std::to_string(j + 1), ex.words[j]};
+      for (int64_t h = 0; h < heads; ++h) row.push_back(fmt(hr[h].weights[j], 4));
+      t.row(row);
+    }
+    std::vector<std::string> sum = {"", "sum"}, top = {"", "top word"};
+    for (int64_t h = 0; h < heads; ++h) {
+      double s = 0;
+      for (double w : hr[h].weights) s += w;
+      sum.push_back(fmt(s, 4));
+      top.push_back(uniform(hr[h].weights) ? "(equal)" : ex.words[top_index(hr[h].weights)]);
+    }
+    t.row(sum).row(top);
+    r.table(t);
+  }
+  {
+    std::string s = "What each head looks at (its d_k = " + Dk + " dimensions) and where it looks most:";
+    int width = 0;
+    for (int64_t h = 0; h < heads; ++h)
+      width = std::max(width, display_width(join_words(head_dims(h), ", ")) + 2);
+    for (int64_t h = 0; h < heads; ++h) {
+      const auto& w = hr[h].weights;
+      const int64_t best = top_index(w);
+      std::string dims_list = "[";
+      dims_list += join_words(head_dims(h), ", ");
+      dims_list += "]";
+      s += "\n  " + head_label(h) + "  " + pad(dims_list, width) + "  -> ";
+      s += uniform(w) ? "every word equally (" + fmt(100 * w[0], 1) + "%): " + qw +
+                            "'s query is zero in these dimensions"
+                      : ex.words[best] + " (" + fmt(100 * w[best], 1) + "%)";
+    }
+    r.para(s);
+  }
+
+  // Step 4: head outputs and concatenation.
+  r.heading("Step 4. Head outputs z_i = weights_i · V_i, concatenated");
+  {
+    std::vector<Table::Column> cols = {{"", Align::left}};
+    for (int64_t d = 0; d < dm; ++d) cols.push_back({ex.dims[d], Align::right});
+    Table t(cols);
+    for (int64_t h = 0; h < heads; ++h)
+      t.group(head_label(h), 1 + static_cast<int>(h * dk), static_cast<int>(dk));
+    for (int64_t h = 0; h < heads; ++h) {
+      std::vector<std::string> row = {"z_" + std::to_string(h + 1) + " [" + Dk + "]"};
+      for (int64_t d = 0; d < dm; ++d) row.push_back(d / dk == h ? fmt(concat[d], 4) : "");
+      t.row(row);
+    }
+    std::vector<std::string> row = {"concat [" + D + "]"};
+    for (int64_t d = 0; d < dm; ++d) row.push_back(fmt(concat[d], 4));
+    t.row(row);
+    r.table(t);
+  }
+
+  // Step 5: W_O.
+  r.heading("Step 5. Output projection: out = concat · W_O");
+  r.para("W_O [" + D + ", " + D +
+         "] (illustrative) puts each value dimension back under the feature of the same\n"
+         "name; a learned W_O mixes the heads' results freely.");
+  {
+    std::vector<Table::Column> cols = {{"W_O", Align::left}};
+    for (int64_t f = 0; f < dm; ++f) cols.push_back({ex.features[f], Align::right});
+    Table t(cols);
+    for (int64_t d = 0; d < dm; ++d) {
+      std::vector<std::string> row = {ex.dims[d]};
+      for (int64_t f = 0; f < dm; ++f) row.push_back(fmt_input(ex.WO(d, f)));
+      t.row(row);
+    }
+    std::vector<std::string> o = {"out [" + D + "]"};
+    for (int64_t f = 0; f < dm; ++f) o.push_back(fmt(out[f], 4));
+    t.row(o);
+    r.table(t);
+  }
+
+  // Engine: all heads in one call, q/k/v as non-contiguous views [1, h, N, d_k] of [1, N, h, d_k].
+  r.heading("Engine check: one attn::attention call for all heads");
+  r.para("Q, K, V [" + Ns + ", " + D +
+         "] are viewed as [B=1, N, h, d_k] and permuted to [B=1, h, N, d_k] (a strided\n"
+         "view, no copy); the engine captures row " +
+         std::to_string(qi + 1) + " (" + qw +
+         ") of every head. Its weights and its output\nrows (concatenated) are compared with steps 3 and 4.");
+  std::vector<double> ref_w;  // [h, N]
+  for (const auto& h : hr) ref_w.insert(ref_w.end(), h.weights.begin(), h.weights.end());
+  std::vector<EngineRun> runs;
+  struct Config {
+    DType dtype;
+    Backend backend;
+    double tolerance;
+  };
+  double max_logit = 0, max_v = 0;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t d = h * dk; d < (h + 1) * dk; ++d) s += Q(qi, d) * K(j, d);
+      max_logit = std::max(max_logit, std::fabs(s) / std::sqrt(static_cast<double>(dk)));
+    }
+  for (double x : V.v) max_v = std::max(max_v, std::fabs(x));
+  for (const Config& c :
+       {Config{DType::f32, Backend::automatic, engine_tolerance(1e-5, max_logit, max_v)},
+        Config{DType::f64, Backend::reference, engine_tolerance(1e-12, max_logit, max_v)}}) {
+    auto heads_view = [&](const Mat& m) {  // [N, d_model] -> [1, h, N, d_k]
+      return to_tensor4(m, c.dtype).view({1, N, heads, dk}).permute({0, 2, 1, 3});
+    };
+    const Tensor q = heads_view(Q), k = heads_view(K), v = heads_view(V);  // [1, h, N, d_k] each
+    AttentionOptions o;
+    o.backend = c.backend;
+    o.capture.enabled = true;
+    o.capture.rows = {qi};
+    const AttentionResult res = attention(q, k, v, o);
+    const Tensor zrow = res.out.select(2, qi).reshape({dm});  // out: [1, h, N, d_k] -> [d_model]
+    EngineRun run;
+    const BackendChoice choice = choose_backend(q, k, v, o);
+    run.backend = std::string(choice.backend == Backend::fused ? "fused" : "reference") +
+                  (c.dtype == DType::f32 ? " (fp32)" : " (fp64)");
+    if (c.backend == Backend::automatic) run.backend = "automatic -> " + run.backend;
+    run.weights = res.weights.to_vector();  // [1, h, 1, N]
+    run.output = zrow.to_vector();
+    run.tolerance = c.tolerance;
+    for (std::size_t i = 0; i < ref_w.size(); ++i)
+      run.max_diff_weights = std::max(run.max_diff_weights, std::fabs(run.weights[i] - ref_w[i]));
+    for (int64_t d = 0; d < dm; ++d)
+      run.max_diff_output = std::max(run.max_diff_output, std::fabs(run.output[d] - concat[d]));
+    ATTN_CHECK(run.max_diff_weights <= c.tolerance && run.max_diff_output <= c.tolerance,
+               "explain: the engine (", run.backend,
+               ") disagrees with the per-head arithmetic: max |weight difference| = ", run.max_diff_weights,
+               ", max |output difference| = ", run.max_diff_output, "; expected both <= ", c.tolerance);
+    runs.push_back(std::move(run));
+  }
+  Json engine_json = report_engine(r, runs, "(steps 3 and 4)");
+
+  Json& j = r.json;
+  j.set("mode", "multi_head");
+  j.set("illustrative_inputs", true);
+  j.set("sentence", Json::strings(ex.words));
+  Json jq = Json::object();
+  jq.set("word", qw).set("position", qi + 1);
+  j.set("query", std::move(jq));
+  j.set("d_model", dm).set("heads", heads).set("d_k", dk);
+  Json shapes = Json::object();
+  shapes.set("X", Json::integers({N, dm}))
+      .set("QKV", Json::integers({N, dm}))
+      .set("per_head_QKV", Json::integers({heads, N, dk}))
+      .set("scores", Json::integers({heads, N, N}))
+      .set("head_outputs", Json::integers({heads, N, dk}))
+      .set("concat", Json::integers({N, dm}))
+      .set("output", Json::integers({N, dm}));
+  j.set("shapes", std::move(shapes));
+  j.set("dims", Json::strings(ex.dims)).set("features", Json::strings(ex.features));
+  j.set("Q", Q.json()).set("K", K.json()).set("V", V.json()).set("W_O", ex.WO.json());
+  Json hw = Json::array(), ho = Json::array();
+  for (const auto& h : hr) {
+    hw.push(Json::numbers(h.weights));
+    ho.push(Json::numbers(h.out));
+  }
+  j.set("head_weights", std::move(hw)).set("head_outputs", std::move(ho));
+  j.set("concat", Json::numbers(concat)).set("output", Json::numbers(out));
+  j.set("engine", std::move(engine_json));
+}
+
+}  // namespace attn::cli::explain

@@ -1,0 +1,492 @@
+// The default walkthrough (one query word, one head, six steps) and --scores
+// (softmax of given scores). Every number after the inputs is computed here
+// by plain arithmetic, then again by the engine (engine_check).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "explain_internal.h"
+
+namespace attn::cli::explain {
+namespace {
+
+// Fewest decimals in {2, 3} that show every value exactly (else 3).
+int decimals_for(const std::vector<double>& values) {
+  for (int d = 2; d <= 3; ++d) {
+    const double f = std::pow(10.0, d);
+    bool exact = true;
+    for (double v : values) exact = exact && std::fabs(v * f - std::round(v * f)) < 1e-9;
+    if (exact) return d;
+  }
+  return 3;
+}
+
+std::vector<std::string> first(const std::vector<std::string>& v, int64_t n) {
+  return std::vector<std::string>(v.begin(), v.begin() + n);
+}
+
+std::string percent(double w) { return fmt(100 * w, 1) + "%"; }
+
+// Indices sorted by decreasing weight (stable: ties keep sentence order).
+std::vector<int64_t> ranking(const std::vector<double>& w) {
+  std::vector<int64_t> idx(w.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return w[a] > w[b]; });
+  return idx;
+}
+
+// "a, b and c" from the first `n` ranked labels with their percentages.
+std::string winners_sentence(const std::vector<int64_t>& order, const std::vector<double>& w,
+                             const std::vector<std::string>& labels, std::size_t n) {
+  // Words tied at the lowest weight are not "winners": name only those above it.
+  const double lowest = w[order.back()];
+  std::size_t above = 0;
+  while (above < order.size() && w[order[above]] > lowest + 1e-12) ++above;
+  n = std::min(n, above);
+  if (n == 0) return "";
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) s += i + 1 == n ? " and " : ", ";
+    s += labels[order[i]] + " (" + percent(w[order[i]]) + ")";
+  }
+  return s;
+}
+
+Table ranking_table(const std::vector<int64_t>& order, const std::vector<double>& w,
+                    const std::vector<std::string>& labels, const std::string& label_header) {
+  Table t({{"rank", Align::right},
+           {"#", Align::right},
+           {label_header, Align::left},
+           {"weight", Align::right},
+           {"share", Align::right},
+           {"", Align::left}});
+  for (std::size_t r = 0; r < order.size(); ++r) {
+    const int64_t j = order[r];
+    t.row({std::to_string(r + 1), std::to_string(j + 1), labels[j], fmt(w[j], 4), percent(w[j]),
+           bar(w[j], 40)});
+  }
+  return t;
+}
+
+Json ranking_json(const std::vector<int64_t>& order, const std::vector<double>& w,
+                  const std::vector<std::string>& labels) {
+  Json a = Json::array();
+  for (int64_t j : order) {
+    Json e = Json::object();
+    e.set("position", j + 1).set("word", labels[j]).set("weight", w[j]);
+    a.push(std::move(e));
+  }
+  return a;
+}
+
+// "1·W_Q[negation] + 0.5·W_Q[action]" for the nonzero features of x.
+std::string expansion(const std::vector<double>& x, const std::vector<std::string>& features,
+                      const std::string& w) {
+  std::string s;
+  for (std::size_t f = 0; f < x.size(); ++f) {
+    if (x[f] == 0) continue;
+    s += (s.empty() ? "" : " + ") + fmt_input(x[f]) + "·" + w + "[" + features[f] + "]";
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::string vec_text(const std::vector<double>& v, int decimals) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + fmt(v[i], decimals);
+  return s + "]";
+}
+
+// "action 3, object 2" for the nonzero components, largest first.
+std::string components(const std::vector<double>& v, const std::vector<std::string>& names, int decimals) {
+  const auto order = ranking(v);
+  std::string s;
+  for (int64_t d : order)
+    if (std::fabs(v[d]) > 1e-12) s += (s.empty() ? "" : ", ") + names[d] + " " + fmt(v[d], decimals);
+  return s.empty() ? "nothing (all zero)" : s;
+}
+
+}  // namespace
+
+void walkthrough(const Example& ex, int64_t qi, Report& r) {
+  const int64_t N = ex.n(), dm = ex.d_model(), dk = kSingleHeadDk;
+  const std::string& qw = ex.words[qi];
+  const std::vector<std::string> dims = first(ex.dims, dk);
+  const Mat WQ = ex.WQ.cols_slice(0, dk), WK = ex.WK.cols_slice(0, dk), WV = ex.WV.cols_slice(0, dk);
+  const Mat Q = matmul(ex.X, WQ), K = matmul(ex.X, WK), V = matmul(ex.X, WV);  // [N, dk] each
+  const std::vector<double> q = Q.row(qi);
+
+  // ---- the arithmetic, step by step ----
+  std::vector<double> score(N), scaled(N), ex_(N), weight(N);
+  const double sqrt_dk = std::sqrt(static_cast<double>(dk));
+  for (int64_t j = 0; j < N; ++j) {
+    score[j] = dot(q, K.row(j));
+    scaled[j] = score[j] / sqrt_dk;
+    ex_[j] = std::exp(scaled[j]);
+  }
+  const double exp_sum = std::accumulate(ex_.begin(), ex_.end(), 0.0);
+  for (int64_t j = 0; j < N; ++j) weight[j] = ex_[j] / exp_sum;
+  const double weight_sum = std::accumulate(weight.begin(), weight.end(), 0.0);
+  std::vector<double> out(dk, 0.0);
+  for (int64_t j = 0; j < N; ++j)
+    for (int64_t d = 0; d < dk; ++d) out[d] += weight[j] * V(j, d);
+  const auto order = ranking(weight);
+
+  // ---- text ----
+  const std::string pos = "position " + std::to_string(qi + 1) + " of " + std::to_string(N);
+  r.title("attn explain: self-attention, step by step");
+  r.para(
+      "  Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V\n\n"
+      "Every word looks at every word of the sentence (itself included) and decides how much of\n"
+      "each to take in. Below, one word does this in full, one number at a time.");
+  r.line("Sentence:   " + join_words(ex.words) + "   (" + std::to_string(N) + " tokens" +
+         (ex.gloss.empty() ? "" : ": \"" + ex.gloss + "\"") + ")");
+  r.line("Query word: " + qw + "   (" + pos + "): which words should " + qw + " attend to?");
+  r.line("Sizes:      d_model = " + std::to_string(dm) + " features per word, d_k = " + std::to_string(dk) +
+         " dimensions per query/key/value vector (one head).");
+  r.line();
+  if (ex.hand_chosen) {
+    r.para(
+        "Note: the inputs - the embeddings X and the projections W_Q, W_K, W_V - are ILLUSTRATIVE, chosen\n"
+        "by hand so that every number can be read; they are not learned. A trained model learns them\n"
+        "from data. Everything after the inputs is computed: step by step below, then again by the attn\n"
+        "engine (the check at the end).");
+  } else {
+    r.para(
+        "Note: the inputs are ILLUSTRATIVE, not learned. The embeddings X come from a deterministic\n"
+        "seeded generator (seed " +
+        std::to_string(ex.seed) +
+        "): each word's 8 values depend only on the word "
+        "and the seed,\nso they carry no meaning. The projections W_Q, W_K, W_V are the hand-chosen ones of "
+        "the\n"
+        "default example. Everything after the inputs is computed: step by step below, then again by\n"
+        "the attn engine (the check at the end).");
+  }
+
+  // Step 1
+  r.heading("Step 1. Inputs and projections: Q = X·W_Q, K = X·W_K, V = X·W_V");
+  r.para("Each word is a row of X [" + std::to_string(N) + ", " + std::to_string(dm) + "]" +
+         (ex.hand_chosen ? ", with " + std::to_string(dm) + " hand-chosen features:"
+                         : ", generated from the word (features f1..f8):"));
+  {
+    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}};
+    for (int64_t f = 0; f < dm; ++f)
+      cols.push_back({ex.hand_chosen ? ex.features[f] : "f" + std::to_string(f + 1), Align::right});
+    Table t(cols);
+    for (int64_t i = 0; i < N; ++i) {
+      std::vector<std::string> row = {std::to_string(i + 1), ex.words[i]};
+      for (int64_t f = 0; f < dm; ++f)
+        row.push_back(ex.hand_chosen ? fmt_input(ex.X(i, f)) : fmt(ex.X(i, f), 2));
+      t.row(row);
+    }
+    r.table(t);
+  }
+  r.para("The projections [" + std::to_string(dm) + ", " + std::to_string(dk) +
+         "] map the features to d_k = " + std::to_string(dk) + " dimensions (" + join_words(dims, ", ") +
+         "):\nW_Q says what a word looks for, W_K what it offers to be found by, W_V what it passes on.");
+  {
+    std::vector<Table::Column> cols = {{"feature", Align::left}};
+    for (int m = 0; m < 3; ++m)
+      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], Align::right});
+    Table t(cols);
+    t.group("W_Q", 1, static_cast<int>(dk)).group("W_K", 1 + dk, dk).group("W_V", 1 + 2 * dk, dk);
+    for (int64_t f = 0; f < dm; ++f) {
+      std::vector<std::string> row = {ex.hand_chosen ? ex.features[f] : "f" + std::to_string(f + 1)};
+      for (const Mat* w : {&WQ, &WK, &WV})
+        for (int64_t d = 0; d < dk; ++d) row.push_back(fmt_input((*w)(f, d)));
+      t.row(row);
+    }
+    r.table(t);
+  }
+  const int qd = decimals_for([&] {
+    std::vector<double> all = Q.v;
+    all.insert(all.end(), K.v.begin(), K.v.end());
+    all.insert(all.end(), V.v.begin(), V.v.end());
+    return all;
+  }());
+  r.para("Multiplying gives one query, key and value vector per word (Q, K, V: [" + std::to_string(N) + ", " +
+         std::to_string(dk) + "]):");
+  {
+    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}};
+    for (int m = 0; m < 3; ++m)
+      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], Align::right});
+    Table t(cols);
+    t.group("Q = X·W_Q", 2, static_cast<int>(dk))
+        .group("K = X·W_K", 2 + dk, dk)
+        .group("V = X·W_V", 2 + 2 * dk, dk);
+    for (int64_t i = 0; i < N; ++i) {
+      std::vector<std::string> row = {std::to_string(i + 1), ex.words[i]};
+      for (const Mat* m : {&Q, &K, &V})
+        for (int64_t d = 0; d < dk; ++d) row.push_back(fmt((*m)(i, d), qd));
+      t.row(row);
+    }
+    r.table(t);
+  }
+  r.para("The query of " + qw + ":  q = x(" + qw +
+         ")·W_Q = " + (ex.hand_chosen ? expansion(ex.X.row(qi), ex.features, "W_Q") + " = " : std::string()) +
+         vec_text(q, qd) + "\nso " + qw + " looks for: " + components(q, dims, qd) + ".");
+
+  // Step 2
+  r.heading("Step 2. Scores: s_j = q · k_j, how well " + qw + "'s query matches each word's key");
+  {
+    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}};
+    for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], Align::right});
+    if (ex.hand_chosen) cols.push_back({"q·k_j = sum of q_d × k_jd", Align::left});
+    cols.push_back({"score s_j", Align::right});
+    Table t(cols);
+    t.group("k_j", 2, static_cast<int>(dk));
+    for (int64_t j = 0; j < N; ++j) {
+      std::vector<std::string> row = {std::to_string(j + 1), ex.words[j]};
+      for (int64_t d = 0; d < dk; ++d) row.push_back(fmt(K(j, d), qd));
+      if (ex.hand_chosen) {
+        std::string terms;
+        for (int64_t d = 0; d < dk; ++d)
+          if (q[d] != 0 && K(j, d) != 0)
+            terms += (terms.empty() ? "" : " + ") + fmt_input(q[d]) + " × " + fmt_input(K(j, d));
+        row.push_back(terms.empty() ? "0 (no shared dimension)" : terms);
+      }
+      row.push_back(fmt(score[j], 3));
+      t.row(row);
+    }
+    r.line("q = " + vec_text(q, qd) + "  (" + join_words(dims, ", ") + ")");
+    r.line();
+    r.table(t);
+  }
+
+  // Step 3
+  r.heading("Step 3. Scale: divide every score by √d_k = √" + std::to_string(dk) + " = " + fmt(sqrt_dk, 3));
+  r.para(
+      "Why: a dot product of d_k terms grows with d_k; dividing by √d_k keeps the scores in a range where\n"
+      "softmax still spreads its attention instead of putting everything on one word.");
+  {
+    Table t({{"#", Align::right},
+             {"word", Align::left},
+             {"s_j", Align::right},
+             {"s_j / " + fmt(sqrt_dk, 3), Align::right}});
+    for (int64_t j = 0; j < N; ++j)
+      t.row({std::to_string(j + 1), ex.words[j], fmt(score[j], 3), fmt(scaled[j], 4)});
+    r.table(t);
+  }
+
+  // Step 4
+  r.heading("Step 4. Exponentiate: e^(s_j / √d_k)");
+  const double max_scaled = *std::max_element(scaled.begin(), scaled.end());
+  r.para("exp makes every score positive and stretches the differences: a score 1 higher becomes " +
+         fmt(std::exp(1.0), 3) + "\ntimes larger. (The engine computes e^(x - max) with max = " +
+         fmt(max_scaled, 4) + ": the same weights after\nstep 5, and no overflow for large scores.)");
+  {
+    Table t(
+        {{"#", Align::right}, {"word", Align::left}, {"s_j / √d_k", Align::right}, {"exp", Align::right}});
+    for (int64_t j = 0; j < N; ++j)
+      t.row({std::to_string(j + 1), ex.words[j], fmt(scaled[j], 4), fmt(ex_[j], 4)});
+    r.table(t);
+  }
+
+  // Step 5
+  r.heading("Step 5. Normalise: weight_j = exp_j / sum of all exp");
+  r.para("sum of exp = " + fmt(exp_sum, 4));
+  {
+    Table t({{"#", Align::right},
+             {"word", Align::left},
+             {"exp", Align::right},
+             {"exp / " + fmt(exp_sum, 4), Align::right}});
+    for (int64_t j = 0; j < N; ++j)
+      t.row({std::to_string(j + 1), ex.words[j], fmt(ex_[j], 4), fmt(weight[j], 4)});
+    r.table(t);
+  }
+  r.para("Sum of weights = " + fmt(weight_sum, 6) + "   (weights are positive and sum to 1: a distribution)");
+
+  // Step 6
+  r.heading("Step 6. Output: z = sum over j of weight_j · v_j");
+  {
+    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}, {"weight", Align::right}};
+    for (int m = 0; m < 2; ++m)
+      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], Align::right});
+    Table t(cols);
+    t.group("v_j", 3, static_cast<int>(dk)).group("weight_j · v_j", 3 + dk, dk);
+    for (int64_t j = 0; j < N; ++j) {
+      std::vector<std::string> row = {std::to_string(j + 1), ex.words[j], fmt(weight[j], 4)};
+      for (int64_t d = 0; d < dk; ++d) row.push_back(fmt(V(j, d), qd));
+      for (int64_t d = 0; d < dk; ++d) row.push_back(fmt(weight[j] * V(j, d), 4));
+      t.row(row);
+    }
+    std::vector<std::string> total = {"", "z = sum", fmt(weight_sum, 4)};
+    for (int64_t d = 0; d < dk; ++d) total.push_back("");
+    for (int64_t d = 0; d < dk; ++d) total.push_back(fmt(out[d], 4));
+    t.row(total);
+    r.table(t);
+  }
+  {
+    std::string reading;
+    const auto comp = ranking(out);
+    for (int64_t d : comp) {
+      if (std::fabs(out[d]) < 5e-5) continue;
+      int64_t best = 0;
+      for (int64_t j = 1; j < N; ++j)
+        if (std::fabs(weight[j] * V(j, d)) > std::fabs(weight[best] * V(best, d))) best = j;
+      reading += "\n  " + pad(dims[d], 8) + " " + fmt(out[d], 4) + "   (" +
+                 fmt(weight[best] * V(best, d), 4) + " of it from " + ex.words[best] + ")";
+    }
+    r.para("z(" + qw + ") = " + vec_text(out, 4) + ": the new vector of " + qw +
+           ", a blend of the value vectors.\nIts components, largest first:" + reading);
+  }
+
+  // Ranking
+  r.heading("Which words win: the attention of " + qw + ", ranked");
+  r.table(ranking_table(order, weight, ex.words, "word"));
+  {
+    const int64_t top = order[0];
+    int64_t best = 0;
+    for (int64_t d = 1; d < dk; ++d)
+      if (q[d] * K(top, d) > q[best] * K(top, best)) best = d;
+    const std::string winners = winners_sentence(order, weight, ex.words, 3);
+    std::string why = winners.empty() ? qw + " attends to every word equally (" + percent(weight[0]) +
+                                            " each): all its scores are equal, so no word stands out."
+                                      : qw + " attends most to " + winners + ".";
+    if (q[best] * K(top, best) > 0)
+      why += "\nWhy " + ex.words[top] + ": " + qw + "'s query looks for " + dims[best] + " (" +
+             fmt(q[best], qd) + ") and " + ex.words[top] + "'s key offers " + dims[best] + " (" +
+             fmt(K(top, best), qd) + "):\ntheir product " + fmt(q[best] * K(top, best), 3) +
+             " is the largest part of the largest score.";
+    r.para(why);
+  }
+
+  // Engine
+  r.heading("Engine check: attn::attention with options.capture.enabled = true");
+  r.para("The same Q, K, V go to the engine as tensors [B=1, H=1, L=" + std::to_string(N) +
+         ", D=" + std::to_string(dk) + "], capturing the exact weights of row " + std::to_string(qi + 1) +
+         " (" + qw + ").");
+  const auto runs = engine_check(Q, K, V, 1.0 / sqrt_dk, qi, weight, out);
+  Json engine_json = report_engine(r, runs, "(steps 5 and 6)");
+
+  r.para(
+      "Next: attn explain --query 带        the same steps for another word (a word or a position)\n"
+      "      attn explain --multi-head      " +
+      std::string("several heads side by side, concatenation and W_O\n") +
+      "      attn explain --scores 0.2,2.5,0.8,0.3,0.4,2.0    softmax alone\n"
+      "      attn explain --mask causal     which words each word may see\n"
+      "      attn explain --cost --n 4096 --d 1024 --heads 16  FLOPs and memory at real sizes\n"
+      "      attn explain --help            every option");
+
+  // ---- JSON ----
+  Json& j = r.json;
+  j.set("mode", "walkthrough");
+  j.set("formula", "softmax(Q K^T / sqrt(d_k)) V");
+  j.set("illustrative_inputs", true);
+  j.set("embeddings", ex.hand_chosen ? "hand-chosen" : "generated");
+  if (!ex.hand_chosen) j.set("seed", static_cast<int64_t>(ex.seed));
+  j.set("sentence", Json::strings(ex.words));
+  if (!ex.gloss.empty()) j.set("gloss", ex.gloss);
+  Json jq = Json::object();
+  jq.set("word", qw).set("position", qi + 1);
+  j.set("query", std::move(jq));
+  j.set("d_model", dm).set("d_k", dk);
+  j.set("features", Json::strings(ex.features)).set("dims", Json::strings(dims));
+  j.set("X", ex.X.json()).set("W_Q", WQ.json()).set("W_K", WK.json()).set("W_V", WV.json());
+  j.set("Q", Q.json()).set("K", K.json()).set("V", V.json());
+  Json steps = Json::object();
+  steps.set("q", Json::numbers(q));
+  steps.set("scores", Json::numbers(score));
+  steps.set("sqrt_d_k", sqrt_dk);
+  steps.set("scaled", Json::numbers(scaled));
+  steps.set("exp", Json::numbers(ex_));
+  steps.set("exp_sum", exp_sum);
+  steps.set("weights", Json::numbers(weight));
+  steps.set("weights_sum", weight_sum);
+  steps.set("output", Json::numbers(out));
+  j.set("steps", std::move(steps));
+  j.set("ranking", ranking_json(order, weight, ex.words));
+  j.set("engine", std::move(engine_json));
+}
+
+void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Report& r) {
+  const int64_t N = static_cast<int64_t>(scores.size());
+  std::vector<std::string> labels = tokens;
+  if (labels.empty())
+    for (int64_t j = 0; j < N; ++j) labels.push_back("position " + std::to_string(j + 1));
+  std::vector<double> e(N), w(N);
+  for (int64_t j = 0; j < N; ++j) e[j] = std::exp(scores[j]);
+  for (int64_t j = 0; j < N; ++j)
+    ATTN_CHECK(std::fabs(scores[j]) <= 700, "--scores: item ", j + 1,
+               " must be in [-700, 700] so that e^s is a ", "normal double; got ", scores[j]);
+  const double sum = std::accumulate(e.begin(), e.end(), 0.0);
+  for (int64_t j = 0; j < N; ++j) w[j] = e[j] / sum;
+  const double wsum = std::accumulate(w.begin(), w.end(), 0.0);
+  const auto order = ranking(w);
+
+  std::string score_list, weight_list, exp_terms;
+  for (int64_t j = 0; j < N; ++j) {
+    if (j > 0) score_list += ", ", weight_list += ", ", exp_terms += " + ";
+    score_list += fmt_input(scores[j]);
+    weight_list += fmt(w[j], 2);
+    exp_terms += fmt(e[j], 4);
+  }
+
+  r.title("attn explain --scores: softmax turns scores into attention weights");
+  r.para(
+      "  softmax(s)_j = e^(s_j) / (e^(s_1) + ... + e^(s_N))\n\n"
+      "Scores: [" +
+      score_list + "]   (" + std::to_string(N) + " positions)");
+  r.heading("Step 1. Exponentiate every score");
+  {
+    Table t({{"#", Align::right},
+             {"token", Align::left},
+             {"score s_j", Align::right},
+             {"e^(s_j)", Align::right}});
+    for (int64_t j = 0; j < N; ++j)
+      t.row({std::to_string(j + 1), labels[j], fmt_input(scores[j]), fmt(e[j], 4)});
+    r.table(t);
+  }
+  r.heading("Step 2. Add them up");
+  r.para("sum = " + exp_terms + " = " + fmt(sum, 4));
+  r.heading("Step 3. Divide each by the sum");
+  {
+    Table t({{"#", Align::right},
+             {"token", Align::left},
+             {"e^(s_j)", Align::right},
+             {"weight = e^(s_j) / " + fmt(sum, 4), Align::right},
+             {"2 decimals", Align::right}});
+    for (int64_t j = 0; j < N; ++j)
+      t.row({std::to_string(j + 1), labels[j], fmt(e[j], 4), fmt(w[j], 4), fmt(w[j], 2)});
+    r.table(t);
+  }
+  r.para("Sum of weights = " + fmt(wsum, 6) + "\n\nsoftmax([" + score_list + "]) = [" + weight_list + "]");
+
+  r.heading("Which wins");
+  r.table(ranking_table(order, w, labels, "token"));
+  {
+    std::string s = labels[order[0]] + " wins with " + percent(w[order[0]]) + ".";
+    if (N >= 2) {
+      const int64_t a = order[0], b = order[1];
+      s += "\nOnly differences between scores matter: weight(" + labels[a] + ") / weight(" + labels[b] +
+           ") = e^(" + fmt_input(scores[a]) + " - " + fmt_input(scores[b]) +
+           ") = " + fmt(std::exp(scores[a] - scores[b]), 4) + "\n(check: " + fmt(w[a], 4) + " / " +
+           fmt(w[b], 4) + " = " + fmt(w[a] / w[b], 4) +
+           ").\nAdding the same number to every score changes no weight, and a table whose ratios\n"
+           "differ from e^(difference) is not a softmax of these scores.";
+    }
+    r.para(s);
+  }
+
+  r.heading("Engine check: attn::attention with options.capture.enabled = true");
+  r.para(
+      "With q = [1], k_j = [s_j], scale 1 the engine's logits are exactly the scores; its captured weights\n"
+      "are compared with step 3.");
+  Mat Q(1, 1), K(N, 1), V(N, 1);
+  Q(0, 0) = 1;
+  for (int64_t j = 0; j < N; ++j) K(j, 0) = scores[j], V(j, 0) = static_cast<double>(j + 1);
+  const auto runs = engine_check(Q, K, V, 1.0, 0, w, {});
+  Json engine_json = report_engine(r, runs, "(step 3)");
+
+  Json& j = r.json;
+  j.set("mode", "softmax");
+  j.set("scores", Json::numbers(scores));
+  j.set("tokens", Json::strings(labels));
+  j.set("exp", Json::numbers(e));
+  j.set("exp_sum", sum);
+  j.set("weights", Json::numbers(w));
+  j.set("weights_sum", wsum);
+  j.set("ranking", ranking_json(order, w, labels));
+  j.set("engine", std::move(engine_json));
+}
+
+}  // namespace attn::cli::explain
