@@ -261,11 +261,16 @@ std::vector<int32_t> BpeTokenizer::encode_word(const std::vector<std::string>& s
 std::vector<std::string> BpeTokenizer::tokenize(std::string_view text) const {
   std::vector<std::string> out;
   for (const auto& word : bpe_pretokenize(text, lowercase_)) {
-    const std::vector<int32_t> ids = encode_word(word);
-    if (ids.size() == word.size()) {  // no merge: keep unknown characters visible
-      out.insert(out.end(), word.begin(), word.end());
-    } else {
-      for (const int32_t id : ids) out.push_back(vocab_.token(id));
+    // Each symbol of `word` is one character and a known token is the
+    // concatenation of the symbols it covers, so [UNK] can show the original.
+    std::size_t at = 0;
+    for (const int32_t id : encode_word(word)) {
+      if (id == Vocab::kUnk) {
+        out.push_back(word[at++]);
+      } else {
+        out.push_back(vocab_.token(id));
+        at += decode_utf8(out.back()).size();
+      }
     }
   }
   return out;
