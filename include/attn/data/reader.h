@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn::data {
@@ -78,8 +79,10 @@ struct ReadOptions {
 };
 
 struct LabeledFile {
+  LabeledFile(std::string path_, int32_t label_ = -1, std::string label_name_ = "")
+      : path(std::move(path_)), label(label_), label_name(std::move(label_name_)) {}
   std::string path;
-  int32_t label = -1;      // class id of every line; -1 = unlabelled
+  int32_t label;           // class id of every line; -1 = unlabelled
   std::string label_name;  // name for label_names; "" = the id in decimal
 };
 
