@@ -19,13 +19,15 @@ void expect_error(Fn&& fn, const std::vector<std::string>& parts) {
     fn();
     ADD_FAILURE() << "no error; expected one mentioning '" << parts.front() << "'";
   } catch (const Error& e) {
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
   }
 }
 
 TEST(ReadText, LabelsPerFileBomCrlfAndBlankLines) {
   TempDir dir;
-  const std::string pos = dir.file("pos.txt", "\xEF\xBB\xBFgood  one\r\n\n   \nfine\xE3\x80\x80\xE5\xA5\xBD\n");
+  const std::string pos =
+      dir.file("pos.txt", "\xEF\xBB\xBFgood  one\r\n\n   \nfine\xE3\x80\x80\xE5\xA5\xBD\n");
   const std::string neg = dir.file("neg.txt", "bad\nworse");  // no final newline
   const Dataset ds = read_text_files({{neg, 0, "neg"}, {pos, 1, "pos"}});
   ASSERT_EQ(ds.size(), 4);
@@ -53,8 +55,11 @@ TEST(ReadText, Errors) {
   expect_error([&] { read_text_files({{bom_only, 0}}); }, {"bom.txt", "only a BOM"});
   expect_error([&] { read_text_files({{blank, 0}}); }, {"blank.txt", "no examples"});
   expect_error([&] { read_text_files({{dir.path("missing.txt"), 0}}); }, {"missing.txt", "cannot open"});
-  expect_error([&] { read_text_files({{bad, 0}}); },
-               {"bad.txt line 3, byte 2 of the line (byte 18 of the file)", "surrogate"});
+  expect_error(
+      [&] {
+        read_text_files({{bad, 0}});
+      },
+      {"bad.txt line 3, byte 2 of the line (byte 18 of the file)", "surrogate"});
   // A BOM shifts the file offset but not the line offset.
   const std::string bad_bom = dir.file("bad_bom.txt", "\xEF\xBB\xBFok\n\xC0\xAF\n");
   expect_error([&] { read_text_files({{bad_bom, 0}}); }, {"line 2, byte 0 of the line (byte 6 of the file)"});
@@ -67,14 +72,16 @@ TEST(ReadText, Errors) {
 
 TEST(ReadText, LongLinesAreTruncatedAndCounted) {
   TempDir dir;
-  const std::string f = dir.file("long.txt", "short\n\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD\n"
-                                             "abcdefgh\nabcd\n");
+  const std::string f = dir.file("long.txt",
+                                 "short\n\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD\n"
+                                 "abcdefgh\nabcd\n");
   ReadOptions o;
   o.max_chars = 4;
   const Dataset ds = read_text_files({{f, -1}}, o);
   ASSERT_EQ(ds.size(), 4);
   EXPECT_EQ(ds.examples[0].text, "shor");
-  EXPECT_EQ(ds.examples[1].text, "\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD");  // 4 code points, not bytes
+  EXPECT_EQ(ds.examples[1].text,
+            "\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD\xE5\xA5\xBD");  // 4 code points, not bytes
   EXPECT_EQ(ds.examples[2].text, "abcd");
   EXPECT_EQ(ds.examples[3].text, "abcd");  // exactly the limit: not cut
   EXPECT_EQ(ds.report.truncated, 3);
@@ -86,7 +93,8 @@ TEST(ReadText, LongLinesAreTruncatedAndCounted) {
 
 TEST(ReadTable, TsvWithHeader) {
   TempDir dir;
-  const std::string f = dir.file("a.tsv", "id\ttext\tlabel\n1\tgreat  book\tpos\n2\t\"quoted\" stays\tneg\n\n3\tmeh\tpos\n");
+  const std::string f =
+      dir.file("a.tsv", "id\ttext\tlabel\n1\tgreat  book\tpos\n2\t\"quoted\" stays\tneg\n\n3\tmeh\tpos\n");
   TableSpec spec;
   spec.format = TableFormat::tsv;
   spec.text_column = "text";
@@ -105,7 +113,8 @@ TEST(ReadTable, TsvWithHeader) {
 TEST(ReadTable, TsvPairsWithoutHeaderAndBom) {
   TempDir dir;
   // Like tatoeba-cmn: BOM, English \t Chinese \t attribution.
-  const std::string f = dir.file("cmn.txt", "\xEF\xBB\xBFHi.\t\xE5\x97\xA8\xE3\x80\x82\tCC-BY 2.0 #1\nRun.\t\xE8\xB7\x91\tCC-BY #2\n");
+  const std::string f = dir.file(
+      "cmn.txt", "\xEF\xBB\xBFHi.\t\xE5\x97\xA8\xE3\x80\x82\tCC-BY 2.0 #1\nRun.\t\xE8\xB7\x91\tCC-BY #2\n");
   TableSpec spec;
   spec.header = false;
   spec.text_column = "0";
@@ -172,36 +181,64 @@ TEST_P(ReadTableErrors, NameFileAndLine) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ReadTableErrors,
     ::testing::Values(
-        BadTable{"csv_third_label", TableFormat::csv, "text,label\na,pos\nb,neg\nc,neutral\n",
+        BadTable{"csv_third_label",
+                 TableFormat::csv,
+                 "text,label\na,pos\nb,neg\nc,neutral\n",
                  {"t.dat' line 4", "'neutral'", "class number 3", "allows 2"}},
-        BadTable{"tsv_third_label", TableFormat::tsv, "text\tlabel\na\tpos\nb\tneg\nc\tpos\nd\tmixed\n",
+        BadTable{"tsv_third_label",
+                 TableFormat::tsv,
+                 "text\tlabel\na\tpos\nb\tneg\nc\tpos\nd\tmixed\n",
                  {"line 5", "'mixed'"}},
-        BadTable{"jsonl_third_label", TableFormat::jsonl,
-                 "{\"text\": \"a\", \"label\": 1}\n{\"text\": \"b\", \"label\": 0}\n{\"text\": \"c\", \"label\": 2}\n",
+        BadTable{"jsonl_third_label",
+                 TableFormat::jsonl,
+                 "{\"text\": \"a\", \"label\": 1}\n{\"text\": \"b\", \"label\": 0}\n{\"text\": \"c\", "
+                 "\"label\": 2}\n",
                  {"line 3", "'2'"}},
-        BadTable{"csv_missing_column", TableFormat::csv, "review,label\na,pos\n", {"no column 'text'", "review, label"}},
-        BadTable{"csv_field_count", TableFormat::csv, "text,label\na,pos\nb,neg,extra\n",
+        BadTable{"csv_missing_column",
+                 TableFormat::csv,
+                 "review,label\na,pos\n",
+                 {"no column 'text'", "review, label"}},
+        BadTable{"csv_field_count",
+                 TableFormat::csv,
+                 "text,label\na,pos\nb,neg,extra\n",
                  {"line 3", "expected 2 comma-separated fields", "got 3"}},
-        BadTable{"tsv_field_count", TableFormat::tsv, "text\tlabel\na\n", {"line 2", "expected 2 tab-separated"}},
-        BadTable{"csv_quote_in_unquoted", TableFormat::csv, "text,label\nsay \"hi\",pos\n",
+        BadTable{
+            "tsv_field_count", TableFormat::tsv, "text\tlabel\na\n", {"line 2", "expected 2 tab-separated"}},
+        BadTable{"csv_quote_in_unquoted",
+                 TableFormat::csv,
+                 "text,label\nsay \"hi\",pos\n",
                  {"line 2", "quote inside an unquoted field"}},
-        BadTable{"csv_after_closing_quote", TableFormat::csv, "text,label\n\"hi\"x,pos\n",
+        BadTable{"csv_after_closing_quote",
+                 TableFormat::csv,
+                 "text,label\n\"hi\"x,pos\n",
                  {"line 2", "after a closing quote"}},
-        BadTable{"csv_unterminated", TableFormat::csv, "text,label\na,pos\n\"open,pos\nmore\n",
+        BadTable{"csv_unterminated",
+                 TableFormat::csv,
+                 "text,label\na,pos\n\"open,pos\nmore\n",
                  {"line 3", "not closed"}},
-        BadTable{"jsonl_missing_member", TableFormat::jsonl, "{\"text\": \"a\", \"label\": \"x\"}\n{\"label\": \"y\"}\n",
+        BadTable{"jsonl_missing_member",
+                 TableFormat::jsonl,
+                 "{\"text\": \"a\", \"label\": \"x\"}\n{\"label\": \"y\"}\n",
                  {"line 2", "no member 'text'"}},
         BadTable{"jsonl_not_object", TableFormat::jsonl, "[1, 2]\n", {"line 1", "expected a JSON object"}},
-        BadTable{"jsonl_bad_json", TableFormat::jsonl, "{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": \"a\",}\n",
+        BadTable{"jsonl_bad_json",
+                 TableFormat::jsonl,
+                 "{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": \"a\",}\n",
                  {"line 2", "json: at byte"}},
-        BadTable{"jsonl_text_not_string", TableFormat::jsonl, "{\"text\": 5, \"label\": \"x\"}\n",
+        BadTable{"jsonl_text_not_string",
+                 TableFormat::jsonl,
+                 "{\"text\": 5, \"label\": \"x\"}\n",
                  {"line 1", "must be a string"}},
-        BadTable{"jsonl_label_array", TableFormat::jsonl, "{\"text\": \"a\", \"label\": [1]}\n",
+        BadTable{"jsonl_label_array",
+                 TableFormat::jsonl,
+                 "{\"text\": \"a\", \"label\": [1]}\n",
                  {"line 1", "string, an integer or a boolean"}},
         BadTable{"empty_file", TableFormat::csv, "", {"t.dat", "is empty"}},
         BadTable{"header_only", TableFormat::csv, "text,label\n", {"no examples"}},
         BadTable{"blank_only", TableFormat::jsonl, "\n\n", {"no examples"}},
-        BadTable{"invalid_utf8", TableFormat::csv, "text,label\n\"a\xF5\x80\x80\x80\",pos\n",
+        BadTable{"invalid_utf8",
+                 TableFormat::csv,
+                 "text,label\n\"a\xF5\x80\x80\x80\",pos\n",
                  {"t.dat line 2, byte 2", "above U+10FFFF"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -218,10 +255,11 @@ TEST(ReadTable, FixedLabelsRejectUnknown) {
 
 TEST(ReadTable, JsonlLabelsAndPairs) {
   TempDir dir;
-  const std::string f = dir.file("a.jsonl",
-                                 "{\"src\": \"Hi.\", \"tgt\": \"\\u55e8\", \"y\": true}\n"
-                                 "\n"
-                                 "{\"y\": false, \"tgt\": \"\xE8\xB7\x91\", \"src\": \"Run.\", \"extra\": [1]}\n");
+  const std::string f =
+      dir.file("a.jsonl",
+               "{\"src\": \"Hi.\", \"tgt\": \"\\u55e8\", \"y\": true}\n"
+               "\n"
+               "{\"y\": false, \"tgt\": \"\xE8\xB7\x91\", \"src\": \"Run.\", \"extra\": [1]}\n");
   TableSpec spec;
   spec.format = TableFormat::jsonl;
   spec.text_column = "src";
@@ -266,7 +304,8 @@ TEST(ReadRealData, ReviewsAndTatoebaCounts) {
   const Dataset unique = deduplicate(reviews, &rep);
   std::printf("reviews: %s; dedup: %s; %lld unique (neg %lld, pos %lld)\n", reviews.report.describe().c_str(),
               rep.describe().c_str(), static_cast<long long>(unique.size()),
-              static_cast<long long>(unique.class_counts()[0]), static_cast<long long>(unique.class_counts()[1]));
+              static_cast<long long>(unique.class_counts()[0]),
+              static_cast<long long>(unique.class_counts()[1]));
   EXPECT_GT(rep.duplicates_removed, 0);
   TableSpec spec;
   spec.header = false;
