@@ -126,6 +126,50 @@ def write_good():
     save_file(expected, os.path.join(OUT, "gguf_good_expected.safetensors"), metadata=meta)
 
 
+# ---- a tiny byte-level BPE tokenizer in GGUF metadata -------------------------------
+
+
+def gpt2_byte_chars():
+    """GPT-2's byte -> printable character table."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    table = dict(zip(bs, cs))
+    return [chr(table[b]) for b in range(256)]
+
+
+TINY_MERGES = ["h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld", "a a", "Ġ Ġ"]
+
+
+def write_tiny_tokenizer():
+    import gguf
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    merged = [m.replace(" ", "") for m in TINY_MERGES]
+    tokens = specials + gpt2_byte_chars() + merged
+    types = [gguf.TokenType.CONTROL] * len(specials) + [gguf.TokenType.NORMAL] * (len(tokens) - len(specials))
+    w = gguf.GGUFWriter(os.path.join(OUT, "gguf_tokenizer_tiny.gguf"), arch="llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("smollm")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(TINY_MERGES)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_pad_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(False)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 # ---- hand-packed files ------------------------------------------------------------------
 
 T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR, T_U64, T_I64, T_F64 = range(13)
@@ -215,5 +259,6 @@ def write_hand_made():
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     write_good()
+    write_tiny_tokenizer()
     write_hand_made()
     print("wrote", sorted(f for f in os.listdir(OUT) if f.startswith("gguf_")))
