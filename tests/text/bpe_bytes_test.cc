@@ -6,6 +6,8 @@
 #include <attn/io/gguf.h>
 #include <attn/text/bpe_bytes.h>
 
+#include <functional>
+#include <iterator>
 #include <random>
 #include <set>
 

@@ -3,6 +3,8 @@
 // all-MiniLM-L6-v2 vocabulary is in tokenizer_parity_test.cc.)
 #include <attn/text/wordpiece.h>
 
+#include <functional>
+
 #include "io/io_test_util.h"
 #include "testing/testing.h"
 

@@ -88,6 +88,7 @@ bool ggml_can_dequantize(GgmlType t);
 // with lo = the low nibble, hi = the high nibble, i in [0, 16).
 // Dequantizes `n` elements (a multiple of the block size) starting at block
 // `src` to `dst`. Throws for types ggml_can_dequantize() rejects.
+// src: [n / block_elems blocks of block_bytes], dst: [n]
 void dequantize(GgmlType type, const std::byte* src, int64_t n, float* dst);
 
 inline constexpr uint64_t kGgufDefaultAlignment = 32;
