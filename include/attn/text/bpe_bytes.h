@@ -1,0 +1,103 @@
+// Byte-level BPE (GPT-2 style) as stored in GGUF metadata with
+// tokenizer.ggml.model == "gpt2" — SmolLM2's tokenizer — matching llama.cpp's
+// tokenization of the same file.
+//
+// encode(text):
+//   1. Special tokens (token type CONTROL, USER_DEFINED or UNKNOWN) written
+//      literally in the text become their ids, longest token first; CONTROL
+//      and UNKNOWN only when parse_special is true.
+//   2. The rest is pre-tokenized, by hand over code points (no std::regex):
+//      for PreTokenizer::smollm every number character (\p{N}) is first split
+//      off on its own; then each piece is split by GPT-2's pattern
+//        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//      (\s = the Unicode White_Space property, \p{L}/\p{N} = general category L*/N*).
+//   3. Each word's UTF-8 bytes are mapped to printable code points (GPT-2's
+//      byte↔unicode table), then merged pairwise: repeatedly the adjacent
+//      pair with the lowest merge rank, leftmost first, until no pair has a
+//      rank. Each resulting symbol is a vocabulary token.
+// decode(ids) maps the tokens' code points back to bytes (control tokens
+// rendered as their text when render_special), so decode(encode(s)) == s for
+// any valid UTF-8 `s` without special-token text. Invalid UTF-8 input throws
+// attn::Error with the byte offset.
+#pragma once
+
+#include <attn/io/gguf.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace attn::text {
+
+// GPT-2's byte → code point table: printable Latin-1 bytes map to themselves,
+// the other 68 bytes to U+0100.. in increasing byte order.
+char32_t byte_to_unicode(uint8_t b);
+// The inverse; -1 for code points that no byte maps to.
+int unicode_to_byte(char32_t c);
+
+enum class PreTokenizer {
+  gpt2,    // GPT-2's pattern only
+  smollm,  // each \p{N} split off first, then GPT-2's pattern (llama.cpp "smollm", "starcoder", ...)
+};
+
+// Token types as in GGUF tokenizer.ggml.token_type (llama.cpp's numbering).
+enum class BpeTokenType : int32_t {
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6
+};
+
+struct ByteBpeVocab {
+  std::vector<std::string> tokens;  // id → token text (in byte↔unicode space for normal tokens)
+  std::vector<BpeTokenType> types;  // empty: all normal
+  std::vector<std::string> merges;  // "left right", rank = index
+  PreTokenizer pre = PreTokenizer::gpt2;
+  int32_t bos_id = -1, eos_id = -1, pad_id = -1, unk_id = -1;
+  bool add_bos = false;
+};
+
+class ByteBpeTokenizer {
+ public:
+  // Validates the vocabulary (non-empty tokens, one type per token, merges of
+  // the form "left right", special ids in range); throws attn::Error naming
+  // the problem. A merged symbol that is not a token falls back to its single
+  // byte symbols (then to unk_id; with neither, encode throws).
+  static ByteBpeTokenizer from_vocab(ByteBpeVocab vocab);
+  // Reads tokenizer.ggml.{model,pre,tokens,token_type,merges,bos_token_id,
+  // eos_token_id,padding_token_id,unknown_token_id,add_bos_token}. The model
+  // must be "gpt2"; pre "smollm" (and the other llama.cpp names using the same
+  // split) selects PreTokenizer::smollm, "gpt2"/"default"/absent gpt2, others throw.
+  static ByteBpeTokenizer from_gguf(const io::GgufFile& file);
+
+  int64_t vocab_size() const { return static_cast<int64_t>(vocab_.tokens.size()); }
+  const ByteBpeVocab& vocab() const { return vocab_; }
+  int32_t bos_id() const { return vocab_.bos_id; }
+  int32_t eos_id() const { return vocab_.eos_id; }
+  int32_t pad_id() const { return vocab_.pad_id; }
+  // -1 when absent.
+  int32_t token_to_id(std::string_view token) const;
+  const std::string& id_to_token(int32_t id) const;
+
+  // Step 2 only: the words as UTF-8 substrings of `text`.
+  std::vector<std::string> pre_tokenize(std::string_view text) const;
+  // Steps 1–3. add_bos prepends bos_id (throws when there is none).
+  std::vector<int32_t> encode(std::string_view text, bool add_bos = false, bool parse_special = true) const;
+  // The bytes of the tokens; control/unknown tokens as their text when
+  // render_special, else omitted.
+  std::string decode(const std::vector<int32_t>& ids, bool render_special = true) const;
+
+ private:
+  ByteBpeVocab vocab_;
+  std::unordered_map<std::string, int32_t> ids_;
+  std::unordered_map<std::string, int32_t> ranks_;  // "left right" → rank
+  std::vector<int32_t> specials_;                   // special token ids, longest text first
+
+  void bpe_word(std::string_view word, std::vector<int32_t>& out) const;
+};
+
+}  // namespace attn::text
