@@ -192,7 +192,7 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
-  Tensor t = *this;
+  Tensor t = alias();
   t.offset_ += start * strides_[d];
   t.shape_[d] = (end - start + step - 1) / step;
   t.strides_[d] *= step;
@@ -203,7 +203,7 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   const int64_t d = wrap_dim(dim, rank());
   ATTN_CHECK(index >= 0 && index < shape_[d], "tensor: select index ", index,
              " out of range [0, ", shape_[d], ")");
-  Tensor t = *this;
+  Tensor t = alias();
   t.offset_ += index * strides_[d];
   t.shape_.erase(t.shape_.begin() + d);
   t.strides_.erase(t.strides_.begin() + d);
@@ -211,7 +211,7 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  Tensor t = *this;
+  Tensor t = alias();
   const int64_t a = wrap_dim(d0, rank()), b = wrap_dim(d1, rank());
   std::swap(t.shape_[a], t.shape_[b]);
   std::swap(t.strides_[a], t.strides_[b]);
@@ -222,7 +222,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
   ATTN_CHECK(static_cast<int64_t>(dims.size()) == rank(), "tensor: permute got ", dims.size(),
              " dims for rank ", rank());
   std::vector<bool> seen(rank(), false);
-  Tensor t = *this;
+  Tensor t = alias();
   for (int64_t i = 0; i < rank(); ++i) {
     const int64_t d = wrap_dim(dims[i], rank());
     ATTN_CHECK(!seen[d], "tensor: permute repeats dimension ", d);
@@ -235,7 +235,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
   const int64_t d = wrap_dim(dim, rank() + 1);
-  Tensor t = *this;
+  Tensor t = alias();
   const int64_t st = d < rank() ? strides_[d] * shape_[d] : 1;
   t.shape_.insert(t.shape_.begin() + d, 1);
   t.strides_.insert(t.strides_.begin() + d, st);
@@ -245,7 +245,7 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
 Tensor Tensor::expand(const Shape& shape) const {
   ATTN_CHECK(static_cast<int64_t>(shape.size()) >= rank(), "tensor: cannot expand ",
              shape_str(shape_), " to fewer dims ", shape_str(shape));
-  Tensor t = *this;
+  Tensor t = alias();
   const std::size_t lead = shape.size() - shape_.size();
   t.shape_ = shape;
   t.strides_.assign(shape.size(), 0);
@@ -279,13 +279,19 @@ Tensor Tensor::view(const Shape& shape) const {
   }
   ATTN_CHECK(checked_numel(s) == numel(), "tensor: cannot view ", shape_str(shape_), " (",
              numel(), " elements) as ", shape_str(shape));
-  Tensor t = *this;
+  Tensor t = alias();
   t.shape_ = s;
   t.strides_ = contiguous_strides(s);
   return t;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::alias() const {
+  Tensor t = *this;
+  t.autograd_.reset();  // raw views carry no autograd history
+  return t;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? alias() : clone(); }
 
 Tensor Tensor::clone() const {
   Tensor t = empty(shape_, dtype_);

@@ -17,6 +17,9 @@
 
 namespace attn {
 
+struct AutogradMeta;  // include/attn/core/autograd.h
+class Node;
+
 using Shape = std::vector<int64_t>;
 
 // Returns "[2, 3, 4]".
@@ -72,7 +75,9 @@ class Tensor {
   double at(const std::vector<int64_t>& idx) const;
   void set(const std::vector<int64_t>& idx, double value);
 
-  // Views (no copy).
+  // Views (no copy). These raw views (and contiguous/reshape/clone/to) are not
+  // differentiable: the result carries no autograd history. The differentiable
+  // versions are ops (include/attn/ops/basic.h: attn::slice, attn::transpose, ...).
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;  // drops `dim`
   Tensor transpose(int64_t d0, int64_t d1) const;
@@ -84,7 +89,7 @@ class Tensor {
   Tensor view(const Shape& shape) const;
 
   // Copies.
-  Tensor contiguous() const;  // returns *this when already contiguous
+  Tensor contiguous() const;  // a view of *this (no history) when already contiguous
   Tensor clone() const;
   Tensor to(DType dtype) const;       // converting copy (always a new tensor)
   Tensor reshape(const Shape& shape) const;  // view if possible, else copy
@@ -97,13 +102,41 @@ class Tensor {
 
   std::string str() const;  // "Tensor(f32, [2, 3])"
 
+  // ---- autograd (engine: include/attn/core/autograd.h, src/core/autograd.cc) ----
+  // Copies of a Tensor share one AutogradMeta once it exists (it is created by
+  // set_requires_grad or when an op records this tensor's grad_fn).
+  //
+  // True for a leaf marked with set_requires_grad(true) and for any op output
+  // that recorded a grad_fn.
+  bool requires_grad() const;
+  // Marks a leaf (a tensor with no grad_fn) of dtype f32 or f64; returns *this.
+  Tensor& set_requires_grad(bool on = true);
+  // Accumulated gradient of a leaf; undefined until a backward reached it.
+  Tensor grad() const;
+  // Fills the accumulated gradient with zeros in place (no-op when undefined).
+  void zero_grad();
+  // Replaces the accumulated gradient (optimizers, tests); an undefined tensor clears it.
+  void set_grad(const Tensor& g);
+  // The backward node of the op that produced this tensor; null for leaves.
+  std::shared_ptr<Node> grad_fn() const;
+  // Same storage, shape and strides, no autograd history.
+  Tensor detach() const;
+  // Runs reverse-mode autodiff from this tensor. `seed` is d(loss)/d(this);
+  // it defaults to 1 when numel() == 1 and is required otherwise.
+  void backward() const;
+  void backward(const Tensor& seed) const;
+  const std::shared_ptr<AutogradMeta>& autograd_meta() const { return autograd_; }
+  void set_autograd_meta(std::shared_ptr<AutogradMeta> meta) { autograd_ = std::move(meta); }
+
  private:
   std::shared_ptr<Storage> storage_;
   int64_t offset_ = 0;
   Shape shape_;
   Shape strides_;
   DType dtype_ = DType::f32;
+  std::shared_ptr<AutogradMeta> autograd_;
 
+  Tensor alias() const;  // *this without autograd history
   int64_t wrap_dim(int64_t d, int64_t rank_for_check) const;
 };
 
