@@ -1,3 +1,4 @@
+#include <attn/core/autograd.h>
 #include <attn/core/tensor.h>
 
 #include <algorithm>
@@ -40,8 +41,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   for (std::size_t i = 0; i < n; ++i) {
     const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    ATTN_CHECK(x == y || x == 1 || y == 1, "broadcast: shapes ", shape_str(a), " and ",
-               shape_str(b), " do not broadcast (dim ", i, ": ", x, " vs ", y, ")");
+    ATTN_CHECK(x == y || x == 1 || y == 1, "broadcast: shapes ", shape_str(a), " and ", shape_str(b),
+               " do not broadcast (dim ", i, ": ", x, " vs ", y, ")");
     out[i] = x == 1 ? y : x;
   }
   return out;
@@ -65,6 +66,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
+  t.autograd_ = std::make_shared<AutogradMeta>();
   return t;
 }
 
@@ -112,23 +114,41 @@ void* Tensor::raw_data() const {
 namespace {
 double load(const void* base, DType t, int64_t i) {
   switch (t) {
-    case DType::f32: return static_cast<const float*>(base)[i];
-    case DType::f64: return static_cast<const double*>(base)[i];
-    case DType::bf16: return bf16::to_float(static_cast<const uint16_t*>(base)[i]);
-    case DType::i32: return static_cast<const int32_t*>(base)[i];
-    case DType::i64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
-    case DType::u8: return static_cast<const uint8_t*>(base)[i];
+    case DType::f32:
+      return static_cast<const float*>(base)[i];
+    case DType::f64:
+      return static_cast<const double*>(base)[i];
+    case DType::bf16:
+      return bf16::to_float(static_cast<const uint16_t*>(base)[i]);
+    case DType::i32:
+      return static_cast<const int32_t*>(base)[i];
+    case DType::i64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DType::u8:
+      return static_cast<const uint8_t*>(base)[i];
   }
   return 0;
 }
 void store(void* base, DType t, int64_t i, double v) {
   switch (t) {
-    case DType::f32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(base)[i] = v; break;
-    case DType::bf16: static_cast<uint16_t*>(base)[i] = bf16::from_float(static_cast<float>(v)); break;
-    case DType::i32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DType::i64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-    case DType::u8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+    case DType::f32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DType::f64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DType::bf16:
+      static_cast<uint16_t*>(base)[i] = bf16::from_float(static_cast<float>(v));
+      break;
+    case DType::i32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case DType::i64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
+    case DType::u8:
+      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
+      break;
   }
 }
 
@@ -156,17 +176,15 @@ void for_each_offset(const Shape& shape, const Shape& strides, Fn&& fn) {
 }
 }  // namespace
 
-double Tensor::at(std::initializer_list<int64_t> idx) const {
-  return at(std::vector<int64_t>(idx));
-}
+double Tensor::at(std::initializer_list<int64_t> idx) const { return at(std::vector<int64_t>(idx)); }
 
 double Tensor::at(const std::vector<int64_t>& idx) const {
   ATTN_CHECK(static_cast<int64_t>(idx.size()) == rank(), "tensor: at() got ", idx.size(),
              " indices for a tensor of rank ", rank());
   int64_t off = 0;
   for (int64_t d = 0; d < rank(); ++d) {
-    ATTN_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "tensor: index ", idx[d], " out of range [0, ",
-               shape_[d], ") in dim ", d);
+    ATTN_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "tensor: index ", idx[d], " out of range [0, ", shape_[d],
+               ") in dim ", d);
     off += idx[d] * strides_[d];
   }
   return load(raw_data(), dtype_, off);
@@ -177,8 +195,8 @@ void Tensor::set(const std::vector<int64_t>& idx, double value) {
              " indices for a tensor of rank ", rank());
   int64_t off = 0;
   for (int64_t d = 0; d < rank(); ++d) {
-    ATTN_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "tensor: index ", idx[d], " out of range [0, ",
-               shape_[d], ") in dim ", d);
+    ATTN_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "tensor: index ", idx[d], " out of range [0, ", shape_[d],
+               ") in dim ", d);
     off += idx[d] * strides_[d];
   }
   store(raw_data(), dtype_, off, value);
@@ -201,8 +219,8 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
   const int64_t d = wrap_dim(dim, rank());
-  ATTN_CHECK(index >= 0 && index < shape_[d], "tensor: select index ", index,
-             " out of range [0, ", shape_[d], ")");
+  ATTN_CHECK(index >= 0 && index < shape_[d], "tensor: select index ", index, " out of range [0, ", shape_[d],
+             ")");
   Tensor t = alias();
   t.offset_ += index * strides_[d];
   t.shape_.erase(t.shape_.begin() + d);
@@ -243,8 +261,8 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  ATTN_CHECK(static_cast<int64_t>(shape.size()) >= rank(), "tensor: cannot expand ",
-             shape_str(shape_), " to fewer dims ", shape_str(shape));
+  ATTN_CHECK(static_cast<int64_t>(shape.size()) >= rank(), "tensor: cannot expand ", shape_str(shape_),
+             " to fewer dims ", shape_str(shape));
   Tensor t = alias();
   const std::size_t lead = shape.size() - shape_.size();
   t.shape_ = shape;
@@ -260,8 +278,8 @@ Tensor Tensor::expand(const Shape& shape) const {
 }
 
 Tensor Tensor::view(const Shape& shape) const {
-  ATTN_CHECK(is_contiguous(), "tensor: view() needs a contiguous tensor; got strides ",
-             shape_str(strides_), " for shape ", shape_str(shape_), " (use reshape)");
+  ATTN_CHECK(is_contiguous(), "tensor: view() needs a contiguous tensor; got strides ", shape_str(strides_),
+             " for shape ", shape_str(shape_), " (use reshape)");
   Shape s = shape;
   int64_t known = 1, infer = -1;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -273,12 +291,12 @@ Tensor Tensor::view(const Shape& shape) const {
     }
   }
   if (infer >= 0) {
-    ATTN_CHECK(known > 0 && numel() % known == 0, "tensor: cannot view ", shape_str(shape_),
-               " as ", shape_str(shape));
+    ATTN_CHECK(known > 0 && numel() % known == 0, "tensor: cannot view ", shape_str(shape_), " as ",
+               shape_str(shape));
     s[infer] = numel() / known;
   }
-  ATTN_CHECK(checked_numel(s) == numel(), "tensor: cannot view ", shape_str(shape_), " (",
-             numel(), " elements) as ", shape_str(shape));
+  ATTN_CHECK(checked_numel(s) == numel(), "tensor: cannot view ", shape_str(shape_), " (", numel(),
+             " elements) as ", shape_str(shape));
   Tensor t = alias();
   t.shape_ = s;
   t.strides_ = contiguous_strides(s);
@@ -287,7 +305,7 @@ Tensor Tensor::view(const Shape& shape) const {
 
 Tensor Tensor::alias() const {
   Tensor t = *this;
-  t.autograd_.reset();  // raw views carry no autograd history
+  t.autograd_ = std::make_shared<AutogradMeta>();  // raw views carry no autograd history
   return t;
 }
 
@@ -308,8 +326,8 @@ Tensor Tensor::to(DType dtype) const {
 Tensor Tensor::reshape(const Shape& shape) const { return contiguous().view(shape); }
 
 void Tensor::copy_from(const Tensor& src) {
-  ATTN_CHECK(src.shape_ == shape_, "tensor: copy_from expects shape ", shape_str(shape_),
-             "; got ", shape_str(src.shape_));
+  ATTN_CHECK(src.shape_ == shape_, "tensor: copy_from expects shape ", shape_str(shape_), "; got ",
+             shape_str(src.shape_));
   const void* sb = src.raw_data();
   void* db = raw_data();
   if (src.dtype_ == dtype_ && src.is_contiguous() && is_contiguous()) {

@@ -44,10 +44,16 @@ TEST(Engine, LeafFlagsAndGradFn) {
   Tensor c = Tensor::zeros({2, 3}, DType::f64);
   EXPECT_FALSE(add(c, c).requires_grad());
   EXPECT_EQ(add(c, c).grad_fn(), nullptr);
-  // Copies share the meta.
+  // Copies share the meta, also copies made before the tensor was marked.
   Tensor x2 = x;
   x2.set_requires_grad(false);
   EXPECT_FALSE(x.requires_grad());
+  Tensor p = Tensor::zeros({2}, DType::f64);
+  std::vector<Tensor> params{p};
+  params[0].set_requires_grad(true);
+  EXPECT_TRUE(p.requires_grad());
+  sum(mul(p, p)).backward();
+  EXPECT_TRUE(params[0].grad().defined());
 }
 
 TEST(Engine, RawViewsAreNotDifferentiable) {

@@ -91,7 +91,7 @@ class Tensor {
   // Copies.
   Tensor contiguous() const;  // a view of *this (no history) when already contiguous
   Tensor clone() const;
-  Tensor to(DType dtype) const;       // converting copy (always a new tensor)
+  Tensor to(DType dtype) const;              // converting copy (always a new tensor)
   Tensor reshape(const Shape& shape) const;  // view if possible, else copy
   // Copies src (same shape, any dtype and strides) into *this.
   void copy_from(const Tensor& src);
@@ -103,8 +103,9 @@ class Tensor {
   std::string str() const;  // "Tensor(f32, [2, 3])"
 
   // ---- autograd (engine: include/attn/core/autograd.h, src/core/autograd.cc) ----
-  // Copies of a Tensor share one AutogradMeta once it exists (it is created by
-  // set_requires_grad or when an op records this tensor's grad_fn).
+  // Every defined tensor (fresh allocation, raw view, detach) has its own
+  // AutogradMeta, and copies of a Tensor share it, like PyTorch handles:
+  // marking one copy marks them all.
   //
   // True for a leaf marked with set_requires_grad(true) and for any op output
   // that recorded a grad_fn.
@@ -156,8 +157,8 @@ T* Tensor::data() const {
 template <typename T>
 Tensor Tensor::from(const std::vector<T>& values, const Shape& shape) {
   Tensor t = empty(shape, dtype_of<T>::value);
-  ATTN_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "tensor: from() got ",
-             values.size(), " values for shape ", shape_str(shape), " which holds ", t.numel());
+  ATTN_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "tensor: from() got ", values.size(),
+             " values for shape ", shape_str(shape), " which holds ", t.numel());
   T* p = t.data<T>();
   for (std::size_t i = 0; i < values.size(); ++i) p[i] = values[i];
   return t;
