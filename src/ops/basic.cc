@@ -222,9 +222,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     gemm<T>(false, true, R, out_f, in, 1.0, x2.data<T>(), std::max<int64_t>(in, 1), wc.data<T>(),
             std::max<int64_t>(in, 1), b.defined() ? 1.0 : 0.0, py, out_f);
   });
-  const std::vector<Tensor> inputs = b.defined() ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x, w};
-  if (needs_grad_any(inputs)) {
-    record("linear", y, inputs,
+  if (needs_grad(x, w, b)) {  // b may be undefined: it then never requires grad
+    record("linear", y, b.defined() ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x, w},
            [x2 = x2.detach(), wc = wc.detach(), xshape = x.shape(), has_b = b.defined()](
                const Tensor& g, const GradNeeds& need) {
              // forward: y[r, o] = sum_i x[r, i] · w[o, i] + b[o]
