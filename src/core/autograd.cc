@@ -53,6 +53,20 @@ Node::Node(std::string name, std::vector<Edge> next, BackwardFn fn)
   for (const Edge& e : next_) needs_.push_back(e.defined());
 }
 
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> stack;
+  auto detach_children = [&stack](std::vector<Edge>& edges) {
+    for (Edge& e : edges)
+      if (e.fn && e.fn.use_count() == 1) stack.push_back(std::move(e.fn));
+  };
+  detach_children(next_);
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    detach_children(n->next_);
+  }  // n dies here with no child left to recurse into
+}
+
 std::vector<Tensor> Node::apply(const Tensor& grad_out) {
   ATTN_CHECK(fn_ != nullptr, "backward: node '", name_,
              "' already ran and released its saved tensors; graphs are single-use, run the forward again");
@@ -135,16 +149,16 @@ void run_backward(const Tensor& root, const Tensor& seed_in) {
   while (!ready.empty()) {
     std::shared_ptr<Node> node = std::move(ready.back());
     ready.pop_back();
-    const auto& next = node->next_edges();
     std::vector<Tensor> grads;
     {
       Tensor g = std::move(pending[node.get()]);
       pending.erase(node.get());
       // No consumer sent a gradient: nothing flows on, but the inputs' nodes
       // still count this node as done.
-      grads = g.defined() ? node->apply(g) : std::vector<Tensor>(next.size());
+      grads = g.defined() ? node->apply(g) : std::vector<Tensor>(node->next_edges().size());
     }
     node->release();  // retain_graph=false: the saved tensors go now
+    const std::vector<Edge> next = node->take_edges();
     ATTN_CHECK(grads.size() == next.size(), "backward: node '", node->name(), "' returned ", grads.size(),
                " gradients for ", next.size(), " inputs");
     for (std::size_t i = 0; i < next.size(); ++i) {
@@ -211,7 +225,7 @@ void Tensor::set_grad(const Tensor& g) {
   ATTN_CHECK(g.shape() == shape_, "set_grad: expected shape ", shape_str(shape_), "; got ",
              shape_str(g.shape()));
   if (!autograd_) autograd_ = std::make_shared<AutogradMeta>();
-  autograd_->grad = g.dtype() == dtype_ ? g.detach() : g.to(dtype_);
+  autograd_->grad = g.to(dtype_);  // a copy: accumulation writes into it
 }
 
 std::shared_ptr<Node> Tensor::grad_fn() const { return autograd_ ? autograd_->grad_fn : nullptr; }

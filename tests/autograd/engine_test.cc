@@ -3,6 +3,7 @@
 #include <attn/core/autograd.h>
 #include <attn/ops/basic.h>
 #include <attn/ops/nn_functional.h>
+#include <pthread.h>
 
 #include <memory>
 #include <string>
@@ -212,6 +213,43 @@ TEST(Engine, GraphDroppedWithoutBackwardIsFreed) {
   }
   EXPECT_TRUE(n.expired());
   EXPECT_EQ(x.storage().use_count(), before);
+}
+
+// Drops `t` on a thread with a 256 KiB stack: a destructor that recursed once
+// per node of a 20k-node chain would overflow it.
+void drop_on_small_stack(Tensor t) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t th;
+  auto* holder = new Tensor(std::move(t));
+  ASSERT_EQ(pthread_create(
+                &th, &attr,
+                [](void* p) -> void* {
+                  delete static_cast<Tensor*>(p);
+                  return nullptr;
+                },
+                holder),
+            0);
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+TEST(Engine, DeepChainsBackpropagateAndFreeWithoutRecursion) {
+  const int n = 20000;
+  Tensor x = leaf({1}, 23);
+  Tensor y = x;
+  for (int i = 0; i < n; ++i) y = scale(y, 1.0);
+  sum(y).backward();
+  EXPECT_DOUBLE_EQ(x.grad().at({0}), 1.0);
+  std::weak_ptr<Node> head;
+  {
+    Tensor z = x;
+    for (int i = 0; i < n; ++i) z = scale(z, 1.0);
+    head = z.grad_fn();
+    drop_on_small_stack(std::move(z));
+  }
+  EXPECT_TRUE(head.expired());
 }
 
 TEST(Engine, LeafMarkingRules) {

@@ -49,7 +49,10 @@ const std::vector<std::pair<std::string, Op>>& ops() {
       {"softmax", [](const V& x) { return softmax(x[0]); }},
       {"log_softmax", [](const V& x) { return log_softmax(x[0]); }},
       {"cross_entropy", [](const V& x) { return cross_entropy(x[0], x[1]); }},
-      {"cross_entropy_smoothing", [](const V& x) { return cross_entropy(x[0], x[1], {-100, 0.1}); }},
+      {"cross_entropy_smoothing",
+       [](const V& x) {
+         return cross_entropy(x[0], x[1], {-100, 0.1});
+       }},
       {"embedding", [](const V& x) { return embedding(x[0], x[1]); }},
   };
   return o;
@@ -127,7 +130,10 @@ TEST(TorchParityOps, ParityDetectsAChangedConvention) {
       {"layer_norm", [](const V& x) { return layer_norm(x[0], x[1], x[2], 1e-2); }},
       {"gelu", [](const V& x) { return gelu(x[0], "tanh"); }},
       {"cross_entropy_smoothing", [](const V& x) { return cross_entropy(x[0], x[1]); }},
-      {"cross_entropy", [](const V& x) { return cross_entropy(x[0], x[1], {-1, 0.0}); }},
+      {"cross_entropy",
+       [](const V& x) {
+         return cross_entropy(x[0], x[1], {-1, 0.0});
+       }},
       {"rms_norm", [](const V& x) { return rms_norm(x[0], Tensor(), 1e-6); }},
   };
   for (const auto& [name, op] : wrong) {

@@ -60,6 +60,11 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out, con
 class Node {
  public:
   Node(std::string name, std::vector<Edge> next, BackwardFn fn);
+  // Iterative: dropping the last reference to a long chain of nodes does not
+  // recurse once per node.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
   const std::string& name() const { return name_; }
   const std::vector<Edge>& next_edges() const { return next_; }
   const GradNeeds& needs() const { return needs_; }
@@ -69,6 +74,9 @@ class Node {
   std::vector<Tensor> apply(const Tensor& grad_out);
   // Frees the saved tensors (destroys the backward closure).
   void release() { fn_ = nullptr; }
+  // Moves the edges out (the engine drops them once their gradients are sent,
+  // so a graph is freed progressively during backward).
+  std::vector<Edge> take_edges() { return std::move(next_); }
 
  private:
   std::string name_;

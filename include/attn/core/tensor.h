@@ -116,7 +116,8 @@ class Tensor {
   Tensor grad() const;
   // Fills the accumulated gradient with zeros in place (no-op when undefined).
   void zero_grad();
-  // Replaces the accumulated gradient (optimizers, tests); an undefined tensor clears it.
+  // Replaces the accumulated gradient with a copy of g (converted to this
+  // tensor's dtype); an undefined g clears it.
   void set_grad(const Tensor& g);
   // The backward node of the op that produced this tensor; null for leaves.
   std::shared_ptr<Node> grad_fn() const;
