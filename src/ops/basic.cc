@@ -131,7 +131,7 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* op, F f) {
   return out;
 }
 
-// The leading-dims-padded shape of `small` as seen from `big` (for sum_to).
+// Checks that `to` broadcasts to `from` (the contract of sum_to).
 void check_sum_to(const Shape& from, const Shape& to) {
   bool ok = to.size() <= from.size();
   if (ok) {

@@ -52,7 +52,7 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- shape ops (differentiable counterparts of the raw Tensor methods) --------------
-// A view when x's strides allow it, else a copy; one dim may be -1.
+// A view of a contiguous x, else a contiguous copy; one dim may be -1.
 Tensor reshape(const Tensor& x, const Shape& shape);
 // A view of a contiguous x (throws otherwise, like Tensor::view).
 Tensor view(const Tensor& x, const Shape& shape);
