@@ -1,3 +1,4 @@
+#include <attn/core/autograd.h>
 #include <attn/core/tensor.h>
 
 #include <algorithm>
@@ -40,8 +41,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   for (std::size_t i = 0; i < n; ++i) {
     const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    ATTN_CHECK(x == y || x == 1 || y == 1, "broadcast: shapes ", shape_str(a), " and ",
-               shape_str(b), " do not broadcast (dim ", i, ": ", x, " vs ", y, ")");
+    ATTN_CHECK(x == y || x == 1 || y == 1, "broadcast: shapes ", shape_str(a), " and ", shape_str(b),
+               " do not broadcast (dim ", i, ": ", x, " vs ", y, ")");
     out[i] = x == 1 ? y : x;
   }
   return out;
@@ -65,6 +66,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
+  t.autograd_ = std::make_shared<AutogradMeta>();
   return t;
 }
 
@@ -112,23 +114,41 @@ void* Tensor::raw_data() const {
 namespace {
 double load(const void* base, DType t, int64_t i) {
   switch (t) {
-    case DType::f32: return static_cast<const float*>(base)[i];
-    case DType::f64: return static_cast<const double*>(base)[i];
-    case DType::bf16: return bf16::to_float(static_cast<const uint16_t*>(base)[i]);
-    case DType::i32: return static_cast<const int32_t*>(base)[i];
-    case DType::i64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
-    case DType::u8: return static_cast<const uint8_t*>(base)[i];
+    case DType::f32:
+      return static_cast<const float*>(base)[i];
+    case DType::f64:
+      return static_cast<const double*>(base)[i];
+    case DType::bf16:
+      return bf16::to_float(static_cast<const uint16_t*>(base)[i]);
+    case DType::i32:
+      return static_cast<const int32_t*>(base)[i];
+    case DType::i64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DType::u8:
+      return static_cast<const uint8_t*>(base)[i];
   }
   return 0;
 }
 void store(void* base, DType t, int64_t i, double v) {
   switch (t) {
-    case DType::f32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(base)[i] = v; break;
-    case DType::bf16: static_cast<uint16_t*>(base)[i] = bf16::from_float(static_cast<float>(v)); break;
-    case DType::i32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DType::i64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-    case DType::u8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+    case DType::f32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DType::f64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DType::bf16:
+      static_cast<uint16_t*>(base)[i] = bf16::from_float(static_cast<float>(v));
+      break;
+    case DType::i32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case DType::i64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
+    case DType::u8:
+      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
+      break;
   }
 }
 
@@ -156,17 +176,15 @@ void for_each_offset(const Shape& shape, const Shape& strides, Fn&& fn) {
 }
 }  // namespace
 
-double Tensor::at(std::initializer_list<int64_t> idx) const {
-  return at(std::vector<int64_t>(idx));
-}
+double Tensor::at(std::initializer_list<int64_t> idx) const { return at(std::vector<int64_t>(idx)); }
 
 double Tensor::at(const std::vector<int64_t>& idx) const {
   ATTN_CHECK(static_cast<int64_t>(idx.size()) == rank(), "tensor: at() got ", idx.size(),
              " indices for a tensor of rank ", rank());
   int64_t off = 0;
   for (int64_t d = 0; d < rank(); ++d) {
-    ATTN_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "tensor: index ", idx[d], " out of range [0, ",
-               shape_[d], ") in dim ", d);
+    ATTN_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "tensor: index ", idx[d], " out of range [0, ", shape_[d],
+               ") in dim ", d);
     off += idx[d] * strides_[d];
   }
   return load(raw_data(), dtype_, off);
@@ -177,8 +195,8 @@ void Tensor::set(const std::vector<int64_t>& idx, double value) {
              " indices for a tensor of rank ", rank());
   int64_t off = 0;
   for (int64_t d = 0; d < rank(); ++d) {
-    ATTN_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "tensor: index ", idx[d], " out of range [0, ",
-               shape_[d], ") in dim ", d);
+    ATTN_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "tensor: index ", idx[d], " out of range [0, ", shape_[d],
+               ") in dim ", d);
     off += idx[d] * strides_[d];
   }
   store(raw_data(), dtype_, off, value);
@@ -192,7 +210,7 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
-  Tensor t = *this;
+  Tensor t = alias();
   t.offset_ += start * strides_[d];
   t.shape_[d] = (end - start + step - 1) / step;
   t.strides_[d] *= step;
@@ -201,9 +219,9 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
   const int64_t d = wrap_dim(dim, rank());
-  ATTN_CHECK(index >= 0 && index < shape_[d], "tensor: select index ", index,
-             " out of range [0, ", shape_[d], ")");
-  Tensor t = *this;
+  ATTN_CHECK(index >= 0 && index < shape_[d], "tensor: select index ", index, " out of range [0, ", shape_[d],
+             ")");
+  Tensor t = alias();
   t.offset_ += index * strides_[d];
   t.shape_.erase(t.shape_.begin() + d);
   t.strides_.erase(t.strides_.begin() + d);
@@ -211,7 +229,7 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  Tensor t = *this;
+  Tensor t = alias();
   const int64_t a = wrap_dim(d0, rank()), b = wrap_dim(d1, rank());
   std::swap(t.shape_[a], t.shape_[b]);
   std::swap(t.strides_[a], t.strides_[b]);
@@ -222,7 +240,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
   ATTN_CHECK(static_cast<int64_t>(dims.size()) == rank(), "tensor: permute got ", dims.size(),
              " dims for rank ", rank());
   std::vector<bool> seen(rank(), false);
-  Tensor t = *this;
+  Tensor t = alias();
   for (int64_t i = 0; i < rank(); ++i) {
     const int64_t d = wrap_dim(dims[i], rank());
     ATTN_CHECK(!seen[d], "tensor: permute repeats dimension ", d);
@@ -235,7 +253,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
   const int64_t d = wrap_dim(dim, rank() + 1);
-  Tensor t = *this;
+  Tensor t = alias();
   const int64_t st = d < rank() ? strides_[d] * shape_[d] : 1;
   t.shape_.insert(t.shape_.begin() + d, 1);
   t.strides_.insert(t.strides_.begin() + d, st);
@@ -243,9 +261,9 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  ATTN_CHECK(static_cast<int64_t>(shape.size()) >= rank(), "tensor: cannot expand ",
-             shape_str(shape_), " to fewer dims ", shape_str(shape));
-  Tensor t = *this;
+  ATTN_CHECK(static_cast<int64_t>(shape.size()) >= rank(), "tensor: cannot expand ", shape_str(shape_),
+             " to fewer dims ", shape_str(shape));
+  Tensor t = alias();
   const std::size_t lead = shape.size() - shape_.size();
   t.shape_ = shape;
   t.strides_.assign(shape.size(), 0);
@@ -260,8 +278,8 @@ Tensor Tensor::expand(const Shape& shape) const {
 }
 
 Tensor Tensor::view(const Shape& shape) const {
-  ATTN_CHECK(is_contiguous(), "tensor: view() needs a contiguous tensor; got strides ",
-             shape_str(strides_), " for shape ", shape_str(shape_), " (use reshape)");
+  ATTN_CHECK(is_contiguous(), "tensor: view() needs a contiguous tensor; got strides ", shape_str(strides_),
+             " for shape ", shape_str(shape_), " (use reshape)");
   Shape s = shape;
   int64_t known = 1, infer = -1;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -273,19 +291,25 @@ Tensor Tensor::view(const Shape& shape) const {
     }
   }
   if (infer >= 0) {
-    ATTN_CHECK(known > 0 && numel() % known == 0, "tensor: cannot view ", shape_str(shape_),
-               " as ", shape_str(shape));
+    ATTN_CHECK(known > 0 && numel() % known == 0, "tensor: cannot view ", shape_str(shape_), " as ",
+               shape_str(shape));
     s[infer] = numel() / known;
   }
-  ATTN_CHECK(checked_numel(s) == numel(), "tensor: cannot view ", shape_str(shape_), " (",
-             numel(), " elements) as ", shape_str(shape));
-  Tensor t = *this;
+  ATTN_CHECK(checked_numel(s) == numel(), "tensor: cannot view ", shape_str(shape_), " (", numel(),
+             " elements) as ", shape_str(shape));
+  Tensor t = alias();
   t.shape_ = s;
   t.strides_ = contiguous_strides(s);
   return t;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::alias() const {
+  Tensor t = *this;
+  t.autograd_ = std::make_shared<AutogradMeta>();  // raw views carry no autograd history
+  return t;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? alias() : clone(); }
 
 Tensor Tensor::clone() const {
   Tensor t = empty(shape_, dtype_);
@@ -302,8 +326,8 @@ Tensor Tensor::to(DType dtype) const {
 Tensor Tensor::reshape(const Shape& shape) const { return contiguous().view(shape); }
 
 void Tensor::copy_from(const Tensor& src) {
-  ATTN_CHECK(src.shape_ == shape_, "tensor: copy_from expects shape ", shape_str(shape_),
-             "; got ", shape_str(src.shape_));
+  ATTN_CHECK(src.shape_ == shape_, "tensor: copy_from expects shape ", shape_str(shape_), "; got ",
+             shape_str(src.shape_));
   const void* sb = src.raw_data();
   void* db = raw_data();
   if (src.dtype_ == dtype_ && src.is_contiguous() && is_contiguous()) {

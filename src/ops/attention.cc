@@ -17,9 +17,7 @@ using kernels::AttnGradArgs;
 using kernels::AttnOut;
 using kernels::Strides4;
 
-Strides4 strides4(const Tensor& t) {
-  return {t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
-}
+Strides4 strides4(const Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}; }
 
 struct Dims {
   int64_t B, H, Hkv, Lq, Lk, D;
@@ -29,22 +27,21 @@ bool is_float_dtype(DType t) { return t == DType::f32 || t == DType::f64 || t ==
 
 Dims check_qkv(const Tensor& q, const Tensor& k, const Tensor& v) {
   ATTN_CHECK(q.defined() && k.defined() && v.defined(), "attention: q, k and v must all be given");
-  ATTN_CHECK(q.rank() == 4, "attention: q must have rank 4 [B, H, Lq, D]; got rank ", q.rank(),
-             " ", shape_str(q.shape()));
-  ATTN_CHECK(k.rank() == 4, "attention: k must have rank 4 [B, Hkv, Lk, D]; got rank ", k.rank(),
-             " ", shape_str(k.shape()));
-  ATTN_CHECK(v.rank() == 4, "attention: v must have rank 4 [B, Hkv, Lk, D]; got rank ", v.rank(),
-             " ", shape_str(v.shape()));
-  ATTN_CHECK(is_float_dtype(q.dtype()), "attention: q must be f32, bf16 or f64; got ",
-             dtype_name(q.dtype()));
+  ATTN_CHECK(q.rank() == 4, "attention: q must have rank 4 [B, H, Lq, D]; got rank ", q.rank(), " ",
+             shape_str(q.shape()));
+  ATTN_CHECK(k.rank() == 4, "attention: k must have rank 4 [B, Hkv, Lk, D]; got rank ", k.rank(), " ",
+             shape_str(k.shape()));
+  ATTN_CHECK(v.rank() == 4, "attention: v must have rank 4 [B, Hkv, Lk, D]; got rank ", v.rank(), " ",
+             shape_str(v.shape()));
+  ATTN_CHECK(is_float_dtype(q.dtype()), "attention: q must be f32, bf16 or f64; got ", dtype_name(q.dtype()));
   ATTN_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(),
              "attention: q, k and v must share one dtype; got q ", dtype_name(q.dtype()), ", k ",
              dtype_name(k.dtype()), ", v ", dtype_name(v.dtype()));
   Dims d{q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
   ATTN_CHECK(k.shape() == v.shape(), "attention: k and v must have the same shape [B, Hkv, Lk, D]; got k ",
              shape_str(k.shape()), " and v ", shape_str(v.shape()));
-  ATTN_CHECK(k.size(0) == d.B, "attention: k must have batch B = ", d.B, " (from q ",
-             shape_str(q.shape()), "); got ", k.size(0));
+  ATTN_CHECK(k.size(0) == d.B, "attention: k must have batch B = ", d.B, " (from q ", shape_str(q.shape()),
+             "); got ", k.size(0));
   ATTN_CHECK(k.size(3) == d.D, "attention: k must have head size D = ", d.D, " (from q ",
              shape_str(q.shape()), "); got ", k.size(3));
   ATTN_CHECK(d.D > 0, "attention: head size D must be > 0; got q ", shape_str(q.shape()));
@@ -63,19 +60,20 @@ void check_options(const Dims& d, DType dtype, const AttentionOptions& o) {
   ATTN_CHECK(!std::isnan(o.dropout_p) && o.dropout_p >= 0 && o.dropout_p < 1,
              "attention: dropout_p must be in [0, 1); got ", o.dropout_p);
   ATTN_CHECK(o.window_left >= -1 && o.window_right >= -1,
-             "attention: window sizes must be >= 0 or -1 (unbounded); got left ", o.window_left,
-             ", right ", o.window_right);
+             "attention: window sizes must be >= 0 or -1 (unbounded); got left ", o.window_left, ", right ",
+             o.window_right);
   if (!o.key_lengths.empty()) {
-    ATTN_CHECK(static_cast<int64_t>(o.key_lengths.size()) == d.B, "attention: key_lengths must hold B = ",
-               d.B, " values; got ", o.key_lengths.size());
+    ATTN_CHECK(static_cast<int64_t>(o.key_lengths.size()) == d.B,
+               "attention: key_lengths must hold B = ", d.B, " values; got ", o.key_lengths.size());
     for (std::size_t b = 0; b < o.key_lengths.size(); ++b)
       ATTN_CHECK(o.key_lengths[b] >= 0 && o.key_lengths[b] <= d.Lk, "attention: key_lengths[", b,
                  "] must be in [0, Lk = ", d.Lk, "]; got ", o.key_lengths[b]);
   }
   const Shape full{d.B, d.H, d.Lq, d.Lk};
   auto check_mask = [&](const Tensor& m, const char* name) {
-    ATTN_CHECK(m.rank() <= 4, "attention: ", name, " mask must have rank <= 4 and broadcast to [B, H, Lq, Lk] = ",
-               shape_str(full), "; got ", shape_str(m.shape()));
+    ATTN_CHECK(m.rank() <= 4, "attention: ", name,
+               " mask must have rank <= 4 and broadcast to [B, H, Lq, Lk] = ", shape_str(full), "; got ",
+               shape_str(m.shape()));
     Shape b;
     try {
       b = broadcast_shapes(m.shape(), full);
@@ -165,9 +163,12 @@ Prepared<T> make_args(const Tensor& q, const Tensor& k, const Tensor& v, const D
 
 const char* backend_name(Backend b) {
   switch (b) {
-    case Backend::automatic: return "automatic";
-    case Backend::reference: return "reference";
-    case Backend::fused: return "fused";
+    case Backend::automatic:
+      return "automatic";
+    case Backend::reference:
+      return "reference";
+    case Backend::fused:
+      return "fused";
   }
   return "?";
 }
@@ -221,8 +222,8 @@ AttentionResult forward_t(const Tensor& q, const Tensor& k, const Tensor& v, con
 
 template <typename T>
 AttentionGrads backward_t(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                          const Tensor& lse, const Tensor& dout, const Dims& d,
-                          const AttentionOptions& o, Backend be) {
+                          const Tensor& lse, const Tensor& dout, const Dims& d, const AttentionOptions& o,
+                          Backend be) {
   const DType ot = dtype_of<T>::value;
   AttentionGrads g;
   g.dq = Tensor::zeros({d.B, d.H, d.Lq, d.D}, ot);
@@ -261,9 +262,8 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
   return forward_t<float>(q, k, v, d, options, be);
 }
 
-AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const Tensor& out, const Tensor& lse, const Tensor& dout,
-                                  const AttentionOptions& options) {
+AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, const Tensor& dout, const AttentionOptions& options) {
   const Dims d = check_qkv(q, k, v);
   check_options(d, q.dtype(), options);
   const Shape qshape{d.B, d.H, d.Lq, d.D};

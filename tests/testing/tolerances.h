@@ -10,6 +10,12 @@ inline constexpr Tolerance kFusedForward{2e-5, 2e-4};
 inline constexpr Tolerance kFusedBackward{1e-4, 1e-3};
 // fp32 reference against fp64 reference.
 inline constexpr Tolerance kRefFloat{1e-5, 1e-4};
+// Differentiable ops (include/attn/ops/basic.h, nn_functional.h) in f32 against
+// the same op in f64, inputs in [-1, 1) (a few in [-4, 4)): forward output and
+// gradients. fp32 rounding of O(1) values through a few ops, row sums
+// accumulated in double, BLAS sgemm for products.
+inline constexpr Tolerance kOpsFloatForward{1e-5, 1e-4};
+inline constexpr Tolerance kOpsFloatBackward{2e-5, 2e-4};
 // Central finite differences in fp64 (step 1e-6) against the analytic gradient.
 inline constexpr Tolerance kFiniteDiff{1e-6, 1e-5};
 // Engine against PyTorch fp32 fixtures (different summation order).

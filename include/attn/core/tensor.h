@@ -17,6 +17,9 @@
 
 namespace attn {
 
+struct AutogradMeta;  // include/attn/core/autograd.h
+class Node;
+
 using Shape = std::vector<int64_t>;
 
 // Returns "[2, 3, 4]".
@@ -72,7 +75,9 @@ class Tensor {
   double at(const std::vector<int64_t>& idx) const;
   void set(const std::vector<int64_t>& idx, double value);
 
-  // Views (no copy).
+  // Views (no copy). These raw views (and contiguous/reshape/clone/to) are not
+  // differentiable: the result carries no autograd history. The differentiable
+  // versions are ops (include/attn/ops/basic.h: attn::slice, attn::transpose, ...).
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;  // drops `dim`
   Tensor transpose(int64_t d0, int64_t d1) const;
@@ -84,9 +89,9 @@ class Tensor {
   Tensor view(const Shape& shape) const;
 
   // Copies.
-  Tensor contiguous() const;  // returns *this when already contiguous
+  Tensor contiguous() const;  // a view of *this (no history) when already contiguous
   Tensor clone() const;
-  Tensor to(DType dtype) const;       // converting copy (always a new tensor)
+  Tensor to(DType dtype) const;              // converting copy (always a new tensor)
   Tensor reshape(const Shape& shape) const;  // view if possible, else copy
   // Copies src (same shape, any dtype and strides) into *this.
   void copy_from(const Tensor& src);
@@ -97,13 +102,43 @@ class Tensor {
 
   std::string str() const;  // "Tensor(f32, [2, 3])"
 
+  // ---- autograd (engine: include/attn/core/autograd.h, src/core/autograd.cc) ----
+  // Every defined tensor (fresh allocation, raw view, detach) has its own
+  // AutogradMeta, and copies of a Tensor share it, like PyTorch handles:
+  // marking one copy marks them all.
+  //
+  // True for a leaf marked with set_requires_grad(true) and for any op output
+  // that recorded a grad_fn.
+  bool requires_grad() const;
+  // Marks a leaf (a tensor with no grad_fn) of dtype f32 or f64; returns *this.
+  Tensor& set_requires_grad(bool on = true);
+  // Accumulated gradient of a leaf; undefined until a backward reached it.
+  Tensor grad() const;
+  // Fills the accumulated gradient with zeros in place (no-op when undefined).
+  void zero_grad();
+  // Replaces the accumulated gradient with a copy of g (converted to this
+  // tensor's dtype); an undefined g clears it.
+  void set_grad(const Tensor& g);
+  // The backward node of the op that produced this tensor; null for leaves.
+  std::shared_ptr<Node> grad_fn() const;
+  // Same storage, shape and strides, no autograd history.
+  Tensor detach() const;
+  // Runs reverse-mode autodiff from this tensor. `seed` is d(loss)/d(this);
+  // it defaults to 1 when numel() == 1 and is required otherwise.
+  void backward() const;
+  void backward(const Tensor& seed) const;
+  const std::shared_ptr<AutogradMeta>& autograd_meta() const { return autograd_; }
+  void set_autograd_meta(std::shared_ptr<AutogradMeta> meta) { autograd_ = std::move(meta); }
+
  private:
   std::shared_ptr<Storage> storage_;
   int64_t offset_ = 0;
   Shape shape_;
   Shape strides_;
   DType dtype_ = DType::f32;
+  std::shared_ptr<AutogradMeta> autograd_;
 
+  Tensor alias() const;  // *this without autograd history
   int64_t wrap_dim(int64_t d, int64_t rank_for_check) const;
 };
 
@@ -123,8 +158,8 @@ T* Tensor::data() const {
 template <typename T>
 Tensor Tensor::from(const std::vector<T>& values, const Shape& shape) {
   Tensor t = empty(shape, dtype_of<T>::value);
-  ATTN_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "tensor: from() got ",
-             values.size(), " values for shape ", shape_str(shape), " which holds ", t.numel());
+  ATTN_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "tensor: from() got ", values.size(),
+             " values for shape ", shape_str(shape), " which holds ", t.numel());
   T* p = t.data<T>();
   for (std::size_t i = 0; i < values.size(); ++i) p[i] = values[i];
   return t;

@@ -1,0 +1,47 @@
+#include "kernels/cpu/gemm.h"
+
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+
+namespace attn::kernels::cpu {
+namespace {
+
+// OpenBLAS keeps a process-wide thread count; set it only when attn's changed.
+void sync_threads() {
+  static std::atomic<int> current{-1};
+  const int n = attn::num_threads();
+  if (current.exchange(n) != n) openblas_set_num_threads(n);
+}
+
+}  // namespace
+
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  ATTN_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm: sizes must be >= 0; got M ", M, ", N ", N, ", K ", K);
+  ATTN_CHECK(lda >= (trans_a ? M : K) && ldb >= (trans_b ? K : N) && ldc >= N,
+             "sgemm: leading dimensions too small: lda ", lda, ", ldb ", ldb, ", ldc ", ldc, " for M ", M,
+             ", N ", N, ", K ", K, (trans_a ? " (A transposed)" : ""), (trans_b ? " (B transposed)" : ""));
+  constexpr int64_t kMax = (int64_t{1} << 31) - 1;
+  ATTN_CHECK(M <= kMax && N <= kMax && K <= kMax && lda <= kMax && ldb <= kMax && ldc <= kMax,
+             "sgemm: sizes must fit in a 32-bit BLAS int; got M ", M, ", N ", N, ", K ", K);
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // op(A)·op(B) is all zeros
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0.f : beta * C[i * ldc + j];
+    return;
+  }
+  sync_threads();
+  // BLAS wants lda >= 1 even when a dimension is 1.
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
+              static_cast<int>(std::max<int64_t>(lda, 1)), B, static_cast<int>(std::max<int64_t>(ldb, 1)),
+              beta, C, static_cast<int>(std::max<int64_t>(ldc, 1)));
+}
+
+const char* blas_name() { return "OpenBLAS"; }
+
+}  // namespace attn::kernels::cpu

@@ -1,0 +1,22 @@
+// Single-precision matrix product through BLAS (OpenBLAS cblas_sgemm).
+//
+// Row-major: C = alpha · op(A) · op(B) + beta · C with op(A) [M, K], op(B) [K, N], C [M, N].
+// Without a transpose A is stored [M, K] with row stride lda (>= K); with trans_a it is
+// stored [K, M] (row stride lda >= M) and op(A) = Aᵀ. The same for B ([K, N] or [N, K]).
+// beta = 0 ignores what C held (it may be uninitialised). The BLAS thread count
+// follows attn::num_threads().
+#pragma once
+
+#include <cstdint>
+
+namespace attn::kernels::cpu {
+
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda,                         // A: [M, K] or, transposed, [K, M]
+           const float* B, int64_t ldb,         // B: [K, N] or, transposed, [N, K]
+           float beta, float* C, int64_t ldc);  // C: [M, N]
+
+// Name of the BLAS behind sgemm (for explain and benchmarks).
+const char* blas_name();
+
+}  // namespace attn::kernels::cpu

@@ -1,0 +1,47 @@
+// Shared helpers of the differentiable op front-ends (src/ops/*.cc).
+#pragma once
+
+#include <attn/core/autograd.h>
+#include <attn/core/tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/ref/gemm_ref.h"
+
+namespace attn::ops_detail {
+
+// Checks that `t` is defined and f32 or f64 ("<op>: <name> must be ...").
+void check_float(const Tensor& t, const char* op, const char* name);
+// Checks that b has a's dtype.
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op, const char* na, const char* nb);
+// Wraps a possibly negative dim into [0, rank).
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
+
+// Calls fn(T{}) with T = float or double after the tensor's dtype.
+template <typename Fn>
+decltype(auto) dispatch_float(DType t, Fn&& fn) {
+  if (t == DType::f64) return fn(double{});
+  return fn(float{});
+}
+
+// C = alpha · op(A) · op(B) + beta · C: BLAS for float, the reference for double.
+template <typename T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, double beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::cpu::sgemm(ta, tb, M, N, K, static_cast<float>(alpha), A, lda, B, ldb, static_cast<float>(beta),
+                        C, ldc);
+  } else {
+    kernels::ref::gemm<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+}
+
+// Rows to hand one thread at a time so that a chunk holds about 16K elements.
+inline int64_t row_grain(int64_t row_len) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_len));
+}
+
+}  // namespace attn::ops_detail
