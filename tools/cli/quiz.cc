@@ -142,11 +142,10 @@ Json question_json(const Question& q, std::size_t index) {
                        : q.form == quiz::Form::positions ? "positions"
                                                          : "choice")
       .set("how_to_answer", q.how_to_answer())
-      .set("tolerance", q.tolerance_text())
-      .set("expected", q.expected_json())
-      .set("key", q.key())
-      .set("solution", q.solution)
-      .set("data", q.data);
+      .set("tolerance", q.tolerance_text());
+  if (q.form == quiz::Form::number) j.set("abs_tol", q.abs_tol).set("rel_tol", q.rel_tol);
+  if (q.form == quiz::Form::positions) j.set("max_position", q.max_position);
+  j.set("expected", q.expected_json()).set("key", q.key()).set("solution", q.solution).set("data", q.data);
   return j;
 }
 

@@ -188,6 +188,9 @@ Question saturation(Rng& rng) {
       "others vanish. Dividing by √d_k\nbrings the scores back to variance 1 and the weights stay soft. "
       "(Weights by the engine, fp64,\ncross-checked against exp/sum.)";
   q.data.set("d_k", dk)
+      .set("asked", variant == 0   ? "largest_unscaled"
+                    : variant == 1 ? "largest_scaled"
+                                   : "which_larger")
       .set("dots", Json::numbers(dots))
       .set("weights_unscaled", Json::numbers(raw))
       .set("weights_scaled", Json::numbers(scaled));
