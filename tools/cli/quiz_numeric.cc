@@ -157,7 +157,7 @@ Question saturation(Rng& rng) {
       "q and k_1..k_" + std::to_string(n) + " have d_k = " + std::to_string(dk) +
       " components, each drawn at random with mean 0 and variance 1,\nso each dot product has variance d_k "
       "(standard deviation √d_k = " +
-      sq + "). They give q·k_j = " + list_text(dots, 1) + ".\n";
+      sq + ").\nThey give q·k_j = " + list_text(dots, 1) + ".\n";
   if (variant == 0) {
     q.text += "Without scaling, the weights are softmax(q·k_j). What is the largest weight?";
     q.form = Form::number;

@@ -5,6 +5,7 @@
 // attn::attention and the layers are composed until j reaches i.
 #include <attn/core/error.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -83,8 +84,10 @@ Question path_question(Rng& rng) {
                  " non-zero weight on key " + std::to_string(j) + ".";
   } else {
     q.topic = "window-path";
+    // Positions more than w apart, so that one layer is not enough: w < the farthest distance from i.
+    const int64_t w = rng.range(1, std::min<int64_t>(3, std::max(i - 1, n - i) - 1));
+    while (std::abs(i - j) <= w) j = rng.range(1, n);
     if (rng.range(0, 1) == 1) std::swap(i, j);
-    const int64_t w = rng.range(1, 3);
     MaskSpec m;
     m.lq = m.lk = n;
     m.window_left = m.window_right = w;
@@ -92,19 +95,19 @@ Question path_question(Rng& rng) {
     const int64_t dist = std::abs(i - j), formula = (dist + w - 1) / w;
     ATTN_CHECK(static_cast<int64_t>(q.number) == formula, "quiz: the engine's window layers (", q.number,
                ") differ from ceil(|i - j| / w) = ", formula);
-    q.text =
-        "Stacked sliding-window attention layers: each query sees keys at most w = " + std::to_string(w) +
-        " positions away (both\nsides), N = " + sn + " tokens. How many layers does information from token " +
-        std::to_string(j) + " need to reach the output at position " + std::to_string(i) + "?";
-    q.solution =
-        "Each layer moves information at most w = " + std::to_string(w) +
-        " positions, so it takes "
-        "ceil(|i - j| / w) = ceil(" +
-        std::to_string(dist) + " / " + std::to_string(w) + ") = " + fixed(q.number, 0) +
-        " layers.\nEngine: the window mask's visibility, captured per layer with attn::attention and "
-        "composed\nlayer after layer, first connects token " +
-        std::to_string(j) + " to position " + std::to_string(i) + " at layer " + fixed(q.number, 0) +
-        ". (Full attention: 1 layer; an RNN: " + std::to_string(dist) + " steps.)";
+    const std::string layers = fixed(q.number, 0);
+    q.text = "Stacked sliding-window attention layers over N = " + std::to_string(n) +
+             " tokens: each query sees keys at most\nw = " + std::to_string(w) +
+             (w == 1 ? " position" : " positions") +
+             " away on either side. How many layers does information from token " + std::to_string(j) +
+             "\nneed to reach the output at position " + std::to_string(i) + "?";
+    q.solution = "Each layer moves information at most w = " + std::to_string(w) +
+                 (w == 1 ? " position" : " positions") + ", so it takes\nceil(|i - j| / w) = ceil(" +
+                 std::to_string(dist) + " / " + std::to_string(w) + ") = " + layers +
+                 " layers.\nEngine: the window mask's visibility, captured with attn::attention and composed "
+                 "layer after\nlayer, first connects token " +
+                 std::to_string(j) + " to position " + std::to_string(i) + " at layer " + layers +
+                 ". (Full attention: 1 layer; an RNN: " + std::to_string(dist) + " steps.)";
     q.data.set("window", w);
   }
   q.data.set("n", n).set("from", j).set("to", i);

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "quiz_internal.h"
+#include "table.h"
 
 namespace attn::cli::quiz {
 namespace {
@@ -74,9 +75,9 @@ Question mask_visibility(Rng& rng) {
     i = rng.range(1, m.lq);
     lo = 1, hi = i + m.lk - m.lq;
     setup = "KV-cache decoding: " + std::to_string(m.lk - m.lq) + " tokens are in the cache and " +
-            std::to_string(m.lq) + " new tokens arrive, so Lq = " + std::to_string(m.lq) +
+            std::to_string(m.lq) + " new tokens arrive,\nso Lq = " + std::to_string(m.lq) +
             " queries attend to Lk = " + std::to_string(m.lk) +
-            " keys\nwith a causal mask aligned bottom-right (the last query is the last "
+            " keys with a causal mask aligned bottom-right\n(the last query is the last "
             "key). Query i is key position i + Lk - Lq.";
     rule = "Bottom-right causal: query i sees keys j <= i + Lk - Lq = " + std::to_string(i) + " + " +
            std::to_string(m.lk) + " - " + std::to_string(m.lq) + " = " + std::to_string(hi) + ".";
@@ -229,12 +230,13 @@ Question mha_flops(Rng& rng) {
   q.number = static_cast<double>(total);
   q.decimals = 0;
   q.rel_tol = 1e-3;
-  q.solution = "Q, K, V projections  3 × 2·N·d²        = " + with_commas(proj) +
-               "\nscores Q·Kᵀ          h × 2·N²·d_k = 2·N²·d = " + with_commas(scores) +
-               "\nweights · V          h × 2·N²·d_k = 2·N²·d = " + with_commas(weighted) +
-               "\noutput projection    2·N·d²            = " + with_commas(out) +
-               "\ntotal                8·N·d² + 4·N²·d   = " + with_commas(total) +
-               "\n(N = " + std::to_string(n) + ", d = " + std::to_string(d) +
+  Table t({{"step", Align::left}, {"formula", Align::left}, {"FLOPs", Align::right}});
+  t.row({"Q, K, V projections", "3 × 2·N·d²", with_commas(proj)})
+      .row({"scores Q·Kᵀ", "h × 2·N²·d_k = 2·N²·d", with_commas(scores)})
+      .row({"weights · V", "h × 2·N²·d_k = 2·N²·d", with_commas(weighted)})
+      .row({"output projection", "2·N·d²", with_commas(out)})
+      .row({"total", "8·N·d² + 4·N²·d", with_commas(total)});
+  q.solution = t.render("") + "(N = " + std::to_string(n) + ", d = d_model = " + std::to_string(d) +
                ", d_k = d/h = " + std::to_string(dk) + "; the head count cancels out.)";
   q.data.set("d_model", d).set("heads", h).set("n", n);
   return q;
@@ -273,7 +275,7 @@ Question architecture(Rng& rng) {
   Question q;
   q.kind = Kind::structure;
   q.topic = "architecture";
-  q.text = std::string("Which Transformer fits this task best: ") + t.text + "?";
+  q.text = std::string("Which Transformer fits this task best?\nTask: ") + t.text + ".";
   q.form = Form::choice;
   q.choices = {{"encoder only", {"encoder", "encoder-only"}},
                {"decoder only", {"decoder", "decoder-only"}},
