@@ -342,6 +342,18 @@ TEST(QuizAnswers, ChoicesAcceptTheirTextAndPositionsAnySpelling) {
   EXPECT_NE(r.out.find(score_line(30, 30)), std::string::npos) << r.out;
 }
 
+TEST(QuizAnswers, FileWithByteOrderMarkAndCrlfLineEndsReads) {
+  const auto lines = key_lines(run_quiz("--seed 13 --count 5 --print-answers").out);
+  ASSERT_EQ(lines.size(), 5u);
+  std::string text = "\xEF\xBB\xBF";
+  for (const auto& l : lines) text += l + "\r\n";
+  const std::string path = temp_path("crlf.txt");
+  write_file(path, text);
+  const CliRun r = run_quiz("--seed 13 --count 5 --answers '" + path + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(score_line(5, 5)), std::string::npos);
+}
+
 // ---- the expected answers follow from the question data ----------------------------
 
 TEST(QuizNumeric, SoftmaxAnswersEqualExpOverSum) {

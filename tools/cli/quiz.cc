@@ -97,7 +97,8 @@ std::vector<AnswerLine> read_answers(const std::string& path) {
   int64_t n = 0;
   for (std::string l; std::getline(f, l);) {
     ++n;
-    const std::string t = trim(l);
+    if (n == 1 && l.compare(0, 3, "\xEF\xBB\xBF") == 0) l.erase(0, 3);  // a UTF-8 byte order mark
+    const std::string t = trim(l);  // also drops the '\r' of CRLF line ends
     if (t.empty() || t[0] == '#') continue;
     out.push_back({n, t});
   }
