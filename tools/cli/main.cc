@@ -17,6 +17,7 @@ void usage(FILE* f) {
                "usage: attn <command> [options]\n\n"
                "commands:\n"
                "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
+               "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }

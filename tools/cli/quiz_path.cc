@@ -1,0 +1,117 @@
+// Path-length questions: how many sequential steps information takes from
+// position j to position i in an RNN (|i - j|), in self-attention (1), and in
+// stacked sliding-window attention (ceil(|i - j| / w) layers). The attention
+// answers come from the engine: each layer's visibility is captured with
+// attn::attention and the layers are composed until j reaches i.
+#include <attn/core/error.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "quiz_internal.h"
+
+namespace attn::cli::quiz {
+namespace {
+
+// Layers of attention with mask `m` (Lq = Lk = N) until the output at
+// position i (1-based) depends on the input at position j.
+int64_t layers_needed(const MaskSpec& m, int64_t i, int64_t j) {
+  std::vector<std::vector<bool>> sees;  // [N][N] from the engine
+  for (int64_t r = 0; r < m.lq; ++r) sees.push_back(engine_visible(m, r));
+  std::vector<bool> reached(static_cast<std::size_t>(m.lq), false);  // outputs that depend on input j
+  reached[static_cast<std::size_t>(j - 1)] = true;
+  for (int64_t layer = 1; layer <= m.lq; ++layer) {
+    std::vector<bool> next(reached.size(), false);
+    for (std::size_t r = 0; r < next.size(); ++r)
+      for (std::size_t c = 0; c < next.size(); ++c) next[r] = next[r] || (sees[r][c] && reached[c]);
+    reached = next;
+    if (reached[static_cast<std::size_t>(i - 1)]) return layer;
+  }
+  ATTN_CHECK(false, "quiz: position ", j, " never reaches position ", i, " within ", m.lq, " layers");
+  return -1;
+}
+
+// RNN steps from j to i (j < i): each step moves information from h_t to h_{t+1}.
+int64_t rnn_steps(int64_t i, int64_t j) {
+  int64_t at = j, steps = 0;
+  while (at < i) ++at, ++steps;
+  ATTN_CHECK(steps == std::abs(i - j), "quiz: RNN steps ", steps, " differ from |i - j| = ", std::abs(i - j));
+  return steps;
+}
+
+}  // namespace
+
+Question path_question(Rng& rng) {
+  const int variant = static_cast<int>(rng.range(0, 2));
+  const int64_t n = rng.range(6, 12);
+  // Two distinct positions, j before i.
+  int64_t j = rng.range(1, n), i = rng.range(1, n - 1);
+  if (i >= j) ++i;
+  if (i < j) std::swap(i, j);
+  Question q;
+  q.kind = Kind::path;
+  q.form = Form::number;
+  q.decimals = 0;
+  const std::string si = std::to_string(i), sj = std::to_string(j), sn = std::to_string(n);
+  if (variant == 0) {
+    q.topic = "rnn-path";
+    q.number = static_cast<double>(rnn_steps(i, j));
+    q.text = "A recurrent network (RNN) reads a sequence of N = " + sn +
+             " tokens left to right:\n"
+             "h_t = f(h_(t-1), x_t). How many sequential steps does information from token " +
+             sj + " take to reach\nthe hidden state at position " + si + "?";
+    q.solution =
+        "Each step carries information from h_t to h_(t+1) only, so from position " + sj + " to " + si +
+        " it takes\n|i - j| = |" + si + " - " + sj + "| = " + fixed(q.number, 0) +
+        (q.number == 1 ? " step" : " steps") +
+        ", one after another (and the signal fades on the way).\nSelf-attention connects every pair of "
+        "positions directly: a path of length 1.";
+  } else if (variant == 1) {
+    q.topic = "attention-path";
+    if (rng.range(0, 1) == 1) std::swap(i, j);  // either direction: no mask
+    MaskSpec m;
+    m.lq = m.lk = n;
+    q.number = static_cast<double>(layers_needed(m, i, j));
+    q.text = "A self-attention layer without a mask reads a sequence of N = " + sn +
+             " tokens. How many sequential steps\n(attention layers) does information from token " +
+             std::to_string(j) + " need to reach the output at position " + std::to_string(i) + "?";
+    q.solution = "Every query attends to every key directly, so position " + std::to_string(i) +
+                 " reads token " + std::to_string(j) +
+                 " in one layer: path length 1,\nwhatever |i - j| is (an RNN needs |i - j| = " +
+                 std::to_string(std::abs(i - j)) + (std::abs(i - j) == 1 ? " step" : " steps") +
+                 ").\nEngine: the unmasked layer gives query " + std::to_string(i) +
+                 " non-zero weight on key " + std::to_string(j) + ".";
+  } else {
+    q.topic = "window-path";
+    // Positions more than w apart, so that one layer is not enough: w < the farthest distance from i.
+    const int64_t w = rng.range(1, std::min<int64_t>(3, std::max(i - 1, n - i) - 1));
+    while (std::abs(i - j) <= w) j = rng.range(1, n);
+    if (rng.range(0, 1) == 1) std::swap(i, j);
+    MaskSpec m;
+    m.lq = m.lk = n;
+    m.window_left = m.window_right = w;
+    q.number = static_cast<double>(layers_needed(m, i, j));
+    const int64_t dist = std::abs(i - j), formula = (dist + w - 1) / w;
+    ATTN_CHECK(static_cast<int64_t>(q.number) == formula, "quiz: the engine's window layers (", q.number,
+               ") differ from ceil(|i - j| / w) = ", formula);
+    const std::string layers = fixed(q.number, 0);
+    q.text = "Stacked sliding-window attention layers over N = " + std::to_string(n) +
+             " tokens: each query sees keys at most\nw = " + std::to_string(w) +
+             (w == 1 ? " position" : " positions") +
+             " away on either side. How many layers does information from token " + std::to_string(j) +
+             "\nneed to reach the output at position " + std::to_string(i) + "?";
+    q.solution = "Each layer moves information at most w = " + std::to_string(w) +
+                 (w == 1 ? " position" : " positions") + ", so it takes\nceil(|i - j| / w) = ceil(" +
+                 std::to_string(dist) + " / " + std::to_string(w) + ") = " + layers +
+                 " layers.\nEngine: the window mask's visibility, captured with attn::attention and composed "
+                 "layer after\nlayer, first connects token " +
+                 std::to_string(j) + " to position " + std::to_string(i) + " at layer " + layers +
+                 ". (Full attention: 1 layer; an RNN: " + std::to_string(dist) + " steps.)";
+    q.data.set("window", w);
+  }
+  q.data.set("n", n).set("from", j).set("to", i);
+  return q;
+}
+
+}  // namespace attn::cli::quiz

@@ -1,0 +1,367 @@
+// Structure questions: what a causal or window mask lets a position see (by
+// the engine), where Q, K and V come from in cross-attention, parameters and
+// FLOPs of a multi-head attention layer, encoder/decoder for a task, and where
+// a classifier reads its label.
+#include <attn/core/error.h>
+#include <attn/ops/attention.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "quiz_internal.h"
+#include "table.h"
+
+namespace attn::cli::quiz {
+namespace {
+
+// "# # # . ." for a row of visibility.
+std::string pattern(const std::vector<bool>& v) {
+  std::string s;
+  for (std::size_t j = 0; j < v.size(); ++j) s += std::string(j ? " " : "") + (v[j] ? "#" : ".");
+  return s;
+}
+
+std::vector<int64_t> visible_positions(const std::vector<bool>& v) {
+  std::vector<int64_t> p;
+  for (std::size_t j = 0; j < v.size(); ++j)
+    if (v[j]) p.push_back(static_cast<int64_t>(j) + 1);
+  return p;
+}
+
+Question mask_visibility(Rng& rng) {
+  const int variant = static_cast<int>(rng.range(0, 3));
+  MaskSpec m;
+  int64_t i = 0, lo = 0, hi = 0;  // query (1-based) and the rule's range of keys
+  std::string setup, rule;
+  if (variant == 0) {
+    m.lq = m.lk = rng.range(4, 8);
+    m.causal = true;
+    i = rng.range(1, m.lq);
+    lo = 1, hi = i;
+    setup =
+        "A causal mask over N = " + std::to_string(m.lq) + " positions (a decoder; query i sits at key i).";
+    rule = "Causal: query i sees keys j <= i, so query " + std::to_string(i) + " sees 1.." +
+           std::to_string(i) + ".";
+  } else if (variant == 1) {
+    m.lq = m.lk = rng.range(5, 8);
+    const int64_t w = rng.range(1, 2);
+    m.window_left = m.window_right = w;
+    i = rng.range(1, m.lq);
+    lo = std::max<int64_t>(1, i - w), hi = std::min(m.lk, i + w);
+    setup = "A sliding-window mask of half-width w = " + std::to_string(w) +
+            " over N = " + std::to_string(m.lq) +
+            " positions (not causal:\neach query sees up to w keys on either side).";
+    rule = "Window: query i sees keys i-w..i+w clipped to 1..N: " + std::to_string(i) + "-" +
+           std::to_string(w) + ".." + std::to_string(i) + "+" + std::to_string(w) + " -> " +
+           std::to_string(lo) + ".." + std::to_string(hi) + ".";
+  } else if (variant == 2) {
+    m.lq = m.lk = rng.range(5, 8);
+    const int64_t w = rng.range(1, 3);
+    m.causal = true;
+    m.window_left = w, m.window_right = 0;
+    i = rng.range(1, m.lq);
+    lo = std::max<int64_t>(1, i - w), hi = i;
+    setup = "A causal sliding-window mask looking back w = " + std::to_string(w) +
+            " positions, over N = " + std::to_string(m.lq) +
+            " positions\n(each query sees itself and the w keys before it).";
+    rule = "Causal window: query i sees keys i-w..i clipped at 1: " + std::to_string(i) + "-" +
+           std::to_string(w) + ".." + std::to_string(i) + " -> " + std::to_string(lo) + ".." +
+           std::to_string(hi) + ".";
+  } else {
+    m.lk = rng.range(5, 8);
+    m.lq = rng.range(2, 3);
+    m.causal = true;
+    m.bottom_right = true;
+    i = rng.range(1, m.lq);
+    lo = 1, hi = i + m.lk - m.lq;
+    setup = "KV-cache decoding: " + std::to_string(m.lk - m.lq) + " tokens are in the cache and " +
+            std::to_string(m.lq) + " new tokens arrive,\nso Lq = " + std::to_string(m.lq) +
+            " queries attend to Lk = " + std::to_string(m.lk) +
+            " keys with a causal mask aligned bottom-right\n(the last query is the last "
+            "key). Query i is key position i + Lk - Lq.";
+    rule = "Bottom-right causal: query i sees keys j <= i + Lk - Lq = " + std::to_string(i) + " + " +
+           std::to_string(m.lk) + " - " + std::to_string(m.lq) + " = " + std::to_string(hi) + ".";
+  }
+  const std::vector<bool> vis = engine_visible(m, i - 1);
+  std::vector<int64_t> expect;
+  for (int64_t j = lo; j <= hi; ++j) expect.push_back(j);
+  const std::vector<int64_t> got = visible_positions(vis);
+  ATTN_CHECK(got == expect, "quiz: the engine lets query ", i, " see keys ", positions_text(got),
+             "; the mask rule gives ", positions_text(expect));
+
+  Question q;
+  q.kind = Kind::structure;
+  q.topic = "mask-visibility";
+  q.text = setup + "\nWhich key positions may query " + std::to_string(i) + " attend to?";
+  q.form = Form::positions;
+  q.positions = expect;
+  q.max_position = m.lk;
+  q.solution = rule + "\nThe engine agrees: attn::attention with this mask, all scores equal and query " +
+               std::to_string(i) +
+               "'s weights\ncaptured gives non-zero weight exactly to the visible keys:\n  key   " +
+               [&] {
+                 std::string s;
+                 for (int64_t j = 1; j <= m.lk; ++j) s += (j > 1 ? " " : "") + std::to_string(j % 10);
+                 return s;
+               }() +
+               "\n  seen  " + pattern(vis) + "   -> " + positions_text(got);
+  q.data.set("lq", m.lq)
+      .set("lk", m.lk)
+      .set("causal", m.causal)
+      .set("align", m.bottom_right ? "bottom_right" : "top_left");
+  q.data.set("window_left", m.window_left).set("window_right", m.window_right).set("query", i);
+  return q;
+}
+
+Question cross_attention(Rng& rng) {
+  const int part = static_cast<int>(rng.range(0, 2));  // Q, K, V
+  static const char* kNames[] = {"queries (Q)", "keys (K)", "values (V)"};
+  Question q;
+  q.kind = Kind::structure;
+  q.topic = "cross-attention";
+  q.text =
+      std::string(
+          "In an encoder-decoder Transformer, each decoder layer has a cross-attention (encoder-decoder\n"
+          "attention) sublayer. Where do its ") +
+      kNames[part] + " come from?";
+  q.form = Form::choice;
+  q.choices = {{"the decoder", {"decoder", "from the decoder"}},
+               {"the encoder", {"encoder", "from the encoder"}}};
+  q.answer = part == 0 ? 0 : 1;
+  shuffle_choices(q, rng);
+
+  // The shapes, by the engine: queries from a decoder of Lt positions, keys and
+  // values from an encoder of Ls positions.
+  const int64_t lt = rng.range(2, 4), ls = rng.range(5, 7), d = 4;
+  const Tensor dec = Tensor::zeros({1, 1, lt, d}, DType::f64);  // q: [1, 1, Lt, d]
+  const Tensor enc = Tensor::zeros({1, 1, ls, d}, DType::f64);  // k, v: [1, 1, Ls, d]
+  AttentionOptions o;
+  o.backend = Backend::reference;
+  o.capture.enabled = true;
+  const AttentionResult r = attention(dec, enc, enc, o);
+  ATTN_CHECK(r.out.shape() == Shape({1, 1, lt, d}) && r.weights.shape() == Shape({1, 1, lt, ls}),
+             "quiz: cross-attention shapes: expected out [1, 1, ", lt, ", ", d, "] and weights [1, 1, ", lt,
+             ", ", ls, "]; got ", shape_str(r.out.shape()), " and ", shape_str(r.weights.shape()));
+  q.solution =
+      "Q comes from the decoder (the output of its masked self-attention sublayer): each target position\n"
+      "asks what it needs. K and V come from the encoder's final output: the source sentence offers what\n"
+      "it contains. So the " +
+      std::string(kNames[part]) + " come from " + q.choices[static_cast<std::size_t>(q.answer)].text +
+      ".\nShapes, run by the engine: decoder of " + std::to_string(lt) + " positions, encoder of " +
+      std::to_string(ls) + ": attn::attention(q " + shape_str(dec.shape()) + ",\nk, v " +
+      shape_str(enc.shape()) + ") returns out " + shape_str(r.out.shape()) +
+      " (one row per decoder position) and weights " + shape_str(r.weights.shape()) +
+      "\n(each decoder position's distribution over the encoder positions).";
+  q.data.set("asked", part == 0 ? "Q" : part == 1 ? "K" : "V");
+  return q;
+}
+
+// Multi-head attention sizes drawn at random: d_model, h dividing it, N.
+struct Sizes {
+  int64_t d, h, n;
+};
+Sizes draw_sizes(Rng& rng, const std::vector<int64_t>& ds, const std::vector<int64_t>& ns) {
+  Sizes s;
+  s.d = rng.pick(ds);
+  std::vector<int64_t> hs;
+  for (int64_t h : {2, 4, 8, 12, 16})
+    if (s.d % h == 0) hs.push_back(h);
+  s.h = rng.pick(hs);
+  s.n = rng.pick(ns);
+  return s;
+}
+
+Question mha_params(Rng& rng) {
+  const Sizes s = draw_sizes(rng, {64, 128, 256, 512, 768, 1024}, {128, 512, 2048});
+  const bool bias = rng.range(0, 1) == 1;
+  // Per projection: h heads, each a [d, d_k] slice (+ d_k biases); W_O is [d, d] (+ d biases).
+  const int64_t dk = s.d / s.h;
+  const int64_t per_qkv = s.h * (s.d * dk + (bias ? dk : 0)), wo = s.d * s.d + (bias ? s.d : 0);
+  const int64_t total = 3 * per_qkv + wo;
+  const int64_t formula = 4 * s.d * s.d + (bias ? 4 * s.d : 0);
+  ATTN_CHECK(total == formula, "quiz: parameters summed per head (", total, ") differ from the formula (",
+             formula, ")");
+
+  Question q;
+  q.kind = Kind::structure;
+  q.topic = "mha-params";
+  q.text = "A multi-head attention layer has d_model = " + std::to_string(s.d) +
+           " and h = " + std::to_string(s.h) + " heads, applied to sequences of N = " + std::to_string(s.n) +
+           " tokens.\nIts projections W_Q, W_K, "
+           "W_V, W_O " +
+           (bias ? "have biases" : "have no biases") + ". How many parameters does the layer have?";
+  q.form = Form::number;
+  q.number = static_cast<double>(total);
+  q.decimals = 0;
+  const std::string d = std::to_string(s.d);
+  q.solution = "W_Q, W_K, W_V and W_O are each d_model × d_model = " + d + " × " + d + " = " +
+               with_commas(s.d * s.d) + " weights.\nThe " + std::to_string(s.h) +
+               " heads only split W_Q, W_K, W_V into " + std::to_string(s.h) +
+               " slices of d_k = " + std::to_string(dk) + " columns each;\nthey add no parameters. 4 × " +
+               with_commas(s.d * s.d) + " = " + with_commas(4 * s.d * s.d) + ".\n" +
+               (bias ? "Biases: 4 × d_model = " + with_commas(4 * s.d) + ". Total 4·d_model² + 4·d_model = "
+                     : "No biases: total 4·d_model² = ") +
+               with_commas(total) + ".\nN does not matter: the same weights serve every position.";
+  q.data.set("d_model", s.d).set("heads", s.h).set("n", s.n).set("bias", bias);
+  return q;
+}
+
+Question mha_flops(Rng& rng) {
+  const Sizes s = draw_sizes(rng, {64, 128, 256, 512}, {16, 64, 128, 256, 512});
+  const int64_t d = s.d, n = s.n, h = s.h, dk = d / h;
+  // Each step as the multiply-adds it does (× 2 FLOPs).
+  const int64_t proj = 3 * 2 * n * d * d;       // Q, K, V = X · W: [N, d] · [d, d], three times
+  const int64_t scores = h * 2 * n * n * dk;    // per head: Q_h · K_hᵀ, [N, d_k] · [d_k, N]
+  const int64_t weighted = h * 2 * n * n * dk;  // per head: P_h · V_h, [N, N] · [N, d_k]
+  const int64_t out = 2 * n * d * d;            // concat · W_O: [N, d] · [d, d]
+  const int64_t total = proj + scores + weighted + out;
+  ATTN_CHECK(total == 8 * n * d * d + 4 * n * n * d, "quiz: FLOPs summed per step (", total,
+             ") differ from 8·N·d² + 4·N²·d (", 8 * n * d * d + 4 * n * n * d, ")");
+
+  Question q;
+  q.kind = Kind::structure;
+  q.topic = "mha-flops";
+  q.text =
+      "A multi-head self-attention layer has d_model = " + std::to_string(d) +
+      " and h = " + std::to_string(h) + " heads; one sequence of N = " + std::to_string(n) +
+      " tokens.\nHow many FLOPs does its forward pass take? Convention: count the matrix products only, a "
+      "multiply-add\nis 2 FLOPs; softmax, scaling and biases are not counted.";
+  q.form = Form::number;
+  q.number = static_cast<double>(total);
+  q.decimals = 0;
+  q.rel_tol = 1e-3;
+  Table t({{"step", Align::left}, {"formula", Align::left}, {"FLOPs", Align::right}});
+  t.row({"Q, K, V projections", "3 × 2·N·d²", with_commas(proj)})
+      .row({"scores Q·Kᵀ", "h × 2·N²·d_k = 2·N²·d", with_commas(scores)})
+      .row({"weights · V", "h × 2·N²·d_k = 2·N²·d", with_commas(weighted)})
+      .row({"output projection", "2·N·d²", with_commas(out)})
+      .row({"total", "8·N·d² + 4·N²·d", with_commas(total)});
+  q.solution = t.render("") + "(N = " + std::to_string(n) + ", d = d_model = " + std::to_string(d) +
+               ", d_k = d/h = " + std::to_string(dk) + "; the head count cancels out.)";
+  q.data.set("d_model", d).set("heads", h).set("n", n);
+  return q;
+}
+
+struct Task {
+  const char* text;
+  int answer;  // 0 encoder only, 1 decoder only, 2 both
+  const char* why;
+};
+
+Question architecture(Rng& rng) {
+  static const std::vector<Task> kTasks = {
+      {"sentiment classification of movie reviews (positive or negative)", 0,
+       "The whole review is read at once and one label comes out: an encoder (bidirectional attention),\n"
+       "with a classifier on the [CLS] token's output."},
+      {"tagging each word of a sentence as person, place, organisation or none", 0,
+       "One label per input token, every token may look both ways: an encoder with a classifier on each\n"
+       "token's output."},
+      {"detecting whether an e-mail is spam", 0,
+       "Read the whole text and output one label: an encoder with a classifier on [CLS]."},
+      {"translating German sentences into English", 2,
+       "The source is read whole by an encoder; the target is generated token by token by a decoder\n"
+       "that attends to the encoder through cross-attention: both."},
+      {"summarising a news article into a headline", 2,
+       "A long input is read whole and a new, shorter text is generated: encoder and decoder\n"
+       "(sequence to sequence)."},
+      {"transcribing speech audio into text", 2,
+       "The audio is encoded whole; the text is generated by a decoder attending to it: both."},
+      {"continuing a story from a prompt", 1,
+       "Generate the next token again and again, each seeing only the past: a decoder with a causal mask."},
+      {"autocompleting code as a programmer types", 1,
+       "Left-to-right next-token prediction from the text so far: a decoder (causal)."},
+  };
+  const Task& t = rng.pick(kTasks);
+  Question q;
+  q.kind = Kind::structure;
+  q.topic = "architecture";
+  q.text = std::string("Which Transformer fits this task best?\nTask: ") + t.text + ".";
+  q.form = Form::choice;
+  q.choices = {{"encoder only", {"encoder", "encoder-only"}},
+               {"decoder only", {"decoder", "decoder-only"}},
+               {"encoder and decoder (both)", {"both", "encoder-decoder", "encoder and decoder"}}};
+  q.answer = t.answer;
+  q.solution = std::string(t.why) + "\nAnswer: " + q.choices[static_cast<std::size_t>(t.answer)].text + ".";
+  q.data.set("task", t.text);
+  return q;
+}
+
+Question classifier_token(Rng& rng) {
+  Question q;
+  q.kind = Kind::structure;
+  q.topic = "classifier-token";
+  const int64_t n = rng.range(4, 8);
+  if (rng.range(0, 1) == 0) {
+    // Encoder: no mask; position 1 ([CLS]) sees every token.
+    MaskSpec m;
+    m.lq = m.lk = n;
+    const std::vector<bool> vis = engine_visible(m, 0);
+    ATTN_CHECK(std::all_of(vis.begin(), vis.end(), [](bool b) { return b; }),
+               "quiz: without a mask, the engine hides some keys from position 1");
+    q.text = "An encoder classifier (BERT-style) reads a sentence of " + std::to_string(n) +
+             " tokens, with a special token prepended.\nFrom which token's final output does its classifier "
+             "read the label?";
+    q.form = Form::choice;
+    q.choices = {{"[CLS], the first token", {"cls", "[cls]", "first", "first token", "the first token"}},
+                 {"the last token", {"last", "last token"}},
+                 {"[SEP], the separator at the end", {"sep", "[sep]"}}};
+    q.answer = 0;
+    shuffle_choices(q, rng);
+    q.solution =
+        "BERT prepends [CLS] at position 1 and puts a linear classifier on its final output. With no mask\n"
+        "every position sees every token (engine: unmasked attention gives position 1 non-zero weight on\n"
+        "keys " +
+        positions_text(visible_positions(vis)) +
+        "), so after a few layers the [CLS] output summarises the whole sentence,\nand pre-training "
+        "(next-sentence prediction) taught it to. Answer: " +
+        q.choices[static_cast<std::size_t>(q.answer)].text + ".";
+  } else {
+    // Decoder: causal; only the last position has seen every token.
+    MaskSpec m;
+    m.lq = m.lk = n;
+    m.causal = true;
+    std::vector<int64_t> all;
+    std::string rows;
+    for (int64_t i = 1; i <= n; ++i) {
+      const std::vector<bool> vis = engine_visible(m, i - 1);
+      rows += "\n  query " + std::to_string(i) + ": " + pattern(vis);
+      if (std::all_of(vis.begin(), vis.end(), [](bool b) { return b; })) all.push_back(i);
+    }
+    ATTN_CHECK(all == std::vector<int64_t>{n}, "quiz: with a causal mask the engine lets positions ",
+               positions_text(all), " see every token; expected only ", n);
+    q.text = "A decoder-only model (causal mask) reads a sequence of " + std::to_string(n) +
+             " tokens and classifies it from one position's\nfinal output. Which position's output has seen "
+             "every token?";
+    q.form = Form::positions;
+    q.positions = all;
+    q.max_position = n;
+    q.solution =
+        "With a causal mask, position i sees only tokens 1..i (engine, all scores equal, # = non-zero "
+        "weight):" +
+        rows + "\nOnly the last position, " + std::to_string(n) +
+        ", has seen every token, so GPT-style classifiers read the label there.";
+  }
+  q.data.set("n", n);
+  return q;
+}
+
+}  // namespace
+
+Question structure_question(Rng& rng) {
+  switch (rng.range(0, 5)) {
+    case 0:
+      return mask_visibility(rng);
+    case 1:
+      return cross_attention(rng);
+    case 2:
+      return mha_params(rng);
+    case 3:
+      return mha_flops(rng);
+    case 4:
+      return architecture(rng);
+    default:
+      return classifier_token(rng);
+  }
+}
+
+}  // namespace attn::cli::quiz
