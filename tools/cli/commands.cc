@@ -5,6 +5,7 @@ namespace attn::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"explain", "walk through attention step by step", run_explain},
+      {"view", "see attention weights: an HTML page or a terminal heatmap", run_view},
   };
   return list;
 }

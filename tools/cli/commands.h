@@ -16,5 +16,6 @@ struct Command {
 const std::vector<Command>& commands();
 
 int run_explain(const std::vector<std::string>& args);
+int run_view(const std::vector<std::string>& args);
 
 }  // namespace attn::cli

@@ -17,6 +17,7 @@ void usage(FILE* f) {
                "usage: attn <command> [options]\n\n"
                "commands:\n"
                "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
+               "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }
