@@ -39,6 +39,15 @@ def skip(why):
 
 
 try:
+    import selenium  # noqa: F401
+except ImportError:
+    # Debian's python3-selenium belongs to the system interpreter; a python3
+    # first on PATH (pyenv, venv) may not see it.
+    if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and \
+            os.access("/usr/bin/python3", os.X_OK) and not os.environ.get("ATTN_BROWSER_REEXEC"):
+        os.environ["ATTN_BROWSER_REEXEC"] = "1"
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.actions.action_builder import ActionBuilder
