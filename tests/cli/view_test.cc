@@ -6,6 +6,7 @@
 #include <attn/io/json.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -29,7 +30,9 @@ struct CliRun {
 };
 
 CliRun run_cli(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "attn_view_stderr.txt";
+  // Per process: ctest -j runs tests of this file at the same time.
+  const std::string err_path =
+      ::testing::TempDir() + "attn_view_stderr_" + std::to_string(::getpid()) + ".txt";
   const std::string cmd = std::string("'") + ATTN_CLI_PATH + "' " + args + " 2>'" + err_path + "'";
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -53,7 +56,9 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-fs::path temp_path(const std::string& name) { return fs::path(::testing::TempDir()) / ("attn_view_" + name); }
+fs::path temp_path(const std::string& name) {
+  return fs::path(::testing::TempDir()) / ("attn_view_" + std::to_string(::getpid()) + "_" + name);
+}
 
 fs::path write_temp(const std::string& name, const std::string& text) {
   const fs::path p = temp_path(name);
@@ -347,7 +352,7 @@ TEST(ViewPage, IsSelfContained) {
     EXPECT_EQ(html.find(s), std::string::npos) << s;
   // No temporary file is left next to the page.
   for (const auto& e : fs::directory_iterator(out.parent_path()))
-    EXPECT_EQ(e.path().filename().string().find("attn_view_demo.html.tmp"), std::string::npos);
+    EXPECT_EQ(e.path().filename().string().find(out.filename().string() + ".tmp"), std::string::npos);
 }
 
 TEST(ViewPage, EmbeddedDataRoundTripsExactly) {
