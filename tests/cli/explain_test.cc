@@ -12,6 +12,8 @@
 #include <memory>
 #include <sstream>
 #include <string>
+
+#include <unistd.h>
 #include <vector>
 
 #include "../../tools/cli/text_width.h"
@@ -29,7 +31,7 @@ struct CliRun {
 };
 
 CliRun run_cli(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "attn_explain_stderr.txt";
+  const std::string err_path = ::testing::TempDir() + "attn_explain_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string("'") + ATTN_CLI_PATH + "' explain " + args + " 2>'" + err_path + "'";
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");

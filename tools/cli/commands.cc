@@ -6,6 +6,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"explain", "walk through attention step by step", run_explain},
       {"quiz", "test your understanding of attention", run_quiz},
+      {"view", "see attention weights: an HTML page or a terminal heatmap", run_view},
   };
   return list;
 }

@@ -17,5 +17,6 @@ const std::vector<Command>& commands();
 
 int run_explain(const std::vector<std::string>& args);
 int run_quiz(const std::vector<std::string>& args);
+int run_view(const std::vector<std::string>& args);
 
 }  // namespace attn::cli

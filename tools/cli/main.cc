@@ -18,6 +18,7 @@ void usage(FILE* f) {
                "commands:\n"
                "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
                "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
+               "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }

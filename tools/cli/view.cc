@@ -1,0 +1,169 @@
+// `attn view`: shows attention weights. Writes a self-contained HTML page
+// (head, model, matrix and cross-attention views, drawn on <canvas> by the
+// embedded script in viewer/page.html) or prints a heatmap to the terminal.
+// The export format is described in docs/viewer.md.
+#include <attn/core/error.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "view_internal.h"
+
+namespace attn::cli {
+namespace {
+
+const std::vector<OptionSpec>& view_options() {
+  static const std::vector<OptionSpec> specs = {
+      {"output", "FILE", "write the HTML page to FILE (also -o FILE); written atomically"},
+      {"demo", "", "instead of an export: the attn explain sentence, 2 layers x 4 heads, computed now"},
+      {"demo-translation", "",
+       "instead of an export: an encoder-decoder demo (encoder, decoder and\ncross-attention), computed now"},
+      {"save-export", "FILE", "also write the (validated) export as JSON to FILE"},
+      {"terminal", "", "print a heatmap of one layer and head to the terminal instead of a page"},
+      {"layer", "L", "with --terminal: the layer, from 0 (default 0)"},
+      {"head", "H", "with --terminal: the head, from 0 (default 0)"},
+      {"set", "KEY",
+       "with --terminal: attention, encoder_attention, decoder_attention or\ncross_attention (default: the "
+       "first "
+       "present)"},
+      {"help", "", "this text"},
+  };
+  return specs;
+}
+
+std::string help_text() {
+  return "usage: attn view EXPORT.json -o page.html\n"
+         "       attn view --demo -o page.html\n"
+         "       attn view EXPORT.json --terminal [--layer L] [--head H] [--set KEY]\n\n"
+         "Shows attention weights. The page is one self-contained HTML file (no network):\n"
+         "a head view (lines between tokens), a model view (every layer x head), a matrix\n"
+         "view (heatmap, windowed for long inputs) and, for encoder-decoder exports, a\n"
+         "cross-attention (alignment) view; each exports PNG and SVG. The export is\n"
+         "validated first (shapes against token counts, no NaN or negative weights, rows\n"
+         "summing to 1 within 0.001 or to 0 for fully masked rows); see docs/viewer.md.\n\n"
+         "Options:\n" +
+         format_options(view_options()) +
+         "\nExamples:\n"
+         "  attn view --demo -o demo.html\n"
+         "  attn view --demo-translation -o translation.html\n"
+         "  attn view export.json -o page.html\n"
+         "  attn view export.json --terminal --layer 1 --head 3\n";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  ATTN_CHECK(f.good(), "cannot open export '", path, "' for reading");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ATTN_CHECK(!f.bad(), "error reading '", path, "'");
+  return ss.str();
+}
+
+// Writes `data` to `path` through a temporary file in the same directory and a
+// rename, so readers never see a half-written file.
+void write_atomically(const std::string& path, const std::string& data) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    ATTN_CHECK(f.good(), "cannot open '", tmp, "' for writing (for ", path, ")");
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    f.flush();
+    if (!f.good()) {
+      std::remove(tmp.c_str());
+      ATTN_CHECK(false, "error writing '", tmp, "' (for ", path, ")");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    ATTN_CHECK(false, "cannot rename '", tmp, "' to '", path, "'");
+  }
+}
+
+}  // namespace
+
+namespace view {
+
+std::string page_html(const Export& e) {
+  const std::string json = export_json(e);
+  // '<' only occurs inside JSON strings; \u003c keeps "</script>" in a token
+  // from ending the script element.
+  std::string data;
+  data.reserve(json.size());
+  for (const char c : json) {
+    if (c == '<')
+      data += "\\u003c";
+    else
+      data += c;
+  }
+  std::string page = kPageTemplate;
+  const auto at = page.find(kDataPlaceholder);
+  ATTN_CHECK(at != std::string::npos, "view: the page template lacks its data placeholder");
+  page.replace(at, kDataPlaceholder.size(), data);
+  return page;
+}
+
+}  // namespace view
+
+int run_view(const std::vector<std::string>& raw) {
+  // One positional argument (the export) and -o are taken out before the
+  // strict option parser sees the rest.
+  std::vector<std::string> args;
+  std::string input;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const std::string& a = raw[i];
+    if (a == "-o") {
+      ATTN_CHECK(i + 1 < raw.size(), "option -o needs a value (FILE); got nothing after it");
+      args.push_back("--output");
+      args.push_back(raw[++i]);
+    } else if (!a.empty() && a[0] != '-') {
+      ATTN_CHECK(input.empty(), "expected one export file; got '", input, "' and '", a, "'");
+      input = a;
+    } else {
+      args.push_back(a);
+      // Keep an option's value out of the positional check.
+      if (a.size() > 2 && a.find('=') == std::string::npos)
+        for (const auto& o : view_options())
+          if ("--" + o.name == a && !o.metavar.empty() && i + 1 < raw.size()) args.push_back(raw[++i]);
+    }
+  }
+  const Args opts(args, view_options());
+  if (opts.has("help")) {
+    std::fputs(help_text().c_str(), stdout);
+    return 0;
+  }
+  const int sources = !input.empty() + opts.has("demo") + opts.has("demo-translation");
+  ATTN_CHECK(sources == 1, "expected exactly one source: an export file, --demo or --demo-translation; got ",
+             sources);
+  const bool terminal = opts.has("terminal");
+  ATTN_CHECK(terminal != opts.has("output"),
+             terminal ? "--terminal prints to the terminal; -o/--output is not used"
+                      : "expected -o FILE (the page to write) or --terminal");
+  if (!terminal)
+    for (const char* o : {"layer", "head", "set"})
+      ATTN_CHECK(!opts.has(o), "--", o, " is only used with --terminal");
+
+  view::Export e = opts.has("demo")               ? view::demo_self_attention()
+                   : opts.has("demo-translation") ? view::demo_translation()
+                                                  : view::parse_export(read_file(input));
+  if (opts.has("save-export")) write_atomically(opts.str("save-export"), view::export_json(e) + "\n");
+  if (terminal) {
+    view::TerminalOptions t;
+    if (opts.has("set")) t.set = opts.str("set");
+    if (opts.has("layer")) t.layer = opts.integer("layer", 0, 1 << 20);
+    if (opts.has("head")) t.head = opts.integer("head", 0, 1 << 20);
+    std::fputs(view::terminal_heatmap(e, t).c_str(), stdout);
+    return 0;
+  }
+  const std::string page = view::page_html(e);
+  write_atomically(opts.str("output"), page);
+  std::printf("wrote %s (%zu bytes)\n", opts.str("output").c_str(), page.size());
+  return 0;
+}
+
+}  // namespace attn::cli
