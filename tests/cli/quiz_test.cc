@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
 
 using attn::json::Value;
@@ -29,7 +31,10 @@ struct CliRun {
   std::string err;  // stderr
 };
 
-std::string temp_path(const std::string& name) { return ::testing::TempDir() + "attn_quiz_" + name; }
+// Per-process names: ctest -j runs the tests of this file in parallel processes.
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "attn_quiz_" + std::to_string(getpid()) + "_" + name;
+}
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
