@@ -3,6 +3,7 @@
 // formulas, mask rules), never against hard-coded results.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -12,11 +13,10 @@
 #include <memory>
 #include <sstream>
 #include <string>
-
-#include <unistd.h>
 #include <vector>
 
 #include "../../tools/cli/text_width.h"
+#include "testing/cli_runner.h"
 
 namespace {
 
@@ -24,29 +24,9 @@ using attn::cli::display_width;
 
 // ---- running the binary ---------------------------------------------------------
 
-struct CliRun {
-  int status = -1;  // exit status
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using attn::testing::CliRun;
 
-CliRun run_cli(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "attn_explain_stderr_" + std::to_string(getpid()) + ".txt";
-  const std::string cmd = std::string("'") + ATTN_CLI_PATH + "' explain " + args + " 2>'" + err_path + "'";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream f(err_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  return r;
-}
+CliRun run_cli(const std::string& args) { return attn::testing::run_attn("explain " + args); }
 
 std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> lines;

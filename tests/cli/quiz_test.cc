@@ -6,6 +6,7 @@
 #include <attn/io/json.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
+#include "testing/cli_runner.h"
 
 namespace {
 
@@ -25,11 +26,7 @@ using attn::json::Value;
 
 // ---- running the binary ---------------------------------------------------------
 
-struct CliRun {
-  int status = -1;  // exit status
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using attn::testing::CliRun;
 
 // Per-process names: ctest -j runs the tests of this file in parallel processes.
 std::string temp_path(const std::string& name) {
@@ -43,23 +40,7 @@ void write_file(const std::string& path, const std::string& text) {
 
 // Runs `attn quiz ARGS`, with stdin from `input` (empty stdin when not given).
 CliRun run_quiz(const std::string& args, const std::string& input = "") {
-  const std::string in_path = temp_path("stdin.txt"), err_path = temp_path("stderr.txt");
-  write_file(in_path, input);
-  const std::string cmd =
-      std::string("'") + ATTN_CLI_PATH + "' quiz " + args + " <'" + in_path + "' 2>'" + err_path + "'";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream f(err_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  return r;
+  return attn::testing::run_attn("quiz " + args, input);
 }
 
 int count_of(const std::string& text, const std::string& what) {

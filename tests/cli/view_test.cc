@@ -18,36 +18,16 @@
 #include <vector>
 
 #include "../../tools/cli/text_width.h"
+#include "testing/cli_runner.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using attn::cli::display_width;
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using attn::testing::CliRun;
 
-CliRun run_cli(const std::string& args) {
-  // Per process: ctest -j runs tests of this file at the same time.
-  const std::string err_path =
-      ::testing::TempDir() + "attn_view_stderr_" + std::to_string(::getpid()) + ".txt";
-  const std::string cmd = std::string("'") + ATTN_CLI_PATH + "' " + args + " 2>'" + err_path + "'";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream f(err_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  return r;
-}
+CliRun run_cli(const std::string& args) { return attn::testing::run_attn(args); }
 
 std::string read_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
