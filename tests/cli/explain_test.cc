@@ -1,6 +1,8 @@
 // Tests of `attn explain`: run the built binary (ATTN_CLI_PATH) and check its
 // output against numbers computed here from the same inputs (softmax, cost
 // formulas, mask rules), never against hard-coded results.
+#include <attn/core/error.h>
+#include <attn/io/json.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,7 +95,7 @@ std::vector<double> softmax(const std::vector<double>& s) {
   return w;
 }
 
-// ---- a tiny JSON reader, enough to check the writer's output structurally ----------
+// ---- reading the JSON output ----------------------------------------------------
 
 struct JValue {
   enum Kind { null, boolean, number, string, array, object } kind = null;
@@ -130,172 +132,43 @@ struct JValue {
   }
 };
 
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& s) : s_(s) {}
-  // Parses one value that must span the whole input (but trailing whitespace).
-  bool parse(JValue& v) {
-    if (!value(v)) return false;
-    ws();
-    return i_ == s_.size();
+// attn's strict JSON reader does the parsing; JValue is this test's accessor.
+JValue to_jvalue(const attn::json::Value& x) {
+  JValue v;
+  switch (x.type()) {
+    case attn::json::Type::null:
+      v.kind = JValue::null;
+      break;
+    case attn::json::Type::boolean:
+      v.kind = JValue::boolean, v.b = x.as_bool();
+      break;
+    case attn::json::Type::number:
+      v.kind = JValue::number, v.num = x.as_double();
+      break;
+    case attn::json::Type::string:
+      v.kind = JValue::string, v.str = x.as_string();
+      break;
+    case attn::json::Type::array:
+      v.kind = JValue::array;
+      for (const auto& item : x.items()) v.items.push_back(to_jvalue(item));
+      break;
+    case attn::json::Type::object:
+      v.kind = JValue::object;
+      for (const auto& [k, m] : x.members()) v.members.emplace_back(k, to_jvalue(m));
+      break;
   }
-  std::size_t where() const { return i_; }
-
- private:
-  void ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
-  }
-  bool lit(const char* w) {
-    const std::string t = w;
-    if (s_.compare(i_, t.size(), t) != 0) return false;
-    i_ += t.size();
-    return true;
-  }
-  bool value(JValue& v) {
-    ws();
-    if (i_ >= s_.size()) return false;
-    const char c = s_[i_];
-    if (c == '{') return object(v);
-    if (c == '[') return array(v);
-    if (c == '"') return (v.kind = JValue::string, string(v.str));
-    if (lit("true")) return (v.kind = JValue::boolean, v.b = true, true);
-    if (lit("false")) return (v.kind = JValue::boolean, v.b = false, true);
-    if (lit("null")) return (v.kind = JValue::null, true);
-    return number(v);
-  }
-  bool number(JValue& v) {
-    // JSON grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
-    const std::size_t start = i_;
-    auto digits = [&] {
-      const std::size_t b = i_;
-      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-      return i_ - b;
-    };
-    if (i_ < s_.size() && s_[i_] == '-') ++i_;
-    if (i_ < s_.size() && s_[i_] == '0') {
-      ++i_;
-    } else if (digits() == 0) {
-      return false;
-    }
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      if (digits() == 0) return false;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (digits() == 0) return false;
-    }
-    v.kind = JValue::number;
-    v.num = std::strtod(s_.substr(start, i_ - start).c_str(), nullptr);
-    return true;
-  }
-  bool string(std::string& out) {
-    ++i_;  // opening quote
-    while (i_ < s_.size()) {
-      const unsigned char c = static_cast<unsigned char>(s_[i_++]);
-      if (c == '"') return true;
-      if (c < 0x20) return false;  // raw control characters are invalid JSON
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        continue;
-      }
-      if (i_ >= s_.size()) return false;
-      const char e = s_[i_++];
-      switch (e) {
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '/':
-          out += '/';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u': {
-          if (i_ + 4 > s_.size()) return false;
-          const unsigned cp = static_cast<unsigned>(std::stoul(s_.substr(i_, 4), nullptr, 16));
-          i_ += 4;
-          if (cp >= 0x80) return false;  // the writer only escapes control characters
-          out += static_cast<char>(cp);
-          break;
-        }
-        default:
-          return false;
-      }
-    }
-    return false;
-  }
-  bool array(JValue& v) {
-    v.kind = JValue::array;
-    ++i_;
-    ws();
-    if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
-    for (;;) {
-      JValue item;
-      if (!value(item)) return false;
-      v.items.push_back(std::move(item));
-      ws();
-      if (i_ < s_.size() && s_[i_] == ',') {
-        ++i_;
-        continue;
-      }
-      if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
-      return false;
-    }
-  }
-  bool object(JValue& v) {
-    v.kind = JValue::object;
-    ++i_;
-    ws();
-    if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
-    for (;;) {
-      ws();
-      std::string key;
-      if (i_ >= s_.size() || s_[i_] != '"' || !string(key)) return false;
-      ws();
-      if (i_ >= s_.size() || s_[i_] != ':') return false;
-      ++i_;
-      JValue item;
-      if (!value(item)) return false;
-      v.members.emplace_back(std::move(key), std::move(item));
-      ws();
-      if (i_ < s_.size() && s_[i_] == ',') {
-        ++i_;
-        continue;
-      }
-      if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
-      return false;
-    }
-  }
-
-  const std::string& s_;
-  std::size_t i_ = 0;
-};
+  return v;
+}
 
 JValue run_json(const std::string& args) {
   const CliRun r = run_cli(args + " --json");
   EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
-  JValue v;
-  JsonReader reader(r.out);
-  EXPECT_TRUE(reader.parse(v)) << "invalid JSON from '" << args << "' near byte " << reader.where() << ":\n"
-                               << r.out.substr(0, 400);
-  return v;
+  try {
+    return to_jvalue(attn::json::parse(r.out));
+  } catch (const attn::Error& e) {
+    ADD_FAILURE() << "invalid JSON from '" << args << "': " << e.what() << "\n" << r.out.substr(0, 400);
+    return JValue();
+  }
 }
 
 // ---- display width (unit) ------------------------------------------------------
