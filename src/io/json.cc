@@ -521,7 +521,7 @@ Value parse(std::string_view text, const ParseOptions& options) { return Parser(
 
 namespace {
 
-void dump_string(std::string& out, const std::string& s) {
+void dump_string(std::string& out, std::string_view s) {
   const std::size_t bad = find_invalid_utf8(s);
   ATTN_CHECK(bad == std::string::npos, "json: cannot write a string that is not valid UTF-8 (bad byte at ",
              bad, " of ", s.size(), ")");
@@ -578,9 +578,9 @@ void dump_value(std::string& out, const Value& v, int indent, int level) {
       out += v.as_bool() ? "true" : "false";
       return;
     case Type::number: {
+      if (!v.is_integer()) return write_number(out, v.as_double());
       char buf[32];
-      const auto r = v.is_integer() ? std::to_chars(buf, buf + sizeof buf, v.as_int64())
-                                    : std::to_chars(buf, buf + sizeof buf, v.as_double());
+      const auto r = std::to_chars(buf, buf + sizeof buf, v.as_int64());
       out.append(buf, r.ptr);
       return;
     }
@@ -617,6 +617,15 @@ void dump_value(std::string& out, const Value& v, int indent, int level) {
 }
 
 }  // namespace
+
+void write_string(std::string& out, std::string_view s) { dump_string(out, s); }
+
+void write_number(std::string& out, double d) {
+  ATTN_CHECK(std::isfinite(d), "json: cannot write ", d, ": JSON has no NaN or infinity");
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, d);
+  out.append(buf, r.ptr);
+}
 
 std::string dump(const Value& v, int indent) {
   std::string out;

@@ -1,6 +1,7 @@
 #include "json.h"
 
 #include <attn/core/error.h>
+#include <attn/io/json.h>
 
 #include <cmath>
 #include <cstdio>
@@ -65,54 +66,14 @@ Json& Json::set(const std::string& key, Json v) {
   return *this;
 }
 
-void write_json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
-}
+void write_json_string(std::string& out, const std::string& s) { attn::json::write_string(out, s); }
 
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
   if (v == 0) return "0";  // also for -0
-  char buf[32];
-  for (int prec = 15; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
+  std::string out;
+  attn::json::write_number(out, v);
+  return out;
 }
 
 void Json::write(std::string& out, int indent, int depth) const {

@@ -99,6 +99,13 @@ Value parse(std::string_view text, const ParseOptions& options = {});
 // escaped; doubles use the shortest form that reads back exactly.
 std::string dump(const Value& v, int indent = -1);
 
+// The writer's two primitives, for code that streams JSON without building a
+// Value: a quoted, escaped string (throws on invalid UTF-8) and the shortest
+// decimal form that reads back as the same double (throws on NaN/Inf, which
+// JSON cannot represent).
+void write_string(std::string& out, std::string_view s);
+void write_number(std::string& out, double d);
+
 // Checks that `bytes` is well-formed UTF-8 (same rules as the parser).
 // Returns the offset of the first bad byte, or npos when valid.
 std::size_t find_invalid_utf8(std::string_view bytes);
