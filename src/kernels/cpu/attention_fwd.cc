@@ -62,13 +62,19 @@ struct Scratch {
   AlignedBuf st;           // [Bc, ldq]
   AlignedBuf o;            // [Br, ldo]
   AlignedBuf m, l, alpha;  // [Br]
+  AlignedBuf qr;           // [row_max, ldo]  row path: query rows, row-major
+  AlignedBuf sr;           // [row_max, lds]  row path: S row-major
   int64_t lo[kMaxRows], hi[kMaxRows];
   uint64_t drop_key[kMaxRows];
 };
 
 struct Geometry {
   int Br, Bc, ldo;
+  int lds;  // row stride of the row path's S: Bc rounded up to 16
 };
+
+// Tiles with few query rows take the row path (keys in SIMD lanes) when the ISA has one.
+bool use_rows(const Kernels& kn, const TileRows& t) { return kn.scores_rows && t.n <= kn.row_max; }
 
 // Row pointer helpers (strides in elements).
 inline const float* q_row(const AttnArgs<float>& a, int64_t b, int64_t h, int64_t i) {
@@ -84,6 +90,16 @@ void pack_q(const AttnArgs<float>& a, const TileRows& t, int ldq, float* qt) {
   }
   for (int64_t d = 0; d < D; ++d)
     for (int r = t.n; r < ldq; ++r) qt[d * ldq + r] = 0.f;
+}
+
+// Row-major, zero-padded copy of the tile's query rows for the row path: qr[r * ldo + d].
+void pack_q_rows(const AttnArgs<float>& a, const TileRows& t, int ldo, float* qr) {
+  for (int r = 0; r < t.n; ++r) {
+    const float* q = q_row(a, t.b, t.h[r], t.i[r]);
+    float* dst = qr + static_cast<int64_t>(r) * ldo;
+    std::memcpy(dst, q, sizeof(float) * a.D);
+    std::fill(dst + a.D, dst + ldo, 0.f);
+  }
 }
 
 // Allowed key interval of every row; returns the union [ulo, uhi) (empty when
@@ -149,6 +165,30 @@ void apply_masks(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t,
   }
 }
 
+// apply_masks for the row path's row-major tile sr[r * lds + jj] (same order of steps).
+void apply_masks_rows(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t, const Scratch& s,
+                      int64_t j0, int nk, int lds, float* sr) {
+  if (a.softcap > 0) kn.softcap(sr, lds, t.n, static_cast<float>(a.softcap));  // whole rows, lds % 16 == 0
+  for (int r = 0; r < t.n; ++r) {
+    float* row = sr + static_cast<int64_t>(r) * lds;
+    const int64_t lo = std::clamp<int64_t>(s.lo[r] - j0, 0, nk),
+                  hi = std::clamp<int64_t>(s.hi[r] - j0, lo, nk);
+    std::fill(row, row + lo, kNegInf);
+    std::fill(row + hi, row + nk, kNegInf);
+    if (a.bias) {
+      const int64_t c = a.sbias.c;
+      const float* bias = a.bias + t.b * a.sbias.b + t.h[r] * a.sbias.h + t.i[r] * a.sbias.r + j0 * c;
+      for (int jj = 0; jj < nk; ++jj) row[jj] += bias[jj * c];
+    }
+    if (a.allow) {
+      const int64_t c = a.sallow.c;
+      const uint8_t* allow = a.allow + t.b * a.sallow.b + t.h[r] * a.sallow.h + t.i[r] * a.sallow.r + j0 * c;
+      for (int jj = 0; jj < nk; ++jj)
+        if (!allow[jj * c]) row[jj] = kNegInf;
+    }
+  }
+}
+
 uint64_t dropout_row_key(uint64_t seed, int64_t b, int64_t h, int64_t i) {
   uint64_t x = mix64(seed ^ 0x9e3779b97f4a7c15ull);
   x = mix64(x ^ static_cast<uint64_t>(b));
@@ -168,6 +208,28 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   const float scale = static_cast<float>(a.scale);
   const float* kbase = a.k + t.b * a.sk.b + t.hk * a.sk.h;
   const float* vbase = a.v + t.b * a.sv.b + t.hk * a.sv.h;
+  if (use_rows(kn, t)) {
+    // Row path: S row-major, one row of keys per query row; P·V row by row (ldq = 1 views a P row as a
+    // one-row column tile).
+    for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
+      const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
+      float* sr = s.sr.get();
+      kn.scores_rows(s.qr.get(), g.ldo, t.n, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale,
+                     sr, g.lds);
+      const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
+      if (!inside || elementwise) apply_masks_rows(a, kn, t, s, j0, nk, g.lds, sr);
+      kn.softmax_rows(sr, g.lds, t.n, nk, s.m.get(), s.l.get(), s.alpha.get());
+      for (int r = 0; r < t.n; ++r) {
+        float* p = sr + static_cast<int64_t>(r) * g.lds;
+        if (dropout)
+          fwd::dropout_portable(p, 1, nk, s.drop_key + r, j0, dropout_threshold(a.dropout_p),
+                                static_cast<float>(1.0 / (1.0 - a.dropout_p)));
+        kn.pv(p, 1, vbase + j0 * a.sv.r, a.sv.r, nk, 1, static_cast<int>(a.D),
+              s.o.get() + static_cast<int64_t>(r) * g.ldo, g.ldo, s.alpha.get() + r);
+      }
+    }
+    return;
+  }
   for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
     const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
     kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get());
@@ -245,7 +307,8 @@ const Kernels& select_kernels() {
   return fwd::kernels_scalar();
 }
 
-std::vector<Scratch> make_scratch(int threads, const AttnArgs<float>& a, const Geometry& g) {
+std::vector<Scratch> make_scratch(int threads, const AttnArgs<float>& a, const Kernels& kn,
+                                  const Geometry& g) {
   std::vector<Scratch> sc(threads);
   for (Scratch& s : sc) {
     s.qt = aligned_floats(a.D * g.Br);
@@ -254,6 +317,12 @@ std::vector<Scratch> make_scratch(int threads, const AttnArgs<float>& a, const G
     s.m = aligned_floats(g.Br);
     s.l = aligned_floats(g.Br);
     s.alpha = aligned_floats(g.Br);
+    if (kn.scores_rows) {
+      s.qr = aligned_floats(static_cast<int64_t>(kn.row_max) * g.ldo);
+      s.sr = aligned_floats(static_cast<int64_t>(kn.row_max) * g.lds);
+      // Padding lanes of S rows stay finite (soft-capping runs over whole rows).
+      std::fill(s.sr.get(), s.sr.get() + static_cast<int64_t>(kn.row_max) * g.lds, 0.f);
+    }
   }
   return sc;
 }
@@ -322,10 +391,11 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
              "fused attention: k and v must have unit stride in D; got ", a.sk.c, " and ", a.sv.c);
   if (a.B * a.H * a.Lq == 0) return;
   const Kernels& kn = select_kernels();
-  const Geometry g{kn.max_rows, kn.block_keys, static_cast<int>(round_up(a.D, 16))};
+  const Geometry g{kn.max_rows, kn.block_keys, static_cast<int>(round_up(a.D, 16)),
+                   static_cast<int>(round_up(kn.block_keys, 16))};
   const Tiling tiling(a, g.Br);
   const int threads = num_threads();
-  std::vector<Scratch> scratch = make_scratch(threads, a, g);
+  std::vector<Scratch> scratch = make_scratch(threads, a, kn, g);
 
   const int64_t nsplit = choose_splits(tiling.num_tiles, a.Lk, threads);
   // Split-KV partials: per (tile, split) and row, m, l and the unnormalised O.
@@ -351,7 +421,12 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
         kb = std::min(u.hi, u.lo + split * chunk);
         ke = std::min(u.hi, kb + chunk);
       }
-      if (kb < ke) pack_q(a, t, ldq, s.qt.get());
+      if (kb < ke) {
+        if (use_rows(kn, t))
+          pack_q_rows(a, t, g.ldo, s.qr.get());
+        else
+          pack_q(a, t, ldq, s.qt.get());
+      }
       run_tile(a, kn, g, t, u, kb, ke, s);
       if (nsplit == 1) {
         finalize(a, t, g, s, o);
@@ -463,6 +538,24 @@ void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int
   }
 }
 
+void scores_rows_scalar(const float* qr, int ldo, int n, const float* k, int64_t skr, int nk, int D,
+                        float scale, float* sr, int lds) {
+  for (int r = 0; r < n; ++r)
+    for (int j = 0; j < nk; ++j) {
+      const float* q = qr + static_cast<int64_t>(r) * ldo;
+      const float* kr = k + j * skr;
+      float acc = 0.f;
+      for (int d = 0; d < D; ++d) acc += q[d] * kr[d];
+      sr[static_cast<int64_t>(r) * lds + j] = acc * scale;
+    }
+}
+
+void softmax_rows_scalar(float* sr, int lds, int n, int nk, float* m, float* l, float* alpha) {
+  // Row r of the row-major tile is a column-layout tile with a single row (ldq = 1).
+  for (int r = 0; r < n; ++r)
+    softmax_scalar(sr + static_cast<int64_t>(r) * lds, 1, nk, m + r, l + r, alpha + r);
+}
+
 }  // namespace
 
 void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
@@ -476,9 +569,18 @@ void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_
 }
 
 const Kernels& kernels_scalar() {
-  static const Kernels k{
-      "scalar",        32, 64, scores_scalar, softmax_scalar, pv_scalar, softcap_scalar, add_rows_scalar,
-      dropout_portable};
+  static const Kernels k{"scalar",
+                         32,
+                         64,
+                         scores_scalar,
+                         softmax_scalar,
+                         pv_scalar,
+                         softcap_scalar,
+                         add_rows_scalar,
+                         dropout_portable,
+                         4,
+                         scores_rows_scalar,
+                         softmax_rows_scalar};
   return k;
 }
 

@@ -202,7 +202,9 @@ void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off,
 }  // namespace
 
 const Kernels& kernels_avx2() {
-  static const Kernels k{"avx2", 64, 64, scores, softmax, pv, softcap, add_rows, dropout_portable};
+  // No row path yet: every tile takes the column path.
+  static const Kernels k{"avx2",           64, 64,      scores, softmax, pv, softcap, add_rows,
+                         dropout_portable, 0,  nullptr, nullptr};
   return k;
 }
 

@@ -275,10 +275,103 @@ void dropout(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uin
   }
 }
 
+// ---- row path: keys in lanes (few query rows, e.g. decode) ------------------------------------
+
+// Lane j of the result = the sum of the 16 lanes of a[j]: a transposing tree of adds (45 shuffles and
+// adds for 16 dot products instead of 16 full reductions).
+inline __m512 reduce16(__m512 a[16]) {
+  __m512 b[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)  // per 128-bit block: [x0+x2, y0+y2, x1+x3, y1+y3]
+    b[i] =
+        _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  __m512 c[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // per 128-bit block: keys 4i..4i+3, partial over that block
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] =
+        _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  // Sum the four 128-bit blocks; block q of the result holds keys 4q..4q+3.
+  const __m512 e0 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
+  const __m512 e1 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], 0x88), _mm512_shuffle_f32x4(c[2], c[3], 0xdd));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(e0, e1, 0x88), _mm512_shuffle_f32x4(e0, e1, 0xdd));
+}
+
+// 16 keys (rows j >= nk repeat the last key; their lanes are not stored) against each query row.
+void scores_rows16(const float* qr, int ldo, int n, const float* k, int64_t skr, int nk, int D, float scale,
+                   float* sr, int lds) {
+  const float* kp[16];
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) kp[j] = k + std::min(j, nk - 1) * skr;
+  const int dfull = D & ~15;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (D - dfull)) - 1u);
+  const __mmask16 store = static_cast<__mmask16>(nk >= 16 ? 0xffffu : (1u << nk) - 1u);
+  for (int r = 0; r < n; ++r) {
+    const float* q = qr + static_cast<int64_t>(r) * ldo;
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
+    for (int d = 0; d < dfull; d += 16) {
+      const __m512 qv = _mm512_load_ps(q + d);
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp[j] + d), acc[j]);
+    }
+    if (tail) {
+      const __m512 qv = _mm512_load_ps(q + dfull);
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j)
+        acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, kp[j] + dfull), acc[j]);
+    }
+    _mm512_mask_storeu_ps(sr + static_cast<int64_t>(r) * lds, store,
+                          _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale)));
+  }
+}
+
+void scores_rows(const float* qr, int ldo, int n, const float* k, int64_t skr, int nk, int D, float scale,
+                 float* sr, int lds) {
+  for (int j = 0; j < nk; j += 16)
+    scores_rows16(qr, ldo, n, k + j * skr, skr, std::min(16, nk - j), D, scale, sr + j, lds);
+}
+
+void softmax_rows(float* sr, int lds, int n, int nk, float* m, float* l, float* alpha) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  const int nfull = nk & ~15;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (nk - nfull)) - 1u);
+  for (int r = 0; r < n; ++r) {
+    float* s = sr + static_cast<int64_t>(r) * lds;
+    __m512 mx = neg_inf;
+    for (int j = 0; j < nfull; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
+    if (tail) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(neg_inf, tail, s + nfull));
+    const float mnew = std::max(m[r], _mm512_reduce_max_ps(mx));
+    // A row with no allowed key so far subtracts 0 instead of −inf: P = exp(−inf) = 0, never NaN.
+    const float msafe_f = mnew == -__builtin_inff() ? 0.f : mnew;
+    const __m512 msafe = _mm512_set1_ps(msafe_f);
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < nfull; j += 16) {
+      const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + j), msafe));
+      _mm512_storeu_ps(s + j, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    if (tail) {
+      const __m512 e = exp_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, tail, s + nfull), msafe));
+      _mm512_mask_storeu_ps(s + nfull, tail, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    const float a = _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(m[r] - msafe_f)));
+    l[r] = l[r] * a + _mm512_reduce_add_ps(sum);
+    m[r] = mnew;
+    alpha[r] = a;
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512", 64, 96, scores, softmax, pv, softcap, add_rows, dropout};
+  static const Kernels k{"avx512", 64,       96,      scores, softmax,     pv,
+                         softcap,  add_rows, dropout, 4,      scores_rows, softmax_rows};
   return k;
 }
 

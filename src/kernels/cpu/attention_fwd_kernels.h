@@ -12,6 +12,11 @@
 //                  probabilities P
 //   o   [n, ldo]   unnormalised output rows; ldo = D rounded up to 16
 //   m, l, alpha [ldq]  running max, running sum, last rescale factor per row
+// Row path (tiles of at most `row_max` query rows, e.g. decode without GQA):
+//   qr  [n, ldo]   the query rows, row-major, zero-padded to ldo
+//   sr  [n, lds]   S row-major: sr[r * lds + j]; lds = Bc rounded up to 16
+// Here keys go in the SIMD lanes, so one query row does not waste 15/16 of
+// the work as it would with rows in lanes.
 // Keys and values are read in place: row j of the key tile is k + j * skr
 // (unit stride in D).
 #pragma once
@@ -58,6 +63,20 @@ struct Kernels {
   // p: [nk, ldq]  row_key: [ldq]
   void (*dropout)(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
                   float inv_keep);
+
+  // ---- row path (null when this ISA has none; then every tile takes the column path) ----
+  int row_max;  // tiles with at most this many rows take the row path
+
+  // sr[r * lds + j] = scale * sum_d qr[r * ldo + d] * k[j * skr + d]   for r < n, j < nk.
+  // Lanes nk..lds-1 of each sr row are left unchanged.
+  // qr: [n, ldo] (zero past D)  k: [nk, D] with row stride skr  sr: [n, lds]
+  void (*scores_rows)(const float* qr, int ldo, int n, const float* k, int64_t skr, int nk, int D,
+                      float scale, float* sr, int lds);
+
+  // The online-softmax update of `softmax` for rows r < n of the row-major sr (keys j < nk):
+  // m, l, alpha as there; sr[r * lds + j] becomes P.
+  // sr: [n, lds]  m, l, alpha: [n]
+  void (*softmax_rows)(float* sr, int lds, int n, int nk, float* m, float* l, float* alpha);
 };
 
 constexpr int kMaxRows = 64;
