@@ -317,7 +317,11 @@ void scores_rows16(const float* qr, int ldo, int n, const float* k, int64_t skr,
     for (int d = 0; d < dfull; d += 16) {
       const __m512 qv = _mm512_load_ps(q + d);
 #pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp[j] + d), acc[j]);
+      for (int j = 0; j < 16; ++j) {
+        // Long keys stream from memory: fetch the same line of the key 32 rows ahead (first query row).
+        if (r == 0) _mm_prefetch(reinterpret_cast<const char*>(kp[j] + 32 * skr + d), _MM_HINT_T0);
+        acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp[j] + d), acc[j]);
+      }
     }
     if (tail) {
       const __m512 qv = _mm512_load_ps(q + dfull);
