@@ -66,6 +66,7 @@ struct Scratch {
   AlignedBuf sr;           // [row_max, lds]  row path: S row-major
   int64_t lo[kMaxRows], hi[kMaxRows];
   uint64_t drop_key[kMaxRows];
+  int vlim[kMaxRows / kRowPad], rlim[kMaxRows];  // per-vector and per-row key limits in a key tile
 };
 
 struct Geometry {
@@ -225,15 +226,30 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
           fwd::dropout_portable(p, 1, nk, s.drop_key + r, j0, dropout_threshold(a.dropout_p),
                                 static_cast<float>(1.0 / (1.0 - a.dropout_p)));
         kn.pv(p, 1, vbase + j0 * a.sv.r, a.sv.r, nk, 1, static_cast<int>(a.D),
-              s.o.get() + static_cast<int64_t>(r) * g.ldo, g.ldo, s.alpha.get() + r);
+              s.o.get() + static_cast<int64_t>(r) * g.ldo, g.ldo, s.alpha.get() + r, nullptr);
       }
     }
     return;
   }
   for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
     const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
-    kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get());
     const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
+    // Tiles crossing some row's upper key bound (the causal diagonal): per 16-row vector and per
+    // row, the keys past the bound are masked, so their scores and P·V terms are skipped.
+    const int* vlim = nullptr;
+    const int* rlim = nullptr;
+    if (j0 + nk > u.min_hi) {
+      bool some = false;
+      for (int v = 0; v < ldq / 16; ++v) s.vlim[v] = 0;
+      for (int r = 0; r < t.n; ++r) {
+        s.rlim[r] = static_cast<int>(std::clamp<int64_t>(s.hi[r] - j0, 0, nk));
+        s.vlim[r / 16] = std::max(s.vlim[r / 16], s.rlim[r]);
+      }
+      for (int v = 0; v < ldq / 16; ++v) some = some || s.vlim[v] < nk;
+      if (some) vlim = s.vlim, rlim = s.rlim;
+    }
+    kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get(),
+              vlim);
     if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
     kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
     // Dropout after the statistics update, so l stays pre-dropout.
@@ -241,7 +257,7 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
                  static_cast<float>(1.0 / (1.0 - a.dropout_p)));
     kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
-          s.alpha.get());
+          s.alpha.get(), rlim);
   }
 }
 
@@ -368,7 +384,7 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
       for (int64_t j0 = u.lo; j0 < u.hi; j0 += g.Bc) {
         const int nk = static_cast<int>(std::min<int64_t>(g.Bc, u.hi - j0));
         kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
-                  static_cast<float>(a.scale), s.st.get());
+                  static_cast<float>(a.scale), s.st.get(), nullptr);
         apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
         for (int r = 0; r < t.n; ++r) {
           const float lse = o.lse[(t.b * a.H + h) * a.Lq + t.i[r]];
@@ -483,7 +499,7 @@ namespace fwd {
 namespace {
 
 void scores_scalar(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
-                   float* st) {
+                   float* st, const int* /*lim: computes every entry*/) {
   for (int j = 0; j < nk; ++j) {
     float* s = st + static_cast<int64_t>(j) * ldq;
     const float* kr = k + j * skr;
@@ -525,7 +541,7 @@ void add_rows_scalar(float* st, int ldq, int nk, const float* base, const int32_
 }
 
 void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
-               const float* alpha) {
+               const float* alpha, const int* /*lim: zero P is skipped anyway*/) {
   for (int r = 0; r < n; ++r) {
     float* orow = o + static_cast<int64_t>(r) * ldo;
     for (int d = 0; d < D; ++d) orow[d] *= alpha[r];

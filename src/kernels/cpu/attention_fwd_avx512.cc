@@ -79,25 +79,50 @@ void scores_rv(const float* qt, int ldq, const float* k, int64_t skr, int nk, in
   if (j < nk) table[nk - j - 1](qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
 }
 
-void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st) {
+// nv (1..4) vectors of 16 rows against nk keys.
+void scores_vecs(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
+                 float* s) {
+  switch (nv) {
+    case 1:
+      scores_rv<1>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    case 2:
+      scores_rv<2>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    case 3:
+      scores_rv<3>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    default:
+      scores_rv<4>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+  }
+}
+
+void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
+            const int* lim) {
   // Row vectors in chunks of at most 4 (64 rows).
   for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
     const int rv = std::min(4, ldq / 16 - v0);
-    const float* q = qt + 16 * v0;
-    float* s = st + 16 * v0;
-    switch (rv) {
-      case 1:
-        scores_rv<1>(q, ldq, k, skr, nk, D, scale, s);
-        break;
-      case 2:
-        scores_rv<2>(q, ldq, k, skr, nk, D, scale, s);
-        break;
-      case 3:
-        scores_rv<3>(q, ldq, k, skr, nk, D, scale, s);
-        break;
-      default:
-        scores_rv<4>(q, ldq, k, skr, nk, D, scale, s);
-        break;
+    bool rising = lim != nullptr;
+    for (int i = 1; rising && i < rv; ++i) rising = lim[v0 + i - 1] <= lim[v0 + i];
+    if (!rising) {
+      int n = nk;
+      if (lim) {
+        n = 0;
+        for (int i = 0; i < rv; ++i) n = std::max(n, lim[v0 + i]);
+      }
+      scores_vecs(rv, qt + 16 * v0, ldq, k, skr, n, D, scale, st + 16 * v0);
+      continue;
+    }
+    // Limits rising with the row (the causal diagonal): keys [lim[v-1], lim[v]) for vectors v..end,
+    // so the block above the diagonal is never computed.
+    int start = 0;
+    for (int i = 0; i < rv; ++i) {
+      const int end = lim[v0 + i];
+      if (end > start)
+        scores_vecs(rv - i, qt + 16 * (v0 + i), ldq, k + start * skr, skr, end - start, D, scale,
+                    st + static_cast<int64_t>(start) * ldq + 16 * (v0 + i));
+      start = std::max(start, end);
     }
   }
 }
@@ -195,8 +220,8 @@ constexpr auto pv_table(std::index_sequence<I...>) {
 }
 constexpr auto kPvTable = pv_table(std::make_index_sequence<kDV>());
 
-void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
-        const float* alpha) {
+void pv(const float* p, int ldq, const float* v, int64_t svr, int nk_all, int n, int D, float* o, int ldo,
+        const float* alpha, const int* lim) {
   const int nvec = (D + 15) / 16;
   // Split D into blocks of at most kDV vectors, as even as possible (D = 80: 3 + 2).
   const int nblk = (nvec + kDV - 1) / kDV;
@@ -208,6 +233,9 @@ void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int
     const __mmask16 last = static_cast<__mmask16>((1u << tail) - 1u);
     for (int r0 = 0; r0 < n; r0 += kRB) {
       const int rb = std::min(kRB, n - r0);
+      int nk = lim ? 0 : nk_all;  // keys up to the block's largest limit
+      if (lim)
+        for (int r = r0; r < r0 + rb; ++r) nk = std::max(nk, lim[r]);
       kPvTable[dv - 1][rb - 1](p + r0, ldq, v + 16 * d0, svr, nk,
                                o + static_cast<int64_t>(r0) * ldo + 16 * d0, ldo, alpha + r0, last);
     }

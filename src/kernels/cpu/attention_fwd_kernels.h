@@ -33,9 +33,11 @@ struct Kernels {
   int block_keys;  // Bc: keys per key tile
 
   // st[j * ldq + r] = scale * sum_d qt[d * ldq + r] * k[j * skr + d]   for j < nk, r < ldq.
+  // lim (may be null): [ldq / 16] key limits per vector of 16 rows; entries j >= lim[r / 16] are
+  // masked anyway and may be left unchanged (the causal diagonal: work above it is skipped).
   // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]
-  void (*scores)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
-                 float* st);
+  void (*scores)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
+                 const int* lim);
 
   // Online-softmax update for every row r < ldq over keys j < nk:
   //   m' = max(m, max_j st), alpha = exp(m - m'), st = exp(st - m'), l = alpha·l + sum_j st.
@@ -45,9 +47,10 @@ struct Kernels {
 
   // o[r * ldo + d] = alpha[r] · o[r * ldo + d] + sum_j p[j * ldq + r] · v[j * svr + d]
   // for r < n, d < D. Lanes D..ldo-1 of o hold unspecified values.
+  // lim (may be null): [n] per row, p[j * ldq + r] = 0 for j >= lim[r], so the sum may stop there.
   // p: [nk, ldq]  v: [nk, D] with row stride svr  o: [n, ldo]  alpha: [n]
   void (*pv)(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
-             const float* alpha);
+             const float* alpha, const int* lim);
 
   // st = cap · tanh(st / cap) for every element of the tile (finite inputs).
   // st: [nk, ldq]
