@@ -64,6 +64,7 @@ struct Scratch {
   AlignedBuf m, l, alpha;  // [Br]
   AlignedBuf qr;           // [row_max, ldo]  row path: query rows, row-major
   AlignedBuf sr;           // [row_max, lds]  row path: S row-major
+  AlignedBuf vp, pb;       // bf16 inputs: V pairs [ceil(Bc/2), ldo], P pairs [ceil(Bc/2), Br] (uint32_t)
   int64_t lo[kMaxRows], hi[kMaxRows];
   uint64_t drop_key[kMaxRows];
   int vlim[kMaxRows / kRowPad], rlim[kMaxRows];  // per-vector and per-row key limits in a key tile
@@ -75,7 +76,42 @@ struct Geometry {
 };
 
 // Tiles with few query rows take the row path (keys in SIMD lanes) when the ISA has one.
-bool use_rows(const Kernels& kn, const TileRows& t) { return kn.scores_rows && t.n <= kn.row_max; }
+bool use_rows(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t) {
+  return !a.bf16 && kn.scores_rows && t.n <= kn.row_max;
+}
+
+uint32_t* as_u32(const AlignedBuf& b) { return reinterpret_cast<uint32_t*>(b.get()); }
+
+// bf16 inputs: the tile's query rows in pairs along D, transposed: qt2[p * ldq + r] =
+// (q[r, 2p], q[r, 2p + 1]), 0 past D and for padding rows.
+void pack_q_bf16(const AttnArgs<float>& a, const TileRows& t, int ldq, uint32_t* qt2) {
+  const int64_t np = (a.D + 1) / 2;
+  for (int r = 0; r < t.n; ++r) {
+    const uint16_t* q = a.q16 + t.b * a.sq.b + t.h[r] * a.sq.h + t.i[r] * a.sq.r;
+    for (int64_t p = 0; p < np; ++p) {
+      const uint32_t hi = 2 * p + 1 < a.D ? q[2 * p + 1] : 0u;
+      qt2[p * ldq + r] = q[2 * p] | (hi << 16);
+    }
+  }
+  for (int64_t p = 0; p < np; ++p)
+    for (int r = t.n; r < ldq; ++r) qt2[p * ldq + r] = 0u;
+}
+
+// bf16 inputs: value rows [j0, j0 + nk) in pairs along keys: vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]),
+// 0 past nk and D.
+void pack_v_bf16(const uint16_t* v, int64_t svr, int nk, int64_t D, int ldo, uint32_t* vp) {
+  for (int jp = 0; jp < (nk + 1) / 2; ++jp) {
+    const uint16_t* v0 = v + 2 * jp * svr;
+    uint32_t* dst = vp + static_cast<int64_t>(jp) * ldo;
+    if (2 * jp + 1 < nk) {
+      const uint16_t* v1 = v0 + svr;
+      for (int64_t d = 0; d < D; ++d) dst[d] = v0[d] | (static_cast<uint32_t>(v1[d]) << 16);
+    } else {
+      for (int64_t d = 0; d < D; ++d) dst[d] = v0[d];
+    }
+    for (int64_t d = D; d < ldo; ++d) dst[d] = 0u;
+  }
+}
 
 // Row pointer helpers (strides in elements).
 inline const float* q_row(const AttnArgs<float>& a, int64_t b, int64_t h, int64_t i) {
@@ -207,9 +243,11 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   const bool elementwise = has_elementwise(a);
   const bool dropout = a.dropout_p > 0;
   const float scale = static_cast<float>(a.scale);
-  const float* kbase = a.k + t.b * a.sk.b + t.hk * a.sk.h;
-  const float* vbase = a.v + t.b * a.sv.b + t.hk * a.sv.h;
-  if (use_rows(kn, t)) {
+  const float* kbase = a.bf16 ? nullptr : a.k + t.b * a.sk.b + t.hk * a.sk.h;
+  const float* vbase = a.bf16 ? nullptr : a.v + t.b * a.sv.b + t.hk * a.sv.h;
+  const uint16_t* kbase16 = a.bf16 ? a.k16 + t.b * a.sk.b + t.hk * a.sk.h : nullptr;
+  const uint16_t* vbase16 = a.bf16 ? a.v16 + t.b * a.sv.b + t.hk * a.sv.h : nullptr;
+  if (use_rows(a, kn, t)) {
     // Row path: S row-major, one row of keys per query row; P·V row by row (ldq = 1 views a P row as a
     // one-row column tile).
     for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
@@ -248,16 +286,26 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       for (int v = 0; v < ldq / 16; ++v) some = some || s.vlim[v] < nk;
       if (some) vlim = s.vlim, rlim = s.rlim;
     }
-    kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get(),
-              vlim);
+    if (a.bf16)
+      kn.scores_bf16(as_u32(s.qt), ldq, kbase16 + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale,
+                     s.st.get(), vlim);
+    else
+      kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get(),
+                vlim);
     if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
     kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
     // Dropout after the statistics update, so l stays pre-dropout.
     if (dropout)
       kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
                  static_cast<float>(1.0 / (1.0 - a.dropout_p)));
-    kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
-          s.alpha.get(), rlim);
+    if (a.bf16) {
+      pack_v_bf16(vbase16 + j0 * a.sv.r, a.sv.r, nk, a.D, g.ldo, as_u32(s.vp));
+      kn.pv_bf16(s.st.get(), ldq, as_u32(s.vp), nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
+                 s.alpha.get(), rlim, as_u32(s.pb));
+    } else {
+      kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
+            s.alpha.get(), rlim);
+    }
   }
 }
 
@@ -333,6 +381,10 @@ std::vector<Scratch> make_scratch(int threads, const AttnArgs<float>& a, const K
     s.m = aligned_floats(g.Br);
     s.l = aligned_floats(g.Br);
     s.alpha = aligned_floats(g.Br);
+    if (a.bf16) {
+      s.vp = aligned_floats(static_cast<int64_t>(g.Bc + 1) / 2 * g.ldo);
+      s.pb = aligned_floats(static_cast<int64_t>(g.Bc + 1) / 2 * g.Br);
+    }
     if (kn.scores_rows) {
       s.qr = aligned_floats(static_cast<int64_t>(kn.row_max) * g.ldo);
       s.sr = aligned_floats(static_cast<int64_t>(kn.row_max) * g.lds);
@@ -398,6 +450,11 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
 
 }  // namespace
 
+bool fused_bf16_available() {
+  __builtin_cpu_init();
+  return select_kernels().scores_bf16 != nullptr && __builtin_cpu_supports("avx512bf16");
+}
+
 void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
   ATTN_CHECK(a.D > 0 && a.Hkv > 0 && a.H % a.Hkv == 0,
              "fused attention: expected D > 0 and Hkv dividing H; got D = ", a.D, ", H = ", a.H,
@@ -407,6 +464,9 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
              "fused attention: k and v must have unit stride in D; got ", a.sk.c, " and ", a.sv.c);
   if (a.B * a.H * a.Lq == 0) return;
   const Kernels& kn = select_kernels();
+  ATTN_CHECK(!a.bf16 || (kn.scores_bf16 && a.q16 && a.k16 && a.v16 && !o.weights),
+             "fused attention: bf16 inputs need the AVX512_BF16 kernels and no weight capture; got isa ",
+             kn.isa, ", capture ", o.weights != nullptr);
   const Geometry g{kn.max_rows, kn.block_keys, static_cast<int>(round_up(a.D, 16)),
                    static_cast<int>(round_up(kn.block_keys, 16))};
   const Tiling tiling(a, g.Br);
@@ -438,8 +498,10 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
         ke = std::min(u.hi, kb + chunk);
       }
       if (kb < ke) {
-        if (use_rows(kn, t))
+        if (use_rows(a, kn, t))
           pack_q_rows(a, t, g.ldo, s.qr.get());
+        else if (a.bf16)
+          pack_q_bf16(a, t, ldq, as_u32(s.qt));
         else
           pack_q(a, t, ldq, s.qt.get());
       }
@@ -596,7 +658,9 @@ const Kernels& kernels_scalar() {
                          dropout_portable,
                          4,
                          scores_rows_scalar,
-                         softmax_rows_scalar};
+                         softmax_rows_scalar,
+                         nullptr,
+                         nullptr};
   return k;
 }
 

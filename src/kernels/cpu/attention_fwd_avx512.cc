@@ -399,11 +399,202 @@ void softmax_rows(float* sr, int lds, int n, int nk, float* m, float* l, float* 
   }
 }
 
+// ---- bf16 operands: vdpbf16ps (two products per fp32 lane) ----------------------------------
+// Note: vdpbf16ps treats denormal inputs as zero and flushes denormal results (it ignores MXCSR).
+
+inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+}
+
+template <int KB, int RV>
+void scores_block_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int D, float scale_f,
+                       float* st) {
+  __m512 acc[KB][RV];
+#pragma GCC unroll 16
+  for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_setzero_ps();
+  const int np = D / 2;  // full pairs
+  for (int p = 0; p < np; ++p) {
+    __m512i q[RV];
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) q[v] = _mm512_load_si512(qt2 + static_cast<int64_t>(p) * ldq + 16 * v);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      uint32_t x;
+      __builtin_memcpy(&x, k + j * skr + 2 * p, 4);
+      const __m512i kb = _mm512_set1_epi32(static_cast<int32_t>(x));
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v) acc[j][v] = dot2(acc[j][v], q[v], kb);
+    }
+  }
+  if (D & 1) {  // the last element pairs with 0 (qt2 is 0 there too)
+    __m512i q[RV];
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) q[v] = _mm512_load_si512(qt2 + static_cast<int64_t>(np) * ldq + 16 * v);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      const __m512i kb = _mm512_set1_epi32(k[j * skr + 2 * np]);
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v) acc[j][v] = dot2(acc[j][v], q[v], kb);
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(scale_f);
+#pragma GCC unroll 16
+  for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v)
+      _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v, _mm512_mul_ps(acc[j][v], scale));
+}
+
+using ScoresBf16Fn = void (*)(const uint32_t*, int, const uint16_t*, int64_t, int, float, float*);
+
+template <int RV, std::size_t... I>
+constexpr auto scores_bf16_table(std::index_sequence<I...>) {
+  return std::array<ScoresBf16Fn, sizeof...(I)>{&scores_block_bf16<static_cast<int>(I) + 1, RV>...};
+}
+
+template <int RV>
+void scores_bf16_rv(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D, float scale,
+                    float* st) {
+  constexpr int KB = kb_for(RV);
+  static constexpr auto table = scores_bf16_table<RV>(std::make_index_sequence<KB>());
+  int j = 0;
+  for (; j + KB <= nk; j += KB)
+    scores_block_bf16<KB, RV>(qt2, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+  if (j < nk) table[nk - j - 1](qt2, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+}
+
+void scores_bf16_vecs(int nv, const uint32_t* q, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
+                      float scale, float* s) {
+  switch (nv) {
+    case 1:
+      scores_bf16_rv<1>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    case 2:
+      scores_bf16_rv<2>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    case 3:
+      scores_bf16_rv<3>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    default:
+      scores_bf16_rv<4>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+  }
+}
+
+// Same blocking and causal-diagonal skipping as `scores`.
+void scores_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D, float scale,
+                 float* st, const int* lim) {
+  for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
+    const int rv = std::min(4, ldq / 16 - v0);
+    bool rising = lim != nullptr;
+    for (int i = 1; rising && i < rv; ++i) rising = lim[v0 + i - 1] <= lim[v0 + i];
+    if (!rising) {
+      int n = nk;
+      if (lim) {
+        n = 0;
+        for (int i = 0; i < rv; ++i) n = std::max(n, lim[v0 + i]);
+      }
+      scores_bf16_vecs(rv, qt2 + 16 * v0, ldq, k, skr, n, D, scale, st + 16 * v0);
+      continue;
+    }
+    int start = 0;
+    for (int i = 0; i < rv; ++i) {
+      const int end = lim[v0 + i];
+      if (end > start)
+        scores_bf16_vecs(rv - i, qt2 + 16 * (v0 + i), ldq, k + start * skr, skr, end - start, D, scale,
+                         st + static_cast<int64_t>(start) * ldq + 16 * (v0 + i));
+      start = std::max(start, end);
+    }
+  }
+}
+
+// fp32 -> bf16 bits, round to nearest even (finite inputs), in the low 16 bits of each lane.
+inline __m512i round_bf16(__m512 x) {
+  const __m512i b = _mm512_castps_si512(x);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  return _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+}
+
+template <int RB, int DV>
+void pv_block_bf16(const uint32_t* pb, int ldq, const uint32_t* vp, int ldo, int npairs, float* o,
+                   const float* alpha) {
+  __m512 acc[RB][DV];
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d)
+      acc[r][d] = _mm512_mul_ps(_mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d), a);
+  }
+  for (int jp = 0; jp < npairs; ++jp) {
+    __m512i vv[DV];
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d) vv[d] = _mm512_load_si512(vp + static_cast<int64_t>(jp) * ldo + 16 * d);
+    const uint32_t* pj = pb + static_cast<int64_t>(jp) * ldq;
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m512i pp = _mm512_set1_epi32(static_cast<int32_t>(pj[r]));
+#pragma GCC unroll 4
+      for (int d = 0; d < DV; ++d) acc[r][d] = dot2(acc[r][d], pp, vv[d]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d) _mm512_store_ps(o + static_cast<int64_t>(r) * ldo + 16 * d, acc[r][d]);
+}
+
+using PvBf16Fn = void (*)(const uint32_t*, int, const uint32_t*, int, int, float*, const float*);
+
+template <int DV, std::size_t... I>
+constexpr auto pv_bf16_row_table(std::index_sequence<I...>) {
+  return std::array<PvBf16Fn, sizeof...(I)>{&pv_block_bf16<static_cast<int>(I) + 1, DV>...};
+}
+template <std::size_t... I>
+constexpr auto pv_bf16_table(std::index_sequence<I...>) {
+  return std::array<std::array<PvBf16Fn, kRB>, sizeof...(I)>{
+      pv_bf16_row_table<static_cast<int>(I) + 1>(std::make_index_sequence<kRB>())...};
+}
+constexpr auto kPvBf16Table = pv_bf16_table(std::make_index_sequence<kDV>());
+
+void pv_bf16(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
+             const float* alpha, const int* lim, uint32_t* pb) {
+  // P in pairs along keys: pb[jp * ldq + r] = (bf16 P[2jp, r], bf16 P[2jp + 1, r]), 0 past nk.
+  const int npairs = (nk + 1) / 2;
+  for (int jp = 0; jp < npairs; ++jp) {
+    const float* p0 = p + static_cast<int64_t>(2 * jp) * ldq;
+    const bool has1 = 2 * jp + 1 < nk;
+    for (int v = 0; v < ldq / 16; ++v) {
+      const __m512i lo = round_bf16(_mm512_load_ps(p0 + 16 * v));
+      const __m512i hi = has1 ? round_bf16(_mm512_load_ps(p0 + ldq + 16 * v)) : _mm512_setzero_si512();
+      _mm512_store_si512(pb + static_cast<int64_t>(jp) * ldq + 16 * v,
+                         _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+  const int nvec = (D + 15) / 16;
+  const int nblk = (nvec + kDV - 1) / kDV;
+  int d0 = 0;
+  for (int b = 0; b < nblk; ++b) {
+    const int dv = (nvec - d0 + (nblk - b) - 1) / (nblk - b);
+    for (int r0 = 0; r0 < n; r0 += kRB) {
+      const int rb = std::min(kRB, n - r0);
+      int nkb = lim ? 0 : nk;  // keys up to the block's largest limit
+      if (lim)
+        for (int r = r0; r < r0 + rb; ++r) nkb = std::max(nkb, lim[r]);
+      kPvBf16Table[dv - 1][rb - 1](pb + r0, ldq, vp + 16 * d0, ldo, (nkb + 1) / 2,
+                                   o + static_cast<int64_t>(r0) * ldo + 16 * d0, alpha + r0);
+    }
+    d0 += dv;
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512", 64,       96,      scores, softmax,     pv,
-                         softcap,  add_rows, dropout, 4,      scores_rows, softmax_rows};
+  static const Kernels k{"avx512", 64,      96, scores,      softmax,      pv,          softcap,
+                         add_rows, dropout, 4,  scores_rows, softmax_rows, scores_bf16, pv_bf16};
   return k;
 }
 

@@ -80,6 +80,21 @@ struct Kernels {
   // m, l, alpha as there; sr[r * lds + j] becomes P.
   // sr: [n, lds]  m, l, alpha: [n]
   void (*softmax_rows)(float* sr, int lds, int n, int nk, float* m, float* l, float* alpha);
+
+  // ---- bf16 inputs (null when this ISA has none; the front-end then converts to f32) ----
+  // A bf16 pair is a uint32_t: the element with the lower index in the low 16 bits.
+  // `scores` on bf16 operands (vdpbf16ps: pairs along D): qt2[p * ldq + r] holds the pair
+  // (q[r, 2p], q[r, 2p + 1]) (0 past D); k rows are raw bf16 in place. Products are exact,
+  // accumulation in fp32. lim as in `scores`.
+  // qt2: [ceil(D/2), ldq]  k: [nk, D] bf16 with row stride skr  st: [nk, ldq]
+  void (*scores_bf16)(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
+                      float scale, float* st, const int* lim);
+
+  // `pv` with P rounded to bf16 (round to nearest even) and V packed in pairs along keys:
+  // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]) (0 past nk and D). pb is scratch for P's pairs.
+  // p: [nk, ldq]  vp: [ceil(nk/2), ldo]  o: [n, ldo]  alpha: [n]  pb: [ceil(nk/2), ldq]
+  void (*pv_bf16)(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
+                  const float* alpha, const int* lim, uint32_t* pb);
 };
 
 constexpr int kMaxRows = 64;
