@@ -6,6 +6,7 @@
 //                   [--batch 1] [--heads 8] [--backward 0,1] [--backends fused,reference]
 //                   [--decode-lk 1024,32768] [--threads N] [--min-time 0.5] [--ref-max-n 1024]
 //                   [--peak] [--memory] [--bandwidth] [--clock wall|thread] [--decode-lq 1]
+//                   [--dtype f32|bf16]
 //
 // FLOP counts: forward 4·B·H·Lq·Lk·D (halved for causal, for a window of w keys
 // 4·B·H·Lq·min(Lk, w+1)·D), backward 2.5× forward. --decode-lk runs Lq = 1
@@ -13,7 +14,8 @@
 // --memory reports the growth of peak resident memory during one call.
 // --bandwidth prints one thread's streaming-read bandwidth (GB/s) first.
 // --clock thread times in the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID;
-// meaningful with --threads 1), default wall time.
+// meaningful with --threads 1), default wall time. --dtype bf16 passes q, k, v as
+// bf16 tensors (the fused kernel's AVX512_BF16 path where it applies).
 #include <attn/core/parallel.h>
 #include <attn/ops/attention.h>
 
@@ -37,6 +39,11 @@ Tensor rand_tensor(const Shape& s, uint64_t seed) {
   float* p = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(rng);
   return t;
+}
+
+bool& bf16_inputs() {
+  static bool v = false;
+  return v;
 }
 
 struct Config {
@@ -66,6 +73,7 @@ void run(const Config& c, double min_time, bool memory) {
   o.align = Align::bottom_right;  // decode-style alignment; equals top-left when Lq = Lk
   if (c.window > 0) o.window_left = c.window;
   o.backend = c.backend;
+  if (bf16_inputs()) q = q.to(DType::bf16), k = k.to(DType::bf16), v = v.to(DType::bf16);
   double mem = -1;
   double sec;
   if (!c.backward) {
@@ -86,17 +94,20 @@ void run(const Config& c, double min_time, bool memory) {
   const char* be = c.backend == Backend::reference ? "reference" : "fused";
   std::printf(
       "{\"engine\":\"attn-%s\",\"pass\":\"%s\",\"B\":%lld,\"H\":%lld,\"Lq\":%lld,\"Lk\":%lld,\"D\":%lld,"
-      "\"causal\":%d,\"window\":%lld,\"threads\":%d,\"seconds\":%.6g,\"gflops\":%.4g,\"peak_rss_growth_mib\":"
+      "\"dtype\":\"%s\",\"causal\":%d,\"window\":%lld,\"threads\":%d,\"seconds\":%.6g,\"gflops\":%.4g,\"peak_"
+      "rss_growth_mib\":"
       "%.1f}\n",
       be, c.backward ? "backward" : "forward", (long long)c.B, (long long)c.H, (long long)c.Lq,
-      (long long)c.Lk, (long long)c.D, c.causal ? 1 : 0, (long long)c.window, num_threads(), sec, gf, mem);
+      (long long)c.Lk, (long long)c.D, bf16_inputs() ? "bf16" : "f32", c.causal ? 1 : 0, (long long)c.window,
+      num_threads(), sec, gf, mem);
   std::fflush(stdout);
-  std::fprintf(stderr,
-               "%-10s %-8s B=%lld H=%lld Lq=%-6lld Lk=%-6lld D=%-4lld causal=%d window=%-5lld %9.3f ms %8.2f "
-               "GFLOP/s%s\n",
-               be, c.backward ? "bwd" : "fwd", (long long)c.B, (long long)c.H, (long long)c.Lq,
-               (long long)c.Lk, (long long)c.D, c.causal ? 1 : 0, (long long)c.window, sec * 1e3, gf,
-               mem >= 0 ? (" peak-RSS +" + std::to_string(static_cast<int>(mem)) + " MiB").c_str() : "");
+  std::fprintf(
+      stderr,
+      "%-10s %-8s B=%lld H=%lld Lq=%-6lld Lk=%-6lld D=%-4lld %-4s causal=%d window=%-5lld %9.3f ms %8.2f "
+      "GFLOP/s%s\n",
+      be, c.backward ? "bwd" : "fwd", (long long)c.B, (long long)c.H, (long long)c.Lq, (long long)c.Lk,
+      (long long)c.D, bf16_inputs() ? "bf16" : "f32", c.causal ? 1 : 0, (long long)c.window, sec * 1e3, gf,
+      mem >= 0 ? (" peak-RSS +" + std::to_string(static_cast<int>(mem)) + " MiB").c_str() : "");
 }
 
 }  // namespace
@@ -145,6 +156,8 @@ int main(int argc, char** argv) {
       peak = true;
     else if (a == "--memory")
       memory = true;
+    else if (a == "--dtype")
+      bf16_inputs() = next() == "bf16";
     else if (a == "--bandwidth")
       bandwidth = true;
     else if (a == "--clock")

@@ -6,6 +6,7 @@ bench/compare_attention.py can put them side by side. Needs torch (PyPI); attn i
 
   torch_attention.py --n 1024 --d 64 --causal 1 [--window 512] [--backward 1] [--lq 1]
                      [--batch 1] [--heads 8] [--threads 2] [--min-time 0.5] [--clock wall|thread]
+                     [--dtype f32|bf16]
 
 --clock thread times in the calling thread's CPU time (time.thread_time(); use with --threads 1).
 """
@@ -43,6 +44,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--min-time", type=float, default=0.5)
     ap.add_argument("--clock", choices=["wall", "thread"], default="wall")
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32", help="dtype of q, k, v")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     clock = time.thread_time if a.clock == "thread" else time.perf_counter
@@ -52,6 +54,8 @@ def main():
     q = torch.rand(B, H, lq, D) * 2 - 1
     k = torch.rand(B, H, lk, D) * 2 - 1
     v = torch.rand(B, H, lk, D) * 2 - 1
+    if a.dtype == "bf16":
+        q, k, v = q.bfloat16(), k.bfloat16(), v.bfloat16()
     mask = None
     is_causal = bool(a.causal) and a.window == 0 and lq == lk
     if a.window > 0 or (a.causal and lq != lk):
@@ -86,7 +90,7 @@ def main():
     print(json.dumps({
         "engine": "torch-sdpa", "torch": torch.__version__,
         "pass": "backward" if a.backward else "forward", "B": B, "H": H, "Lq": lq, "Lk": lk,
-        "D": D, "causal": a.causal, "window": a.window, "threads": a.threads,
+        "D": D, "dtype": a.dtype, "causal": a.causal, "window": a.window, "threads": a.threads,
         "seconds": sec, "gflops": flops / sec / 1e9,
     }), flush=True)
 
