@@ -12,6 +12,15 @@
 // and at the end out = O / l, lse = m + log l. Key tiles outside the union of
 // the rows' allowed intervals (MaskArgs::range) are skipped; per-element
 // masking runs only on tiles that are not entirely allowed for every row.
+// Inside a key tile that crosses the causal diagonal, the scores above it and
+// their P·V terms are skipped (per 16-row vector / per row block).
+//
+// Variants of the same loop:
+//  * row path: tiles of at most Kernels::row_max rows (decode without GQA) keep
+//    S row-major with keys in the SIMD lanes (scores_rows, softmax_rows);
+//  * bf16 inputs (AttnArgs::bf16, AVX512_BF16): Q packed in pairs along D, V
+//    packed in pairs along keys per key tile, P rounded to bf16 for P·V
+//    (scores_bf16, pv_bf16); softmax, masks and dropout stay fp32.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 

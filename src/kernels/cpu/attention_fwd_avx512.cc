@@ -10,6 +10,10 @@
 //  * pv: O[r, d] += P^T[j, r] · V[j, d]; RB rows × DV vectors of 16 output
 //    columns stay in registers across the whole key tile, V[j, d..d+15] is a
 //    load from the value row, P^T[j, r] a broadcast.
+//  * row path (few query rows): 16 keys' dot products along D in 16
+//    accumulators, then one transposing add tree puts key j in lane j.
+//  * bf16: the same microkernels with vdpbf16ps on pairs (along D for Q·Kᵀ,
+//    along keys for P·V).
 #include "kernels/cpu/attention_fwd_kernels.h"
 
 // GCC 12 reports a false "may be used uninitialized" inside the AVX-512 intrinsic headers (the
