@@ -177,9 +177,10 @@ std::vector<Case> cases() {
        .bias_shape = {1, 8, 2, 300},
        .softcap = 4.0,
        .capture = Capture::subset});
-  // Row path (tiles of at most 4 query rows: decode without GQA, GQA 2 with Lq = 1, the last rows of a
-  // long query): head sizes and key counts off the SIMD width, every mask kind, dropout, layouts.
-  for (int64_t Lq : {1, 2, 3, 4, 5}) {
+  // Row path (tiles of at most 4 (scalar) or 8 (AVX-512) query rows: decode without GQA, GQA 2 with Lq = 1,
+  // the last rows of a long query): head sizes and key counts off the SIMD width, every mask kind, dropout,
+  // layouts.
+  for (int64_t Lq : {1, 2, 3, 4, 5, 8, 9}) {
     for (int64_t D : {1, 15, 16, 33, 80, 128}) {
       Case c;
       c.name = "RowsLq" + std::to_string(Lq) + "D" + std::to_string(D);

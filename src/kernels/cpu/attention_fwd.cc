@@ -84,7 +84,8 @@ struct Geometry {
   int lds;  // row stride of the row path's S: Bc rounded up to 16
 };
 
-// Tiles with few query rows take the row path (keys in SIMD lanes) when the ISA has one.
+// Tiles with few query rows take the row path (keys in SIMD lanes) when the ISA has one (AVX-512: up to 8
+// rows, where it beats the 16-row column kernels; measured with attention_bench --decode-lq).
 bool use_rows(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t) {
   return !a.bf16 && kn.scores_rows && t.n <= kn.row_max;
 }

@@ -598,7 +598,7 @@ void pv_bf16(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, 
 
 const Kernels& kernels_avx512() {
   static const Kernels k{"avx512", 64,      96, scores,      softmax,      pv,          softcap,
-                         add_rows, dropout, 4,  scores_rows, softmax_rows, scores_bf16, pv_bf16};
+                         add_rows, dropout, 8,  scores_rows, softmax_rows, scores_bf16, pv_bf16};
   return k;
 }
 
