@@ -5,12 +5,17 @@
 //   attention_bench [--n 128,512,1024] [--d 64,128] [--causal 0,1] [--window 0,512]
 //                   [--batch 1] [--heads 8] [--backward 0,1] [--backends fused,reference]
 //                   [--decode-lk 1024,32768] [--threads N] [--min-time 0.5] [--ref-max-n 1024]
-//                   [--peak] [--memory]
+//                   [--peak] [--memory] [--bandwidth] [--clock wall|thread] [--decode-lq 1]
+//                   [--dtype f32|bf16]
 //
 // FLOP counts: forward 4·B·H·Lq·Lk·D (halved for causal, for a window of w keys
 // 4·B·H·Lq·min(Lk, w+1)·D), backward 2.5× forward. --decode-lk runs Lq = 1
-// against the listed Lk. --peak prints the measured FMA peak first.
+// against the listed Lk (--decode-lq: other short query lengths). --peak prints the measured FMA peak first.
 // --memory reports the growth of peak resident memory during one call.
+// --bandwidth prints one thread's streaming-read bandwidth (GB/s) first.
+// --clock thread times in the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID;
+// meaningful with --threads 1), default wall time. --dtype bf16 passes q, k, v as
+// bf16 tensors (the fused kernel's AVX512_BF16 path where it applies).
 #include <attn/core/parallel.h>
 #include <attn/ops/attention.h>
 
@@ -36,6 +41,11 @@ Tensor rand_tensor(const Shape& s, uint64_t seed) {
   return t;
 }
 
+bool& bf16_inputs() {
+  static bool v = false;
+  return v;
+}
+
 struct Config {
   int64_t B, H, Lq, Lk, D;
   bool causal;
@@ -46,8 +56,10 @@ struct Config {
 
 double flops(const Config& c) {
   double per_row_keys = static_cast<double>(c.Lk);
-  if (c.window > 0) per_row_keys = std::min<double>(c.Lk, c.window + 1);
-  else if (c.causal) per_row_keys = c.Lq == 1 ? c.Lk : (c.Lk + 1) / 2.0;
+  if (c.window > 0)
+    per_row_keys = std::min<double>(c.Lk, c.window + 1);
+  else if (c.causal)
+    per_row_keys = c.Lq == 1 ? c.Lk : (c.Lk + 1) / 2.0;
   const double f = 4.0 * c.B * c.H * c.Lq * per_row_keys * c.D;
   return c.backward ? 2.5 * f : f;
 }
@@ -61,6 +73,7 @@ void run(const Config& c, double min_time, bool memory) {
   o.align = Align::bottom_right;  // decode-style alignment; equals top-left when Lq = Lk
   if (c.window > 0) o.window_left = c.window;
   o.backend = c.backend;
+  if (bf16_inputs()) q = q.to(DType::bf16), k = k.to(DType::bf16), v = v.to(DType::bf16);
   double mem = -1;
   double sec;
   if (!c.backward) {
@@ -81,24 +94,31 @@ void run(const Config& c, double min_time, bool memory) {
   const char* be = c.backend == Backend::reference ? "reference" : "fused";
   std::printf(
       "{\"engine\":\"attn-%s\",\"pass\":\"%s\",\"B\":%lld,\"H\":%lld,\"Lq\":%lld,\"Lk\":%lld,\"D\":%lld,"
-      "\"causal\":%d,\"window\":%lld,\"threads\":%d,\"seconds\":%.6g,\"gflops\":%.4g,\"peak_rss_growth_mib\":%.1f}\n",
+      "\"dtype\":\"%s\",\"causal\":%d,\"window\":%lld,\"threads\":%d,\"seconds\":%.6g,\"gflops\":%.4g,\"peak_"
+      "rss_growth_mib\":"
+      "%.1f}\n",
       be, c.backward ? "backward" : "forward", (long long)c.B, (long long)c.H, (long long)c.Lq,
-      (long long)c.Lk, (long long)c.D, c.causal ? 1 : 0, (long long)c.window, num_threads(), sec, gf, mem);
+      (long long)c.Lk, (long long)c.D, bf16_inputs() ? "bf16" : "f32", c.causal ? 1 : 0, (long long)c.window,
+      num_threads(), sec, gf, mem);
   std::fflush(stdout);
-  std::fprintf(stderr, "%-10s %-8s B=%lld H=%lld Lq=%-6lld Lk=%-6lld D=%-4lld causal=%d window=%-5lld %9.3f ms %8.2f GFLOP/s%s\n",
-               be, c.backward ? "bwd" : "fwd", (long long)c.B, (long long)c.H, (long long)c.Lq, (long long)c.Lk,
-               (long long)c.D, c.causal ? 1 : 0, (long long)c.window, sec * 1e3, gf,
-               mem >= 0 ? (" peak-RSS +" + std::to_string(static_cast<int>(mem)) + " MiB").c_str() : "");
+  std::fprintf(
+      stderr,
+      "%-10s %-8s B=%lld H=%lld Lq=%-6lld Lk=%-6lld D=%-4lld %-4s causal=%d window=%-5lld %9.3f ms %8.2f "
+      "GFLOP/s%s\n",
+      be, c.backward ? "bwd" : "fwd", (long long)c.B, (long long)c.H, (long long)c.Lq, (long long)c.Lk,
+      (long long)c.D, bf16_inputs() ? "bf16" : "f32", c.causal ? 1 : 0, (long long)c.window, sec * 1e3, gf,
+      mem >= 0 ? (" peak-RSS +" + std::to_string(static_cast<int>(mem)) + " MiB").c_str() : "");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int64_t> ns{128, 512, 1024, 2048}, ds{64, 128}, causals{0, 1}, windows{0}, bwds{0}, decode;
+  std::vector<int64_t> ns{128, 512, 1024, 2048}, ds{64, 128}, causals{0, 1}, windows{0}, bwds{0}, decode,
+      decode_lq{1};
   std::vector<std::string> backends{"fused"};
   int64_t B = 1, H = 8, ref_max_n = 1024;
   double min_time = 0.5;
-  bool peak = false, memory = false;
+  bool peak = false, memory = false, bandwidth = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -108,19 +128,40 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--n") ns = parse_list(next());
-    else if (a == "--d") ds = parse_list(next());
-    else if (a == "--causal") causals = parse_list(next());
-    else if (a == "--window") windows = parse_list(next());
-    else if (a == "--backward") bwds = parse_list(next());
-    else if (a == "--decode-lk") decode = parse_list(next());
-    else if (a == "--batch") B = std::atoll(next().c_str());
-    else if (a == "--heads") H = std::atoll(next().c_str());
-    else if (a == "--threads") set_num_threads(std::atoi(next().c_str()));
-    else if (a == "--min-time") min_time = std::atof(next().c_str());
-    else if (a == "--ref-max-n") ref_max_n = std::atoll(next().c_str());
-    else if (a == "--peak") peak = true;
-    else if (a == "--memory") memory = true;
+    if (a == "--n")
+      ns = parse_list(next());
+    else if (a == "--d")
+      ds = parse_list(next());
+    else if (a == "--causal")
+      causals = parse_list(next());
+    else if (a == "--window")
+      windows = parse_list(next());
+    else if (a == "--backward")
+      bwds = parse_list(next());
+    else if (a == "--decode-lk")
+      decode = parse_list(next());
+    else if (a == "--decode-lq")
+      decode_lq = parse_list(next());
+    else if (a == "--batch")
+      B = std::atoll(next().c_str());
+    else if (a == "--heads")
+      H = std::atoll(next().c_str());
+    else if (a == "--threads")
+      set_num_threads(std::atoi(next().c_str()));
+    else if (a == "--min-time")
+      min_time = std::atof(next().c_str());
+    else if (a == "--ref-max-n")
+      ref_max_n = std::atoll(next().c_str());
+    else if (a == "--peak")
+      peak = true;
+    else if (a == "--memory")
+      memory = true;
+    else if (a == "--dtype")
+      bf16_inputs() = next() == "bf16";
+    else if (a == "--bandwidth")
+      bandwidth = true;
+    else if (a == "--clock")
+      bench::use_thread_clock() = next() == "thread";
     else if (a == "--backends") {
       backends.clear();
       std::string s = next();
@@ -132,8 +173,10 @@ int main(int argc, char** argv) {
         p = q + 1;
       }
     } else {
-      std::fprintf(stderr, "attention_bench: unknown option %s (see the comment at the top of bench/attention_bench.cc)\n",
-                   a.c_str());
+      std::fprintf(
+          stderr,
+          "attention_bench: unknown option %s (see the comment at the top of bench/attention_bench.cc)\n",
+          a.c_str());
       return 2;
     }
   }
@@ -141,6 +184,11 @@ int main(int argc, char** argv) {
     const double p = bench::measure_fma_peak_gflops();
     std::printf("{\"engine\":\"fma-peak\",\"threads\":%d,\"gflops\":%.4g}\n", num_threads(), p);
     std::fprintf(stderr, "measured fp32 FMA peak on %d threads: %.1f GFLOP/s\n", num_threads(), p);
+  }
+  if (bandwidth) {
+    const double bw = bench::measure_read_bandwidth_gbs();
+    std::printf("{\"engine\":\"read-bandwidth\",\"threads\":1,\"gbs\":%.4g}\n", bw);
+    std::fprintf(stderr, "streaming read, 1 thread: %.1f GB/s\n", bw);
   }
   for (const std::string& bname : backends) {
     const Backend be = bname == "reference" ? Backend::reference : Backend::fused;
@@ -154,7 +202,7 @@ int main(int argc, char** argv) {
             }
         for (int64_t lk : decode) {
           if (be == Backend::reference && lk > ref_max_n * 8) continue;
-          run({B, H, 1, lk, d, false, 0, bwd != 0, be}, min_time, memory);
+          for (int64_t lq : decode_lq) run({B, H, lq, lk, d, false, 0, bwd != 0, be}, min_time, memory);
         }
       }
   }

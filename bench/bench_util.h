@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -21,16 +22,33 @@ inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): with 1 thread the
+// kernels run on the caller, so this is the compute time without the time
+// other processes on a shared machine took from us.
+inline double thread_cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The clock time_median measures with (--clock wall|thread in the benchmarks).
+inline bool& use_thread_clock() {
+  static bool v = false;
+  return v;
+}
+
 // Runs fn once to warm up, then repeatedly until min_time seconds have passed
-// (at least min_reps times); returns the median seconds per call.
+// (at least min_reps times); returns the median seconds per call, in wall time
+// or, with use_thread_clock(), in the calling thread's CPU time.
 inline double time_median(const std::function<void()>& fn, double min_time = 0.5, int min_reps = 3) {
   fn();
   std::vector<double> t;
   const double start = now_s();
+  auto clock = use_thread_clock() ? thread_cpu_s : now_s;
   while (static_cast<int>(t.size()) < min_reps || now_s() - start < min_time) {
-    const double a = now_s();
+    const double a = clock();
     fn();
-    t.push_back(now_s() - a);
+    t.push_back(clock() - a);
     if (t.size() >= 1000) break;
   }
   std::sort(t.begin(), t.end());
@@ -60,6 +78,30 @@ inline double measure_fma_peak_gflops() {
   };
   const double sec = time_median(run, 0.3, 3);
   return 2.0 * 16 * 12 * static_cast<double>(iters) * threads / sec / 1e9;
+}
+
+// Streaming-read bandwidth of one thread in GB/s (1e9 bytes/s): sums a 512 MiB
+// buffer (far beyond the caches) with 4 independent AVX-512 accumulators.
+__attribute__((target("avx512f"))) inline float sum_buffer(const float* p, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
+  }
+  float lanes[16];
+  _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  float s = 0.f;
+  for (float x : lanes) s += x;
+  return s;
+}
+inline double measure_read_bandwidth_gbs() {
+  const int64_t n = int64_t{128} << 20;  // floats
+  std::vector<float> buf(n, 1.f);
+  volatile float sink = 0;
+  const double sec = time_median([&] { sink = sink + sum_buffer(buf.data(), n); }, 0.5, 3);
+  return 4.0 * static_cast<double>(n) / sec / 1e9;
 }
 
 // Peak resident memory tracking through /proc (Linux): reset_peak() clears

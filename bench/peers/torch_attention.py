@@ -5,7 +5,10 @@ Prints one JSON object per measurement, with the same fields as attention_bench,
 bench/compare_attention.py can put them side by side. Needs torch (PyPI); attn itself never does.
 
   torch_attention.py --n 1024 --d 64 --causal 1 [--window 512] [--backward 1] [--lq 1]
-                     [--batch 1] [--heads 8] [--threads 2] [--min-time 0.5]
+                     [--batch 1] [--heads 8] [--threads 2] [--min-time 0.5] [--clock wall|thread]
+                     [--dtype f32|bf16]
+
+--clock thread times in the calling thread's CPU time (time.thread_time(); use with --threads 1).
 """
 import argparse
 import json
@@ -15,14 +18,14 @@ import time
 import torch
 
 
-def time_median(fn, min_time, min_reps=3):
+def time_median(fn, min_time, min_reps=3, clock=time.perf_counter):
     fn()
     ts = []
     start = time.perf_counter()
     while len(ts) < min_reps or time.perf_counter() - start < min_time:
-        t = time.perf_counter()
+        t = clock()
         fn()
-        ts.append(time.perf_counter() - t)
+        ts.append(clock() - t)
         if len(ts) >= 1000:
             break
     return statistics.median(ts)
@@ -40,14 +43,19 @@ def main():
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--min-time", type=float, default=0.5)
+    ap.add_argument("--clock", choices=["wall", "thread"], default="wall")
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32", help="dtype of q, k, v")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    clock = time.thread_time if a.clock == "thread" else time.perf_counter
     torch.manual_seed(0)
     lq = a.lq or a.n
     B, H, D, lk = a.batch, a.heads, a.d, a.n
     q = torch.rand(B, H, lq, D) * 2 - 1
     k = torch.rand(B, H, lk, D) * 2 - 1
     v = torch.rand(B, H, lk, D) * 2 - 1
+    if a.dtype == "bf16":
+        q, k, v = q.bfloat16(), k.bfloat16(), v.bfloat16()
     mask = None
     is_causal = bool(a.causal) and a.window == 0 and lq == lk
     if a.window > 0 or (a.causal and lq != lk):
@@ -60,7 +68,8 @@ def main():
     sdpa = torch.nn.functional.scaled_dot_product_attention
     if not a.backward:
         with torch.inference_mode():
-            sec = time_median(lambda: sdpa(q, k, v, attn_mask=mask, is_causal=is_causal), a.min_time)
+            sec = time_median(lambda: sdpa(q, k, v, attn_mask=mask, is_causal=is_causal), a.min_time,
+                              clock=clock)
     else:
         for t in (q, k, v):
             t.requires_grad_(True)
@@ -70,7 +79,7 @@ def main():
         def bwd():
             torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
 
-        sec = time_median(bwd, a.min_time)
+        sec = time_median(bwd, a.min_time, clock=clock)
     if a.window > 0:
         keys = min(lk, a.window + 1)
     elif a.causal:
@@ -81,7 +90,7 @@ def main():
     print(json.dumps({
         "engine": "torch-sdpa", "torch": torch.__version__,
         "pass": "backward" if a.backward else "forward", "B": B, "H": H, "Lq": lq, "Lk": lk,
-        "D": D, "causal": a.causal, "window": a.window, "threads": a.threads,
+        "D": D, "dtype": a.dtype, "causal": a.causal, "window": a.window, "threads": a.threads,
         "seconds": sec, "gflops": flops / sec / 1e9,
     }), flush=True)
 

@@ -90,6 +90,14 @@ struct AttnArgs {
   double dropout_p = 0.0;
   uint64_t dropout_seed = 0;
 
+  // bf16 inputs, for the fused CPU forward only (kernels::cpu::fused_bf16_available()): when `bf16`
+  // is set, q, k and v above are null and these hold the raw bf16 bits (attn::bf16::bits) of the
+  // same operands, with the same strides sq, sk, sv (unit stride in D).
+  bool bf16 = false;
+  const uint16_t* q16 = nullptr;  // [B, H, Lq, D]
+  const uint16_t* k16 = nullptr;  // [B, Hkv, Lk, D]
+  const uint16_t* v16 = nullptr;  // [B, Hkv, Lk, D]
+
   int64_t group() const { return H / Hkv; }  // query heads per kv head
 };
 

@@ -127,18 +127,28 @@ struct Prepared {
   AttnArgs<T> args;
 };
 
+// bf16_direct: q, k, v are bf16 and stay so (AttnArgs::bf16, the fused forward's bf16 kernels);
+// otherwise they are converted to T.
 template <typename T>
 Prepared<T> make_args(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d,
-                      const AttentionOptions& o, bool unit_last) {
+                      const AttentionOptions& o, bool unit_last, bool bf16_direct = false) {
   Prepared<T> p;
-  p.q = prepare<T>(q, unit_last);
-  p.k = prepare<T>(k, unit_last);
-  p.v = prepare<T>(v, unit_last);
+  p.q = bf16_direct ? prepare<bf16>(q, unit_last) : prepare<T>(q, unit_last);
+  p.k = bf16_direct ? prepare<bf16>(k, unit_last) : prepare<T>(k, unit_last);
+  p.v = bf16_direct ? prepare<bf16>(v, unit_last) : prepare<T>(v, unit_last);
   AttnArgs<T>& a = p.args;
   a.B = d.B, a.H = d.H, a.Hkv = d.Hkv, a.Lq = d.Lq, a.Lk = d.Lk, a.D = d.D;
-  a.q = p.q.template data<T>(), a.sq = strides4(p.q);
-  a.k = p.k.template data<T>(), a.sk = strides4(p.k);
-  a.v = p.v.template data<T>(), a.sv = strides4(p.v);
+  a.sq = strides4(p.q), a.sk = strides4(p.k), a.sv = strides4(p.v);
+  if (bf16_direct) {
+    a.bf16 = true;
+    a.q16 = &p.q.template data<bf16>()->bits;
+    a.k16 = &p.k.template data<bf16>()->bits;
+    a.v16 = &p.v.template data<bf16>()->bits;
+  } else {
+    a.q = p.q.template data<T>();
+    a.k = p.k.template data<T>();
+    a.v = p.v.template data<T>();
+  }
   a.scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(d.D));
   a.softcap = o.softcap;
   a.mask.Lq = d.Lq, a.mask.Lk = d.Lk;
@@ -209,7 +219,16 @@ AttentionResult forward_t(const Tensor& q, const Tensor& k, const Tensor& v, con
     r.lse.fill(-std::numeric_limits<double>::infinity());
     return r;
   }
-  Prepared<T> p = make_args<T>(q, k, v, d, o, be == Backend::fused);
+  bool bf16_direct = false;
+  if constexpr (std::is_same_v<T, float>) {
+    // bf16 q/k/v go to the fused kernel as bf16 (vdpbf16ps) when the CPU has AVX512_BF16, no weights
+    // are captured, and tiles have more than 4 query rows: smaller tiles (decode without GQA) take
+    // the f32 row path, which is faster there, so those inputs are converted as before.
+    const int64_t rows = d.H > d.Hkv && d.Lq < 64 ? (d.H / d.Hkv) * d.Lq : d.Lq;
+    bf16_direct = be == Backend::fused && q.dtype() == DType::bf16 && !o.capture.enabled && rows > 4 &&
+                  kernels::cpu::fused_bf16_available();
+  }
+  Prepared<T> p = make_args<T>(q, k, v, d, o, be == Backend::fused, bf16_direct);
   if constexpr (std::is_same_v<T, float>) {
     if (be == Backend::fused) {
       kernels::cpu::attention_forward(p.args, out);

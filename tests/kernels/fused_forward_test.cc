@@ -177,6 +177,68 @@ std::vector<Case> cases() {
        .bias_shape = {1, 8, 2, 300},
        .softcap = 4.0,
        .capture = Capture::subset});
+  // Row path (tiles of at most 4 (scalar) or 8 (AVX-512) query rows: decode without GQA, GQA 2 with Lq = 1,
+  // the last rows of a long query): head sizes and key counts off the SIMD width, every mask kind, dropout,
+  // layouts.
+  for (int64_t Lq : {1, 2, 3, 4, 5, 8, 9}) {
+    for (int64_t D : {1, 15, 16, 33, 80, 128}) {
+      Case c;
+      c.name = "RowsLq" + std::to_string(Lq) + "D" + std::to_string(D);
+      c.B = 2, c.H = 2, c.Hkv = 2, c.Lq = Lq, c.Lk = 17 + 31 * D % 211, c.D = D;
+      add(c);
+    }
+  }
+  add({.name = "RowsCausalTopLeft", .B = 1, .H = 2, .Hkv = 2, .Lq = 3, .Lk = 200, .D = 64, .causal = true});
+  add({.name = "RowsWindowKeyLengths",
+       .B = 2,
+       .H = 2,
+       .Hkv = 2,
+       .Lq = 2,
+       .Lk = 500,
+       .D = 32,
+       .causal = true,
+       .align = Align::bottom_right,
+       .window_left = 100,
+       .key_lengths = {400, 0}});
+  add({.name = "RowsGqa2", .B = 1, .H = 4, .Hkv = 2, .Lq = 1, .Lk = 333, .D = 64});
+  add({.name = "RowsBiasAllowSoftcap",
+       .B = 2,
+       .H = 2,
+       .Hkv = 2,
+       .Lq = 3,
+       .Lk = 250,
+       .D = 40,
+       .allow_shape = {2, 1, 3, 250},
+       .allow_masks_row = true,
+       .bias_shape = {1, 2, 1, 250},
+       .bias_has_neg_inf = true,
+       .softcap = 3.0});
+  add({.name = "RowsDropout", .B = 1, .H = 3, .Hkv = 3, .Lq = 2, .Lk = 300, .D = 24, .dropout = 0.4});
+  add({.name = "RowsPermuted",
+       .B = 2,
+       .H = 3,
+       .Hkv = 3,
+       .Lq = 1,
+       .Lk = 150,
+       .D = 48,
+       .layout = Layout::permuted});
+  add({.name = "RowsStrided",
+       .B = 1,
+       .H = 2,
+       .Hkv = 2,
+       .Lq = 4,
+       .Lk = 99,
+       .D = 33,
+       .layout = Layout::strided});
+  add({.name = "RowsHugeLogits",
+       .B = 1,
+       .H = 2,
+       .Hkv = 2,
+       .Lq = 1,
+       .Lk = 130,
+       .D = 4,
+       .values = Values::huge});
+  add({.name = "RowsLongSplit", .B = 1, .H = 1, .Hkv = 1, .Lq = 1, .Lk = 5000, .D = 128});
   // GQA ratios and MQA.
   for (int64_t Hkv : {8, 4, 2, 1}) {
     Case c;

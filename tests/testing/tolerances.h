@@ -7,6 +7,11 @@ namespace attn::testing::tol {
 
 // fp32 fused kernel against the fp64 reference on inputs in [-1, 1).
 inline constexpr Tolerance kFusedForward{2e-5, 2e-4};
+// Fused forward on bf16 inputs (AVX512_BF16 path) against the fp64 reference computed from the same
+// bf16-rounded inputs: the products are exact, but P is rounded to bf16 (relative error <= 2^-9) for
+// P·V, so out may be off by up to 2^-9 · max|v| / (1 − dropout p) (inputs in [-1, 1), p <= 0.3:
+// 2.8e-3; measured worst 1.3e-3); lse is not affected (it is checked with kFusedForward).
+inline constexpr Tolerance kFusedForwardBf16Out{3e-3, 4e-3};
 inline constexpr Tolerance kFusedBackward{1e-4, 1e-3};
 // fp32 reference against fp64 reference.
 inline constexpr Tolerance kRefFloat{1e-5, 1e-4};

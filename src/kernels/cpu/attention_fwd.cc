@@ -12,6 +12,15 @@
 // and at the end out = O / l, lse = m + log l. Key tiles outside the union of
 // the rows' allowed intervals (MaskArgs::range) are skipped; per-element
 // masking runs only on tiles that are not entirely allowed for every row.
+// Inside a key tile that crosses the causal diagonal, the scores above it and
+// their P·V terms are skipped (per 16-row vector / per row block).
+//
+// Variants of the same loop:
+//  * row path: tiles of at most Kernels::row_max rows (decode without GQA) keep
+//    S row-major with keys in the SIMD lanes (scores_rows, softmax_rows);
+//  * bf16 inputs (AttnArgs::bf16, AVX512_BF16): Q packed in pairs along D, V
+//    packed in pairs along keys per key tile, P rounded to bf16 for P·V
+//    (scores_bf16, pv_bf16); softmax, masks and dropout stay fp32.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
@@ -62,13 +71,57 @@ struct Scratch {
   AlignedBuf st;           // [Bc, ldq]
   AlignedBuf o;            // [Br, ldo]
   AlignedBuf m, l, alpha;  // [Br]
+  AlignedBuf qr;           // [row_max, ldo]  row path: query rows, row-major
+  AlignedBuf sr;           // [row_max, lds]  row path: S row-major
+  AlignedBuf vp, pb;       // bf16 inputs: V pairs [ceil(Bc/2), ldo], P pairs [ceil(Bc/2), Br] (uint32_t)
   int64_t lo[kMaxRows], hi[kMaxRows];
   uint64_t drop_key[kMaxRows];
+  int vlim[kMaxRows / kRowPad], rlim[kMaxRows];  // per-vector and per-row key limits in a key tile
 };
 
 struct Geometry {
   int Br, Bc, ldo;
+  int lds;  // row stride of the row path's S: Bc rounded up to 16
 };
+
+// Tiles with few query rows take the row path (keys in SIMD lanes) when the ISA has one (AVX-512: up to 8
+// rows, where it beats the 16-row column kernels; measured with attention_bench --decode-lq).
+bool use_rows(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t) {
+  return !a.bf16 && kn.scores_rows && t.n <= kn.row_max;
+}
+
+uint32_t* as_u32(const AlignedBuf& b) { return reinterpret_cast<uint32_t*>(b.get()); }
+
+// bf16 inputs: the tile's query rows in pairs along D, transposed: qt2[p * ldq + r] =
+// (q[r, 2p], q[r, 2p + 1]), 0 past D and for padding rows.
+void pack_q_bf16(const AttnArgs<float>& a, const TileRows& t, int ldq, uint32_t* qt2) {
+  const int64_t np = (a.D + 1) / 2;
+  for (int r = 0; r < t.n; ++r) {
+    const uint16_t* q = a.q16 + t.b * a.sq.b + t.h[r] * a.sq.h + t.i[r] * a.sq.r;
+    for (int64_t p = 0; p < np; ++p) {
+      const uint32_t hi = 2 * p + 1 < a.D ? q[2 * p + 1] : 0u;
+      qt2[p * ldq + r] = q[2 * p] | (hi << 16);
+    }
+  }
+  for (int64_t p = 0; p < np; ++p)
+    for (int r = t.n; r < ldq; ++r) qt2[p * ldq + r] = 0u;
+}
+
+// bf16 inputs: value rows [j0, j0 + nk) in pairs along keys: vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]),
+// 0 past nk and D.
+void pack_v_bf16(const uint16_t* v, int64_t svr, int nk, int64_t D, int ldo, uint32_t* vp) {
+  for (int jp = 0; jp < (nk + 1) / 2; ++jp) {
+    const uint16_t* v0 = v + 2 * jp * svr;
+    uint32_t* dst = vp + static_cast<int64_t>(jp) * ldo;
+    if (2 * jp + 1 < nk) {
+      const uint16_t* v1 = v0 + svr;
+      for (int64_t d = 0; d < D; ++d) dst[d] = v0[d] | (static_cast<uint32_t>(v1[d]) << 16);
+    } else {
+      for (int64_t d = 0; d < D; ++d) dst[d] = v0[d];
+    }
+    for (int64_t d = D; d < ldo; ++d) dst[d] = 0u;
+  }
+}
 
 // Row pointer helpers (strides in elements).
 inline const float* q_row(const AttnArgs<float>& a, int64_t b, int64_t h, int64_t i) {
@@ -84,6 +137,16 @@ void pack_q(const AttnArgs<float>& a, const TileRows& t, int ldq, float* qt) {
   }
   for (int64_t d = 0; d < D; ++d)
     for (int r = t.n; r < ldq; ++r) qt[d * ldq + r] = 0.f;
+}
+
+// Row-major, zero-padded copy of the tile's query rows for the row path: qr[r * ldo + d].
+void pack_q_rows(const AttnArgs<float>& a, const TileRows& t, int ldo, float* qr) {
+  for (int r = 0; r < t.n; ++r) {
+    const float* q = q_row(a, t.b, t.h[r], t.i[r]);
+    float* dst = qr + static_cast<int64_t>(r) * ldo;
+    std::memcpy(dst, q, sizeof(float) * a.D);
+    std::fill(dst + a.D, dst + ldo, 0.f);
+  }
 }
 
 // Allowed key interval of every row; returns the union [ulo, uhi) (empty when
@@ -149,6 +212,30 @@ void apply_masks(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t,
   }
 }
 
+// apply_masks for the row path's row-major tile sr[r * lds + jj] (same order of steps).
+void apply_masks_rows(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t, const Scratch& s,
+                      int64_t j0, int nk, int lds, float* sr) {
+  if (a.softcap > 0) kn.softcap(sr, lds, t.n, static_cast<float>(a.softcap));  // whole rows, lds % 16 == 0
+  for (int r = 0; r < t.n; ++r) {
+    float* row = sr + static_cast<int64_t>(r) * lds;
+    const int64_t lo = std::clamp<int64_t>(s.lo[r] - j0, 0, nk),
+                  hi = std::clamp<int64_t>(s.hi[r] - j0, lo, nk);
+    std::fill(row, row + lo, kNegInf);
+    std::fill(row + hi, row + nk, kNegInf);
+    if (a.bias) {
+      const int64_t c = a.sbias.c;
+      const float* bias = a.bias + t.b * a.sbias.b + t.h[r] * a.sbias.h + t.i[r] * a.sbias.r + j0 * c;
+      for (int jj = 0; jj < nk; ++jj) row[jj] += bias[jj * c];
+    }
+    if (a.allow) {
+      const int64_t c = a.sallow.c;
+      const uint8_t* allow = a.allow + t.b * a.sallow.b + t.h[r] * a.sallow.h + t.i[r] * a.sallow.r + j0 * c;
+      for (int jj = 0; jj < nk; ++jj)
+        if (!allow[jj * c]) row[jj] = kNegInf;
+    }
+  }
+}
+
 uint64_t dropout_row_key(uint64_t seed, int64_t b, int64_t h, int64_t i) {
   uint64_t x = mix64(seed ^ 0x9e3779b97f4a7c15ull);
   x = mix64(x ^ static_cast<uint64_t>(b));
@@ -166,20 +253,69 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   const bool elementwise = has_elementwise(a);
   const bool dropout = a.dropout_p > 0;
   const float scale = static_cast<float>(a.scale);
-  const float* kbase = a.k + t.b * a.sk.b + t.hk * a.sk.h;
-  const float* vbase = a.v + t.b * a.sv.b + t.hk * a.sv.h;
+  const float* kbase = a.bf16 ? nullptr : a.k + t.b * a.sk.b + t.hk * a.sk.h;
+  const float* vbase = a.bf16 ? nullptr : a.v + t.b * a.sv.b + t.hk * a.sv.h;
+  const uint16_t* kbase16 = a.bf16 ? a.k16 + t.b * a.sk.b + t.hk * a.sk.h : nullptr;
+  const uint16_t* vbase16 = a.bf16 ? a.v16 + t.b * a.sv.b + t.hk * a.sv.h : nullptr;
+  if (use_rows(a, kn, t)) {
+    // Row path: S row-major, one row of keys per query row; P·V row by row (ldq = 1 views a P row as a
+    // one-row column tile).
+    for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
+      const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
+      float* sr = s.sr.get();
+      kn.scores_rows(s.qr.get(), g.ldo, t.n, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale,
+                     sr, g.lds);
+      const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
+      if (!inside || elementwise) apply_masks_rows(a, kn, t, s, j0, nk, g.lds, sr);
+      kn.softmax_rows(sr, g.lds, t.n, nk, s.m.get(), s.l.get(), s.alpha.get());
+      for (int r = 0; r < t.n; ++r) {
+        float* p = sr + static_cast<int64_t>(r) * g.lds;
+        if (dropout)
+          fwd::dropout_portable(p, 1, nk, s.drop_key + r, j0, dropout_threshold(a.dropout_p),
+                                static_cast<float>(1.0 / (1.0 - a.dropout_p)));
+        kn.pv(p, 1, vbase + j0 * a.sv.r, a.sv.r, nk, 1, static_cast<int>(a.D),
+              s.o.get() + static_cast<int64_t>(r) * g.ldo, g.ldo, s.alpha.get() + r, nullptr);
+      }
+    }
+    return;
+  }
   for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
     const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
-    kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get());
     const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
+    // Tiles crossing some row's upper key bound (the causal diagonal): per 16-row vector and per
+    // row, the keys past the bound are masked, so their scores and P·V terms are skipped.
+    const int* vlim = nullptr;
+    const int* rlim = nullptr;
+    if (j0 + nk > u.min_hi) {
+      bool some = false;
+      for (int v = 0; v < ldq / 16; ++v) s.vlim[v] = 0;
+      for (int r = 0; r < t.n; ++r) {
+        s.rlim[r] = static_cast<int>(std::clamp<int64_t>(s.hi[r] - j0, 0, nk));
+        s.vlim[r / 16] = std::max(s.vlim[r / 16], s.rlim[r]);
+      }
+      for (int v = 0; v < ldq / 16; ++v) some = some || s.vlim[v] < nk;
+      if (some) vlim = s.vlim, rlim = s.rlim;
+    }
+    if (a.bf16)
+      kn.scores_bf16(as_u32(s.qt), ldq, kbase16 + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale,
+                     s.st.get(), vlim);
+    else
+      kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get(),
+                vlim);
     if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
     kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
     // Dropout after the statistics update, so l stays pre-dropout.
     if (dropout)
       kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
                  static_cast<float>(1.0 / (1.0 - a.dropout_p)));
-    kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
-          s.alpha.get());
+    if (a.bf16) {
+      pack_v_bf16(vbase16 + j0 * a.sv.r, a.sv.r, nk, a.D, g.ldo, as_u32(s.vp));
+      kn.pv_bf16(s.st.get(), ldq, as_u32(s.vp), nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
+                 s.alpha.get(), rlim, as_u32(s.pb));
+    } else {
+      kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
+            s.alpha.get(), rlim);
+    }
   }
 }
 
@@ -245,7 +381,8 @@ const Kernels& select_kernels() {
   return fwd::kernels_scalar();
 }
 
-std::vector<Scratch> make_scratch(int threads, const AttnArgs<float>& a, const Geometry& g) {
+std::vector<Scratch> make_scratch(int threads, const AttnArgs<float>& a, const Kernels& kn,
+                                  const Geometry& g) {
   std::vector<Scratch> sc(threads);
   for (Scratch& s : sc) {
     s.qt = aligned_floats(a.D * g.Br);
@@ -254,6 +391,16 @@ std::vector<Scratch> make_scratch(int threads, const AttnArgs<float>& a, const G
     s.m = aligned_floats(g.Br);
     s.l = aligned_floats(g.Br);
     s.alpha = aligned_floats(g.Br);
+    if (a.bf16) {
+      s.vp = aligned_floats(static_cast<int64_t>(g.Bc + 1) / 2 * g.ldo);
+      s.pb = aligned_floats(static_cast<int64_t>(g.Bc + 1) / 2 * g.Br);
+    }
+    if (kn.scores_rows) {
+      s.qr = aligned_floats(static_cast<int64_t>(kn.row_max) * g.ldo);
+      s.sr = aligned_floats(static_cast<int64_t>(kn.row_max) * g.lds);
+      // Padding lanes of S rows stay finite (soft-capping runs over whole rows).
+      std::fill(s.sr.get(), s.sr.get() + static_cast<int64_t>(kn.row_max) * g.lds, 0.f);
+    }
   }
   return sc;
 }
@@ -299,7 +446,7 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
       for (int64_t j0 = u.lo; j0 < u.hi; j0 += g.Bc) {
         const int nk = static_cast<int>(std::min<int64_t>(g.Bc, u.hi - j0));
         kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
-                  static_cast<float>(a.scale), s.st.get());
+                  static_cast<float>(a.scale), s.st.get(), nullptr);
         apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
         for (int r = 0; r < t.n; ++r) {
           const float lse = o.lse[(t.b * a.H + h) * a.Lq + t.i[r]];
@@ -313,6 +460,11 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
 
 }  // namespace
 
+bool fused_bf16_available() {
+  __builtin_cpu_init();
+  return select_kernels().scores_bf16 != nullptr && __builtin_cpu_supports("avx512bf16");
+}
+
 void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
   ATTN_CHECK(a.D > 0 && a.Hkv > 0 && a.H % a.Hkv == 0,
              "fused attention: expected D > 0 and Hkv dividing H; got D = ", a.D, ", H = ", a.H,
@@ -322,10 +474,14 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
              "fused attention: k and v must have unit stride in D; got ", a.sk.c, " and ", a.sv.c);
   if (a.B * a.H * a.Lq == 0) return;
   const Kernels& kn = select_kernels();
-  const Geometry g{kn.max_rows, kn.block_keys, static_cast<int>(round_up(a.D, 16))};
+  ATTN_CHECK(!a.bf16 || (kn.scores_bf16 && a.q16 && a.k16 && a.v16 && !o.weights),
+             "fused attention: bf16 inputs need the AVX512_BF16 kernels and no weight capture; got isa ",
+             kn.isa, ", capture ", o.weights != nullptr);
+  const Geometry g{kn.max_rows, kn.block_keys, static_cast<int>(round_up(a.D, 16)),
+                   static_cast<int>(round_up(kn.block_keys, 16))};
   const Tiling tiling(a, g.Br);
   const int threads = num_threads();
-  std::vector<Scratch> scratch = make_scratch(threads, a, g);
+  std::vector<Scratch> scratch = make_scratch(threads, a, kn, g);
 
   const int64_t nsplit = choose_splits(tiling.num_tiles, a.Lk, threads);
   // Split-KV partials: per (tile, split) and row, m, l and the unnormalised O.
@@ -351,7 +507,14 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
         kb = std::min(u.hi, u.lo + split * chunk);
         ke = std::min(u.hi, kb + chunk);
       }
-      if (kb < ke) pack_q(a, t, ldq, s.qt.get());
+      if (kb < ke) {
+        if (use_rows(a, kn, t))
+          pack_q_rows(a, t, g.ldo, s.qr.get());
+        else if (a.bf16)
+          pack_q_bf16(a, t, ldq, as_u32(s.qt));
+        else
+          pack_q(a, t, ldq, s.qt.get());
+      }
       run_tile(a, kn, g, t, u, kb, ke, s);
       if (nsplit == 1) {
         finalize(a, t, g, s, o);
@@ -408,7 +571,7 @@ namespace fwd {
 namespace {
 
 void scores_scalar(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
-                   float* st) {
+                   float* st, const int* /*lim: computes every entry*/) {
   for (int j = 0; j < nk; ++j) {
     float* s = st + static_cast<int64_t>(j) * ldq;
     const float* kr = k + j * skr;
@@ -450,7 +613,7 @@ void add_rows_scalar(float* st, int ldq, int nk, const float* base, const int32_
 }
 
 void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
-               const float* alpha) {
+               const float* alpha, const int* /*lim: zero P is skipped anyway*/) {
   for (int r = 0; r < n; ++r) {
     float* orow = o + static_cast<int64_t>(r) * ldo;
     for (int d = 0; d < D; ++d) orow[d] *= alpha[r];
@@ -461,6 +624,24 @@ void pv_scalar(const float* p, int ldq, const float* v, int64_t svr, int nk, int
       for (int d = 0; d < D; ++d) orow[d] += pj * vr[d];
     }
   }
+}
+
+void scores_rows_scalar(const float* qr, int ldo, int n, const float* k, int64_t skr, int nk, int D,
+                        float scale, float* sr, int lds) {
+  for (int r = 0; r < n; ++r)
+    for (int j = 0; j < nk; ++j) {
+      const float* q = qr + static_cast<int64_t>(r) * ldo;
+      const float* kr = k + j * skr;
+      float acc = 0.f;
+      for (int d = 0; d < D; ++d) acc += q[d] * kr[d];
+      sr[static_cast<int64_t>(r) * lds + j] = acc * scale;
+    }
+}
+
+void softmax_rows_scalar(float* sr, int lds, int n, int nk, float* m, float* l, float* alpha) {
+  // Row r of the row-major tile is a column-layout tile with a single row (ldq = 1).
+  for (int r = 0; r < n; ++r)
+    softmax_scalar(sr + static_cast<int64_t>(r) * lds, 1, nk, m + r, l + r, alpha + r);
 }
 
 }  // namespace
@@ -476,9 +657,20 @@ void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_
 }
 
 const Kernels& kernels_scalar() {
-  static const Kernels k{
-      "scalar",        32, 64, scores_scalar, softmax_scalar, pv_scalar, softcap_scalar, add_rows_scalar,
-      dropout_portable};
+  static const Kernels k{"scalar",
+                         32,
+                         64,
+                         scores_scalar,
+                         softmax_scalar,
+                         pv_scalar,
+                         softcap_scalar,
+                         add_rows_scalar,
+                         dropout_portable,
+                         4,
+                         scores_rows_scalar,
+                         softmax_rows_scalar,
+                         nullptr,
+                         nullptr};
   return k;
 }
 

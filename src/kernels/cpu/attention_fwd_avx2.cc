@@ -76,8 +76,10 @@ constexpr auto scores_table(std::index_sequence<I...>) {
 }
 constexpr auto kScoresTail = scores_table(std::make_index_sequence<kKB>());
 
-void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st) {
+void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk_all, int D, float scale, float* st,
+            const int* lim) {
   for (int r0 = 0; r0 < ldq; r0 += 16) {  // ldq is a multiple of 16: two ymm per chunk
+    const int nk = lim ? lim[r0 / 16] : nk_all;
     int j = 0;
     for (; j + kKB <= nk; j += kKB)
       scores_block<kKB, 2>(qt + r0, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq + r0);
@@ -157,14 +159,17 @@ constexpr auto pv_row_table(std::index_sequence<I...>) {
 constexpr std::array<std::array<PvFn, kRB>, 2> kPvTable{pv_row_table<1>(std::make_index_sequence<kRB>()),
                                                         pv_row_table<2>(std::make_index_sequence<kRB>())};
 
-void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
-        const float* alpha) {
+void pv(const float* p, int ldq, const float* v, int64_t svr, int nk_all, int n, int D, float* o, int ldo,
+        const float* alpha, const int* lim) {
   const int nvec = (D + 7) / 8;
   for (int d0 = 0; d0 < nvec; d0 += 2) {
     const int dv = std::min(2, nvec - d0);
     const int tail = std::min(D, 8 * (d0 + dv)) - 8 * (d0 + dv - 1);  // valid lanes of the last vector
     for (int r0 = 0; r0 < n; r0 += kRB) {
       const int rb = std::min(kRB, n - r0);
+      int nk = lim ? 0 : nk_all;  // keys up to the block's largest limit
+      if (lim)
+        for (int r = r0; r < r0 + rb; ++r) nk = std::max(nk, lim[r]);
       kPvTable[dv - 1][rb - 1](p + r0, ldq, v + 8 * d0, svr, nk, o + static_cast<int64_t>(r0) * ldo + 8 * d0,
                                ldo, alpha + r0, tail);
     }
@@ -202,7 +207,9 @@ void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off,
 }  // namespace
 
 const Kernels& kernels_avx2() {
-  static const Kernels k{"avx2", 64, 64, scores, softmax, pv, softcap, add_rows, dropout_portable};
+  // No row path yet: every tile takes the column path.
+  static const Kernels k{"avx2",           64, 64,      scores,  softmax, pv,     softcap, add_rows,
+                         dropout_portable, 0,  nullptr, nullptr, nullptr, nullptr};
   return k;
 }
 

@@ -10,6 +10,10 @@
 //  * pv: O[r, d] += P^T[j, r] · V[j, d]; RB rows × DV vectors of 16 output
 //    columns stay in registers across the whole key tile, V[j, d..d+15] is a
 //    load from the value row, P^T[j, r] a broadcast.
+//  * row path (few query rows): 16 keys' dot products along D in 16
+//    accumulators, then one transposing add tree puts key j in lane j.
+//  * bf16: the same microkernels with vdpbf16ps on pairs (along D for Q·Kᵀ,
+//    along keys for P·V).
 #include "kernels/cpu/attention_fwd_kernels.h"
 
 // GCC 12 reports a false "may be used uninitialized" inside the AVX-512 intrinsic headers (the
@@ -79,25 +83,50 @@ void scores_rv(const float* qt, int ldq, const float* k, int64_t skr, int nk, in
   if (j < nk) table[nk - j - 1](qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
 }
 
-void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st) {
+// nv (1..4) vectors of 16 rows against nk keys.
+void scores_vecs(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
+                 float* s) {
+  switch (nv) {
+    case 1:
+      scores_rv<1>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    case 2:
+      scores_rv<2>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    case 3:
+      scores_rv<3>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    default:
+      scores_rv<4>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+  }
+}
+
+void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
+            const int* lim) {
   // Row vectors in chunks of at most 4 (64 rows).
   for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
     const int rv = std::min(4, ldq / 16 - v0);
-    const float* q = qt + 16 * v0;
-    float* s = st + 16 * v0;
-    switch (rv) {
-      case 1:
-        scores_rv<1>(q, ldq, k, skr, nk, D, scale, s);
-        break;
-      case 2:
-        scores_rv<2>(q, ldq, k, skr, nk, D, scale, s);
-        break;
-      case 3:
-        scores_rv<3>(q, ldq, k, skr, nk, D, scale, s);
-        break;
-      default:
-        scores_rv<4>(q, ldq, k, skr, nk, D, scale, s);
-        break;
+    bool rising = lim != nullptr;
+    for (int i = 1; rising && i < rv; ++i) rising = lim[v0 + i - 1] <= lim[v0 + i];
+    if (!rising) {
+      int n = nk;
+      if (lim) {
+        n = 0;
+        for (int i = 0; i < rv; ++i) n = std::max(n, lim[v0 + i]);
+      }
+      scores_vecs(rv, qt + 16 * v0, ldq, k, skr, n, D, scale, st + 16 * v0);
+      continue;
+    }
+    // Limits rising with the row (the causal diagonal): keys [lim[v-1], lim[v]) for vectors v..end,
+    // so the block above the diagonal is never computed.
+    int start = 0;
+    for (int i = 0; i < rv; ++i) {
+      const int end = lim[v0 + i];
+      if (end > start)
+        scores_vecs(rv - i, qt + 16 * (v0 + i), ldq, k + start * skr, skr, end - start, D, scale,
+                    st + static_cast<int64_t>(start) * ldq + 16 * (v0 + i));
+      start = std::max(start, end);
     }
   }
 }
@@ -195,8 +224,8 @@ constexpr auto pv_table(std::index_sequence<I...>) {
 }
 constexpr auto kPvTable = pv_table(std::make_index_sequence<kDV>());
 
-void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
-        const float* alpha) {
+void pv(const float* p, int ldq, const float* v, int64_t svr, int nk_all, int n, int D, float* o, int ldo,
+        const float* alpha, const int* lim) {
   const int nvec = (D + 15) / 16;
   // Split D into blocks of at most kDV vectors, as even as possible (D = 80: 3 + 2).
   const int nblk = (nvec + kDV - 1) / kDV;
@@ -208,6 +237,9 @@ void pv(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int
     const __mmask16 last = static_cast<__mmask16>((1u << tail) - 1u);
     for (int r0 = 0; r0 < n; r0 += kRB) {
       const int rb = std::min(kRB, n - r0);
+      int nk = lim ? 0 : nk_all;  // keys up to the block's largest limit
+      if (lim)
+        for (int r = r0; r < r0 + rb; ++r) nk = std::max(nk, lim[r]);
       kPvTable[dv - 1][rb - 1](p + r0, ldq, v + 16 * d0, svr, nk,
                                o + static_cast<int64_t>(r0) * ldo + 16 * d0, ldo, alpha + r0, last);
     }
@@ -275,10 +307,298 @@ void dropout(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uin
   }
 }
 
+// ---- row path: keys in lanes (few query rows, e.g. decode) ------------------------------------
+
+// Lane j of the result = the sum of the 16 lanes of a[j]: a transposing tree of adds (45 shuffles and
+// adds for 16 dot products instead of 16 full reductions).
+inline __m512 reduce16(__m512 a[16]) {
+  __m512 b[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)  // per 128-bit block: [x0+x2, y0+y2, x1+x3, y1+y3]
+    b[i] =
+        _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  __m512 c[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // per 128-bit block: keys 4i..4i+3, partial over that block
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] =
+        _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  // Sum the four 128-bit blocks; block q of the result holds keys 4q..4q+3.
+  const __m512 e0 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
+  const __m512 e1 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], 0x88), _mm512_shuffle_f32x4(c[2], c[3], 0xdd));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(e0, e1, 0x88), _mm512_shuffle_f32x4(e0, e1, 0xdd));
+}
+
+// 16 keys (rows j >= nk repeat the last key; their lanes are not stored) against each query row.
+void scores_rows16(const float* qr, int ldo, int n, const float* k, int64_t skr, int nk, int D, float scale,
+                   float* sr, int lds) {
+  const float* kp[16];
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) kp[j] = k + std::min(j, nk - 1) * skr;
+  const int dfull = D & ~15;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (D - dfull)) - 1u);
+  const __mmask16 store = static_cast<__mmask16>(nk >= 16 ? 0xffffu : (1u << nk) - 1u);
+  for (int r = 0; r < n; ++r) {
+    const float* q = qr + static_cast<int64_t>(r) * ldo;
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
+    for (int d = 0; d < dfull; d += 16) {
+      const __m512 qv = _mm512_load_ps(q + d);
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) {
+        // Long keys stream from memory: fetch the same line of the key 32 rows ahead (first query row).
+        if (r == 0) _mm_prefetch(reinterpret_cast<const char*>(kp[j] + 32 * skr + d), _MM_HINT_T0);
+        acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp[j] + d), acc[j]);
+      }
+    }
+    if (tail) {
+      const __m512 qv = _mm512_load_ps(q + dfull);
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j)
+        acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, kp[j] + dfull), acc[j]);
+    }
+    _mm512_mask_storeu_ps(sr + static_cast<int64_t>(r) * lds, store,
+                          _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale)));
+  }
+}
+
+void scores_rows(const float* qr, int ldo, int n, const float* k, int64_t skr, int nk, int D, float scale,
+                 float* sr, int lds) {
+  for (int j = 0; j < nk; j += 16)
+    scores_rows16(qr, ldo, n, k + j * skr, skr, std::min(16, nk - j), D, scale, sr + j, lds);
+}
+
+void softmax_rows(float* sr, int lds, int n, int nk, float* m, float* l, float* alpha) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  const int nfull = nk & ~15;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (nk - nfull)) - 1u);
+  for (int r = 0; r < n; ++r) {
+    float* s = sr + static_cast<int64_t>(r) * lds;
+    __m512 mx = neg_inf;
+    for (int j = 0; j < nfull; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
+    if (tail) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(neg_inf, tail, s + nfull));
+    const float mnew = std::max(m[r], _mm512_reduce_max_ps(mx));
+    // A row with no allowed key so far subtracts 0 instead of −inf: P = exp(−inf) = 0, never NaN.
+    const float msafe_f = mnew == -__builtin_inff() ? 0.f : mnew;
+    const __m512 msafe = _mm512_set1_ps(msafe_f);
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < nfull; j += 16) {
+      const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + j), msafe));
+      _mm512_storeu_ps(s + j, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    if (tail) {
+      const __m512 e = exp_ps(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, tail, s + nfull), msafe));
+      _mm512_mask_storeu_ps(s + nfull, tail, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    const float a = _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(m[r] - msafe_f)));
+    l[r] = l[r] * a + _mm512_reduce_add_ps(sum);
+    m[r] = mnew;
+    alpha[r] = a;
+  }
+}
+
+// ---- bf16 operands: vdpbf16ps (two products per fp32 lane) ----------------------------------
+// Note: vdpbf16ps treats denormal inputs as zero and flushes denormal results (it ignores MXCSR).
+
+inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+}
+
+template <int KB, int RV>
+void scores_block_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int D, float scale_f,
+                       float* st) {
+  __m512 acc[KB][RV];
+#pragma GCC unroll 16
+  for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_setzero_ps();
+  const int np = D / 2;  // full pairs
+  for (int p = 0; p < np; ++p) {
+    __m512i q[RV];
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) q[v] = _mm512_load_si512(qt2 + static_cast<int64_t>(p) * ldq + 16 * v);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      uint32_t x;
+      __builtin_memcpy(&x, k + j * skr + 2 * p, 4);
+      const __m512i kb = _mm512_set1_epi32(static_cast<int32_t>(x));
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v) acc[j][v] = dot2(acc[j][v], q[v], kb);
+    }
+  }
+  if (D & 1) {  // the last element pairs with 0 (qt2 is 0 there too)
+    __m512i q[RV];
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) q[v] = _mm512_load_si512(qt2 + static_cast<int64_t>(np) * ldq + 16 * v);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      const __m512i kb = _mm512_set1_epi32(k[j * skr + 2 * np]);
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v) acc[j][v] = dot2(acc[j][v], q[v], kb);
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(scale_f);
+#pragma GCC unroll 16
+  for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v)
+      _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v, _mm512_mul_ps(acc[j][v], scale));
+}
+
+using ScoresBf16Fn = void (*)(const uint32_t*, int, const uint16_t*, int64_t, int, float, float*);
+
+template <int RV, std::size_t... I>
+constexpr auto scores_bf16_table(std::index_sequence<I...>) {
+  return std::array<ScoresBf16Fn, sizeof...(I)>{&scores_block_bf16<static_cast<int>(I) + 1, RV>...};
+}
+
+template <int RV>
+void scores_bf16_rv(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D, float scale,
+                    float* st) {
+  constexpr int KB = kb_for(RV);
+  static constexpr auto table = scores_bf16_table<RV>(std::make_index_sequence<KB>());
+  int j = 0;
+  for (; j + KB <= nk; j += KB)
+    scores_block_bf16<KB, RV>(qt2, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+  if (j < nk) table[nk - j - 1](qt2, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+}
+
+void scores_bf16_vecs(int nv, const uint32_t* q, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
+                      float scale, float* s) {
+  switch (nv) {
+    case 1:
+      scores_bf16_rv<1>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    case 2:
+      scores_bf16_rv<2>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    case 3:
+      scores_bf16_rv<3>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+    default:
+      scores_bf16_rv<4>(q, ldq, k, skr, nk, D, scale, s);
+      break;
+  }
+}
+
+// Same blocking and causal-diagonal skipping as `scores`.
+void scores_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D, float scale,
+                 float* st, const int* lim) {
+  for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
+    const int rv = std::min(4, ldq / 16 - v0);
+    bool rising = lim != nullptr;
+    for (int i = 1; rising && i < rv; ++i) rising = lim[v0 + i - 1] <= lim[v0 + i];
+    if (!rising) {
+      int n = nk;
+      if (lim) {
+        n = 0;
+        for (int i = 0; i < rv; ++i) n = std::max(n, lim[v0 + i]);
+      }
+      scores_bf16_vecs(rv, qt2 + 16 * v0, ldq, k, skr, n, D, scale, st + 16 * v0);
+      continue;
+    }
+    int start = 0;
+    for (int i = 0; i < rv; ++i) {
+      const int end = lim[v0 + i];
+      if (end > start)
+        scores_bf16_vecs(rv - i, qt2 + 16 * (v0 + i), ldq, k + start * skr, skr, end - start, D, scale,
+                         st + static_cast<int64_t>(start) * ldq + 16 * (v0 + i));
+      start = std::max(start, end);
+    }
+  }
+}
+
+// fp32 -> bf16 bits, round to nearest even (finite inputs), in the low 16 bits of each lane.
+inline __m512i round_bf16(__m512 x) {
+  const __m512i b = _mm512_castps_si512(x);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  return _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+}
+
+template <int RB, int DV>
+void pv_block_bf16(const uint32_t* pb, int ldq, const uint32_t* vp, int ldo, int npairs, float* o,
+                   const float* alpha) {
+  __m512 acc[RB][DV];
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d)
+      acc[r][d] = _mm512_mul_ps(_mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d), a);
+  }
+  for (int jp = 0; jp < npairs; ++jp) {
+    __m512i vv[DV];
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d) vv[d] = _mm512_load_si512(vp + static_cast<int64_t>(jp) * ldo + 16 * d);
+    const uint32_t* pj = pb + static_cast<int64_t>(jp) * ldq;
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m512i pp = _mm512_set1_epi32(static_cast<int32_t>(pj[r]));
+#pragma GCC unroll 4
+      for (int d = 0; d < DV; ++d) acc[r][d] = dot2(acc[r][d], pp, vv[d]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int d = 0; d < DV; ++d) _mm512_store_ps(o + static_cast<int64_t>(r) * ldo + 16 * d, acc[r][d]);
+}
+
+using PvBf16Fn = void (*)(const uint32_t*, int, const uint32_t*, int, int, float*, const float*);
+
+template <int DV, std::size_t... I>
+constexpr auto pv_bf16_row_table(std::index_sequence<I...>) {
+  return std::array<PvBf16Fn, sizeof...(I)>{&pv_block_bf16<static_cast<int>(I) + 1, DV>...};
+}
+template <std::size_t... I>
+constexpr auto pv_bf16_table(std::index_sequence<I...>) {
+  return std::array<std::array<PvBf16Fn, kRB>, sizeof...(I)>{
+      pv_bf16_row_table<static_cast<int>(I) + 1>(std::make_index_sequence<kRB>())...};
+}
+constexpr auto kPvBf16Table = pv_bf16_table(std::make_index_sequence<kDV>());
+
+void pv_bf16(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
+             const float* alpha, const int* lim, uint32_t* pb) {
+  // P in pairs along keys: pb[jp * ldq + r] = (bf16 P[2jp, r], bf16 P[2jp + 1, r]), 0 past nk.
+  const int npairs = (nk + 1) / 2;
+  for (int jp = 0; jp < npairs; ++jp) {
+    const float* p0 = p + static_cast<int64_t>(2 * jp) * ldq;
+    const bool has1 = 2 * jp + 1 < nk;
+    for (int v = 0; v < ldq / 16; ++v) {
+      const __m512i lo = round_bf16(_mm512_load_ps(p0 + 16 * v));
+      const __m512i hi = has1 ? round_bf16(_mm512_load_ps(p0 + ldq + 16 * v)) : _mm512_setzero_si512();
+      _mm512_store_si512(pb + static_cast<int64_t>(jp) * ldq + 16 * v,
+                         _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+  const int nvec = (D + 15) / 16;
+  const int nblk = (nvec + kDV - 1) / kDV;
+  int d0 = 0;
+  for (int b = 0; b < nblk; ++b) {
+    const int dv = (nvec - d0 + (nblk - b) - 1) / (nblk - b);
+    for (int r0 = 0; r0 < n; r0 += kRB) {
+      const int rb = std::min(kRB, n - r0);
+      int nkb = lim ? 0 : nk;  // keys up to the block's largest limit
+      if (lim)
+        for (int r = r0; r < r0 + rb; ++r) nkb = std::max(nkb, lim[r]);
+      kPvBf16Table[dv - 1][rb - 1](pb + r0, ldq, vp + 16 * d0, ldo, (nkb + 1) / 2,
+                                   o + static_cast<int64_t>(r0) * ldo + 16 * d0, alpha + r0);
+    }
+    d0 += dv;
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512", 64, 96, scores, softmax, pv, softcap, add_rows, dropout};
+  static const Kernels k{"avx512", 64,      96, scores,      softmax,      pv,          softcap,
+                         add_rows, dropout, 8,  scores_rows, softmax_rows, scores_bf16, pv_bf16};
   return k;
 }
 

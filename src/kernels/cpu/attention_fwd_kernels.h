@@ -12,6 +12,11 @@
 //                  probabilities P
 //   o   [n, ldo]   unnormalised output rows; ldo = D rounded up to 16
 //   m, l, alpha [ldq]  running max, running sum, last rescale factor per row
+// Row path (tiles of at most `row_max` query rows, e.g. decode without GQA):
+//   qr  [n, ldo]   the query rows, row-major, zero-padded to ldo
+//   sr  [n, lds]   S row-major: sr[r * lds + j]; lds = Bc rounded up to 16
+// Here keys go in the SIMD lanes, so one query row does not waste 15/16 of
+// the work as it would with rows in lanes.
 // Keys and values are read in place: row j of the key tile is k + j * skr
 // (unit stride in D).
 #pragma once
@@ -28,9 +33,11 @@ struct Kernels {
   int block_keys;  // Bc: keys per key tile
 
   // st[j * ldq + r] = scale * sum_d qt[d * ldq + r] * k[j * skr + d]   for j < nk, r < ldq.
+  // lim (may be null): [ldq / 16] key limits per vector of 16 rows; entries j >= lim[r / 16] are
+  // masked anyway and may be left unchanged (the causal diagonal: work above it is skipped).
   // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]
-  void (*scores)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
-                 float* st);
+  void (*scores)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
+                 const int* lim);
 
   // Online-softmax update for every row r < ldq over keys j < nk:
   //   m' = max(m, max_j st), alpha = exp(m - m'), st = exp(st - m'), l = alpha·l + sum_j st.
@@ -40,9 +47,10 @@ struct Kernels {
 
   // o[r * ldo + d] = alpha[r] · o[r * ldo + d] + sum_j p[j * ldq + r] · v[j * svr + d]
   // for r < n, d < D. Lanes D..ldo-1 of o hold unspecified values.
+  // lim (may be null): [n] per row, p[j * ldq + r] = 0 for j >= lim[r], so the sum may stop there.
   // p: [nk, ldq]  v: [nk, D] with row stride svr  o: [n, ldo]  alpha: [n]
   void (*pv)(const float* p, int ldq, const float* v, int64_t svr, int nk, int n, int D, float* o, int ldo,
-             const float* alpha);
+             const float* alpha, const int* lim);
 
   // st = cap · tanh(st / cap) for every element of the tile (finite inputs).
   // st: [nk, ldq]
@@ -58,6 +66,35 @@ struct Kernels {
   // p: [nk, ldq]  row_key: [ldq]
   void (*dropout)(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
                   float inv_keep);
+
+  // ---- row path (null when this ISA has none; then every tile takes the column path) ----
+  int row_max;  // tiles with at most this many rows take the row path
+
+  // sr[r * lds + j] = scale * sum_d qr[r * ldo + d] * k[j * skr + d]   for r < n, j < nk.
+  // Lanes nk..lds-1 of each sr row are left unchanged.
+  // qr: [n, ldo] (zero past D)  k: [nk, D] with row stride skr  sr: [n, lds]
+  void (*scores_rows)(const float* qr, int ldo, int n, const float* k, int64_t skr, int nk, int D,
+                      float scale, float* sr, int lds);
+
+  // The online-softmax update of `softmax` for rows r < n of the row-major sr (keys j < nk):
+  // m, l, alpha as there; sr[r * lds + j] becomes P.
+  // sr: [n, lds]  m, l, alpha: [n]
+  void (*softmax_rows)(float* sr, int lds, int n, int nk, float* m, float* l, float* alpha);
+
+  // ---- bf16 inputs (null when this ISA has none; the front-end then converts to f32) ----
+  // A bf16 pair is a uint32_t: the element with the lower index in the low 16 bits.
+  // `scores` on bf16 operands (vdpbf16ps: pairs along D): qt2[p * ldq + r] holds the pair
+  // (q[r, 2p], q[r, 2p + 1]) (0 past D); k rows are raw bf16 in place. Products are exact,
+  // accumulation in fp32. lim as in `scores`.
+  // qt2: [ceil(D/2), ldq]  k: [nk, D] bf16 with row stride skr  st: [nk, ldq]
+  void (*scores_bf16)(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
+                      float scale, float* st, const int* lim);
+
+  // `pv` with P rounded to bf16 (round to nearest even) and V packed in pairs along keys:
+  // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]) (0 past nk and D). pb is scratch for P's pairs.
+  // p: [nk, ldq]  vp: [ceil(nk/2), ldo]  o: [n, ldo]  alpha: [n]  pb: [ceil(nk/2), ldq]
+  void (*pv_bf16)(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
+                  const float* alpha, const int* lim, uint32_t* pb);
 };
 
 constexpr int kMaxRows = 64;
