@@ -5,8 +5,11 @@
 //   k, v [B, Hkv, Lk, D]      Hkv divides H: query head h reads kv head h / (H / Hkv)
 //   out  [B, H,   Lq, D]
 //   lse  [B, H,   Lq]         log-sum-exp of the masked, scaled (and soft-capped) logits
-// Inputs may be non-contiguous views; f32 and bf16 inputs compute in fp32 and
-// return f32 (the reference backend also accepts f64 and computes in f64).
+// Inputs may be non-contiguous views. f32 inputs compute in fp32 and return
+// f32; f64 inputs run the reference in f64. bf16 inputs return f32: on a CPU
+// with AVX512_BF16 the fused forward multiplies in bf16 (Q·Kᵀ and P·V with
+// bf16 products, P rounded to bf16, fp32 softmax and accumulation; error
+// ~2^-9·max|v|), otherwise and in the backward they are widened to fp32.
 //
 // Semantics fixed once for the whole engine:
 //  * scale defaults to 1/sqrt(D).
