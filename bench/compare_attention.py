@@ -4,7 +4,10 @@ threads in the same run, and prints a Markdown table of GFLOP/s, the ratio attn 
 fraction of the machine's measured FMA peak.
 
   python3 bench/compare_attention.py [--build build/release] [--threads 2] [--quick]
-        [--suite forward,causal,window,decode,backward,reference]  [--json out.jsonl]
+        [--suite forward,causal,window,decode,backward,bf16,reference]  [--json out.jsonl]
+
+The bf16 suite passes bf16 q, k, v to both engines (attn's AVX512_BF16 path; PyTorch's bf16 SDPA);
+its "% of FMA peak" is against the fp32 FMA peak, which bf16 dot products can exceed.
 
 torch is needed only here (pip install torch); attn itself never needs it.
 """
@@ -29,7 +32,7 @@ def main():
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--min-time", type=float, default=0.5)
     ap.add_argument("--quick", action="store_true", help="N up to 2048 only")
-    ap.add_argument("--suite", default="forward,causal,window,decode,backward,reference")
+    ap.add_argument("--suite", default="forward,causal,window,decode,backward,bf16,reference")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     bench = os.path.join(a.build, "bench", "attention_bench")
@@ -56,6 +59,11 @@ def main():
                 configs.append((f"decode Lq=1 Lk={lk} D={d}",
                                 ["--n", "1", "--d", str(d), "--decode-lk", str(lk)],
                                 ["--n", str(lk), "--lq", "1", "--d", str(d)]))
+        if "bf16" in suites:
+            for n in [x for x in ns if 1024 <= x <= 4096]:
+                for causal in (0, 1):
+                    args = ["--n", str(n), "--d", str(d), "--causal", str(causal), "--dtype", "bf16"]
+                    configs.append((f"bf16 fwd N={n} D={d}{' causal' if causal else ''}", args, args))
         if "backward" in suites:
             for n in [x for x in ns if 512 <= x <= 4096]:
                 for causal in (0, 1):
