@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "train/optim_kernels.h"
+
 namespace attn::train {
 namespace {
 
@@ -141,35 +143,26 @@ void AdamW::step() {
   const double bc1 = 1.0 - std::pow(options_.beta1, t);
   const double bc2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, t));
   // Scalars rounded to fp32 once, as torch passes them to its fp32 kernels.
-  const float w1 = static_cast<float>(1.0 - options_.beta1);
-  const float b2 = static_cast<float>(options_.beta2);
-  const float w2 = static_cast<float>(1.0 - options_.beta2);
-  const float neg_step = static_cast<float>(-(lr_ / bc1));
-  const float bc2s = static_cast<float>(bc2_sqrt);
-  const float eps = static_cast<float>(options_.eps);
+  kernels::AdamWScalars s{};
+  s.decay = static_cast<float>(1.0 - lr_ * options_.weight_decay);
+  s.w1 = static_cast<float>(1.0 - options_.beta1);
+  s.b2 = static_cast<float>(options_.beta2);
+  s.w2 = static_cast<float>(1.0 - options_.beta2);
+  s.bc2_sqrt = static_cast<float>(bc2_sqrt);
+  s.eps = static_cast<float>(options_.eps);
+  s.neg_step = static_cast<float>(-(lr_ / bc1));
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const auto& [name, param] = params_[i];
     const Tensor gt = grad_of("adamw", name, param);
     if (!gt.defined()) continue;
-    const float decay = static_cast<float>(1.0 - lr_ * options_.weight_decay);
-    const bool do_decay = decay_[i];
+    kernels::AdamWScalars si = s;
+    si.do_decay = decay_[i];
     float* p = param.data<float>();     // p: [numel]
     const float* g = gt.data<float>();  // g: [numel]
     float* m = m_[i].data<float>();     // m: [numel]
     float* v = v_[i].data<float>();     // v: [numel]
-    for_chunks(param.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; ++j) {
-        const float gj = g[j];
-        float pj = p[j];
-        if (do_decay) pj = pj * decay;
-        const float mj = m[j] + w1 * (gj - m[j]);
-        const float vj = v[j] * b2 + w2 * gj * gj;
-        const float denom = std::sqrt(vj) / bc2s + eps;
-        m[j] = mj;
-        v[j] = vj;
-        p[j] = pj + neg_step * mj / denom;
-      }
-    });
+    for_chunks(param.numel(),
+               [&](int64_t b, int64_t e) { kernels::adamw_update(p + b, g + b, m + b, v + b, e - b, si); });
   }
 }
 
