@@ -28,6 +28,19 @@ inline constexpr Tolerance kTorchParity{1e-5, 1e-4};
 // Engine (reference, fp64) against PyTorch fp64 fixtures: the same math in
 // double, so only accumulated double rounding may differ.
 inline constexpr Tolerance kTorchParityF64{1e-12, 1e-10};
+// Optimizers (include/attn/train/optim.h) against torch.optim fp32 runs: 10 full-batch
+// steps of a 2-layer MLP (tests/train/optim_torch_test.cc); loss curve, clip norms, final
+// weights and optimizer state. Forward/backward sums differ in order (BLAS) and Adam's
+// m / sqrt(v) carries those gradient differences into every update. Measured worst:
+// 1.9e-7 abs, 1.2e-6 rel; the bound leaves 10x.
+inline constexpr Tolerance kOptimTorch{2e-6, 2e-5};
+// Optimizer updates in fp32 against the same formulas evaluated in double, 3 steps
+// (tests/train/optim_test.cc). Measured worst: 1.8e-7 abs.
+inline constexpr Tolerance kOptimFormula{1e-6, 1e-5};
+// Gradient accumulation: k micro-batches (loss / k each) against one batch of k·b, fp32;
+// gradients and weights after 3 SGD-momentum steps (tests/train/trainer_test.cc).
+// Measured worst: 6e-8 abs.
+inline constexpr Tolerance kAccumulation{1e-6, 1e-5};
 // Exact captured weights against reference probabilities.
 inline constexpr Tolerance kWeights{1e-6, 1e-4};
 
