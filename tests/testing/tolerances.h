@@ -20,6 +20,16 @@ inline constexpr Tolerance kOpsFloatBackward{2e-5, 2e-4};
 inline constexpr Tolerance kFiniteDiff{1e-6, 1e-5};
 // Engine against PyTorch fp32 fixtures (different summation order).
 inline constexpr Tolerance kTorchParity{1e-5, 1e-4};
+// Whole Transformer models (tests/models) in fp32 against the same models in
+// PyTorch fp32: a few layers of products, norms and softmaxes, with logits of
+// O(10) and a different summation order (BLAS vs torch); gradients pass the
+// same path twice.
+inline constexpr Tolerance kTorchModelParity{5e-5, 5e-4};
+inline constexpr Tolerance kTorchModelGrad{1e-4, 1e-3};
+// The same fp32 model computed two ways (KV-cache decoding vs the full
+// sequence, masked vs perturbed inputs): identical math, but products of
+// other shapes may take other BLAS blockings.
+inline constexpr Tolerance kKvCache{1e-5, 1e-4};
 // Engine (reference, fp64) against PyTorch fp64 fixtures: the same math in
 // double, so only accumulated double rounding may differ.
 inline constexpr Tolerance kTorchParityF64{1e-12, 1e-10};
