@@ -85,20 +85,20 @@ TEST_P(TorchParity, LayerByLayerThenLossAndGradients) {
     const std::string& n = names.at(i).as_string();
     ASSERT_EQ(trace[i].first, n) << "intermediate " << i << " has another name";
     const Tensor expected = fx.file.load(fx.name + "/trace/" + n);
-    auto ok = all_close(trace[i].second, expected, testing::tol::kTorchModelParity);
+    auto ok = all_close(trace[i].second, expected, testing::tol::kTorchParity);
     ASSERT_TRUE(ok) << "first divergence at '" << n << "' (max abs error "
                     << max_abs_error(trace[i].second, expected) << "): " << ok.message();
   }
 
   ASSERT_TRUE(out.loss.defined());
-  EXPECT_ALL_CLOSE(out.loss, fx.file.load(fx.name + "/loss"), testing::tol::kTorchModelParity);
+  EXPECT_ALL_CLOSE(out.loss, fx.file.load(fx.name + "/loss"), testing::tol::kTorchParity);
   out.loss.backward();
   const auto named = model->named_parameters();
   EXPECT_EQ(named.size(), params.size());
   for (const auto& [n, p] : named) {
     ASSERT_TRUE(p.grad().defined()) << n << " got no gradient";
     const Tensor expected = fx.file.load(fx.name + "/grad/" + n);
-    EXPECT_TRUE(all_close(p.grad(), expected, testing::tol::kTorchModelGrad))
+    EXPECT_TRUE(all_close(p.grad(), expected, testing::tol::kTorchParity))
         << "gradient of '" << n << "' (max abs error " << max_abs_error(p.grad(), expected) << ")";
   }
 }
@@ -124,7 +124,7 @@ TEST(TorchParityHarness, PerturbedWeightDivergesAtItsLayer) {
   m.forward(fx.in("src"), fx.lengths("src_lengths"), fx.in("tgt_in"), Tensor(), &trace);
   std::string first;
   for (const auto& [n, t] : trace)
-    if (!all_close(t, fx.file.load("encdec/trace/" + n), testing::tol::kTorchModelParity)) {
+    if (!all_close(t, fx.file.load("encdec/trace/" + n), testing::tol::kTorchParity)) {
       first = n;
       break;
     }

@@ -18,14 +18,10 @@ inline constexpr Tolerance kOpsFloatForward{1e-5, 1e-4};
 inline constexpr Tolerance kOpsFloatBackward{2e-5, 2e-4};
 // Central finite differences in fp64 (step 1e-6) against the analytic gradient.
 inline constexpr Tolerance kFiniteDiff{1e-6, 1e-5};
-// Engine against PyTorch fp32 fixtures (different summation order).
+// Engine against PyTorch fp32 fixtures (different summation order). Also whole
+// Transformer models layer by layer, loss and gradients (tests/models; worst seen
+// 1.9e-6 forward, 3.6e-7 gradients).
 inline constexpr Tolerance kTorchParity{1e-5, 1e-4};
-// Whole Transformer models (tests/models) in fp32 against the same models in
-// PyTorch fp32: a few layers of products, norms and softmaxes, with logits of
-// O(10) and a different summation order (BLAS vs torch); gradients pass the
-// same path twice.
-inline constexpr Tolerance kTorchModelParity{5e-5, 5e-4};
-inline constexpr Tolerance kTorchModelGrad{1e-4, 1e-3};
 // The same fp32 model computed two ways (KV-cache decoding vs the full
 // sequence, masked vs perturbed inputs): identical math, but products of
 // other shapes may take other BLAS blockings.
