@@ -11,6 +11,10 @@ nn.Transformer*) with exactly attn's parameter names and layouts
               unscaled embeddings, key padding
   lm          DecoderLM: pre-norm, RMSNorm, SwiGLU, RoPE (half split), GQA, no biases,
               untied output, padded targets
+  encoder_layer  one EncoderLayer: pre-norm, GELU, GQA, key padding; loss = sum(out * dout)
+  decoder_layer  one DecoderLayer: post-norm, ReLU, cross-attention with memory padding
+
+(the layer cases also store <case>/grad_in/<input>, the gradient of the float inputs)
 
 Weights are seeded random (not the engine's init: the test loads them by name),
 dropout is 0. For each case the file holds
@@ -317,11 +321,45 @@ def make_cases(gen):
     return cases
 
 
+class LayerCase(torch.nn.Module):
+    """One EncoderLayer or DecoderLayer alone; loss = sum(out * dout)."""
+
+    def __init__(self, c, kind):
+        super().__init__()
+        self.kind = kind
+        self.layer = EncoderLayer(c) if kind == "encoder" else DecoderLayer(c, True)
+
+    def named(self):
+        return [(n[len("layer."):], p) for n, p in self.named_parameters()]
+
+    def forward(self, inp, trace):
+        if self.kind == "encoder":
+            out = self.layer(inp["x"], inp["lengths"])
+        else:
+            out = self.layer(inp["x"], inp["memory"], inp["memory_lengths"])
+        trace.append(("out", out))
+        return (out * inp["dout"]).sum()
+
+
+def layer_cases(gen):
+    r = lambda *s: torch.randn(s, generator=gen)  # noqa: E731
+    cases = []
+    c = dict(BASE, kv_heads=2, pre_norm=True, activation="gelu")
+    x = r(2, 5, 16).requires_grad_(True)
+    cases.append(("encoder_layer", c, LayerCase(c, "encoder"),
+                  dict(x=x, lengths=torch.tensor([5, 3]), dout=r(2, 5, 16))))
+    c = dict(BASE, activation="relu")
+    x, mem = r(2, 4, 16).requires_grad_(True), r(2, 6, 16).requires_grad_(True)
+    cases.append(("decoder_layer", c, LayerCase(c, "decoder"),
+                  dict(x=x, memory=mem, memory_lengths=torch.tensor([6, 2]), dout=r(2, 4, 16))))
+    return cases
+
+
 def main():
     gen = torch.Generator().manual_seed(SEED)
     tensors, meta = {}, {"torch": torch.__version__, "seed": str(SEED)}
     names = []
-    for name, c, model, inp in make_cases(gen):
+    for name, c, model, inp in make_cases(gen) + layer_cases(gen):
         names.append(name)
         with torch.no_grad():
             for pname, p in sorted(model.named()):
@@ -336,7 +374,9 @@ def main():
         loss = model(inp, trace)
         loss.backward()
         for k, v in inp.items():
-            tensors[f"{name}/in/{k}"] = v
+            tensors[f"{name}/in/{k}"] = v.detach().clone()
+            if v.is_floating_point() and v.requires_grad:
+                tensors[f"{name}/grad_in/{k}"] = v.grad.detach().clone()
         for pname, p in model.named():
             tensors[f"{name}/param/{pname}"] = p.detach().clone()
             tensors[f"{name}/grad/{pname}"] = p.grad.detach().clone()

@@ -8,6 +8,7 @@
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/transformer.h>
+#include <attn/ops/basic.h>
 
 #include <cmath>
 #include <map>
@@ -104,6 +105,55 @@ TEST_P(TorchParity, LayerByLayerThenLossAndGradients) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TorchParity, ::testing::Values("encdec", "classifier", "lm"),
+                         [](const auto& info) { return info.param; });
+
+// One EncoderLayer / DecoderLayer alone, loss = sum(out · dout): output,
+// parameter gradients and the gradients of the inputs (x, memory).
+class LayerParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LayerParity, OutputAndGradients) {
+  Fixture fx{io::SafeTensorsFile::open(testing::source_path(kFixture)), GetParam()};
+  const TransformerConfig config =
+      TransformerConfig::from_json(json::parse(fx.file.metadata().at(fx.name + "/config")));
+  std::map<std::string, Tensor> params;
+  const std::string ppre = fx.name + "/param/";
+  for (const auto& n : fx.file.names())
+    if (n.rfind(ppre, 0) == 0) params[n.substr(ppre.size())] = fx.file.load(n);
+  nn::InitRng rng(1);
+  Tensor x = fx.in("x", DType::f32).set_requires_grad(true);
+  Tensor out, memory;
+  std::unique_ptr<nn::Module> layer;
+  if (fx.name == "encoder_layer") {
+    auto l = std::make_unique<nn::EncoderLayer>(config.layer_config(), rng, 0);
+    l->load_parameters(params);
+    l->eval();
+    nn::AttentionCall call;
+    call.key_lengths = fx.lengths("lengths");
+    out = l->forward(x, call);
+    layer = std::move(l);
+  } else {
+    auto l = std::make_unique<nn::DecoderLayer>(config.layer_config(), true, rng, 0);
+    l->load_parameters(params);
+    l->eval();
+    memory = fx.in("memory", DType::f32).set_requires_grad(true);
+    nn::AttentionCall call;
+    call.memory_lengths = fx.lengths("memory_lengths");
+    out = l->forward(x, memory, call);
+    layer = std::move(l);
+  }
+  ASSERT_TRUE(all_close(out, fx.file.load(fx.name + "/trace/out"), testing::tol::kTorchParity));
+  sum(out * fx.in("dout", DType::f32)).backward();
+  for (const auto& [n, p] : layer->named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << n;
+    EXPECT_TRUE(all_close(p.grad(), fx.file.load(fx.name + "/grad/" + n), testing::tol::kTorchParity)) << n;
+  }
+  EXPECT_ALL_CLOSE(x.grad(), fx.file.load(fx.name + "/grad_in/x"), testing::tol::kTorchParity);
+  if (memory.defined()) {
+    EXPECT_ALL_CLOSE(memory.grad(), fx.file.load(fx.name + "/grad_in/memory"), testing::tol::kTorchParity);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, LayerParity, ::testing::Values("encoder_layer", "decoder_layer"),
                          [](const auto& info) { return info.param; });
 
 // A broken weight must be caught, and named, by the layer-by-layer check.
