@@ -28,6 +28,7 @@ struct DecodeCase {
   bool pre_norm;
   int64_t kv_heads;
 };
+void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name; }
 
 TransformerConfig small_config(const DecodeCase& c) {
   TransformerConfig cfg = TransformerConfig::preset("micro");

@@ -98,6 +98,7 @@ struct MhaCase {
   int64_t heads, kv_heads;
   bool causal, cross, padding;
 };
+void PrintTo(const MhaCase& c, std::ostream* os) { *os << c.name; }
 
 class Mha : public ::testing::TestWithParam<MhaCase> {};
 
