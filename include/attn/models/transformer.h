@@ -1,0 +1,160 @@
+// The Transformer models, all configured by one TransformerConfig (saved and
+// loaded as JSON):
+//
+//   EncoderDecoder     the paper's Transformer ("Attention Is All You Need")
+//   EncoderClassifier  encoder-only; the final vector of position 0 ([CLS]) → Linear → classes
+//   DecoderLM          decoder-only language model (causal self-attention)
+//
+// Each model: forward() returns logits (and the loss given targets: mean
+// cross-entropy with ignore_index = pad_id and the config's label smoothing);
+// the decoders also have incremental entry points that use a KV cache
+// (step(new token ids, cache) → logits of the last position).
+// Bad input (ids outside the vocabulary, sequences longer than max_len,
+// inconsistent configs) throws attn::Error. See docs/models_transformer.md.
+#pragma once
+
+#include <attn/io/json.h>
+#include <attn/nn/transformer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attn::models {
+
+enum class Positions { sinusoidal, learned, rope };
+
+struct TransformerConfig {
+  int64_t src_vocab = 0;  // encoder vocabulary (EncoderDecoder, EncoderClassifier)
+  int64_t tgt_vocab = 0;  // decoder vocabulary (EncoderDecoder, DecoderLM)
+  int64_t d_model = 512;
+  int64_t heads = 8;
+  int64_t kv_heads = 0;  // 0 = heads (multi-head); < heads = grouped-query attention
+  int64_t d_ff = 2048;
+  int64_t encoder_layers = 6;
+  int64_t decoder_layers = 6;
+  double dropout = 0.1;            // embeddings, residual branches, FFN hidden
+  double attention_dropout = 0.0;  // attention probabilities
+  int64_t max_len = 512;
+  bool pre_norm = false;  // false: post-norm as in the paper
+  nn::NormKind norm = nn::NormKind::layer_norm;
+  double norm_eps = 1e-5;
+  nn::Activation activation = nn::Activation::relu;
+  Positions positions = Positions::sinusoidal;
+  double rope_base = 10000.0;
+  bool bias = true;              // biases in attention / FFN projections
+  bool share_embeddings = true;  // EncoderDecoder: one table for source and target (vocabs must match)
+  bool tie_output = true;        // output projection = target embedding table
+  bool scale_embeddings = true;  // multiply embeddings by sqrt(d_model)
+  int64_t pad_id = 0;            // ignored by the loss
+  double label_smoothing = 0.0;
+  int64_t num_classes = 0;  // EncoderClassifier
+  uint64_t seed = 0;        // parameter init and dropout masks
+
+  int64_t head_dim() const { return heads > 0 ? d_model / heads : 0; }
+  // Throws attn::Error on inconsistencies (d_model % heads, heads % kv_heads, ...).
+  // needs: "encdec", "classifier" or "lm" adds the checks that model needs.
+  void validate(const std::string& needs = "") const;
+  nn::LayerConfig layer_config() const;
+
+  json::Value to_json() const;
+  static TransformerConfig from_json(const json::Value& v);  // missing keys keep their defaults
+  void save(const std::string& path) const;
+  static TransformerConfig load(const std::string& path);
+
+  // Presets: "base" (the paper: 6+6, d_model 512, 8 heads, d_ff 2048, dropout 0.1,
+  // shared and scaled embeddings, vocab 37000), "tiny" (2+2, d_model 128, 4 heads,
+  // d_ff 512), "small" (2+2, d_model 256, 4 heads, d_ff 1024), "micro" (for tests:
+  // 2+2, d_model 32, 4 heads, d_ff 64, vocab 64).
+  static TransformerConfig preset(const std::string& name);
+};
+
+bool operator==(const TransformerConfig& a, const TransformerConfig& b);
+
+struct ModelOutput {
+  Tensor logits;  // EncoderDecoder/DecoderLM: [B, L, V]; classifier: [B, classes]
+  Tensor loss;    // rank 0, when targets were given
+  // EncoderClassifier with capture: per layer, [B, H, Lk] attention of position 0 ([CLS]).
+  std::vector<Tensor> cls_attention;
+};
+
+// Shared embedding + positions: emb(ids) · sqrt(d) (if scaled) + PE, then dropout.
+class TokenEmbedder {
+ public:
+  TokenEmbedder(const TransformerConfig& c, const nn::Embedding* table, const nn::Embedding* pos);
+  // ids: [B, L] -> [B, L, C]; position of ids[:, 0] is `offset`.
+  Tensor forward(const Tensor& ids, int64_t offset, bool training, nn::DropoutSeeds& seeds) const;
+
+ private:
+  const TransformerConfig& c_;
+  const nn::Embedding* table_;
+  const nn::Embedding* pos_;
+};
+
+class EncoderDecoder : public nn::Module {
+ public:
+  explicit EncoderDecoder(const TransformerConfig& config);
+  const TransformerConfig& config() const { return c_; }
+  // src: [B, Ls] ids; src_lengths: empty or B valid lengths (key padding);
+  // tgt_in: [B, Lt] decoder inputs; targets: [B, Lt] or undefined.
+  ModelOutput forward(const Tensor& src, const std::vector<int64_t>& src_lengths, const Tensor& tgt_in,
+                      const Tensor& targets = Tensor(), nn::Trace* trace = nullptr);
+  // Encoder only: memory [B, Ls, C].
+  Tensor encode(const Tensor& src, const std::vector<int64_t>& src_lengths, nn::Trace* trace = nullptr);
+  // Decoder over tgt ids [B, n] at cache->position (or 0 without cache): logits [B, n, V].
+  Tensor decode(const Tensor& tgt, const Tensor& memory, const std::vector<int64_t>& src_lengths,
+                nn::DecoderCache* cache = nullptr, nn::Trace* trace = nullptr);
+  // Incremental decoding: logits of the last new position, [B, V].
+  Tensor step(const Tensor& tgt, const Tensor& memory, const std::vector<int64_t>& src_lengths,
+              nn::DecoderCache& cache);
+
+ private:
+  TransformerConfig c_;
+  nn::InitRng rng_;
+  nn::DropoutSeeds seeds_;
+  std::unique_ptr<nn::Embedding> src_embed_, tgt_embed_, src_pos_, tgt_pos_;
+  std::unique_ptr<nn::Encoder> encoder_;
+  std::unique_ptr<nn::Decoder> decoder_;
+  std::unique_ptr<nn::Linear> lm_head_;
+};
+
+class EncoderClassifier : public nn::Module {
+ public:
+  explicit EncoderClassifier(const TransformerConfig& config);
+  const TransformerConfig& config() const { return c_; }
+  // ids: [B, L] (position 0 is [CLS]); lengths: empty or B valid lengths;
+  // labels: [B] class ids or undefined; capture_cls: fill cls_attention.
+  ModelOutput forward(const Tensor& ids, const std::vector<int64_t>& lengths, const Tensor& labels = Tensor(),
+                      bool capture_cls = false, nn::Trace* trace = nullptr);
+
+ private:
+  TransformerConfig c_;
+  nn::InitRng rng_;
+  nn::DropoutSeeds seeds_;
+  std::unique_ptr<nn::Embedding> embed_, pos_;
+  std::unique_ptr<nn::Encoder> encoder_;
+  std::unique_ptr<nn::Linear> classifier_;
+};
+
+class DecoderLM : public nn::Module {
+ public:
+  explicit DecoderLM(const TransformerConfig& config);
+  const TransformerConfig& config() const { return c_; }
+  // ids: [B, L]; targets: [B, L] (next tokens, pad_id ignored) or undefined.
+  // With a cache, ids are the new tokens at cache->position: logits [B, n, V].
+  ModelOutput forward(const Tensor& ids, const Tensor& targets = Tensor(), nn::DecoderCache* cache = nullptr,
+                      nn::Trace* trace = nullptr);
+  // Incremental decoding: logits of the last new position, [B, V].
+  Tensor step(const Tensor& ids, nn::DecoderCache& cache);
+
+ private:
+  TransformerConfig c_;
+  nn::InitRng rng_;
+  nn::DropoutSeeds seeds_;
+  std::unique_ptr<nn::Embedding> embed_, pos_;
+  std::unique_ptr<nn::Decoder> decoder_;
+  std::unique_ptr<nn::Linear> lm_head_;
+};
+
+}  // namespace attn::models

@@ -1,0 +1,453 @@
+#include <attn/core/error.h>
+#include <attn/models/transformer.h>
+#include <attn/ops/basic.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace attn::models {
+
+#define MODELS_FAIL(...) throw ::attn::Error(::attn::detail::concat(__VA_ARGS__))
+
+namespace {
+
+const char* norm_name(nn::NormKind k) { return k == nn::NormKind::layer_norm ? "layer_norm" : "rms_norm"; }
+const char* act_name(nn::Activation a) {
+  return a == nn::Activation::relu ? "relu" : a == nn::Activation::gelu ? "gelu" : "swiglu";
+}
+const char* pos_name(Positions p) {
+  return p == Positions::sinusoidal ? "sinusoidal" : p == Positions::learned ? "learned" : "rope";
+}
+
+nn::NormKind parse_norm(const std::string& s) {
+  if (s == "layer_norm") return nn::NormKind::layer_norm;
+  if (s == "rms_norm") return nn::NormKind::rms_norm;
+  MODELS_FAIL("config: norm must be \"layer_norm\" or \"rms_norm\"; got \"", s, "\"");
+}
+nn::Activation parse_act(const std::string& s) {
+  if (s == "relu") return nn::Activation::relu;
+  if (s == "gelu") return nn::Activation::gelu;
+  if (s == "swiglu") return nn::Activation::swiglu;
+  MODELS_FAIL("config: activation must be \"relu\", \"gelu\" or \"swiglu\"; got \"", s, "\"");
+}
+Positions parse_pos(const std::string& s) {
+  if (s == "sinusoidal") return Positions::sinusoidal;
+  if (s == "learned") return Positions::learned;
+  if (s == "rope") return Positions::rope;
+  MODELS_FAIL("config: positions must be \"sinusoidal\", \"learned\" or \"rope\"; got \"", s, "\"");
+}
+
+double embed_std(const TransformerConfig& c) {
+  return c.scale_embeddings ? 1.0 / std::sqrt(static_cast<double>(c.d_model)) : 0.02;
+}
+
+void check_length(const TransformerConfig& c, int64_t offset, int64_t L, const char* what) {
+  ATTN_CHECK(offset + L <= c.max_len, what, ": sequence of ", offset + L, " positions (", offset,
+             " cached + ", L, " new) is longer than max_len ", c.max_len);
+}
+
+void check_lengths(const std::vector<int64_t>& lengths, int64_t B, int64_t L, const char* what) {
+  if (lengths.empty()) return;
+  ATTN_CHECK(static_cast<int64_t>(lengths.size()) == B, what, ": expected ", B,
+             " lengths (one per batch row); got ", lengths.size());
+  for (std::size_t b = 0; b < lengths.size(); ++b)
+    ATTN_CHECK(lengths[b] >= 1 && lengths[b] <= L, what, ": length[", b, "] must be in [1, ", L, "]; got ",
+               lengths[b]);
+}
+
+Tensor lm_loss(const Tensor& logits, const Tensor& targets, const TransformerConfig& c, const char* what) {
+  // logits: [B, L, V]; targets: [B, L]
+  ATTN_CHECK(targets.rank() == 2 && targets.size(0) == logits.size(0) && targets.size(1) == logits.size(1),
+             what, ": targets must be [", logits.size(0), ", ", logits.size(1), "]; got ", targets.str());
+  const int64_t N = logits.size(0) * logits.size(1), V = logits.size(2);
+  CrossEntropyOptions o;
+  o.ignore_index = c.pad_id;
+  o.label_smoothing = c.label_smoothing;
+  return cross_entropy(reshape(logits, {N, V}), targets.reshape({N}), o);
+}
+
+}  // namespace
+
+void TransformerConfig::validate(const std::string& needs) const {
+  ATTN_CHECK(d_model > 0 && heads > 0 && d_ff > 0, "config: d_model, heads and d_ff must be > 0; got ",
+             d_model, ", ", heads, ", ", d_ff);
+  ATTN_CHECK(d_model % heads == 0, "config: d_model (", d_model, ") must be divisible by heads (", heads,
+             ")");
+  const int64_t kvh = kv_heads == 0 ? heads : kv_heads;
+  ATTN_CHECK(kvh > 0 && heads % kvh == 0, "config: heads (", heads, ") must be divisible by kv_heads (", kvh,
+             ")");
+  ATTN_CHECK(positions != Positions::rope || head_dim() % 2 == 0,
+             "config: rope positions need an even head size; got d_model / heads = ", head_dim());
+  ATTN_CHECK(max_len > 0, "config: max_len must be > 0; got ", max_len);
+  ATTN_CHECK(dropout >= 0 && dropout < 1 && attention_dropout >= 0 && attention_dropout < 1,
+             "config: dropout and attention_dropout must be in [0, 1); got ", dropout, ", ",
+             attention_dropout);
+  ATTN_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "config: label_smoothing must be in [0, 1]; got ",
+             label_smoothing);
+  ATTN_CHECK(encoder_layers >= 0 && decoder_layers >= 0, "config: layer counts must be >= 0; got ",
+             encoder_layers, ", ", decoder_layers);
+  if (needs == "encdec" || needs == "classifier")
+    ATTN_CHECK(src_vocab > 0, "config: src_vocab must be > 0; got ", src_vocab);
+  if (needs == "encdec" || needs == "lm") {
+    ATTN_CHECK(tgt_vocab > 0, "config: tgt_vocab must be > 0; got ", tgt_vocab);
+    ATTN_CHECK(pad_id >= 0 && pad_id < tgt_vocab, "config: pad_id must be in [0, tgt_vocab = ", tgt_vocab,
+               "); got ", pad_id);
+  }
+  if (needs == "encdec" && share_embeddings)
+    ATTN_CHECK(src_vocab == tgt_vocab, "config: share_embeddings needs src_vocab == tgt_vocab; got ",
+               src_vocab, " and ", tgt_vocab);
+  if (needs == "classifier")
+    ATTN_CHECK(num_classes >= 2, "config: num_classes must be >= 2; got ", num_classes);
+}
+
+nn::LayerConfig TransformerConfig::layer_config() const {
+  nn::LayerConfig l;
+  l.d_model = d_model;
+  l.heads = heads;
+  l.kv_heads = kv_heads;
+  l.d_ff = d_ff;
+  l.dropout = dropout;
+  l.attention_dropout = attention_dropout;
+  l.activation = activation;
+  l.norm = norm;
+  l.norm_eps = norm_eps;
+  l.pre_norm = pre_norm;
+  l.bias = bias;
+  l.rope = positions == Positions::rope;
+  l.rope_options.base = rope_base;
+  l.rope_options.layout = RopeLayout::half_split;
+  return l;
+}
+
+json::Value TransformerConfig::to_json() const {
+  using json::Value;
+  Value o = Value::object();
+  o.set("src_vocab", Value::integer(src_vocab));
+  o.set("tgt_vocab", Value::integer(tgt_vocab));
+  o.set("d_model", Value::integer(d_model));
+  o.set("heads", Value::integer(heads));
+  o.set("kv_heads", Value::integer(kv_heads));
+  o.set("d_ff", Value::integer(d_ff));
+  o.set("encoder_layers", Value::integer(encoder_layers));
+  o.set("decoder_layers", Value::integer(decoder_layers));
+  o.set("dropout", Value::number(dropout));
+  o.set("attention_dropout", Value::number(attention_dropout));
+  o.set("max_len", Value::integer(max_len));
+  o.set("pre_norm", Value::boolean(pre_norm));
+  o.set("norm", Value::string(norm_name(norm)));
+  o.set("norm_eps", Value::number(norm_eps));
+  o.set("activation", Value::string(act_name(activation)));
+  o.set("positions", Value::string(pos_name(positions)));
+  o.set("rope_base", Value::number(rope_base));
+  o.set("bias", Value::boolean(bias));
+  o.set("share_embeddings", Value::boolean(share_embeddings));
+  o.set("tie_output", Value::boolean(tie_output));
+  o.set("scale_embeddings", Value::boolean(scale_embeddings));
+  o.set("pad_id", Value::integer(pad_id));
+  o.set("label_smoothing", Value::number(label_smoothing));
+  o.set("num_classes", Value::integer(num_classes));
+  o.set("seed", Value::integer(static_cast<int64_t>(seed)));
+  return o;
+}
+
+TransformerConfig TransformerConfig::from_json(const json::Value& v) {
+  ATTN_CHECK(v.is_object(), "config: expected a JSON object; got ", json::type_name(v.type()));
+  TransformerConfig c;
+  for (const auto& [key, val] : v.members()) {
+    auto i64 = [&](int64_t& dst) { dst = val.as_int64(); };
+    auto dbl = [&](double& dst) { dst = val.as_double(); };
+    auto bln = [&](bool& dst) { dst = val.as_bool(); };
+    try {
+      if (key == "src_vocab")
+        i64(c.src_vocab);
+      else if (key == "tgt_vocab")
+        i64(c.tgt_vocab);
+      else if (key == "d_model")
+        i64(c.d_model);
+      else if (key == "heads")
+        i64(c.heads);
+      else if (key == "kv_heads")
+        i64(c.kv_heads);
+      else if (key == "d_ff")
+        i64(c.d_ff);
+      else if (key == "encoder_layers")
+        i64(c.encoder_layers);
+      else if (key == "decoder_layers")
+        i64(c.decoder_layers);
+      else if (key == "dropout")
+        dbl(c.dropout);
+      else if (key == "attention_dropout")
+        dbl(c.attention_dropout);
+      else if (key == "max_len")
+        i64(c.max_len);
+      else if (key == "pre_norm")
+        bln(c.pre_norm);
+      else if (key == "norm")
+        c.norm = parse_norm(val.as_string());
+      else if (key == "norm_eps")
+        dbl(c.norm_eps);
+      else if (key == "activation")
+        c.activation = parse_act(val.as_string());
+      else if (key == "positions")
+        c.positions = parse_pos(val.as_string());
+      else if (key == "rope_base")
+        dbl(c.rope_base);
+      else if (key == "bias")
+        bln(c.bias);
+      else if (key == "share_embeddings")
+        bln(c.share_embeddings);
+      else if (key == "tie_output")
+        bln(c.tie_output);
+      else if (key == "scale_embeddings")
+        bln(c.scale_embeddings);
+      else if (key == "pad_id")
+        i64(c.pad_id);
+      else if (key == "label_smoothing")
+        dbl(c.label_smoothing);
+      else if (key == "num_classes")
+        i64(c.num_classes);
+      else if (key == "seed")
+        c.seed = static_cast<uint64_t>(val.as_int64());
+      else
+        MODELS_FAIL("unknown key");
+    } catch (const Error& e) {
+      MODELS_FAIL("config: key \"", key, "\": ", e.what());
+    }
+  }
+  c.validate();
+  return c;
+}
+
+void TransformerConfig::save(const std::string& path) const {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  ATTN_CHECK(f.good(), "config: cannot open '", path, "' for writing");
+  f << json::dump(to_json(), 2) << "\n";
+  f.close();
+  ATTN_CHECK(f.good(), "config: writing '", path, "' failed");
+}
+
+TransformerConfig TransformerConfig::load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  ATTN_CHECK(f.good(), "config: cannot open '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return from_json(json::parse(ss.str()));
+  } catch (const Error& e) {
+    MODELS_FAIL("config '", path, "': ", e.what());
+  }
+}
+
+TransformerConfig TransformerConfig::preset(const std::string& name) {
+  TransformerConfig c;  // defaults are the paper's base model
+  if (name == "base") {
+    c.src_vocab = c.tgt_vocab = 37000;
+    c.label_smoothing = 0.1;
+  } else if (name == "tiny" || name == "small") {
+    const bool tiny = name == "tiny";
+    c.src_vocab = c.tgt_vocab = 8000;
+    c.d_model = tiny ? 128 : 256;
+    c.heads = 4;
+    c.d_ff = tiny ? 512 : 1024;
+    c.encoder_layers = c.decoder_layers = 2;
+    c.max_len = 256;
+    c.label_smoothing = 0.1;
+  } else if (name == "micro") {
+    c.src_vocab = c.tgt_vocab = 64;
+    c.d_model = 32;
+    c.heads = 4;
+    c.d_ff = 64;
+    c.encoder_layers = c.decoder_layers = 2;
+    c.max_len = 64;
+    c.dropout = 0.0;
+  } else {
+    MODELS_FAIL("config: unknown preset \"", name, "\"; expected base, small, tiny or micro");
+  }
+  return c;
+}
+
+bool operator==(const TransformerConfig& a, const TransformerConfig& b) {
+  return json::dump(a.to_json()) == json::dump(b.to_json());
+}
+
+TokenEmbedder::TokenEmbedder(const TransformerConfig& c, const nn::Embedding* table, const nn::Embedding* pos)
+    : c_(c), table_(table), pos_(pos) {}
+
+Tensor TokenEmbedder::forward(const Tensor& ids, int64_t offset, bool training,
+                              nn::DropoutSeeds& seeds) const {
+  const int64_t L = ids.size(1);
+  Tensor x = table_->forward(ids);  // x: [B, L, C]
+  if (c_.scale_embeddings) x = x * std::sqrt(static_cast<double>(c_.d_model));
+  if (c_.positions == Positions::sinusoidal) {
+    x = x + sinusoidal_positions(L, c_.d_model, offset);
+  } else if (c_.positions == Positions::learned) {
+    x = x + pos_->forward(position_ids(L, offset));
+  }
+  if (training && c_.dropout > 0) x = dropout(x, c_.dropout, true, seeds.next());
+  return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+EncoderDecoder::EncoderDecoder(const TransformerConfig& config)
+    : c_((config.validate("encdec"), config)),
+      rng_(config.seed),
+      seeds_(config.seed ^ 0xD1B54A32D192ED03ull) {
+  const double s = embed_std(c_);
+  src_embed_ = std::make_unique<nn::Embedding>(c_.src_vocab, c_.d_model, s, rng_);
+  if (c_.share_embeddings) {
+    register_module("embed", src_embed_.get());
+  } else {
+    register_module("src_embed", src_embed_.get());
+    tgt_embed_ = std::make_unique<nn::Embedding>(c_.tgt_vocab, c_.d_model, s, rng_);
+    register_module("tgt_embed", tgt_embed_.get());
+  }
+  if (c_.positions == Positions::learned) {
+    src_pos_ = std::make_unique<nn::Embedding>(c_.max_len, c_.d_model, 0.02, rng_);
+    tgt_pos_ = std::make_unique<nn::Embedding>(c_.max_len, c_.d_model, 0.02, rng_);
+    register_module("src_pos", src_pos_.get());
+    register_module("tgt_pos", tgt_pos_.get());
+  }
+  encoder_ = std::make_unique<nn::Encoder>(c_.layer_config(), c_.encoder_layers, rng_, c_.seed + 1);
+  decoder_ = std::make_unique<nn::Decoder>(c_.layer_config(), c_.decoder_layers, true, rng_, c_.seed + 2);
+  register_module("encoder", encoder_.get());
+  register_module("decoder", decoder_.get());
+  if (!c_.tie_output) {
+    lm_head_ = std::make_unique<nn::Linear>(c_.d_model, c_.tgt_vocab, false, rng_);
+    register_module("lm_head", lm_head_.get());
+  }
+}
+
+Tensor EncoderDecoder::encode(const Tensor& src, const std::vector<int64_t>& src_lengths, nn::Trace* trace) {
+  nn::check_token_ids(src, c_.src_vocab, "EncoderDecoder source");
+  check_length(c_, 0, src.size(1), "EncoderDecoder source");
+  check_lengths(src_lengths, src.size(0), src.size(1), "EncoderDecoder source");
+  Tensor x = TokenEmbedder(c_, src_embed_.get(), src_pos_.get()).forward(src, 0, is_training(), seeds_);
+  if (trace != nullptr) trace->emplace_back("encoder.embed", x);
+  nn::AttentionCall call;
+  call.key_lengths = src_lengths;
+  return encoder_->forward(x, call, trace, "encoder.");
+}
+
+Tensor EncoderDecoder::decode(const Tensor& tgt, const Tensor& memory,
+                              const std::vector<int64_t>& src_lengths, nn::DecoderCache* cache,
+                              nn::Trace* trace) {
+  nn::check_token_ids(tgt, c_.tgt_vocab, "EncoderDecoder target");
+  const int64_t offset = cache != nullptr ? cache->position : 0;
+  check_length(c_, offset, tgt.size(1), "EncoderDecoder target");
+  const nn::Embedding* table = c_.share_embeddings ? src_embed_.get() : tgt_embed_.get();
+  Tensor y = TokenEmbedder(c_, table, tgt_pos_.get()).forward(tgt, offset, is_training(), seeds_);
+  if (trace != nullptr) trace->emplace_back("decoder.embed", y);
+  nn::AttentionCall call;
+  call.memory_lengths = src_lengths;
+  call.position = offset;
+  Tensor h = decoder_->forward(y, memory, call, cache, trace, "decoder.");
+  Tensor logits = c_.tie_output ? linear(h, table->weight()) : lm_head_->forward(h);  // [B, n, V]
+  if (trace != nullptr) trace->emplace_back("logits", logits);
+  return logits;
+}
+
+ModelOutput EncoderDecoder::forward(const Tensor& src, const std::vector<int64_t>& src_lengths,
+                                    const Tensor& tgt_in, const Tensor& targets, nn::Trace* trace) {
+  ATTN_CHECK(tgt_in.defined() && tgt_in.rank() == 2 && src.defined() && src.rank() == 2 &&
+                 tgt_in.size(0) == src.size(0),
+             "EncoderDecoder: src and tgt_in must be [B, Ls] and [B, Lt] with one B; got ",
+             src.defined() ? src.str() : "none", " and ", tgt_in.defined() ? tgt_in.str() : "none");
+  ModelOutput out;
+  Tensor memory = encode(src, src_lengths, trace);
+  out.logits = decode(tgt_in, memory, src_lengths, nullptr, trace);
+  if (targets.defined()) out.loss = lm_loss(out.logits, targets, c_, "EncoderDecoder");
+  return out;
+}
+
+Tensor EncoderDecoder::step(const Tensor& tgt, const Tensor& memory, const std::vector<int64_t>& src_lengths,
+                            nn::DecoderCache& cache) {
+  Tensor logits = decode(tgt, memory, src_lengths, &cache);
+  return logits.select(1, logits.size(1) - 1);  // [B, V]
+}
+
+// ---------------------------------------------------------------------------------------------
+EncoderClassifier::EncoderClassifier(const TransformerConfig& config)
+    : c_((config.validate("classifier"), config)),
+      rng_(config.seed),
+      seeds_(config.seed ^ 0xD1B54A32D192ED03ull) {
+  embed_ = std::make_unique<nn::Embedding>(c_.src_vocab, c_.d_model, embed_std(c_), rng_);
+  register_module("embed", embed_.get());
+  if (c_.positions == Positions::learned) {
+    pos_ = std::make_unique<nn::Embedding>(c_.max_len, c_.d_model, 0.02, rng_);
+    register_module("pos", pos_.get());
+  }
+  encoder_ = std::make_unique<nn::Encoder>(c_.layer_config(), c_.encoder_layers, rng_, c_.seed + 1);
+  register_module("encoder", encoder_.get());
+  classifier_ = std::make_unique<nn::Linear>(c_.d_model, c_.num_classes, true, rng_);
+  register_module("classifier", classifier_.get());
+}
+
+ModelOutput EncoderClassifier::forward(const Tensor& ids, const std::vector<int64_t>& lengths,
+                                       const Tensor& labels, bool capture_cls, nn::Trace* trace) {
+  nn::check_token_ids(ids, c_.src_vocab, "EncoderClassifier");
+  check_length(c_, 0, ids.size(1), "EncoderClassifier");
+  check_lengths(lengths, ids.size(0), ids.size(1), "EncoderClassifier");
+  Tensor x = TokenEmbedder(c_, embed_.get(), pos_.get()).forward(ids, 0, is_training(), seeds_);
+  if (trace != nullptr) trace->emplace_back("encoder.embed", x);
+  nn::AttentionCall call;
+  call.key_lengths = lengths;
+  call.capture = capture_cls;
+  call.capture_rows = {0};
+  ModelOutput out;
+  std::vector<Tensor> weights;
+  Tensor h = encoder_->forward(x, call, trace, "encoder.", capture_cls ? &weights : nullptr);
+  Tensor cls = slice(h, 1, 0, 1);                                            // [B, 1, C]
+  out.logits = classifier_->forward(reshape(cls, {h.size(0), c_.d_model}));  // [B, classes]
+  if (trace != nullptr) trace->emplace_back("logits", out.logits);
+  for (auto& w : weights) out.cls_attention.push_back(w.select(2, 0));  // [B, H, Lk]
+  if (labels.defined()) {
+    ATTN_CHECK(labels.rank() == 1 && labels.size(0) == ids.size(0), "EncoderClassifier: labels must be [",
+               ids.size(0), "]; got ", labels.str());
+    CrossEntropyOptions o;
+    o.label_smoothing = c_.label_smoothing;
+    out.loss = cross_entropy(out.logits, labels, o);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+DecoderLM::DecoderLM(const TransformerConfig& config)
+    : c_((config.validate("lm"), config)), rng_(config.seed), seeds_(config.seed ^ 0xD1B54A32D192ED03ull) {
+  embed_ = std::make_unique<nn::Embedding>(c_.tgt_vocab, c_.d_model, embed_std(c_), rng_);
+  register_module("embed", embed_.get());
+  if (c_.positions == Positions::learned) {
+    pos_ = std::make_unique<nn::Embedding>(c_.max_len, c_.d_model, 0.02, rng_);
+    register_module("pos", pos_.get());
+  }
+  decoder_ = std::make_unique<nn::Decoder>(c_.layer_config(), c_.decoder_layers, false, rng_, c_.seed + 2);
+  register_module("decoder", decoder_.get());
+  if (!c_.tie_output) {
+    lm_head_ = std::make_unique<nn::Linear>(c_.d_model, c_.tgt_vocab, false, rng_);
+    register_module("lm_head", lm_head_.get());
+  }
+}
+
+ModelOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, nn::DecoderCache* cache,
+                               nn::Trace* trace) {
+  nn::check_token_ids(ids, c_.tgt_vocab, "DecoderLM");
+  const int64_t offset = cache != nullptr ? cache->position : 0;
+  check_length(c_, offset, ids.size(1), "DecoderLM");
+  Tensor x = TokenEmbedder(c_, embed_.get(), pos_.get()).forward(ids, offset, is_training(), seeds_);
+  if (trace != nullptr) trace->emplace_back("decoder.embed", x);
+  nn::AttentionCall call;
+  call.position = offset;
+  Tensor h = decoder_->forward(x, Tensor(), call, cache, trace, "decoder.");
+  ModelOutput out;
+  out.logits = c_.tie_output ? linear(h, embed_->weight()) : lm_head_->forward(h);  // [B, L, V]
+  if (trace != nullptr) trace->emplace_back("logits", out.logits);
+  if (targets.defined()) out.loss = lm_loss(out.logits, targets, c_, "DecoderLM");
+  return out;
+}
+
+Tensor DecoderLM::step(const Tensor& ids, nn::DecoderCache& cache) {
+  Tensor logits = forward(ids, Tensor(), &cache).logits;
+  return logits.select(1, logits.size(1) - 1);  // [B, V]
+}
+
+}  // namespace attn::models

@@ -1,0 +1,184 @@
+#include <attn/core/error.h>
+#include <attn/nn/transformer.h>
+#include <attn/ops/basic.h>
+
+namespace attn::nn {
+
+namespace {
+MhaConfig mha_config(const LayerConfig& c, bool rope) {
+  MhaConfig m;
+  m.d_model = c.d_model;
+  m.heads = c.heads;
+  m.kv_heads = c.kv_heads;
+  m.bias = c.bias;
+  m.dropout = c.attention_dropout;
+  m.rope = rope;
+  m.rope_options = c.rope_options;
+  return m;
+}
+
+Tensor residual_dropout(const Module& m, const Tensor& x, double p, DropoutSeeds& seeds) {
+  if (!m.is_training() || p <= 0) return x;
+  return attn::dropout(x, p, true, seeds.next());
+}
+
+uint64_t sub_seed(uint64_t seed, uint64_t i) {
+  uint64_t s = seed + 0x632BE59BD9B4E019ull * (i + 1);
+  return attn::data::splitmix64(s);
+}
+}  // namespace
+
+EncoderLayer::EncoderLayer(const LayerConfig& c, InitRng& rng, uint64_t seed)
+    : c_(c),
+      seeds_(sub_seed(seed, 0)),
+      self_attn_(mha_config(c, c.rope), rng, sub_seed(seed, 1)),
+      ffn_(c.d_model, c.d_ff, c.activation, c.bias, c.dropout, rng, sub_seed(seed, 2)),
+      norm1_(c.norm, c.d_model, c.norm_eps),
+      norm2_(c.norm, c.d_model, c.norm_eps) {
+  register_module("self_attn", &self_attn_);
+  register_module("norm1", &norm1_);
+  register_module("ffn", &ffn_);
+  register_module("norm2", &norm2_);
+}
+
+Tensor EncoderLayer::forward(const Tensor& x, const AttentionCall& call, Tensor* weights) {
+  MhaCall mc;
+  mc.key_lengths = call.key_lengths;
+  mc.capture = call.capture && weights != nullptr;
+  mc.capture_rows = call.capture_rows;
+  Tensor h = x;
+  if (c_.pre_norm) {
+    MhaResult a = self_attn_.forward(norm1_.forward(h), Tensor(), mc);
+    h = h + residual_dropout(*this, a.out, c_.dropout, seeds_);
+    h = h + residual_dropout(*this, ffn_.forward(norm2_.forward(h)), c_.dropout, seeds_);
+    if (mc.capture) *weights = a.weights;
+  } else {
+    MhaResult a = self_attn_.forward(h, Tensor(), mc);
+    h = norm1_.forward(h + residual_dropout(*this, a.out, c_.dropout, seeds_));
+    h = norm2_.forward(h + residual_dropout(*this, ffn_.forward(h), c_.dropout, seeds_));
+    if (mc.capture) *weights = a.weights;
+  }
+  return h;
+}
+
+DecoderLayer::DecoderLayer(const LayerConfig& c, bool cross, InitRng& rng, uint64_t seed)
+    : c_(c),
+      cross_(cross),
+      seeds_(sub_seed(seed, 0)),
+      self_attn_(mha_config(c, c.rope), rng, sub_seed(seed, 1)),
+      cross_attn_(cross ? std::make_unique<MultiHeadAttention>(mha_config(c, false), rng, sub_seed(seed, 3))
+                        : nullptr),
+      ffn_(c.d_model, c.d_ff, c.activation, c.bias, c.dropout, rng, sub_seed(seed, 2)),
+      norm1_(c.norm, c.d_model, c.norm_eps),
+      norm2_(c.norm, c.d_model, c.norm_eps),
+      norm3_(cross ? std::make_unique<Norm>(c.norm, c.d_model, c.norm_eps) : nullptr) {
+  register_module("self_attn", &self_attn_);
+  register_module("norm1", &norm1_);
+  if (cross_) register_module("cross_attn", cross_attn_.get());
+  register_module("norm2", &norm2_);
+  register_module("ffn", &ffn_);
+  if (cross_) register_module("norm3", norm3_.get());
+}
+
+Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const AttentionCall& call,
+                             KVCache* self_cache, KVCache* cross_cache, Tensor* weights) {
+  MhaCall sc;
+  sc.causal = true;
+  sc.key_lengths = call.key_lengths;
+  sc.position = call.position;
+  sc.capture = call.capture && weights != nullptr;
+  sc.capture_rows = call.capture_rows;
+  MhaCall cc;
+  cc.key_lengths = call.memory_lengths;
+  // Norm order: norm1 around self-attention, then (with cross-attention)
+  // norm2 around cross-attention and norm3 around the FFN; without it, norm2 around the FFN.
+  Norm& ffn_norm = cross_ ? *norm3_ : norm2_;
+  Tensor h = x;
+  if (c_.pre_norm) {
+    MhaResult a = self_attn_.forward(norm1_.forward(h), Tensor(), sc, self_cache);
+    h = h + residual_dropout(*this, a.out, c_.dropout, seeds_);
+    if (cross_) {
+      Tensor m = cross_attn_->forward(norm2_.forward(h), memory, cc, cross_cache, true).out;
+      h = h + residual_dropout(*this, m, c_.dropout, seeds_);
+    }
+    h = h + residual_dropout(*this, ffn_.forward(ffn_norm.forward(h)), c_.dropout, seeds_);
+    if (sc.capture) *weights = a.weights;
+  } else {
+    MhaResult a = self_attn_.forward(h, Tensor(), sc, self_cache);
+    h = norm1_.forward(h + residual_dropout(*this, a.out, c_.dropout, seeds_));
+    if (cross_) {
+      Tensor m = cross_attn_->forward(h, memory, cc, cross_cache, true).out;
+      h = norm2_.forward(h + residual_dropout(*this, m, c_.dropout, seeds_));
+    }
+    h = ffn_norm.forward(h + residual_dropout(*this, ffn_.forward(h), c_.dropout, seeds_));
+    if (sc.capture) *weights = a.weights;
+  }
+  return h;
+}
+
+Encoder::Encoder(const LayerConfig& c, int64_t layers, InitRng& rng, uint64_t seed) : pre_norm_(c.pre_norm) {
+  ATTN_CHECK(layers >= 0, "Encoder: layers must be >= 0; got ", layers);
+  for (int64_t i = 0; i < layers; ++i) {
+    layers_.push_back(std::make_unique<EncoderLayer>(c, rng, sub_seed(seed, static_cast<uint64_t>(i))));
+    register_module("layers." + std::to_string(i), layers_.back().get());
+  }
+  if (pre_norm_) {
+    norm_ = std::make_unique<Norm>(c.norm, c.d_model, c.norm_eps);
+    register_module("norm", norm_.get());
+  }
+}
+
+Tensor Encoder::forward(const Tensor& x, const AttentionCall& call, Trace* trace, const std::string& prefix,
+                        std::vector<Tensor>* weights) {
+  Tensor h = x;
+  if (weights != nullptr) weights->clear();
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    Tensor w;
+    h = layers_[i]->forward(h, call, weights != nullptr ? &w : nullptr);
+    if (weights != nullptr) weights->push_back(w);
+    if (trace != nullptr) trace->emplace_back(prefix + "layers." + std::to_string(i), h);
+  }
+  if (norm_) {
+    h = norm_->forward(h);
+    if (trace != nullptr) trace->emplace_back(prefix + "norm", h);
+  }
+  return h;
+}
+
+Decoder::Decoder(const LayerConfig& c, int64_t layers, bool cross, InitRng& rng, uint64_t seed)
+    : pre_norm_(c.pre_norm) {
+  ATTN_CHECK(layers >= 0, "Decoder: layers must be >= 0; got ", layers);
+  for (int64_t i = 0; i < layers; ++i) {
+    layers_.push_back(
+        std::make_unique<DecoderLayer>(c, cross, rng, sub_seed(seed, static_cast<uint64_t>(i))));
+    register_module("layers." + std::to_string(i), layers_.back().get());
+  }
+  if (pre_norm_) {
+    norm_ = std::make_unique<Norm>(c.norm, c.d_model, c.norm_eps);
+    register_module("norm", norm_.get());
+  }
+}
+
+Tensor Decoder::forward(const Tensor& x, const Tensor& memory, const AttentionCall& call, DecoderCache* cache,
+                        Trace* trace, const std::string& prefix) {
+  if (cache != nullptr) {
+    ATTN_CHECK(call.position == cache->position, "Decoder: call.position ", call.position,
+               " does not match the cache position ", cache->position);
+    cache->self.resize(layers_.size());
+    cache->cross.resize(layers_.size());
+  }
+  Tensor h = x;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    h = layers_[i]->forward(h, memory, call, cache ? &cache->self[i] : nullptr,
+                            cache ? &cache->cross[i] : nullptr);
+    if (trace != nullptr) trace->emplace_back(prefix + "layers." + std::to_string(i), h);
+  }
+  if (norm_) {
+    h = norm_->forward(h);
+    if (trace != nullptr) trace->emplace_back(prefix + "norm", h);
+  }
+  if (cache != nullptr) cache->position += x.size(1);
+  return h;
+}
+
+}  // namespace attn::nn
