@@ -14,6 +14,7 @@
 
 #include <attn/core/tensor.h>
 #include <attn/data/random.h>
+#include <attn/train/params.h>
 
 #include <cstdint>
 #include <map>
@@ -23,7 +24,7 @@
 
 namespace attn::nn {
 
-using NamedParams = std::vector<std::pair<std::string, Tensor>>;
+using attn::NamedParams;  // include/attn/train/params.h: shared with optimizers and checkpoints
 
 // Deterministic parameter initialisation (portable: xoshiro256** + Box-Muller).
 class InitRng {
