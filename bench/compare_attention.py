@@ -77,8 +77,9 @@ def main():
     print("|---|---|---|---|---|")
     for label, aargs, targs in configs:
         mine = run_json([bench] + common + aargs)
-        if label.startswith("decode"):
-            mine = [m for m in mine if m["Lq"] == 1]
+        if label.startswith("decode"):  # the bench also runs the --n 1 square case; keep Lq = 1, Lk = lk
+            lk = int(aargs[aargs.index("--decode-lk") + 1])
+            mine = [m for m in mine if m["Lq"] == 1 and m["Lk"] == lk]
         mine = mine[0]
         theirs = run_json([sys.executable, os.path.join(HERE, "peers", "torch_attention.py"),
                            "--threads", str(a.threads), "--heads", str(a.heads),
