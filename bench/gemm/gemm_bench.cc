@@ -32,8 +32,8 @@ static void sgemm(int M, int N, int K, const float* A, const float* B, float* C)
             const_cast<float*>(B), N, 1, &zero, C, N, 1);
 }
 #elif defined(ATTN_GEMM_ONEDNN)
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 static const char* kName = "onednn";
 static void set_threads(int n) { omp_set_num_threads(n); }
 static void sgemm(int M, int N, int K, const float* A, const float* B, float* C) {
@@ -46,19 +46,22 @@ int main(int argc, char** argv) {
   double min_time = 0.5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--threads") threads = std::atoi(argv[i + 1]);
-    else if (a == "--min-time") min_time = std::atof(argv[i + 1]);
+    if (a == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (a == "--min-time")
+      min_time = std::atof(argv[i + 1]);
   }
   set_threads(threads);
   // Square sizes plus the shapes Transformer layers use: tokens × d_model × d_ff.
-  const int shapes[][3] = {{256, 256, 256},    {512, 512, 512},   {1024, 1024, 1024}, {2048, 2048, 2048},
-                           {4096, 384, 384},   {4096, 1536, 384}, {4096, 384, 1536},  {2048, 512, 512},
-                           {2048, 2048, 512},  {2048, 512, 2048}, {32, 512, 512},     {1, 2048, 512}};
+  const int shapes[][3] = {{256, 256, 256},   {512, 512, 512},   {1024, 1024, 1024}, {2048, 2048, 2048},
+                           {4096, 384, 384},  {4096, 1536, 384}, {4096, 384, 1536},  {2048, 512, 512},
+                           {2048, 2048, 512}, {2048, 512, 2048}, {32, 512, 512},     {1, 2048, 512}};
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
   for (const auto& s : shapes) {
     const int M = s[0], N = s[1], K = s[2];
-    std::vector<float> A(static_cast<size_t>(M) * K), B(static_cast<size_t>(K) * N), C(static_cast<size_t>(M) * N);
+    std::vector<float> A(static_cast<size_t>(M) * K), B(static_cast<size_t>(K) * N),
+        C(static_cast<size_t>(M) * N);
     for (float& x : A) x = dist(rng);
     for (float& x : B) x = dist(rng);
     sgemm(M, N, K, A.data(), B.data(), C.data());
@@ -66,15 +69,18 @@ int main(int argc, char** argv) {
     for (int t = 0; t < 16; ++t) {
       const int i = (t * 7919) % M, j = (t * 104729) % N;
       double ref = 0;
-      for (int k = 0; k < K; ++k) ref += static_cast<double>(A[static_cast<size_t>(i) * K + k]) * B[static_cast<size_t>(k) * N + j];
+      for (int k = 0; k < K; ++k)
+        ref += static_cast<double>(A[static_cast<size_t>(i) * K + k]) * B[static_cast<size_t>(k) * N + j];
       if (std::abs(ref - C[static_cast<size_t>(i) * N + j]) > 1e-3 * K) {
-        std::fprintf(stderr, "%s: wrong result at (%d, %d): %g vs %g\n", kName, i, j, C[static_cast<size_t>(i) * N + j], ref);
+        std::fprintf(stderr, "%s: wrong result at (%d, %d): %g vs %g\n", kName, i, j,
+                     C[static_cast<size_t>(i) * N + j], ref);
         return 1;
       }
     }
-    const double sec = attn::bench::time_median([&] { sgemm(M, N, K, A.data(), B.data(), C.data()); }, min_time);
-    std::printf("{\"blas\":\"%s\",\"threads\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"gflops\":%.4g}\n", kName, threads, M, N, K,
-                2.0 * M * N * K / sec / 1e9);
+    const double sec =
+        attn::bench::time_median([&] { sgemm(M, N, K, A.data(), B.data(), C.data()); }, min_time);
+    std::printf("{\"blas\":\"%s\",\"threads\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"gflops\":%.4g}\n", kName,
+                threads, M, N, K, 2.0 * M * N * K / sec / 1e9);
     std::fflush(stdout);
   }
   return 0;

@@ -43,8 +43,7 @@ class Pool {
     for (int t = 1; t < n; ++t) workers_.emplace_back([this, t, gen] { worker(t, gen); });
   }
 
-  void run(int64_t n, int64_t grain,
-           const std::function<void(int64_t, int64_t, int)>& fn) {
+  void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn) {
     std::lock_guard<std::mutex> run_lock(run_mu_);
     const int64_t chunks = (n + grain - 1) / grain;
     {
@@ -147,8 +146,7 @@ void set_num_threads(int n) {
   if (n != pool().size()) pool().resize(n);
 }
 
-void parallel_for(int64_t n, int64_t grain,
-                  const std::function<void(int64_t, int64_t, int)>& fn) {
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   if (Pool::tls_in_pool || pool().size() == 1 || n <= grain) {

@@ -29,9 +29,9 @@ struct KeyRange {
 struct MaskArgs {
   int64_t Lq = 0, Lk = 0;
   bool causal = false;
-  int64_t diag_offset = 0;  // p(i) = i + diag_offset: 0 top-left, Lk - Lq bottom-right
+  int64_t diag_offset = 0;                      // p(i) = i + diag_offset: 0 top-left, Lk - Lq bottom-right
   int64_t window_left = -1, window_right = -1;  // -1 unbounded
-  const int64_t* key_lengths = nullptr;          // [B] or null
+  const int64_t* key_lengths = nullptr;         // [B] or null
 
   KeyRange range(int64_t b, int64_t i) const {
     int64_t lo = 0, hi = Lk;
@@ -115,14 +115,14 @@ struct AttnOut {
 // Backward inputs and outputs.
 template <typename T>
 struct AttnGradArgs {
-  const T* out = nullptr;   // [B, H, Lq, D]
+  const T* out = nullptr;  // [B, H, Lq, D]
   Strides4 sout;
   const T* dout = nullptr;  // [B, H, Lq, D]
   Strides4 sdout;
-  const T* lse = nullptr;   // [B, H, Lq] contiguous
-  T* dq = nullptr;          // [B, H, Lq, D] contiguous, written (not accumulated)
-  T* dk = nullptr;          // [B, Hkv, Lk, D] contiguous, written
-  T* dv = nullptr;          // [B, Hkv, Lk, D] contiguous, written
+  const T* lse = nullptr;  // [B, H, Lq] contiguous
+  T* dq = nullptr;         // [B, H, Lq, D] contiguous, written (not accumulated)
+  T* dk = nullptr;         // [B, Hkv, Lk, D] contiguous, written
+  T* dv = nullptr;         // [B, Hkv, Lk, D] contiguous, written
 };
 
 }  // namespace attn::kernels

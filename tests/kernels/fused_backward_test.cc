@@ -138,7 +138,8 @@ BwdCase base(std::string name, int64_t B, int64_t H, int64_t Hkv, int64_t Lq, in
 std::vector<BwdCase> cases() {
   std::vector<BwdCase> cs;
   // Head sizes off the SIMD width, tiles crossing the 64-row/64-key boundaries.
-  for (int64_t d : {1, 7, 33, 64, 80, 128}) cs.push_back(base(std::string("d").append(std::to_string(d)), 2, 2, 2, 70, 130, d));
+  for (int64_t d : {1, 7, 33, 64, 80, 128})
+    cs.push_back(base(std::string("d").append(std::to_string(d)), 2, 2, 2, 70, 130, d));
   cs.push_back(base("size_one", 1, 1, 1, 1, 1, 1));
   cs.push_back(base("lq_gt_lk", 1, 2, 1, 150, 40, 16));
   cs.push_back(base("lq_lt_lk", 1, 2, 1, 40, 150, 16));

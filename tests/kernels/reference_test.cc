@@ -178,7 +178,8 @@ TEST_P(ReferenceGrad, MatchesCentralFiniteDifferences) {
   auto r = attention(q, k, v, o);
   auto g = attention_backward(q, k, v, r.out, r.lse, w, o);
   const double h = 1e-6;
-  for (auto [x, gx, name] : {std::tuple{&q, &g.dq, "dq"}, std::tuple{&k, &g.dk, "dk"}, std::tuple{&v, &g.dv, "dv"}}) {
+  for (auto [x, gx, name] :
+       {std::tuple{&q, &g.dq, "dq"}, std::tuple{&k, &g.dk, "dk"}, std::tuple{&v, &g.dv, "dv"}}) {
     Tensor num = Tensor::zeros(x->shape(), DType::f64);
     double* p = x->data<double>();
     for (int64_t i = 0; i < x->numel(); ++i) {

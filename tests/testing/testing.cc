@@ -26,8 +26,8 @@ Tensor random_mask(const Shape& shape, uint64_t seed, double p_true) {
 
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, Tolerance tol) {
   if (!actual.defined() || !expected.defined())
-    return ::testing::AssertionFailure() << "undefined tensor: actual " << actual.str() << ", expected "
-                                         << expected.str();
+    return ::testing::AssertionFailure()
+           << "undefined tensor: actual " << actual.str() << ", expected " << expected.str();
   if (actual.shape() != expected.shape())
     return ::testing::AssertionFailure() << "shape mismatch: actual " << shape_str(actual.shape())
                                          << ", expected " << shape_str(expected.shape());
@@ -38,14 +38,14 @@ Tensor random_mask(const Shape& shape, uint64_t seed, double p_true) {
     const bool an = std::isnan(a[i]), en = std::isnan(e[i]);
     if (an || en) {
       if (an != en)
-        return ::testing::AssertionFailure() << "NaN mismatch at flat index " << i << ": actual " << a[i]
-                                             << ", expected " << e[i];
+        return ::testing::AssertionFailure()
+               << "NaN mismatch at flat index " << i << ": actual " << a[i] << ", expected " << e[i];
       continue;
     }
     if (std::isinf(a[i]) || std::isinf(e[i])) {
       if (a[i] != e[i])
-        return ::testing::AssertionFailure() << "Inf mismatch at flat index " << i << ": actual " << a[i]
-                                             << ", expected " << e[i];
+        return ::testing::AssertionFailure()
+               << "Inf mismatch at flat index " << i << ": actual " << a[i] << ", expected " << e[i];
       continue;
     }
     const double diff = std::abs(a[i] - e[i]);

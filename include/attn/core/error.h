@@ -27,8 +27,8 @@ std::string concat(Parts&&... parts) {
 }  // namespace detail
 
 // Throws attn::Error built from the streamed parts when `cond` is false.
-#define ATTN_CHECK(cond, ...)                                    \
-  do {                                                           \
+#define ATTN_CHECK(cond, ...)                                              \
+  do {                                                                     \
     if (!(cond)) throw ::attn::Error(::attn::detail::concat(__VA_ARGS__)); \
   } while (0)
 

@@ -59,9 +59,9 @@ struct WeightCapture {
 struct AttentionOptions {
   std::optional<double> scale;  // default 1/sqrt(D)
   bool causal = false;
-  Align align = Align::top_left;  // for causal and window
-  int64_t window_left = -1;       // −1: unbounded
-  int64_t window_right = -1;      // −1: unbounded
+  Align align = Align::top_left;     // for causal and window
+  int64_t window_left = -1;          // −1: unbounded
+  int64_t window_right = -1;         // −1: unbounded
   std::vector<int64_t> key_lengths;  // empty, or B values in [0, Lk]
   Tensor allow;                      // u8, broadcastable to [B, H, Lq, Lk]; undefined = none
   Tensor bias;                       // f32, broadcastable to [B, H, Lq, Lk]; undefined = none
@@ -89,8 +89,8 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
 
 // Gradients of sum(dout · out). `out` and `lse` are what attention() returned
 // for the same inputs and options; probabilities are recomputed from lse.
-AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const Tensor& out, const Tensor& lse, const Tensor& dout,
+AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, const Tensor& dout,
                                   const AttentionOptions& options = {});
 
 // The backend `automatic` would pick for these inputs and options, and why

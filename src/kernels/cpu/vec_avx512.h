@@ -17,7 +17,8 @@ inline __m512 exp_ps(__m512 x) {
   const __m512 hi = _mm512_set1_ps(88.72283935546875f);
   const __mmask16 underflow = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
   x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
   r = _mm512_fnmadd_ps(n, ln2_lo, r);
   __m512 p = _mm512_set1_ps(1.9875691500e-4f);

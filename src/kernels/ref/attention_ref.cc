@@ -26,8 +26,7 @@ void row_logits(const AttnArgs<T>& a, int64_t b, int64_t h, int64_t i, std::vect
   for (int64_t j = kr.lo; j < kr.hi; ++j) {
     if (a.allow && !*at4(a.allow, a.sallow, b, h, i, j)) continue;
     T dot = 0;
-    for (int64_t d = 0; d < a.D; ++d)
-      dot += *at4(a.q, a.sq, b, h, i, d) * *at4(a.k, a.sk, b, hk, j, d);
+    for (int64_t d = 0; d < a.D; ++d) dot += *at4(a.q, a.sq, b, h, i, d) * *at4(a.k, a.sk, b, hk, j, d);
     T x = dot * static_cast<T>(a.scale);
     if (pre_cap) (*pre_cap)[j] = x;
     if (a.softcap > 0) x = static_cast<T>(a.softcap) * std::tanh(x / static_cast<T>(a.softcap));
