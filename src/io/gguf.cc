@@ -1,18 +1,15 @@
 #include <attn/io/gguf.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>  // f16_to_f32
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <unordered_map>
+
+#include "io/mapped_file.h"
 
 namespace attn::io {
 
@@ -83,7 +80,6 @@ const GgmlTypeEntry* find_ggml_type(uint32_t id) {
   return nullptr;
 }
 
-std::string sys_error() { return std::strerror(errno); }
 
 bool mul_ok(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
 
@@ -216,9 +212,7 @@ struct GgufFile::State {
   const KeyValue& typed(std::string_view key, GgufType want) const;
   const KeyValue& array_of(std::string_view key) const;
 
-  ~State() {
-    if (map) munmap(const_cast<std::byte*>(map), size);
-  }
+  ~State() { io_detail::unmap({map, size}); }
 };
 
 namespace {
@@ -376,28 +370,10 @@ GgufFile GgufFile::open(const std::string& path) {
   auto st = std::make_shared<State>();
   st->path = path;
   const Where w{st->path};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(detail::concat("gguf: cannot open '", path, "': ", sys_error()));
-  struct stat sb {};
-  if (fstat(fd, &sb) != 0) {
-    const std::string e = sys_error();
-    ::close(fd);
-    w.fail("cannot stat: ", e);
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    ::close(fd);
-    w.fail("not a regular file");
-  }
-  st->size = static_cast<uint64_t>(sb.st_size);
-  if (st->size < 24) {
-    ::close(fd);
-    w.fail("file is ", st->size, " bytes; a GGUF header needs at least 24 (magic, version, two counts)");
-  }
-  void* m = mmap(nullptr, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const std::string map_error = m == MAP_FAILED ? sys_error() : "";
-  ::close(fd);
-  if (m == MAP_FAILED) w.fail("cannot map ", st->size, " bytes: ", map_error);
-  st->map = static_cast<const std::byte*>(m);
+  const io_detail::Mapping m = io_detail::map_readonly(
+      path, "gguf", 24, "a GGUF header needs at least 24 (magic, version, two counts)");
+  st->map = m.data;
+  st->size = m.size;
 
   Cursor c(w, st->map, st->size);
   const std::string_view magic(reinterpret_cast<const char*>(st->map), 4);

@@ -1,7 +1,6 @@
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +14,8 @@
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "io/mapped_file.h"
 
 namespace attn::io {
 
@@ -141,9 +142,7 @@ struct SafeTensorsFile::State {
 
   const std::byte* data_section() const { return map + 8 + header_size; }
 
-  ~State() {
-    if (map) munmap(const_cast<std::byte*>(map), size);
-  }
+  ~State() { io_detail::unmap({map, size}); }
 };
 
 namespace {
@@ -237,28 +236,10 @@ SafeTensorsFile SafeTensorsFile::open(const std::string& path) {
   auto st = std::make_shared<State>();
   st->path = path;
   const Where w{st->path};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(detail::concat("safetensors: cannot open '", path, "': ", sys_error()));
-  struct stat sb {};
-  if (fstat(fd, &sb) != 0) {
-    const std::string e = sys_error();
-    ::close(fd);
-    w.fail("cannot stat: ", e);
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    ::close(fd);
-    w.fail("not a regular file");
-  }
-  st->size = static_cast<uint64_t>(sb.st_size);
-  if (st->size < 8) {
-    ::close(fd);
-    w.fail("file is ", st->size, " bytes; expected at least 8 (the header length)");
-  }
-  void* m = mmap(nullptr, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const std::string map_error = m == MAP_FAILED ? sys_error() : "";
-  ::close(fd);  // the mapping keeps the file alive
-  if (m == MAP_FAILED) w.fail("cannot map ", st->size, " bytes: ", map_error);
-  st->map = static_cast<const std::byte*>(m);
+  const io_detail::Mapping m =
+      io_detail::map_readonly(path, "safetensors", 8, "expected at least 8 (the header length)");
+  st->map = m.data;
+  st->size = m.size;
 
   uint64_t n = 0;
   std::memcpy(&n, st->map, 8);

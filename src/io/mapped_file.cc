@@ -1,0 +1,48 @@
+#include "io/mapped_file.h"
+
+#include <attn/core/error.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace attn::io_detail {
+
+Mapping map_readonly(const std::string& path, const char* format, uint64_t min_size, const char* too_small) {
+  auto fail = [&](const std::string& problem) {
+    throw Error(detail::concat(format, ": ", path, ": ", problem));
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(detail::concat(format, ": cannot open '", path, "': ", std::strerror(errno)));
+  struct stat sb {};
+  if (fstat(fd, &sb) != 0) {
+    const std::string e = std::strerror(errno);
+    ::close(fd);
+    fail("cannot stat: " + e);
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    ::close(fd);
+    fail("not a regular file");
+  }
+  Mapping m;
+  m.size = static_cast<uint64_t>(sb.st_size);
+  if (m.size < min_size) {
+    ::close(fd);
+    fail(detail::concat("file is ", m.size, " bytes; ", too_small));
+  }
+  void* p = mmap(nullptr, m.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const std::string map_error = p == MAP_FAILED ? std::strerror(errno) : "";
+  ::close(fd);  // the mapping keeps the file alive
+  if (p == MAP_FAILED) fail(detail::concat("cannot map ", m.size, " bytes: ", map_error));
+  m.data = static_cast<const std::byte*>(p);
+  return m;
+}
+
+void unmap(const Mapping& m) {
+  if (m.data) munmap(const_cast<std::byte*>(m.data), m.size);
+}
+
+}  // namespace attn::io_detail
