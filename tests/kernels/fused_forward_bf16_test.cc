@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/isa_test_util.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
 
@@ -111,22 +112,8 @@ std::vector<Case> cases() {
   return v;
 }
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
-    if (kernels::cpu::isa_available(i)) v.push_back(i);
-  return v;
-}
-
-class FusedForwardBf16 : public ::testing::TestWithParam<std::tuple<Case, Isa>> {
- protected:
-  void SetUp() override { threads_ = num_threads(); }
-  void TearDown() override {
-    set_num_threads(threads_);
-    kernels::cpu::force_isa(std::nullopt);
-  }
-  int threads_ = 1;
-};
+using testing::available_isas;
+using FusedForwardBf16 = testing::IsaCaseTest<Case>;
 
 TEST_P(FusedForwardBf16, MatchesReferenceOnRoundedInputs) {
   const auto& [c, isa] = GetParam();
@@ -158,14 +145,10 @@ TEST_P(FusedForwardBf16, MatchesReferenceOnRoundedInputs) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<std::tuple<Case, Isa>>& info) {
-  return std::get<0>(info.param).name + "_" + kernels::cpu::isa_str(std::get<1>(info.param));
-}
-
 INSTANTIATE_TEST_SUITE_P(Table, FusedForwardBf16,
                          ::testing::Combine(::testing::ValuesIn(cases()),
                                             ::testing::ValuesIn(available_isas())),
-                         case_name);
+                         testing::isa_case_name<Case>);
 
 // The bf16 kernels are offered exactly when AVX-512 is active and the CPU has AVX512_BF16.
 TEST(FusedForwardBf16Edge, AvailabilityFollowsIsaAndCpu) {

@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/isa_test_util.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
 
@@ -480,22 +481,8 @@ std::vector<Case> cases() {
   return v;
 }
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
-    if (kernels::cpu::isa_available(i)) v.push_back(i);
-  return v;
-}
-
-class FusedForward : public ::testing::TestWithParam<std::tuple<Case, Isa>> {
- protected:
-  void SetUp() override { threads_ = num_threads(); }
-  void TearDown() override {
-    set_num_threads(threads_);
-    kernels::cpu::force_isa(std::nullopt);
-  }
-  int threads_ = 1;
-};
+using testing::available_isas;
+using FusedForward = testing::IsaCaseTest<Case>;
 
 TEST_P(FusedForward, MatchesReference) {
   const auto& [c, isa] = GetParam();
@@ -521,14 +508,10 @@ TEST_P(FusedForward, MatchesReference) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<std::tuple<Case, Isa>>& info) {
-  return std::get<0>(info.param).name + "_" + kernels::cpu::isa_str(std::get<1>(info.param));
-}
-
 INSTANTIATE_TEST_SUITE_P(Table, FusedForward,
                          ::testing::Combine(::testing::ValuesIn(cases()),
                                             ::testing::ValuesIn(available_isas())),
-                         case_name);
+                         testing::isa_case_name<Case>);
 
 // Structural facts the table relies on, checked directly on the fused output.
 TEST(FusedForwardEdge, FullyMaskedRowsGiveZeroAndMinusInf) {
