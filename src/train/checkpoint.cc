@@ -118,8 +118,10 @@ void save_checkpoint(const std::string& path, const NamedParams& model, const Op
 
 // ---- load ---------------------------------------------------------------------------------------
 
-LoadedCheckpoint load_checkpoint(const std::string& path, const NamedParams& model, Optimizer* optimizer) {
-  const io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
+namespace {
+
+// The validated attn metadata object of an open checkpoint file.
+json::Value checkpoint_metadata(const io::SafeTensorsFile& file, const std::string& path) {
   const io::Metadata& md = file.metadata();
   auto fmt = md.find("format");
   ATTN_CHECK(fmt != md.end() && fmt->second == kFormat, "checkpoint: '", path,
@@ -137,6 +139,19 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const NamedParams& mod
   const int64_t version = int_member(meta, "version");
   ATTN_CHECK(version == kCheckpointVersion, "checkpoint: '", path, "' has version ", version,
              "; this build reads version ", kCheckpointVersion);
+  return meta;
+}
+
+}  // namespace
+
+json::Value read_checkpoint_model_config(const std::string& path) {
+  const io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
+  return member(checkpoint_metadata(file, path), "model_config");
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& path, const NamedParams& model, Optimizer* optimizer) {
+  const io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
+  const json::Value meta = checkpoint_metadata(file, path);
 
   // Expected tensors: name -> (live tensor).
   std::vector<std::pair<std::string, Tensor>> expected;

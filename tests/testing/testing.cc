@@ -1,5 +1,7 @@
 #include "testing/testing.h"
 
+#include <attn/core/error.h>
+
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -66,5 +68,19 @@ Tensor random_mask(const Shape& shape, uint64_t seed, double p_true) {
 }
 
 std::string source_path(const std::string& relative) { return std::string(ATTN_SOURCE_DIR) + "/" + relative; }
+
+::testing::AssertionResult throws_error_containing(const std::function<void()>& fn,
+                                                   const std::vector<std::string>& parts) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& part : parts)
+      if (msg.find(part) == std::string::npos)
+        return ::testing::AssertionFailure() << "error message lacks '" << part << "': " << msg;
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "expected attn::Error, nothing was thrown";
+}
 
 }  // namespace attn::testing

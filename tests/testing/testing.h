@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace attn::testing {
 
@@ -27,6 +29,14 @@ struct Tolerance {
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, Tolerance tol);
 
 #define EXPECT_ALL_CLOSE(a, e, tol) EXPECT_TRUE(::attn::testing::all_close((a), (e), (tol)))
+
+// Passes when fn() throws attn::Error whose message contains every one of
+// `parts`; the failure names the missing part and the whole message.
+::testing::AssertionResult throws_error_containing(const std::function<void()>& fn,
+                                                   const std::vector<std::string>& parts);
+
+#define EXPECT_ERROR_CONTAINS(stmt, ...) \
+  EXPECT_TRUE(::attn::testing::throws_error_containing([&] { stmt; }, __VA_ARGS__))
 
 // Path of a file under the source tree (for fixtures).
 std::string source_path(const std::string& relative);

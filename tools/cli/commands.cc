@@ -7,6 +7,7 @@ const std::vector<Command>& commands() {
       {"explain", "walk through attention step by step", run_explain},
       {"quiz", "test your understanding of attention", run_quiz},
       {"view", "see attention weights: an HTML page or a terminal heatmap", run_view},
+      {"train", "train a model for a task and save it as one file", run_train},
   };
   return list;
 }

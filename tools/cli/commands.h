@@ -18,5 +18,9 @@ const std::vector<Command>& commands();
 int run_explain(const std::vector<std::string>& args);
 int run_quiz(const std::vector<std::string>& args);
 int run_view(const std::vector<std::string>& args);
+int run_train(const std::vector<std::string>& args);
+
+// `attn train <task>`: one entry per task (train.cc lists them).
+const std::vector<Command>& train_tasks();
 
 }  // namespace attn::cli

@@ -19,6 +19,7 @@ void usage(FILE* f) {
                "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
                "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
                "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
+               "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }

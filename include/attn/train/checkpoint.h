@@ -88,6 +88,10 @@ void save_checkpoint(const std::string& path, const NamedParams& model, const Op
 // Throws attn::Error (see above); on error nothing was modified.
 LoadedCheckpoint load_checkpoint(const std::string& path, const NamedParams& model, Optimizer* optimizer);
 
+// The model_config stored in the checkpoint at `path`, without reading any
+// tensor (format and version are validated; throws attn::Error otherwise).
+json::Value read_checkpoint_model_config(const std::string& path);
+
 // ---- a small training loop ---------------------------------------------------------------
 struct TrainerOptions {
   int64_t accumulation_steps = 1;  // k micro-batches per update, gradients averaged
