@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/nn_kernels.h"
+#include "kernels/cpu/row_kernels.h"
 #include "ops/op_util.h"
 
 namespace attn {
@@ -50,24 +52,43 @@ const T* ptr_or_null(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
+// True when T is float and the fast fp32 row kernels (kernels/cpu/row_kernels.h,
+// AVX-512) are active; f64 and the scalar ISA use the templates of nn_kernels.h.
+template <typename T>
+bool fast_rows() {
+  if constexpr (std::is_same_v<T, float>) {
+    return kc::rows_fast();
+  } else {
+    return false;
+  }
+}
+
 // Elementwise op y = f(x) with backward dx = df(x, dy); f and df are generic
-// lambdas (called with float or double).
+// lambdas (called with float or double). `act` names the same function in the
+// fast fp32 kernels (kernels/cpu/row_kernels.h), used for f32 when active.
 template <typename F, typename DF>
-Tensor unary_op(const char* name, const Tensor& x, F f, DF df) {
+Tensor unary_op(const char* name, kc::Act act, const Tensor& x, F f, DF df) {
   check_float(x, name, "x");
   const Tensor xc = x.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_rows<T>()) return kc::act_forward_f32(act, xc.data<T>(), y.data<T>(), x.numel());
+    }
     kc::unary_map<T>(x.numel(), xc.data<T>(), y.data<T>(), [&](T v) { return static_cast<T>(f(v)); });
   });
   if (needs_grad(x)) {
-    record(name, y, {x}, [xc = xc.detach(), df](const Tensor& g, const GradNeeds&) {
+    record(name, y, {x}, [xc = xc.detach(), df, act](const Tensor& g, const GradNeeds&) {
       // forward: y = f(x)   =>   dx = f'(x) · dy
       const Tensor gc = g.contiguous();
       Tensor dx = Tensor::empty(xc.shape(), xc.dtype());
       dispatch_float(xc.dtype(), [&](auto t) {
         using T = decltype(t);
+        if constexpr (std::is_same_v<T, float>) {
+          if (fast_rows<T>())
+            return kc::act_backward_f32(act, xc.data<T>(), gc.data<T>(), dx.data<T>(), xc.numel());
+        }
         kc::binary_map<T>(xc.numel(), xc.data<T>(), gc.data<T>(), dx.data<T>(),
                           [&](T v, T gv) { return static_cast<T>(df(v, gv)); });
       });
@@ -224,6 +245,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor mean = Tensor::empty({rows}, DType::f64), rstd = Tensor::empty({rows}, DType::f64);
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_rows<T>()) {
+        kc::layer_norm_forward_f32(xc.data<T>(), ptr_or_null<T>(wc), ptr_or_null<T>(bc), y.data<T>(),
+                                   mean.data<double>(), rstd.data<double>(), rows, C, eps);
+        return;
+      }
+    }
     kc::layer_norm_forward<T>(xc.data<T>(), ptr_or_null<T>(wc), ptr_or_null<T>(bc), y.data<T>(),
                               mean.data<double>(), rstd.data<double>(), rows, C, eps);
   });
@@ -237,10 +265,19 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
              Tensor db = need[2] ? Tensor::empty({C}, xc.dtype()) : Tensor();
              dispatch_float(xc.dtype(), [&](auto t) {
                using T = decltype(t);
+               T* pdx = dx.defined() ? dx.data<T>() : nullptr;
+               T* pdw = dw.defined() ? dw.data<T>() : nullptr;
+               T* pdb = db.defined() ? db.data<T>() : nullptr;
+               if constexpr (std::is_same_v<T, float>) {
+                 if (fast_rows<T>()) {
+                   kc::layer_norm_backward_f32(gc.data<T>(), xc.data<T>(), ptr_or_null<T>(wc),
+                                               mean.data<double>(), rstd.data<double>(), pdx, pdw, pdb, rows,
+                                               C);
+                   return;
+                 }
+               }
                kc::layer_norm_backward<T>(gc.data<T>(), xc.data<T>(), ptr_or_null<T>(wc), mean.data<double>(),
-                                          rstd.data<double>(), dx.defined() ? dx.data<T>() : nullptr,
-                                          dw.defined() ? dw.data<T>() : nullptr,
-                                          db.defined() ? db.data<T>() : nullptr, rows, C);
+                                          rstd.data<double>(), pdx, pdw, pdb, rows, C);
              });
              return std::vector<Tensor>{dx, dw, db};
            });
@@ -260,6 +297,13 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   Tensor rstd = Tensor::empty({rows}, DType::f64);
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_rows<T>()) {
+        kc::rms_norm_forward_f32(xc.data<T>(), ptr_or_null<T>(wc), y.data<T>(), rstd.data<double>(), rows, C,
+                                 eps);
+        return;
+      }
+    }
     kc::rms_norm_forward<T>(xc.data<T>(), ptr_or_null<T>(wc), y.data<T>(), rstd.data<double>(), rows, C, eps);
   });
   if (needs_grad(x, weight)) {
@@ -271,9 +315,17 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
              Tensor dw = need[1] ? Tensor::empty({C}, xc.dtype()) : Tensor();
              dispatch_float(xc.dtype(), [&](auto t) {
                using T = decltype(t);
+               T* pdx = dx.defined() ? dx.data<T>() : nullptr;
+               T* pdw = dw.defined() ? dw.data<T>() : nullptr;
+               if constexpr (std::is_same_v<T, float>) {
+                 if (fast_rows<T>()) {
+                   kc::rms_norm_backward_f32(gc.data<T>(), xc.data<T>(), ptr_or_null<T>(wc),
+                                             rstd.data<double>(), pdx, pdw, rows, C);
+                   return;
+                 }
+               }
                kc::rms_norm_backward<T>(gc.data<T>(), xc.data<T>(), ptr_or_null<T>(wc), rstd.data<double>(),
-                                        dx.defined() ? dx.data<T>() : nullptr,
-                                        dw.defined() ? dw.data<T>() : nullptr, rows, C);
+                                        pdx, pdw, rows, C);
              });
              return std::vector<Tensor>{dx, dw};
            });
@@ -286,7 +338,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
 // ============================================================================
 Tensor relu(const Tensor& x) {
   return unary_op(
-      "relu", x, [](auto v) { return v > 0 ? v : decltype(v)(0); },
+      "relu", kc::Act::relu, x, [](auto v) { return v > 0 ? v : decltype(v)(0); },
       // forward: y = max(x, 0)
       [](auto v, auto g) { return v > 0 ? g : decltype(v)(0); });
 }
@@ -298,7 +350,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
              std::string(approximate), "\"");
   if (tanh_form) {
     return unary_op(
-        "gelu_tanh", x,
+        "gelu_tanh", kc::Act::gelu_tanh, x,
         [](auto v) {
           using T = decltype(v);
           return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kGeluTanhC) * v * v * v)));
@@ -312,7 +364,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
         });
   }
   return unary_op(
-      "gelu", x,
+      "gelu", kc::Act::gelu_erf, x,
       [](auto v) {
         using T = decltype(v);
         return T(0.5) * v * (T(1) + std::erf(v * T(kInvSqrt2)));
@@ -327,7 +379,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
 
 Tensor silu(const Tensor& x) {
   return unary_op(
-      "silu", x, [](auto v) { return v * sigmoid(v); },
+      "silu", kc::Act::silu, x, [](auto v) { return v * sigmoid(v); },
       [](auto v, auto g) {
         // forward: y = x σ(x)   =>   dy/dx = σ(x) (1 + x (1 - σ(x)))
         using T = decltype(v);
@@ -346,6 +398,9 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
   Tensor y = Tensor::empty(a.shape(), a.dtype());
   dispatch_float(a.dtype(), [&](auto t) {
     using T = decltype(t);
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_rows<T>()) return kc::swiglu_forward_f32(ac.data<T>(), bc.data<T>(), y.data<T>(), a.numel());
+    }
     kc::binary_map<T>(a.numel(), ac.data<T>(), bc.data<T>(), y.data<T>(),
                       [](T u, T v) { return u * sigmoid(u) * v; });
   });
@@ -360,6 +415,9 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
         const T *pa = ac.data<T>(), *pb = bc.data<T>(), *pg = gc.data<T>();
         T* pda = da.defined() ? da.data<T>() : nullptr;
         T* pdb = db.defined() ? db.data<T>() : nullptr;
+        if constexpr (std::is_same_v<T, float>) {
+          if (fast_rows<T>()) return kc::swiglu_backward_f32(pa, pb, pg, pda, pdb, ac.numel());
+        }
         parallel_for(ac.numel(), 16384, [&](int64_t s, int64_t e, int) {
           for (int64_t i = s; i < e; ++i) {
             const T sg = sigmoid(pa[i]);
@@ -385,6 +443,9 @@ Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_rows<T>()) return kc::dropout_f32(xc.data<T>(), y.data<T>(), x.numel(), p, seed);
+    }
     kc::dropout_apply<T>(xc.data<T>(), y.data<T>(), x.numel(), p, seed);
   });
   if (needs_grad(x)) {
@@ -394,6 +455,9 @@ Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed) {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       dispatch_float(g.dtype(), [&](auto t) {
         using T = decltype(t);
+        if constexpr (std::is_same_v<T, float>) {
+          if (fast_rows<T>()) return kc::dropout_f32(gc.data<T>(), dx.data<T>(), g.numel(), p, seed);
+        }
         kc::dropout_apply<T>(gc.data<T>(), dx.data<T>(), g.numel(), p, seed);
       });
       return std::vector<Tensor>{dx};
@@ -417,6 +481,9 @@ Tensor softmax_impl(const Tensor& x, bool log) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_rows<T>()) return kc::softmax_forward_f32(xc.data<T>(), y.data<T>(), rows, C, log);
+    }
     kc::softmax_forward<T>(xc.data<T>(), y.data<T>(), rows, C, log);
   });
   if (needs_grad(x)) {
@@ -426,6 +493,10 @@ Tensor softmax_impl(const Tensor& x, bool log) {
       Tensor dx = Tensor::empty(y.shape(), y.dtype());
       dispatch_float(y.dtype(), [&](auto t) {
         using T = decltype(t);
+        if constexpr (std::is_same_v<T, float>) {
+          if (fast_rows<T>())
+            return kc::softmax_backward_f32(gc.data<T>(), y.data<T>(), dx.data<T>(), rows, C, log);
+        }
         kc::softmax_backward<T>(gc.data<T>(), y.data<T>(), dx.data<T>(), rows, C, log);
       });
       return std::vector<Tensor>{dx};
@@ -463,6 +534,27 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
   const Tensor xc = logits.contiguous();
   Tensor lse = Tensor::empty({N}, DType::f64);
   Tensor loss = Tensor::empty({}, logits.dtype());
+  if (logits.dtype() == DType::f32 && kc::rows_fast()) {
+    // One pass over the logits: the loss and, when a gradient is wanted, d loss / d logits
+    // for dloss = 1 (the exponentials are computed once); backward only rescales it.
+    const bool grad = needs_grad(logits);
+    Tensor dx = grad ? Tensor::empty({N, V}, DType::f32) : Tensor();
+    const double gs = valid == 0 ? 0.0 : 1.0 / static_cast<double>(valid);
+    const double total =
+        kc::cross_entropy_f32(xc.data<float>(), tg.data(), lse.data<double>(),
+                              grad ? dx.data<float>() : nullptr, N, V, o.ignore_index, o.label_smoothing, gs);
+    // loss = sum over valid rows / number of valid rows (0 when none is valid)
+    loss.data<float>()[0] = static_cast<float>(valid == 0 ? 0.0 : total / static_cast<double>(valid));
+    if (grad) {
+      record("cross_entropy", loss, {logits}, [dx](const Tensor& g, const GradNeeds&) {
+        // forward: loss = mean over valid r of (1-ε)(lse_r - x[r, t_r]) + ε (lse_r - mean_v x[r, v])
+        // => dx[r, v] = (softmax[r, v] - (1-ε) [v = t_r] - ε/V) / valid, saved for dloss = 1
+        const double gl = g.to_vector()[0];
+        return std::vector<Tensor>{gl == 1.0 ? dx : scale(dx, gl)};
+      });
+    }
+    return loss;
+  }
   dispatch_float(logits.dtype(), [&](auto t) {
     using T = decltype(t);
     const double total = kc::cross_entropy_forward<T>(xc.data<T>(), tg.data(), lse.data<double>(), N, V,

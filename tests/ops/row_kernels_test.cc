@@ -1,0 +1,224 @@
+// The fast fp32 row and elementwise kernels (src/kernels/cpu/row_kernels.h)
+// through their ops, on every instruction set this CPU has (force_isa) and
+// 1 or 2 threads: forward output and every input gradient in f32 against the
+// same op in f64 (the scalar templates of nn_kernels.h, statistics in double)
+// from the same seeded inputs. Row lengths cover every tail of the 16-lane
+// loop (1, 15, 16, 17, 31, 33, ...) and element counts cross the threads'
+// chunk boundaries. A new op is new rows in cases().
+#include "kernels/cpu/row_kernels.h"
+
+#include <attn/core/autograd.h>
+#include <attn/core/parallel.h>
+#include <attn/ops/basic.h>
+#include <attn/ops/nn_functional.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/isa_test_util.h"
+#include "testing/tolerances.h"
+
+namespace attn {
+namespace {
+
+namespace tol = testing::tol;
+using kernels::cpu::Isa;
+using Inputs = std::vector<Tensor>;
+using OpFn = std::function<Tensor(const Inputs&)>;
+
+struct RowCase {
+  std::string name;
+  std::vector<Shape> inputs;  // differentiable inputs, uniform in [lo, hi)
+  OpFn fn;
+  double lo = -1.0, hi = 1.0;
+  int threads = 1;
+  // Makes some entries -inf (softmax masking): every 3rd element of row 1, all of row 0.
+  bool mask_rows = false;
+};
+
+Tensor targets_for(int64_t N, int64_t V, bool with_ignored) {
+  Tensor t = Tensor::empty({N}, DType::i64);
+  for (int64_t i = 0; i < N; ++i) t.data<int64_t>()[i] = with_ignored && i % 3 == 1 ? -100 : (i * 7 + 3) % V;
+  return t;
+}
+
+std::vector<RowCase> cases() {
+  std::vector<RowCase> c;
+  const std::vector<int64_t> row_lens = {1, 3, 15, 16, 17, 31, 33, 64, 100, 256};
+  for (int64_t C : row_lens) {
+    const std::string s = std::to_string(C);
+    c.push_back({"layer_norm_C" + s, {{5, C}, {C}, {C}}, [](const Inputs& x) {
+                   return layer_norm(x[0], x[1], x[2]);
+                 }});
+    c.push_back({"rms_norm_C" + s, {{5, C}, {C}}, [](const Inputs& x) { return rms_norm(x[0], x[1]); }});
+    c.push_back({"softmax_C" + s, {{5, C}}, [](const Inputs& x) { return softmax(x[0]); }, -4, 4});
+    c.push_back({"log_softmax_C" + s, {{5, C}}, [](const Inputs& x) { return log_softmax(x[0]); }, -4, 4});
+    c.push_back({"cross_entropy_smooth_V" + s,
+                 {{7, C}},
+                 [C](const Inputs& x) {
+                   CrossEntropyOptions o;
+                   o.label_smoothing = 0.1;
+                   return cross_entropy(x[0], targets_for(7, C, true), o);
+                 },
+                 -4,
+                 4});
+  }
+  c.push_back({"layer_norm_no_affine", {{6, 40}}, [](const Inputs& x) {
+                 return layer_norm(x[0], Tensor(), Tensor());
+               }});
+  c.push_back({"layer_norm_weight_only_3d", {{2, 3, 24}, {24}}, [](const Inputs& x) {
+                 return layer_norm(x[0], x[1], Tensor(), 1e-3);
+               }});
+  c.push_back({"layer_norm_offset_inputs", {{4, 48}, {48}, {48}}, [](const Inputs& x) {
+                 return layer_norm(x[0] + Tensor::full({1}, 3.0, x[0].dtype()), x[1], x[2]);
+               }});
+  c.push_back({"rms_norm_no_weight", {{6, 40}}, [](const Inputs& x) { return rms_norm(x[0], Tensor()); }});
+  c.push_back({"layer_norm_2threads",
+               {{300, 256}, {256}, {256}},
+               [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); },
+               -1,
+               1,
+               2});
+  c.push_back({"rms_norm_2threads",
+               {{300, 96}, {96}},
+               [](const Inputs& x) { return rms_norm(x[0], x[1]); },
+               -1,
+               1,
+               2});
+  c.push_back(
+      {"softmax_masked_rows", {{4, 37}}, [](const Inputs& x) { return softmax(x[0]); }, -4, 4, 1, true});
+  c.push_back({"log_softmax_masked_rows",
+               {{4, 37}},
+               [](const Inputs& x) { return log_softmax(x[0]); },
+               -4,
+               4,
+               1,
+               true});
+  c.push_back({"softmax_2threads", {{200, 130}}, [](const Inputs& x) { return softmax(x[0]); }, -4, 4, 2});
+  c.push_back({"cross_entropy_plain",
+               {{9, 50}},
+               [](const Inputs& x) { return cross_entropy(x[0], targets_for(9, 50, false)); },
+               -4,
+               4});
+  c.push_back({"cross_entropy_all_ignored", {{3, 20}}, [](const Inputs& x) {
+                 CrossEntropyOptions o;
+                 o.ignore_index = 5;
+                 o.label_smoothing = 0.2;
+                 return cross_entropy(x[0], Tensor::full({3}, 5.0, DType::i64), o);
+               }});
+  c.push_back({"cross_entropy_large_logits",
+               {{6, 300}},
+               [](const Inputs& x) {
+                 CrossEntropyOptions o;
+                 o.label_smoothing = 0.1;
+                 return cross_entropy(x[0], targets_for(6, 300, false), o);
+               },
+               -60,
+               60});
+  c.push_back({"cross_entropy_2threads",
+               {{64, 1000}},
+               [](const Inputs& x) {
+                 CrossEntropyOptions o;
+                 o.label_smoothing = 0.1;
+                 return cross_entropy(x[0], targets_for(64, 1000, true), o);
+               },
+               -4,
+               4,
+               2});
+  for (int64_t n : {1, 15, 16, 17, 33, 1000, 40000}) {
+    const std::string s = std::to_string(n);
+    const int th = n > 16384 ? 2 : 1;
+    c.push_back({"relu_n" + s, {{n}}, [](const Inputs& x) { return relu(x[0]); }, -4, 4, th});
+    c.push_back({"gelu_erf_n" + s, {{n}}, [](const Inputs& x) { return gelu(x[0]); }, -6, 6, th});
+    c.push_back({"gelu_tanh_n" + s, {{n}}, [](const Inputs& x) { return gelu(x[0], "tanh"); }, -6, 6, th});
+    c.push_back({"silu_n" + s, {{n}}, [](const Inputs& x) { return silu(x[0]); }, -8, 8, th});
+    c.push_back({"swiglu_n" + s, {{n}, {n}}, [](const Inputs& x) { return swiglu(x[0], x[1]); }, -6, 6, th});
+    c.push_back(
+        {"dropout_n" + s, {{n}}, [](const Inputs& x) { return dropout(x[0], 0.3, true, 77); }, -1, 1, th});
+  }
+  c.push_back({"activations_extreme",
+               {{64}},
+               [](const Inputs& x) { return gelu(x[0]) + gelu(x[0], "tanh") + silu(x[0]); },
+               -120,
+               120});
+  return c;
+}
+
+// Runs the case in `dtype` on copies of the inputs: the output, then the
+// gradient of every input for the seed (0.7 for a scalar output, a seeded
+// random tensor otherwise).
+std::vector<Tensor> run(const RowCase& rc, const Inputs& base, DType dtype) {
+  Inputs in;
+  for (const Tensor& b : base) {
+    Tensor t = b.to(dtype);
+    t.set_requires_grad(true);
+    in.push_back(t);
+  }
+  Tensor out = rc.fn(in);
+  const Tensor seed = out.numel() == 1 ? Tensor::full(out.shape(), 0.7, dtype)
+                                       : testing::random_uniform(out.shape(), 99).to(dtype);
+  out.backward(seed);
+  std::vector<Tensor> r{out.detach()};
+  for (const Tensor& t : in) r.push_back(t.grad());
+  return r;
+}
+
+Inputs make_inputs(const RowCase& rc) {
+  Inputs base;
+  uint64_t seed = 1000;
+  for (const Shape& s : rc.inputs)
+    base.push_back(testing::random_uniform(s, seed++, rc.lo, rc.hi, DType::f64));
+  if (rc.mask_rows) {
+    Tensor& x = base[0];
+    const int64_t C = x.size(-1);
+    const double ninf = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < C; ++j) x.set({0, j}, ninf);
+    for (int64_t j = 0; j < C; j += 3) x.set({1, j}, ninf);
+  }
+  return base;
+}
+
+using RowKernels = testing::IsaCaseTest<RowCase>;
+
+TEST_P(RowKernels, F32MatchesF64Reference) {
+  const auto& [rc, isa] = GetParam();
+  set_num_threads(rc.threads);
+  const Inputs base = make_inputs(rc);
+  const std::vector<Tensor> ref = run(rc, base, DType::f64);
+  kernels::cpu::force_isa(isa);
+  const std::vector<Tensor> got = run(rc, base, DType::f32);
+  ASSERT_EQ(got.size(), ref.size());
+  EXPECT_ALL_CLOSE(got[0].to(DType::f64), ref[0], tol::kOpsFloatForward) << "output";
+  for (std::size_t i = 1; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].defined()) << "gradient of input " << i - 1;
+    EXPECT_ALL_CLOSE(got[i].to(DType::f64), ref[i], tol::kOpsFloatBackward) << "gradient of input " << i - 1;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, RowKernels,
+                         ::testing::Combine(::testing::ValuesIn(cases()),
+                                            ::testing::ValuesIn(testing::available_isas())),
+                         testing::isa_case_name<RowCase>);
+
+// The AVX-512 dropout recomputes the scalar keep decision and rounding: the
+// same bits as the scalar kernel, for p near 0, near 1 and in between.
+TEST(RowKernelsDropout, Avx512IsBitIdenticalToScalar) {
+  if (!kernels::cpu::isa_available(Isa::avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const Tensor x = testing::random_uniform({16384 * 2 + 13}, 5, -3, 3);
+  for (double p : {1e-9, 0.1, 0.5, 0.999}) {
+    kernels::cpu::force_isa(Isa::scalar);
+    const Tensor a = dropout(x, p, true, 1234);
+    kernels::cpu::force_isa(Isa::avx512);
+    const Tensor b = dropout(x, p, true, 1234);
+    kernels::cpu::force_isa(std::nullopt);
+    int64_t diff = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) diff += a.data<float>()[i] != b.data<float>()[i];
+    EXPECT_EQ(diff, 0) << "p = " << p;
+  }
+}
+
+}  // namespace
+}  // namespace attn
