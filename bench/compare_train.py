@@ -5,7 +5,9 @@ Runs build/release/bench/train_bench and bench/peers/torch_train.py with the sam
 batch shape (encoder-decoder 2+2 layers, d_model 256, 4 heads, d_ff 1024, vocab 8000, sequence
 64, batch 32, dropout 0.1, label smoothing 0.1, AdamW), alternating them --rounds times, and
 prints target tokens per second (batch x tgt_len per step, counted the same way on both sides)
-and the ratio attn / torch per round and as the median.
+and the ratio attn / torch per round and as the median. Also prints the ratio of process CPU
+time per step (torch / attn): on a loaded machine wall time depends on the scheduler, CPU time
+less so (both count threads that spin while waiting, so it is a rough check, not the target).
 
   python3 bench/compare_train.py [--threads 2] [--steps 20] [--warmup 3] [--rounds 3]
                                  [--bench build/release/bench/train_bench] [-- extra flags for both]
@@ -22,10 +24,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    m = re.search(r"RESULT tokens_per_s=([0-9.]+) step_ms=([0-9.]+)", out)
+    m = re.search(r"RESULT tokens_per_s=([0-9.]+) step_ms=([0-9.]+) cpu_ms=([0-9.]+)", out)
     if not m:
         sys.exit(f"no RESULT line from {' '.join(cmd)}:\n{out}")
-    return float(m.group(1)), float(m.group(2)), out.splitlines()[0]
+    return float(m.group(1)), float(m.group(2)), float(m.group(3)), out.splitlines()[0]
 
 
 def main():
@@ -40,20 +42,23 @@ def main():
     common = ["--threads", str(a.threads), "--steps", str(a.steps), "--warmup", str(a.warmup)] + a.extra
     env_note = f"threads {a.threads}, {a.steps} timed steps after {a.warmup} warm-up, {a.rounds} rounds"
     print(f"training throughput (target tokens/s), {env_note}")
-    ratios, ours, theirs = [], [], []
+    ratios, ours, theirs, cpu_ratios = [], [], [], []
     for r in range(a.rounds):
-        at, ams, ahead = run([a.bench] + common)
-        tt, tms, thead = run([sys.executable, os.path.join(ROOT, "bench", "peers", "torch_train.py")] + common)
+        at, ams, acpu, ahead = run([a.bench] + common)
+        tt, tms, tcpu, thead = run([sys.executable, os.path.join(ROOT, "bench", "peers", "torch_train.py")] +
+                                   common)
         if r == 0:
             print("  " + ahead)
             print("  " + thead)
         ours.append(at)
         theirs.append(tt)
         ratios.append(at / tt)
-        print(f"round {r + 1}: attn {at:9.1f} tok/s ({ams:7.1f} ms/step)   torch {tt:9.1f} tok/s "
-              f"({tms:7.1f} ms/step)   ratio {at / tt:.2f}x")
+        cpu_ratios.append(tcpu / acpu)
+        print(f"round {r + 1}: attn {at:8.1f} tok/s ({ams:7.1f} ms/step, cpu {acpu:7.1f} ms)   "
+              f"torch {tt:8.1f} tok/s ({tms:7.1f} ms/step, cpu {tcpu:7.1f} ms)   ratio {at / tt:.2f}x "
+              f"(cpu-time ratio {tcpu / acpu:.2f}x)")
     print(f"median: attn {statistics.median(ours):.1f} tok/s, torch {statistics.median(theirs):.1f} tok/s, "
-          f"ratio {statistics.median(ratios):.2f}x")
+          f"ratio {statistics.median(ratios):.2f}x (wall), {statistics.median(cpu_ratios):.2f}x (process CPU time)")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
 //
 // Prints the step phases (forward, backward, optimizer) and ends with one
 // machine-readable line (bench/compare_train.py reads it):
-//   RESULT tokens_per_s=<x> step_ms=<y>
+//   RESULT tokens_per_s=<x> step_ms=<wall ms per step> cpu_ms=<process CPU ms per step>
+// (CPU time counts every thread, including BLAS threads that spin while waiting).
 #include <attn/core/autograd.h>
 #include <attn/core/parallel.h>
 #include <attn/models/transformer.h>
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -120,12 +122,19 @@ int main(int argc, char** argv) {
   uint64_t rng = 12345;
   const int64_t tokens = a.batch * a.tgt_len;
   std::vector<double> step_s, fwd_s, bwd_s, opt_s;
+  double cpu_s = 0;  // process CPU time of the timed steps (all threads)
+  auto cpu_now = [] {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
   double loss_first = 0, loss_last = 0;
   for (int s = 0; s < a.warmup + a.steps; ++s) {
     const Tensor src = random_ids(a.batch, a.src_len, a.vocab, rng);
     const Tensor tgt = random_ids(a.batch, a.tgt_len + 1, a.vocab, rng);
     const Tensor tgt_in = tgt.slice(1, 0, a.tgt_len).contiguous();
     const Tensor tgt_out = tgt.slice(1, 1, a.tgt_len + 1).contiguous();
+    const double c0 = cpu_now();
     const double t0 = bench::now_s();
     opt.zero_grad();
     models::ModelOutput out = model.forward(src, {}, tgt_in, tgt_out);
@@ -134,6 +143,7 @@ int main(int argc, char** argv) {
     const double t2 = bench::now_s();
     opt.step();
     const double t3 = bench::now_s();
+    if (s >= a.warmup) cpu_s += cpu_now() - c0;
     const double loss = out.loss.to_vector()[0];
     if (s == a.warmup) loss_first = loss;
     loss_last = loss;
@@ -155,6 +165,8 @@ int main(int argc, char** argv) {
   std::printf("step: mean %.1f ms, median %.1f ms (forward %.1f, backward %.1f, optimizer %.1f; medians)\n",
               step * 1e3, median(step_s) * 1e3, median(fwd_s) * 1e3, median(bwd_s) * 1e3,
               median(opt_s) * 1e3);
-  std::printf("RESULT tokens_per_s=%.1f step_ms=%.2f\n", static_cast<double>(tokens) / step, step * 1e3);
+  const double cpu_step = cpu_s / static_cast<double>(std::max<size_t>(step_s.size(), 1));
+  std::printf("RESULT tokens_per_s=%.1f step_ms=%.2f cpu_ms=%.2f\n", static_cast<double>(tokens) / step,
+              step * 1e3, cpu_step * 1e3);
   return 0;
 }

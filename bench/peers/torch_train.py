@@ -12,7 +12,7 @@ the count train_bench uses. Warm-up steps are not timed.
 
   python3 bench/peers/torch_train.py [--threads 2] [--steps 20] [--warmup 3] [--batch 32] ...
 
-Ends with: RESULT tokens_per_s=<x> step_ms=<y>
+Ends with: RESULT tokens_per_s=<x> step_ms=<wall ms per step> cpu_ms=<process CPU ms per step>
 """
 import argparse
 import math
@@ -130,24 +130,26 @@ def main():
           f"Ls {a.src_len}, Lt {a.tgt_len}, V {a.vocab}, d_model {a.d_model}, heads {a.heads}, "
           f"d_ff {a.d_ff}, layers {a.layers}+{a.layers}, dropout {a.dropout}, params {nparams}")
     g = torch.Generator().manual_seed(12345)
-    times, losses = [], []
+    times, losses, cpu = [], [], []
     for s in range(a.warmup + a.steps):
         src = torch.randint(1, a.vocab, (a.batch, a.src_len), generator=g)
         tgt = torch.randint(1, a.vocab, (a.batch, a.tgt_len + 1), generator=g)
         tgt_in, tgt_out = tgt[:, :-1].contiguous(), tgt[:, 1:].contiguous()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad()
         loss = model(src, tgt_in, tgt_out)
         loss.backward()
         opt.step()
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         if s >= a.warmup:
             times.append(t1 - t0)
+            cpu.append(c1 - c0)
             losses.append(loss.item())
     step = sum(times) / len(times)
     print(f"loss {losses[0]:.4f} (first timed step) -> {losses[-1]:.4f} (last)")
     print(f"step: mean {step * 1e3:.1f} ms, median {sorted(times)[len(times) // 2] * 1e3:.1f} ms")
-    print(f"RESULT tokens_per_s={a.batch * a.tgt_len / step:.1f} step_ms={step * 1e3:.2f}")
+    print(f"RESULT tokens_per_s={a.batch * a.tgt_len / step:.1f} step_ms={step * 1e3:.2f} "
+          f"cpu_ms={sum(cpu) / len(cpu) * 1e3:.2f}")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,52 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
   return d;
 }
 
+namespace {
+
+// Copies the strided elements of src (element size es, shape, element
+// strides) into the contiguous dst, row by row over the last dim.
+void strided_copy(const char* src, char* dst, std::size_t es, const Shape& shape, const Shape& strides) {
+  const int64_t r = static_cast<int64_t>(shape.size());
+  const int64_t inner = shape[r - 1], is = strides[r - 1];
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < r; ++d) rows *= shape[d];
+  const std::size_t row_bytes = static_cast<std::size_t>(inner) * es;
+  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner)),
+               [&](int64_t r0, int64_t r1, int) {
+                 for (int64_t row = r0; row < r1; ++row) {
+                   int64_t off = 0, rem = row;
+                   for (int64_t d = r - 2; d >= 0; --d) {
+                     off += (rem % shape[d]) * strides[d];
+                     rem /= shape[d];
+                   }
+                   const char* s = src + off * static_cast<int64_t>(es);
+                   char* o = dst + row * static_cast<int64_t>(row_bytes);
+                   if (is == 1) {
+                     std::memcpy(o, s, row_bytes);
+                   } else if (es == 4) {
+                     for (int64_t j = 0; j < inner; ++j) std::memcpy(o + 4 * j, s + 4 * j * is, 4);
+                   } else if (es == 8) {
+                     for (int64_t j = 0; j < inner; ++j) std::memcpy(o + 8 * j, s + 8 * j * is, 8);
+                   } else {
+                     for (int64_t j = 0; j < inner; ++j)
+                       std::memcpy(o + es * j, s + static_cast<int64_t>(es) * j * is, es);
+                   }
+                 }
+               });
+}
+
+}  // namespace
+
+Tensor contiguous_fast(const Tensor& t) {
+  if (!t.defined() || t.is_contiguous() || t.rank() == 0 || t.numel() == 0) return t.contiguous();
+  Tensor out = Tensor::empty(t.shape(), t.dtype());
+  strided_copy(static_cast<const char*>(t.raw_data()), static_cast<char*>(out.raw_data()),
+               dtype_size(t.dtype()), t.shape(), t.strides());
+  return out;
+}
+
+Tensor reshape_fast(const Tensor& t, const Shape& shape) { return contiguous_fast(t).view(shape); }
+
 }  // namespace ops_detail
 
 using namespace ops_detail;  // NOLINT: helpers of this folder
@@ -59,7 +105,7 @@ Tensor blas_ready(const Tensor& t, MatLayout* lay) {
     return t;
   }
   *lay = {false, std::max<int64_t>(C, 1)};
-  return t.contiguous();
+  return contiguous_fast(t);
 }
 
 // Element strides of t's batch dims (all but the last two) broadcast to `batch`.
@@ -210,13 +256,13 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   oshape.back() = out_f;
   Tensor y = Tensor::empty(oshape, x.dtype());
   const int64_t R = x.numel() / std::max<int64_t>(in, 1);
-  const Tensor x2 = x.reshape({R, in});  // x2: [R, in]
-  const Tensor wc = w.contiguous();      // wc: [out, in]
+  const Tensor x2 = reshape_fast(x, {R, in});  // x2: [R, in]
+  const Tensor wc = contiguous_fast(w);        // wc: [out, in]
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
     T* py = y.data<T>();  // y: [R, out]
     if (b.defined()) {
-      const Tensor bc = b.contiguous();
+      const Tensor bc = contiguous_fast(b);
       for (int64_t r = 0; r < R; ++r) std::memcpy(py + r * out_f, bc.data<T>(), sizeof(T) * out_f);
     }
     gemm<T>(false, true, R, out_f, in, 1.0, x2.data<T>(), std::max<int64_t>(in, 1), wc.data<T>(),
@@ -228,7 +274,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
                const Tensor& g, const GradNeeds& need) {
              // forward: y[r, o] = sum_i x[r, i] · w[o, i] + b[o]
              const int64_t R = x2.size(0), in = x2.size(1), out_f = wc.size(0);
-             const Tensor g2 = g.reshape({R, out_f});  // g2: [R, out]
+             const Tensor g2 = reshape_fast(g, {R, out_f});  // g2: [R, out]
              Tensor dx, dw, db;
              dispatch_float(g.dtype(), [&](auto t) {
                using T = decltype(t);
@@ -294,7 +340,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor scale(const Tensor& x, double s) {
   check_float(x, "scale", "x");
-  const Tensor xc = x.contiguous();
+  const Tensor xc = contiguous_fast(x);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
@@ -315,7 +361,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   check_sum_to(x.shape(), shape);
   Tensor out = Tensor::zeros(shape, x.dtype());
-  const Tensor xc = x.contiguous();
+  const Tensor xc = contiguous_fast(x);
   // Strides that address `out` from an index of x's shape (0 on summed dims).
   const Tensor oe = out.expand(x.shape());
   dispatch_float(x.dtype(), [&](auto t) {
@@ -338,7 +384,7 @@ namespace {
 
 Tensor reduce_all(const Tensor& x, bool average, const char* op) {
   check_float(x, op, "x");
-  const Tensor xc = x.contiguous();
+  const Tensor xc = contiguous_fast(x);
   const int64_t n = x.numel();
   Tensor out = Tensor::empty({}, x.dtype());
   dispatch_float(x.dtype(), [&](auto t) {
@@ -369,7 +415,7 @@ Tensor reduce_dim(const Tensor& x, int64_t dim, bool keepdim, bool average, cons
   Shape oshape = x.shape();
   oshape.erase(oshape.begin() + d);
   Tensor out = Tensor::empty(keepdim ? kshape : oshape, x.dtype());
-  const Tensor xc = x.contiguous();
+  const Tensor xc = contiguous_fast(x);
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
     T* po = out.data<T>();
@@ -401,11 +447,11 @@ Tensor mean(const Tensor& x, int64_t dim, bool keepdim) { return reduce_dim(x, d
 // ============================================================================
 Tensor reshape(const Tensor& x, const Shape& shape) {
   ATTN_CHECK(x.defined(), "reshape: x is undefined");
-  Tensor y = x.reshape(shape);
+  Tensor y = reshape_fast(x, shape);
   if (needs_grad(x)) {
     record("reshape", y, {x}, [xs = x.shape()](const Tensor& g, const GradNeeds&) {
       // forward: y = x.reshape(shape)
-      return std::vector<Tensor>{g.reshape(xs)};
+      return std::vector<Tensor>{reshape_fast(g, xs)};
     });
   }
   return y;
@@ -417,7 +463,7 @@ Tensor view(const Tensor& x, const Shape& shape) {
   if (needs_grad(x)) {
     record("view", y, {x}, [xs = x.shape()](const Tensor& g, const GradNeeds&) {
       // forward: y = x.view(shape)
-      return std::vector<Tensor>{g.reshape(xs)};
+      return std::vector<Tensor>{reshape_fast(g, xs)};
     });
   }
   return y;

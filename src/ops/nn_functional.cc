@@ -27,7 +27,7 @@ std::vector<int64_t> read_ids(const Tensor& t, const char* op, const char* name)
   ATTN_CHECK(t.defined(), op, ": ", name, " is undefined");
   ATTN_CHECK(t.dtype() == DType::i64 || t.dtype() == DType::i32, op, ": ", name, " must be i64 or i32; got ",
              dtype_name(t.dtype()), " ", shape_str(t.shape()));
-  const Tensor c = t.contiguous();
+  const Tensor c = contiguous_fast(t);
   std::vector<int64_t> ids(static_cast<std::size_t>(c.numel()));
   if (c.dtype() == DType::i64) {
     std::memcpy(ids.data(), c.data<int64_t>(), ids.size() * sizeof(int64_t));
@@ -69,7 +69,7 @@ bool fast_rows() {
 template <typename F, typename DF>
 Tensor unary_op(const char* name, kc::Act act, const Tensor& x, F f, DF df) {
   check_float(x, name, "x");
-  const Tensor xc = x.contiguous();
+  const Tensor xc = contiguous_fast(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
@@ -81,7 +81,7 @@ Tensor unary_op(const char* name, kc::Act act, const Tensor& x, F f, DF df) {
   if (needs_grad(x)) {
     record(name, y, {x}, [xc = xc.detach(), df, act](const Tensor& g, const GradNeeds&) {
       // forward: y = f(x)   =>   dx = f'(x) · dy
-      const Tensor gc = g.contiguous();
+      const Tensor gc = contiguous_fast(g);
       Tensor dx = Tensor::empty(xc.shape(), xc.dtype());
       dispatch_float(xc.dtype(), [&](auto t) {
         using T = decltype(t);
@@ -124,7 +124,7 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
   Shape oshape = ids.shape();
   oshape.push_back(C);
   Tensor out = Tensor::empty(oshape, table.dtype());
-  const Tensor tc = table.contiguous();
+  const Tensor tc = contiguous_fast(table);
   dispatch_float(table.dtype(), [&](auto t) {
     using T = decltype(t);
     // out[i, :] = table[id[i], :]
@@ -134,7 +134,7 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
   if (needs_grad(table)) {
     record("embedding", out, {table}, [id, V, C, dt = table.dtype()](const Tensor& g, const GradNeeds&) {
       // forward: out[i, :] = table[id[i], :]   =>   dtable[id[i], :] += dout[i, :]
-      const Tensor gc = g.contiguous();
+      const Tensor gc = contiguous_fast(g);
       Tensor dt_ = Tensor::zeros({V, C}, dt);
       dispatch_float(dt, [&](auto t) {
         using T = decltype(t);
@@ -198,7 +198,7 @@ Tensor rope(const Tensor& x, const RopeOptions& o) {
       sin_t[l * half + i] = std::sin(theta);
     }
   const bool inter = o.layout == RopeLayout::interleaved;
-  const Tensor xc = x.contiguous();
+  const Tensor xc = contiguous_fast(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   const int64_t rows = x.numel() / std::max<int64_t>(D, 1);
   if (L > 0 && D > 0) {
@@ -213,7 +213,7 @@ Tensor rope(const Tensor& x, const RopeOptions& o) {
                                                                                    const GradNeeds&) {
              // forward: y_a = a·cos - b·sin,  y_b = a·sin + b·cos   (a rotation R)
              // => dx = Rᵀ dy: the rotation by -theta
-             const Tensor gc = g.contiguous();
+             const Tensor gc = contiguous_fast(g);
              Tensor dx = Tensor::empty(g.shape(), g.dtype());
              if (L > 0 && D > 0) {
                dispatch_float(g.dtype(), [&](auto t) {
@@ -239,8 +239,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   check_channel_param(weight, x, C, "layer_norm", "weight");
   check_channel_param(bias, x, C, "layer_norm", "bias");
   const int64_t rows = C == 0 ? 0 : x.numel() / C;
-  const Tensor xc = x.contiguous(), wc = weight.defined() ? weight.contiguous() : Tensor(),
-               bc = bias.defined() ? bias.contiguous() : Tensor();
+  const Tensor xc = contiguous_fast(x), wc = weight.defined() ? contiguous_fast(weight) : Tensor(),
+               bc = bias.defined() ? contiguous_fast(bias) : Tensor();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   Tensor mean = Tensor::empty({rows}, DType::f64), rstd = Tensor::empty({rows}, DType::f64);
   dispatch_float(x.dtype(), [&](auto t) {
@@ -259,7 +259,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     record("layer_norm", y, {x, weight, bias},
            [xc = xc.detach(), wc = wc.detach(), mean, rstd, rows, C](const Tensor& g, const GradNeeds& need) {
              // forward: y = (x - mean) · rstd · w + b
-             const Tensor gc = g.contiguous();
+             const Tensor gc = contiguous_fast(g);
              Tensor dx = need[0] ? Tensor::empty(xc.shape(), xc.dtype()) : Tensor();
              Tensor dw = need[1] ? Tensor::empty({C}, xc.dtype()) : Tensor();
              Tensor db = need[2] ? Tensor::empty({C}, xc.dtype()) : Tensor();
@@ -292,7 +292,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   const int64_t C = x.size(-1);
   check_channel_param(weight, x, C, "rms_norm", "weight");
   const int64_t rows = C == 0 ? 0 : x.numel() / C;
-  const Tensor xc = x.contiguous(), wc = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor xc = contiguous_fast(x), wc = weight.defined() ? contiguous_fast(weight) : Tensor();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   Tensor rstd = Tensor::empty({rows}, DType::f64);
   dispatch_float(x.dtype(), [&](auto t) {
@@ -310,7 +310,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
     record("rms_norm", y, {x, weight},
            [xc = xc.detach(), wc = wc.detach(), rstd, rows, C](const Tensor& g, const GradNeeds& need) {
              // forward: y = x · rstd · w,  rstd = 1 / sqrt(mean(x²) + eps)
-             const Tensor gc = g.contiguous();
+             const Tensor gc = contiguous_fast(g);
              Tensor dx = need[0] ? Tensor::empty(xc.shape(), xc.dtype()) : Tensor();
              Tensor dw = need[1] ? Tensor::empty({C}, xc.dtype()) : Tensor();
              dispatch_float(xc.dtype(), [&](auto t) {
@@ -394,7 +394,7 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
   check_same_dtype(a, b, "swiglu", "a", "b");
   ATTN_CHECK(a.shape() == b.shape(), "swiglu: a and b must have the same shape; got a ", shape_str(a.shape()),
              " and b ", shape_str(b.shape()));
-  const Tensor ac = a.contiguous(), bc = b.contiguous();
+  const Tensor ac = contiguous_fast(a), bc = contiguous_fast(b);
   Tensor y = Tensor::empty(a.shape(), a.dtype());
   dispatch_float(a.dtype(), [&](auto t) {
     using T = decltype(t);
@@ -407,7 +407,7 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
   if (needs_grad(a, b)) {
     record("swiglu", y, {a, b}, [ac = ac.detach(), bc = bc.detach()](const Tensor& g, const GradNeeds& need) {
       // forward: y = silu(a) · b   =>   da = dy · b · silu'(a),  db = dy · silu(a)
-      const Tensor gc = g.contiguous();
+      const Tensor gc = contiguous_fast(g);
       Tensor da = need[0] ? Tensor::empty(ac.shape(), ac.dtype()) : Tensor();
       Tensor db = need[1] ? Tensor::empty(ac.shape(), ac.dtype()) : Tensor();
       dispatch_float(ac.dtype(), [&](auto t) {
@@ -439,7 +439,7 @@ Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed) {
   check_float(x, "dropout", "x");
   ATTN_CHECK(!std::isnan(p) && p >= 0 && p < 1, "dropout: p must be in [0, 1); got ", p);
   if (!train || p == 0) return x;
-  const Tensor xc = x.contiguous();
+  const Tensor xc = contiguous_fast(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
@@ -451,7 +451,7 @@ Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed) {
   if (needs_grad(x)) {
     record("dropout", y, {x}, [p, seed](const Tensor& g, const GradNeeds&) {
       // forward: y[i] = x[i] · keep(seed, i) / (1 - p)   (the mask is recomputed, not saved)
-      const Tensor gc = g.contiguous();
+      const Tensor gc = contiguous_fast(g);
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       dispatch_float(g.dtype(), [&](auto t) {
         using T = decltype(t);
@@ -477,7 +477,7 @@ Tensor softmax_impl(const Tensor& x, bool log) {
   ATTN_CHECK(x.rank() >= 1, name, ": x must have rank >= 1; got a rank-0 tensor");
   const int64_t C = x.size(-1);
   const int64_t rows = C == 0 ? 0 : x.numel() / C;
-  const Tensor xc = x.contiguous();
+  const Tensor xc = contiguous_fast(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
@@ -489,7 +489,7 @@ Tensor softmax_impl(const Tensor& x, bool log) {
   if (needs_grad(x)) {
     record(name, y, {x}, [y = y.detach(), rows, C, log](const Tensor& g, const GradNeeds&) {
       // forward: softmax y = exp(x - lse);  log_softmax y = x - lse
-      const Tensor gc = g.contiguous();
+      const Tensor gc = contiguous_fast(g);
       Tensor dx = Tensor::empty(y.shape(), y.dtype());
       dispatch_float(y.dtype(), [&](auto t) {
         using T = decltype(t);
@@ -531,7 +531,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
                ") or equal ignore_index = ", o.ignore_index);
     ++valid;
   }
-  const Tensor xc = logits.contiguous();
+  const Tensor xc = contiguous_fast(logits);
   Tensor lse = Tensor::empty({N}, DType::f64);
   Tensor loss = Tensor::empty({}, logits.dtype());
   if (logits.dtype() == DType::f32 && kc::rows_fast()) {

@@ -20,6 +20,13 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op, const ch
 // Wraps a possibly negative dim into [0, rank).
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
 
+// Tensor::contiguous() and Tensor::reshape() with a fast copy for strided
+// inputs (memcpy of unit-stride inner rows, typed loops otherwise) instead of
+// the element-by-element conversion of Tensor::copy_from. Same results: a
+// view without history when possible, else a new contiguous tensor.
+Tensor contiguous_fast(const Tensor& t);
+Tensor reshape_fast(const Tensor& t, const Shape& shape);
+
 // Calls fn(T{}) with T = float or double after the tensor's dtype.
 template <typename Fn>
 decltype(auto) dispatch_float(DType t, Fn&& fn) {
