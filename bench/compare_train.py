@@ -24,10 +24,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    m = re.search(r"RESULT tokens_per_s=([0-9.]+) step_ms=([0-9.]+) cpu_ms=([0-9.]+)", out)
+    m = re.search(r"RESULT tokens_per_s=([0-9.]+) step_ms=([0-9.]+)(?: cpu_ms=([0-9.]+))?", out)
     if not m:
         sys.exit(f"no RESULT line from {' '.join(cmd)}:\n{out}")
-    return float(m.group(1)), float(m.group(2)), float(m.group(3)), out.splitlines()[0]
+    cpu = float(m.group(3)) if m.group(3) else float("nan")  # older train_bench builds print no cpu_ms
+    return float(m.group(1)), float(m.group(2)), cpu, out.splitlines()[0]
 
 
 def main():
