@@ -4,6 +4,7 @@
 #include <attn/ops/basic.h>
 #include <attn/ops/nn_functional.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -140,8 +141,17 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
         using T = decltype(t);
         T* d = dt_.data<T>();
         const T* pg = gc.data<T>();
-        for (std::size_t i = 0; i < id.size(); ++i)
-          for (int64_t c = 0; c < C; ++c) d[id[i] * C + c] += pg[static_cast<int64_t>(i) * C + c];
+        // Threads own disjoint column blocks, so repeated ids never race; every
+        // element is summed in id order, as in a serial loop.
+        const int64_t nt = num_threads();
+        const int64_t block = std::max<int64_t>(16, (C + nt - 1) / nt);
+        parallel_for(C, block, [&](int64_t c0, int64_t c1, int) {
+          for (std::size_t i = 0; i < id.size(); ++i) {
+            T* dr = d + id[i] * C;
+            const T* gr = pg + static_cast<int64_t>(i) * C;
+            for (int64_t c = c0; c < c1; ++c) dr[c] += gr[c];
+          }
+        });
       });
       return std::vector<Tensor>{dt_};
     });
