@@ -2,6 +2,7 @@
 #include <attn/core/error.h>
 #include <attn/data/random.h>
 #include <attn/models/generate.h>
+#include <attn/ops/nn_functional.h>
 
 #include <algorithm>
 #include <cmath>
@@ -170,17 +171,8 @@ bool is_stop(const GenerateOptions& o, int64_t token) {
 
 const float* row_ptr(const Tensor& logits, int64_t r) { return logits.data<float>() + r * logits.stride(0); }
 
-// log softmax(row)[t] for every t, in double.
-std::vector<double> log_softmax_row(const float* x, int64_t V) {
-  double mx = -std::numeric_limits<double>::infinity();
-  for (int64_t t = 0; t < V; ++t) mx = std::max(mx, static_cast<double>(x[t]));
-  double s = 0.0;
-  for (int64_t t = 0; t < V; ++t) s += std::exp(static_cast<double>(x[t]) - mx);
-  const double lse = mx + std::log(s);
-  std::vector<double> out(static_cast<std::size_t>(V));
-  for (int64_t t = 0; t < V; ++t) out[t] = static_cast<double>(x[t]) - lse;
-  return out;
-}
+// log softmax over the vocabulary of every row: logits [N, V] -> [N, V] f32 contiguous.
+Tensor log_probs(const Tensor& logits) { return log_softmax(logits).contiguous(); }
 
 void append_cross(Hyp& h, const Tensor& cross, int64_t r, int64_t Ls) {
   const float* c = cross.data<float>() + r * cross.size(1);
@@ -212,6 +204,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
   for (int64_t b = 0; b < B; ++b) rngs.emplace_back(data::mix_seed(o.seed, static_cast<uint64_t>(b)));
   std::vector<int64_t> feed;
   while (!rows.empty()) {
+    const Tensor ls = log_probs(logits);
     std::vector<int64_t> keep;
     feed.clear();
     std::vector<Hyp> next;
@@ -241,7 +234,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
           if (u < cum) break;
         }
       }
-      h.log_prob += log_softmax_row(x, p.V)[token];
+      h.log_prob += ls.data<float>()[static_cast<int64_t>(r) * p.V + token];
       if (p.capture) append_cross(h, cross, static_cast<int64_t>(r), p.src_len[h.source]);
       if (is_stop(o, token)) {
         const double lp = h.log_prob;
@@ -290,6 +283,7 @@ std::vector<Generated> run_beam(Stepper& model, Tensor logits, Tensor cross, std
   };
   std::vector<int64_t> feed;
   while (!rows.empty()) {
+    const Tensor lsm = log_probs(logits);
     std::vector<int64_t> keep;
     std::vector<Hyp> next;
     feed.clear();
@@ -315,13 +309,14 @@ std::vector<Generated> run_beam(Stepper& model, Tensor logits, Tensor cross, std
       std::vector<Cand> cands;
       const int64_t per_row = std::min<int64_t>(2 * K, p.V);
       for (std::size_t r = r0; r < r1; ++r) {
-        std::vector<double> ls = log_softmax_row(row_ptr(logits, static_cast<int64_t>(r)), p.V);
+        const float* ls = lsm.data<float>() + static_cast<int64_t>(r) * p.V;
         std::vector<int64_t> idx(static_cast<std::size_t>(p.V));
         std::iota(idx.begin(), idx.end(), 0);
         std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
                           [&](int64_t a, int64_t c) { return ls[a] > ls[c] || (ls[a] == ls[c] && a < c); });
         for (int64_t i = 0; i < per_row; ++i)
-          cands.push_back({rows[r].log_prob + ls[idx[i]], static_cast<int64_t>(r), idx[i]});
+          cands.push_back(
+              {rows[r].log_prob + static_cast<double>(ls[idx[i]]), static_cast<int64_t>(r), idx[i]});
       }
       std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& c) { return a.lp > c.lp; });
       int64_t live = 0;

@@ -187,23 +187,33 @@ Tensor Decoder::forward(const Tensor& x, const Tensor& memory, const AttentionCa
 }
 
 namespace {
-// rows of t along dim 0: t [B, ...] -> [rows.size(), ...] (a contiguous copy).
-Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
+// Rows of t along dim 0: t [B, H, L, D] -> [rows.size(), H, capacity, D] (capacity >= L; positions
+// from L on are left uninitialised, for appending).
+Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows, int64_t capacity) {
   Shape shape = t.shape();
   shape[0] = static_cast<int64_t>(rows.size());
+  shape[2] = capacity;
   Tensor out = Tensor::empty(shape, t.dtype());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     ATTN_CHECK(rows[i] >= 0 && rows[i] < t.size(0), "DecoderCache::select_rows: row ", rows[i],
                " is outside [0, ", t.size(0), ")");
-    out.select(0, static_cast<int64_t>(i)).copy_from(t.select(0, rows[i]));
+    out.select(0, static_cast<int64_t>(i)).slice(1, 0, t.size(2)).copy_from(t.select(0, rows[i]));
   }
   return out;
 }
 
 void select_cache_rows(KVCache& c, const std::vector<int64_t>& rows) {
   if (!c.k.defined()) return;
-  c.k = gather_rows(c.k, rows);
-  c.v = gather_rows(c.v, rows);
+  const int64_t L = c.length();
+  if (c.k_buf.defined() && c.k.storage() == c.k_buf.storage()) {  // keep the spare capacity
+    c.k_buf = gather_rows(c.k, rows, c.k_buf.size(2));
+    c.v_buf = gather_rows(c.v, rows, c.v_buf.size(2));
+    c.k = c.k_buf.slice(2, 0, L);
+    c.v = c.v_buf.slice(2, 0, L);
+    return;
+  }
+  c.k = gather_rows(c.k, rows, L);
+  c.v = gather_rows(c.v, rows, L);
 }
 }  // namespace
 
