@@ -5,8 +5,10 @@
 // (eos disabled), so the work is the same as the peer's.
 //
 //   decode_bench [--batch 1,32] [--src 32] [--new 64] [--vocab 8000] [--threads 2]
-//                [--min-time 2] [--weights FILE] [--ids FILE]
+//                [--min-time 2] [--clock wall|thread] [--weights FILE] [--ids FILE]
 //
+// --clock thread measures the calling thread's CPU time (use with --threads 1: then
+// every kernel runs on the calling thread), which a busy machine disturbs far less.
 // --weights writes the model's parameters as safetensors (with the config in
 // the metadata) so bench/peers/torch_decode.py can load identical weights;
 // --ids writes the sources and the generated ids of every batch size (JSON) so
@@ -78,6 +80,13 @@ int main(int argc, char** argv) {
       threads = std::atoll(next().c_str());
     } else if (a == "--min-time") {
       min_time = std::atof(next().c_str());
+    } else if (a == "--clock") {
+      const std::string c = next();
+      if (c != "wall" && c != "thread") {
+        std::fprintf(stderr, "decode_bench: --clock must be wall or thread\n");
+        return 2;
+      }
+      attn::bench::use_thread_clock() = c == "thread";
     } else if (a == "--weights") {
       weights_path = next();
     } else if (a == "--ids") {

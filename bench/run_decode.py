@@ -2,7 +2,7 @@
 """Greedy decoding, attn vs PyTorch, in one run (docs/benchmarks.md, "Greedy decoding").
 
   python3 bench/run_decode.py [--build build/release] [--batch 1,32] [--threads 2]
-                              [--min-time 2] [--repeat 3]
+                              [--min-time 2] [--repeat 3] [--clock wall|thread]
 
 Runs build/.../bench/decode_bench once to write the weights and its tokens, then
 alternates attn and bench/peers/torch_decode.py (same weights, same sources) --repeat
@@ -35,11 +35,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--min-time", type=float, default=2.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--clock", choices=["wall", "thread"], default="wall",
+                    help="thread: per-thread CPU time (use with --threads 1; robust on a busy machine)")
     a = ap.parse_args()
     exe = os.path.join(a.build, "bench", "decode_bench")
     if not os.path.exists(exe):
         sys.exit("decode_bench not found at %s: build first (cmake --build --preset release)" % exe)
-    common = ["--src", str(a.src), "--new", str(a.new), "--threads", str(a.threads)]
+    common = ["--src", str(a.src), "--new", str(a.new), "--threads", str(a.threads), "--clock", a.clock]
     with tempfile.TemporaryDirectory() as tmp:
         w, ids = os.path.join(tmp, "w.safetensors"), os.path.join(tmp, "ids.json")
         run_json([exe, "--batch", a.batch, "--min-time", "0", "--weights", w, "--ids", ids] + common)
