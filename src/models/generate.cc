@@ -2,7 +2,6 @@
 #include <attn/core/error.h>
 #include <attn/data/random.h>
 #include <attn/models/generate.h>
-#include <attn/ops/nn_functional.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +10,8 @@
 #include <numeric>
 #include <optional>
 #include <string>
+
+#include "models/logits.h"
 
 namespace attn::models {
 
@@ -171,9 +172,6 @@ bool is_stop(const GenerateOptions& o, int64_t token) {
 
 const float* row_ptr(const Tensor& logits, int64_t r) { return logits.data<float>() + r * logits.stride(0); }
 
-// log softmax over the vocabulary of every row: logits [N, V] -> [N, V] f32 contiguous.
-Tensor log_probs(const Tensor& logits) { return log_softmax(logits).contiguous(); }
-
 void append_cross(Hyp& h, const Tensor& cross, int64_t r, int64_t Ls) {
   const float* c = cross.data<float>() + r * cross.size(1);
   h.cross.insert(h.cross.end(), c, c + Ls);
@@ -204,7 +202,6 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
   for (int64_t b = 0; b < B; ++b) rngs.emplace_back(data::mix_seed(o.seed, static_cast<uint64_t>(b)));
   std::vector<int64_t> feed;
   while (!rows.empty()) {
-    const Tensor ls = log_probs(logits);
     std::vector<int64_t> keep;
     feed.clear();
     std::vector<Hyp> next;
@@ -234,7 +231,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
           if (u < cum) break;
         }
       }
-      h.log_prob += ls.data<float>()[static_cast<int64_t>(r) * p.V + token];
+      h.log_prob += static_cast<double>(x[token]) - detail::row_logsumexp(x, p.V);
       if (p.capture) append_cross(h, cross, static_cast<int64_t>(r), p.src_len[h.source]);
       if (is_stop(o, token)) {
         const double lp = h.log_prob;
@@ -283,7 +280,6 @@ std::vector<Generated> run_beam(Stepper& model, Tensor logits, Tensor cross, std
   };
   std::vector<int64_t> feed;
   while (!rows.empty()) {
-    const Tensor lsm = log_probs(logits);
     std::vector<int64_t> keep;
     std::vector<Hyp> next;
     feed.clear();
@@ -309,14 +305,15 @@ std::vector<Generated> run_beam(Stepper& model, Tensor logits, Tensor cross, std
       std::vector<Cand> cands;
       const int64_t per_row = std::min<int64_t>(2 * K, p.V);
       for (std::size_t r = r0; r < r1; ++r) {
-        const float* ls = lsm.data<float>() + static_cast<int64_t>(r) * p.V;
+        const float* x = row_ptr(logits, static_cast<int64_t>(r));
+        const double lse = detail::row_logsumexp(x, p.V);
         std::vector<int64_t> idx(static_cast<std::size_t>(p.V));
         std::iota(idx.begin(), idx.end(), 0);
         std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
-                          [&](int64_t a, int64_t c) { return ls[a] > ls[c] || (ls[a] == ls[c] && a < c); });
+                          [&](int64_t a, int64_t c) { return x[a] > x[c] || (x[a] == x[c] && a < c); });
         for (int64_t i = 0; i < per_row; ++i)
           cands.push_back(
-              {rows[r].log_prob + static_cast<double>(ls[idx[i]]), static_cast<int64_t>(r), idx[i]});
+              {rows[r].log_prob + (static_cast<double>(x[idx[i]]) - lse), static_cast<int64_t>(r), idx[i]});
       }
       std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& c) { return a.lp > c.lp; });
       int64_t live = 0;

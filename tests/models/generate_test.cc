@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
+#include "models/logits.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
 
@@ -558,6 +561,30 @@ TEST(SamplingDistribution, NucleusCutOff) {
     }
   }
 }
+
+// ---- logsumexp of a row (scalar and AVX-512) --------------------------------------------------
+
+class RowLogSumExp : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(RowLogSumExp, MatchesDoubleReference) {
+  const int64_t V = GetParam();
+  data::Rng rng(static_cast<uint64_t>(V));
+  std::vector<float> x(static_cast<std::size_t>(V));
+  for (auto& v : x) v = static_cast<float>(rng.uniform() * 30 - 15);
+  if (V > 3) x[2] = -std::numeric_limits<float>::infinity();  // a masked logit
+  double mx = -INFINITY, s = 0;
+  for (float v : x) mx = std::max(mx, static_cast<double>(v));
+  for (float v : x) s += std::exp(static_cast<double>(v) - mx);
+  const double want = mx + std::log(s);
+  EXPECT_NEAR(models::detail::row_logsumexp_scalar(x.data(), V), want, 1e-9 * std::abs(want) + 1e-9);
+  if (kernels::cpu::isa_available(kernels::cpu::Isa::avx512)) {
+    EXPECT_NEAR(models::detail::row_logsumexp_avx512(x.data(), V), want, 1e-5);
+  }
+  std::vector<float> none(static_cast<std::size_t>(V), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(models::detail::row_logsumexp(none.data(), V), -INFINITY);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lengths, RowLogSumExp, ::testing::Values(1, 5, 15, 16, 17, 100, 8000));
 
 // ---- bad input ------------------------------------------------------------------------------
 
