@@ -334,10 +334,34 @@ void Tensor::copy_from(const Tensor& src) {
     std::memmove(db, sb, static_cast<std::size_t>(numel()) * dtype_size(dtype_));
     return;
   }
-  // Walk both tensors in lockstep: the offsets differ only by their strides.
   const int64_t r = rank();
   for (int64_t s : shape_)
     if (s == 0) return;
+  if (src.dtype_ == dtype_ && r >= 1 && strides_[r - 1] == 1 && src.strides_[r - 1] == 1) {
+    // Same dtype, unit-stride rows in both: one memcpy per row of the last dim
+    // (KV-cache appends, head splits and transposed copies take this path).
+    const std::size_t esz = dtype_size(dtype_), row = static_cast<std::size_t>(shape_[r - 1]) * esz;
+    auto* d8 = static_cast<unsigned char*>(db);
+    const auto* s8 = static_cast<const unsigned char*>(sb);
+    std::vector<int64_t> idx(r, 0);
+    int64_t so = 0, dof = 0;
+    while (true) {
+      std::memmove(d8 + dof * static_cast<int64_t>(esz), s8 + so * static_cast<int64_t>(esz), row);
+      int64_t d = r - 2;
+      for (; d >= 0; --d) {
+        if (++idx[d] < shape_[d]) {
+          so += src.strides_[d];
+          dof += strides_[d];
+          break;
+        }
+        so -= src.strides_[d] * (shape_[d] - 1);
+        dof -= strides_[d] * (shape_[d] - 1);
+        idx[d] = 0;
+      }
+      if (d < 0) return;
+    }
+  }
+  // Walk both tensors in lockstep: the offsets differ only by their strides.
   std::vector<int64_t> idx(r, 0);
   int64_t so = 0, dof = 0;
   while (true) {

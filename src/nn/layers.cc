@@ -95,6 +95,29 @@ MhaConfig checked(MhaConfig c) {
 }
 }  // namespace
 
+void KVCache::append(const Tensor& k_new, const Tensor& v_new) {
+  // k_new, v_new: [B, Hkv, n, D]
+  const int64_t L = length(), n = k_new.size(2);
+  const bool fits = k_buf.defined() && k.defined() && k.storage() == k_buf.storage() &&
+                    k_buf.size(0) == k_new.size(0) && k_buf.size(2) >= L + n;
+  if (!fits) {
+    int64_t cap = 16;
+    while (cap < 2 * (L + n)) cap *= 2;
+    Shape shape = k_new.shape();
+    shape[2] = cap;
+    Tensor kb = Tensor::empty(shape, k_new.dtype()), vb = Tensor::empty(shape, v_new.dtype());
+    if (L > 0) {
+      kb.slice(2, 0, L).copy_from(k);
+      vb.slice(2, 0, L).copy_from(v);
+    }
+    k_buf = kb, v_buf = vb;
+  }
+  k_buf.slice(2, L, L + n).copy_from(k_new);
+  v_buf.slice(2, L, L + n).copy_from(v_new);
+  k = k_buf.slice(2, 0, L + n);
+  v = v_buf.slice(2, 0, L + n);
+}
+
 MultiHeadAttention::MultiHeadAttention(const MhaConfig& config, InitRng& rng, uint64_t dropout_seed)
     : config_(checked(config)),
       head_dim_(config_.d_model / config_.heads),
@@ -148,10 +171,18 @@ MhaResult MultiHeadAttention::forward(const Tensor& x, const Tensor& memory, con
       if (cache->length() > 0) {
         ATTN_CHECK(cache->k.size(0) == B, "MultiHeadAttention: the KV cache holds batch ", cache->k.size(0),
                    "; this call has batch ", B);
-        k = concat({cache->k, k}, 2);
-        v = concat({cache->v, v}, 2);
       }
-      cache->k = k, cache->v = v;
+      if (!grad_mode_enabled()) {
+        cache->append(k, v);  // in place: copies only the new positions
+        k = cache->k, v = cache->v;
+      } else {
+        if (cache->length() > 0) {
+          k = concat({cache->k, k}, 2);
+          v = concat({cache->v, v}, 2);
+        }
+        cache->k = k, cache->v = v;
+        cache->k_buf = Tensor(), cache->v_buf = Tensor();
+      }
     }
   }
   AttentionOptions opt;

@@ -54,12 +54,17 @@ TEST_P(Gemm, SgemmMatchesDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, Gemm,
-    ::testing::Values(GemmCase{false, false, 1, 1, 1, 0, 1, 0}, GemmCase{false, false, 7, 5, 3, 0, 1, 0},
-                      GemmCase{true, false, 7, 5, 3, 2, 1, 0}, GemmCase{false, true, 7, 5, 3, 1, 1, 0},
-                      GemmCase{true, true, 7, 5, 3, 3, 1, 0}, GemmCase{false, false, 33, 17, 65, 0, 0.5, 1.0},
-                      GemmCase{false, true, 64, 48, 96, 5, 1, 1.0},
-                      GemmCase{true, false, 130, 3, 200, 0, -2, 0.25},
-                      GemmCase{false, false, 4, 6, 0, 1, 1, 0.5}, GemmCase{true, true, 1, 257, 31, 0, 1, 0}));
+    ::testing::Values(
+        GemmCase{false, false, 1, 1, 1, 0, 1, 0}, GemmCase{false, false, 7, 5, 3, 0, 1, 0},
+        GemmCase{true, false, 7, 5, 3, 2, 1, 0}, GemmCase{false, true, 7, 5, 3, 1, 1, 0},
+        GemmCase{true, true, 7, 5, 3, 3, 1, 0}, GemmCase{false, false, 33, 17, 65, 0, 0.5, 1.0},
+        GemmCase{false, true, 64, 48, 96, 5, 1, 1.0}, GemmCase{true, false, 130, 3, 200, 0, -2, 0.25},
+        GemmCase{false, false, 4, 6, 0, 1, 1, 0.5}, GemmCase{true, true, 1, 257, 31, 0, 1, 0},
+        // matrix-vector products (M == 1 or N == 1 go to sgemv), every layout
+        GemmCase{false, true, 1, 300, 64, 0, 1, 0}, GemmCase{false, false, 1, 300, 64, 3, 0.5, 1.0},
+        GemmCase{true, true, 1, 45, 20, 2, 1, 0.5}, GemmCase{true, false, 1, 45, 20, 1, -1, 0},
+        GemmCase{false, false, 300, 1, 64, 0, 1, 0}, GemmCase{false, true, 300, 1, 64, 3, 2, 1.0},
+        GemmCase{true, false, 45, 1, 20, 2, 1, 0.5}, GemmCase{true, true, 45, 1, 20, 1, 1, 0}));
 
 TEST(GemmRef, MatchesTripleLoop) {
   const int64_t M = 5, N = 4, K = 3;

@@ -19,6 +19,9 @@ int run_explain(const std::vector<std::string>& args);
 int run_quiz(const std::vector<std::string>& args);
 int run_view(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
+int run_generate(const std::vector<std::string>& args);     // generate.cc
+int run_generate_lm(const std::vector<std::string>& args);  // generate.cc: an attn task model file
+int run_train_lm(const std::vector<std::string>& args);     // train_lm.cc
 
 // `attn train <task>`: one entry per task (train.cc lists them).
 const std::vector<Command>& train_tasks();

@@ -12,7 +12,9 @@
 namespace attn::cli {
 
 const std::vector<Command>& train_tasks() {
-  static const std::vector<Command> list = {};
+  static const std::vector<Command> list = {
+      {"lm", "a character language model on any UTF-8 text (for attn generate)", run_train_lm},
+  };
   return list;
 }
 

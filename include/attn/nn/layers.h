@@ -79,10 +79,18 @@ class FeedForward : public Module {
 // Keys and values of one attention layer so far: k, v [B, Hkv, L, D].
 // Self-attention appends the new positions (concat along L) at each step;
 // cross-attention fills it once from the memory and then reuses it.
+//
+// Without autograd (grad mode off, i.e. inference), self-attention appends in
+// place instead: k and v are then views [B, Hkv, 0:L, D] of buffers with room
+// for more positions (capacity doubling), so a step copies only its own
+// positions instead of the whole cache.
 struct KVCache {
   Tensor k, v;
+  Tensor k_buf, v_buf;  // [B, Hkv, capacity, D] when appended in place; k, v view into them
   int64_t length() const { return k.defined() ? k.size(2) : 0; }
-  void clear() { k = Tensor(), v = Tensor(); }
+  void clear() { k = Tensor(), v = Tensor(), k_buf = Tensor(), v_buf = Tensor(); }
+  // Appends k_new, v_new [B, Hkv, n, D] in place (no autograd); k, v become views of the buffers.
+  void append(const Tensor& k_new, const Tensor& v_new);
 };
 
 struct MhaConfig {

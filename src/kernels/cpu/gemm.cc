@@ -35,6 +35,29 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     return;
   }
   sync_threads();
+  if (M == 1 || N == 1) {
+    // A matrix-vector product (e.g. one decoding step through a vocabulary-sized
+    // projection). sgemm would pack the whole matrix on every call; sgemv streams it
+    // once. beta = 0 must not read C (it may be uninitialised): zero it first.
+    const int64_t inc_c = M == 1 ? 1 : ldc;
+    if (beta == 0)
+      for (int64_t i = 0; i < std::max(M, N); ++i) C[i * inc_c] = 0.f;
+    if (M == 1) {
+      // c[1, N] = a[1, K] · op(B): a has stride 1 (row of A) or lda (column of the stored [K, 1] A).
+      const int64_t inc_a = trans_a ? lda : 1;
+      cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, static_cast<int>(trans_b ? N : K),
+                  static_cast<int>(trans_b ? K : N), alpha, B, static_cast<int>(std::max<int64_t>(ldb, 1)), A,
+                  static_cast<int>(std::max<int64_t>(inc_a, 1)), beta, C, 1);
+    } else {
+      // c[M, 1] = op(A) · b[K, 1]: b has stride ldb (column of B) or 1 (row of the stored [1, K] B).
+      const int64_t inc_b = trans_b ? 1 : ldb;
+      cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, static_cast<int>(trans_a ? K : M),
+                  static_cast<int>(trans_a ? M : K), alpha, A, static_cast<int>(std::max<int64_t>(lda, 1)), B,
+                  static_cast<int>(std::max<int64_t>(inc_b, 1)), beta, C,
+                  static_cast<int>(std::max<int64_t>(ldc, 1)));
+    }
+    return;
+  }
   // BLAS wants lda >= 1 even when a dimension is 1.
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,

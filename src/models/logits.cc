@@ -1,0 +1,25 @@
+#include "models/logits.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/isa.h"
+
+namespace attn::models::detail {
+
+double row_logsumexp_scalar(const float* x, int64_t V) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t t = 0; t < V; ++t) mx = std::max(mx, x[t]);
+  if (mx == -std::numeric_limits<float>::infinity()) return mx;
+  double s = 0;
+  for (int64_t t = 0; t < V; ++t) s += std::exp(static_cast<double>(x[t]) - mx);
+  return mx + std::log(s);
+}
+
+double row_logsumexp(const float* x, int64_t V) {
+  if (kernels::cpu::active_isa() == kernels::cpu::Isa::avx512) return row_logsumexp_avx512(x, V);
+  return row_logsumexp_scalar(x, V);
+}
+
+}  // namespace attn::models::detail

@@ -1,0 +1,161 @@
+// attn generate --model FILE "prompt": continues a prompt with a language
+// model trained by `attn train lm`, streaming characters as they are sampled.
+// See docs/generation.md.
+#include <attn/core/error.h>
+#include <attn/models/generate.h>
+#include <attn/models/task_model.h>
+#include <attn/text/vocab.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "lm_text.h"
+
+namespace attn::cli {
+namespace {
+
+const std::vector<OptionSpec>& generate_options() {
+  static const std::vector<OptionSpec> specs = {
+      {"model", "FILE", "a model file written by 'attn train lm' (required)"},
+      {"prompt", "TEXT",
+       "the prompt (or give it as the one positional argument; default: empty,\nthe start "
+       "of a new entry)"},
+      {"max-new", "N", "most characters to generate (default 100; also limited by the model's max_len)"},
+      {"temperature", "T", "sampling temperature > 0 (default 0.8)"},
+      {"top-k", "K", "sample among the K most likely characters (default 20; 0 = all)"},
+      {"top-p", "P", "nucleus: the smallest set with probability >= P (default 0.9; 1 = all)"},
+      {"seed", "S", "sampling seed (default 1): the same seed gives the same text"},
+      {"greedy", "", "always take the most likely character (no sampling)"},
+      {"beam", "N", "beam search with N beams (printed at the end, not streamed)"},
+      {"length-alpha", "A", "beam search length penalty ((5+n)/6)^A (default 0.6)"},
+      {"no-stop", "", "do not stop at the end-of-entry token </s>"},
+      {"help", "", "this text"},
+  };
+  return specs;
+}
+
+std::string help_text() {
+  return "usage: attn generate --model FILE [\"prompt\"] [--max-new N] [--temperature T] [--top-k K]\n"
+         "                     [--top-p P] [--seed S] [--greedy | --beam N]\n\n"
+         "Continues the prompt with a character language model ('attn train lm') and\n"
+         "prints the characters as they are produced. Sampling: softmax(logits / T),\n"
+         "cut to the top-k characters, then to the nucleus of probability top-p,\n"
+         "renormalised; seeded, so a seed reproduces its text. Generation ends at the\n"
+         "end-of-entry token </s>, after --max-new characters or at the model's max_len.\n\n"
+         "Options:\n" +
+         format_options(generate_options()) +
+         "\nExample:\n"
+         "  attn generate --model tang.attn \"床前\" --max-new 100 --temperature 0.8 --top-k 20 --top-p 0.9 "
+         "--seed 1\n";
+}
+
+// Splits off the one positional argument (the prompt); the rest goes to Args.
+std::vector<std::string> split_positional(const std::vector<std::string>& raw,
+                                          const std::vector<OptionSpec>& specs, std::string* prompt,
+                                          bool* has_prompt) {
+  std::vector<std::string> args;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const std::string& a = raw[i];
+    if (a.size() < 2 || a.compare(0, 2, "--") != 0) {
+      ATTN_CHECK(!*has_prompt, "expected one prompt; got '", *prompt, "' and '", a, "'");
+      *prompt = a;
+      *has_prompt = true;
+      continue;
+    }
+    args.push_back(a);
+    if (a.find('=') == std::string::npos)
+      for (const auto& o : specs)
+        if ("--" + o.name == a && !o.metavar.empty() && i + 1 < raw.size()) args.push_back(raw[++i]);
+  }
+  return args;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines(1);
+  for (char c : s) {
+    if (c == '\n')
+      lines.emplace_back();
+    else
+      lines.back() += c;
+  }
+  return lines;
+}
+
+}  // namespace
+
+int run_generate_lm(const std::vector<std::string>& raw) {
+  std::string positional;
+  bool has_positional = false;
+  const Args a(split_positional(raw, generate_options(), &positional, &has_positional), generate_options());
+  if (a.has("help")) {
+    std::fputs(help_text().c_str(), stdout);
+    return 0;
+  }
+  ATTN_CHECK(a.has("model"), "--model FILE is required (a model file written by 'attn train lm')");
+  ATTN_CHECK(!(has_positional && a.has("prompt")), "give the prompt once: as an argument or with --prompt");
+  ATTN_CHECK(!(a.has("greedy") && a.has("beam")), "--greedy and --beam exclude each other");
+  const std::string prompt = a.has("prompt") ? a.str("prompt") : positional;
+  const std::string path = a.str("model");
+
+  const models::TaskModelHeader h = models::read_task_model(path, "lm");
+  const text::CharTokenizer tok = lm_tokenizer(h.data);
+  models::DecoderLM model(h.config);
+  models::load_task_model_weights(path, model.named_parameters());
+  model.eval();
+
+  models::GenerateOptions o;
+  o.eos_id = a.has("no-stop") ? -1 : text::Vocab::kEos;
+  o.max_new_tokens = a.has("max-new") ? a.integer("max-new", 0, 1000000) : 100;
+  o.seed = a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 1;
+  if (a.has("beam")) {
+    o.search = models::SearchKind::beam;
+    o.beam = a.integer("beam", 1, 1000);
+    if (a.has("length-alpha")) o.length_alpha = parse_number(a.str("length-alpha"), "--length-alpha");
+  } else if (a.has("greedy")) {
+    o.search = models::SearchKind::greedy;
+  } else {
+    o.search = models::SearchKind::sample;
+    o.temperature = a.has("temperature") ? parse_number(a.str("temperature"), "--temperature") : 0.8;
+    o.top_k = a.has("top-k") ? a.integer("top-k", 0, 100000000) : 20;
+    o.top_p = a.has("top-p") ? parse_number(a.str("top-p"), "--top-p") : 0.9;
+    ATTN_CHECK(o.temperature > 0, "--temperature must be > 0 (use --greedy for the most likely text); got ",
+               o.temperature);
+    ATTN_CHECK(o.top_p > 0 && o.top_p <= 1, "--top-p must be in (0, 1]; got ", o.top_p);
+  }
+
+  const std::vector<int64_t> ids = lm_encode(tok, split_lines(prompt), false);
+  int64_t unknown = 0;
+  for (int64_t id : ids) unknown += id == text::Vocab::kUnk;
+  if (unknown > 0)
+    std::fprintf(stderr, "note: %lld prompt character(s) are not in the model's vocabulary ([UNK])\n",
+                 static_cast<long long>(unknown));
+  ATTN_CHECK(static_cast<int64_t>(ids.size()) < h.config.max_len, "the prompt has ", ids.size() - 1,
+             " characters; this model reads at most ", h.config.max_len - 2, " (max_len ", h.config.max_len,
+             " including the start token)");
+
+  std::fputs(prompt.c_str(), stdout);
+  std::fflush(stdout);
+  models::TokenCallback stream;
+  if (o.search != models::SearchKind::beam) {
+    stream = [&](int64_t, int64_t id) {
+      std::fputs(lm_piece(tok, id).c_str(), stdout);
+      std::fflush(stdout);
+    };
+  }
+  const models::Generated g = models::generate(model, {ids}, o, stream).at(0);
+  if (o.search == models::SearchKind::beam)
+    for (int64_t id : g.ids) std::fputs(lm_piece(tok, id).c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr, "(%zu characters, %s, log-prob %.3f)\n", g.ids.size(),
+               g.stop_token >= 0 ? "ended at </s>" : "length limit", g.log_prob);
+  return 0;
+}
+
+int run_generate(const std::vector<std::string>& args) { return run_generate_lm(args); }
+
+}  // namespace attn::cli
