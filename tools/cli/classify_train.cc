@@ -73,10 +73,11 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"text-column", "C", "column (header name) or JSON member of the text (default text)"},
       {"label-column", "L", "column or JSON member of the label (default label)"},
       {"out", "DIR", "output folder (default runs/classify)"},
-      {"preset", "NAME", "quick (about 3.5 minutes of training) or full (8 minutes; the default)"},
+      {"preset", "NAME",
+       "quick (3.5 minutes, at most 4 epochs) or full (8 minutes, at most 6 epochs; the default)"},
       {"minutes", "M", "training time budget in minutes (the schedule is fitted to it)"},
       {"epochs", "E", "train for E epochs instead of a time budget"},
-      {"max-epochs", "E", "with a time budget: at most E epochs (default 8)"},
+      {"max-epochs", "E", "with a time budget: at most E epochs (default: 4 quick, 6 full)"},
       {"seed", "S", "seed of the split, the initialisation, dropout and batch order (default 1)"},
       {"max-len", "N", "tokens per example including [CLS] (default 100; longer texts are cut and counted)"},
       {"max-chars", "N",
@@ -105,7 +106,7 @@ struct Settings {
   std::string out = "runs/classify";
   double minutes = 8.0;
   int64_t epochs = 0;  // > 0: epoch mode
-  int64_t max_epochs = 8;
+  int64_t max_epochs = 6;
   uint64_t seed = 1;
   int64_t max_len = 100, max_chars = 4096, min_freq = 2;
   int64_t layers = 2, d_model = 128, heads = 4, d_ff = 0;
@@ -125,7 +126,8 @@ Settings parse_settings(const Args& a) {
   if (a.has("preset")) {
     const std::string p = a.str("preset");
     ATTN_CHECK(p == "quick" || p == "full", "--preset must be quick or full; got '", p, "'");
-    if (p == "quick") s.minutes = 3.5;
+    s.minutes = p == "quick" ? 3.5 : 8.0;
+    s.max_epochs = p == "quick" ? 4 : 6;
   }
   if (a.has("pos") || a.has("neg")) {
     ATTN_CHECK(a.has("pos") && a.has("neg"), "--pos and --neg go together; got only ",
@@ -627,7 +629,10 @@ int run_train_classify(const std::vector<std::string>& args) {
         }
         if (end && !stop) {
           stop = true;
-          stop_reason = s.epochs > 0 ? "all epochs done" : "time budget reached";
+          stop_reason = s.epochs > 0 ? "all epochs done"
+                        : total >= s.max_epochs * steps_per_epoch
+                            ? "schedule done (--max-epochs " + std::to_string(s.max_epochs) + ")"
+                            : "time budget reached";
         }
       }
     }
