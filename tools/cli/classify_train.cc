@@ -822,11 +822,28 @@ int run_train_classify(const std::vector<std::string>& args) {
                                {"data", data_counts},
                                {"test_accuracy", Value::number(test.accuracy)},
                                {"baseline_test_accuracy", Value::number(nb_test.accuracy)}});
-  clf.save((fs::path(s.out) / "model.attn").string(), extra);
-  split.save((fs::path(s.out) / "split.json").string());
-  classify::write_atomically((fs::path(s.out) / "test-sample.txt").string(), sample_text);
-  classify::write_atomically((fs::path(s.out) / "report.json").string(), json::dump(report, 2) + "\n");
-  classify::write_atomically((fs::path(s.out) / "report.md").string(), md);
+  // Everything is first written under a staging name (each file atomically), then
+  // renamed into place; on an error the staged files are removed, so the folder
+  // never holds a model without its report or the other way round.
+  const std::string stage = ".new." + std::to_string(::getpid());
+  const std::vector<std::string> names = {"model.attn", "split.json", "test-sample.txt", "report.json",
+                                          "report.md"};
+  auto staged = [&](const std::string& name) { return (fs::path(s.out) / (name + stage)).string(); };
+  try {
+    clf.save(staged("model.attn"), extra);
+    split.save(staged("split.json"));
+    classify::write_atomically(staged("test-sample.txt"), sample_text);
+    classify::write_atomically(staged("report.json"), json::dump(report, 2) + "\n");
+    classify::write_atomically(staged("report.md"), md);
+    for (const auto& n : names) {
+      fs::rename(staged(n), fs::path(s.out) / n, ec);
+      ATTN_CHECK(!ec, "cannot rename '", staged(n), "' to '", (fs::path(s.out) / n).string(),
+                 "': ", ec.message());
+    }
+  } catch (...) {
+    for (const auto& n : names) fs::remove(staged(n), ec);
+    throw;
+  }
 
   std::printf(
       "test accuracy %s (macro F1 %.4f) vs naive Bayes baseline %s (macro F1 %.4f), on %lld held-out "
