@@ -26,7 +26,7 @@ echo "== attn train classify --preset quick  (reviews from $ATTN_DATA_DIR) =="
 build/release/attn train classify --preset quick --out runs/classify
 
 echo
-echo "== attn classify: held-out test reviews the model never saw =="
+echo "== attn classify: held-out test reviews the model never saw (3 labelled neg, then 3 labelled pos) =="
 build/release/attn classify --model runs/classify/model.attn --file runs/classify/test-sample.txt
 
 echo
