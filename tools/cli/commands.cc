@@ -9,6 +9,7 @@ const std::vector<Command>& commands() {
       {"view", "see attention weights: an HTML page or a terminal heatmap", run_view},
       {"train", "train a model for a task and save it as one file", run_train},
       {"generate", "continue a prompt with a trained language model (streamed)", run_generate},
+      {"classify", "classify texts with a trained model; show what [CLS] attended to", run_classify},
   };
   return list;
 }
