@@ -86,9 +86,9 @@ def perturb(text, rng, rate):
 
 
 def case(name, hyps, refs, tokenize, lowercase=False):
+    assert all(isinstance(stream, list) and len(stream) == len(hyps) for stream in refs), name
     bleu = BLEU(tokenize=tokenize, lowercase=lowercase)
     s = bleu.corpus_score(hyps, refs)
-    tok = bleu.tokenizer
     return {
         "name": name,
         "tokenize": tokenize,
@@ -102,7 +102,7 @@ def case(name, hyps, refs, tokenize, lowercase=False):
         "counts": list(s.counts),
         "totals": list(s.totals),
         "precisions": list(s.precisions),
-        "tokenized_hypotheses": [tok(h.rstrip()) for h in hyps],
+        "tokenized_hypotheses": [bleu._preprocess_segment(h) for h in hyps],  # lower-cased (if), tokenised
         "signature": str(bleu.get_signature()),
     }
 
@@ -118,11 +118,11 @@ def main():
     refs2 = [perturb(r, rng, 0.1) for r in ZH_REFS]
     cases.append(case("zh_two_references", hyps, [ZH_REFS, refs2], "zh"))
     cases.append(case("zh_short_hypotheses", [r[:3] for r in ZH_REFS], [ZH_REFS], "zh"))
-    cases.append(case("zh_one_char", ["我"], ["我"], "zh"))
-    cases.append(case("zh_no_match", ["你好"], ["我们"], "zh"))
-    cases.append(case("zh_empty_hypothesis", ["", "我今天没带伞。"], ["他来了。", "我今天没带伞。"], "zh"))
+    cases.append(case("zh_one_char", ["我"], [["我"]], "zh"))
+    cases.append(case("zh_no_match", ["你好"], [["我们"]], "zh"))
+    cases.append(case("zh_empty_hypothesis", ["", "我今天没带伞。"], [["他来了。", "我今天没带伞。"]], "zh"))
     cases.append(case("zh_symbols", ["A–B … ’s ★ ← ☺ ⺀ ㈠ ㌀ ﹐ ︰ 　x", "ＡＢＣ１２３ｱｲｳ"],
-                      ["A–B…’s ★ ← ☺ ⺀ ㈠ ㌀ ﹐ ︰x", "ＡＢＣ１２３"], "zh"))
+                      [["A–B…’s ★ ← ☺ ⺀ ㈠ ㌀ ﹐ ︰x", "ＡＢＣ１２３"]], "zh"))
     en_hyps = [perturb(r, rng, 0.1) for r in EN_REFS]
     cases.append(case("13a_perturbed", en_hyps, [EN_REFS], "13a"))
     cases.append(case("13a_lowercase", [h.upper() for h in en_hyps], [EN_REFS], "13a", lowercase=True))

@@ -42,8 +42,8 @@ bool digit(char32_t c) { return c >= '0' && c <= '9'; }
 
 // [\{-\~\[-\` -\&\(-\+\:-\@\/]: ASCII punctuation and space except ' , - .
 bool split_punct(char32_t c) {
-  return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') || (c >= '(' && c <= '+') ||
-         (c >= ':' && c <= '@') || c == '/';
+  return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') ||
+         (c >= '(' && c <= '+') || (c >= ':' && c <= '@') || c == '/';
 }
 
 // One re.sub pass of a two-character pattern: scans left to right, and after
@@ -110,17 +110,8 @@ std::u32string tokenize_cps(std::string_view segment, BleuTokenizer t) {
   // sacreBLEU: sent.rstrip() before any tokenizer.
   while (!cps.empty() && py_space(cps.back())) cps.pop_back();
   switch (t) {
-    case BleuTokenizer::none:
-      return [&] {  // only ' '.join(line.split())
-        std::u32string out;
-        for (std::size_t i = 0; i < cps.size();) {
-          while (i < cps.size() && py_space(cps[i])) ++i;
-          if (i == cps.size()) break;
-          if (!out.empty()) out += U' ';
-          while (i < cps.size() && !py_space(cps[i])) out += cps[i++];
-        }
-        return out;
-      }();
+    case BleuTokenizer::none:  // the line as it is; n-grams split it on whitespace
+      return cps;
     case BleuTokenizer::v13a: {
       std::string s = encode_utf8(cps);
       replace_all(s, "<skipped>", "");
@@ -132,7 +123,10 @@ std::u32string tokenize_cps(std::string_view segment, BleuTokenizer t) {
         replace_all(s, "&lt;", "<");
         replace_all(s, "&gt;", ">");
       }
-      return regex_rules(U" " + decode_utf8(s) + U" ");
+      std::u32string padded(1, U' ');  // f' {line} '
+      padded += decode_utf8(s);
+      padded += U' ';
+      return regex_rules(padded);
     }
     case BleuTokenizer::zh: {
       std::size_t b = 0;
@@ -158,12 +152,13 @@ using Ngram = std::u32string;  // tokens joined by U+0000 (never inside a token 
 
 // n-gram counts of orders 1..max_order; returns the token count.
 int64_t count_ngrams(const std::u32string& tokenized, int max_order, std::map<Ngram, int64_t>& counts) {
-  std::vector<std::u32string> toks;
+  std::vector<std::u32string> toks;  // line.split()
   for (std::size_t i = 0; i < tokenized.size();) {
-    std::size_t j = tokenized.find(U' ', i);
-    if (j == std::u32string::npos) j = tokenized.size();
+    while (i < tokenized.size() && py_space(tokenized[i])) ++i;
+    std::size_t j = i;
+    while (j < tokenized.size() && !py_space(tokenized[j])) ++j;
     if (j > i) toks.push_back(tokenized.substr(i, j - i));
-    i = j + 1;
+    i = j;
   }
   const int64_t n_tok = static_cast<int64_t>(toks.size());
   for (int n = 1; n <= max_order; ++n) {
@@ -214,8 +209,9 @@ std::string BleuScore::describe() const {
     p += buf;
   }
   char out[256];
-  std::snprintf(out, sizeof out, "BLEU = %.2f %s (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)", score,
-                p.c_str(), bp, ratio(), static_cast<long long>(sys_len), static_cast<long long>(ref_len));
+  std::snprintf(out, sizeof out, "BLEU = %.2f %s (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)",
+                score, p.c_str(), bp, ratio(), static_cast<long long>(sys_len),
+                static_cast<long long>(ref_len));
   return out;
 }
 
@@ -230,8 +226,9 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
   const int N = options.max_order;
   const auto prep = [&](const std::string& s, const char* what, std::size_t stream, std::size_t seg) {
     const Utf8Check c = check_utf8(s);
-    ATTN_CHECK(c.ok(), "bleu: ", what, stream == SIZE_MAX ? std::string() : " stream " + std::to_string(stream),
-               " segment ", seg, ": invalid UTF-8 (", utf8_problem_name(c.problem), " at byte ", c.offset, ")");
+    ATTN_CHECK(c.ok(), "bleu: ", what,
+               stream == SIZE_MAX ? std::string() : " stream " + std::to_string(stream), " segment ", seg,
+               ": invalid UTF-8 (", utf8_problem_name(c.problem), " at byte ", c.offset, ")");
     if (!options.lowercase) return tokenize_cps(s, options.tokenizer);
     std::string low = s;
     for (char& ch : low)
@@ -255,7 +252,8 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
     int64_t closest = -1, best_diff = -1;
     for (int64_t len : ref_lens) {
       const int64_t diff = std::llabs(hyp_len - len);
-      if (best_diff < 0 || diff < best_diff || (diff == best_diff && len < closest)) best_diff = diff, closest = len;
+      if (best_diff < 0 || diff < best_diff || (diff == best_diff && len < closest))
+        best_diff = diff, closest = len;
     }
     out.sys_len += hyp_len;
     out.ref_len += closest;

@@ -39,6 +39,8 @@ std::vector<std::string> strings(const json::Value& v) {
   return out;
 }
 
+void PrintTo(const BleuCase& c, std::ostream* os) { *os << c.name; }
+
 class BleuVsSacrebleu : public ::testing::TestWithParam<BleuCase> {};
 
 TEST_P(BleuVsSacrebleu, ScoreCountsAndTokens) {
@@ -70,9 +72,9 @@ TEST_P(BleuVsSacrebleu, ScoreCountsAndTokens) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixture, BleuVsSacrebleu, ::testing::ValuesIn(load_cases()),
-                         [](const auto& info) { return info.param.name.substr(0, info.param.name.find('.')) +
-                                                       std::to_string(info.index); });
+INSTANTIATE_TEST_SUITE_P(Fixture, BleuVsSacrebleu, ::testing::ValuesIn(load_cases()), [](const auto& info) {
+  return info.param.name.substr(0, info.param.name.find('.')) + std::to_string(info.index);
+});
 
 TEST(Bleu, FixtureIsNotEmptyAndSpansTheTokenizers) {
   const auto cases = load_cases();
@@ -89,14 +91,16 @@ TEST(Bleu, FixtureIsNotEmptyAndSpansTheTokenizers) {
 TEST(Bleu, ZhSplitsEveryIdeographAndKeepsAsciiWords) {
   EXPECT_EQ(text::bleu_tokenize("我没带伞，因为下雨了。", text::BleuTokenizer::zh),
             "我 没 带 伞 ， 因 为 下 雨 了 。");
-  EXPECT_EQ(text::bleu_tokenize("汤姆买了 iPhone 3.5寸", text::BleuTokenizer::zh), "汤 姆 买 了 iPhone 3.5 寸");
+  EXPECT_EQ(text::bleu_tokenize("汤姆买了 iPhone 3.5寸", text::BleuTokenizer::zh),
+            "汤 姆 买 了 iPhone 3.5 寸");
 }
 
 TEST(Bleu, BadInput) {
   EXPECT_ERROR_CONTAINS(text::corpus_bleu({"a"}, {}), {"at least one reference stream"});
   EXPECT_ERROR_CONTAINS(text::corpus_bleu({"a", "b"}, {{"a"}}), {"reference stream 0 has 1", "expected 2"});
   EXPECT_ERROR_CONTAINS(text::corpus_bleu({"a\xff"}, {{"a"}}), {"hypothesis", "segment 0", "invalid UTF-8"});
-  EXPECT_ERROR_CONTAINS(text::corpus_bleu({"a"}, {{"\xc0\xaf"}}), {"reference stream 0 segment 0", "invalid"});
+  EXPECT_ERROR_CONTAINS(text::corpus_bleu({"a"}, {{"\xc0\xaf"}}),
+                        {"reference stream 0 segment 0", "invalid"});
   EXPECT_ERROR_CONTAINS(text::parse_bleu_tokenizer("intl"), {"unknown tokenizer 'intl'", "none, 13a, zh"});
 }
 

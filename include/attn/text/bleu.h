@@ -12,7 +12,7 @@
 // length closest to the hypothesis length (the shorter one on ties).
 //
 // Tokenizers (applied to hypotheses and references alike):
-//   none  split on whitespace only.
+//   none  the segment as it is (n-grams are cut at whitespace).
 //   13a   mteval-v13a: drops "<skipped>", joins "-\n", unescapes &quot; &amp; &lt; &gt;,
 //         then the regex rules below.
 //   zh    sacreBLEU's TokenizerZh: every "Chinese" character is surrounded by
@@ -61,7 +61,8 @@ struct BleuScore {
   std::string describe() const;
 };
 
-// The tokenised segment (tokens joined by one space), as sacreBLEU writes it.
+// The tokenised segment as sacreBLEU's tokenizer returns it (13a, zh: tokens
+// joined by one space; none: the segment without trailing whitespace).
 std::string bleu_tokenize(std::string_view segment, BleuTokenizer tokenizer);
 
 // hypotheses: one per segment; references: one or more reference streams, each
@@ -69,6 +70,7 @@ std::string bleu_tokenize(std::string_view segment, BleuTokenizer tokenizer);
 // Throws attn::Error when a stream's length differs from the hypotheses', when
 // there is no stream, or on invalid UTF-8 (naming the stream and segment).
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
-                      const std::vector<std::vector<std::string>>& references, const BleuOptions& options = {});
+                      const std::vector<std::vector<std::string>>& references,
+                      const BleuOptions& options = {});
 
 }  // namespace attn::text
