@@ -331,7 +331,7 @@ Tensor EncoderDecoder::encode(const Tensor& src, const std::vector<int64_t>& src
 
 Tensor EncoderDecoder::decode(const Tensor& tgt, const Tensor& memory,
                               const std::vector<int64_t>& src_lengths, nn::DecoderCache* cache,
-                              nn::Trace* trace) {
+                              nn::Trace* trace, Tensor* cross_weights) {
   nn::check_token_ids(tgt, c_.tgt_vocab, "EncoderDecoder target");
   const int64_t offset = cache != nullptr ? cache->position : 0;
   check_length(c_, offset, tgt.size(1), "EncoderDecoder target");
@@ -341,7 +341,8 @@ Tensor EncoderDecoder::decode(const Tensor& tgt, const Tensor& memory,
   nn::AttentionCall call;
   call.memory_lengths = src_lengths;
   call.position = offset;
-  Tensor h = decoder_->forward(y, memory, call, cache, trace, "decoder.");
+  call.capture_cross = cross_weights != nullptr;
+  Tensor h = decoder_->forward(y, memory, call, cache, trace, "decoder.", cross_weights);
   Tensor logits = c_.tie_output ? linear(h, table->weight()) : lm_head_->forward(h);  // [B, n, V]
   if (trace != nullptr) trace->emplace_back("logits", logits);
   return logits;
@@ -361,8 +362,8 @@ ModelOutput EncoderDecoder::forward(const Tensor& src, const std::vector<int64_t
 }
 
 Tensor EncoderDecoder::step(const Tensor& tgt, const Tensor& memory, const std::vector<int64_t>& src_lengths,
-                            nn::DecoderCache& cache) {
-  Tensor logits = decode(tgt, memory, src_lengths, &cache);
+                            nn::DecoderCache& cache, Tensor* cross_weights) {
+  Tensor logits = decode(tgt, memory, src_lengths, &cache, nullptr, cross_weights);
   return logits.select(1, logits.size(1) - 1);  // [B, V]
 }
 

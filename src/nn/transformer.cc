@@ -81,7 +81,8 @@ DecoderLayer::DecoderLayer(const LayerConfig& c, bool cross, InitRng& rng, uint6
 }
 
 Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const AttentionCall& call,
-                             KVCache* self_cache, KVCache* cross_cache, Tensor* weights) {
+                             KVCache* self_cache, KVCache* cross_cache, Tensor* weights,
+                             Tensor* cross_weights) {
   MhaCall sc;
   sc.causal = true;
   sc.key_lengths = call.key_lengths;
@@ -90,6 +91,7 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Attent
   sc.capture_rows = call.capture_rows;
   MhaCall cc;
   cc.key_lengths = call.memory_lengths;
+  cc.capture = call.capture_cross && cross_weights != nullptr;
   // Norm order: norm1 around self-attention, then (with cross-attention)
   // norm2 around cross-attention and norm3 around the FFN; without it, norm2 around the FFN.
   Norm& ffn_norm = cross_ ? *norm3_ : norm2_;
@@ -98,8 +100,9 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Attent
     MhaResult a = self_attn_.forward(norm1_.forward(h), Tensor(), sc, self_cache);
     h = h + residual_dropout(*this, a.out, c_.dropout, seeds_);
     if (cross_) {
-      Tensor m = cross_attn_->forward(norm2_.forward(h), memory, cc, cross_cache, true).out;
-      h = h + residual_dropout(*this, m, c_.dropout, seeds_);
+      MhaResult m = cross_attn_->forward(norm2_.forward(h), memory, cc, cross_cache, true);
+      h = h + residual_dropout(*this, m.out, c_.dropout, seeds_);
+      if (cc.capture) *cross_weights = m.weights;
     }
     h = h + residual_dropout(*this, ffn_.forward(ffn_norm.forward(h)), c_.dropout, seeds_);
     if (sc.capture) *weights = a.weights;
@@ -107,8 +110,9 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Attent
     MhaResult a = self_attn_.forward(h, Tensor(), sc, self_cache);
     h = norm1_.forward(h + residual_dropout(*this, a.out, c_.dropout, seeds_));
     if (cross_) {
-      Tensor m = cross_attn_->forward(h, memory, cc, cross_cache, true).out;
-      h = norm2_.forward(h + residual_dropout(*this, m, c_.dropout, seeds_));
+      MhaResult m = cross_attn_->forward(h, memory, cc, cross_cache, true);
+      h = norm2_.forward(h + residual_dropout(*this, m.out, c_.dropout, seeds_));
+      if (cc.capture) *cross_weights = m.weights;
     }
     h = ffn_norm.forward(h + residual_dropout(*this, ffn_.forward(h), c_.dropout, seeds_));
     if (sc.capture) *weights = a.weights;
@@ -160,7 +164,7 @@ Decoder::Decoder(const LayerConfig& c, int64_t layers, bool cross, InitRng& rng,
 }
 
 Tensor Decoder::forward(const Tensor& x, const Tensor& memory, const AttentionCall& call, DecoderCache* cache,
-                        Trace* trace, const std::string& prefix) {
+                        Trace* trace, const std::string& prefix, Tensor* last_cross_weights) {
   if (cache != nullptr) {
     ATTN_CHECK(call.position == cache->position, "Decoder: call.position ", call.position,
                " does not match the cache position ", cache->position);
@@ -169,8 +173,9 @@ Tensor Decoder::forward(const Tensor& x, const Tensor& memory, const AttentionCa
   }
   Tensor h = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const bool last = i + 1 == layers_.size();
     h = layers_[i]->forward(h, memory, call, cache ? &cache->self[i] : nullptr,
-                            cache ? &cache->cross[i] : nullptr);
+                            cache ? &cache->cross[i] : nullptr, nullptr, last ? last_cross_weights : nullptr);
     if (trace != nullptr) trace->emplace_back(prefix + "layers." + std::to_string(i), h);
   }
   if (norm_) {
@@ -179,6 +184,32 @@ Tensor Decoder::forward(const Tensor& x, const Tensor& memory, const AttentionCa
   }
   if (cache != nullptr) cache->position += x.size(1);
   return h;
+}
+
+namespace {
+// rows of t along dim 0: t [B, ...] -> [rows.size(), ...] (a contiguous copy).
+Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
+  Shape shape = t.shape();
+  shape[0] = static_cast<int64_t>(rows.size());
+  Tensor out = Tensor::empty(shape, t.dtype());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ATTN_CHECK(rows[i] >= 0 && rows[i] < t.size(0), "DecoderCache::select_rows: row ", rows[i],
+               " is outside [0, ", t.size(0), ")");
+    out.select(0, static_cast<int64_t>(i)).copy_from(t.select(0, rows[i]));
+  }
+  return out;
+}
+
+void select_cache_rows(KVCache& c, const std::vector<int64_t>& rows) {
+  if (!c.k.defined()) return;
+  c.k = gather_rows(c.k, rows);
+  c.v = gather_rows(c.v, rows);
+}
+}  // namespace
+
+void DecoderCache::select_rows(const std::vector<int64_t>& rows) {
+  for (KVCache& c : self) select_cache_rows(c, rows);
+  for (KVCache& c : cross) select_cache_rows(c, rows);
 }
 
 }  // namespace attn::nn

@@ -55,9 +55,9 @@ enum class LengthPenalty { gnmt, power };
 
 struct GenerateOptions {
   SearchKind search = SearchKind::greedy;
-  int64_t max_new_tokens = 64;    // also capped so that the decoder never runs past max_len
-  int64_t bos_id = 1;             // EncoderDecoder: first decoder input (unused by DecoderLM)
-  int64_t eos_id = 2;             // stops a sequence; -1 = none
+  int64_t max_new_tokens = 64;  // also capped so that the decoder never runs past max_len
+  int64_t bos_id = 4;  // EncoderDecoder: first decoder input (text::Vocab::kBos); unused by DecoderLM
+  int64_t eos_id = 5;  // stops a sequence (text::Vocab::kEos); -1 = none
   std::vector<int64_t> stop_ids;  // further stop tokens
 
   // Beam search.
@@ -96,7 +96,8 @@ struct Generated {
 using TokenCallback = std::function<void(int64_t source, int64_t token)>;
 
 // sources: B token-id sequences (each 1..max_len tokens, ids < src_vocab).
-// Returns B × num_return results, grouped by source in input order (best first
+// Returns num_return results per source (beam search: at most num_return,
+// fewer only when fewer hypotheses exist), grouped by source in input order (best first
 // within a source). The model is used in eval mode under NoGradGuard and left
 // in the mode it was in.
 std::vector<Generated> generate(EncoderDecoder& model, const std::vector<std::vector<int64_t>>& sources,

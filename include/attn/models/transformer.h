@@ -103,11 +103,14 @@ class EncoderDecoder : public nn::Module {
   // Encoder only: memory [B, Ls, C].
   Tensor encode(const Tensor& src, const std::vector<int64_t>& src_lengths, nn::Trace* trace = nullptr);
   // Decoder over tgt ids [B, n] at cache->position (or 0 without cache): logits [B, n, V].
+  // cross_weights (optional): the last decoder layer's cross-attention [B, H, n, Ls].
   Tensor decode(const Tensor& tgt, const Tensor& memory, const std::vector<int64_t>& src_lengths,
-                nn::DecoderCache* cache = nullptr, nn::Trace* trace = nullptr);
+                nn::DecoderCache* cache = nullptr, nn::Trace* trace = nullptr,
+                Tensor* cross_weights = nullptr);
   // Incremental decoding: logits of the last new position, [B, V].
+  // cross_weights (optional): the last decoder layer's cross-attention [B, H, n, Ls].
   Tensor step(const Tensor& tgt, const Tensor& memory, const std::vector<int64_t>& src_lengths,
-              nn::DecoderCache& cache);
+              nn::DecoderCache& cache, Tensor* cross_weights = nullptr);
 
  private:
   TransformerConfig c_;

@@ -44,6 +44,7 @@ struct AttentionCall {
   int64_t position = 0;                 // position of the first query (decoding with a cache)
   bool capture = false;                 // capture self-attention weights per layer
   std::vector<int64_t> capture_rows;    // which query rows (empty = all)
+  bool capture_cross = false;           // capture cross-attention weights (all rows)
 };
 
 class EncoderLayer : public Module {
@@ -66,6 +67,10 @@ struct DecoderCache {
   std::vector<KVCache> self, cross;
   int64_t position = 0;  // tokens already decoded
   void clear() { self.clear(), cross.clear(), position = 0; }
+  // Keeps batch rows `rows` (in that order; repeats allowed) of every cached
+  // k/v: row i of the result is old row rows[i]. Beam search reorders with it
+  // and drops finished sequences. Throws on a row outside [0, B).
+  void select_rows(const std::vector<int64_t>& rows);
 };
 
 class DecoderLayer : public Module {
@@ -73,9 +78,11 @@ class DecoderLayer : public Module {
   // cross = false: a decoder-only layer (no cross-attention, no norm3).
   DecoderLayer(const LayerConfig& c, bool cross, InitRng& rng, uint64_t seed);
   // x: [B, Lq, C]; memory: [B, Ls, C] (cross only; may be undefined when the
-  // cross cache is filled). Self-attention is causal.
+  // cross cache is filled). Self-attention is causal. cross_weights (if
+  // non-null and call.capture_cross): [B, H, Lq, Ls].
   Tensor forward(const Tensor& x, const Tensor& memory, const AttentionCall& call,
-                 KVCache* self_cache = nullptr, KVCache* cross_cache = nullptr, Tensor* weights = nullptr);
+                 KVCache* self_cache = nullptr, KVCache* cross_cache = nullptr, Tensor* weights = nullptr,
+                 Tensor* cross_weights = nullptr);
 
  private:
   LayerConfig c_;
@@ -106,8 +113,11 @@ class Decoder : public Module {
   Decoder(const LayerConfig& c, int64_t layers, bool cross, InitRng& rng, uint64_t seed);
   // x: [B, Lq, C] (embedded); memory [B, Ls, C] or undefined; cache optional
   // (when given, call.position must equal cache->position; it is advanced by Lq).
+  // last_cross_weights (if non-null and call.capture_cross): the last layer's
+  // cross-attention weights [B, H, Lq, Ls].
   Tensor forward(const Tensor& x, const Tensor& memory, const AttentionCall& call,
-                 DecoderCache* cache = nullptr, Trace* trace = nullptr, const std::string& prefix = "");
+                 DecoderCache* cache = nullptr, Trace* trace = nullptr, const std::string& prefix = "",
+                 Tensor* last_cross_weights = nullptr);
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
 
  private:
