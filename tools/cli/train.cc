@@ -12,7 +12,9 @@
 namespace attn::cli {
 
 const std::vector<Command>& train_tasks() {
-  static const std::vector<Command> list = {};
+  static const std::vector<Command> list = {
+      {"translate", "English -> Chinese Transformer on Tatoeba pairs, held-out BLEU", run_train_translate},
+  };
   return list;
 }
 
