@@ -43,11 +43,11 @@ const std::vector<OptionSpec>& specs() {
       {"out", "DIR", "output directory (default runs/translate)"},
       {"minutes", "M", "training time budget in minutes (default 15)"},
       {"steps", "N", "stop after N updates instead (or whichever comes first with --minutes)"},
-      {"preset", "NAME", "model size: micro, tiny, small (default), base"},
+      {"preset", "NAME", "model size: micro, tiny (default), small, base"},
       {"layers", "N", "encoder and decoder layers (default: the preset's)"},
       {"batch-size", "N", "sentence pairs per update (default 64)"},
-      {"warmup", "N", "Noam warmup steps (default 1000)"},
-      {"lr-scale", "X", "factor on the Noam rate d^-0.5 min(t^-0.5, t w^-1.5) (default 2)"},
+      {"warmup", "N", "Noam warmup steps (default 400)"},
+      {"lr-scale", "X", "factor on the Noam rate d^-0.5 min(t^-0.5, t w^-1.5) (default 0.5)"},
       {"dropout", "P", "dropout (default 0.1)"},
       {"src-vocab", "N", "English BPE vocabulary size (default 6000)"},
       {"min-freq", "N", "characters rarer than this in the training split become [UNK] (default 2)"},
@@ -161,10 +161,10 @@ int run_train_translate(const std::vector<std::string>& argv) {
   const double minutes = a.has("minutes") ? parse_number(a.str("minutes"), "--minutes") : 15.0;
   ATTN_CHECK(minutes > 0 && minutes <= 24 * 60, "--minutes must be in (0, 1440]; got ", minutes);
   const int64_t max_steps = a.has("steps") ? a.integer("steps", 1, 100000000) : 0;
-  const std::string preset = a.has("preset") ? a.str("preset") : "small";
+  const std::string preset = a.has("preset") ? a.str("preset") : "tiny";
   const int64_t batch = a.has("batch-size") ? a.integer("batch-size", 1, 4096) : 64;
-  const int64_t warmup = a.has("warmup") ? a.integer("warmup", 1, 1000000) : 1000;
-  const double lr_scale = a.has("lr-scale") ? parse_number(a.str("lr-scale"), "--lr-scale") : 2.0;
+  const int64_t warmup = a.has("warmup") ? a.integer("warmup", 1, 1000000) : 400;
+  const double lr_scale = a.has("lr-scale") ? parse_number(a.str("lr-scale"), "--lr-scale") : 0.5;
   ATTN_CHECK(lr_scale > 0 && lr_scale <= 100, "--lr-scale must be in (0, 100]; got ", lr_scale);
   const double dropout = a.has("dropout") ? parse_number(a.str("dropout"), "--dropout") : 0.1;
   ATTN_CHECK(dropout >= 0 && dropout < 1, "--dropout must be in [0, 1); got ", dropout);
