@@ -197,6 +197,9 @@ TEST_F(TranslateCli, BadInput) {
   r = run_attn("translate --model " + model());
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("expected an English sentence"), std::string::npos) << r.err;
+  r = run_attn("translate --model " + model() + " \"  \"");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("source sentence is empty"), std::string::npos) << r.err;
   r = run_attn("translate --model " + model() + " \"Hi.\" --beam 0");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("--beam"), std::string::npos) << r.err;

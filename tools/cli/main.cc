@@ -20,7 +20,7 @@ void usage(FILE* f) {
                "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
                "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
                "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
-               "  translate English -> Chinese with a trained model, and which words each character attended to\n"
+               "  translate English -> Chinese with a trained model, and what each character attended to\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }

@@ -358,7 +358,10 @@ int run_train_translate(const std::vector<std::string>& argv) {
                           translator.model().named_parameters());
 
   json::Value examples = json::Value::array();
-  for (std::size_t i = 0; i < std::min<std::size_t>(10, test_rows.size()); ++i) {
+  // Ten pairs spread over the test split (the file is sorted by length: short and long ones).
+  const std::size_t n_ex = std::min<std::size_t>(10, test_rows.size());
+  for (std::size_t k = 0; k < n_ex; ++k) {
+    const std::size_t i = k * test_rows.size() / n_ex;
     const int64_t r = test_rows[i];
     json::Value x = json::Value::object();
     x.set("source", str(ds.examples[r].text));
@@ -410,6 +413,14 @@ int run_train_translate(const std::vector<std::string>& argv) {
   rep.set("test_bleu", bleu);
   rep.set("examples", examples);
   rep.set("total_seconds", num(total.seconds()));
+  std::string hyp_text,
+      ref_text;  // for checking with the sacrebleu CLI: sacrebleu refs.txt -i hyps.txt -tok zh
+  for (std::size_t i = 0; i < ev.hypotheses.size(); ++i) {
+    hyp_text += ev.hypotheses[i] + "\n";
+    ref_text += ev.references[i] + "\n";
+  }
+  write_file_atomically(out_dir + "/test_hypotheses.txt", hyp_text);
+  write_file_atomically(out_dir + "/test_references.txt", ref_text);
   write_file_atomically(out_dir + "/report.json", json::dump(rep, 2) + "\n");
   write_file_atomically(out_dir + "/report.md", translate_report_markdown(rep));
   std::printf("saved %s, %s/report.json, %s/report.md\n", model_path.c_str(), out_dir.c_str(),

@@ -147,7 +147,9 @@ int run_translate(const std::vector<std::string>& argv) {
   go.length_alpha = alpha;
   go.max_new_tokens = a.has("max-new") ? a.integer("max-new", 1, 100000) : tr->max_tgt_len() - 1;
   const std::vector<models::Translation> out = tr->translate(sentences, go, /*with_alignment=*/true);
-  const std::string search = beam > 1 ? "beam " + std::to_string(beam) + ", alpha " + fmt(alpha) : "greedy";
+  char alpha_text[32];
+  std::snprintf(alpha_text, sizeof alpha_text, "%g", alpha);
+  const std::string search = beam > 1 ? "beam " + std::to_string(beam) + ", alpha " + alpha_text : "greedy";
 
   std::vector<Json> objs;
   models::AttentionCapture last_capture;
