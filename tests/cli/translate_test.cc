@@ -20,6 +20,7 @@
 #include "testing/cli_runner.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
+#include "text/text_test_util.h"
 
 namespace attn {
 namespace {
@@ -166,6 +167,26 @@ TEST_F(TranslateCli, ExportIsReadByView) {
   const CliRun v = run_attn("view " + exp + " --terminal --set cross_attention --layer 1 --head 0");
   EXPECT_EQ(v.status, 0) << v.err;
   EXPECT_NE(v.out.find("cross-attention"), std::string::npos) << v.out;
+}
+
+// The first 300 pairs of the real corpus (when present): training runs, the
+// loss falls, and the report shows Tatoeba's attribution next to the pairs.
+TEST_F(TranslateCli, RealDataSliceTrainsAndKeepsAttribution) {
+  ATTN_REQUIRE_REAL_DATA("tatoeba-cmn/cmn.txt");
+  std::ifstream in(testing::real_data_path("tatoeba-cmn/cmn.txt"), std::ios::binary);
+  std::string slice, line;
+  for (int i = 0; i < 300 && std::getline(in, line); ++i) slice += line + "\n";
+  write_text(dir_ / "slice.txt", slice);
+  const CliRun r = run_attn(
+      "train translate --data " + (dir_ / "slice.txt").string() + " --out " + (dir_ / "real").string() +
+      " --preset micro --steps 40 --batch-size 16 --warmup 20 --lr-scale 0.5 --max-len 24 "
+      "--src-vocab 200 --min-freq 1 --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::Value rep = json::parse(read_text(dir_ / "real" / "report.json"));
+  EXPECT_EQ(rep.at("data").at("lines_read").as_int64(), 300);
+  EXPECT_LT(rep.at("training").at("final_loss").as_double(),
+            0.8 * rep.at("training").at("first_loss").as_double());
+  EXPECT_NE(read_text(dir_ / "real" / "report.md").find("Attribution: tatoeba.org #"), std::string::npos);
 }
 
 TEST_F(TranslateCli, BadInput) {

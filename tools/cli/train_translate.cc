@@ -52,7 +52,7 @@ const std::vector<OptionSpec>& specs() {
       {"src-vocab", "N", "English BPE vocabulary size (default 6000)"},
       {"min-freq", "N", "characters rarer than this in the training split become [UNK] (default 2)"},
       {"max-len", "N", "tokens per sentence incl. <s>/</s> (default 48)"},
-      {"max-pairs", "N", "use only the first N lines of the file (quick runs, tests)"},
+      {"max-pairs", "N", "use only the first N pairs of the file (quick runs, tests)"},
       {"eval-pairs", "N", "score BLEU on the first N test pairs (default: all)"},
       {"beam", "K", "beam width for the final BLEU (default 1: greedy)"},
       {"alpha", "A", "length penalty alpha for beam search (default 0.6)"},

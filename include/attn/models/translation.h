@@ -49,7 +49,7 @@ struct ParallelCorpus {
 // file, a line without a tab or with another field count than the first line,
 // invalid UTF-8. Texts are normalised (data/reader.h); identical (source,
 // target) pairs are kept once (the first, with its attribution).
-// max_pairs > 0 keeps only the first max_pairs lines (tests, quick runs).
+// max_pairs > 0 keeps only the first max_pairs pairs of the file (tests, quick runs).
 ParallelCorpus read_parallel_corpus(const std::string& path, int64_t max_pairs = 0);
 
 // ---- tokenizers -------------------------------------------------------------------------------
