@@ -452,3 +452,33 @@ Tensor DecoderLM::step(const Tensor& ids, nn::DecoderCache& cache) {
 }
 
 }  // namespace attn::models
+
+namespace attn::models {
+
+EncoderDecoder::Attention EncoderDecoder::attention(const Tensor& src,
+                                                    const std::vector<int64_t>& src_lengths,
+                                                    const Tensor& tgt_in) {
+  ATTN_CHECK(tgt_in.defined() && tgt_in.rank() == 2 && src.defined() && src.rank() == 2 &&
+                 tgt_in.size(0) == src.size(0),
+             "EncoderDecoder::attention: src and tgt_in must be [B, Ls] and [B, Lt] with one B; got ",
+             src.defined() ? src.str() : "none", " and ", tgt_in.defined() ? tgt_in.str() : "none");
+  nn::check_token_ids(src, c_.src_vocab, "EncoderDecoder source");
+  check_length(c_, 0, src.size(1), "EncoderDecoder source");
+  check_lengths(src_lengths, src.size(0), src.size(1), "EncoderDecoder source");
+  nn::check_token_ids(tgt_in, c_.tgt_vocab, "EncoderDecoder target");
+  check_length(c_, 0, tgt_in.size(1), "EncoderDecoder target");
+  Attention out;
+  Tensor x = TokenEmbedder(c_, src_embed_.get(), src_pos_.get()).forward(src, 0, is_training(), seeds_);
+  nn::AttentionCall ec;
+  ec.key_lengths = src_lengths;
+  ec.capture = true;
+  Tensor memory = encoder_->forward(x, ec, nullptr, "encoder.", &out.encoder);
+  const nn::Embedding* table = c_.share_embeddings ? src_embed_.get() : tgt_embed_.get();
+  Tensor y = TokenEmbedder(c_, table, tgt_pos_.get()).forward(tgt_in, 0, is_training(), seeds_);
+  nn::AttentionCall dc;
+  dc.memory_lengths = src_lengths;
+  decoder_->forward_with_weights(y, memory, dc, &out.decoder, &out.cross);
+  return out;
+}
+
+}  // namespace attn::models

@@ -223,3 +223,28 @@ void DecoderCache::select_rows(const std::vector<int64_t>& rows) {
 }
 
 }  // namespace attn::nn
+
+namespace attn::nn {
+
+Tensor Decoder::forward_with_weights(const Tensor& x, const Tensor& memory, const AttentionCall& call,
+                                     std::vector<Tensor>* self_weights, std::vector<Tensor>* cross_weights) {
+  ATTN_CHECK(self_weights != nullptr && cross_weights != nullptr,
+             "Decoder::forward_with_weights: expected two output vectors; got a null pointer");
+  self_weights->clear();
+  cross_weights->clear();
+  AttentionCall c = call;
+  c.capture = true;
+  c.capture_rows.clear();
+  c.capture_cross = true;
+  Tensor h = x;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    Tensor sw, cw;
+    h = layers_[i]->forward(h, memory, c, nullptr, nullptr, &sw, &cw);
+    self_weights->push_back(sw);
+    if (cw.defined()) cross_weights->push_back(cw);
+  }
+  if (norm_) h = norm_->forward(h);
+  return h;
+}
+
+}  // namespace attn::nn

@@ -382,3 +382,26 @@ BpeTokenizer BpeTokenizer::load(const std::string& path) {
 }
 
 }  // namespace attn::text
+
+namespace attn::text {
+
+BpeTokenizer BpeTokenizer::from_parts(bool lowercase, std::vector<std::string> alphabet,
+                                      std::vector<std::pair<std::string, std::string>> merges, const char* what) {
+  ATTN_CHECK(!alphabet.empty(), "bpe: ", what, ": empty vocabulary (alphabet 0)");
+  for (std::size_t i = 0; i < alphabet.size(); ++i) {
+    const std::u32string cps = decode_utf8(alphabet[i]);
+    ATTN_CHECK(cps.size() == 1 && !is_space(cps[0]), "bpe: ", what, ": alphabet entry ", i,
+               ": expected one non-space character; got '", alphabet[i], "'");
+  }
+  for (std::size_t m = 0; m < merges.size(); ++m)
+    ATTN_CHECK(!merges[m].first.empty() && !merges[m].second.empty(), "bpe: ", what, ": merge #", m + 1,
+               " has an empty symbol");
+  BpeTokenizer tok;
+  tok.lowercase_ = lowercase;
+  tok.alphabet_ = std::move(alphabet);
+  tok.merges_ = std::move(merges);
+  tok.finish(what);
+  return tok;
+}
+
+}  // namespace attn::text

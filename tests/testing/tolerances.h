@@ -49,5 +49,8 @@ inline constexpr Tolerance kOptimFormula{1e-6, 1e-5};
 inline constexpr Tolerance kAccumulation{1e-6, 1e-5};
 // Exact captured weights against reference probabilities.
 inline constexpr Tolerance kWeights{1e-6, 1e-4};
+// Corpus BLEU (text/bleu.h) against the sacrebleu package on fixed outputs (score 0..100):
+// the same integer counts, so only the last bits of log/exp may differ.
+inline constexpr Tolerance kBleu{1e-6, 0};
 
 }  // namespace attn::testing::tol

@@ -10,6 +10,7 @@ const std::vector<Command>& commands() {
       {"train", "train a model for a task and save it as one file", run_train},
       {"generate", "continue a prompt with a trained language model (streamed)", run_generate},
       {"classify", "classify texts with a trained model; show what [CLS] attended to", run_classify},
+      {"translate", "translate English to Chinese and show the cross-attention alignment", run_translate},
   };
   return list;
 }

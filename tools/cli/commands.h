@@ -24,6 +24,8 @@ int run_generate_lm(const std::vector<std::string>& args);  // generate.cc: an a
 int run_train_lm(const std::vector<std::string>& args);     // train_lm.cc
 int run_train_classify(const std::vector<std::string>& args);
 int run_classify(const std::vector<std::string>& args);
+int run_translate(const std::vector<std::string>& args);
+int run_train_translate(const std::vector<std::string>& args);
 
 // `attn train <task>`: one entry per task (train.cc lists them).
 const std::vector<Command>& train_tasks();

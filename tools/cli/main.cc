@@ -22,6 +22,7 @@ void usage(FILE* f) {
                "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
                "  generate  continue a prompt with a language model: attn generate --model FILE \"text\"\n"
                "  classify  label texts with a trained classifier and show what [CLS] attended to\n"
+               "  translate English -> Chinese with a trained model, and what each character attended to\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }

@@ -15,6 +15,7 @@ const std::vector<Command>& train_tasks() {
   static const std::vector<Command> list = {
       {"lm", "a character language model on any UTF-8 text (for attn generate)", run_train_lm},
       {"classify", "text classifier (Chinese reviews by default) + naive Bayes baseline", run_train_classify},
+      {"translate", "English -> Chinese Transformer on Tatoeba pairs, held-out BLEU", run_train_translate},
   };
   return list;
 }

@@ -107,6 +107,13 @@ class EncoderDecoder : public nn::Module {
   Tensor decode(const Tensor& tgt, const Tensor& memory, const std::vector<int64_t>& src_lengths,
                 nn::DecoderCache* cache = nullptr, nn::Trace* trace = nullptr,
                 Tensor* cross_weights = nullptr);
+  // Every layer's exact attention weights for src [B, Ls] and decoder inputs tgt_in [B, Lt]
+  // (teacher forcing; eval mode recommended): encoder [B, H, Ls, Ls], decoder [B, H, Lt, Lt],
+  // cross [B, H, Lt, Ls], one tensor per layer each.
+  struct Attention {
+    std::vector<Tensor> encoder, decoder, cross;
+  };
+  Attention attention(const Tensor& src, const std::vector<int64_t>& src_lengths, const Tensor& tgt_in);
   // Incremental decoding: logits of the last new position, [B, V].
   // cross_weights (optional): the last decoder layer's cross-attention [B, H, n, Ls].
   Tensor step(const Tensor& tgt, const Tensor& memory, const std::vector<int64_t>& src_lengths,

@@ -119,6 +119,10 @@ class Decoder : public Module {
                  DecoderCache* cache = nullptr, Trace* trace = nullptr, const std::string& prefix = "",
                  Tensor* last_cross_weights = nullptr);
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+  // forward() without a cache, returning every layer's attention weights:
+  // self_weights [B, H, Lq, Lq] and cross_weights [B, H, Lq, Ls] (cross decoders) per layer.
+  Tensor forward_with_weights(const Tensor& x, const Tensor& memory, const AttentionCall& call,
+                              std::vector<Tensor>* self_weights, std::vector<Tensor>* cross_weights);
 
  private:
   bool pre_norm_;

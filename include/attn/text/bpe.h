@@ -55,6 +55,11 @@ class BpeTokenizer : public Tokenizer {
  public:
   static BpeTokenizer train(const std::vector<std::string>& texts, const BpeOptions& options);
   static BpeTokenizer load(const std::string& path);
+  // From the parts that save() writes (e.g. kept in a model file's JSON); the
+  // same checks as load(), errors name `what`.
+  static BpeTokenizer from_parts(bool lowercase, std::vector<std::string> alphabet,
+                                 std::vector<std::pair<std::string, std::string>> merges,
+                                 const char* what = "from_parts");
   void save(const std::string& path) const;  // written to path.tmp, then renamed
 
   std::vector<std::string> tokenize(std::string_view text) const override;
