@@ -20,6 +20,7 @@ void usage(FILE* f) {
                "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
                "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
                "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
+               "  classify  label texts with a trained classifier and show what [CLS] attended to\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }

@@ -12,7 +12,9 @@
 namespace attn::cli {
 
 const std::vector<Command>& train_tasks() {
-  static const std::vector<Command> list = {};
+  static const std::vector<Command> list = {
+      {"classify", "text classifier (Chinese reviews by default) + naive Bayes baseline", run_train_classify},
+  };
   return list;
 }
 

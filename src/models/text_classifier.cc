@@ -1,0 +1,156 @@
+#include <attn/core/autograd.h>
+#include <attn/core/error.h>
+#include <attn/models/task_model.h>
+#include <attn/models/text_classifier.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace attn::models {
+
+json::Value char_tokenizer_options_json(const text::CharTokenizerOptions& o) {
+  using json::Value;
+  return Value::object({{"kind", Value::string("char")},
+                        {"group_ascii_alnum", Value::boolean(o.group_ascii_alnum)},
+                        {"keep_spaces", Value::boolean(o.keep_spaces)},
+                        {"fullwidth_to_ascii", Value::boolean(o.normalize.fullwidth_to_ascii)},
+                        {"lowercase_ascii", Value::boolean(o.normalize.lowercase_ascii)}});
+}
+
+text::CharTokenizerOptions char_tokenizer_options_from_json(const json::Value& v) {
+  ATTN_CHECK(v.is_object(), "classifier: tokenizer must be a JSON object; got ", json::type_name(v.type()));
+  ATTN_CHECK(v.at("kind").as_string() == "char", "classifier: tokenizer kind must be \"char\"; got \"",
+             v.at("kind").as_string(), "\"");
+  text::CharTokenizerOptions o;
+  o.group_ascii_alnum = v.at("group_ascii_alnum").as_bool();
+  o.keep_spaces = v.at("keep_spaces").as_bool();
+  o.normalize.fullwidth_to_ascii = v.at("fullwidth_to_ascii").as_bool();
+  o.normalize.lowercase_ascii = v.at("lowercase_ascii").as_bool();
+  return o;
+}
+
+TextClassifier::TextClassifier(const TransformerConfig& config, text::CharTokenizer tokenizer,
+                               std::vector<std::string> labels, int64_t max_len)
+    : tokenizer_(std::move(tokenizer)), labels_(std::move(labels)), max_len_(max_len) {
+  ATTN_CHECK(labels_.size() >= 2, "classifier: expected at least 2 labels; got ", labels_.size());
+  ATTN_CHECK(config.num_classes == static_cast<int64_t>(labels_.size()),
+             "classifier: config has num_classes ", config.num_classes, " but there are ", labels_.size(),
+             " labels");
+  ATTN_CHECK(config.src_vocab == tokenizer_.vocab().size(), "classifier: config has src_vocab ",
+             config.src_vocab, " but the vocabulary has ", tokenizer_.vocab().size(), " tokens");
+  ATTN_CHECK(max_len_ >= 2 && max_len_ <= config.max_len, "classifier: max_len must be in [2, ",
+             config.max_len, "] (the model's max_len); got ", max_len_);
+  model_ = std::make_unique<EncoderClassifier>(config);
+}
+
+json::Value TextClassifier::data_json() const {
+  using json::Value;
+  Value vocab = Value::array();
+  for (const auto& t : tokenizer_.vocab().tokens()) vocab.push_back(Value::string(t));
+  Value labels = Value::array();
+  for (const auto& l : labels_) labels.push_back(Value::string(l));
+  return Value::object({{"vocab", vocab},
+                        {"labels", labels},
+                        {"max_len", Value::integer(max_len_)},
+                        {"tokenizer", char_tokenizer_options_json(tokenizer_.options())}});
+}
+
+void TextClassifier::save(const std::string& path, const json::Value& extra) const {
+  json::Value data = data_json();
+  if (!extra.is_null()) {
+    ATTN_CHECK(extra.is_object(), "classifier: extra data must be a JSON object; got ",
+               json::type_name(extra.type()));
+    for (const auto& [k, v] : extra.members()) {
+      ATTN_CHECK(data.find(k) == nullptr, "classifier: extra data may not replace \"", k, "\"");
+      data.set(k, v);
+    }
+  }
+  save_task_model(path, kClassifyTask, model_->config(), data, model_->named_parameters());
+}
+
+std::unique_ptr<TextClassifier> TextClassifier::load(const std::string& path) {
+  const TaskModelHeader h = read_task_model(path, kClassifyTask);
+  const json::Value& d = h.data;
+  std::vector<std::string> tokens;
+  for (const auto& t : d.at("vocab").items()) tokens.push_back(t.as_string());
+  ATTN_CHECK(tokens.size() > static_cast<std::size_t>(text::Vocab::kNumSpecial), "classifier: ", path,
+             ": the vocabulary has ", tokens.size(), " entries; expected more than the ",
+             text::Vocab::kNumSpecial, " special tokens");
+  for (int32_t i = 0; i < text::Vocab::kNumSpecial; ++i)
+    ATTN_CHECK(tokens[i] == text::Vocab::special_tokens()[i], "classifier: ", path, ": vocabulary entry ", i,
+               " must be ", text::Vocab::special_tokens()[i], "; got ", tokens[i]);
+  tokens.erase(tokens.begin(), tokens.begin() + text::Vocab::kNumSpecial);
+  text::CharTokenizer tok(text::Vocab::from_tokens(tokens),
+                          char_tokenizer_options_from_json(d.at("tokenizer")));
+  std::vector<std::string> labels;
+  for (const auto& l : d.at("labels").items()) labels.push_back(l.as_string());
+  auto c = std::make_unique<TextClassifier>(h.config, std::move(tok), std::move(labels),
+                                            d.at("max_len").as_int64());
+  load_task_model_weights(path, c->model_->named_parameters());
+  c->model_->eval();
+  return c;
+}
+
+std::vector<Classification> TextClassifier::classify(const std::vector<std::string>& texts, bool attention,
+                                                     int64_t batch_size) {
+  ATTN_CHECK(batch_size >= 1, "classifier: batch_size must be >= 1; got ", batch_size);
+  NoGradGuard no_grad;
+  const bool was_training = model_->is_training();
+  model_->eval();
+  std::vector<Classification> out(texts.size());
+  std::vector<std::vector<int32_t>> ids(texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    Classification& r = out[i];
+    const std::vector<std::string> toks = tokenizer_.tokenize(texts[i]);
+    ATTN_CHECK(!toks.empty(), "classifier: text ", i + 1, " is empty after normalisation");
+    r.text_tokens = static_cast<int64_t>(toks.size());
+    const std::size_t keep = std::min<std::size_t>(toks.size(), static_cast<std::size_t>(max_len_ - 1));
+    r.truncated = keep < toks.size();
+    r.tokens.push_back(text::Vocab::special_tokens()[text::Vocab::kCls]);
+    r.unknown.push_back(false);
+    ids[i].push_back(text::Vocab::kCls);
+    for (std::size_t t = 0; t < keep; ++t) {
+      const int32_t id = tokenizer_.vocab().id(toks[t]);
+      ids[i].push_back(id);
+      r.tokens.push_back(toks[t]);
+      r.unknown.push_back(id == text::Vocab::kUnk);
+    }
+  }
+  const auto n = static_cast<int64_t>(texts.size());
+  for (int64_t b0 = 0; b0 < n; b0 += batch_size) {
+    const int64_t b1 = std::min(n, b0 + batch_size), B = b1 - b0;
+    int64_t L = 0;
+    for (int64_t i = b0; i < b1; ++i) L = std::max<int64_t>(L, static_cast<int64_t>(ids[i].size()));
+    std::vector<int64_t> flat(static_cast<std::size_t>(B * L), text::Vocab::kPad), lengths;
+    for (int64_t i = b0; i < b1; ++i) {
+      std::copy(ids[i].begin(), ids[i].end(), flat.begin() + (i - b0) * L);
+      lengths.push_back(static_cast<int64_t>(ids[i].size()));
+    }
+    ModelOutput o = model_->forward(Tensor::from(flat, {B, L}), lengths, Tensor(), attention);
+    const Tensor logits = o.logits.contiguous();  // [B, classes]
+    const int64_t C = logits.size(1);
+    for (int64_t i = b0; i < b1; ++i) {
+      Classification& r = out[i];
+      double m = -INFINITY;
+      for (int64_t c = 0; c < C; ++c) {
+        r.logits.push_back(logits.at({i - b0, c}));
+        m = std::max(m, r.logits.back());
+      }
+      double sum = 0;
+      for (double v : r.logits) sum += std::exp(v - m);
+      for (double v : r.logits) r.probs.push_back(std::exp(v - m) / sum);
+      r.label = static_cast<int32_t>(std::max_element(r.probs.begin(), r.probs.end()) - r.probs.begin());
+      for (const Tensor& w : o.cls_attention) {  // [B, H, L]
+        std::vector<std::vector<double>> per_head(static_cast<std::size_t>(w.size(1)));
+        for (int64_t h = 0; h < w.size(1); ++h)
+          for (int64_t k = 0; k < lengths[i - b0]; ++k) per_head[h].push_back(w.at({i - b0, h, k}));
+        r.attention.push_back(std::move(per_head));
+      }
+    }
+  }
+  model_->train(was_training);
+  return out;
+}
+
+}  // namespace attn::models
