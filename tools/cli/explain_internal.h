@@ -19,6 +19,10 @@
 #include "json.h"
 #include "table.h"
 
+namespace attn::cli {
+class Args;
+}  // namespace attn::cli
+
 namespace attn::cli::explain {
 
 // A small dense row-major matrix of doubles, for the step-by-step arithmetic.
@@ -147,9 +151,12 @@ struct ModelExample {
   std::vector<int64_t> ids;         // [L]
   int64_t layer = 0, head = 0;
   int64_t query = 0;      // position in tokens (0 = [CLS])
-  int64_t show_dims = 8;  // dimensions printed in the Q/K/V tables
+  int64_t show_dims = 4;  // dimensions printed in the Q/K/V tables
 };
 void model_walkthrough(const ModelExample& ex, Report& r);
+// Loads the classifier at `path` (attn train classify), tokenises `sentence` and runs
+// model_walkthrough with --layer, --head, --word, --dims from `args`.
+void model_mode(const std::string& path, const std::string& sentence, const Args& args, Report& r);
 
 void walkthrough(const Example& ex, int64_t query, Report& r);
 void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Report& r);

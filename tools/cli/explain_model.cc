@@ -8,12 +8,15 @@
 // captured for that layer, head and query row.
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
+#include <attn/models/text_classifier.h>
 #include <attn/ops/nn_functional.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 
+#include "args.h"
 #include "explain_internal.h"
 
 namespace attn::cli::explain {
@@ -218,7 +221,7 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
   }
   r.heading("Step 2-5. Scores, scale, exp, normalise");
   r.para("s_j = q(" + qw + std::string(")·k_j over all ") + std::to_string(D) +
-         " dimensions; divided by √d_k = " + fmt(sqrt_d, 3) +
+         " dimensions;\ndivided by √d_k = " + fmt(sqrt_d, 3) +
          std::string("; exp(s_j/√d_k − max) with max = ") + fmt(mx, 4) +
          std::string(" (the same weights, no overflow); weight_j = exp_j / ") + fmt(exp_sum, 4) + ".");
   {
@@ -289,6 +292,47 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
   j.set("captured_weights", Json::numbers(captured));
   j.set("max_diff_captured", max_diff_model);
   j.set("engine", std::move(engine_json));
+}
+
+void model_mode(const std::string& path, const std::string& sentence, const Args& args, Report& r) {
+  ATTN_CHECK(std::filesystem::exists(path), "--model: file '", path,
+             "' not found; train one with 'attn train classify'");
+  auto clf = models::TextClassifier::load(path);
+  const models::Classification c = clf->classify({sentence}, false).at(0);
+  ModelExample ex;
+  ex.model = &clf->model();
+  ex.model_name = std::filesystem::path(path).filename().string();
+  ex.tokens = c.tokens;
+  ex.ids.push_back(text::Vocab::kCls);
+  for (std::size_t t = 1; t < c.tokens.size(); ++t)
+    ex.ids.push_back(clf->tokenizer().vocab().id(c.tokens[t]));
+  const models::TransformerConfig& cfg = clf->model().config();
+  ATTN_CHECK(cfg.encoder_layers >= 1, "--model: the model has no encoder layers (no attention to explain)");
+  ex.layer = args.has("layer") ? args.integer("layer", 0, cfg.encoder_layers - 1) : cfg.encoder_layers - 1;
+  ex.head = args.has("head") ? args.integer("head", 0, cfg.heads - 1) : 0;
+  if (args.has("dims")) ex.show_dims = args.integer("dims", 1, 4096);
+  const int64_t L = static_cast<int64_t>(ex.tokens.size());
+  ex.query = 0;
+  if (args.has("word")) {
+    const std::string w = args.str("word");
+    const auto it = std::find(ex.tokens.begin(), ex.tokens.end(), w);
+    if (it != ex.tokens.end()) {
+      ex.query = it - ex.tokens.begin();
+    } else {
+      const bool numeric =
+          !w.empty() && w.size() < 10 && w.find_first_not_of("0123456789") == std::string::npos;
+      ATTN_CHECK(numeric, "--word: expected a token of the sentence [", join_words(ex.tokens),
+                 "] or a position 1..", L, "; got '", w, "'");
+      const int64_t pos = std::stoll(w);
+      ATTN_CHECK(pos >= 1 && pos <= L, "--word: position must be in [1, ", L, "] for [",
+                 join_words(ex.tokens), "]; got ", pos);
+      ex.query = pos - 1;
+    }
+  }
+  model_walkthrough(ex, r);
+  if (c.truncated)
+    r.para("(The sentence was cut to the model's max_len: " + std::to_string(L - 1) + " of " +
+           std::to_string(c.text_tokens) + " characters were read.)");
 }
 
 }  // namespace attn::cli::explain
