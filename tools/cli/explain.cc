@@ -66,7 +66,8 @@ const std::vector<OptionSpec>& explain_options() {
 }
 
 std::string help_text() {
-  return "usage: attn explain [options]\n\n"
+  return "usage: attn explain [options]\n"
+         "       attn explain --model FILE \"sentence\" [--layer L] [--head H] [--word W] [--json]\n\n"
          "Walks through Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V on the sentence\n"
          "今天 下雨 ， 我 没 带 伞 (\"it rained today, I didn't bring an umbrella\"): for the query\n"
          "word 没 it prints the embeddings and projections, the scores q·k_j, the division by √d_k,\n"
@@ -74,7 +75,7 @@ std::string help_text() {
          "then runs the attn engine on the same numbers and confirms that it agrees. The inputs are\n"
          "illustrative (hand-chosen, not learned); everything after them is computed.\n\n"
          "Modes (at most one; none = the walkthrough):\n"
-         "  --scores, --multi-head, --cost, --mask\n\n"
+         "  --scores, --multi-head, --cost, --mask, --model (a trained classifier's real Q, K, V)\n\n"
          "Options:\n" +
          format_options(explain_options()) +
          "\nExamples:\n"
