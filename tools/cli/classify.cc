@@ -119,10 +119,21 @@ std::vector<int64_t> top_attended(const models::Classification& c, int64_t layer
 
 namespace {
 
+// "  好 0.210  质 0.120 ..."; a character that occurs more than once in the
+// text is followed by its position ("好@7", [CLS] is position 0).
 std::string attended_line(const models::Classification& c, const std::vector<double>& w,
                           const std::vector<int64_t>& idx) {
   std::string s;
-  for (int64_t k : idx) s += "  " + c.tokens[k] + " " + fixed(w[k], 3);
+  for (int64_t k : idx) {
+    s += "  ";
+    s += c.tokens[k];
+    if (std::count(c.tokens.begin(), c.tokens.end(), c.tokens[k]) > 1) {
+      s += '@';
+      s += std::to_string(k);
+    }
+    s += " ";
+    s += fixed(w[k], 3);
+  }
   return s;
 }
 

@@ -73,9 +73,11 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"text-column", "C", "column (header name) or JSON member of the text (default text)"},
       {"label-column", "L", "column or JSON member of the label (default label)"},
       {"out", "DIR", "output folder (default runs/classify)"},
-      {"preset", "NAME", "quick (about 3.5 minutes of training) or full (8 minutes; the default)"},
+      {"preset", "NAME",
+       "quick (3.5 minutes, at most 4 epochs) or full (8 minutes, at most 6 epochs; the default)"},
       {"minutes", "M", "training time budget in minutes (the schedule is fitted to it)"},
       {"epochs", "E", "train for E epochs instead of a time budget"},
+      {"max-epochs", "E", "with a time budget: at most E epochs (default: 4 quick, 6 full)"},
       {"seed", "S", "seed of the split, the initialisation, dropout and batch order (default 1)"},
       {"max-len", "N", "tokens per example including [CLS] (default 100; longer texts are cut and counted)"},
       {"max-chars", "N",
@@ -104,6 +106,7 @@ struct Settings {
   std::string out = "runs/classify";
   double minutes = 8.0;
   int64_t epochs = 0;  // > 0: epoch mode
+  int64_t max_epochs = 6;
   uint64_t seed = 1;
   int64_t max_len = 100, max_chars = 4096, min_freq = 2;
   int64_t layers = 2, d_model = 128, heads = 4, d_ff = 0;
@@ -123,7 +126,8 @@ Settings parse_settings(const Args& a) {
   if (a.has("preset")) {
     const std::string p = a.str("preset");
     ATTN_CHECK(p == "quick" || p == "full", "--preset must be quick or full; got '", p, "'");
-    if (p == "quick") s.minutes = 3.5;
+    s.minutes = p == "quick" ? 3.5 : 8.0;
+    s.max_epochs = p == "quick" ? 4 : 6;
   }
   if (a.has("pos") || a.has("neg")) {
     ATTN_CHECK(a.has("pos") && a.has("neg"), "--pos and --neg go together; got only ",
@@ -142,6 +146,9 @@ Settings parse_settings(const Args& a) {
   ATTN_CHECK(!(a.has("minutes") && a.has("epochs")), "give --minutes or --epochs, not both");
   if (a.has("minutes")) s.minutes = parse_positive(a, "minutes", 24 * 60);
   if (a.has("epochs")) s.epochs = a.integer("epochs", 1, 10000);
+  ATTN_CHECK(!(a.has("max-epochs") && a.has("epochs")),
+             "--max-epochs goes with a time budget, not with --epochs");
+  if (a.has("max-epochs")) s.max_epochs = a.integer("max-epochs", 1, 10000);
   if (a.has("seed")) s.seed = static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX));
   if (a.has("max-len")) s.max_len = a.integer("max-len", 2, 4096);
   if (a.has("max-chars")) s.max_chars = a.integer("max-chars", 1, 1 << 24);
@@ -591,7 +598,7 @@ int run_train_classify(const std::vector<std::string>& args) {
         const double per_step = train_seconds / static_cast<double>(step);
         const int64_t est = step + static_cast<int64_t>((budget - train_seconds) / per_step);
         if (total == 0) warmup = std::max<int64_t>(probe_steps + 1, est / 20);
-        total = std::max(step + 1, std::min<int64_t>(est, 1000 * steps_per_epoch));
+        total = std::max(step + 1, std::min<int64_t>(est, s.max_epochs * steps_per_epoch));
       }
       const double eta = total > 0 ? train_seconds / step * static_cast<double>(total - step) : 0;
       progress.step(step, total, epoch, loss, static_cast<double>(tokens) / std::max(1e-9, train_seconds),
@@ -622,7 +629,10 @@ int run_train_classify(const std::vector<std::string>& args) {
         }
         if (end && !stop) {
           stop = true;
-          stop_reason = s.epochs > 0 ? "all epochs done" : "time budget reached";
+          stop_reason = s.epochs > 0 ? "all epochs done"
+                        : total >= s.max_epochs * steps_per_epoch
+                            ? "schedule done (--max-epochs " + std::to_string(s.max_epochs) + ")"
+                            : "time budget reached";
         }
       }
     }
