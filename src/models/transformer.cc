@@ -2,6 +2,7 @@
 #include <attn/models/transformer.h>
 #include <attn/ops/basic.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -274,18 +275,29 @@ bool operator==(const TransformerConfig& a, const TransformerConfig& b) {
 TokenEmbedder::TokenEmbedder(const TransformerConfig& c, const nn::Embedding* table, const nn::Embedding* pos)
     : c_(c), table_(table), pos_(pos) {}
 
-Tensor TokenEmbedder::forward(const Tensor& ids, int64_t offset, bool training,
-                              nn::DropoutSeeds& seeds) const {
-  const int64_t L = ids.size(1);
+Tensor TokenEmbedder::tokens(const Tensor& ids) const {
   Tensor x = table_->forward(ids);  // x: [B, L, C]
   if (c_.scale_embeddings) x = x * std::sqrt(static_cast<double>(c_.d_model));
-  if (c_.positions == Positions::sinusoidal) {
-    x = x + sinusoidal_positions(L, c_.d_model, offset);
-  } else if (c_.positions == Positions::learned) {
-    x = x + pos_->forward(position_ids(L, offset));
-  }
-  if (training && c_.dropout > 0) x = dropout(x, c_.dropout, true, seeds.next());
   return x;
+}
+
+Tensor TokenEmbedder::add_positions(const Tensor& x, int64_t offset, bool training,
+                                    nn::DropoutSeeds& seeds) const {
+  // x: [B, L, C]
+  const int64_t L = x.size(1);
+  Tensor y = x;
+  if (c_.positions == Positions::sinusoidal) {
+    y = y + sinusoidal_positions(L, c_.d_model, offset);
+  } else if (c_.positions == Positions::learned) {
+    y = y + pos_->forward(position_ids(L, offset));
+  }
+  if (training && c_.dropout > 0) y = dropout(y, c_.dropout, true, seeds.next());
+  return y;
+}
+
+Tensor TokenEmbedder::forward(const Tensor& ids, int64_t offset, bool training,
+                              nn::DropoutSeeds& seeds) const {
+  return add_positions(tokens(ids), offset, training, seeds);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,22 +401,54 @@ ModelOutput EncoderClassifier::forward(const Tensor& ids, const std::vector<int6
   nn::check_token_ids(ids, c_.src_vocab, "EncoderClassifier");
   check_length(c_, 0, ids.size(1), "EncoderClassifier");
   check_lengths(lengths, ids.size(0), ids.size(1), "EncoderClassifier");
-  Tensor x = TokenEmbedder(c_, embed_.get(), pos_.get()).forward(ids, 0, is_training(), seeds_);
-  if (trace != nullptr) trace->emplace_back("encoder.embed", x);
-  nn::AttentionCall call;
-  call.key_lengths = lengths;
+  ClassifierCall call;
+  call.lengths = lengths;
   call.capture = capture_cls;
-  call.capture_rows = {0};
+  call.trace = trace;
+  return forward_embeddings(embed_tokens(ids), call, labels);
+}
+
+Tensor EncoderClassifier::embed_tokens(const Tensor& ids) const {
+  nn::check_token_ids(ids, c_.src_vocab, "EncoderClassifier");
+  return TokenEmbedder(c_, embed_.get(), pos_.get()).tokens(ids);  // [B, L, C]
+}
+
+ModelOutput EncoderClassifier::forward_embeddings(const Tensor& tokens, const ClassifierCall& call,
+                                                  const Tensor& labels) {
+  // tokens: [B, L, C]
+  ATTN_CHECK(tokens.defined() && tokens.rank() == 3 && tokens.size(2) == c_.d_model,
+             "EncoderClassifier: token embeddings must be [B, L, ", c_.d_model, "]; got ",
+             tokens.defined() ? tokens.str() : "none");
+  const int64_t B = tokens.size(0), L = tokens.size(1);
+  ATTN_CHECK(L >= 1, "EncoderClassifier: expected at least one position (the [CLS] token); got ",
+             tokens.str());
+  check_length(c_, 0, L, "EncoderClassifier");
+  check_lengths(call.lengths, B, L, "EncoderClassifier");
+  const std::vector<int64_t> rows = call.capture_rows.empty() ? std::vector<int64_t>{0} : call.capture_rows;
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    ATTN_CHECK(rows[r] >= 0 && rows[r] < L, "EncoderClassifier: capture_rows[", r, "] must be in [0, ", L,
+               "); got ", rows[r]);
+  Tensor x = TokenEmbedder(c_, embed_.get(), pos_.get()).add_positions(tokens, 0, is_training(), seeds_);
+  if (call.trace != nullptr) call.trace->emplace_back("encoder.embed", x);
+  nn::AttentionCall acall;
+  acall.key_lengths = call.lengths;
+  acall.capture = call.capture;
+  acall.capture_rows = rows;
   ModelOutput out;
   std::vector<Tensor> weights;
-  Tensor h = encoder_->forward(x, call, trace, "encoder.", capture_cls ? &weights : nullptr);
-  Tensor cls = slice(h, 1, 0, 1);                                            // [B, 1, C]
-  out.logits = classifier_->forward(reshape(cls, {h.size(0), c_.d_model}));  // [B, classes]
-  if (trace != nullptr) trace->emplace_back("logits", out.logits);
-  for (auto& w : weights) out.cls_attention.push_back(w.select(2, 0));  // [B, H, Lk]
+  Tensor h = encoder_->forward(x, acall, call.trace, "encoder.", call.capture ? &weights : nullptr);
+  Tensor cls = slice(h, 1, 0, 1);                                    // [B, 1, C]
+  out.logits = classifier_->forward(reshape(cls, {B, c_.d_model}));  // [B, classes]
+  if (call.trace != nullptr) call.trace->emplace_back("logits", out.logits);
+  // cls_attention: the row of query 0, when it was captured.
+  const auto row0 = std::find(rows.begin(), rows.end(), int64_t{0});
+  for (auto& w : weights) {
+    if (row0 != rows.end()) out.cls_attention.push_back(w.select(2, row0 - rows.begin()));  // [B, H, Lk]
+    out.attention.push_back(w);  // [B, H, rows, Lk]
+  }
   if (labels.defined()) {
-    ATTN_CHECK(labels.rank() == 1 && labels.size(0) == ids.size(0), "EncoderClassifier: labels must be [",
-               ids.size(0), "]; got ", labels.str());
+    ATTN_CHECK(labels.rank() == 1 && labels.size(0) == B, "EncoderClassifier: labels must be [", B, "]; got ",
+               labels.str());
     CrossEntropyOptions o;
     o.label_smoothing = c_.label_smoothing;
     out.loss = cross_entropy(out.logits, labels, o);

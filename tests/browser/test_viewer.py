@@ -90,6 +90,21 @@ def crafted_export():
             "attention": [[layer0], [layer1]], "layer_names": ["L0", "L1"]}
 
 
+def attribution_export():
+    """[CLS] + 3 characters, 2 layers x 2 heads, and an attribution with both signs and a zero."""
+    toks = ["[CLS]", "好", "不", "坏"]
+    def rows(first):
+        return [first] + [[0.25, 0.25, 0.25, 0.25] for _ in range(3)]
+    layer0 = [rows([0.1, 0.6, 0.2, 0.1]), rows([0.3, 0.2, 0.4, 0.1])]
+    layer1 = [rows([0.05, 0.05, 0.1, 0.8]), rows([0.7, 0.1, 0.1, 0.1])]
+    return {"model": "crafted classifier", "text": "好不坏", "tokens": toks,
+            "attention": [[layer0], [layer1]],
+            "attribution": {"tokens": toks, "target": "pos", "baseline": "pad", "steps": 32,
+                            "completeness_error": 0.002,
+                            "methods": {"ig": [0.1, 0.8, -0.5, 0.0],
+                                        "input_x_grad": [-0.05, 0.3, 0.6, -0.2]}}}
+
+
 def long_export(n, heads, seed):
     rnd = random.Random(seed)
     toks = ["t%d" % i for i in range(n)]
@@ -112,7 +127,8 @@ class ViewerTest(unittest.TestCase):
             cls.pages[name] = cls.attn(args + ["--save-export", exp])
             with open(exp, encoding="utf-8") as f:
                 cls.exports[name] = json.load(f)
-        for name, data in (("crafted", crafted_export()), ("long", long_export(600, 2, 7))):
+        for name, data in (("crafted", crafted_export()), ("long", long_export(600, 2, 7)),
+                           ("attribution", attribution_export())):
             exp = os.path.join(cls.tmp, name + ".json")
             with open(exp, "w", encoding="utf-8") as f:
                 json.dump(data, f)
@@ -382,6 +398,92 @@ class ViewerTest(unittest.TestCase):
             f.write(svg)
         with open(os.path.join(self.art, "demo_head1.png"), "wb") as f:
             f.write(raw)
+
+    def assertBarsMatch(self, a, exp, method, layer, head):
+        vals = exp["attribution"]["methods"][method]
+        att = exp["attention"][layer][0]
+        heads = range(len(att)) if head == "all" else [head]
+        self.assertEqual(a["method"], method)
+        self.assertEqual((a["layer"], a["head"]), (layer, head))
+        self.assertEqual([r["token"] for r in a["rows"]], exp["tokens"])
+        big = max(abs(v) for v in vals)
+        widths = [r["bar"]["w"] for r in a["rows"]]
+        for r, v in zip(a["rows"], vals):
+            self.assertEqual(r["value"], v)
+            self.assertEqual(r["sign"], (v > 0) - (v < 0))
+            self.assertAlmostEqual(r["attention"], sum(att[h][0][r["index"]] for h in heads) / len(heads),
+                                   places=12)
+            # Bar length proportional to |score|; positive bars start at the zero line, negative end there.
+            self.assertAlmostEqual(r["bar"]["w"], max(widths) * abs(v) / big, places=6)
+            if v > 0:
+                self.assertGreaterEqual(r["bar"]["x"], a["zeroX"])
+            elif v < 0:
+                self.assertAlmostEqual(r["bar"]["x"] + r["bar"]["w"], a["zeroX"], places=6)
+            # The pixel in the middle of the bar has the sign's colour (blue +, red -); no bar for 0.
+            b = r["bar"]
+            if v == 0:
+                self.assertEqual(b["w"], 0)
+                continue
+            px = self.d.execute_script(
+                "return Array.from(document.getElementById('attr-canvas').getContext('2d')"
+                ".getImageData(arguments[0], arguments[1], 1, 1).data)",
+                int(b["x"] + b["w"] / 2), int(b["y"] + b["h"] / 2))
+            if v > 0:
+                self.assertGreater(px[2], px[0] + 80, "positive bar of %s: %s" % (r["token"], px))
+            else:
+                self.assertGreater(px[0], px[2] + 80, "negative bar of %s: %s" % (r["token"], px))
+
+    def test_attribution_bars_match_the_data(self):
+        st = self.load("attribution")
+        exp = self.exports["attribution"]
+        self.assertIsNone(st["error"])
+        self.assertIsNone(st["attributionError"])
+        self.assertTrue(self.d.find_element("id", "attr-canvas").is_displayed())
+        self.assertBarsMatch(st["attribution"], exp, "ig", 0, 0)
+        self.shot("attribution_ig_layer0")
+        st = self.select("head", "all")
+        self.assertBarsMatch(st["attribution"], exp, "ig", 0, "all")
+        st = self.select("layer", 1)
+        self.assertBarsMatch(st["attribution"], exp, "ig", 1, "all")
+        # The most attended character of layer 1 (坏, 0.8 for head 0) is not the most attributed (好).
+        rows = st["attribution"]["rows"][1:]
+        self.assertNotEqual(max(rows, key=lambda r: r["attention"])["token"],
+                            max(rows, key=lambda r: abs(r["value"]))["token"])
+        Select(self.d.find_element("id", "attr-method")).select_by_value("input_x_grad")
+        st = self.state()
+        self.assertBarsMatch(st["attribution"], exp, "input_x_grad", 1, "all")
+        self.assertIn("pos", self.d.find_element("id", "attr-meta").text)
+        self.assertIn("completeness error", self.d.find_element("id", "attr-meta").text)
+        self.shot("attribution_input_x_grad_layer1")
+        # Pages without an attribution show no attribution section.
+        st = self.load("crafted")
+        self.assertIsNone(st["attribution"])
+        self.assertFalse(self.d.find_element("id", "attr").is_displayed())
+
+    def test_invalid_attribution_is_reported_and_attention_still_shown(self):
+        with open(self.pages["attribution"], encoding="utf-8") as f:
+            html = f.read()
+        cases = {
+            "short": (html.replace('"ig":[0.1,0.8,-0.5,0]', '"ig":[0.1,0.8,-0.5]', 1),
+                      'has 3 scores; expected 4'),
+            "null": (html.replace('"ig":[0.1,0.8,-0.5,0]', '"ig":[0.1,null,-0.5,0]', 1), "finite number"),
+            "tokens": (html.replace('"attribution":{"tokens":["[CLS]","好","不","坏"]',
+                                    '"attribution":{"tokens":["[CLS]","好","不"]', 1), "3 tokens; expected 4"),
+        }
+        for name, (bad, needle) in cases.items():
+            self.assertNotEqual(bad, html, name)
+            path = os.path.join(self.tmp, "invalid_attr_%s.html" % name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(bad)
+            st = self.load(None, path)
+            self.assertIsNone(st["error"], name)  # the attention itself is fine
+            self.assertTrue(st["lines"], name)
+            self.assertIn(needle, st["attributionError"], name)
+            box = self.d.find_element("id", "attr-error")
+            self.assertTrue(box.is_displayed(), name)
+            self.assertIn(needle, box.text, name)
+            self.assertIsNone(st["attribution"], name)
+            self.shot("invalid_attr_" + name)
 
     def test_page_is_self_contained(self):
         with open(self.pages["demo"], encoding="utf-8") as f:

@@ -174,6 +174,24 @@ std::vector<BadExport> bad_exports() {
            layers_json(1, 1, 3, 3, uniform3) + "}",
        {"cross_attention layer 0, head 0, row 0 (decoder (target) 'p'): expected 2 columns (one per "
         "encoder (source) token); got 3"}});
+  // The optional attribution: tokens and scores must match the export's tokens.
+  const std::string ab =
+      "{\"tokens\":[\"a\",\"b\"],\"attention\":[[[[[0.5,0.5],[0.5,0.5]]]]],\"attribution\":";
+  v.push_back({"attribution_length",
+               ab + "{\"tokens\":[\"a\",\"b\"],\"methods\":{\"ig\":[0.5]}}}",
+               {"attribution method \"ig\" has 1 scores; expected 2 (one per token)"}});
+  v.push_back({"attribution_tokens",
+               ab + "{\"tokens\":[\"a\"],\"methods\":{\"ig\":[0.5]}}}",
+               {"attribution has 1 tokens; expected 2"}});
+  v.push_back({"attribution_token_text",
+               ab + "{\"tokens\":[\"a\",\"c\"],\"methods\":{\"ig\":[0.5,1]}}}",
+               {"attribution token 1 is 'c'; expected 'b'"}});
+  v.push_back({"attribution_null",
+               ab + "{\"tokens\":[\"a\",\"b\"],\"methods\":{\"ig\":[0.5,null]}}}",
+               {"attribution method \"ig\", token 1 ('b'): expected a number; got null", "NaN"}});
+  v.push_back({"attribution_no_methods",
+               ab + "{\"tokens\":[\"a\",\"b\"],\"methods\":{}}}",
+               {"attribution needs \"methods\""}});
   v.push_back({"mixed_layouts",
                "{\"tokens\":[\"a\"],\"attention\":[[[[[1]]]]],\"encoder_tokens\":[\"a\"]}",
                {"mixes the self-attention layout"}});
@@ -366,6 +384,41 @@ TEST(ViewPage, EmbeddedDataRoundTripsExactly) {
           EXPECT_EQ(a.at(l).at(std::size_t{0}).at(h).at(i).at(j).as_double(),
                     b.at(l).at(std::size_t{0}).at(h).at(i).at(j).as_double())
               << l << h << i << j;
+}
+
+TEST(ViewPage, AttributionRoundTripsExactly) {
+  const std::vector<std::string> tokens = {"[CLS]", "好", "</b>"};
+  const std::vector<double> ig = {0.0, 1.0 / 3, -2.0 / 7}, ixg = {1e-300, -0.1, 12345.678};
+  auto list = [](const std::vector<double>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ',';
+      s += num(v[i]);
+    }
+    return s + "]";
+  };
+  const std::string text = "{\"tokens\":" + tokens_json(tokens) +
+                           ",\"attention\":" + layers_json(2, 2, 3, 3, uniform3) +
+                           ",\"attribution\":{\"tokens\":" + tokens_json(tokens) +
+                           ",\"target\":\"pos\",\"steps\":16,\"completeness_error\":" + num(-1.0 / 9) +
+                           ",\"methods\":{\"ig\":" + list(ig) + ",\"input_x_grad\":" + list(ixg) + "}}}";
+  const fs::path in = write_temp("attr.json", text), out = temp_path("attr.html"),
+                 saved = temp_path("attr_saved.json");
+  const CliRun r =
+      run_cli("view '" + in.string() + "' -o '" + out.string() + "' --save-export '" + saved.string() + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const std::string& data : {embedded_data(read_text(out)), read_text(saved)}) {
+    const attn::json::Value e = attn::json::parse(data);
+    const auto& a = e.at("attribution");
+    EXPECT_EQ(a.at("target").as_string(), "pos");
+    EXPECT_EQ(a.at("steps").as_int64(), 16);
+    EXPECT_EQ(a.at("completeness_error").as_double(), -1.0 / 9);
+    EXPECT_TRUE(a.at("tokens") == attn::json::parse(tokens_json(tokens)));
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(a.at("methods").at("ig").at(i).as_double(), ig[i]);
+      EXPECT_EQ(a.at("methods").at("input_x_grad").at(i).as_double(), ixg[i]);
+    }
+  }
 }
 
 TEST(ViewPage, WritesNothingWhenTheDirectoryIsMissing) {

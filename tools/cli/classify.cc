@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "args.h"
+#include "attribution_report.h"
 #include "classify_internal.h"
 #include "commands.h"
 
@@ -211,14 +212,18 @@ json::Value classification_json(const std::string& text, const models::Classific
 namespace {
 
 const std::vector<OptionSpec>& classify_options() {
-  static const std::vector<OptionSpec> specs = {
-      {"model", "FILE", "the trained model (default runs/classify/model.attn, from 'attn train classify')"},
-      {"file", "FILE", "classify every non-blank line of FILE (UTF-8)"},
-      {"top", "N", "characters listed per layer and head (default 5)"},
-      {"heads", "", "also list the attention of every head"},
-      {"json", "", "print JSON (one object with a \"results\" array)"},
-      {"help", "", "this text"},
-  };
+  static const std::vector<OptionSpec> specs = [] {
+    std::vector<OptionSpec> v = {
+        {"model", "FILE", "the trained model (default runs/classify/model.attn, from 'attn train classify')"},
+        {"file", "FILE", "classify every non-blank line of FILE (UTF-8)"},
+        {"top", "N", "characters listed per layer and head (default 5)"},
+        {"heads", "", "also list the attention of every head"},
+        {"json", "", "print JSON (one object with a \"results\" array)"},
+        {"help", "", "this text"},
+    };
+    for (const auto& o : attrib::explain_options()) v.push_back(o);  // --explain and its options
+    return v;
+  }();
   return specs;
 }
 
@@ -273,7 +278,9 @@ int run_classify(const std::vector<std::string>& raw) {
   const Args opts(args, classify_options());
   if (opts.has("help")) {
     std::printf(
-        "usage: attn classify [--model FILE] [--heads] [--top N] [--json] TEXT... | --file FILE | -\n\n"
+        "usage: attn classify [--model FILE] [--heads] [--top N] [--json] TEXT... | --file FILE | -\n"
+        "       attn classify --explain [--target LABEL] [--steps M] [--baseline pad|zeros] [--export F] "
+        "TEXT\n\n"
         "Classifies each text with a model from 'attn train classify' and shows the label, its\n"
         "probability and the characters the [CLS] token attended to most in every layer (the\n"
         "attention weights the kernel computed, averaged over heads; --heads: per head).\n"
@@ -295,6 +302,9 @@ int run_classify(const std::vector<std::string>& raw) {
     texts = lines_of(read_all(std::cin), "stdin");
     ATTN_CHECK(!texts.empty(), "stdin: no text to classify");
   }
+  for (const auto& o : attrib::explain_options())
+    ATTN_CHECK(o.name == "explain" || !opts.has(o.name) || opts.has("explain"), "--", o.name,
+               " only applies with --explain");
   classify::PrintOptions po;
   if (opts.has("top")) po.top = opts.integer("top", 1, 1000);
   po.heads = opts.has("heads");
@@ -303,6 +313,7 @@ int run_classify(const std::vector<std::string>& raw) {
              "' not found; train one with 'attn train classify' or pass --model FILE");
   auto model = models::TextClassifier::load(model_path);
   const std::vector<models::Classification> results = model->classify(texts, true);
+  if (opts.has("explain")) return attrib::run_classify_explain(*model, model_path, texts, results, opts);
   if (opts.has("json")) {
     json::Value arr = json::Value::array();
     for (std::size_t i = 0; i < texts.size(); ++i)

@@ -50,6 +50,15 @@ const std::vector<OptionSpec>& explain_options() {
        "grid over the sentence, computed by the engine"},
       {"length", "L", "with --mask padding: the number of real tokens (0..N); the rest is padding"},
       {"window", "W", "with --mask window: each query sees keys at most W positions away"},
+      {"model", "FILE",
+       "a trained classifier (attn train classify): the walkthrough with its real\n"
+       "Q, K, V for the sentence given as an argument (or --sentence, as is)"},
+      {"layer", "L", "with --model: the encoder layer, from 0 (default: the last)"},
+      {"head", "H", "with --model: the head, from 0 (default 0)"},
+      {"word", "W",
+       "with --model: the query: a token of the sentence or its position counted\nfrom 1 with [CLS] = 1 "
+       "(default [CLS], what the classifier reads)"},
+      {"dims", "N", "with --model: dimensions shown in the Q/K/V table (default 4)"},
       {"json", "", "print the same content as one JSON object (for programs)"},
       {"help", "", "this text"},
   };
@@ -57,7 +66,8 @@ const std::vector<OptionSpec>& explain_options() {
 }
 
 std::string help_text() {
-  return "usage: attn explain [options]\n\n"
+  return "usage: attn explain [options]\n"
+         "       attn explain --model FILE \"sentence\" [--layer L] [--head H] [--word W] [--json]\n\n"
          "Walks through Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V on the sentence\n"
          "今天 下雨 ， 我 没 带 伞 (\"it rained today, I didn't bring an umbrella\"): for the query\n"
          "word 没 it prints the embeddings and projections, the scores q·k_j, the division by √d_k,\n"
@@ -65,7 +75,7 @@ std::string help_text() {
          "then runs the attn engine on the same numbers and confirms that it agrees. The inputs are\n"
          "illustrative (hand-chosen, not learned); everything after them is computed.\n\n"
          "Modes (at most one; none = the walkthrough):\n"
-         "  --scores, --multi-head, --cost, --mask\n\n"
+         "  --scores, --multi-head, --cost, --mask, --model (a trained classifier's real Q, K, V)\n\n"
          "Options:\n" +
          format_options(explain_options()) +
          "\nExamples:\n"
@@ -78,7 +88,8 @@ std::string help_text() {
          "  attn explain --mask causal\n"
          "  attn explain --mask padding --length 5\n"
          "  attn explain --mask window --window 1\n"
-         "  attn explain --json | python3 -m json.tool\n\n"
+         "  attn explain --json | python3 -m json.tool\n"
+         "  attn explain --model runs/classify/model.attn \"质量很好\" --layer 1 --head 2 --word 好\n\n"
          "Positions are counted from 1. Errors (unknown option, malformed number, query word not\n"
          "in the sentence, sizes <= 0, heads not dividing d_model) exit with status 1.\n"
          "More: docs/explain.md\n";
@@ -98,15 +109,32 @@ const std::vector<Mode>& modes() {
       {"multi-head", "--multi-head", {"heads", "query", "sentence", "seed"}},
       {"cost", "--cost", {"n", "d", "heads", "batch", "causal"}},
       {"mask", "--mask", {"length", "window", "causal", "sentence", "seed"}},
+      {"model", "--model", {"layer", "head", "word", "dims", "sentence"}},
   };
   return list;
 }
 
 }  // namespace
 
-int run_explain(const std::vector<std::string>& argv) {
+int run_explain(const std::vector<std::string>& raw) {
   using namespace explain;
+  // With --model the sentence may be a positional argument: taken out before the strict parser.
+  std::vector<std::string> argv, positional;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const std::string& a = raw[i];
+    if (a.rfind("--", 0) == 0) {
+      argv.push_back(a);
+      if (a.find('=') == std::string::npos)
+        for (const auto& o : explain_options())
+          if ("--" + o.name == a && !o.metavar.empty() && i + 1 < raw.size()) argv.push_back(raw[++i]);
+    } else {
+      positional.push_back(a);
+    }
+  }
   const Args args(argv, explain_options());
+  ATTN_CHECK(positional.empty() || args.has("model"), "unexpected argument '",
+             positional.empty() ? "" : positional[0],
+             "'; a sentence as an argument goes with --model FILE (else use --sentence \"W1 W2 ...\")");
   if (args.has("help")) {
     std::fputs(help_text().c_str(), stdout);
     return 0;
@@ -140,7 +168,7 @@ int run_explain(const std::vector<std::string>& argv) {
                          : kDefaultSeed;
     return sentence_example(words, seed);
   };
-  ATTN_CHECK(!args.has("seed") || args.has("sentence"),
+  ATTN_CHECK(!args.has("seed") || (args.has("sentence") && !args.has("model")),
              "--seed only applies with --sentence (the default sentence's embeddings are hand-chosen)");
   auto query = [&](const Example& ex) -> int64_t {
     if (args.has("query")) return resolve_query(ex, args.str("query"));
@@ -178,6 +206,11 @@ int run_explain(const std::vector<std::string>& argv) {
     p.batch = args.has("batch") ? args.integer("batch", 1, 1'000'000) : 1;
     p.causal = args.has("causal");
     cost(p, report);
+  } else if (flag == "model") {
+    ATTN_CHECK(positional.size() + args.has("sentence") == 1,
+               "--model needs one sentence (an argument or --sentence TEXT); got ",
+               positional.size() + args.has("sentence"));
+    model_mode(args.str("model"), args.has("sentence") ? args.str("sentence") : positional[0], args, report);
   } else if (flag == "mask") {
     const Example ex = example();
     MaskParams p;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <attn/core/tensor.h>
+#include <attn/models/transformer.h>
 
 #include <cstdint>
 #include <string>
@@ -17,6 +18,10 @@
 
 #include "json.h"
 #include "table.h"
+
+namespace attn::cli {
+class Args;
+}  // namespace attn::cli
 
 namespace attn::cli::explain {
 
@@ -138,6 +143,21 @@ double engine_tolerance(double base, double max_abs_logit, double max_abs_value)
 Tensor to_tensor4(const Mat& m, DType dt);
 
 // ---- the modes --------------------------------------------------------------
+// --model: a trained classifier's real Q, K, V (explain_model.cc).
+struct ModelExample {
+  models::EncoderClassifier* model = nullptr;
+  std::string model_name;           // for the title (the file name)
+  std::vector<std::string> tokens;  // "[CLS]" then the sentence's tokens
+  std::vector<int64_t> ids;         // [L]
+  int64_t layer = 0, head = 0;
+  int64_t query = 0;      // position in tokens (0 = [CLS])
+  int64_t show_dims = 4;  // dimensions printed in the Q/K/V tables
+};
+void model_walkthrough(const ModelExample& ex, Report& r);
+// Loads the classifier at `path` (attn train classify), tokenises `sentence` and runs
+// model_walkthrough with --layer, --head, --word, --dims from `args`.
+void model_mode(const std::string& path, const std::string& sentence, const Args& args, Report& r);
+
 void walkthrough(const Example& ex, int64_t query, Report& r);
 void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Report& r);
 void multi_head(const Example& ex, int64_t query, int64_t heads, Report& r);

@@ -142,6 +142,85 @@ void write_tokens(std::string& out, const std::string& key, const std::vector<st
   out += ']';
 }
 
+// root["attribution"] (see docs/viewer.md): every problem named with where and what.
+Attribution read_attribution(const json::Value& v, const std::vector<std::string>& tokens) {
+  ATTN_CHECK(v.is_object(), "export: \"attribution\" must be an object {\"tokens\", \"methods\", ...}; got ",
+             json::type_name(v.type()));
+  Attribution a;
+  a.tokens = read_tokens(v, "tokens");
+  ATTN_CHECK(a.tokens.size() == tokens.size(), "export: attribution has ", a.tokens.size(),
+             " tokens; expected ", tokens.size(), " (one per token of \"tokens\")");
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    ATTN_CHECK(a.tokens[i] == tokens[i], "export: attribution token ", i, " is '", a.tokens[i],
+               "'; expected '", tokens[i], "' as in \"tokens\"");
+  a.target = optional_string(v, "target");
+  a.baseline = optional_string(v, "baseline");
+  if (const json::Value* s = v.find("steps")) {
+    ATTN_CHECK(s->is_integer() && s->as_int64() >= 1,
+               "export: attribution \"steps\" must be an integer >= 1");
+    a.steps = s->as_int64();
+  }
+  if (const json::Value* c = v.find("completeness_error")) {
+    ATTN_CHECK(c->is_number(), "export: attribution \"completeness_error\" must be a number; got ",
+               json::type_name(c->type()));
+    a.has_completeness = true;
+    a.completeness_error = c->as_double();
+  }
+  const json::Value* m = v.find("methods");
+  ATTN_CHECK(m != nullptr && m->is_object() && m->size() > 0,
+             "export: attribution needs \"methods\": an object of name -> [one score per token], e.g. "
+             "{\"ig\": [...]}");
+  for (const auto& [name, scores] : m->members()) {
+    const std::string where = "export: attribution method \"" + name + "\"";
+    ATTN_CHECK(scores.is_array(), where, " must be an array of numbers; got ",
+               json::type_name(scores.type()));
+    ATTN_CHECK(scores.size() == tokens.size(), where, " has ", scores.size(), " scores; expected ",
+               tokens.size(), " (one per token)");
+    std::vector<double> vals;
+    for (std::size_t i = 0; i < scores.size(); ++i) {
+      const json::Value& x = scores.at(i);
+      ATTN_CHECK(x.is_number(), where, ", token ", i, " (", quoted_token(tokens, static_cast<int64_t>(i)),
+                 "): expected a number; got ", json::type_name(x.type()),
+                 x.is_null() ? " (NaN or infinity written as null?)" : "");
+      vals.push_back(x.as_double());
+    }
+    a.methods.emplace_back(name, std::move(vals));
+  }
+  return a;
+}
+
+void write_attribution(std::string& out, const Attribution& a) {
+  write_json_string(out, "attribution");
+  out += ":{";
+  write_tokens(out, "tokens", a.tokens);
+  if (!a.target.empty()) {
+    out += ',';
+    write_json_string(out, "target");
+    out += ':';
+    write_json_string(out, a.target);
+  }
+  if (!a.baseline.empty()) {
+    out += ',';
+    write_json_string(out, "baseline");
+    out += ':';
+    write_json_string(out, a.baseline);
+  }
+  if (a.steps > 0) out += ",\"steps\":" + std::to_string(a.steps);
+  if (a.has_completeness) out += ",\"completeness_error\":" + json_number(a.completeness_error);
+  out += ",\"methods\":{";
+  for (std::size_t k = 0; k < a.methods.size(); ++k) {
+    if (k) out += ',';
+    write_json_string(out, a.methods[k].first);
+    out += ":[";
+    for (std::size_t i = 0; i < a.methods[k].second.size(); ++i) {
+      if (i) out += ',';
+      out += json_number(a.methods[k].second[i]);
+    }
+    out += ']';
+  }
+  out += "}}";
+}
+
 }  // namespace
 
 const AttentionSet& Export::set(const std::string& key) const {
@@ -200,6 +279,12 @@ Export parse_export(std::string_view text) {
       e.sets.push_back(read_set(root, "cross_attention", "cross-attention", e.decoder_tokens,
                                 e.encoder_tokens, "decoder (target)", "encoder (source)"));
   }
+  if (const json::Value* attr = root.find("attribution")) {
+    ATTN_CHECK(!e.encoder_decoder,
+               "export: \"attribution\" goes with the self-attention layout (\"tokens\"/\"attention\"); "
+               "got it in an encoder-decoder export");
+    e.attribution = read_attribution(*attr, e.tokens);
+  }
   if (const json::Value* names = root.find("layer_names")) {
     ATTN_CHECK(names->is_array(), "export: \"layer_names\" must be an array of strings; got ",
                json::type_name(names->type()));
@@ -249,6 +334,10 @@ std::string export_json(const Export& e) {
   for (const auto& s : e.sets) {
     comma();
     write_set(out, s);
+  }
+  if (e.attribution) {
+    comma();
+    write_attribution(out, *e.attribution);
   }
   out += "}";
   return out;

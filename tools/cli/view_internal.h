@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace attn::cli::view {
@@ -36,6 +38,19 @@ struct AttentionSet {
   std::vector<Layer> layers;
 };
 
+// Optional: an attribution of a classifier's prediction to the tokens, shown next
+// to the attention ("attribution" in the export; self-attention layout only).
+struct Attribution {
+  std::vector<std::string> tokens;  // as many as the export's tokens
+  std::string target;               // the explained class ("" when absent)
+  std::string baseline;             // integrated gradients' baseline ("" when absent)
+  int64_t steps = 0;                // integrated gradients' steps (0 when absent)
+  bool has_completeness = false;
+  double completeness_error = 0;  // Σ IG − (f(x) − f(baseline))
+  // name -> one score per token ("ig", "input_x_grad", ...), in the export's order.
+  std::vector<std::pair<std::string, std::vector<double>>> methods;
+};
+
 struct Export {
   bool encoder_decoder = false;
   std::string model, text;                                  // optional ("" when absent)
@@ -43,6 +58,7 @@ struct Export {
   std::vector<std::string> tokens;                          // self-attention layout
   std::vector<std::string> encoder_tokens, decoder_tokens;  // encoder-decoder layout
   std::vector<AttentionSet> sets;  // "attention", or encoder, decoder, cross (those present)
+  std::optional<Attribution> attribution;
 
   const AttentionSet& set(const std::string& key) const;  // throws naming the keys present
 };

@@ -77,6 +77,9 @@ struct ModelOutput {
   Tensor loss;    // rank 0, when targets were given
   // EncoderClassifier with capture: per layer, [B, H, Lk] attention of position 0 ([CLS]).
   std::vector<Tensor> cls_attention;
+  // EncoderClassifier::forward_embeddings with capture: per layer, [B, H, rows, Lk] attention of
+  // the query rows ClassifierCall::capture_rows.
+  std::vector<Tensor> attention;
 };
 
 // Shared embedding + positions: emb(ids) · sqrt(d) (if scaled) + PE, then dropout.
@@ -84,7 +87,12 @@ class TokenEmbedder {
  public:
   TokenEmbedder(const TransformerConfig& c, const nn::Embedding* table, const nn::Embedding* pos);
   // ids: [B, L] -> [B, L, C]; position of ids[:, 0] is `offset`.
+  // Equals add_positions(tokens(ids), offset, training, seeds).
   Tensor forward(const Tensor& ids, int64_t offset, bool training, nn::DropoutSeeds& seeds) const;
+  // The token part: ids [B, L] -> emb(ids) · sqrt(d) (if scaled), [B, L, C].
+  Tensor tokens(const Tensor& ids) const;
+  // x: [B, L, C] token part -> + positions (sinusoidal or learned; none for rope), then dropout.
+  Tensor add_positions(const Tensor& x, int64_t offset, bool training, nn::DropoutSeeds& seeds) const;
 
  private:
   const TransformerConfig& c_;
@@ -129,14 +137,30 @@ class EncoderDecoder : public nn::Module {
   std::unique_ptr<nn::Linear> lm_head_;
 };
 
+// What EncoderClassifier::forward_embeddings computes besides the logits.
+struct ClassifierCall {
+  std::vector<int64_t> lengths;       // empty or B valid lengths (key padding)
+  bool capture = false;               // fill ModelOutput::cls_attention and ::attention
+  std::vector<int64_t> capture_rows;  // query rows of ModelOutput::attention (empty = {0}, [CLS])
+  nn::Trace* trace = nullptr;
+};
+
 class EncoderClassifier : public nn::Module {
  public:
   explicit EncoderClassifier(const TransformerConfig& config);
   const TransformerConfig& config() const { return c_; }
   // ids: [B, L] (position 0 is [CLS]); lengths: empty or B valid lengths;
   // labels: [B] class ids or undefined; capture_cls: fill cls_attention.
+  // Equals forward_embeddings(embed_tokens(ids), ...).
   ModelOutput forward(const Tensor& ids, const std::vector<int64_t>& lengths, const Tensor& labels = Tensor(),
                       bool capture_cls = false, nn::Trace* trace = nullptr);
+  // The token part of the input embeddings (no positions, no dropout):
+  // ids [B, L] -> embed(ids) · sqrt(d_model) when scale_embeddings, [B, L, C].
+  Tensor embed_tokens(const Tensor& ids) const;
+  // The forward pass from token embeddings (for gradients with respect to them,
+  // models/attribution.h): tokens [B, L, C] -> + positions -> encoder -> logits.
+  ModelOutput forward_embeddings(const Tensor& tokens, const ClassifierCall& call,
+                                 const Tensor& labels = Tensor());
 
  private:
   TransformerConfig c_;

@@ -1,0 +1,308 @@
+// Tests of `attn classify --explain` and `attn explain --model`: a small
+// classifier is built and saved here through the library (seeded, untrained:
+// the numbers only need to be the model's own), the built binary is run on it,
+// and what it prints is compared with the library's attribution and with a
+// computation from the model's parameters in this file.
+#include <attn/core/autograd.h>
+#include <attn/io/json.h>
+#include <attn/models/attribution.h>
+#include <attn/models/text_classifier.h>
+#include <attn/ops/basic.h>
+#include <attn/ops/nn_functional.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "testing/cli_runner.h"
+#include "testing/testing.h"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+using attn::testing::CliRun;
+using attn::testing::run_attn;
+using models::TextClassifier;
+using models::TransformerConfig;
+
+const std::vector<std::string> kTexts = {"这个东西质量很好，物流也快", "太差了，不会再买",
+                                         "房间干净，服务周到", "书的内容很一般"};
+const std::string kSentence = "质量很好，物流也快";
+
+struct ModelCase {
+  std::string name;
+  bool pre_norm;
+  models::Positions positions;
+  int64_t kv_heads;
+};
+
+fs::path temp_path(const std::string& name) {
+  return fs::path(::testing::TempDir()) / ("attn_attrib_" + std::to_string(::getpid()) + "_" + name);
+}
+
+// A seeded micro classifier saved as a task model file; returns its path.
+std::string save_model(const ModelCase& c) {
+  text::CharTokenizer tok = text::CharTokenizer::train(kTexts, {});
+  TransformerConfig cfg = TransformerConfig::preset("micro");
+  cfg.src_vocab = tok.vocab().size();
+  cfg.num_classes = 2;
+  cfg.encoder_layers = 2;
+  cfg.heads = 4;
+  cfg.kv_heads = c.kv_heads;
+  cfg.pre_norm = c.pre_norm;
+  cfg.positions = c.positions;
+  cfg.activation = nn::Activation::gelu;
+  cfg.max_len = 24;
+  cfg.seed = 17;
+  TextClassifier clf(cfg, tok, {"neg", "pos"}, 24);
+  // Non-zero biases and norm parameters, so that every term of the projections shows.
+  uint64_t seed = 900;
+  for (auto& [name, p] : clf.model().named_parameters()) {
+    if (name.find("bias") == std::string::npos && name.find("norm") == std::string::npos) continue;
+    const bool w = name.ends_with("weight");
+    p.detach().copy_from(testing::random_uniform(p.shape(), ++seed, w ? 0.7 : -0.2, w ? 1.3 : 0.2));
+  }
+  const std::string path = temp_path(c.name + ".attn").string();
+  clf.save(path);
+  return path;
+}
+
+std::vector<double> numbers(const json::Value& a) {
+  std::vector<double> v;
+  for (const auto& x : a.items()) v.push_back(x.as_double());
+  return v;
+}
+
+void expect_near(const std::vector<double>& a, const std::vector<double>& b, double tol,
+                 const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " [" << i << "]";
+}
+
+// The ids the model reads for `text`: [CLS] + its characters.
+std::vector<int64_t> ids_of(TextClassifier& clf, const std::string& text) {
+  const auto c = clf.classify({text}, false).at(0);
+  std::vector<int64_t> ids = {text::Vocab::kCls};
+  for (std::size_t t = 1; t < c.tokens.size(); ++t) ids.push_back(clf.tokenizer().vocab().id(c.tokens[t]));
+  return ids;
+}
+
+class ClassifyExplain : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(ClassifyExplain, JsonMatchesTheLibraryAndTheModel) {
+  const std::string path = save_model(GetParam());
+  const CliRun r = run_attn("classify --model '" + path + "' --explain --steps 16 --target pos --json '" +
+                            kSentence + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::Value doc = json::parse(r.out);
+  const json::Value& res = doc.at("results").at(std::size_t{0});
+  const json::Value& ex = res.at("explain");
+  auto clf = TextClassifier::load(path);
+  const std::vector<int64_t> ids = ids_of(*clf, kSentence);
+  models::AttributionOptions o;
+  o.steps = 16;
+  o.target = 1;  // "pos"
+  const models::Attribution a = models::attribute(clf->model(), ids, o);
+  EXPECT_EQ(ex.at("target").as_string(), "pos");
+  EXPECT_EQ(ex.at("label").as_string(), res.at("label").as_string());
+  EXPECT_EQ(ex.at("tokens").size(), ids.size());
+  const json::Value& at = ex.at("attribution");
+  expect_near(numbers(at.at("ig")), a.integrated_gradients, 1e-6, "ig");
+  expect_near(numbers(at.at("input_x_grad")), a.input_x_grad, 1e-6, "input_x_grad");
+  expect_near(numbers(at.at("input_x_grad_norm")), a.input_x_grad_norm, 1e-6, "input_x_grad_norm");
+  EXPECT_NEAR(at.at("completeness_error").as_double(), a.completeness_error, 1e-6);
+  EXPECT_NEAR(at.at("ig_sum").as_double() - (at.at("f_input").as_double() - at.at("f_baseline").as_double()),
+              at.at("completeness_error").as_double(), 1e-9);
+  // The attention columns are classify's own [CLS] attention (head means), last layer and mean of layers.
+  const json::Value& cls_att = res.at("attention");
+  const std::vector<double> last = numbers(cls_att.at(cls_att.size() - 1).at("mean"));
+  expect_near(numbers(ex.at("attention").at("last_layer")), last, 1e-6, "attention last layer");
+  std::vector<double> mean(ids.size(), 0.0);
+  for (const auto& l : cls_att.items()) {
+    const auto m = numbers(l.at("mean"));
+    for (std::size_t j = 0; j < m.size(); ++j) mean[j] += m[j] / static_cast<double>(cls_att.size());
+  }
+  expect_near(numbers(ex.at("attention").at("mean_over_layers")), mean, 1e-6, "attention mean");
+  // Rank correlation over the characters ([CLS] left out) of attention and |IG|.
+  std::vector<double> att_w(last.begin() + 1, last.end()), ig_w;
+  for (std::size_t j = 1; j < ids.size(); ++j) ig_w.push_back(std::fabs(a.integrated_gradients[j]));
+  EXPECT_NEAR(ex.at("rank_correlation").at("attention_last_vs_abs_ig").as_double(),
+              models::spearman(att_w, ig_w), 1e-9);
+  // The ranking is sorted by |IG|.
+  const json::Value& ranking = ex.at("ranking");
+  ASSERT_EQ(ranking.size(), ids.size());
+  for (std::size_t k = 1; k < ranking.size(); ++k)
+    EXPECT_GE(std::fabs(ranking.at(k - 1).at("ig").as_double()),
+              std::fabs(ranking.at(k).at("ig").as_double()));
+  EXPECT_NE(ex.at("note").as_string().find("Attention is not explanation"), std::string::npos);
+}
+
+TEST_P(ClassifyExplain, TextTableAndExportForTheViewer) {
+  const std::string path = save_model(GetParam());
+  const fs::path exp = temp_path(GetParam().name + "_export.json"),
+                 page = temp_path(GetParam().name + ".html");
+  const CliRun r = run_attn("classify --model '" + path + "' --explain --export '" + exp.string() + "' '" +
+                            kSentence + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"Attention next to attribution", "attention of [CLS]", "input×grad", "Spearman",
+                        "completeness error", "Attention is not explanation", "attn view"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " in\n" << r.out;
+  // The first ranked row is the character with the largest |IG|.
+  auto clf = TextClassifier::load(path);
+  const std::vector<int64_t> ids = ids_of(*clf, kSentence);
+  const models::Attribution a = models::attribute(clf->model(), ids, {});
+  const auto best = std::max_element(a.integrated_gradients.begin(), a.integrated_gradients.end(),
+                                     [](double x, double y) { return std::fabs(x) < std::fabs(y); }) -
+                    a.integrated_gradients.begin();
+  const auto tokens = clf->classify({kSentence}, false).at(0).tokens;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line) && line.find("----  --") == std::string::npos) {
+  }
+  ASSERT_TRUE(std::getline(lines, line));
+  std::istringstream first(line);
+  std::string rank, pos, tok;
+  first >> rank >> pos >> tok;
+  EXPECT_EQ(rank, "1");
+  EXPECT_EQ(pos, std::to_string(best));
+  EXPECT_EQ(tok, tokens[best]);
+  // The export: every layer's [1, H, L, L] attention, its row 0 is [CLS]'s, and the attribution.
+  std::ifstream f(exp);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const json::Value e = json::parse(ss.str());
+  const std::size_t L = ids.size();
+  ASSERT_EQ(e.at("tokens").size(), L);
+  ASSERT_EQ(e.at("attention").size(), a.cls_attention.size());
+  for (std::size_t l = 0; l < a.cls_attention.size(); ++l) {
+    const json::Value& heads = e.at("attention").at(l).at(std::size_t{0});
+    std::vector<double> row0(L, 0.0);
+    for (const auto& h : heads.items()) {
+      ASSERT_EQ(h.size(), L);
+      const auto r0 = numbers(h.at(std::size_t{0}));
+      for (std::size_t j = 0; j < L; ++j) row0[j] += r0[j] / static_cast<double>(heads.size());
+    }
+    expect_near(row0, a.cls_attention[l], 1e-6, "export row 0, layer " + std::to_string(l));
+  }
+  const json::Value& at = e.at("attribution");
+  EXPECT_EQ(at.at("target").as_string(), a.target == 1 ? "pos" : "neg");
+  expect_near(numbers(at.at("methods").at("ig")), a.integrated_gradients, 1e-6, "export ig");
+  expect_near(numbers(at.at("methods").at("input_x_grad")), a.input_x_grad, 1e-6, "export input_x_grad");
+  // attn view accepts it.
+  const CliRun v = run_attn("view '" + exp.string() + "' -o '" + page.string() + "'");
+  EXPECT_EQ(v.status, 0) << v.err;
+  EXPECT_TRUE(fs::exists(page));
+}
+
+// attn explain --model: the JSON's Q, K, V are the layer input projected by this
+// head's rows of the model's W_Q, W_K, W_V (computed here from the parameters),
+// the weights are their softmax and equal what the model captured.
+TEST_P(ClassifyExplain, ExplainModelUsesTheRealProjections) {
+  const ModelCase& mc = GetParam();
+  const std::string path = save_model(mc);
+  const int64_t layer = 1, head = 3;
+  const CliRun r = run_attn("explain --model '" + path + "' '" + kSentence + "' --layer " +
+                            std::to_string(layer) + " --head " + std::to_string(head) + " --word 好 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::Value j = json::parse(r.out);
+  EXPECT_EQ(j.at("mode").as_string(), "model");
+  EXPECT_EQ(j.at("query").at("token").as_string(), "好");
+  const int64_t qi = j.at("query").at("position").as_int64() - 1;
+  auto clf = TextClassifier::load(path);
+  models::EncoderClassifier& m = clf->model();
+  const TransformerConfig& c = m.config();
+  const std::vector<int64_t> ids = ids_of(*clf, kSentence);
+  const int64_t L = static_cast<int64_t>(ids.size()), D = c.head_dim();
+  const int64_t kvh = head / (c.heads / (c.kv_heads == 0 ? c.heads : c.kv_heads));
+  EXPECT_EQ(j.at("kv_head").as_int64(), kvh);
+  // The layer input from a trace, and the captured weights of row qi.
+  m.eval();
+  NoGradGuard ng;
+  nn::Trace trace;
+  models::ClassifierCall call;
+  call.capture = true;
+  call.capture_rows = {qi};
+  call.trace = &trace;
+  const auto out = m.forward_embeddings(m.embed_tokens(Tensor::from(ids, {1, L})), call);
+  Tensor x;
+  for (const auto& [n, t] : trace)
+    if (n == "encoder.layers.0") x = t;
+  ASSERT_TRUE(x.defined());
+  Tensor a = x;  // [1, L, C]
+  std::map<std::string, Tensor> p;
+  for (const auto& [n, t] : m.named_parameters()) p[n] = t;
+  const std::string pre = "encoder.layers.1.";
+  if (c.pre_norm) a = layer_norm(x, p[pre + "norm1.weight"], p[pre + "norm1.bias"], c.norm_eps);
+  auto proj = [&](const std::string& w, int64_t h) {
+    Tensor full = linear(a, p[pre + "self_attn." + w + ".weight"], p[pre + "self_attn." + w + ".bias"]);
+    return full.slice(2, h * D, (h + 1) * D).contiguous().reshape({1, 1, L, D});  // [1, 1, L, D]
+  };
+  Tensor q = proj("w_q", head), k = proj("w_k", kvh), v = proj("w_v", kvh);
+  if (c.positions == models::Positions::rope) q = rope(q), k = rope(k);
+  const auto flat = [](const json::Value& mtx) {
+    std::vector<double> f;
+    for (const auto& row : mtx.items())
+      for (const auto& x : row.items()) f.push_back(x.as_double());
+    return f;
+  };
+  expect_near(flat(j.at("Q")), q.to_vector(), 2e-5, "Q");
+  expect_near(flat(j.at("K")), k.to_vector(), 2e-5, "K");
+  expect_near(flat(j.at("V")), v.to_vector(), 2e-5, "V");
+  const json::Value& st = j.at("steps");
+  const std::vector<double> scaled = numbers(st.at("scaled")), w = numbers(st.at("weights"));
+  const double mx = *std::max_element(scaled.begin(), scaled.end());
+  double z = 0;
+  for (double s : scaled) z += std::exp(s - mx);
+  for (int64_t i = 0; i < L; ++i) EXPECT_NEAR(w[i], std::exp(scaled[i] - mx) / z, 1e-12);
+  const std::vector<double> captured =
+      out.attention[layer].select(0, 0).select(0, head).select(0, 0).to_vector();
+  expect_near(w, captured, 1e-5, "weights vs captured");
+  expect_near(numbers(j.at("captured_weights")), captured, 1e-7, "captured in JSON");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ClassifyExplain,
+                         ::testing::Values(ModelCase{"prenorm_learned", true, models::Positions::learned, 0},
+                                           ModelCase{"postnorm_sinusoidal", false,
+                                                     models::Positions::sinusoidal, 0},
+                                           ModelCase{"prenorm_rope_gqa", true, models::Positions::rope, 2}),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(ClassifyExplainErrors, BadOptionsAreRefused) {
+  const std::string path = save_model({"errors", true, models::Positions::learned, 0});
+  struct Bad {
+    std::string args;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Bad> cases = {
+      {"classify --model '" + path + "' --steps 8 好", {"--steps only applies with --explain"}},
+      {"classify --model '" + path + "' --explain --target maybe 好", {"--target", "neg, pos", "maybe"}},
+      {"classify --model '" + path + "' --explain --baseline mean 好", {"pad", "zeros", "mean"}},
+      {"classify --model '" + path + "' --explain --steps 0 好", {"--steps"}},
+      {"classify --model '" + path + "' --explain --export x.json 好 差", {"--export", "one text", "got 2"}},
+      {"explain --model '" + path + "' 好 --layer 2", {"--layer"}},
+      {"explain --model '" + path + "' 好 --head 4", {"--head"}},
+      {"explain --model '" + path + "' 好 --word 猫", {"--word", "猫"}},
+      {"explain --model '" + path + "' 好 --word 9", {"--word", "[1, 2]", "9"}},
+      {"explain --model '" + path + "'", {"--model needs one sentence"}},
+      {"explain 好", {"unexpected argument", "--model"}},
+      {"explain --layer 1", {"--layer", "--model"}},
+      {"explain --model /no/such/file.attn 好", {"not found"}},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = run_attn(c.args);
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.out;
+    for (const auto& e : c.expected) EXPECT_NE(r.err.find(e), std::string::npos) << c.args << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,257 @@
+#include "attribution_report.h"
+
+#include <attn/core/autograd.h>
+#include <attn/core/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "explain_internal.h"
+#include "table.h"
+
+namespace attn::cli::attrib {
+
+const char* const kNotExplanation =
+    "Attention is not explanation. The attention columns say where [CLS] looked; the attribution\n"
+    "columns say how much each character changed the score of the explained class (integrated\n"
+    "gradients: its share of f(text) - f(baseline); input x gradient: the first-order effect).\n"
+    "A character can receive much attention and change nothing (its value vector may carry little),\n"
+    "and one with little attention can decide the class. Compare the two before reading the\n"
+    "attention as a reason.";
+
+namespace {
+
+using explain::fmt;
+
+std::string signed_fmt(double v, int decimals) {
+  const std::string s = fmt(v, decimals);
+  return s[0] == '-' || s.find_first_not_of("0.") == std::string::npos ? s : "+" + s;
+}
+
+// A bar of |v| / scale over `width` cells, '+' side right (█), '-' side left (▒).
+std::string signed_bar(double v, double scale, int width) {
+  const std::string b = explain::bar(scale > 0 ? std::fabs(v) / scale : 0.0, width);
+  if (v >= 0) return b;
+  std::string s;
+  for (std::size_t i = 0; i < b.size() / 3; ++i) s += "▒";
+  return s;
+}
+
+std::vector<double> without_cls(const std::vector<double>& v) { return {v.begin() + 1, v.end()}; }
+std::vector<double> absolute(const std::vector<double>& v) {
+  std::vector<double> a;
+  for (double x : v) a.push_back(std::fabs(x));
+  return a;
+}
+
+double rho(const std::vector<double>& att, const std::vector<double>& attribution) {
+  if (att.size() < 3) return 0.0;  // [CLS] + fewer than 2 tokens
+  return models::spearman(without_cls(att), without_cls(absolute(attribution)));
+}
+
+json::Value numbers(const std::vector<double>& v) {
+  std::vector<json::Value> items;
+  for (double x : v) items.push_back(json::Value::number(std::isfinite(x) ? x : 0.0));
+  return json::Value::array(std::move(items));
+}
+json::Value strings(const std::vector<std::string>& v) {
+  std::vector<json::Value> items;
+  for (const auto& s : v) items.push_back(json::Value::string(s));
+  return json::Value::array(std::move(items));
+}
+
+// Token indices sorted by decreasing |IG| ([CLS] included, last on ties).
+std::vector<int64_t> order_by_ig(const Result& r) {
+  const auto& ig = r.a.integrated_gradients;
+  std::vector<int64_t> idx(ig.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int64_t a, int64_t b) { return std::fabs(ig[a]) > std::fabs(ig[b]); });
+  return idx;
+}
+
+}  // namespace
+
+Result run(models::EncoderClassifier& model, const Input& input, const Options& options) {
+  ATTN_CHECK(input.tokens.size() == input.ids.size() && !input.ids.empty(),
+             "attribution: expected one token per id (at least [CLS]); got ", input.tokens.size(),
+             " tokens and ", input.ids.size(), " ids");
+  ATTN_CHECK(static_cast<int64_t>(input.labels.size()) == model.config().num_classes,
+             "attribution: expected ", model.config().num_classes, " labels (the model's classes); got ",
+             input.labels.size());
+  models::AttributionOptions o = options.attribution;
+  if (!options.target.empty()) {
+    const auto it = std::find(input.labels.begin(), input.labels.end(), options.target);
+    std::string names;
+    for (const auto& l : input.labels) names += (names.empty() ? "" : ", ") + l;
+    ATTN_CHECK(it != input.labels.end(), "--target: expected one of the model's labels (", names, "); got '",
+               options.target, "'");
+    o.target = it - input.labels.begin();
+  }
+  Result r;
+  r.a = models::attribute(model, input.ids, o);
+  const auto L = input.ids.size();
+  r.attention_last = r.a.cls_attention.empty() ? std::vector<double>(L, 0.0) : r.a.cls_attention.back();
+  r.attention_mean.assign(L, 0.0);
+  for (const auto& layer : r.a.cls_attention)
+    for (std::size_t j = 0; j < L; ++j)
+      r.attention_mean[j] += layer[j] / static_cast<double>(r.a.cls_attention.size());
+  r.rho_last_ig = rho(r.attention_last, r.a.integrated_gradients);
+  r.rho_mean_ig = rho(r.attention_mean, r.a.integrated_gradients);
+  r.rho_last_ixg = rho(r.attention_last, r.a.input_x_grad);
+  return r;
+}
+
+std::string format_report(const Input& input, const Result& r) {
+  const auto& a = r.a;
+  const std::string& target = input.labels[a.target];
+  std::string s;
+  s += "Attention next to attribution (explained class: " + target +
+       (a.target == a.predicted ? ", the predicted one" : ", predicted: " + input.labels[a.predicted]) +
+       "; p = " + fmt(a.probs[a.target], 3) + ", logit f = " + fmt(a.logits[a.target], 3) + ")\n";
+  if (input.truncated)
+    s += "(the text was cut to the model's max_len: only the characters below were read)\n";
+  s += "\n";
+  double max_ig = 0;
+  for (double v : a.integrated_gradients) max_ig = std::max(max_ig, std::fabs(v));
+  const std::size_t layers = a.cls_attention.size();
+  Table t({{"rank", Align::right},
+           {"#", Align::right},
+           {"char", Align::left},
+           {"last layer", Align::right},
+           {"mean of " + std::to_string(layers), Align::right},
+           {"IG", Align::right},
+           {"", Align::left},
+           {"input×grad", Align::right}});
+  t.group("attention of [CLS]", 3, 2).group("attribution to " + target, 5, 3);
+  const auto order = order_by_ig(r);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const int64_t i = order[k];
+    t.row({std::to_string(k + 1), std::to_string(i), input.tokens[i], fmt(r.attention_last[i], 3),
+           fmt(r.attention_mean[i], 3), signed_fmt(a.integrated_gradients[i], 3),
+           signed_bar(a.integrated_gradients[i], max_ig, 12), signed_fmt(a.input_x_grad[i], 3)});
+  }
+  for (const auto& line : t.lines()) s += line + "\n";
+  s += "\n  █ pushes towards " + target + ", ▒ pushes away; # is the position (0 = [CLS]).\n\n";
+  const auto n_words = input.tokens.size() - 1;
+  if (n_words >= 2) {
+    s += "Rank correlation (Spearman, over the " + std::to_string(n_words) +
+         " characters, [CLS] left out) of the attention with |attribution|:\n";
+    s += "  last-layer attention vs |IG|          " + signed_fmt(r.rho_last_ig, 2) + "\n";
+    s += "  mean-over-layers attention vs |IG|    " + signed_fmt(r.rho_mean_ig, 2) + "\n";
+    s += "  last-layer attention vs |input×grad|  " + signed_fmt(r.rho_last_ixg, 2) + "\n";
+    s += "  (1: the same order, 0: unrelated, -1: reversed)\n\n";
+  }
+  s += "Integrated gradients: baseline " +
+       std::string(a.baseline == models::AttributionBaseline::pad ? "[PAD] at every position"
+                                                                  : "zero token embeddings") +
+       " (positions kept), " + std::to_string(a.steps) + " steps (trapezoid).\n";
+  s += "  sum of IG = " + fmt(a.ig_sum, 4) + ", f(text) - f(baseline) = " + fmt(a.f_input, 4) + " - " +
+       fmt(a.f_baseline, 4) + " = " + fmt(a.f_input - a.f_baseline, 4) + ": completeness error " +
+       signed_fmt(a.completeness_error, 4) + "\n";
+  const double span = std::max(1e-9, std::fabs(a.f_input - a.f_baseline));
+  if (std::fabs(a.completeness_error) > 0.05 * span)
+    s += "  The error is more than 5% of the difference: raise --steps for a converged attribution.\n";
+  s += "\n" + std::string(kNotExplanation) + "\n";
+  return s;
+}
+
+json::Value report_json(const Input& input, const Result& r) {
+  const auto& a = r.a;
+  json::Value j = json::Value::object();
+  j.set("text", json::Value::string(input.text));
+  j.set("label", json::Value::string(input.labels[a.predicted]));
+  j.set("target", json::Value::string(input.labels[a.target]));
+  j.set("probabilities", numbers(a.probs));
+  j.set("logits", numbers(a.logits));
+  j.set("labels", strings(input.labels));
+  j.set("tokens", strings(input.tokens));
+  j.set("truncated", json::Value::boolean(input.truncated));
+  json::Value att = json::Value::object();
+  att.set("last_layer", numbers(r.attention_last));
+  att.set("mean_over_layers", numbers(r.attention_mean));
+  std::vector<json::Value> per_layer;
+  for (const auto& l : a.cls_attention) per_layer.push_back(numbers(l));
+  att.set("layers", json::Value::array(std::move(per_layer)));
+  j.set("attention", std::move(att));
+  json::Value at = json::Value::object();
+  at.set("ig", numbers(a.integrated_gradients));
+  at.set("input_x_grad", numbers(a.input_x_grad));
+  at.set("input_x_grad_norm", numbers(a.input_x_grad_norm));
+  at.set("baseline", json::Value::string(models::baseline_name(a.baseline)));
+  at.set("steps", json::Value::integer(a.steps));
+  at.set("f_input", json::Value::number(a.f_input));
+  at.set("f_baseline", json::Value::number(a.f_baseline));
+  at.set("ig_sum", json::Value::number(a.ig_sum));
+  at.set("completeness_error", json::Value::number(a.completeness_error));
+  j.set("attribution", std::move(at));
+  json::Value rc = json::Value::object();
+  rc.set("attention_last_vs_abs_ig", json::Value::number(r.rho_last_ig));
+  rc.set("attention_mean_vs_abs_ig", json::Value::number(r.rho_mean_ig));
+  rc.set("attention_last_vs_abs_input_x_grad", json::Value::number(r.rho_last_ixg));
+  j.set("rank_correlation", std::move(rc));
+  std::vector<json::Value> ranking;
+  for (int64_t i : order_by_ig(r)) {
+    json::Value e = json::Value::object();
+    e.set("position", json::Value::integer(i));
+    e.set("token", json::Value::string(input.tokens[i]));
+    e.set("ig", json::Value::number(a.integrated_gradients[i]));
+    e.set("input_x_grad", json::Value::number(a.input_x_grad[i]));
+    e.set("attention_last", json::Value::number(r.attention_last[i]));
+    e.set("attention_mean", json::Value::number(r.attention_mean[i]));
+    ranking.push_back(std::move(e));
+  }
+  j.set("ranking", json::Value::array(std::move(ranking)));
+  j.set("note", json::Value::string(kNotExplanation));
+  return j;
+}
+
+view::Export make_export(models::EncoderClassifier& model, const Input& input, const Result& r,
+                         const std::string& model_name) {
+  const int64_t L = static_cast<int64_t>(input.ids.size());
+  view::Export e;
+  e.model = model_name;
+  e.text = input.text;
+  e.tokens = input.tokens;
+  view::AttentionSet set;
+  set.key = "attention";
+  set.label = "self-attention";
+  set.row_tokens = set.col_tokens = input.tokens;
+  {
+    NoGradGuard ng;
+    const bool was_training = model.is_training();
+    model.eval();
+    models::ClassifierCall call;
+    call.capture = true;
+    for (int64_t i = 0; i < L; ++i) call.capture_rows.push_back(i);
+    const models::ModelOutput out =
+        model.forward_embeddings(model.embed_tokens(Tensor::from(input.ids, {1, L})), call);
+    model.train(was_training);
+    for (const Tensor& w : out.attention) {  // w: [1, H, L, L]
+      view::Layer layer;
+      layer.heads = w.size(1);
+      layer.rows = layer.cols = L;
+      layer.w = w.to_vector();
+      set.layers.push_back(std::move(layer));
+    }
+  }
+  for (std::size_t l = 0; l < set.layers.size(); ++l) e.layer_names.push_back("layer " + std::to_string(l));
+  e.sets.push_back(std::move(set));
+  view::Attribution at;
+  at.tokens = input.tokens;
+  at.target = input.labels[r.a.target];
+  at.baseline = models::baseline_name(r.a.baseline);
+  at.steps = r.a.steps;
+  at.has_completeness = true;
+  at.completeness_error = r.a.completeness_error;
+  at.methods = {{"ig", r.a.integrated_gradients},
+                {"input_x_grad", r.a.input_x_grad},
+                {"input_x_grad_norm", r.a.input_x_grad_norm}};
+  e.attribution = std::move(at);
+  // The export is validated as `attn view` would read it (shapes, row sums).
+  return view::parse_export(view::export_json(e));
+}
+
+}  // namespace attn::cli::attrib

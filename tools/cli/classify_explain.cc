@@ -1,0 +1,88 @@
+// `attn classify --explain`: next to the attention [CLS] pays, the attribution
+// of the prediction to every character (attribution_report.h), as text, JSON
+// (--json) and a viewer export (--export FILE, with the attribution).
+#include <attn/core/error.h>
+#include <attn/models/text_classifier.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "attribution_report.h"
+#include "classify_internal.h"
+
+namespace attn::cli::attrib {
+
+Input input_of(const models::TextClassifier& model, const std::string& text,
+               const models::Classification& c) {
+  Input in;
+  in.text = text;
+  in.tokens = c.tokens;
+  in.labels = model.labels();
+  in.truncated = c.truncated;
+  in.ids.push_back(text::Vocab::kCls);
+  for (std::size_t t = 1; t < c.tokens.size(); ++t)
+    in.ids.push_back(model.tokenizer().vocab().id(c.tokens[t]));
+  return in;
+}
+
+const std::vector<OptionSpec>& explain_options() {
+  static const std::vector<OptionSpec> specs = {
+      {"explain", "",
+       "next to the attention of [CLS], the attribution of the prediction to each\n"
+       "character (integrated gradients and input x gradient), sorted by |attribution|,\n"
+       "with the rank correlation between the two (docs/attribution.md)"},
+      {"target", "LABEL", "with --explain: the class to explain (default: the predicted one)"},
+      {"steps", "M",
+       "with --explain: integrated-gradients steps (default 32; raise it when the\ncompleteness error is "
+       "large)"},
+      {"baseline", "KIND", "with --explain: pad (every character [PAD], the default) or zeros"},
+      {"export", "FILE",
+       "with --explain and one text: write a viewer export (attn view FILE -o page.html)\nwith every layer's "
+       "attention and the attribution"},
+  };
+  return specs;
+}
+
+int run_classify_explain(models::TextClassifier& model, const std::string& model_path,
+                         const std::vector<std::string>& texts,
+                         const std::vector<models::Classification>& results, const Args& opts) {
+  Options o;
+  if (opts.has("target")) o.target = opts.str("target");
+  if (opts.has("steps")) o.attribution.steps = opts.integer("steps", 1, 10000);
+  if (opts.has("baseline")) o.attribution.baseline = models::parse_baseline(opts.str("baseline"));
+  ATTN_CHECK(!opts.has("export") || texts.size() == 1, "--export writes the export of one text; got ",
+             texts.size(), " texts");
+  classify::PrintOptions po;
+  if (opts.has("top")) po.top = opts.integer("top", 1, 1000);
+  po.heads = opts.has("heads");
+  json::Value arr = json::Value::array();
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const Input in = input_of(model, texts[i], results[i]);
+    const Result r = run(model.model(), in, o);
+    if (opts.has("json")) {
+      json::Value j = classify::classification_json(texts[i], results[i], model.labels(), po);
+      j.set("explain", report_json(in, r));
+      arr.push_back(std::move(j));
+    } else {
+      if (i > 0) std::printf("\n");
+      std::fputs(classify::format_classification(texts[i], results[i], model.labels(), po).c_str(), stdout);
+      std::printf("\n");
+      std::fputs(format_report(in, r).c_str(), stdout);
+    }
+    if (opts.has("export")) {
+      const view::Export e =
+          make_export(model.model(), in, r, std::filesystem::path(model_path).filename().string());
+      classify::write_atomically(opts.str("export"), view::export_json(e) + "\n");
+      if (!opts.has("json"))
+        std::printf("\nwrote %s: open it with  attn view %s -o page.html\n", opts.str("export").c_str(),
+                    opts.str("export").c_str());
+    }
+  }
+  if (opts.has("json")) {
+    json::Value doc = json::Value::object({{"model", json::Value::string(model_path)}, {"results", arr}});
+    std::printf("%s\n", json::dump(doc, 2).c_str());
+  }
+  return 0;
+}
+
+}  // namespace attn::cli::attrib

@@ -1,0 +1,338 @@
+// `attn explain --model FILE "sentence" --layer L --head H --word W`: the
+// walkthrough's steps with a trained classifier's real Q, K, V. The layer's
+// input is taken from the model's own forward pass (embeddings and the layers
+// before it, nn::Trace), normalised by norm1 for pre-norm models, then projected
+// by the head's rows of W_Q, W_K, W_V (+ biases, + rotary positions for rope
+// models). Every step after that is plain arithmetic in double, checked against
+// attn::attention on the same matrices AND against the weights the model itself
+// captured for that layer, head and query row.
+#include <attn/core/autograd.h>
+#include <attn/core/error.h>
+#include <attn/models/text_classifier.h>
+#include <attn/ops/nn_functional.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "args.h"
+#include "explain_internal.h"
+
+namespace attn::cli::explain {
+namespace {
+
+const Tensor& param(const NamedParams& ps, const std::string& name) {
+  for (const auto& [n, p] : ps)
+    if (n == name) return p;
+  throw Error("explain --model: the model has no parameter '" + name + "'");
+}
+
+Mat to_mat(const std::vector<double>& v, int64_t rows, int64_t cols) {
+  Mat m(rows, cols);
+  m.v = v;
+  return m;
+}
+
+// y = x·W[r0:r0+n]ᵀ + b[r0:r0+n]: x [L, C], W [out, C] -> [L, n]
+Mat project(const Mat& x, const Tensor& w, const Tensor& b, int64_t r0, int64_t n) {
+  const int64_t C = x.cols;
+  const std::vector<double> wv = w.to_vector();
+  const std::vector<double> bv = b.defined() ? b.to_vector() : std::vector<double>();
+  Mat y(x.rows, n);
+  for (int64_t i = 0; i < x.rows; ++i)
+    for (int64_t d = 0; d < n; ++d) {
+      double s = bv.empty() ? 0.0 : bv[r0 + d];
+      for (int64_t c = 0; c < C; ++c) s += x(i, c) * wv[(r0 + d) * C + c];
+      y(i, d) = s;
+    }
+  return y;
+}
+
+Mat norm_rows(const Mat& x, const models::TransformerConfig& c, const Tensor& w, const Tensor& b) {
+  const std::vector<double> wv = w.to_vector();
+  const std::vector<double> bv = b.defined() ? b.to_vector() : std::vector<double>(x.cols, 0.0);
+  Mat y(x.rows, x.cols);
+  for (int64_t i = 0; i < x.rows; ++i) {
+    const std::vector<double> r = x.row(i);
+    const double n = static_cast<double>(x.cols);
+    double mean = 0, var = 0;
+    if (c.norm == nn::NormKind::layer_norm) {
+      mean = std::accumulate(r.begin(), r.end(), 0.0) / n;
+      for (double v : r) var += (v - mean) * (v - mean) / n;
+    } else {
+      for (double v : r) var += v * v / n;
+    }
+    const double inv = 1.0 / std::sqrt(var + c.norm_eps);
+    for (int64_t j = 0; j < x.cols; ++j) y(i, j) = (r[j] - mean) * inv * wv[j] + bv[j];
+  }
+  return y;
+}
+
+Mat apply_rope(const Mat& m, double base) {
+  Tensor t = Tensor::from(m.v, {1, 1, m.rows, m.cols});
+  RopeOptions o;
+  o.layout = RopeLayout::half_split;
+  o.base = base;
+  return to_mat(rope(t, o).to_vector(), m.rows, m.cols);
+}
+
+std::string cell(const std::string& tok) { return tok.size() > 24 ? tok.substr(0, 24) + "…" : tok; }
+
+}  // namespace
+
+void model_walkthrough(const ModelExample& ex, Report& r) {
+  models::EncoderClassifier& m = *ex.model;
+  const models::TransformerConfig& c = m.config();
+  const int64_t L = static_cast<int64_t>(ex.ids.size()), C = c.d_model, H = c.heads, D = c.head_dim();
+  const int64_t Hkv = c.kv_heads == 0 ? H : c.kv_heads, kvh = ex.head / (H / Hkv);
+  const int64_t qi = ex.query, layer = ex.layer, head = ex.head;
+  ATTN_CHECK(layer >= 0 && layer < c.encoder_layers, "--layer: expected 0..", c.encoder_layers - 1,
+             " (the model has ", c.encoder_layers, " layers); got ", layer);
+  ATTN_CHECK(head >= 0 && head < H, "--head: expected 0..", H - 1, " (the model has ", H, " heads); got ",
+             head);
+  ATTN_CHECK(qi >= 0 && qi < L, "--word: position out of range");
+  const std::string& qw = ex.tokens[qi];
+  const int64_t show = std::min<int64_t>(ex.show_dims, D);
+
+  // ---- the layer's input from the model's own forward pass ----
+  const bool was_training = m.is_training();
+  m.eval();
+  NoGradGuard ng;
+  nn::Trace trace;
+  models::ClassifierCall call;
+  call.capture = true;
+  call.capture_rows = {qi};
+  call.trace = &trace;
+  const Tensor ids = Tensor::from(ex.ids, {1, L});
+  const models::ModelOutput out = m.forward_embeddings(m.embed_tokens(ids), call);
+  m.train(was_training);
+  const std::string in_name =
+      layer == 0 ? "encoder.embed" : std::string("encoder.layers.") + std::to_string(layer - 1);
+  Tensor x_in;
+  for (const auto& [n, t] : trace)
+    if (n == in_name) x_in = t;
+  ATTN_CHECK(x_in.defined(), "explain --model: the forward pass recorded no '", in_name, "'");
+  const Mat X = to_mat(x_in.to_vector(), L, C);  // [L, C]
+  const NamedParams ps = m.named_parameters();
+  const std::string pre = std::string("encoder.layers.") + std::to_string(layer) + ".";
+  auto opt_param = [&](const std::string& n) -> Tensor {
+    for (const auto& [k, p] : ps)
+      if (k == n) return p;
+    return Tensor();
+  };
+  const Mat A =
+      c.pre_norm ? norm_rows(X, c, param(ps, pre + "norm1.weight"), opt_param(pre + "norm1.bias")) : X;
+  Mat Q =
+      project(A, param(ps, pre + "self_attn.w_q.weight"), opt_param(pre + "self_attn.w_q.bias"), head * D, D);
+  Mat K =
+      project(A, param(ps, pre + "self_attn.w_k.weight"), opt_param(pre + "self_attn.w_k.bias"), kvh * D, D);
+  const Mat V =
+      project(A, param(ps, pre + "self_attn.w_v.weight"), opt_param(pre + "self_attn.w_v.bias"), kvh * D, D);
+  const bool rope = c.positions == models::Positions::rope;
+  if (rope) Q = apply_rope(Q, c.rope_base), K = apply_rope(K, c.rope_base);
+  const std::vector<double> q = Q.row(qi);
+
+  // ---- the arithmetic ----
+  const double sqrt_d = std::sqrt(static_cast<double>(D));
+  std::vector<double> score(L), scaled(L), ex_(L), weight(L);
+  for (int64_t j = 0; j < L; ++j) score[j] = dot(q, K.row(j)), scaled[j] = score[j] / sqrt_d;
+  const double mx = *std::max_element(scaled.begin(), scaled.end());
+  for (int64_t j = 0; j < L; ++j) ex_[j] = std::exp(scaled[j] - mx);
+  const double exp_sum = std::accumulate(ex_.begin(), ex_.end(), 0.0);
+  for (int64_t j = 0; j < L; ++j) weight[j] = ex_[j] / exp_sum;
+  std::vector<double> z(D, 0.0);
+  for (int64_t j = 0; j < L; ++j)
+    for (int64_t d = 0; d < D; ++d) z[d] += weight[j] * V(j, d);
+  std::vector<int64_t> order(L);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return weight[a] > weight[b]; });
+
+  // The model's own captured weights of this layer, head and query row.
+  const Tensor cap = out.attention.at(layer).select(0, 0).select(0, head).select(0, 0);  // [L]
+  const std::vector<double> captured = cap.to_vector();
+  double max_diff_model = 0;
+  for (int64_t j = 0; j < L; ++j)
+    max_diff_model = std::max(max_diff_model, std::fabs(captured[j] - weight[j]));
+  const double model_tol = 1e-4;
+  ATTN_CHECK(max_diff_model <= model_tol,
+             "explain --model: the step-by-step weights differ from the model's ", "captured weights by ",
+             max_diff_model, " (tolerance ", model_tol, "); this is a bug in attn");
+
+  // ---- text ----
+  const std::string where =
+      std::string("layer ") + std::to_string(layer) + std::string(", head ") + std::to_string(head);
+  r.title("attn explain --model: real Q, K, V of " + ex.model_name + ", " + where);
+  r.para(
+      "  Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V\n\n"
+      "The same steps as `attn explain`, with the numbers of a trained model: its embeddings, the layers\n"
+      "before this one and this head's rows of W_Q, W_K, W_V. Nothing here is hand-chosen.");
+  r.line(std::string("Sentence:   ") + join_words(ex.tokens) + std::string("   (") + std::to_string(L) +
+         " tokens; [CLS] is position 1)");
+  r.line("Query:      " + qw + std::string("   (position ") + std::to_string(qi + 1) +
+         "): which tokens does it attend to in " + where + "?");
+  r.line(std::string("Sizes:      d_model = ") + std::to_string(C) + std::string(", ") + std::to_string(H) +
+         " heads, d_k = " + std::to_string(D) +
+         (Hkv != H
+              ? std::string(" (grouped-query: this head reads key/value head ") + std::to_string(kvh) + ")"
+              : std::string()) +
+         std::string(", ") + std::to_string(c.encoder_layers) + " layers.");
+  r.line();
+  r.heading("Step 1. The layer's input and the projections");
+  {
+    std::string p = "x_i = ";
+    if (layer == 0) {
+      p += "the embeddings (token";
+      if (c.scale_embeddings) p += " · √d_model";
+      p += " + position) of each token";
+    } else {
+      p += "the output of layer ";
+      p += std::to_string(layer - 1);
+    }
+    if (c.pre_norm) p += ", then norm1 (pre-norm model)";
+    p += ".\nq_i = x_i·W_Qᵀ, k_i = x_i·W_Kᵀ, v_i = x_i·W_Vᵀ";
+    if (c.bias) p += " (+ biases)";
+    p += " with this head's ";
+    p += std::to_string(D);
+    p += " rows of each projection";
+    p += rope ? ";\nthen rotary positions (attn::rope, half-split) on q and k." : ".";
+    if (show < D) {
+      p += "\nThe tables show the first ";
+      p += std::to_string(show);
+      p += " of the ";
+      p += std::to_string(D);
+      p += " dimensions (--dims N for more); every sum below uses all of them.";
+    }
+    r.para(p);
+  }
+  {
+    std::vector<Table::Column> cols = {{"#", Align::right}, {"token", Align::left}};
+    for (int g = 0; g < 3; ++g)
+      for (int64_t d = 0; d < show; ++d) cols.push_back({std::string("d") + std::to_string(d), Align::right});
+    Table t(cols);
+    t.group("q", 2, static_cast<int>(show)).group("k", 2 + show, show).group("v", 2 + 2 * show, show);
+    for (int64_t i = 0; i < L; ++i) {
+      std::vector<std::string> row = {std::to_string(i + 1), cell(ex.tokens[i])};
+      for (const Mat* mm : std::initializer_list<const Mat*>{&Q, &K, &V})
+        for (int64_t d = 0; d < show; ++d) row.push_back(fmt((*mm)(i, d), 3));
+      t.row(row);
+    }
+    r.table(t);
+  }
+  r.heading("Step 2-5. Scores, scale, exp, normalise");
+  r.para("s_j = q(" + qw + std::string(")·k_j over all ") + std::to_string(D) +
+         " dimensions;\ndivided by √d_k = " + fmt(sqrt_d, 3) +
+         std::string("; exp(s_j/√d_k − max) with max = ") + fmt(mx, 4) +
+         std::string(" (the same weights, no overflow); weight_j = exp_j / ") + fmt(exp_sum, 4) + ".");
+  {
+    Table t({{"#", Align::right},
+             {"token", Align::left},
+             {"s_j = q·k_j", Align::right},
+             {std::string("s_j / ") + fmt(sqrt_d, 3), Align::right},
+             {"exp(· − max)", Align::right},
+             {"weight", Align::right},
+             {"captured", Align::right}});
+    for (int64_t j = 0; j < L; ++j)
+      t.row({std::to_string(j + 1), cell(ex.tokens[j]), fmt(score[j], 4), fmt(scaled[j], 4), fmt(ex_[j], 4),
+             fmt(weight[j], 4), fmt(captured[j], 4)});
+    r.table(t);
+  }
+  r.para(std::string(
+             "\"captured\" is the weight the model itself produced in its forward pass (fused kernel,\n") +
+         "options.capture): the largest difference from the arithmetic is " + fmt(max_diff_model, 8) + ".");
+  r.heading("Step 6. Output: z = sum over j of weight_j · v_j");
+  {
+    std::string zs = "[";
+    for (int64_t d = 0; d < show; ++d) zs += (d ? ", " : "") + fmt(z[d], 4);
+    r.para("z(" + qw + ") = " + zs + (show < D ? ", ...]" : "]") + std::string("  (") + std::to_string(D) +
+           std::string(" dimensions; then W_O mixes the heads back into d_model = ") + std::to_string(C) +
+           ")");
+  }
+  r.heading("Which tokens win: the attention of " + qw + ", ranked");
+  {
+    Table t({{"rank", Align::right},
+             {"#", Align::right},
+             {"token", Align::left},
+             {"weight", Align::right},
+             {"", Align::left}});
+    for (int64_t k = 0; k < std::min<int64_t>(L, 10); ++k)
+      t.row({std::to_string(k + 1), std::to_string(order[k] + 1), cell(ex.tokens[order[k]]),
+             fmt(weight[order[k]], 4), bar(weight[order[k]], 30)});
+    r.table(t);
+  }
+  r.para(
+      "Attention is not explanation: a high weight says where this head looked, not what changed the\n"
+      "prediction. `attn classify --explain` puts an attribution (integrated gradients) next to it.");
+  r.heading("Engine check: attn::attention with options.capture.enabled = true");
+  const auto runs = engine_check(Q, K, V, 1.0 / sqrt_d, qi, weight, z);
+  Json engine_json = report_engine(r, runs, "(steps 5 and 6)");
+
+  // ---- JSON ----
+  Json& j = r.json;
+  j.set("mode", "model");
+  j.set("model", ex.model_name);
+  j.set("tokens", Json::strings(ex.tokens));
+  j.set("layer", layer).set("head", head).set("kv_head", kvh);
+  Json jq = Json::object();
+  jq.set("token", qw).set("position", qi + 1);
+  j.set("query", std::move(jq));
+  j.set("d_model", C).set("d_k", D).set("pre_norm", c.pre_norm).set("rope", rope);
+  j.set("X", X.json()).set("Q", Q.json()).set("K", K.json()).set("V", V.json());
+  Json steps = Json::object();
+  steps.set("q", Json::numbers(q));
+  steps.set("scores", Json::numbers(score));
+  steps.set("sqrt_d_k", sqrt_d);
+  steps.set("scaled", Json::numbers(scaled));
+  steps.set("max", mx);
+  steps.set("exp", Json::numbers(ex_));
+  steps.set("exp_sum", exp_sum);
+  steps.set("weights", Json::numbers(weight));
+  steps.set("output", Json::numbers(z));
+  j.set("steps", std::move(steps));
+  j.set("captured_weights", Json::numbers(captured));
+  j.set("max_diff_captured", max_diff_model);
+  j.set("engine", std::move(engine_json));
+}
+
+void model_mode(const std::string& path, const std::string& sentence, const Args& args, Report& r) {
+  ATTN_CHECK(std::filesystem::exists(path), "--model: file '", path,
+             "' not found; train one with 'attn train classify'");
+  auto clf = models::TextClassifier::load(path);
+  const models::Classification c = clf->classify({sentence}, false).at(0);
+  ModelExample ex;
+  ex.model = &clf->model();
+  ex.model_name = std::filesystem::path(path).filename().string();
+  ex.tokens = c.tokens;
+  ex.ids.push_back(text::Vocab::kCls);
+  for (std::size_t t = 1; t < c.tokens.size(); ++t)
+    ex.ids.push_back(clf->tokenizer().vocab().id(c.tokens[t]));
+  const models::TransformerConfig& cfg = clf->model().config();
+  ATTN_CHECK(cfg.encoder_layers >= 1, "--model: the model has no encoder layers (no attention to explain)");
+  ex.layer = args.has("layer") ? args.integer("layer", 0, cfg.encoder_layers - 1) : cfg.encoder_layers - 1;
+  ex.head = args.has("head") ? args.integer("head", 0, cfg.heads - 1) : 0;
+  if (args.has("dims")) ex.show_dims = args.integer("dims", 1, 4096);
+  const int64_t L = static_cast<int64_t>(ex.tokens.size());
+  ex.query = 0;
+  if (args.has("word")) {
+    const std::string w = args.str("word");
+    const auto it = std::find(ex.tokens.begin(), ex.tokens.end(), w);
+    if (it != ex.tokens.end()) {
+      ex.query = it - ex.tokens.begin();
+    } else {
+      const bool numeric =
+          !w.empty() && w.size() < 10 && w.find_first_not_of("0123456789") == std::string::npos;
+      ATTN_CHECK(numeric, "--word: expected a token of the sentence [", join_words(ex.tokens),
+                 "] or a position 1..", L, "; got '", w, "'");
+      const int64_t pos = std::stoll(w);
+      ATTN_CHECK(pos >= 1 && pos <= L, "--word: position must be in [1, ", L, "] for [",
+                 join_words(ex.tokens), "]; got ", pos);
+      ex.query = pos - 1;
+    }
+  }
+  model_walkthrough(ex, r);
+  if (c.truncated)
+    r.para("(The sentence was cut to the model's max_len: " + std::to_string(L - 1) + " of " +
+           std::to_string(c.text_tokens) + " characters were read.)");
+}
+
+}  // namespace attn::cli::explain
