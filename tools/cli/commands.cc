@@ -8,6 +8,10 @@ const std::vector<Command>& commands() {
       {"quiz", "test your understanding of attention", run_quiz},
       {"view", "see attention weights: an HTML page or a terminal heatmap", run_view},
       {"train", "train a model for a task and save it as one file", run_train},
+      {"embed", "sentence embeddings from all-MiniLM-L6-v2 (json, npy or csv)", run_embed},
+      {"similarity", "cosine similarity of two texts (all-MiniLM-L6-v2)", run_similarity},
+      {"search", "semantic search over the lines of a file (all-MiniLM-L6-v2)", run_search},
+      {"attention", "a pretrained model's attention on a text: summary and export", run_attention},
   };
   return list;
 }
