@@ -13,20 +13,19 @@
 namespace {
 
 void usage(FILE* f) {
-  std::fprintf(
-      f,
-      "usage: attn <command> [options]\n\n"
-      "commands:\n"
-      "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
-      "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
-      "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
-      "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
-      "  embed     sentence embeddings (all-MiniLM-L6-v2): attn embed \"text\" ... [--format json|npy|csv]\n"
-      "  similarity  cosine similarity of two texts: attn similarity \"a\" \"b\"\n"
-      "  search    semantic search: attn search --corpus FILE \"query\" [--top-k 5]\n"
-      "  attention a pretrained model's attention weights: attn attention --model minilm \"text\"\n"
-      "  help      this text\n\n"
-      "Run 'attn <command> --help' for the options of one command.\n");
+  std::fprintf(f,
+               "usage: attn <command> [options]\n\n"
+               "commands:\n"
+               "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
+               "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
+               "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
+               "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
+               "  embed     sentence embeddings (all-MiniLM-L6-v2) as json, npy or csv\n"
+               "  similarity  cosine similarity of two texts (all-MiniLM-L6-v2)\n"
+               "  search    semantic search over the lines of a file: attn search --corpus FILE QUERY\n"
+               "  attention a pretrained model's attention on a text: attn attention --model minilm TEXT\n"
+               "  help      this text\n\n"
+               "Run 'attn <command> --help' for the options of one command.\n");
 }
 
 }  // namespace
