@@ -32,10 +32,10 @@ std::string read_text(const fs::path& p) {
 // A fresh folder per test, removed afterwards.
 struct Dir {
   fs::path path;
-  Dir() {
+  explicit Dir(const std::string& suffix = "") {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     path = fs::path(::testing::TempDir()) /
-           ("attn_minilm_cli_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+           ("attn_minilm_cli_" + std::string(info->name()) + suffix + "_" + std::to_string(::getpid()));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -155,7 +155,7 @@ TEST(SearchCli, FindsTheRightLineAndCachesTheCorpus) {
   EXPECT_NE(third.err.find("the corpus changed"), std::string::npos) << third.err;
   EXPECT_NE(third.out.find("line 2: How can I change my password?"), std::string::npos) << third.out;
   // --cache-dir keeps it elsewhere; --no-cache writes nothing.
-  Dir cache;
+  Dir cache("_cache");
   ASSERT_EQ(run_attn("search" + q + " --cache-dir '" + cache.path.string() + "'").status, 0);
   EXPECT_FALSE(fs::is_empty(cache.path));
 }
@@ -172,16 +172,16 @@ TEST(AttentionCli, SummaryAndExportThatAttnViewRenders) {
   EXPECT_NE(r.out.find("h11"), std::string::npos);
   const attn::json::Value v = attn::json::parse(read_text(ex));
   const auto& tokens = v.at("tokens");
-  ASSERT_EQ(tokens.size(), 14u);
+  ASSERT_EQ(tokens.size(), 16u);  // [CLS] the animal didn ' t cross ... tired . [SEP]
   EXPECT_EQ(tokens.at(0).as_string(), "[CLS]");
   EXPECT_EQ(tokens.at(2).as_string(), "animal");
-  EXPECT_EQ(tokens.at(13).as_string(), "[SEP]");
+  EXPECT_EQ(tokens.at(15).as_string(), "[SEP]");
   const auto& att = v.at("attention");
   ASSERT_EQ(att.size(), 6u);
   for (const auto& layer : att.items()) {
     ASSERT_EQ(layer.size(), 1u);               // batch
     ASSERT_EQ(layer.at(0).size(), 12u);        // heads
-    ASSERT_EQ(layer.at(0).at(0).size(), 14u);  // rows
+    ASSERT_EQ(layer.at(0).at(0).size(), 16u);  // rows
     for (const auto& row : layer.at(0).at(3).items()) {
       double s = 0;
       for (const auto& x : row.items()) s += x.as_double();
