@@ -5,6 +5,10 @@ on PyTorch, ONNX Runtime) with the same token ids and thread count, back to back
 prints a table with attn's ratio to each peer (> 1: attn is faster).
 
   python3 bench/run_minilm.py [--threads 2] [--batch 32] [--seq 128] [--min-time 2] [--rounds 1]
+                              [--clock wall|thread]
+
+--clock thread --threads 1 times each engine in its calling thread's CPU time, which
+other processes on a shared machine do not inflate (a fair single-core comparison).
 
 Needs: cmake --build --preset release; pip install sentence-transformers onnxruntime onnx.
 With --rounds R the three engines run R times interleaved and the best time of each is kept.
@@ -31,10 +35,11 @@ def main():
     ap.add_argument("--latency-seqs", default="16,128")
     ap.add_argument("--min-time", type=float, default=2.0)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--clock", default="wall", choices=["wall", "thread"])
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "release", "bench", "minilm_bench"))
     a = ap.parse_args()
     common = ["--threads", str(a.threads), "--batch", str(a.batch), "--seq", str(a.seq),
-              "--latency-seqs", a.latency_seqs, "--min-time", str(a.min_time)]
+              "--latency-seqs", a.latency_seqs, "--min-time", str(a.min_time), "--clock", a.clock]
     best = {}
     versions = {}
     for _ in range(a.rounds):
@@ -44,7 +49,7 @@ def main():
             key = (r["engine"], r["case"], r["seq"])
             best[key] = min(best.get(key, float("inf")), r["seconds"])
             versions[r["engine"]] = r.get("version", "attn")
-    print(f"all-MiniLM-L6-v2, token ids -> unit embeddings, {a.threads} threads; "
+    print(f"all-MiniLM-L6-v2, token ids -> unit embeddings, {a.threads} threads, {a.clock} clock; "
           f"peers: {versions.get('torch', '?')}; {versions.get('ort', '?')}")
     print()
     print("| case | attn | PyTorch (sentence-transformers) | ONNX Runtime | attn / PyTorch | attn / ORT |")
