@@ -106,5 +106,48 @@ INSTANTIATE_TEST_SUITE_P(Cases, EncoderKernels,
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<RowCase>);
 
+struct GemmCase {
+  std::string name;
+  int64_t M, N, K, ldx_pad;
+  bool with_bias;
+};
+
+using SmallMLinear = testing::IsaCaseTest<GemmCase>;
+
+// y = x · wt + bias against the product in double; x with a row stride larger than K
+// when ldx_pad > 0, y written into a wider buffer whose other columns must stay untouched.
+TEST_P(SmallMLinear, MatchesDouble) {
+  const auto& [c, isa] = GetParam();
+  kernels::cpu::force_isa(isa);
+  set_num_threads(2);
+  const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + 3;
+  const std::vector<float> x = values(c.M * ldx, 11, 1.0), wt = values(c.K * c.N, 12, 0.5),
+                           bias = values(c.N, 13, 1.0);
+  std::vector<float> y(static_cast<std::size_t>(c.M * ldy), -7.0f);
+  std::vector<double> want(y.size(), -7.0);
+  for (int64_t m = 0; m < c.M; ++m)
+    for (int64_t n = 0; n < c.N; ++n) {
+      double s = c.with_bias ? bias[n] : 0.0;
+      for (int64_t k = 0; k < c.K; ++k) s += static_cast<double>(x[m * ldx + k]) * wt[k * c.N + n];
+      want[m * ldy + n] = s;
+    }
+  kernels::cpu::linear_small_m(x.data(), ldx, wt.data(), c.with_bias ? bias.data() : nullptr, y.data(), ldy,
+                               c.M, c.N, c.K);
+  // fp32 sums of K products of O(0.5) values.
+  expect_close(y, want, 1e-5 * std::sqrt(static_cast<double>(c.K)), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SmallMLinear,
+    ::testing::Combine(::testing::Values(GemmCase{"m1_minilm_qkv", 1, 1152, 384, 0, true},
+                                         GemmCase{"m16_minilm_ffn_out", 16, 384, 1536, 0, true},
+                                         GemmCase{"m12_exact_block", 12, 64, 32, 5, false},
+                                         GemmCase{"m13_block_tail", 13, 48, 17, 0, true},
+                                         GemmCase{"m25_n_tail_7", 25, 7, 9, 2, true},
+                                         GemmCase{"m3_n_tail_40", 3, 40, 5, 1, false},
+                                         GemmCase{"k1", 5, 33, 1, 0, true}),
+                       ::testing::ValuesIn(testing::available_isas())),
+    testing::isa_case_name<GemmCase>);
+
 }  // namespace
 }  // namespace attn

@@ -43,6 +43,16 @@ void residual_layer_norm_scalar(float* h, const float* y, const float* bias, con
   }
 }
 
+void linear_small_m_scalar(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
+                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = n0; n < n1; ++n) {
+      float s = bias ? bias[n] : 0.0f;
+      for (int64_t k = 0; k < K; ++k) s += x[m * ldx + k] * wt[k * N + n];
+      y[m * ldy + n] = s;
+    }
+}
+
 }  // namespace detail
 
 namespace {
@@ -70,6 +80,18 @@ void residual_layer_norm(float* h, const float* y, const float* bias, const floa
   parallel_for(rows, grain(C), [&](int64_t r0, int64_t r1, int) {
     (v ? detail::residual_layer_norm_avx512 : detail::residual_layer_norm_scalar)(
         h + r0 * C, y ? y + r0 * C : nullptr, bias, w, b, r1 - r0, C, eps);
+  });
+}
+
+bool linear_small_m_fast() { return use_avx512(); }
+
+void linear_small_m(const float* x, int64_t ldx, const float* wt, const float* bias, float* y, int64_t ldy,
+                    int64_t M, int64_t N, int64_t K) {
+  const bool v = use_avx512();
+  constexpr int64_t kPanel = 32;
+  parallel_for((N + kPanel - 1) / kPanel, 1, [&](int64_t p0, int64_t p1, int) {
+    (v ? detail::linear_small_m_avx512 : detail::linear_small_m_scalar)(
+        x, ldx, wt, bias, y, ldy, M, N, K, p0 * kPanel, std::min(N, p1 * kPanel));
   });
 }
 

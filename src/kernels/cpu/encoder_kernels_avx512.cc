@@ -6,7 +6,11 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include "kernels/cpu/encoder_kernels.h"
 #include "kernels/cpu/vec_avx512.h"
@@ -93,6 +97,59 @@ void residual_layer_norm_avx512(float* h, const float* y, const float* bias, con
       const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, hr + c), m), rs);
       const __m512 o = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(k, w + c), _mm512_maskz_loadu_ps(k, b + c));
       _mm512_mask_storeu_ps(hr + c, k, o);
+    }
+  }
+}
+
+namespace {
+
+// Rows [m0, m0 + R) x columns [n, n + 32) (masks k0, k1 for the two 16-wide halves).
+template <int R>
+inline void small_m_block(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
+                          int64_t ldy, int64_t N, int64_t K, int64_t n, __mmask16 k0, __mmask16 k1) {
+  __m512 acc0[R], acc1[R];
+  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n) : _mm512_setzero_ps();
+  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(k1, bias + n + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) acc0[r] = b0, acc1[r] = b1;
+  const float* w = wt + n;
+  for (int64_t k = 0; k < K; ++k, w += N) {
+    const __m512 w0 = _mm512_maskz_loadu_ps(k0, w);
+    const __m512 w1 = _mm512_maskz_loadu_ps(k1, w + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 xr = _mm512_set1_ps(x[r * ldx + k]);
+      acc0[r] = _mm512_fmadd_ps(xr, w0, acc0[r]);
+      acc1[r] = _mm512_fmadd_ps(xr, w1, acc1[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(y + r * ldy + n, k0, acc0[r]);
+    _mm512_mask_storeu_ps(y + r * ldy + n + 16, k1, acc1[r]);
+  }
+}
+
+template <int... Rs>
+constexpr auto block_table(std::integer_sequence<int, Rs...>) {
+  using Fn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
+                      int64_t, __mmask16, __mmask16);
+  return std::array<Fn, sizeof...(Rs)>{&small_m_block<Rs + 1>...};
+}
+
+constexpr int kRows = 12;  // 2 x 12 accumulators + 2 weight vectors + 1 broadcast of the 32 registers
+
+}  // namespace
+
+void linear_small_m_avx512(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
+                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1) {
+  static constexpr auto table = block_table(std::make_integer_sequence<int, kRows>{});
+  for (int64_t n = n0; n < n1; n += 32) {
+    const __mmask16 k0 = tail_mask(n1 - n);
+    const __mmask16 k1 = n1 - n > 16 ? tail_mask(n1 - n - 16) : static_cast<__mmask16>(0);
+    for (int64_t m = 0; m < M; m += kRows) {
+      const int64_t r = std::min<int64_t>(kRows, M - m);
+      table[static_cast<std::size_t>(r - 1)](x + m * ldx, ldx, wt, bias, y + m * ldy, ldy, N, K, n, k0, k1);
     }
   }
 }
