@@ -468,7 +468,7 @@ Embeddings SentenceEncoder::embed(const std::vector<std::string>& texts, const E
     try {
       ids[i] = encode(texts[i], &cut);
     } catch (const Error& err) {
-      throw Error(detail::concat("embed: text ", i, ": ", err.what()));
+      throw Error(detail::concat("embed: texts[", i, "]: ", err.what()));
     }
     e.truncated[i] = cut;
     e.num_tokens[i] = static_cast<int64_t>(ids[i].size());

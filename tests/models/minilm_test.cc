@@ -455,7 +455,7 @@ TEST(TinyBertEncoder, RejectsBadInput) {
   TinyModel m;
   const SentenceEncoder enc = SentenceEncoder::load(m.folder(kTinyVocab));
   EXPECT_ERROR_CONTAINS(enc.embed({}), {"no texts"});
-  EXPECT_ERROR_CONTAINS(enc.embed({"ok", std::string("bad \xff utf8")}), {"text 1", "UTF-8"});
+  EXPECT_ERROR_CONTAINS(enc.embed({"ok", std::string("bad \xff utf8")}), {"texts[1]", "UTF-8"});
   EXPECT_ERROR_CONTAINS(enc.embed({"ok"}, {.batch_size = 0}), {"batch_size", "got 0"});
   EXPECT_ERROR_CONTAINS(enc.embed({"ok"}, {.batch_size = 5000}), {"batch_size", "got 5000"});
 }
