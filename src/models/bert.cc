@@ -481,8 +481,11 @@ Embeddings SentenceEncoder::embed(const std::vector<std::string>& texts, const E
   });
   e.vectors = Tensor::empty({N, C});
   float* out = e.vectors.data<float>();
-  for (int64_t s = 0; s < N; s += options.batch_size) {
-    const int64_t n = std::min(options.batch_size, N - s);
+  for (int64_t s = 0, n = 0; s < N; s += n) {
+    // The batch's first text is its longest; keep B · L within one forward call's limit.
+    const auto longest =
+        static_cast<int64_t>(ids[static_cast<std::size_t>(order[static_cast<std::size_t>(s)])].size());
+    n = std::min({options.batch_size, N - s, std::max<int64_t>(1, BertModel::kMaxTokensPerCall / longest)});
     BertInput in;
     for (int64_t i = 0; i < n; ++i)
       in.ids.push_back(ids[static_cast<std::size_t>(order[static_cast<std::size_t>(s + i)])]);

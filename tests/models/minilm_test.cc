@@ -460,6 +460,16 @@ TEST(TinyBertEncoder, RejectsBadInput) {
   EXPECT_ERROR_CONTAINS(enc.embed({"ok"}, {.batch_size = 5000}), {"batch_size", "got 5000"});
 }
 
+// A batch_size whose padded batches would exceed BertModel::kMaxTokensPerCall is split, not refused.
+TEST(TinyBertEncoder, LargeBatchesAreSplitToTheForwardLimit) {
+  TinyModel m;
+  const SentenceEncoder enc = SentenceEncoder::load(m.folder(kTinyVocab));
+  const std::vector<std::string> texts(7000, "the cat sat on the mat the mat");  // 10 tokens each
+  const models::Embeddings e = enc.embed(texts, {.batch_size = 4096});
+  ASSERT_EQ(e.vectors.size(0), 7000);
+  EXPECT_ALL_CLOSE(e.vectors.select(0, 6999), e.vectors.select(0, 0), testing::tol::kKvCache);
+}
+
 TEST(TinyBertEncoder, VocabularyWithoutUnkIsAnError) {
   TinyModel m;
   EXPECT_ERROR_CONTAINS(

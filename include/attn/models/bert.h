@@ -99,7 +99,8 @@ class BertModel {
 // ---- sentence embeddings -------------------------------------------------------------
 
 struct EmbedOptions {
-  int64_t batch_size = 32;  // sentences per forward pass, in [1, 4096]
+  int64_t batch_size = 32;  // sentences per forward pass, in [1, 4096] (fewer when B·L would pass
+                            // BertModel::kMaxTokensPerCall)
   bool normalize = true;    // L2-normalise (all-MiniLM-L6-v2's Normalize module)
 };
 
