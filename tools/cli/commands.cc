@@ -11,6 +11,10 @@ const std::vector<Command>& commands() {
       {"generate", "continue a prompt with a trained language model (streamed)", run_generate},
       {"classify", "classify texts with a trained model; show what [CLS] attended to", run_classify},
       {"translate", "translate English to Chinese and show the cross-attention alignment", run_translate},
+      {"embed", "sentence embeddings from all-MiniLM-L6-v2 (json, npy or csv)", run_embed},
+      {"similarity", "cosine similarity of two texts (all-MiniLM-L6-v2)", run_similarity},
+      {"search", "semantic search over the lines of a file (all-MiniLM-L6-v2)", run_search},
+      {"attention", "a pretrained model's attention on a text: summary and export", run_attention},
   };
   return list;
 }

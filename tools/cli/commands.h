@@ -26,6 +26,10 @@ int run_train_classify(const std::vector<std::string>& args);
 int run_classify(const std::vector<std::string>& args);
 int run_translate(const std::vector<std::string>& args);
 int run_train_translate(const std::vector<std::string>& args);
+int run_embed(const std::vector<std::string>& args);
+int run_similarity(const std::vector<std::string>& args);
+int run_search(const std::vector<std::string>& args);
+int run_attention(const std::vector<std::string>& args);
 
 // `attn train <task>`: one entry per task (train.cc lists them).
 const std::vector<Command>& train_tasks();

@@ -23,6 +23,10 @@ void usage(FILE* f) {
                "  generate  continue a prompt with a language model: attn generate --model FILE \"text\"\n"
                "  classify  label texts with a trained classifier and show what [CLS] attended to\n"
                "  translate English -> Chinese with a trained model, and what each character attended to\n"
+               "  embed     sentence embeddings (all-MiniLM-L6-v2) as json, npy or csv\n"
+               "  similarity  cosine similarity of two texts (all-MiniLM-L6-v2)\n"
+               "  search    semantic search over the lines of a file: attn search --corpus FILE QUERY\n"
+               "  attention a pretrained model's attention on a text: attn attention --model minilm TEXT\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }
