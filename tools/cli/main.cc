@@ -20,6 +20,8 @@ void usage(FILE* f) {
                "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
                "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
                "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
+               "  generate  continue a prompt with SmolLM2-135M-Instruct (GGUF): attn generate \"PROMPT\"\n"
+               "  chat      talk to SmolLM2-135M-Instruct, one line per turn (interactive or piped)\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }

@@ -51,12 +51,22 @@ struct LlamaConfig {
   void validate() const;
 };
 
-// Where a quantized matrix is multiplied in stored form or as f32.
-enum class WeightForm { quantized, f32 };
+// How a pass multiplies by a quantized (Q4_1, Q8_0) matrix.
+enum class WeightForm {
+  quantized,  // in block form (kernels/cpu/qmatmul.h): every weight byte read once per pass
+  f32,        // expanded to f32 (on load when expand_on_load, else per pass into a scratch) + sgemm
+};
 
+// The defaults are the faster form per phase, measured (docs/models.md): decoding is memory bound and
+// multiplies in block form; prompt passes expand each matrix to f32 once per pass (K·N conversions,
+// ~1/L of the product's work) and use BLAS sgemm.
 struct LlamaOptions {
-  WeightForm prefill = WeightForm::quantized;  // prompt passes (more than one token)
-  WeightForm decode = WeightForm::quantized;   // one-token steps
+  WeightForm prefill = WeightForm::f32;       // passes over more than one token ...
+  int64_t prefill_f32_min_tokens = 16;        // ... of at least this many (shorter ones: quantized)
+  WeightForm decode = WeightForm::quantized;  // one-token steps
+  // Keep an f32 copy of every quantized matrix from load time on (4 bytes per weight instead of
+  // ~0.6); only for measuring "dequantize on load" against the per-pass expansion.
+  bool expand_on_load = false;
   // KV cache capacity in tokens; 0 = the model's context. Longer inputs throw.
   int64_t max_context = 0;
   // For parity measurements only: emulate the roundings llama.cpp's CPU backend applies — the
