@@ -66,6 +66,25 @@ TEST(GenerateGguf, SaveAttentionForView) {
   std::filesystem::remove(path);
 }
 
+TEST(GenerateGguf, AttentionCommandWithSmolLm2) {
+  REQUIRE_SMOLLM();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("attn_smollm_attcmd_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const auto r = run_attn("attention --model smollm2 'The cat sat' --layer 2 --head 4 --export " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("SmolLM2-135M-Instruct: 3 tokens, 30 layers x 9 heads"), std::string::npos) << r.out;
+  // Causal: the first token's only key is itself.
+  EXPECT_NE(r.out.find("The -> The 1.00"), std::string::npos) << r.out;
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const json::Value doc = json::parse(ss.str());
+  EXPECT_EQ(doc.at("attention").size(), 30u);
+  EXPECT_EQ(doc.at("attention").at(0).at(0).size(), 9u);
+  std::filesystem::remove(path);
+}
+
 TEST(GenerateGguf, BadInput) {
   const auto none = run_attn("generate");
   EXPECT_NE(none.status, 0);

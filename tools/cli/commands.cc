@@ -10,6 +10,10 @@ const std::vector<Command>& commands() {
       {"train", "train a model for a task and save it as one file", run_train},
       {"generate", "continue a prompt with SmolLM2 (GGUF), streaming tokens", run_generate_gguf},
       {"chat", "talk to SmolLM2-135M-Instruct (interactive or from stdin)", run_chat},
+      {"embed", "sentence embeddings from all-MiniLM-L6-v2 (json, npy or csv)", run_embed},
+      {"similarity", "cosine similarity of two texts (all-MiniLM-L6-v2)", run_similarity},
+      {"search", "semantic search over the lines of a file (all-MiniLM-L6-v2)", run_search},
+      {"attention", "a pretrained model's attention on a text: summary and export", run_attention},
   };
   return list;
 }

@@ -21,6 +21,10 @@ int run_view(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
 int run_generate_gguf(const std::vector<std::string>& args);
 int run_chat(const std::vector<std::string>& args);
+int run_embed(const std::vector<std::string>& args);
+int run_similarity(const std::vector<std::string>& args);
+int run_search(const std::vector<std::string>& args);
+int run_attention(const std::vector<std::string>& args);
 
 // `attn train <task>`: one entry per task (train.cc lists them).
 const std::vector<Command>& train_tasks();

@@ -22,6 +22,10 @@ void usage(FILE* f) {
                "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
                "  generate  continue a prompt with SmolLM2-135M-Instruct (GGUF): attn generate \"PROMPT\"\n"
                "  chat      talk to SmolLM2-135M-Instruct, one line per turn (interactive or piped)\n"
+               "  embed     sentence embeddings (all-MiniLM-L6-v2) as json, npy or csv\n"
+               "  similarity  cosine similarity of two texts (all-MiniLM-L6-v2)\n"
+               "  search    semantic search over the lines of a file: attn search --corpus FILE QUERY\n"
+               "  attention a pretrained model's attention on a text: attn attention --model minilm TEXT\n"
                "  help      this text\n\n"
                "Run 'attn <command> --help' for the options of one command.\n");
 }

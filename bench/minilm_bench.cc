@@ -1,0 +1,132 @@
+// all-MiniLM-L6-v2 sentence embeddings: throughput (sentences per second at a
+// fixed sequence length and batch) and single-sentence latency, from token ids
+// to unit-length embeddings (BERT forward + mean pooling + L2 normalisation).
+// The peers (bench/peers/minilm_peers.py) run the same token ids through
+// sentence-transformers on PyTorch and through ONNX Runtime; bench/run_minilm.py
+// runs all three and prints the ratios (docs/benchmarks.md, "MiniLM").
+//
+//   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
+//                [--min-time 2] [--model DIR] [--clock wall|thread]
+//
+// --clock thread measures the calling thread's CPU time (use with --threads 1: the
+// kernels then run on the caller), which other processes on a busy machine do not inflate.
+// Prints one JSON object per measurement. Token ids: bench_ids() below (the peer
+// script computes the same formula).
+#include <attn/core/parallel.h>
+#include <attn/models/bert.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+
+namespace {
+
+// [CLS] w_1 .. w_{seq-2} [SEP] with w_j = 1996 + (i · 7919 + j · 104729) mod 20000 (ordinary word pieces).
+std::vector<std::vector<int32_t>> bench_ids(int64_t batch, int64_t seq) {
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t i = 0; i < batch; ++i) {
+    std::vector<int32_t> s = {101};
+    for (int64_t j = 1; j < seq - 1; ++j)
+      s.push_back(static_cast<int32_t>(1996 + (i * 7919 + j * 104729) % 20000));
+    s.push_back(102);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Mean pooling + L2 normalisation, as SentenceEncoder::embed does.
+void pool(const attn::models::BertOutput& r, std::vector<float>& out) {
+  const int64_t B = r.hidden.size(0), L = r.hidden.size(1), C = r.hidden.size(2);
+  out.assign(static_cast<std::size_t>(B * C), 0.0f);
+  const float* h = r.hidden.data<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = r.lengths[static_cast<std::size_t>(b)];
+    double norm = 0;
+    std::vector<double> acc(static_cast<std::size_t>(C), 0.0);
+    for (int64_t l = 0; l < n; ++l)
+      for (int64_t c = 0; c < C; ++c) acc[static_cast<std::size_t>(c)] += h[(b * L + l) * C + c];
+    for (double& a : acc) {
+      a /= static_cast<double>(n);
+      norm += a * a;
+    }
+    for (int64_t c = 0; c < C; ++c)
+      out[static_cast<std::size_t>(b * C + c)] =
+          static_cast<float>(acc[static_cast<std::size_t>(c)] / std::sqrt(norm));
+  }
+}
+
+const char* clock_name() { return attn::bench::use_thread_clock() ? "thread" : "wall"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  int64_t batch = 32, seq = 128;
+  std::vector<int64_t> latency_seqs = {16, 128};
+  double min_time = 2.0;
+  std::string model;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "minilm_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--threads")
+      threads = std::atoi(next().c_str());
+    else if (a == "--batch")
+      batch = std::atoll(next().c_str());
+    else if (a == "--seq")
+      seq = std::atoll(next().c_str());
+    else if (a == "--min-time")
+      min_time = std::atof(next().c_str());
+    else if (a == "--model")
+      model = next();
+    else if (a == "--clock")
+      attn::bench::use_thread_clock() = next() == "thread";
+    else if (a == "--latency-seqs") {
+      latency_seqs.clear();
+      const std::string v = next();
+      for (std::size_t p = 0; p < v.size();) {
+        const std::size_t q = v.find(',', p);
+        latency_seqs.push_back(std::atoll(v.substr(p, q - p).c_str()));
+        p = q == std::string::npos ? v.size() : q + 1;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
+                   "[--min-time S] [--model DIR] [--clock wall|thread]\n");
+      return 2;
+    }
+  }
+  attn::set_num_threads(threads);
+  const attn::models::SentenceEncoder enc = attn::models::SentenceEncoder::load(model);
+  std::vector<float> sink;
+  attn::models::BertInput in;
+  in.ids = bench_ids(batch, seq);
+  const double t = attn::bench::time_median([&] { pool(enc.model().forward(in), sink); }, min_time, 3);
+  std::printf(
+      "{\"engine\": \"attn\", \"case\": \"throughput\", \"batch\": %lld, \"seq\": %lld, \"threads\": %d, "
+      "\"clock\": \"%s\", \"seconds\": %.6f, \"sentences_per_s\": %.2f}\n",
+      static_cast<long long>(batch), static_cast<long long>(seq), threads, clock_name(), t,
+      static_cast<double>(batch) / t);
+  for (int64_t ls : latency_seqs) {
+    attn::models::BertInput one;
+    one.ids = bench_ids(1, ls);
+    const double tl =
+        attn::bench::time_median([&] { pool(enc.model().forward(one), sink); }, min_time / 2, 5);
+    std::printf(
+        "{\"engine\": \"attn\", \"case\": \"latency\", \"batch\": 1, \"seq\": %lld, \"threads\": %d, "
+        "\"clock\": \"%s\", \"seconds\": %.6f, \"ms\": %.3f}\n",
+        static_cast<long long>(ls), threads, clock_name(), tl, tl * 1e3);
+  }
+  std::fflush(stdout);
+  return 0;
+}

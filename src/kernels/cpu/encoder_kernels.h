@@ -1,0 +1,52 @@
+// Fused row kernels of Transformer-encoder inference (BERT: src/models/bert.cc).
+// Raw contiguous fp32 pointers; each call splits rows over attn::parallel_for and
+// picks the AVX-512 version when active_isa() allows it, else the scalar one.
+// The scalar versions read like the formula and are the oracle of the tests
+// (tests/kernels/encoder_kernels_test.cc compares both against double).
+#pragma once
+
+#include <cstdint>
+
+namespace attn::kernels::cpu {
+
+// x: [rows, C] in place; bias: [C].   x = x + bias
+void add_bias(float* x, const float* bias, int64_t rows, int64_t C);
+
+// x: [rows, C] in place; bias: [C] or null.   x = gelu(x + bias), the exact (erf) form:
+// gelu(u) = 0.5 u (1 + erf(u / √2)). The AVX-512 erf has absolute error < 2e-7.
+void bias_gelu(float* x, const float* bias, int64_t rows, int64_t C);
+
+// h: [rows, C] in place (the residual stream); y: [rows, C] or null; bias, w, b: [C] (bias may be null).
+//   h = LayerNorm(h + y + bias) · w + b   (biased variance, eps inside the square root)
+void residual_layer_norm(float* h, const float* y, const float* bias, const float* w, const float* b,
+                         int64_t rows, int64_t C, float eps);
+
+// Small-M linear layer, for short inputs where BLAS spends most of its time packing the
+// weight matrix: y = x · wt + bias with the weight stored transposed (wt: [K, N], the
+// layout BLAS's NN product reads too), so no copy of the weights is ever made.
+//   x: [M, K] (row stride ldx), wt: [K, N], bias: [N] or null, y: [M, N] (row stride ldy).
+// Threads split the columns into 32-wide panels; each panel of wt is streamed once per 12 rows.
+void linear_small_m(const float* x, int64_t ldx, const float* wt, const float* bias, float* y, int64_t ldy,
+                    int64_t M, int64_t N, int64_t K);
+// True when linear_small_m has a vectorised body on this CPU (else it runs the scalar loop,
+// and callers should prefer BLAS).
+bool linear_small_m_fast();
+
+// The per-row-range bodies, for the dispatch and the tests (no threads).
+namespace detail {
+// Columns [n0, n1) of the small-M product.
+void linear_small_m_scalar(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
+                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1);
+void linear_small_m_avx512(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
+                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1);
+void add_bias_scalar(float* x, const float* bias, int64_t rows, int64_t C);
+void bias_gelu_scalar(float* x, const float* bias, int64_t rows, int64_t C);
+void residual_layer_norm_scalar(float* h, const float* y, const float* bias, const float* w, const float* b,
+                                int64_t rows, int64_t C, float eps);
+void add_bias_avx512(float* x, const float* bias, int64_t rows, int64_t C);
+void bias_gelu_avx512(float* x, const float* bias, int64_t rows, int64_t C);
+void residual_layer_norm_avx512(float* h, const float* y, const float* bias, const float* w, const float* b,
+                                int64_t rows, int64_t C, float eps);
+}  // namespace detail
+
+}  // namespace attn::kernels::cpu

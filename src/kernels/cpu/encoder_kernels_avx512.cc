@@ -1,0 +1,157 @@
+// AVX-512 encoder kernels (src/kernels/cpu/encoder_kernels.h): 16 lanes at a
+// time with a masked tail; row sums accumulate in fp32 lanes.
+// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the
+// _mm512_undefined_ps() pass-through of the unmasked forms), as in attention_bwd_avx512.cc.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/encoder_kernels.h"
+#include "kernels/cpu/vec_avx512.h"
+
+namespace attn::kernels::cpu::detail {
+namespace {
+
+inline __mmask16 tail_mask(int64_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xffff)
+                    : static_cast<__mmask16>((1u << static_cast<unsigned>(left)) - 1u);
+}
+
+// erf(x) = sign(x) · (1 − (a1 t + a2 t² + a3 t³ + a4 t⁴ + a5 t⁵) · exp(−x²)), t = 1 / (1 + p|x|)
+// (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7; fp32 evaluation adds a few ulp).
+inline __m512 erf_ps(__m512 x) {
+  const __m512 sign_bit = _mm512_set1_ps(-0.0f);
+  const __m512 ax = _mm512_andnot_ps(sign_bit, x);
+  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
+                                 _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), ax, _mm512_set1_ps(1.0f)));
+  __m512 p = _mm512_set1_ps(1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  p = _mm512_mul_ps(p, t);
+  const __m512 e = avx512::exp_ps(_mm512_mul_ps(_mm512_mul_ps(ax, ax), _mm512_set1_ps(-1.0f)));
+  const __m512 y = _mm512_fnmadd_ps(p, e, _mm512_set1_ps(1.0f));
+  return _mm512_or_ps(y, _mm512_and_ps(x, sign_bit));
+}
+
+}  // namespace
+
+void add_bias_avx512(float* x, const float* bias, int64_t rows, int64_t C) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; c += 16) {
+      const __mmask16 k = tail_mask(C - c);
+      float* p = x + r * C + c;
+      _mm512_mask_storeu_ps(p, k,
+                            _mm512_add_ps(_mm512_maskz_loadu_ps(k, p), _mm512_maskz_loadu_ps(k, bias + c)));
+    }
+}
+
+void bias_gelu_avx512(float* x, const float* bias, int64_t rows, int64_t C) {
+  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  const __m512 inv_sqrt2 = _mm512_set1_ps(0.70710678118654752f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; c += 16) {
+      const __mmask16 k = tail_mask(C - c);
+      float* p = x + r * C + c;
+      __m512 u = _mm512_maskz_loadu_ps(k, p);
+      if (bias) u = _mm512_add_ps(u, _mm512_maskz_loadu_ps(k, bias + c));
+      const __m512 g =
+          _mm512_mul_ps(_mm512_mul_ps(half, u), _mm512_add_ps(one, erf_ps(_mm512_mul_ps(u, inv_sqrt2))));
+      _mm512_mask_storeu_ps(p, k, g);
+    }
+}
+
+void residual_layer_norm_avx512(float* h, const float* y, const float* bias, const float* w, const float* b,
+                                int64_t rows, int64_t C, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* hr = h + r * C;
+    const float* yr = y ? y + r * C : nullptr;
+    __m512 s = _mm512_setzero_ps();
+    for (int64_t c = 0; c < C; c += 16) {
+      const __mmask16 k = tail_mask(C - c);
+      __m512 v = _mm512_maskz_loadu_ps(k, hr + c);
+      if (yr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, yr + c));
+      if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias + c));
+      _mm512_mask_storeu_ps(hr + c, k, v);
+      s = _mm512_add_ps(s, v);
+    }
+    const float mean = _mm512_reduce_add_ps(s) / static_cast<float>(C);
+    const __m512 m = _mm512_set1_ps(mean);
+    __m512 q = _mm512_setzero_ps();
+    for (int64_t c = 0; c < C; c += 16) {
+      const __mmask16 k = tail_mask(C - c);
+      const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, hr + c), m);
+      q = _mm512_fmadd_ps(d, d, q);
+    }
+    const float rstd = 1.0f / std::sqrt(_mm512_reduce_add_ps(q) / static_cast<float>(C) + eps);
+    const __m512 rs = _mm512_set1_ps(rstd);
+    for (int64_t c = 0; c < C; c += 16) {
+      const __mmask16 k = tail_mask(C - c);
+      const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, hr + c), m), rs);
+      const __m512 o = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(k, w + c), _mm512_maskz_loadu_ps(k, b + c));
+      _mm512_mask_storeu_ps(hr + c, k, o);
+    }
+  }
+}
+
+namespace {
+
+// Rows [m0, m0 + R) x columns [n, n + 32) (masks k0, k1 for the two 16-wide halves).
+template <int R>
+inline void small_m_block(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
+                          int64_t ldy, int64_t N, int64_t K, int64_t n, __mmask16 k0, __mmask16 k1) {
+  __m512 acc0[R], acc1[R];
+  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n) : _mm512_setzero_ps();
+  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(k1, bias + n + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) acc0[r] = b0, acc1[r] = b1;
+  const float* w = wt + n;
+  for (int64_t k = 0; k < K; ++k, w += N) {
+    const __m512 w0 = _mm512_maskz_loadu_ps(k0, w);
+    const __m512 w1 = _mm512_maskz_loadu_ps(k1, w + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 xr = _mm512_set1_ps(x[r * ldx + k]);
+      acc0[r] = _mm512_fmadd_ps(xr, w0, acc0[r]);
+      acc1[r] = _mm512_fmadd_ps(xr, w1, acc1[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(y + r * ldy + n, k0, acc0[r]);
+    _mm512_mask_storeu_ps(y + r * ldy + n + 16, k1, acc1[r]);
+  }
+}
+
+template <int... Rs>
+constexpr auto block_table(std::integer_sequence<int, Rs...>) {
+  using Fn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
+                      int64_t, __mmask16, __mmask16);
+  return std::array<Fn, sizeof...(Rs)>{&small_m_block<Rs + 1>...};
+}
+
+constexpr int kRows = 12;  // 2 x 12 accumulators + 2 weight vectors + 1 broadcast of the 32 registers
+
+}  // namespace
+
+void linear_small_m_avx512(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
+                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1) {
+  static constexpr auto table = block_table(std::make_integer_sequence<int, kRows>{});
+  for (int64_t n = n0; n < n1; n += 32) {
+    const __mmask16 k0 = tail_mask(n1 - n);
+    const __mmask16 k1 = n1 - n > 16 ? tail_mask(n1 - n - 16) : static_cast<__mmask16>(0);
+    for (int64_t m = 0; m < M; m += kRows) {
+      const int64_t r = std::min<int64_t>(kRows, M - m);
+      table[static_cast<std::size_t>(r - 1)](x + m * ldx, ldx, wt, bias, y + m * ldy, ldy, N, K, n, k0, k1);
+    }
+  }
+}
+
+}  // namespace attn::kernels::cpu::detail

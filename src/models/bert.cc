@@ -1,0 +1,512 @@
+// BERT encoder inference and the sentence encoder (include/attn/models/bert.h).
+#include <attn/core/autograd.h>
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <attn/io/model_files.h>
+#include <attn/io/safetensors.h>
+#include <attn/models/bert.h>
+#include <attn/ops/attention.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "kernels/cpu/encoder_kernels.h"
+#include "kernels/cpu/gemm.h"
+
+namespace attn::models {
+
+namespace kc = kernels::cpu;
+
+// ============================================================================
+// config
+// ============================================================================
+namespace {
+
+int64_t int_field(const json::Value& cfg, const char* key, const std::string& what) {
+  const json::Value* v = cfg.find(key);
+  ATTN_CHECK(v != nullptr, what, ": missing \"", key, "\" (a positive integer)");
+  ATTN_CHECK(v->is_integer(), what, ": \"", key, "\" must be an integer; got ",
+             v->is_number() ? "a non-integer number" : json::type_name(v->type()));
+  return v->as_int64();
+}
+
+bool file_exists(const std::string& p) {
+  struct stat sb {};
+  return ::stat(p.c_str(), &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+std::string read_all(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  ATTN_CHECK(f.good(), what, ": cannot open '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ATTN_CHECK(!f.bad(), what, ": error reading '", path, "'");
+  return ss.str();
+}
+
+}  // namespace
+
+void BertConfig::validate(const std::string& what) const {
+  auto positive = [&](const char* name, int64_t v, int64_t hi) {
+    ATTN_CHECK(v > 0 && v <= hi, what, ": ", name, " must be in [1, ", hi, "]; got ", v);
+  };
+  positive("vocab_size", vocab_size, int64_t{1} << 24);
+  positive("hidden_size", hidden_size, 1 << 16);
+  positive("num_hidden_layers", num_layers, 1024);
+  positive("num_attention_heads", num_heads, 1024);
+  positive("intermediate_size", intermediate_size, 1 << 18);
+  positive("max_position_embeddings", max_position_embeddings, 1 << 20);
+  positive("type_vocab_size", type_vocab_size, 1 << 16);
+  ATTN_CHECK(hidden_size % num_heads == 0, what, ": hidden_size (", hidden_size,
+             ") must be divisible by num_attention_heads (", num_heads, ")");
+  ATTN_CHECK(std::isfinite(layer_norm_eps) && layer_norm_eps > 0 && layer_norm_eps < 1, what,
+             ": layer_norm_eps must be in (0, 1); got ", layer_norm_eps);
+  ATTN_CHECK(pad_token_id >= 0 && pad_token_id < vocab_size, what, ": pad_token_id must be in [0, ",
+             vocab_size, "); got ", pad_token_id);
+  ATTN_CHECK(hidden_act == "gelu", what, ": hidden_act \"", hidden_act,
+             "\" is not supported; expected \"gelu\" (the exact erf form)");
+}
+
+BertConfig BertConfig::from_json(const json::Value& cfg, const std::string& what) {
+  ATTN_CHECK(cfg.is_object(), what, ": expected a JSON object; got ", json::type_name(cfg.type()));
+  bool is_bert = false;
+  std::string arch_names;
+  if (const json::Value* a = cfg.find("architectures"); a != nullptr && a->is_array()) {
+    for (const json::Value& x : a->items()) {
+      if (!x.is_string()) continue;
+      arch_names += (arch_names.empty() ? "" : ", ") + x.as_string();
+      if (x.as_string().rfind("Bert", 0) == 0) is_bert = true;
+    }
+  }
+  std::string model_type;
+  if (const json::Value* m = cfg.find("model_type"); m != nullptr && m->is_string())
+    model_type = m->as_string();
+  if (!model_type.empty()) {
+    ATTN_CHECK(model_type == "bert", what, ": model_type \"", model_type,
+               "\" is not supported; expected \"bert\" (architectures: ",
+               arch_names.empty() ? "none" : arch_names, ")");
+  } else {
+    ATTN_CHECK(is_bert, what, ": unknown architecture (", arch_names.empty() ? "none given" : arch_names,
+               "); expected model_type \"bert\" or a Bert* architecture such as BertModel");
+  }
+  ATTN_CHECK(arch_names.empty() || is_bert, what, ": architecture ", arch_names,
+             " is not supported; expected a Bert* architecture such as BertModel");
+  BertConfig c;
+  c.vocab_size = int_field(cfg, "vocab_size", what);
+  c.hidden_size = int_field(cfg, "hidden_size", what);
+  c.num_layers = int_field(cfg, "num_hidden_layers", what);
+  c.num_heads = int_field(cfg, "num_attention_heads", what);
+  c.intermediate_size = int_field(cfg, "intermediate_size", what);
+  c.max_position_embeddings = int_field(cfg, "max_position_embeddings", what);
+  c.type_vocab_size = cfg.find("type_vocab_size") ? int_field(cfg, "type_vocab_size", what) : 2;
+  if (const json::Value* v = cfg.find("layer_norm_eps")) {
+    ATTN_CHECK(v->is_number(), what, ": \"layer_norm_eps\" must be a number; got ",
+               json::type_name(v->type()));
+    c.layer_norm_eps = v->as_double();
+  }
+  if (const json::Value* v = cfg.find("pad_token_id"); v != nullptr && !v->is_null())
+    c.pad_token_id = int_field(cfg, "pad_token_id", what);
+  if (const json::Value* v = cfg.find("hidden_act")) {
+    ATTN_CHECK(v->is_string(), what, ": \"hidden_act\" must be a string; got ", json::type_name(v->type()));
+    c.hidden_act = v->as_string();
+  }
+  if (const json::Value* v = cfg.find("position_embedding_type"); v != nullptr && !v->is_null()) {
+    ATTN_CHECK(v->is_string() && v->as_string() == "absolute", what, ": position_embedding_type ",
+               v->is_string() ? "\"" + v->as_string() + "\"" : std::string(json::type_name(v->type())),
+               " is not supported; expected \"absolute\"");
+  }
+  c.validate(what);
+  return c;
+}
+
+BertConfig BertConfig::from_file(const std::string& path) {
+  const std::string text = read_all(path, "bert config");
+  json::Value v;
+  try {
+    v = json::parse(text);
+  } catch (const Error& e) {
+    throw Error(detail::concat(path, ": malformed JSON: ", e.what()));
+  }
+  return from_json(v, path);
+}
+
+// ============================================================================
+// weights
+// ============================================================================
+struct BertModel::Weights {
+  // Projection weights are stored transposed ([in, out]): BLAS reads them as the B of an NN
+  // product and the small-M kernel streams their rows.
+  struct Layer {
+    Tensor wqkv, bqkv;  // [C, 3C], [3C]: query, key, value columns side by side
+    Tensor wo, bo;      // [C, C], [C]
+    Tensor ln1_w, ln1_b;
+    Tensor w1, b1;  // [C, F], [F]
+    Tensor w2, b2;  // [F, C], [C]
+    Tensor ln2_w, ln2_b;
+  };
+  Tensor word, pos, type;  // [V, C], [P, C], [T, C]
+  Tensor emb_ln_w, emb_ln_b;
+  std::vector<Layer> layers;
+};
+
+namespace {
+
+// [out, in] -> a contiguous [in, out] copy.
+Tensor transposed(const Tensor& w) { return w.transpose(0, 1).contiguous(); }
+
+// Up to this many rows the small-M kernel is faster than BLAS, which packs the whole weight matrix
+// per call (measured on Zen 4, 1 thread: 1.6x at M = 16, 1.1x at M = 64-128, equal at 256-512,
+// 0.83x at 4096).
+constexpr int64_t kSmallM = 256;
+
+// y: [M, N] = x: [M, K] · wt: [K, N] (+ bias when the kernel fuses it). Returns whether the bias was
+// added, so the caller fuses it into its next pass otherwise.
+bool linear_t(const float* x, int64_t M, int64_t K, const Tensor& wt, const float* bias, float* y) {
+  const int64_t N = wt.size(1);
+  if (M <= kSmallM && kc::linear_small_m_fast()) {
+    kc::linear_small_m(x, K, wt.data<float>(), bias, y, N, M, N, K);
+    return true;
+  }
+  kc::sgemm(false, false, M, N, K, 1.0f, x, K, wt.data<float>(), N, 0.0f, y, N);
+  return false;
+}
+
+std::string join(const std::vector<std::string>& v, std::size_t max_items = 12) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size() && i < max_items; ++i) s += (i ? ", " : "") + v[i];
+  if (v.size() > max_items) s += ", ... (" + std::to_string(v.size() - max_items) + " more)";
+  return s;
+}
+
+}  // namespace
+
+BertModel::BertModel(const BertConfig& config, const std::string& path) : config_(config) {
+  config_.validate();
+  const io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
+  const std::string prefix = file.contains("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  const int64_t C = config_.hidden_size, F = config_.intermediate_size;
+  // Every tensor the model needs, with its shape.
+  std::vector<std::pair<std::string, Shape>> expected = {
+      {"embeddings.word_embeddings.weight", {config_.vocab_size, C}},
+      {"embeddings.position_embeddings.weight", {config_.max_position_embeddings, C}},
+      {"embeddings.token_type_embeddings.weight", {config_.type_vocab_size, C}},
+      {"embeddings.LayerNorm.weight", {C}},
+      {"embeddings.LayerNorm.bias", {C}},
+  };
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    for (const char* n :
+         {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
+      expected.push_back({p + n + ".weight", {C, C}});
+      expected.push_back({p + n + ".bias", {C}});
+    }
+    expected.push_back({p + "attention.output.LayerNorm.weight", {C}});
+    expected.push_back({p + "attention.output.LayerNorm.bias", {C}});
+    expected.push_back({p + "intermediate.dense.weight", {F, C}});
+    expected.push_back({p + "intermediate.dense.bias", {F}});
+    expected.push_back({p + "output.dense.weight", {C, F}});
+    expected.push_back({p + "output.dense.bias", {C}});
+    expected.push_back({p + "output.LayerNorm.weight", {C}});
+    expected.push_back({p + "output.LayerNorm.bias", {C}});
+  }
+  std::map<std::string, Shape> want(expected.begin(), expected.end());
+  std::vector<std::string> missing, unexpected, misshaped;
+  for (const std::string& name : file.names()) {
+    const std::string n = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+    const auto it = want.find(n);
+    if (it == want.end()) {
+      // Read past what inference does not use: the pooler (CLS head), the position-id buffer.
+      if (n.rfind("pooler.", 0) == 0 || n == "embeddings.position_ids") continue;
+      unexpected.push_back(name);
+      continue;
+    }
+    const io::TensorInfo& info = file.info(name);
+    if (info.shape != it->second)
+      misshaped.push_back(name + " (expected " + shape_str(it->second) + ", got " + shape_str(info.shape) +
+                          ")");
+    else if (!(info.dtype == io::StDType::F32 || info.dtype == io::StDType::F16 ||
+               info.dtype == io::StDType::BF16 || info.dtype == io::StDType::F64))
+      misshaped.push_back(name + " (expected a float dtype, got " + io::st_dtype_name(info.dtype) + ")");
+  }
+  for (const auto& [n, s] : expected)
+    if (!file.contains(prefix + n)) missing.push_back(prefix + n);
+  if (!missing.empty() || !unexpected.empty() || !misshaped.empty()) {
+    std::string msg = "bert: " + path + " does not match the config (" + std::to_string(config_.num_layers) +
+                      " layers, hidden " + std::to_string(C) + ", intermediate " + std::to_string(F) + ")";
+    if (!missing.empty()) msg += "; missing " + std::to_string(missing.size()) + ": " + join(missing);
+    if (!unexpected.empty())
+      msg += "; unexpected " + std::to_string(unexpected.size()) + ": " + join(unexpected);
+    if (!misshaped.empty())
+      msg += "; mis-shaped " + std::to_string(misshaped.size()) + ": " + join(misshaped);
+    throw Error(msg);
+  }
+  w_ = std::make_unique<Weights>();
+  w_->word = file.load(prefix + "embeddings.word_embeddings.weight");
+  w_->pos = file.load(prefix + "embeddings.position_embeddings.weight");
+  w_->type = file.load(prefix + "embeddings.token_type_embeddings.weight");
+  w_->emb_ln_w = file.load(prefix + "embeddings.LayerNorm.weight");
+  w_->emb_ln_b = file.load(prefix + "embeddings.LayerNorm.bias");
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const std::string p = prefix + "encoder.layer." + std::to_string(i) + ".";
+    Weights::Layer l;
+    l.wqkv = Tensor::empty({C, 3 * C});
+    l.bqkv = Tensor::empty({3 * C});
+    const char* qkv[] = {"attention.self.query", "attention.self.key", "attention.self.value"};
+    for (int64_t j = 0; j < 3; ++j) {
+      l.wqkv.slice(1, j * C, (j + 1) * C).copy_from(file.load(p + qkv[j] + ".weight").transpose(0, 1));
+      l.bqkv.slice(0, j * C, (j + 1) * C).copy_from(file.load(p + qkv[j] + ".bias"));
+    }
+    l.wo = transposed(file.load(p + "attention.output.dense.weight"));
+    l.bo = file.load(p + "attention.output.dense.bias");
+    l.ln1_w = file.load(p + "attention.output.LayerNorm.weight");
+    l.ln1_b = file.load(p + "attention.output.LayerNorm.bias");
+    l.w1 = transposed(file.load(p + "intermediate.dense.weight"));
+    l.b1 = file.load(p + "intermediate.dense.bias");
+    l.w2 = transposed(file.load(p + "output.dense.weight"));
+    l.b2 = file.load(p + "output.dense.bias");
+    l.ln2_w = file.load(p + "output.LayerNorm.weight");
+    l.ln2_b = file.load(p + "output.LayerNorm.bias");
+    w_->layers.push_back(std::move(l));
+  }
+}
+
+BertModel::~BertModel() = default;
+BertModel::BertModel(BertModel&&) noexcept = default;
+BertModel& BertModel::operator=(BertModel&&) noexcept = default;
+
+// ============================================================================
+// forward
+// ============================================================================
+BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& options) const {
+  const auto B = static_cast<int64_t>(input.ids.size());
+  ATTN_CHECK(B > 0, "bert: empty batch; expected at least one sequence");
+  const int64_t C = config_.hidden_size, F = config_.intermediate_size, H = config_.num_heads;
+  const int64_t D = config_.head_dim(), P = config_.max_position_embeddings, V = config_.vocab_size;
+  BertOutput out;
+  int64_t L = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& s = input.ids[static_cast<std::size_t>(b)];
+    const auto n = static_cast<int64_t>(s.size());
+    ATTN_CHECK(n > 0, "bert: sequence ", b, " is empty; expected at least one token");
+    ATTN_CHECK(n <= P, "bert: sequence ", b, " has ", n, " tokens; the model takes at most ", P,
+               " (max_position_embeddings): truncate it first");
+    for (std::size_t l = 0; l < s.size(); ++l)
+      ATTN_CHECK(s[l] >= 0 && s[l] < V, "bert: token id ", s[l], " at position [", b, ", ", l,
+                 "] is outside the vocabulary [0, ", V, ")");
+    out.lengths.push_back(n);
+    L = std::max(L, n);
+  }
+  ATTN_CHECK(B * L <= kMaxTokensPerCall, "bert: batch too large: ", B, " sequences x ", L,
+             " tokens = ", B * L, " padded tokens; at most ", kMaxTokensPerCall,
+             " per call (split it into smaller batches)");
+  NoGradGuard no_grad;
+  const int64_t T = B * L;
+  const float eps = static_cast<float>(config_.layer_norm_eps);
+
+  // Embeddings: word + position + token type 0 (padding rows use the pad token), then LayerNorm.
+  Tensor x = Tensor::empty({B, L, C});  // x: [B, L, C], the residual stream
+  {
+    float* xp = x.data<float>();
+    const float* word = w_->word.data<float>();
+    const float* pos = w_->pos.data<float>();
+    const float* type = w_->type.data<float>();
+    parallel_for(T, 16, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t b = t / L, l = t % L;
+        const auto& s = input.ids[static_cast<std::size_t>(b)];
+        const int64_t id =
+            l < static_cast<int64_t>(s.size()) ? s[static_cast<std::size_t>(l)] : config_.pad_token_id;
+        const float* wr = word + id * C;
+        const float* pr = pos + l * C;
+        float* o = xp + t * C;
+        for (int64_t c = 0; c < C; ++c) o[c] = wr[c] + pr[c] + type[c];
+      }
+    });
+    kc::residual_layer_norm(xp, nullptr, nullptr, w_->emb_ln_w.data<float>(), w_->emb_ln_b.data<float>(), T,
+                            C, eps);
+  }
+  if (options.trace) out.hidden_states.push_back(x.clone());
+
+  Tensor qkv = Tensor::empty({B, L, 3, H, D});  // qkv: [B, L, 3, H, D] = [T, 3C]
+  Tensor ctx = Tensor::empty({B, L, H, D});     // ctx: [B, L, H, D] = [T, C]
+  Tensor y = Tensor::empty({T, C});             // y: [T, C] projection outputs
+  Tensor ff = Tensor::empty({T, F});            // ff: [T, F]
+  float* xp = x.data<float>();
+  AttentionOptions aopt;
+  aopt.key_lengths = out.lengths;
+  aopt.capture.enabled = options.capture_attention;
+  for (const Weights::Layer& w : w_->layers) {
+    float* qp = qkv.data<float>();
+    if (!linear_t(xp, T, C, w.wqkv, w.bqkv.data<float>(), qp))
+      kc::add_bias(qp, w.bqkv.data<float>(), T, 3 * C);
+    // q, k, v: [B, H, L, D] strided views of qkv.
+    const Tensor q = qkv.select(2, 0).permute({0, 2, 1, 3});
+    const Tensor k = qkv.select(2, 1).permute({0, 2, 1, 3});
+    const Tensor v = qkv.select(2, 2).permute({0, 2, 1, 3});
+    AttentionResult r = attention(q, k, v, aopt);  // r.out: [B, H, L, D]
+    if (options.capture_attention) out.attention.push_back(r.weights);
+    {
+      const float* op = r.out.data<float>();
+      float* cp = ctx.data<float>();
+      parallel_for(B * H, 4, [&](int64_t i0, int64_t i1, int) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t b = i / H, h = i % H;
+          for (int64_t l = 0; l < L; ++l)
+            std::memcpy(cp + ((b * L + l) * H + h) * D, op + ((b * H + h) * L + l) * D,
+                        static_cast<std::size_t>(D) * sizeof(float));
+        }
+      });
+    }
+    float* yp = y.data<float>();
+    const float* bo = w.bo.data<float>();
+    if (linear_t(ctx.data<float>(), T, C, w.wo, bo, yp)) bo = nullptr;
+    kc::residual_layer_norm(xp, yp, bo, w.ln1_w.data<float>(), w.ln1_b.data<float>(), T, C, eps);
+    float* fp = ff.data<float>();
+    const float* b1 = w.b1.data<float>();
+    if (linear_t(xp, T, C, w.w1, b1, fp)) b1 = nullptr;
+    kc::bias_gelu(fp, b1, T, F);
+    const float* b2 = w.b2.data<float>();
+    if (linear_t(fp, T, F, w.w2, b2, yp)) b2 = nullptr;
+    kc::residual_layer_norm(xp, yp, b2, w.ln2_w.data<float>(), w.ln2_b.data<float>(), T, C, eps);
+    if (options.trace) out.hidden_states.push_back(x.clone());
+  }
+  out.hidden = x;
+  return out;
+}
+
+// ============================================================================
+// sentence encoder
+// ============================================================================
+uint64_t fnv1a64(std::string_view bytes, uint64_t h) {
+  for (const char c : bytes) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+bool Embeddings::any_truncated() const {
+  return std::any_of(truncated.begin(), truncated.end(), [](bool t) { return t; });
+}
+
+SentenceEncoder SentenceEncoder::load(const std::string& dir) {
+  const io::MiniLmFiles files = io::require_minilm(dir);
+  SentenceEncoder e;
+  e.dir_ = files.dir;
+  const BertConfig config = BertConfig::from_file(files.config);
+  auto tok = std::make_shared<text::WordPieceTokenizer>(text::WordPieceTokenizer::from_model_dir(files.dir));
+  ATTN_CHECK(tok->vocab_size() == config.vocab_size, "sentence encoder: ", files.vocab, " has ",
+             tok->vocab_size(), " tokens; ", files.config, " says vocab_size ", config.vocab_size);
+  // sentence-transformers' Transformer module truncates to max_seq_length from
+  // sentence_bert_config.json (256 for all-MiniLM-L6-v2).
+  int64_t max_len = 256;
+  const std::string sbc = files.dir + "/sentence_bert_config.json";
+  if (file_exists(sbc)) {
+    const json::Value v = json::parse(read_all(sbc, "sentence_bert_config.json"));
+    if (const json::Value* m = v.find("max_seq_length"); m != nullptr && !m->is_null()) {
+      ATTN_CHECK(m->is_integer() && m->as_int64() >= 2, sbc, ": max_seq_length must be an integer >= 2; got ",
+                 json::dump(*m));
+      max_len = m->as_int64();
+    }
+  }
+  e.max_seq_length_ = std::min({max_len, config.max_position_embeddings, tok->options().max_length});
+  e.model_ = std::make_shared<BertModel>(config, files.weights);
+  e.tokenizer_ = tok;
+  // Fingerprint: config, the safetensors header (names, shapes, offsets) and size, vocabulary, limit.
+  uint64_t h = fnv1a64(read_all(files.config, "config.json"));
+  {
+    std::ifstream f(files.weights, std::ios::binary);
+    char len8[8] = {};
+    f.read(len8, 8);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(len8[i]);
+    std::string header(static_cast<std::size_t>(std::min<uint64_t>(n, io::kMaxHeaderBytes)), '\0');
+    f.read(header.data(), static_cast<std::streamsize>(header.size()));
+    h = fnv1a64(header, h);
+    f.seekg(0, std::ios::end);
+    h = fnv1a64(std::to_string(static_cast<long long>(f.tellg())), h);
+  }
+  h = fnv1a64(read_all(files.vocab, "vocab.txt"), h);
+  h = fnv1a64("max_seq_length=" + std::to_string(e.max_seq_length_), h);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  e.fingerprint_ = hex;
+  return e;
+}
+
+std::vector<int32_t> SentenceEncoder::encode(const std::string& text, bool* truncated) const {
+  std::vector<int32_t> ids = tokenizer_->encode(text, true, false).ids;
+  const bool cut = static_cast<int64_t>(ids.size()) > max_seq_length_;
+  if (cut) {
+    const int32_t sep = ids.back();
+    ids.resize(static_cast<std::size_t>(max_seq_length_ - 1));
+    ids.push_back(sep);
+  }
+  if (truncated != nullptr) *truncated = cut;
+  return ids;
+}
+
+Embeddings SentenceEncoder::embed(const std::vector<std::string>& texts, const EmbedOptions& options) const {
+  ATTN_CHECK(!texts.empty(),
+             "embed: no texts given; expected at least one (an empty string is a valid text)");
+  ATTN_CHECK(options.batch_size >= 1 && options.batch_size <= 4096,
+             "embed: batch_size must be in [1, 4096]; got ", options.batch_size);
+  const auto N = static_cast<int64_t>(texts.size());
+  const int64_t C = dim();
+  std::vector<std::vector<int32_t>> ids(texts.size());
+  Embeddings e;
+  e.truncated.assign(texts.size(), false);
+  e.num_tokens.assign(texts.size(), 0);
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    bool cut = false;
+    try {
+      ids[i] = encode(texts[i], &cut);
+    } catch (const Error& err) {
+      throw Error(detail::concat("embed: texts[", i, "]: ", err.what()));
+    }
+    e.truncated[i] = cut;
+    e.num_tokens[i] = static_cast<int64_t>(ids[i].size());
+  }
+  // Length bucketing: longest first, so each batch pads to similar lengths.
+  std::vector<int64_t> order(texts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return ids[static_cast<std::size_t>(a)].size() > ids[static_cast<std::size_t>(b)].size();
+  });
+  e.vectors = Tensor::empty({N, C});
+  float* out = e.vectors.data<float>();
+  for (int64_t s = 0; s < N; s += options.batch_size) {
+    const int64_t n = std::min(options.batch_size, N - s);
+    BertInput in;
+    for (int64_t i = 0; i < n; ++i)
+      in.ids.push_back(ids[static_cast<std::size_t>(order[static_cast<std::size_t>(s + i)])]);
+    const BertOutput r = model_->forward(in);
+    const int64_t L = r.hidden.size(1);
+    const float* hp = r.hidden.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      // Mean over the real tokens (the attention mask), then L2 normalisation (eps 1e-12 as torch's
+      // F.normalize).
+      const int64_t len = r.lengths[static_cast<std::size_t>(i)];
+      std::vector<double> acc(static_cast<std::size_t>(C), 0.0);
+      for (int64_t l = 0; l < len; ++l)
+        for (int64_t c = 0; c < C; ++c) acc[static_cast<std::size_t>(c)] += hp[(i * L + l) * C + c];
+      double norm2 = 0;
+      for (double& a : acc) {
+        a /= static_cast<double>(len);
+        norm2 += a * a;
+      }
+      const double scale = options.normalize ? 1.0 / std::max(std::sqrt(norm2), 1e-12) : 1.0;
+      float* o = out + order[static_cast<std::size_t>(s + i)] * C;
+      for (int64_t c = 0; c < C; ++c) o[c] = static_cast<float>(acc[static_cast<std::size_t>(c)] * scale);
+    }
+  }
+  return e;
+}
+
+}  // namespace attn::models
