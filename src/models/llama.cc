@@ -6,6 +6,7 @@
 #include <attn/ops/attention.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -225,6 +226,7 @@ struct LlamaModel::Impl {
   Mat embed, output;  // output is empty (N == 0) when tied to embed
   GgmlType embed_type = GgmlType::F32;
   int64_t embed_row_bytes = 0;
+  const std::byte* embed_data = nullptr;  // token_embd as stored: [V rows of embed_row_bytes]
   std::vector<float> output_norm;
   std::vector<Layer> layers;
   std::vector<float> inv_freq_unused;
@@ -288,10 +290,12 @@ struct LlamaModel::Impl {
 
   // Runs every job on the weights of one phase; quantized jobs share one pass over the thread pool.
   void matmul(std::initializer_list<MatJob> jobs, const float* X, int64_t M, int64_t ldx, WeightForm form) {
-    std::vector<MatJob> qjobs;
+    std::array<MatJob, 4> qbuf;  // no allocation per call
+    std::size_t nq = 0;
+    ATTN_CHECK(jobs.size() <= qbuf.size(), "llama: at most 4 products per pass, got ", jobs.size());
     for (const MatJob& j : jobs) {
       if (j.w->quant && form == WeightForm::quantized) {
-        qjobs.push_back(j);
+        qbuf[nq++] = j;
         continue;
       }
       const float* w = j.w->f32.data();
@@ -306,7 +310,8 @@ struct LlamaModel::Impl {
       }
       kernels::cpu::sgemm(false, true, M, j.w->N, j.w->K, 1.0f, X, ldx, w, j.w->K, 0.0f, j.y, j.ldy);
     }
-    if (qjobs.empty()) return;
+    if (nq == 0) return;
+    const std::span<const MatJob> qjobs(qbuf.data(), nq);
     if (opt.llama_cpp_rounding) {
       xq.resize(M * qjobs[0].w->K);
       for (int64_t i = 0; i < M; ++i)
@@ -402,7 +407,7 @@ struct LlamaModel::Impl {
       if (!embed.f32.empty() && embed_type != GgmlType::Q8_0 && embed_type != GgmlType::Q4_1) {
         std::copy_n(embed.f32.data() + ids[i] * C, C, x.data() + i * C);
       } else {
-        const std::byte* row = file.view("token_embd.weight").data + ids[i] * embed_row_bytes;
+        const std::byte* row = embed_data + ids[i] * embed_row_bytes;
         io::dequantize(embed_type, row, C, x.data() + i * C);
       }
     }
@@ -483,6 +488,7 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
   const io::GgufTensorInfo& et = m.file.tensor("token_embd.weight");
   m.embed_type = et.type;
   m.embed_row_bytes = static_cast<int64_t>(et.bytes) / m.c.vocab;
+  m.embed_data = m.file.view("token_embd.weight").data;
   m.load_mat(m.embed, "token_embd.weight");
   if (m.file.has_tensor("output.weight")) m.load_mat(m.output, "output.weight");
   m.output_norm = m.load_vec("output_norm.weight");
