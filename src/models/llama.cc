@@ -565,7 +565,6 @@ std::string LlamaModel::apply_chat_template(const std::vector<Message>& messages
     if (i == 0 && messages[0].role != "system") out += default_system;
     out += "<|im_start|>" + messages[i].role + "\n" + messages[i].content + "<|im_end|>\n";
   }
-  if (messages.empty() && add_generation_prompt) out += default_system;
   if (add_generation_prompt) out += "<|im_start|>assistant\n";
   return out;
 }
