@@ -23,6 +23,9 @@ inline constexpr Tolerance kOpsFloatForward{1e-5, 1e-4};
 inline constexpr Tolerance kOpsFloatBackward{2e-5, 2e-4};
 // Central finite differences in fp64 (step 1e-6) against the analytic gradient.
 inline constexpr Tolerance kFiniteDiff{1e-6, 1e-5};
+// Quantized-weight products (kernels/cpu/qmatmul.h) in fp32 against the double reference and against
+// dequantize-then-sgemm: weights up to ~±2, x in [-1, 1), K <= 1536, sums of up to 1536 fp32 products.
+inline constexpr Tolerance kQMatmul{2e-4, 1e-5};
 // Engine against PyTorch fp32 fixtures (different summation order). Also whole
 // Transformer models layer by layer, loss and gradients (tests/models; worst seen
 // 1.9e-6 forward, 3.6e-7 gradients).

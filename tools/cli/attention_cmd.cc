@@ -7,7 +7,9 @@
 // (minilm_attention below); the printing and the export are shared.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/io/model_files.h>
 #include <attn/models/bert.h>
+#include <attn/models/llama.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,7 +27,9 @@ namespace {
 
 const std::vector<OptionSpec>& attention_options() {
   static const std::vector<OptionSpec> specs = {
-      {"model", "NAME", "minilm (all-MiniLM-L6-v2; the default), or a BERT model folder"},
+      {"model", "NAME",
+       "minilm (all-MiniLM-L6-v2; the default), smollm2 (SmolLM2-135M-Instruct, causal), "
+       "a BERT model folder or a Llama .gguf file"},
       {"export", "FILE", "write the weights as JSON (bertviz / attn view layout), atomically"},
       {"layer", "L", "summarise only layer L (from 0)"},
       {"head", "H", "summarise only head H (from 0); with --layer: each token's top keys"},
@@ -47,7 +51,8 @@ std::string help_text() {
          "\nExamples:\n"
          "  attn attention --model minilm \"The animal didn't cross the street because it was too tired.\"\n"
          "  attn attention --model minilm \"...\" --layer 4 --head 11\n"
-         "  attn attention --model minilm \"...\" --export it.json && attn view it.json -o it.html\n";
+         "  attn attention --model minilm \"...\" --export it.json && attn view it.json -o it.html\n"
+         "  attn attention --model smollm2 \"The capital of France is Paris.\" --layer 5\n";
 }
 
 // all-MiniLM-L6-v2 (or another BERT folder): one sequence, [CLS] text [SEP].
@@ -74,6 +79,35 @@ view::Export minilm_attention(const std::string& model_dir, const std::string& t
     layer.heads = w.size(1), layer.rows = w.size(2), layer.cols = w.size(3);
     const std::vector<double> v = w.to_vector();
     layer.w.assign(v.begin(), v.end());
+    s.layers.push_back(std::move(layer));
+    e.layer_names.push_back("layer " + std::to_string(l));
+  }
+  e.sets.push_back(std::move(s));
+  return e;
+}
+
+// SmolLM2 (or another Llama GGUF): the prompt's causal self-attention, tokens as llama.cpp splits them.
+view::Export smollm2_attention(const std::string& gguf, const std::string& text) {
+  models::LlamaOptions o;
+  o.max_context = 512;
+  models::LlamaModel m = models::LlamaModel::load(gguf, o);
+  const std::vector<int32_t> ids = m.tokenizer().encode(text, false, true);
+  ATTN_CHECK(!ids.empty() && static_cast<int64_t>(ids.size()) <= o.max_context, "the text has ", ids.size(),
+             " tokens; expected 1 to ", o.max_context);
+  const models::LlamaAttention a = m.attention_weights(ids);
+  view::Export e;
+  e.model = "SmolLM2-135M-Instruct";
+  e.text = text;
+  e.tokens = a.tokens;
+  view::AttentionSet s;
+  s.key = "attention";
+  s.label = "causal self-attention";
+  s.row_tokens = s.col_tokens = e.tokens;
+  const auto N = static_cast<int64_t>(ids.size());
+  for (std::size_t l = 0; l < a.layers.size(); ++l) {
+    view::Layer layer;
+    layer.heads = a.heads, layer.rows = N, layer.cols = N;
+    layer.w.assign(a.layers[l].begin(), a.layers[l].end());  // [H, N, N]
     s.layers.push_back(std::move(layer));
     e.layer_names.push_back("layer " + std::to_string(l));
   }
@@ -159,8 +193,13 @@ int run_attention(const std::vector<std::string>& raw) {
   if (opts.has("threads")) set_num_threads(static_cast<int>(opts.integer("threads", 1, 1024)));
   const std::string model = opts.has("model") ? opts.str("model") : "minilm";
   view::Export e;
+  const bool gguf = model.size() > 5 && model.compare(model.size() - 5, 5, ".gguf") == 0;
   if (model == "minilm" || model == "all-MiniLM-L6-v2") {
     e = minilm_attention("", sa.positionals[0]);
+  } else if (model == "smollm2" || model == "SmolLM2-135M-Instruct") {
+    e = smollm2_attention(io::require_smollm2_gguf(), sa.positionals[0]);
+  } else if (gguf) {
+    e = smollm2_attention(io::require_smollm2_gguf(model), sa.positionals[0]);
   } else {
     // A folder holding a BERT model (config.json, model.safetensors, vocab.txt).
     e = minilm_attention(model, sa.positionals[0]);

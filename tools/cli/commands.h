@@ -26,6 +26,8 @@ int run_train_classify(const std::vector<std::string>& args);
 int run_classify(const std::vector<std::string>& args);
 int run_translate(const std::vector<std::string>& args);
 int run_train_translate(const std::vector<std::string>& args);
+int run_generate_gguf(const std::vector<std::string>& args);
+int run_chat(const std::vector<std::string>& args);
 int run_embed(const std::vector<std::string>& args);
 int run_similarity(const std::vector<std::string>& args);
 int run_search(const std::vector<std::string>& args);

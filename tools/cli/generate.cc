@@ -156,6 +156,28 @@ int run_generate_lm(const std::vector<std::string>& raw) {
   return 0;
 }
 
-int run_generate(const std::vector<std::string>& args) { return run_generate_lm(args); }
+// One command for both kinds of language model: a GGUF file (SmolLM2 by default,
+// generate_gguf.cc) or a model file written by 'attn train lm' (above).
+int run_generate(const std::vector<std::string>& args) {
+  std::string model;
+  bool help = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") help = true;
+    if (args[i] == "--model" && i + 1 < args.size()) model = args[i + 1];
+    if (args[i].rfind("--model=", 0) == 0) model = args[i].substr(8);
+  }
+  const bool gguf = model.empty() || model == "smollm2" ||
+                    (model.size() >= 5 && model.compare(model.size() - 5, 5, ".gguf") == 0);
+  if (help && model.empty()) {
+    std::fputs("attn generate runs either kind of language model:\n"
+               "  --model smollm2 | FILE.gguf   a pretrained Llama-family GGUF (the default: SmolLM2)\n"
+               "  --model FILE                  a character LM written by 'attn train lm'\n\n",
+               stdout);
+    run_generate_gguf({"--help"});
+    std::fputs("\n", stdout);
+    return run_generate_lm({"--help"});
+  }
+  return gguf ? run_generate_gguf(args) : run_generate_lm(args);
+}
 
 }  // namespace attn::cli

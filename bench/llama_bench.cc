@@ -1,0 +1,118 @@
+// SmolLM2-135M-Instruct (GGUF) speed: prompt tokens/s (one prefill pass over a P-token prompt) and
+// generated tokens/s (greedy, one token per step with the KV cache). The llama.cpp peer
+// (bench/peers/llama_cpp_peer.py) runs the same prompt ids; bench/run_llama.py runs both and prints
+// the ratios. Prints one JSON line per configuration.
+//
+//   llama_bench [--model FILE] [--prompt-tokens 512] [--gen 128] [--reps 3] [--threads 2]
+//               [--forms default,quantized,f32-on-load]   weight handling, one run each:
+//     default      the library's choice: prompt passes expand each matrix to f32 per pass + sgemm,
+//                  decode steps multiply in Q4_1/Q8_0 block form
+//     quantized    both phases in block form
+//     f32-on-load  every matrix expanded to f32 once at load, both phases sgemm
+#include <attn/core/parallel.h>
+#include <attn/io/model_files.h>
+#include <attn/models/llama.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The benchmark prompt: this paragraph repeated, tokenized, cut to P tokens (the peer does the same).
+const char* kText =
+    "The history of computing is a story of abstraction. Early machines were programmed by rewiring "
+    "panels; then came stored programs, assemblers, compilers and operating systems. Each layer hid "
+    "the details of the one below it, so that people could think about larger problems. Today a "
+    "language model runs on layers of libraries, kernels and hardware that few people see. ";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path, forms = "default";
+  int64_t P = 512, G = 128, reps = 3, threads = 2;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--model")
+      model_path = v;
+    else if (k == "--prompt-tokens")
+      P = std::stoll(v);
+    else if (k == "--gen")
+      G = std::stoll(v);
+    else if (k == "--reps")
+      reps = std::stoll(v);
+    else if (k == "--threads")
+      threads = std::stoll(v);
+    else if (k == "--forms")
+      forms = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  try {
+    attn::set_num_threads(static_cast<int>(threads));
+    const std::string path = attn::io::require_smollm2_gguf(model_path);
+    std::vector<std::string> form_list;
+    for (std::size_t a = 0; a <= forms.size();) {
+      const std::size_t b = std::min(forms.find(',', a), forms.size());
+      form_list.push_back(forms.substr(a, b - a));
+      a = b + 1;
+    }
+    for (const std::string& f : form_list) {
+      attn::models::LlamaOptions o;
+      if (f == "quantized") {
+        o.prefill = o.decode = attn::models::WeightForm::quantized;
+      } else if (f == "f32-on-load") {
+        o.prefill = o.decode = attn::models::WeightForm::f32;
+        o.expand_on_load = true;
+      } else if (f != "default") {
+        throw attn::Error("--forms: expected default, quantized or f32-on-load, got " + f);
+      }
+      o.max_context = P + G + 8;
+      const double tl = now();
+      attn::models::LlamaModel m = attn::models::LlamaModel::load(path, o);
+      const double load_s = now() - tl;
+      std::string text;
+      std::vector<int32_t> ids;
+      while (static_cast<int64_t>(ids.size()) < P) {
+        text += kText;
+        ids = m.tokenizer().encode(text);
+      }
+      ids.resize(P);
+      double best_prefill = 1e30, best_decode = 1e30;
+      for (int64_t r = 0; r < reps; ++r) {
+        m.clear();
+        const double t0 = now();
+        std::span<const float> logits = m.prefill(ids);
+        const double t1 = now();
+        int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        const double t2 = now();
+        for (int64_t g = 0; g < G; ++g) {
+          logits = m.step(next);
+          next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        }
+        const double t3 = now();
+        best_prefill = std::min(best_prefill, t1 - t0);
+        best_decode = std::min(best_decode, t3 - t2);
+      }
+      std::printf(
+          "{\"engine\": \"attn\", \"form\": \"%s\", \"threads\": %lld, \"prompt_tokens\": %lld, "
+          "\"gen_tokens\": %lld, \"load_s\": %.3f, \"prompt_tok_s\": %.1f, \"gen_tok_s\": %.1f}\n",
+          f.c_str(), static_cast<long long>(threads), static_cast<long long>(P), static_cast<long long>(G),
+          load_s, P / best_prefill, G / best_decode);
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llama_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

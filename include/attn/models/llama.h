@@ -1,0 +1,145 @@
+// A Llama-architecture decoder read from a GGUF file (llama.cpp's format):
+// SmolLM2-135M-Instruct and other models of the same family.
+//
+//   x = embed[token]
+//   per layer:  x += Wo · attention(rope(Wq·n), rope(Wk·n), Wv·n)   n = rms_norm(x)·attn_norm
+//               x += Wdown · (silu(Wgate·n) ⊙ Wup·n)                  n = rms_norm(x)·ffn_norm
+//   logits = Wout · rms_norm(x)·output_norm      (Wout = embed when the file has no output.weight)
+//
+// Attention is causal with grouped-query heads (H query heads share Hkv key/value heads) and a
+// KV cache: prefill() runs a whole prompt in one pass, then step() one token at a time.
+// RoPE follows llama.cpp's convention for GGUF llama weights: the converter permuted the rows of
+// Wq and Wk so that each head rotates adjacent pairs (x[2i], x[2i+1]) by pos · base^(−2i/D)
+// (Hugging Face's checkpoints rotate the halves (x[i], x[i+D/2]) instead; the permutation maps one
+// onto the other).
+//
+// Weights: the 2-D matrices stay in their stored block format (Q4_1, Q8_0) and are multiplied in
+// that form (kernels/cpu/qmatmul.h); F32/F16/BF16 matrices are expanded to f32 and go through
+// sgemm. LlamaOptions can instead expand quantized matrices to f32 on load, per phase (prefill,
+// decode), to compare the two (docs/models.md has the measurement).
+#pragma once
+
+#include <attn/io/gguf.h>
+#include <attn/text/bpe_bytes.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn::models {
+
+struct LlamaConfig {
+  int64_t vocab = 0;           // V
+  int64_t context = 0;         // longest sequence the model was trained for (llama.context_length)
+  int64_t dim = 0;             // C (llama.embedding_length)
+  int64_t layers = 0;          // llama.block_count
+  int64_t ffn = 0;             // llama.feed_forward_length
+  int64_t heads = 0;           // H (llama.attention.head_count)
+  int64_t kv_heads = 0;        // Hkv (llama.attention.head_count_kv, default H)
+  int64_t head_dim = 0;        // D = C / H
+  int64_t rope_dim = 0;        // llama.rope.dimension_count (default D); only D is supported
+  double rope_base = 10000.0;  // llama.rope.freq_base
+  double rms_eps = 1e-5;       // llama.attention.layer_norm_rms_epsilon
+
+  // Reads general.architecture (must be "llama") and the llama.* keys; throws
+  // attn::Error naming the file and key on a missing key, an unknown
+  // architecture or inconsistent values (see validate()).
+  static LlamaConfig from_gguf(const io::GgufFile& file);
+  // Positive sizes, C == H·D, H % Hkv == 0, D even, rope_dim == D, finite positive base and eps.
+  void validate() const;
+};
+
+// How a pass multiplies by a quantized (Q4_1, Q8_0) matrix.
+enum class WeightForm {
+  quantized,  // in block form (kernels/cpu/qmatmul.h): every weight byte read once per pass
+  f32,        // expanded to f32 (on load when expand_on_load, else per pass into a scratch) + sgemm
+};
+
+// The defaults are the faster form per phase, measured (docs/models.md): decoding is memory bound and
+// multiplies in block form; prompt passes expand each matrix to f32 once per pass (K·N conversions,
+// ~1/L of the product's work) and use BLAS sgemm.
+struct LlamaOptions {
+  WeightForm prefill = WeightForm::f32;       // passes over more than one token ...
+  int64_t prefill_f32_min_tokens = 16;        // ... of at least this many (shorter ones: quantized)
+  WeightForm decode = WeightForm::quantized;  // one-token steps
+  // Keep an f32 copy of every quantized matrix from load time on (4 bytes per weight instead of
+  // ~0.6); only for measuring "dequantize on load" against the per-pass expansion.
+  bool expand_on_load = false;
+  // KV cache capacity in tokens; 0 = the model's context. Longer inputs throw.
+  int64_t max_context = 0;
+  // For parity measurements only: emulate the roundings llama.cpp's CPU backend applies — the
+  // activations quantized to 8 bits (ggml's Q8_1 blocks for Q4_1 weights, Q8_0 for Q8_0: per 32
+  // values q = round(x·127/max|x|), scale stored as f16) before every quantized product, and Q, K, V
+  // rounded to f16 (its KV cache type). Slower; off by default.
+  bool llama_cpp_rounding = false;
+};
+
+// The tensors a GGUF llama file must hold, checked all at once before any is used.
+struct LlamaTensorCheck {
+  std::vector<std::string> missing;     // expected, absent
+  std::vector<std::string> unexpected;  // present, not used
+  std::vector<std::string> misshaped;   // "name: expected [a, b], got [c, d]" (also unsupported types)
+  bool ok() const { return missing.empty() && misshaped.empty(); }
+  std::string str() const;  // one paragraph listing all three
+};
+LlamaTensorCheck check_llama_tensors(const io::GgufFile& file, const LlamaConfig& config);
+
+// Per-layer exact causal attention probabilities of one prompt, for `attn view`.
+struct LlamaAttention {
+  std::vector<int32_t> ids;
+  std::vector<std::string> tokens;  // one display string per id (valid UTF-8)
+  int64_t heads = 0;
+  std::vector<std::vector<float>> layers;  // per layer: [H, N, N]
+  // The bertviz layout `attn view` reads: {"tokens", "attention": [[1, H, N, N] per layer], ...}.
+  std::string to_json(const std::string& model_name, const std::string& text) const;
+};
+
+class LlamaModel {
+ public:
+  // Opens and validates `path` (GGUF): config, tokenizer, tensor names, shapes and types.
+  static LlamaModel load(const std::string& path, const LlamaOptions& options = {});
+  LlamaModel(LlamaModel&&) noexcept;
+  LlamaModel& operator=(LlamaModel&&) noexcept;
+  ~LlamaModel();
+
+  const LlamaConfig& config() const;
+  const text::ByteBpeTokenizer& tokenizer() const;
+  const io::GgufFile& file() const;
+  int64_t capacity() const;  // KV cache capacity (tokens)
+
+  // The sequence so far: clear() starts a new one.
+  void clear();
+  int64_t position() const;  // tokens in the KV cache
+
+  // Appends `ids` to the sequence (one pass over all of them) and returns the
+  // logits of the last one: [V]. Throws when the sequence would exceed capacity()
+  // or an id is out of range. The returned span stays valid until the next call.
+  std::span<const float> prefill(std::span<const int32_t> ids);
+  // One token: the same as prefill({id}) on the decode path.
+  std::span<const float> step(int32_t id);
+
+  // Runs `ids` as a fresh sequence (clears the cache) and returns every layer's
+  // exact attention probabilities [H, N, N] (the engine's weight capture).
+  LlamaAttention attention_weights(std::span<const int32_t> ids);
+
+  // The chat template of the file (tokenizer.chat_template) applied to messages
+  // (role, content), with the assistant prompt appended when add_generation_prompt.
+  // Only the ChatML family (<|im_start|>role\n...<|im_end|>\n) is recognised; any
+  // other template throws naming it.
+  struct Message {
+    std::string role, content;
+  };
+  std::string apply_chat_template(const std::vector<Message>& messages, bool add_generation_prompt) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  explicit LlamaModel(std::unique_ptr<Impl> impl);
+};
+
+// A display string for one token: its bytes when they are valid UTF-8, else <0xNN> per byte.
+std::string llama_token_display(const text::ByteBpeTokenizer& tok, int32_t id);
+
+}  // namespace attn::models

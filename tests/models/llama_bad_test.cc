@@ -1,0 +1,256 @@
+// LlamaModel on small GGUF files written here: a valid one-layer model runs; every kind of bad file
+// (truncated, unknown architecture, missing keys, inconsistent sizes, missing / unexpected / mis-shaped
+// tensors, an unknown chat template) and a prompt longer than the context give a clear attn::Error.
+#include <attn/io/gguf.h>
+#include <attn/models/llama.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <variant>
+
+#include "testing/testing.h"
+
+namespace attn::models {
+namespace {
+
+// ---- a minimal GGUF v3 writer (f32 tensors only) ----
+using Value = std::variant<uint32_t, float, std::string, std::vector<std::string>>;
+
+struct TinyTensor {
+  std::string name;
+  Shape shape;  // row-major, outermost first
+};
+
+struct TinyFile {
+  std::vector<std::pair<std::string, Value>> kv;
+  std::vector<TinyTensor> tensors;
+
+  void set(const std::string& k, Value v) {
+    for (auto& e : kv)
+      if (e.first == k) {
+        e.second = std::move(v);
+        return;
+      }
+    kv.emplace_back(k, std::move(v));
+  }
+  void erase(const std::string& k) {
+    std::erase_if(kv, [&](const auto& e) { return e.first == k; });
+  }
+  TinyTensor* tensor(const std::string& n) {
+    for (auto& t : tensors)
+      if (t.name == n) return &t;
+    return nullptr;
+  }
+  std::string bytes() const {
+    std::string o;
+    auto u32 = [&](uint32_t v) { o.append(reinterpret_cast<const char*>(&v), 4); };
+    auto u64 = [&](uint64_t v) { o.append(reinterpret_cast<const char*>(&v), 8); };
+    auto str = [&](const std::string& s) {
+      u64(s.size());
+      o += s;
+    };
+    o += "GGUF";
+    u32(3);
+    u64(tensors.size());
+    u64(kv.size());
+    for (const auto& [k, v] : kv) {
+      str(k);
+      if (auto* p = std::get_if<uint32_t>(&v)) {
+        u32(4);
+        u32(*p);
+      } else if (auto* f = std::get_if<float>(&v)) {
+        u32(6);
+        o.append(reinterpret_cast<const char*>(f), 4);
+      } else if (auto* s = std::get_if<std::string>(&v)) {
+        u32(8);
+        str(*s);
+      } else {
+        const auto& a = std::get<std::vector<std::string>>(v);
+        u32(9);
+        u32(8);
+        u64(a.size());
+        for (const auto& s : a) str(s);
+      }
+    }
+    uint64_t off = 0;
+    std::vector<uint64_t> offs;
+    for (const auto& t : tensors) {
+      str(t.name);
+      u32(static_cast<uint32_t>(t.shape.size()));
+      for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) u64(*it);
+      u32(0);  // F32
+      u64(off);
+      offs.push_back(off);
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      off += (n * 4 + 31) / 32 * 32;
+    }
+    while (o.size() % 32) o += '\0';
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      int64_t n = 1;
+      for (int64_t d : tensors[i].shape) n *= d;
+      for (int64_t j = 0; j < n; ++j) {
+        const float v = tensors[i].name.find("norm") != std::string::npos ? 1.0f : u(rng);
+        o.append(reinterpret_cast<const char*>(&v), 4);
+      }
+      while (o.size() % 32) o += '\0';
+    }
+    return o;
+  }
+};
+
+// One layer, C = 32, H = 2, Hkv = 1, D = 16, F = 64, V = 6, context 8.
+TinyFile tiny() {
+  TinyFile f;
+  f.set("general.architecture", std::string("llama"));
+  f.set("llama.context_length", 8u);
+  f.set("llama.embedding_length", 32u);
+  f.set("llama.block_count", 1u);
+  f.set("llama.feed_forward_length", 64u);
+  f.set("llama.attention.head_count", 2u);
+  f.set("llama.attention.head_count_kv", 1u);
+  f.set("llama.rope.freq_base", 10000.0f);
+  f.set("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  f.set("tokenizer.ggml.model", std::string("gpt2"));
+  f.set("tokenizer.ggml.tokens", std::vector<std::string>{"a", "b", "c", "d", "e", "f"});
+  f.set("tokenizer.ggml.merges", std::vector<std::string>{});
+  f.set("tokenizer.chat_template",
+        std::string("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+                    "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"));
+  f.tensors = {{"token_embd.weight", {6, 32}},         {"output_norm.weight", {32}},
+               {"blk.0.attn_norm.weight", {32}},       {"blk.0.attn_q.weight", {32, 32}},
+               {"blk.0.attn_k.weight", {16, 32}},      {"blk.0.attn_v.weight", {16, 32}},
+               {"blk.0.attn_output.weight", {32, 32}}, {"blk.0.ffn_norm.weight", {32}},
+               {"blk.0.ffn_gate.weight", {64, 32}},    {"blk.0.ffn_up.weight", {64, 32}},
+               {"blk.0.ffn_down.weight", {32, 64}}};
+  return f;
+}
+
+std::string write(const std::string& name, const std::string& bytes) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("attn_llama_" + name + ".gguf")).string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(LlamaBad, TinyModelRuns) {
+  LlamaModel m = LlamaModel::load(write("ok", tiny().bytes()));
+  EXPECT_EQ(m.config().head_dim, 16);
+  EXPECT_EQ(m.capacity(), 8);
+  const std::vector<int32_t> ids = {0, 3, 5};
+  const std::span<const float> a = m.prefill(ids);
+  ASSERT_EQ(a.size(), 6u);
+  for (float v : a) EXPECT_TRUE(std::isfinite(v));
+  const std::vector<float> all(a.begin(), a.end());
+  m.clear();
+  m.prefill(std::vector<int32_t>{0, 3});
+  const std::span<const float> b = m.step(5);
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_NEAR(b[i], all[i], 1e-5);
+}
+
+TEST(LlamaBad, PromptLongerThanContext) {
+  LlamaModel m = LlamaModel::load(write("ctx", tiny().bytes()));
+  EXPECT_ERROR_CONTAINS(m.prefill(std::vector<int32_t>(9, 1)), {"9 tokens", "exceeds the context of 8"});
+  m.prefill(std::vector<int32_t>(8, 1));
+  EXPECT_ERROR_CONTAINS(m.step(1), {"9 tokens (8 cached + 1 new)", "context of 8"});
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("ctx", tiny().bytes()), {.max_context = -1}),
+                        {"max_context", ">= 0"});
+}
+
+TEST(LlamaBad, TruncatedFile) {
+  const std::string b = tiny().bytes();
+  for (std::size_t cut : {std::size_t{3}, std::size_t{40}, b.size() / 2, b.size() - 4}) {
+    const std::string path = write("trunc", b.substr(0, cut));
+    EXPECT_THROW(LlamaModel::load(path), Error) << "cut at " << cut;
+  }
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("trunc", b.substr(0, b.size() - 4))),
+                        {"attn_llama_trunc.gguf"});
+}
+
+TEST(LlamaBad, CorruptMagic) {
+  std::string b = tiny().bytes();
+  b[0] = 'X';
+  EXPECT_THROW(LlamaModel::load(write("magic", b)), Error);
+}
+
+TEST(LlamaBad, UnknownArchitecture) {
+  TinyFile f = tiny();
+  f.set("general.architecture", std::string("gpt2"));
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("arch", f.bytes())),
+                        {"unsupported architecture 'gpt2'", "llama"});
+  f.erase("general.architecture");
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("arch", f.bytes())), {"general.architecture"});
+}
+
+TEST(LlamaBad, MissingOrInconsistentKeys) {
+  TinyFile f = tiny();
+  f.erase("llama.block_count");
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("keys", f.bytes())),
+                        {"missing metadata key 'llama.block_count'"});
+  f = tiny();
+  f.set("llama.attention.head_count", 3u);
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("keys", f.bytes())), {"embedding length 32", "head_count 3"});
+  f = tiny();
+  f.set("llama.attention.head_count_kv", 0u);
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("keys", f.bytes())), {"head_count_kv", "> 0"});
+  f = tiny();
+  f.set("llama.rope.freq_base", -1.0f);
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("keys", f.bytes())), {"freq_base", "> 0"});
+}
+
+TEST(LlamaBad, TensorsMissingUnexpectedMisshaped) {
+  TinyFile f = tiny();
+  std::erase_if(f.tensors, [](const TinyTensor& t) { return t.name == "blk.0.ffn_up.weight"; });
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("tensors", f.bytes())), {"1 missing: blk.0.ffn_up.weight"});
+  f = tiny();
+  f.tensor("blk.0.attn_k.weight")->shape = {32, 32};
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("tensors", f.bytes())),
+                        {"mis-shaped", "blk.0.attn_k.weight: expected [16, 32], got [32, 32]"});
+  f = tiny();
+  f.tensors.push_back({"rope_freqs.weight", {8}});
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("tensors", f.bytes())), {"1 unexpected: rope_freqs.weight"});
+  f = tiny();
+  f.tensors.push_back({"output.weight", {6, 32}});  // a separate output matrix is fine
+  EXPECT_NO_THROW(LlamaModel::load(write("tensors", f.bytes())));
+  // The check lists all problems at once.
+  f = tiny();
+  f.tensor("blk.0.ffn_down.weight")->shape = {64, 32};
+  std::erase_if(f.tensors, [](const TinyTensor& t) { return t.name == "output_norm.weight"; });
+  const LlamaTensorCheck chk = check_llama_tensors(io::GgufFile::open(write("tensors", f.bytes())),
+                                                   LlamaModel::load(write("ok2", tiny().bytes())).config());
+  EXPECT_EQ(chk.missing, std::vector<std::string>{"output_norm.weight"});
+  ASSERT_EQ(chk.misshaped.size(), 1u);
+  EXPECT_FALSE(chk.ok());
+}
+
+TEST(LlamaBad, TokenOutOfRange) {
+  LlamaModel m = LlamaModel::load(write("tok", tiny().bytes()));
+  EXPECT_ERROR_CONTAINS(m.prefill(std::vector<int32_t>{0, 6}), {"token id 6 at 1", "[0, 6)"});
+  EXPECT_ERROR_CONTAINS(m.prefill(std::vector<int32_t>{}), {"no tokens"});
+  EXPECT_EQ(m.position(), 0);
+}
+
+TEST(LlamaBad, ChatTemplates) {
+  TinyFile f = tiny();
+  LlamaModel ok = LlamaModel::load(write("chat", f.bytes()));
+  EXPECT_EQ(ok.apply_chat_template({{"user", "x"}}, true),
+            "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");
+  f.set("tokenizer.chat_template",
+        std::string("{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}"));
+  LlamaModel other = LlamaModel::load(write("chat", f.bytes()));
+  EXPECT_ERROR_CONTAINS(other.apply_chat_template({{"user", "x"}}, true),
+                        {"unknown chat template", "[INST]"});
+  f.erase("tokenizer.chat_template");
+  LlamaModel none = LlamaModel::load(write("chat", f.bytes()));
+  EXPECT_ERROR_CONTAINS(none.apply_chat_template({{"user", "x"}}, true), {"no tokenizer.chat_template"});
+}
+
+}  // namespace
+}  // namespace attn::models
