@@ -34,8 +34,9 @@ ByteBpeTokenizer make(text::PreTokenizer pre) {
     v.types.push_back(BpeTokenType::normal);
   }
   // Merges in rank order; "Ġth" is deliberately not a token (fallback path).
-  const char* merges[][2] = {{" ", "t"}, {"h", "e"}, {" t", "he"}, {"i", "n"}, {"in", "g"}, {"e", "r"},
-                             {" ", "a"}, {" t", "h"}, {"1", "2"},  {"\xe4\xb8", "\xad"}, {"a", "a"}};
+  const char* merges[][2] = {{" ", "t"},  {"h", "e"},           {" t", "he"}, {"i", "n"},
+                             {"in", "g"}, {"e", "r"},           {" ", "a"},   {" t", "h"},
+                             {"1", "2"},  {"\xe4\xb8", "\xad"}, {"a", "a"}};
   for (const auto& m : merges) {
     v.merges.push_back(sym(m[0]) + " " + sym(m[1]));
     const std::string merged = sym(std::string(m[0]) + m[1]);
@@ -87,7 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   }
   // Arbitrary ids: decode must throw attn::Error for those out of range.
   std::vector<int32_t> ids;
-  for (std::size_t i = 1; i + 1 < size; i += 2) ids.push_back(static_cast<int16_t>(data[i] | data[i + 1] << 8));
+  for (std::size_t i = 1; i + 1 < size; i += 2)
+    ids.push_back(static_cast<int16_t>(data[i] | data[i + 1] << 8));
   try {
     (void)t.decode(ids);
   } catch (const Error&) {

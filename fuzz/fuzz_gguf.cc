@@ -63,7 +63,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       g.type(key);
       read_every_getter(g, key);
     }
-    may_throw([&] { g.get_int("\x01" "absent", 7); });
+    may_throw([&] {
+      g.get_int(
+          "\x01"
+          "absent",
+          7);
+    });
     for (const std::string& name : g.tensor_names()) {
       const io::GgufTensorInfo& t = g.tensor(name);
       FUZZ_ASSERT(t.offset <= g.file_size() && t.bytes <= g.file_size() - t.offset,

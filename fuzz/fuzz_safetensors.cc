@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   try {
     const io::SafeTensorsFile f = io::SafeTensorsFile::open(path);
     FUZZ_ASSERT(f.header_size() + 8 <= f.file_size(), "header %llu, file %llu",
-                static_cast<unsigned long long>(f.header_size()), static_cast<unsigned long long>(f.file_size()));
+                static_cast<unsigned long long>(f.header_size()),
+                static_cast<unsigned long long>(f.file_size()));
     for (const auto& [k, v] : f.metadata()) (void)k.size(), (void)v.size();
     for (const std::string& name : f.names()) {
       const io::TensorInfo& t = f.info(name);

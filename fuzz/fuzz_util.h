@@ -43,14 +43,14 @@ class MemFile {
 };
 
 // A property that must hold for every input; prints and aborts otherwise.
-#define FUZZ_ASSERT(cond, ...)                                                    \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
+#define FUZZ_ASSERT(cond, ...)                                                              \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
       std::fprintf(stderr, "FUZZ_ASSERT failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                          \
-      std::fprintf(stderr, "\n");                                                 \
-      std::abort();                                                               \
-    }                                                                             \
+      std::fprintf(stderr, __VA_ARGS__);                                                    \
+      std::fprintf(stderr, "\n");                                                           \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (0)
 
 }  // namespace attn::fuzz
