@@ -175,7 +175,7 @@ ByteBpeTokenizer ByteBpeTokenizer::from_gguf(const io::GgufFile& f) {
   // int32 (a u64 id of 2^32 + 1 would otherwise wrap around to 1).
   auto special_id = [&](const char* key) {
     const int64_t id = f.get_int(key, -1);
-    ATTN_CHECK(id >= -1 && id <= INT32_MAX, "bpe: ", f.path(), ": ", key, " is ", id,
+    ATTN_CHECK(id >= INT32_MIN && id <= INT32_MAX, "bpe: ", f.path(), ": ", key, " is ", id,
                "; expected a token id in [0, ", v.tokens.size(), ")");
     return static_cast<int32_t>(id);
   };
