@@ -18,7 +18,7 @@ root=$PWD
 
 seconds=${1:-60}
 shift || true
-all=(safetensors gguf gguf_tokenizer json utf8 wordpiece bpe_bytes view_export)
+all=(safetensors gguf gguf_tokenizer json utf8 wordpiece bpe_bytes view_export text_files)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
