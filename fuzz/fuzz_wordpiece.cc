@@ -5,6 +5,7 @@
 #include <attn/text/wordpiece.h>
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 
 #include "fuzz_util.h"
@@ -50,7 +51,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   o.max_input_chars_per_word = (flags & 32) ? 3 : 100;
   o.max_length = (flags & 64) ? 2 + flags % 5 : 512;  // 2..6: [CLS] [SEP] plus a few
   static const WordPieceTokenizer base = WordPieceTokenizer::from_vocab(vocab(), {});
-  const WordPieceTokenizer t = WordPieceTokenizer::from_vocab(vocab(), o);
+  // One tokenizer per options byte, built once (building one per input costs more than the run).
+  static std::map<uint8_t, WordPieceTokenizer> cache;
+  auto it = cache.find(flags);
+  if (it == cache.end()) it = cache.emplace(flags, WordPieceTokenizer::from_vocab(vocab(), o)).first;
+  const WordPieceTokenizer& t = it->second;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     const std::vector<std::string> pieces = t.tokenize(text);
