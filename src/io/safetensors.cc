@@ -179,15 +179,22 @@ TensorInfo parse_entry(const Where& w, const std::string& name, const Value& v, 
   const Value* sh = v.find("shape");
   if (!sh) w.fail(t, "missing \"shape\"");
   if (!sh->is_array()) w.fail(t, "\"shape\" must be an array of sizes; got ", json::dump(*sh));
-  int64_t numel = 1;
+  // The product of the non-zero sizes must fit too, even when a size is 0: a
+  // tensor's strides multiply them (innermost first), so [0, 2^62, 4] would
+  // overflow there although it has no elements.
+  int64_t nonzero = 1;
+  bool has_zero = false;
   for (std::size_t d = 0; d < sh->size(); ++d) {
     const Value& s = sh->at(d);
     if (!s.is_integer() || s.as_int64() < 0)
       w.fail(t, "shape[", d, "] must be a non-negative integer; got ", json::dump(s));
     info.shape.push_back(s.as_int64());
-    if (!mul_ok(numel, s.as_int64(), &numel))
-      w.fail(t, "shape ", shape_str(info.shape), "... has more elements than fit in int64");
+    has_zero = has_zero || s.as_int64() == 0;
+    if (s.as_int64() != 0 && !mul_ok(nonzero, s.as_int64(), &nonzero))
+      w.fail(t, "shape ", shape_str(info.shape), "... has more elements than fit in int64",
+             has_zero ? " (not counting its size-0 dims)" : "");
   }
+  const int64_t numel = has_zero ? 0 : nonzero;
   info.numel = numel;
   int64_t nbytes = 0;
   if (!mul_ok(numel, static_cast<int64_t>(st_dtype_size(info.dtype)), &nbytes))

@@ -171,10 +171,18 @@ ByteBpeTokenizer ByteBpeTokenizer::from_gguf(const io::GgufFile& f) {
     }
   }
   v.merges = f.get_string_array("tokenizer.ggml.merges");
-  v.bos_id = static_cast<int32_t>(f.get_int("tokenizer.ggml.bos_token_id", -1));
-  v.eos_id = static_cast<int32_t>(f.get_int("tokenizer.ggml.eos_token_id", -1));
-  v.pad_id = static_cast<int32_t>(f.get_int("tokenizer.ggml.padding_token_id", -1));
-  v.unk_id = static_cast<int32_t>(f.get_int("tokenizer.ggml.unknown_token_id", -1));
+  // Ids are checked against the vocabulary in from_vocab; first they must fit
+  // int32 (a u64 id of 2^32 + 1 would otherwise wrap around to 1).
+  auto special_id = [&](const char* key) {
+    const int64_t id = f.get_int(key, -1);
+    ATTN_CHECK(id >= INT32_MIN && id <= INT32_MAX, "bpe: ", f.path(), ": ", key, " is ", id,
+               "; expected a token id in [0, ", v.tokens.size(), ")");
+    return static_cast<int32_t>(id);
+  };
+  v.bos_id = special_id("tokenizer.ggml.bos_token_id");
+  v.eos_id = special_id("tokenizer.ggml.eos_token_id");
+  v.pad_id = special_id("tokenizer.ggml.padding_token_id");
+  v.unk_id = special_id("tokenizer.ggml.unknown_token_id");
   v.add_bos = f.has("tokenizer.ggml.add_bos_token") && f.get_bool("tokenizer.ggml.add_bos_token");
   try {
     return from_vocab(std::move(v));

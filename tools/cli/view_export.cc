@@ -66,7 +66,8 @@ AttentionSet read_set(const json::Value& root, const std::string& key, const std
     if (!s.layers.empty())
       ATTN_CHECK(layer.heads == s.layers.front().heads, "export: ", where, " has ", layer.heads,
                  " heads; expected ", s.layers.front().heads, " like layer 0");
-    layer.w.reserve(static_cast<std::size_t>(layer.heads * rows * cols));
+    // No reserve(heads * rows * cols) up front: a few bytes of "heads" and
+    // tokens would make that gigabytes before a single weight is checked.
     for (int64_t h = 0; h < layer.heads; ++h) {
       const std::string wh = where + ", head " + std::to_string(h);
       const json::Value& m = hv.at(static_cast<std::size_t>(h));
