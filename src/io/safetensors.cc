@@ -1,3 +1,4 @@
+#include <attn/io/atomic_file.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <fcntl.h>
@@ -5,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -45,8 +45,6 @@ std::string known_dtypes() {
   for (const auto& e : kDTypes) s += std::string(s.empty() ? "" : ", ") + e.name;
   return s;
 }
-
-std::string sys_error() { return std::strerror(errno); }
 
 // a * b for non-negative values; false on int64 overflow.
 bool mul_ok(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
@@ -447,76 +445,6 @@ Tensor SafeTensorsFile::load(const std::string& name, DType to) const {
 
 // ---- writer ------------------------------------------------------------------------
 
-namespace {
-
-// The temporary file of one save: closed and removed unless committed.
-class TempFile {
- public:
-  explicit TempFile(const std::string& target) {
-    static std::atomic<uint64_t> counter{0};
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = detail::concat(target, ".tmp.", getpid(), ".", counter.fetch_add(1));
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ >= 0) return;
-      if (errno != EEXIST) break;
-    }
-    throw Error(detail::concat("safetensors: cannot create the temporary file '", path_, "' for '", target,
-                               "': ", sys_error()));
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-
-  void write_all(const void* data, std::size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t k = ::write(fd_, p, std::min<std::size_t>(n, std::size_t{1} << 30));
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) fail("writing");
-      p += k;
-      n -= static_cast<std::size_t>(k);
-    }
-  }
-
-  // fsync, close and rename over `target`.
-  void commit(const std::string& target) {
-    if (::fsync(fd_) != 0) fail("syncing");
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail("closing");
-    if (::rename(path_.c_str(), target.c_str()) != 0)
-      throw Error(
-          detail::concat("safetensors: cannot rename '", path_, "' to '", target, "': ", sys_error()));
-    committed_ = true;
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  bool committed_ = false;
-
-  [[noreturn]] void fail(const char* what) const {
-    throw Error(detail::concat("safetensors: ", what, " '", path_, "' failed: ", sys_error(),
-                               " (the previous file, if any, is unchanged)"));
-  }
-};
-
-// Makes a completed rename durable. Best effort: some file systems refuse
-// fsync on directories, and the data itself is already synced.
-void sync_parent_dir(const std::string& path) {
-  const std::size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)::fsync(fd);
-  ::close(fd);
-}
-
-}  // namespace
-
 void save_safetensors_raw(const std::string& path, const std::vector<RawTensor>& tensors,
                           const Metadata& metadata) {
   const std::string where = "safetensors: saving '" + path + "': ";
@@ -570,13 +498,12 @@ void save_safetensors_raw(const std::string& path, const std::vector<RawTensor>&
              " bytes; the limit is ", kMaxHeaderBytes);
   const uint64_t n = text.size();
 
-  TempFile tmp(path);
-  tmp.write_all(&n, 8);
-  tmp.write_all(text.data(), text.size());
+  AtomicFile tmp(path, "safetensors");
+  tmp.write(&n, 8);
+  tmp.write(text.data(), text.size());
   for (std::size_t i = 0; i < tensors.size(); ++i)
-    if (sizes[i]) tmp.write_all(tensors[i].data, static_cast<std::size_t>(sizes[i]));
-  tmp.commit(path);
-  sync_parent_dir(path);
+    if (sizes[i]) tmp.write(tensors[i].data, static_cast<std::size_t>(sizes[i]));
+  tmp.commit();
 }
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,

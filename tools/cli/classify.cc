@@ -4,6 +4,7 @@
 // attention kernel computed. --json for machine-readable output.
 #include <attn/core/error.h>
 #include <attn/data/reader.h>
+#include <attn/io/atomic_file.h>
 #include <attn/models/text_classifier.h>
 #include <unistd.h>
 
@@ -80,22 +81,7 @@ std::string find_reviews_dir() {
 }
 
 void write_atomically(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    ATTN_CHECK(f.good(), "cannot open '", tmp, "' for writing (for ", path, ")");
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    f.flush();
-    if (!f.good()) {
-      f.close();
-      std::remove(tmp.c_str());
-      ATTN_CHECK(false, "error writing '", tmp, "' (for ", path, ")");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    ATTN_CHECK(false, "cannot rename '", tmp, "' to '", path, "'");
-  }
+  io::write_file_atomically(path, data, "attn classify");
 }
 
 std::vector<double> mean_over_heads(const models::Classification& c, int64_t layer) {

@@ -2,6 +2,7 @@
 // all-MiniLM-L6-v2 (include/attn/models/bert.h). See docs/models.md.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/io/atomic_file.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/bert.h>
@@ -64,26 +65,7 @@ const models::SentenceEncoder& load_encoder(const std::string& dir) {
 }
 
 void write_atomically(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ATTN_CHECK(fd >= 0, "cannot open '", tmp, "' for writing (for ", path, "): ", std::strerror(errno));
-  std::size_t done = 0;
-  bool ok = true;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n <= 0) {
-      ok = false;
-      break;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ok = ok && ::fsync(fd) == 0;
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error("cannot write '" + path + "': " + why);
-  }
+  io::write_file_atomically(path, data, "attn");
 }
 
 std::string read_file(const std::string& path, const std::string& what) {

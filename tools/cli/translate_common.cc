@@ -1,4 +1,5 @@
 #include <attn/core/error.h>
+#include <attn/io/atomic_file.h>
 
 #include <cstdio>
 #include <fstream>
@@ -24,21 +25,7 @@ TeacherForcing teacher_forcing(const data::PairBatch& b) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ATTN_CHECK(out.good(), "cannot open '", tmp, "' for writing");
-    out << bytes;
-    out.flush();
-    if (!out.good()) {
-      std::remove(tmp.c_str());
-      throw Error("writing '" + tmp + "' failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("cannot rename '" + tmp + "' to '" + path + "'");
-  }
+  io::write_file_atomically(path, bytes, "attn translate");
 }
 
 namespace {

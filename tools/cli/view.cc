@@ -3,6 +3,7 @@
 // embedded script in viewer/page.html) or prints a heatmap to the terminal.
 // The export format is described in docs/viewer.md.
 #include <attn/core/error.h>
+#include <attn/io/atomic_file.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -68,21 +69,7 @@ std::string read_file(const std::string& path) {
 // Writes `data` to `path` through a temporary file in the same directory and a
 // rename, so readers never see a half-written file.
 void write_atomically(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    ATTN_CHECK(f.good(), "cannot open '", tmp, "' for writing (for ", path, ")");
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    f.flush();
-    if (!f.good()) {
-      std::remove(tmp.c_str());
-      ATTN_CHECK(false, "error writing '", tmp, "' (for ", path, ")");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    ATTN_CHECK(false, "cannot rename '", tmp, "' to '", path, "'");
-  }
+  io::write_file_atomically(path, data, "attn view");
 }
 
 }  // namespace
