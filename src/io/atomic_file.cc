@@ -28,7 +28,8 @@ void sync_parent_dir(const std::string& path) {
 
 }  // namespace
 
-AtomicFile::AtomicFile(const std::string& target, std::string who) : target_(target), who_(std::move(who)) {
+AtomicFile::AtomicFile(const std::string& target, std::string who)
+    : target_(target), who_(who.empty() ? std::string() : who + ": ") {
   static std::atomic<uint64_t> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
     path_ = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
@@ -36,8 +37,7 @@ AtomicFile::AtomicFile(const std::string& target, std::string who) : target_(tar
     if (fd_ >= 0) return;
     if (errno != EEXIST) break;
   }
-  throw Error(who_ + ": cannot create the temporary file '" + path_ + "' for '" + target +
-              "': " + sys_error());
+  throw Error(who_ + "cannot create the temporary file '" + path_ + "' for '" + target + "': " + sys_error());
 }
 
 AtomicFile::~AtomicFile() {
@@ -46,7 +46,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(const void* data, std::size_t n) {
-  ATTN_CHECK(fd_ >= 0 && !committed_, who_, ": writing to '", target_, "' after commit");
+  ATTN_CHECK(fd_ >= 0 && !committed_, who_, "writing to '", target_, "' after commit");
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
     const ssize_t k = ::write(fd_, p, std::min<std::size_t>(n, std::size_t{1} << 30));
@@ -58,19 +58,19 @@ void AtomicFile::write(const void* data, std::size_t n) {
 }
 
 void AtomicFile::commit() {
-  ATTN_CHECK(fd_ >= 0 && !committed_, who_, ": '", target_, "' committed twice");
+  ATTN_CHECK(fd_ >= 0 && !committed_, who_, "'", target_, "' committed twice");
   if (::fsync(fd_) != 0) fail("syncing");
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail("closing");
   if (::rename(path_.c_str(), target_.c_str()) != 0)
-    throw Error(who_ + ": cannot rename '" + path_ + "' to '" + target_ + "': " + sys_error());
+    throw Error(who_ + "cannot rename '" + path_ + "' to '" + target_ + "': " + sys_error());
   committed_ = true;
   sync_parent_dir(target_);
 }
 
 void AtomicFile::fail(const char* what) const {
-  throw Error(who_ + ": " + what + " '" + path_ + "' failed: " + sys_error() +
+  throw Error(who_ + what + " '" + path_ + "' failed: " + sys_error() +
               " (the previous file, if any, is unchanged)");
 }
 

@@ -425,7 +425,9 @@ TEST(ViewPage, WritesNothingWhenTheDirectoryIsMissing) {
   const fs::path out = temp_path("no_such_dir") / "page.html";
   const CliRun r = run_cli("view --demo -o '" + out.string() + "'");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot create the temporary file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(out.string()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out.parent_path()));
 }
 
 TEST(ViewCli, NeedsExactlyOneSourceAndAnOutput) {

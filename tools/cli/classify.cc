@@ -81,7 +81,7 @@ std::string find_reviews_dir() {
 }
 
 void write_atomically(const std::string& path, const std::string& data) {
-  io::write_file_atomically(path, data, "attn classify");
+  io::write_file_atomically(path, data);
 }
 
 std::vector<double> mean_over_heads(const models::Classification& c, int64_t layer) {

@@ -65,7 +65,7 @@ const models::SentenceEncoder& load_encoder(const std::string& dir) {
 }
 
 void write_atomically(const std::string& path, const std::string& data) {
-  io::write_file_atomically(path, data, "attn");
+  io::write_file_atomically(path, data);
 }
 
 std::string read_file(const std::string& path, const std::string& what) {

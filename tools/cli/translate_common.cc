@@ -25,7 +25,7 @@ TeacherForcing teacher_forcing(const data::PairBatch& b) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  io::write_file_atomically(path, bytes, "attn translate");
+  io::write_file_atomically(path, bytes);
 }
 
 namespace {

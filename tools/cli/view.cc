@@ -69,7 +69,7 @@ std::string read_file(const std::string& path) {
 // Writes `data` to `path` through a temporary file in the same directory and a
 // rename, so readers never see a half-written file.
 void write_atomically(const std::string& path, const std::string& data) {
-  io::write_file_atomically(path, data, "attn view");
+  io::write_file_atomically(path, data);
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ namespace attn::io {
 
 class AtomicFile {
  public:
-  // `who` prefixes error messages ("safetensors", "attn view", ...).
+  // `who` prefixes error messages ("safetensors", ...; empty: no prefix, for
+  // callers whose errors are already prefixed, like the CLI's).
   AtomicFile(const std::string& target, std::string who);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -33,6 +34,6 @@ class AtomicFile {
 };
 
 // The whole file in one call.
-void write_file_atomically(const std::string& path, std::string_view data, const std::string& who = "attn");
+void write_file_atomically(const std::string& path, std::string_view data, const std::string& who = "");
 
 }  // namespace attn::io
