@@ -7,13 +7,13 @@
 //   gguf_*.gguf       GgufFile::open, then load() of every tensor
 //   tok_*.gguf        GgufFile::open, then ByteBpeTokenizer::from_gguf
 // (view_*.export.json are read by `attn view` in tests/cli/view_bad_corpus_test.cc.)
+#include "testing/bad_corpus.h"
+
 #include <attn/io/gguf.h>
 #include <attn/io/safetensors.h>
 #include <attn/text/bpe_bytes.h>
-#include <dirent.h>
 
 #include <algorithm>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -22,11 +22,7 @@
 namespace attn::io {
 namespace {
 
-struct BadFile {
-  std::string file;                   // under tests/io/data/bad/
-  std::vector<std::string> expected;  // fragments of the error message
-};
-void PrintTo(const BadFile& b, std::ostream* os) { *os << b.file; }
+using testing::BadFile;
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 bool ends_with(const std::string& s, const std::string& e) {
@@ -228,32 +224,13 @@ TEST_P(BadCorpus, ThrowsNamingFileAndProblem) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, BadCorpus, ::testing::ValuesIn(corpus()),
-                         [](const ::testing::TestParamInfo<BadFile>& info) {
-                           std::string n = info.param.file;
-                           std::replace_if(
-                               n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Files, BadCorpus, ::testing::ValuesIn(corpus()), testing::bad_file_test_name);
 
 // Every file of the corpus is in the table above (a crash input dropped into
 // the folder without a table entry fails here), and every entry has a file.
 TEST(BadCorpus, TableListsEveryFile) {
-  std::set<std::string> on_disk;
-  DIR* d = opendir(bad_dir().c_str());
-  ASSERT_NE(d, nullptr) << bad_dir();
-  while (const dirent* e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != ".." && !ends_with(n, ".export.json")) on_disk.insert(n);
-  }
-  closedir(d);
-  std::set<std::string> listed;
-  for (const BadFile& b : corpus()) {
-    EXPECT_TRUE(listed.insert(b.file).second) << "listed twice: " << b.file;
-    EXPECT_TRUE(on_disk.count(b.file))
-        << "listed but missing (run python/reference/make_bad_files.py): " << b.file;
-  }
-  for (const std::string& f : on_disk) EXPECT_TRUE(listed.count(f)) << "no table entry for " << f;
+  testing::expect_table_lists_every_file(bad_dir(), corpus(),
+                                         [](const std::string& n) { return ends_with(n, ".export.json"); });
 }
 
 }  // namespace

@@ -6,17 +6,17 @@
 //   utf8_*.text      text input: WordPiece and byte-level BPE must both reject it
 // Each must throw attn::Error with the expected fragment; never crash (this
 // suite also runs under the asan preset).
+#include "testing/bad_corpus.h"
+
 #include <attn/text/bpe.h>
 #include <attn/text/bpe_bytes.h>
 #include <attn/text/utf8.h>
 #include <attn/text/vocab.h>
 #include <attn/text/wordpiece.h>
-#include <dirent.h>
 
 #include <algorithm>
 #include <fstream>
 #include <functional>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,11 +26,7 @@
 namespace attn::text {
 namespace {
 
-struct BadFile {
-  std::string file;                   // under tests/text/data/bad/
-  std::vector<std::string> expected;  // fragments of the error message
-};
-void PrintTo(const BadFile& b, std::ostream* os) { *os << b.file; }
+using testing::BadFile;
 
 bool ends_with(const std::string& s, const std::string& e) {
   return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
@@ -136,31 +132,9 @@ TEST_P(BadTextCorpus, ThrowsWithTheProblem) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, BadTextCorpus, ::testing::ValuesIn(corpus()),
-                         [](const ::testing::TestParamInfo<BadFile>& info) {
-                           std::string n = info.param.file;
-                           std::replace_if(
-                               n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Files, BadTextCorpus, ::testing::ValuesIn(corpus()), testing::bad_file_test_name);
 
-TEST(BadTextCorpus, TableListsEveryFile) {
-  std::set<std::string> on_disk;
-  DIR* d = opendir(bad_dir().c_str());
-  ASSERT_NE(d, nullptr) << bad_dir();
-  while (const dirent* e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") on_disk.insert(n);
-  }
-  closedir(d);
-  std::set<std::string> listed;
-  for (const BadFile& b : corpus()) {
-    EXPECT_TRUE(listed.insert(b.file).second) << "listed twice: " << b.file;
-    EXPECT_TRUE(on_disk.count(b.file))
-        << "listed but missing (run python/reference/make_bad_files.py): " << b.file;
-  }
-  for (const std::string& f : on_disk) EXPECT_TRUE(listed.count(f)) << "no table entry for " << f;
-}
+TEST(BadTextCorpus, TableListsEveryFile) { testing::expect_table_lists_every_file(bad_dir(), corpus()); }
 
 }  // namespace
 }  // namespace attn::text
