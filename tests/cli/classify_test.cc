@@ -300,6 +300,23 @@ TEST_P(TrainClassifyBadInput, FailsClearlyAndWritesNothing) {
   fs::remove_all(dir);
 }
 
+TEST(TrainClassify, TimeBudgetOnSmallDataFitsTheWarmupIntoTheSchedule) {
+  // 64 training texts = 4 steps per epoch: --max-epochs caps the schedule at the 21 steps after the
+  // 20 probe steps, below the warmup the time estimate asks for; the run must still train and save.
+  const fs::path dir = temp_dir("small_budget");
+  const auto [pos, neg] = synthetic(40, 0);
+  write_file(dir / "pos.txt", pos);
+  write_file(dir / "neg.txt", neg);
+  const CliRun r =
+      testing::run_attn("train classify --pos " + q(dir / "pos.txt") + " --neg " + q(dir / "neg.txt") +
+                        " --out " + q(dir / "run") + " --minutes 0.05 --max-epochs 2" + kSmallModel);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(dir / "run" / "model.attn"));
+  const json::Value rep = read_json(dir / "run" / "report.json");
+  EXPECT_GE(rep.at("training").at("steps").as_int64(), 21) << json::dump(rep.at("training"), 2);
+  fs::remove_all(dir);
+}
+
 std::string good_lines() { return synthetic(30, 0).first; }
 
 INSTANTIATE_TEST_SUITE_P(

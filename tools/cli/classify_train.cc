@@ -599,6 +599,9 @@ int run_train_classify(const std::vector<std::string>& args) {
         const int64_t est = step + static_cast<int64_t>((budget - train_seconds) / per_step);
         if (total == 0) warmup = std::max<int64_t>(probe_steps + 1, est / 20);
         total = std::max(step + 1, std::min<int64_t>(est, s.max_epochs * steps_per_epoch));
+        // The warmup comes from the time estimate, the total may be capped by --max-epochs
+        // far below it (small data): the schedule needs warmup < total.
+        warmup = std::min(warmup, total - 1);
       }
       const double eta = total > 0 ? train_seconds / step * static_cast<double>(total - step) : 0;
       progress.step(step, total, epoch, loss, static_cast<double>(tokens) / std::max(1e-9, train_seconds),
