@@ -317,6 +317,23 @@ TEST(TrainClassify, TimeBudgetOnSmallDataFitsTheWarmupIntoTheSchedule) {
   fs::remove_all(dir);
 }
 
+TEST(TrainClassify, ProgressHasNoTotalBeforeTheScheduleIsFitted) {
+  // With a time budget the number of steps is only estimated after the first steps: until then the
+  // progress line says "step 1", never "step 1/0".
+  const fs::path dir = temp_dir("progress");
+  const auto [pos, neg] = synthetic(40, 0);
+  write_file(dir / "pos.txt", pos);
+  write_file(dir / "neg.txt", neg);
+  const CliRun r = testing::run_attn("train classify --pos " + q(dir / "pos.txt") + " --neg " +
+                                     q(dir / "neg.txt") + " --out " + q(dir / "run") +
+                                     " --minutes 0.01 --max-epochs 2 --layers 1 --d-model 32 --heads 2 "
+                                     "--batch-size 16 --seed 3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("\nstep 1 epoch 1 loss "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("/0 epoch"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 std::string good_lines() { return synthetic(30, 0).first; }
 
 INSTANTIATE_TEST_SUITE_P(

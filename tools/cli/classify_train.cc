@@ -308,6 +308,12 @@ EvalResult evaluate(models::EncoderClassifier& model, const data::EncodedDataset
 
 // ---- progress -----------------------------------------------------------------------------------
 
+// "step 12/340", or "step 12" while the total is not known yet (0: a time budget's
+// schedule is fitted after the first steps).
+std::string step_str(int64_t step, int64_t total) {
+  return "step " + std::to_string(step) + (total > 0 ? "/" + std::to_string(total) : std::string());
+}
+
 class Progress {
  public:
   explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(2) != 0) {}
@@ -320,15 +326,15 @@ class Progress {
     if (tty_) {
       const int width = 24, filled = static_cast<int>(frac * width);
       std::string bar = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
-      std::snprintf(line, sizeof line, "\r%s %3.0f%% step %lld/%lld epoch %lld loss %.4f %.0f tok/s ETA %s ",
-                    bar.c_str(), 100 * frac, static_cast<long long>(step), static_cast<long long>(total),
-                    static_cast<long long>(epoch + 1), ema_, tokens_per_s, duration(eta_s).c_str());
+      std::snprintf(line, sizeof line, "\r%s %3.0f%% %s epoch %lld loss %.4f %.0f tok/s ETA %s ", bar.c_str(),
+                    100 * frac, step_str(step, total).c_str(), static_cast<long long>(epoch + 1), ema_,
+                    tokens_per_s, total > 0 ? duration(eta_s).c_str() : "?");
       std::fputs(line, stderr);
       open_ = true;
     } else if (step == 1 || step % 50 == 0 || step == total) {
-      std::snprintf(line, sizeof line, "step %lld/%lld epoch %lld loss %.4f %.0f tok/s ETA %s\n",
-                    static_cast<long long>(step), static_cast<long long>(total),
-                    static_cast<long long>(epoch + 1), ema_, tokens_per_s, duration(eta_s).c_str());
+      std::snprintf(line, sizeof line, "%s epoch %lld loss %.4f %.0f tok/s ETA %s\n",
+                    step_str(step, total).c_str(), static_cast<long long>(epoch + 1), ema_, tokens_per_s,
+                    total > 0 ? duration(eta_s).c_str() : "?");
       std::fputs(line, stderr);
     }
   }
