@@ -405,6 +405,38 @@ std::string confusion_md(const std::string& name, const models::Metrics& m,
   return s;
 }
 
+// The folders that creating `path` will make (the missing ones, outermost first).
+// Unless keep() is called, the destructor removes those of them that are still
+// empty, innermost first: a failed run leaves no empty --out folder behind, but
+// never touches a folder that existed before or that holds anything.
+class CreatedFolders {
+ public:
+  explicit CreatedFolders(const std::string& path) {
+    std::error_code ec;
+    fs::path start = fs::path(path).lexically_normal();
+    if (!start.has_filename()) start = start.parent_path();  // "a/b/" -> "a/b"
+    for (fs::path p = start; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      missing_.insert(missing_.begin(), p);
+      if (p == p.parent_path() || !p.has_relative_path()) break;
+    }
+  }
+  CreatedFolders(const CreatedFolders&) = delete;
+  CreatedFolders& operator=(const CreatedFolders&) = delete;
+  ~CreatedFolders() {
+    if (kept_) return;
+    std::error_code ec;
+    for (auto it = missing_.rbegin(); it != missing_.rend(); ++it) {
+      if (!fs::is_directory(*it, ec) || !fs::is_empty(*it, ec) || ec) return;
+      fs::remove(*it, ec);
+    }
+  }
+  void keep() { kept_ = true; }
+
+ private:
+  std::vector<fs::path> missing_;
+  bool kept_ = false;
+};
+
 }  // namespace
 
 int run_train_classify(const std::vector<std::string>& args) {
@@ -427,6 +459,7 @@ int run_train_classify(const std::vector<std::string>& args) {
 
   // Output folder first: a run that cannot save should fail before training.
   std::error_code ec;
+  CreatedFolders created(s.out);
   fs::create_directories(s.out, ec);
   ATTN_CHECK(!ec && fs::is_directory(s.out), "cannot create the output folder '", s.out, "'",
              ec ? ": " + ec.message() : std::string());
@@ -853,6 +886,7 @@ int run_train_classify(const std::vector<std::string>& args) {
     for (const auto& n : names) fs::remove(staged(n), ec);
     throw;
   }
+  created.keep();
 
   std::printf(
       "test accuracy %s (macro F1 %.4f) vs naive Bayes baseline %s (macro F1 %.4f), on %lld held-out "
