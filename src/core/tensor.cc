@@ -30,7 +30,12 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t s = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     st[d] = s;
-    s *= shape[d];
+    ATTN_CHECK(shape[d] >= 0, "tensor: sizes must be >= 0; got shape ", shape_str(shape));
+    // A size-0 dim does not zero the outer strides (numpy / torch keep them), so
+    // the product of the other sizes must fit in int64 even for an empty tensor.
+    if (shape[d] != 0)
+      ATTN_CHECK(!__builtin_mul_overflow(s, shape[d], &s), "tensor: the strides of shape ", shape_str(shape),
+                 " overflow int64");
   }
   return st;
 }
@@ -48,21 +53,34 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
+// Element count of `shape`, checked: every size >= 0, and the product of the
+// non-zero sizes (which the strides multiply, even when a size is 0) at most
+// 2^48 elements, so that neither the strides nor the byte size of any dtype
+// can overflow int64. Throws naming the shape.
 static int64_t checked_numel(const Shape& shape) {
-  int64_t n = 1;
+  constexpr int64_t kMaxElements = int64_t{1} << 48;
+  int64_t nonzero = 1;
+  bool empty = false, too_many = false;
   for (int64_t s : shape) {
     ATTN_CHECK(s >= 0, "tensor: sizes must be >= 0; got shape ", shape_str(shape));
-    ATTN_CHECK(s == 0 || n <= (int64_t{1} << 48) / s, "tensor: shape ", shape_str(shape),
-               " has too many elements");
-    n *= s;
+    if (s == 0) {
+      empty = true;
+    } else if (!too_many) {
+      too_many = __builtin_mul_overflow(nonzero, s, &nonzero) || nonzero > kMaxElements;
+    }
   }
-  return n;
+  ATTN_CHECK(!too_many, "tensor: shape ", shape_str(shape), " has too many elements (at most 2^48",
+             empty ? " counting only its non-zero sizes, which its strides multiply" : "", ")");
+  return empty ? 0 : nonzero;
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   Tensor t;
   const int64_t n = checked_numel(shape);
-  t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(n) * dtype_size(dtype));
+  int64_t bytes = 0;
+  ATTN_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dtype)), &bytes), "tensor: shape ",
+             shape_str(shape), " of ", dtype_name(dtype), " overflows int64 bytes");
+  t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(bytes));
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
@@ -98,6 +116,10 @@ int64_t Tensor::numel() const {
 }
 
 bool Tensor::is_contiguous() const {
+  // No elements: any strides describe the same (empty) row-major layout, and
+  // contiguous_strides() keeps the outer strides non-zero past a size-0 dim.
+  for (int64_t s : shape_)
+    if (s == 0) return true;
   int64_t expect = 1;
   for (int64_t d = rank() - 1; d >= 0; --d) {
     if (shape_[d] != 1 && strides_[d] != expect) return false;
@@ -287,7 +309,9 @@ Tensor Tensor::view(const Shape& shape) const {
       ATTN_CHECK(infer < 0, "tensor: view() allows one -1; got ", shape_str(shape));
       infer = static_cast<int64_t>(i);
     } else {
-      known *= s[i];
+      ATTN_CHECK(s[i] >= 0 && !__builtin_mul_overflow(known, s[i], &known), "tensor: cannot view ",
+                 shape_str(shape_), " as ", shape_str(shape),
+                 " (sizes must be >= 0 and their product fit int64)");
     }
   }
   if (infer >= 0) {

@@ -297,6 +297,72 @@ TEST_P(TrainClassifyBadInput, FailsClearlyAndWritesNothing) {
   for (const auto& part : c.message)
     EXPECT_NE(r.err.find(replace_dir(part, dir)), std::string::npos) << r.err;
   EXPECT_TRUE(no_outputs(dir / "run"));
+  // The run created --out, so it removes it again (it is empty) rather than leave an empty folder.
+  EXPECT_FALSE(fs::exists(dir / "run")) << "an empty --out folder was left behind";
+  fs::remove_all(dir);
+}
+
+TEST(TrainClassify, FailedRunRemovesOnlyTheFoldersItCreated) {
+  const fs::path dir = temp_dir("bad_out_folders");
+  write_file(dir / "neg.txt", "差\n");
+  const std::string data = " --pos " + q(dir / "nope.txt") + " --neg " + q(dir / "neg.txt");
+  // Nested folders made by this run: all of them go, the folder above stays.
+  CliRun r = testing::run_attn("train classify" + data + " --out " + q(dir / "a" / "b" / "c") +
+                               " --epochs 1" + kSmallModel);
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.err.find("nope.txt"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "a")) << "folders created by the failed run were left behind";
+  EXPECT_TRUE(fs::is_directory(dir));
+  // A trailing slash names the same folder.
+  r = testing::run_attn("train classify" + data + " --out " + q(dir / "d") + "/ --epochs 1" + kSmallModel);
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "d"));
+  // A folder that existed before is kept, empty or not, and so is what it holds.
+  fs::create_directories(dir / "empty");
+  fs::create_directories(dir / "full");
+  write_file(dir / "full" / "keep.txt", "x\n");
+  for (const char* out : {"empty", "full"}) {
+    r = testing::run_attn("train classify" + data + " --out " + q(dir / out) + " --epochs 1" + kSmallModel);
+    EXPECT_NE(r.status, 0) << r.out;
+    EXPECT_TRUE(fs::is_directory(dir / out)) << out;
+    EXPECT_TRUE(no_outputs(dir / out)) << out;
+  }
+  EXPECT_TRUE(fs::is_empty(dir / "empty"));
+  EXPECT_TRUE(fs::is_regular_file(dir / "full" / "keep.txt"));
+  fs::remove_all(dir);
+}
+
+TEST(TrainClassify, TimeBudgetOnSmallDataFitsTheWarmupIntoTheSchedule) {
+  // 64 training texts = 4 steps per epoch: --max-epochs caps the schedule at the 21 steps after the
+  // 20 probe steps, below the warmup the time estimate asks for; the run must still train and save.
+  const fs::path dir = temp_dir("small_budget");
+  const auto [pos, neg] = synthetic(40, 0);
+  write_file(dir / "pos.txt", pos);
+  write_file(dir / "neg.txt", neg);
+  const CliRun r =
+      testing::run_attn("train classify --pos " + q(dir / "pos.txt") + " --neg " + q(dir / "neg.txt") +
+                        " --out " + q(dir / "run") + " --minutes 0.05 --max-epochs 2" + kSmallModel);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(dir / "run" / "model.attn"));
+  const json::Value rep = read_json(dir / "run" / "report.json");
+  EXPECT_GE(rep.at("training").at("steps").as_int64(), 21) << json::dump(rep.at("training"), 2);
+  fs::remove_all(dir);
+}
+
+TEST(TrainClassify, ProgressHasNoTotalBeforeTheScheduleIsFitted) {
+  // With a time budget the number of steps is only estimated after the first steps: until then the
+  // progress line says "step 1", never "step 1/0".
+  const fs::path dir = temp_dir("progress");
+  const auto [pos, neg] = synthetic(40, 0);
+  write_file(dir / "pos.txt", pos);
+  write_file(dir / "neg.txt", neg);
+  const CliRun r = testing::run_attn("train classify --pos " + q(dir / "pos.txt") + " --neg " +
+                                     q(dir / "neg.txt") + " --out " + q(dir / "run") +
+                                     " --minutes 0.01 --max-epochs 2 --layers 1 --d-model 32 --heads 2 "
+                                     "--batch-size 16 --seed 3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("\nstep 1 epoch 1 loss "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("/0 epoch"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 

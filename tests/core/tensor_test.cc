@@ -84,6 +84,58 @@ TEST(Tensor, ErrorsNameExpectedAndActual) {
   EXPECT_EQ(broadcast_shapes({1, 3}, {4, 1}), (Shape{4, 3}));
 }
 
+// Shapes whose element count, byte size or strides overflow int64 (or pass the
+// 2^48-element cap); a size-0 dim does not excuse the others, since the strides
+// still multiply them.
+struct HugeShapeCase {
+  const char* name;
+  Shape shape;
+  std::string message;    // the shape as the error names it
+  bool strides_overflow;  // contiguous_strides alone must refuse it too
+};
+
+void PrintTo(const HugeShapeCase& c, std::ostream* os) { *os << c.name; }
+
+class TensorHugeShape : public ::testing::TestWithParam<HugeShapeCase> {};
+
+TEST_P(TensorHugeShape, EmptyThrowsNamingTheShape) {
+  const HugeShapeCase& c = GetParam();
+  for (DType dt : {DType::u8, DType::f32, DType::f64}) {
+    EXPECT_ERROR_CONTAINS(Tensor::empty(c.shape, dt), {c.message, "too many elements"}) << dtype_name(dt);
+  }
+  if (c.strides_overflow) {
+    EXPECT_ERROR_CONTAINS(contiguous_strides(c.shape), {c.message, "overflow int64"});
+  } else {
+    EXPECT_NO_THROW(contiguous_strides(c.shape));
+  }
+}
+
+constexpr int64_t kBig = int64_t{1} << 62;
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TensorHugeShape,
+    ::testing::Values(
+        HugeShapeCase{"ZeroThenOverflow", {0, kBig, 4}, "[0, 4611686018427387904, 4]", true},
+        HugeShapeCase{"OverflowThenZero", {kBig, 4, 0}, "[4611686018427387904, 4, 0]", true},
+        HugeShapeCase{"ZeroMaxTimesTwo", {0, INT64_MAX, 2}, "[0, 9223372036854775807, 2]", true},
+        HugeShapeCase{
+            "NoZeroOverflow", {int64_t{1} << 32, int64_t{1} << 32}, "[4294967296, 4294967296]", true},
+        HugeShapeCase{
+            "ZeroAboveCap", {0, int64_t{1} << 30, int64_t{1} << 30}, "[0, 1073741824, 1073741824]", false}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Tensor, EmptyShapesWithLargeSizesAreLegal) {
+  // 2^24 * 2^24 = 2^48 elements' worth of strides: fits, and has no elements.
+  Tensor t = Tensor::empty({int64_t{1} << 24, 0, int64_t{1} << 24}, DType::f64);
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.strides(), (Shape{int64_t{1} << 24, int64_t{1} << 24, 1}));
+  EXPECT_TRUE(t.to_vector().empty());
+  EXPECT_EQ(t.view({-1, int64_t{1} << 24}).shape(), (Shape{0, int64_t{1} << 24}));
+  // A view whose known sizes overflow when multiplied is refused, not wrapped around.
+  EXPECT_ERROR_CONTAINS(t.view({-1, kBig, 4}), {"cannot view", "[-1, 4611686018427387904, 4]"});
+  EXPECT_ERROR_CONTAINS(Tensor::empty({2, -3}), {"sizes must be >= 0", "[2, -3]"});
+}
+
 TEST(Parallel, CoversRangeOnceForEveryThreadCount) {
   const int saved = num_threads();
   for (int t = 1; t <= 4; ++t) {

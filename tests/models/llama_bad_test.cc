@@ -4,7 +4,9 @@
 #include <attn/io/gguf.h>
 #include <attn/models/llama.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -133,14 +135,59 @@ TinyFile tiny() {
   return f;
 }
 
-std::string write(const std::string& name, const std::string& bytes) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("attn_llama_" + name + ".gguf")).string();
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
+// A folder of its own per process and per test (pid + counter), so that runs in parallel (ctest -j,
+// two build trees) never write over each other's files; removed with everything in it when the
+// test ends.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("attn_llama_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // Writes `bytes` to <dir>/attn_llama_<name>.gguf and returns its path.
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const std::string p = (path_ / ("attn_llama_" + name + ".gguf")).string();
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+class LlamaBad : public ::testing::Test {
+ protected:
+  std::string write(const std::string& name, const std::string& bytes) { return scratch_.write(name, bytes); }
+  ScratchDir scratch_;
+};
+
+TEST_F(LlamaBad, ScratchFilesArePerProcessAndRemoved) {
+  std::filesystem::path dir, file;
+  {
+    ScratchDir a, b;
+    EXPECT_NE(a.path(), b.path());
+    file = a.write("x", "GGUF");
+    dir = a.path();
+    EXPECT_NE(file.string().find("attn_llama_" + std::to_string(::getpid()) + "_"), std::string::npos)
+        << file;
+    EXPECT_TRUE(std::filesystem::is_regular_file(file));
+  }
+  EXPECT_FALSE(std::filesystem::exists(file)) << file;
+  EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
 }
 
-TEST(LlamaBad, TinyModelRuns) {
+TEST_F(LlamaBad, TinyModelRuns) {
   LlamaModel m = LlamaModel::load(write("ok", tiny().bytes()));
   EXPECT_EQ(m.config().head_dim, 16);
   EXPECT_EQ(m.capacity(), 8);
@@ -155,7 +202,7 @@ TEST(LlamaBad, TinyModelRuns) {
   for (std::size_t i = 0; i < all.size(); ++i) EXPECT_NEAR(b[i], all[i], 1e-5);
 }
 
-TEST(LlamaBad, PromptLongerThanContext) {
+TEST_F(LlamaBad, PromptLongerThanContext) {
   LlamaModel m = LlamaModel::load(write("ctx", tiny().bytes()));
   EXPECT_ERROR_CONTAINS(m.prefill(std::vector<int32_t>(9, 1)), {"9 tokens", "exceeds the context of 8"});
   m.prefill(std::vector<int32_t>(8, 1));
@@ -164,7 +211,7 @@ TEST(LlamaBad, PromptLongerThanContext) {
                         {"max_context", ">= 0"});
 }
 
-TEST(LlamaBad, TruncatedFile) {
+TEST_F(LlamaBad, TruncatedFile) {
   const std::string b = tiny().bytes();
   for (std::size_t cut : {std::size_t{3}, std::size_t{40}, b.size() / 2, b.size() - 4}) {
     const std::string path = write("trunc", b.substr(0, cut));
@@ -174,13 +221,13 @@ TEST(LlamaBad, TruncatedFile) {
                         {"attn_llama_trunc.gguf"});
 }
 
-TEST(LlamaBad, CorruptMagic) {
+TEST_F(LlamaBad, CorruptMagic) {
   std::string b = tiny().bytes();
   b[0] = 'X';
   EXPECT_THROW(LlamaModel::load(write("magic", b)), Error);
 }
 
-TEST(LlamaBad, UnknownArchitecture) {
+TEST_F(LlamaBad, UnknownArchitecture) {
   TinyFile f = tiny();
   f.set("general.architecture", std::string("gpt2"));
   EXPECT_ERROR_CONTAINS(LlamaModel::load(write("arch", f.bytes())),
@@ -189,7 +236,7 @@ TEST(LlamaBad, UnknownArchitecture) {
   EXPECT_ERROR_CONTAINS(LlamaModel::load(write("arch", f.bytes())), {"general.architecture"});
 }
 
-TEST(LlamaBad, MissingOrInconsistentKeys) {
+TEST_F(LlamaBad, MissingOrInconsistentKeys) {
   TinyFile f = tiny();
   f.erase("llama.block_count");
   EXPECT_ERROR_CONTAINS(LlamaModel::load(write("keys", f.bytes())),
@@ -205,7 +252,7 @@ TEST(LlamaBad, MissingOrInconsistentKeys) {
   EXPECT_ERROR_CONTAINS(LlamaModel::load(write("keys", f.bytes())), {"freq_base", "> 0"});
 }
 
-TEST(LlamaBad, TensorsMissingUnexpectedMisshaped) {
+TEST_F(LlamaBad, TensorsMissingUnexpectedMisshaped) {
   TinyFile f = tiny();
   std::erase_if(f.tensors, [](const TinyTensor& t) { return t.name == "blk.0.ffn_up.weight"; });
   EXPECT_ERROR_CONTAINS(LlamaModel::load(write("tensors", f.bytes())), {"1 missing: blk.0.ffn_up.weight"});
@@ -230,14 +277,14 @@ TEST(LlamaBad, TensorsMissingUnexpectedMisshaped) {
   EXPECT_FALSE(chk.ok());
 }
 
-TEST(LlamaBad, TokenOutOfRange) {
+TEST_F(LlamaBad, TokenOutOfRange) {
   LlamaModel m = LlamaModel::load(write("tok", tiny().bytes()));
   EXPECT_ERROR_CONTAINS(m.prefill(std::vector<int32_t>{0, 6}), {"token id 6 at 1", "[0, 6)"});
   EXPECT_ERROR_CONTAINS(m.prefill(std::vector<int32_t>{}), {"no tokens"});
   EXPECT_EQ(m.position(), 0);
 }
 
-TEST(LlamaBad, ChatTemplates) {
+TEST_F(LlamaBad, ChatTemplates) {
   TinyFile f = tiny();
   LlamaModel ok = LlamaModel::load(write("chat", f.bytes()));
   EXPECT_EQ(ok.apply_chat_template({{"user", "x"}}, true),

@@ -308,6 +308,12 @@ EvalResult evaluate(models::EncoderClassifier& model, const data::EncodedDataset
 
 // ---- progress -----------------------------------------------------------------------------------
 
+// "step 12/340", or "step 12" while the total is not known yet (0: a time budget's
+// schedule is fitted after the first steps).
+std::string step_str(int64_t step, int64_t total) {
+  return "step " + std::to_string(step) + (total > 0 ? "/" + std::to_string(total) : std::string());
+}
+
 class Progress {
  public:
   explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(2) != 0) {}
@@ -320,15 +326,15 @@ class Progress {
     if (tty_) {
       const int width = 24, filled = static_cast<int>(frac * width);
       std::string bar = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
-      std::snprintf(line, sizeof line, "\r%s %3.0f%% step %lld/%lld epoch %lld loss %.4f %.0f tok/s ETA %s ",
-                    bar.c_str(), 100 * frac, static_cast<long long>(step), static_cast<long long>(total),
-                    static_cast<long long>(epoch + 1), ema_, tokens_per_s, duration(eta_s).c_str());
+      std::snprintf(line, sizeof line, "\r%s %3.0f%% %s epoch %lld loss %.4f %.0f tok/s ETA %s ", bar.c_str(),
+                    100 * frac, step_str(step, total).c_str(), static_cast<long long>(epoch + 1), ema_,
+                    tokens_per_s, total > 0 ? duration(eta_s).c_str() : "?");
       std::fputs(line, stderr);
       open_ = true;
     } else if (step == 1 || step % 50 == 0 || step == total) {
-      std::snprintf(line, sizeof line, "step %lld/%lld epoch %lld loss %.4f %.0f tok/s ETA %s\n",
-                    static_cast<long long>(step), static_cast<long long>(total),
-                    static_cast<long long>(epoch + 1), ema_, tokens_per_s, duration(eta_s).c_str());
+      std::snprintf(line, sizeof line, "%s epoch %lld loss %.4f %.0f tok/s ETA %s\n",
+                    step_str(step, total).c_str(), static_cast<long long>(epoch + 1), ema_, tokens_per_s,
+                    total > 0 ? duration(eta_s).c_str() : "?");
       std::fputs(line, stderr);
     }
   }
@@ -399,6 +405,38 @@ std::string confusion_md(const std::string& name, const models::Metrics& m,
   return s;
 }
 
+// The folders that creating `path` will make (the missing ones, outermost first).
+// Unless keep() is called, the destructor removes those of them that are still
+// empty, innermost first: a failed run leaves no empty --out folder behind, but
+// never touches a folder that existed before or that holds anything.
+class CreatedFolders {
+ public:
+  explicit CreatedFolders(const std::string& path) {
+    std::error_code ec;
+    fs::path start = fs::path(path).lexically_normal();
+    if (!start.has_filename()) start = start.parent_path();  // "a/b/" -> "a/b"
+    for (fs::path p = start; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      missing_.insert(missing_.begin(), p);
+      if (p == p.parent_path() || !p.has_relative_path()) break;
+    }
+  }
+  CreatedFolders(const CreatedFolders&) = delete;
+  CreatedFolders& operator=(const CreatedFolders&) = delete;
+  ~CreatedFolders() {
+    if (kept_) return;
+    std::error_code ec;
+    for (auto it = missing_.rbegin(); it != missing_.rend(); ++it) {
+      if (!fs::is_directory(*it, ec) || !fs::is_empty(*it, ec) || ec) return;
+      fs::remove(*it, ec);
+    }
+  }
+  void keep() { kept_ = true; }
+
+ private:
+  std::vector<fs::path> missing_;
+  bool kept_ = false;
+};
+
 }  // namespace
 
 int run_train_classify(const std::vector<std::string>& args) {
@@ -421,6 +459,7 @@ int run_train_classify(const std::vector<std::string>& args) {
 
   // Output folder first: a run that cannot save should fail before training.
   std::error_code ec;
+  CreatedFolders created(s.out);
   fs::create_directories(s.out, ec);
   ATTN_CHECK(!ec && fs::is_directory(s.out), "cannot create the output folder '", s.out, "'",
              ec ? ": " + ec.message() : std::string());
@@ -599,6 +638,9 @@ int run_train_classify(const std::vector<std::string>& args) {
         const int64_t est = step + static_cast<int64_t>((budget - train_seconds) / per_step);
         if (total == 0) warmup = std::max<int64_t>(probe_steps + 1, est / 20);
         total = std::max(step + 1, std::min<int64_t>(est, s.max_epochs * steps_per_epoch));
+        // The warmup comes from the time estimate, the total may be capped by --max-epochs
+        // far below it (small data): the schedule needs warmup < total.
+        warmup = std::min(warmup, total - 1);
       }
       const double eta = total > 0 ? train_seconds / step * static_cast<double>(total - step) : 0;
       progress.step(step, total, epoch, loss, static_cast<double>(tokens) / std::max(1e-9, train_seconds),
@@ -844,6 +886,7 @@ int run_train_classify(const std::vector<std::string>& args) {
     for (const auto& n : names) fs::remove(staged(n), ec);
     throw;
   }
+  created.keep();
 
   std::printf(
       "test accuracy %s (macro F1 %.4f) vs naive Bayes baseline %s (macro F1 %.4f), on %lld held-out "
