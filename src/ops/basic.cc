@@ -260,10 +260,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 // linear
 // ============================================================================
 namespace {
-// Up to this many rows, in inference mode (grad mode off), fp32 linear() uses the small-M
+// From 2 up to this many rows, in inference mode (grad mode off), fp32 linear() uses the small-M
 // kernel that reads nn::Linear's [out, in] weight in place, instead of BLAS, which repacks the
 // whole weight matrix on every call (decoding calls it with M = batch rows). Measured with
-// bench/run_decode.py (docs/benchmarks.md). ATTN_LINEAR_SMALL_M=<rows> overrides it (0: off).
+// decode_bench (docs/benchmarks.md, "Small-M linear"): faster at 8 and 32 rows, even at 64,
+// slower at 128; 1 row stays on BLAS (its gemv does not pack). ATTN_LINEAR_SMALL_M=<rows>
+// overrides the limit (0: off).
 int64_t linear_small_m_rows() {
   static const int64_t rows = [] {
     const char* e = std::getenv("ATTN_LINEAR_SMALL_M");
