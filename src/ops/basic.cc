@@ -5,9 +5,11 @@
 #include <attn/ops/basic.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/encoder_kernels.h"
 #include "ops/op_util.h"
 
 namespace attn {
@@ -257,6 +259,22 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 // ============================================================================
 // linear
 // ============================================================================
+namespace {
+// From 2 up to this many rows, in inference mode (grad mode off), fp32 linear() uses the small-M
+// kernel that reads nn::Linear's [out, in] weight in place, instead of BLAS, which repacks the
+// whole weight matrix on every call (decoding calls it with M = batch rows). Measured with
+// decode_bench (docs/benchmarks.md, "Small-M linear"): faster at 8 and 32 rows, even at 64,
+// slower at 128; 1 row stays on BLAS (its gemv does not pack). ATTN_LINEAR_SMALL_M=<rows>
+// overrides the limit (0: off).
+int64_t linear_small_m_rows() {
+  static const int64_t rows = [] {
+    const char* e = std::getenv("ATTN_LINEAR_SMALL_M");
+    return e != nullptr && *e != '\0' ? std::max<int64_t>(0, std::atoll(e)) : int64_t{48};
+  }();
+  return rows;
+}
+}  // namespace
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   check_float(x, "linear", "x");
   check_float(w, "linear", "w");
@@ -277,6 +295,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const int64_t R = x.numel() / std::max<int64_t>(in, 1);
   const Tensor x2 = reshape_fast(x, {R, in});  // x2: [R, in]
   const Tensor wc = contiguous_fast(w);        // wc: [out, in]
+  if (x.dtype() == DType::f32 && !grad_mode_enabled() && R >= 2 && R <= linear_small_m_rows() &&
+      x2.is_contiguous() && kernels::cpu::linear_small_m_fast()) {
+    const Tensor bc = b.defined() ? contiguous_fast(b) : Tensor();
+    kernels::cpu::linear_small_m_nt(x2.data<float>(), in, wc.data<float>(),
+                                    b.defined() ? bc.data<float>() : nullptr, y.data<float>(), out_f, R,
+                                    out_f, in);
+    return y;
+  }
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
     T* py = y.data<T>();  // y: [R, out]

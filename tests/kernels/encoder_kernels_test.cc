@@ -149,5 +149,43 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(testing::available_isas())),
     testing::isa_case_name<GemmCase>);
 
+using SmallMLinearNT = testing::IsaCaseTest<GemmCase>;
+
+// y = x · wᵀ + bias with w in nn::Linear's [N, K] layout, against the product in double;
+// strided x, y written into a wider buffer whose other columns must stay untouched.
+TEST_P(SmallMLinearNT, MatchesDouble) {
+  const auto& [c, isa] = GetParam();
+  kernels::cpu::force_isa(isa);
+  set_num_threads(2);
+  const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + 3;
+  const std::vector<float> x = values(c.M * ldx, 21, 1.0), w = values(c.N * c.K, 22, 0.5),
+                           bias = values(c.N, 23, 1.0);
+  std::vector<float> y(static_cast<std::size_t>(c.M * ldy), -7.0f);
+  std::vector<double> want(y.size(), -7.0);
+  for (int64_t m = 0; m < c.M; ++m)
+    for (int64_t n = 0; n < c.N; ++n) {
+      double s = c.with_bias ? bias[n] : 0.0;
+      for (int64_t k = 0; k < c.K; ++k) s += static_cast<double>(x[m * ldx + k]) * w[n * c.K + k];
+      want[m * ldy + n] = s;
+    }
+  kernels::cpu::linear_small_m_nt(x.data(), ldx, w.data(), c.with_bias ? bias.data() : nullptr, y.data(), ldy,
+                                  c.M, c.N, c.K);
+  // fp32 sums of K products of O(0.5) values.
+  expect_close(y, want, 1e-5 * std::sqrt(static_cast<double>(c.K)), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SmallMLinearNT,
+    ::testing::Combine(::testing::Values(GemmCase{"m1_decode_vocab", 1, 1000, 256, 0, true},
+                                         GemmCase{"m32_decode_ffn", 32, 1024, 256, 0, true},
+                                         GemmCase{"m6_exact_block", 6, 64, 32, 5, false},
+                                         GemmCase{"m13_block_tail", 13, 47, 17, 0, true},
+                                         GemmCase{"m25_n_tail_7", 25, 7, 9, 2, true},
+                                         GemmCase{"m3_n_tail_40", 3, 42, 5, 1, false},
+                                         GemmCase{"m64_k_tail", 64, 37, 131, 3, true},
+                                         GemmCase{"k1", 5, 33, 1, 0, true}),
+                       ::testing::ValuesIn(testing::available_isas())),
+    testing::isa_case_name<GemmCase>);
+
 }  // namespace
 }  // namespace attn

@@ -53,6 +53,16 @@ void linear_small_m_scalar(const float* x, int64_t ldx, const float* wt, const f
     }
 }
 
+void linear_small_m_nt_scalar(const float* x, int64_t ldx, const float* w, const float* bias, float* y,
+                              int64_t ldy, int64_t M, int64_t K, int64_t n0, int64_t n1) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = n0; n < n1; ++n) {
+      float s = 0.0f;
+      for (int64_t k = 0; k < K; ++k) s += x[m * ldx + k] * w[n * K + k];
+      y[m * ldy + n] = s + (bias ? bias[n] : 0.0f);
+    }
+}
+
 }  // namespace detail
 
 namespace {
@@ -92,6 +102,16 @@ void linear_small_m(const float* x, int64_t ldx, const float* wt, const float* b
   parallel_for((N + kPanel - 1) / kPanel, 1, [&](int64_t p0, int64_t p1, int) {
     (v ? detail::linear_small_m_avx512 : detail::linear_small_m_scalar)(
         x, ldx, wt, bias, y, ldy, M, N, K, p0 * kPanel, std::min(N, p1 * kPanel));
+  });
+}
+
+void linear_small_m_nt(const float* x, int64_t ldx, const float* w, const float* bias, float* y, int64_t ldy,
+                       int64_t M, int64_t N, int64_t K) {
+  const bool v = use_avx512();
+  constexpr int64_t kPanel = 32;
+  parallel_for((N + kPanel - 1) / kPanel, 1, [&](int64_t p0, int64_t p1, int) {
+    (v ? detail::linear_small_m_nt_avx512 : detail::linear_small_m_nt_scalar)(
+        x, ldx, w, bias, y, ldy, M, K, p0 * kPanel, std::min(N, p1 * kPanel));
   });
 }
 

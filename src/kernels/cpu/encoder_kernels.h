@@ -28,8 +28,14 @@ void residual_layer_norm(float* h, const float* y, const float* bias, const floa
 // Threads split the columns into 32-wide panels; each panel of wt is streamed once per 12 rows.
 void linear_small_m(const float* x, int64_t ldx, const float* wt, const float* bias, float* y, int64_t ldy,
                     int64_t M, int64_t N, int64_t K);
-// True when linear_small_m has a vectorised body on this CPU (else it runs the scalar loop,
-// and callers should prefer BLAS).
+// The same product with the weight in nn::Linear's layout, read in place: y = x · wᵀ + bias.
+//   x: [M, K] (row stride ldx), w: [N, K] contiguous, bias: [N] or null, y: [M, N] (row stride ldy).
+// Threads split the weight rows into 32-row panels; each output is a K-long dot product
+// (6 rows of x x 4 rows of w per register block). Used by ops::linear in inference mode.
+void linear_small_m_nt(const float* x, int64_t ldx, const float* w, const float* bias, float* y, int64_t ldy,
+                       int64_t M, int64_t N, int64_t K);
+// True when linear_small_m / linear_small_m_nt have a vectorised body on this CPU (else it runs the scalar
+// loop, and callers should prefer BLAS).
 bool linear_small_m_fast();
 
 // The per-row-range bodies, for the dispatch and the tests (no threads).
@@ -39,6 +45,11 @@ void linear_small_m_scalar(const float* x, int64_t ldx, const float* wt, const f
                            int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1);
 void linear_small_m_avx512(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
                            int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1);
+// Weight rows [n0, n1) of the transposed-weight (nn::Linear layout) product.
+void linear_small_m_nt_scalar(const float* x, int64_t ldx, const float* w, const float* bias, float* y,
+                              int64_t ldy, int64_t M, int64_t K, int64_t n0, int64_t n1);
+void linear_small_m_nt_avx512(const float* x, int64_t ldx, const float* w, const float* bias, float* y,
+                              int64_t ldy, int64_t M, int64_t K, int64_t n0, int64_t n1);
 void add_bias_scalar(float* x, const float* bias, int64_t rows, int64_t C);
 void bias_gelu_scalar(float* x, const float* bias, int64_t rows, int64_t C);
 void residual_layer_norm_scalar(float* h, const float* y, const float* bias, const float* w, const float* b,

@@ -3,6 +3,8 @@
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the
 // _mm512_undefined_ps() pass-through of the unmasked forms), as in attention_bwd_avx512.cc.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// _mm512_reduce_add_ps reads an _mm512_undefined_ps() lane too (-Wuninitialized).
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 
@@ -150,6 +152,88 @@ void linear_small_m_avx512(const float* x, int64_t ldx, const float* wt, const f
     for (int64_t m = 0; m < M; m += kRows) {
       const int64_t r = std::min<int64_t>(kRows, M - m);
       table[static_cast<std::size_t>(r - 1)](x + m * ldx, ldx, wt, bias, y + m * ldy, ldy, N, K, n, k0, k1);
+    }
+  }
+}
+
+namespace {
+
+// Rows [0, R) of x times weight rows [n, n + C) (w: [N, K], row stride ldw): each output is a
+// dot product over K, accumulated in 16 fp32 lanes and reduced at the end.
+template <int R, int C>
+inline void small_m_nt_block(const float* x, int64_t ldx, const float* w, int64_t ldw, const float* bias,
+                             float* y, int64_t ldy, int64_t K) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 16) {
+    const __mmask16 km = tail_mask(K - k);
+    __m512 wv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) wv[c] = _mm512_maskz_loadu_ps(km, w + c * ldw + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 xv = _mm512_maskz_loadu_ps(km, x + r * ldx + k);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(xv, wv[c], acc[r][c]);
+    }
+  }
+  if constexpr (C == 4) {
+    // Four sums at once: fold 128-bit lanes pairwise, then the 4 floats of each lane.
+    const __m128 b = bias ? _mm_loadu_ps(bias) : _mm_setzero_ps();
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[r][0], acc[r][1], 0x44),
+                                       _mm512_shuffle_f32x4(acc[r][0], acc[r][1], 0xEE));
+      const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[r][2], acc[r][3], 0x44),
+                                       _mm512_shuffle_f32x4(acc[r][2], acc[r][3], 0xEE));
+      // lane j (0..3) now holds 4 partial sums of column j
+      __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88), _mm512_shuffle_f32x4(s01, s23, 0xDD));
+      t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
+      t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E));
+      const __m128 sums = _mm512_castps512_ps128(_mm512_maskz_compress_ps(0x1111, t));
+      _mm_storeu_ps(y + r * ldy, _mm_add_ps(sums, b));
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) y[r * ldy + c] = _mm512_reduce_add_ps(acc[r][c]) + (bias ? bias[c] : 0.0f);
+  }
+}
+
+constexpr int kNtRows = 6;  // 6 x 4 accumulators + 4 weight vectors + 1 row of x of the 32 registers
+constexpr int kNtCols = 4;
+
+using NtFn = void (*)(const float*, int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t);
+
+template <int R, int... Cs>
+constexpr std::array<NtFn, sizeof...(Cs)> nt_row(std::integer_sequence<int, Cs...>) {
+  return {&small_m_nt_block<R, Cs + 1>...};
+}
+
+template <int... Rs>
+constexpr auto nt_table(std::integer_sequence<int, Rs...>) {
+  return std::array<std::array<NtFn, kNtCols>, sizeof...(Rs)>{
+      nt_row<Rs + 1>(std::make_integer_sequence<int, kNtCols>{})...};
+}
+
+}  // namespace
+
+void linear_small_m_nt_avx512(const float* x, int64_t ldx, const float* w, const float* bias, float* y,
+                              int64_t ldy, int64_t M, int64_t K, int64_t n0, int64_t n1) {
+  static constexpr auto table = nt_table(std::make_integer_sequence<int, kNtRows>{});
+  for (int64_t n = n0; n < n1; n += kNtCols) {
+    const int64_t c = std::min<int64_t>(kNtCols, n1 - n);
+    // Row blocks of balanced sizes (32 rows: 6,6,5,5,5,5 rather than 6 x 5 + 2).
+    const int64_t nb = (M + kNtRows - 1) / kNtRows;
+    for (int64_t i = 0, m = 0; i < nb; ++i) {
+      const int64_t r = M / nb + (i < M % nb ? 1 : 0);
+      table[static_cast<std::size_t>(r - 1)][static_cast<std::size_t>(c - 1)](
+          x + m * ldx, ldx, w + n * K, K, bias ? bias + n : nullptr, y + m * ldy + n, ldy, K);
+      m += r;
     }
   }
 }
