@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
   for (int64_t B : batches) {
     const auto sources = make_sources(B, src_len, vocab, 7 + static_cast<uint64_t>(B));
     std::vector<attn::models::Generated> out;
-    const double t = attn::bench::time_median([&] { out = attn::models::generate(model, sources, o); }, min_time);
+    const double t =
+        attn::bench::time_median([&] { out = attn::models::generate(model, sources, o); }, min_time);
     std::vector<std::vector<int64_t>> gen;
     for (const auto& g : out) gen.push_back(g.ids);
     if (!ids_path.empty()) {

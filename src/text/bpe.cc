@@ -386,7 +386,8 @@ BpeTokenizer BpeTokenizer::load(const std::string& path) {
 namespace attn::text {
 
 BpeTokenizer BpeTokenizer::from_parts(bool lowercase, std::vector<std::string> alphabet,
-                                      std::vector<std::pair<std::string, std::string>> merges, const char* what) {
+                                      std::vector<std::pair<std::string, std::string>> merges,
+                                      const char* what) {
   ATTN_CHECK(!alphabet.empty(), "bpe: ", what, ": empty vocabulary (alphabet 0)");
   for (std::size_t i = 0; i < alphabet.size(); ++i) {
     const std::u32string cps = decode_utf8(alphabet[i]);

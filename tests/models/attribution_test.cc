@@ -106,7 +106,8 @@ TEST_P(AttributionGrad, InputTimesGradientMatchesFiniteDifferences) {
       s2 += (e[i * C + c] * g) * (e[i * C + c] * g);
     }
     // Relative to the norm's own size: it can be far larger than the signed sums behind `scale`.
-    EXPECT_NEAR(a.input_x_grad_norm[i], std::sqrt(s2), 2e-3 * std::max(scale, std::sqrt(s2))) << "token " << i;
+    EXPECT_NEAR(a.input_x_grad_norm[i], std::sqrt(s2), 2e-3 * std::max(scale, std::sqrt(s2)))
+        << "token " << i;
     // |Σ_c p_c| <= √C · ‖p‖₂ (Cauchy-Schwarz).
     EXPECT_GE(a.input_x_grad_norm[i] * std::sqrt(static_cast<double>(C)) + 1e-9,
               std::fabs(a.input_x_grad[i]));

@@ -169,10 +169,11 @@ int run_generate(const std::vector<std::string>& args) {
   const bool gguf = model.empty() || model == "smollm2" ||
                     (model.size() >= 5 && model.compare(model.size() - 5, 5, ".gguf") == 0);
   if (help && model.empty()) {
-    std::fputs("attn generate runs either kind of language model:\n"
-               "  --model smollm2 | FILE.gguf   a pretrained Llama-family GGUF (the default: SmolLM2)\n"
-               "  --model FILE                  a character LM written by 'attn train lm'\n\n",
-               stdout);
+    std::fputs(
+        "attn generate runs either kind of language model:\n"
+        "  --model smollm2 | FILE.gguf   a pretrained Llama-family GGUF (the default: SmolLM2)\n"
+        "  --model FILE                  a character LM written by 'attn train lm'\n\n",
+        stdout);
     run_generate_gguf({"--help"});
     std::fputs("\n", stdout);
     return run_generate_lm({"--help"});

@@ -13,23 +13,24 @@
 namespace {
 
 void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: attn <command> [options]\n\n"
-               "commands:\n"
-               "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
-               "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
-               "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
-               "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
-               "  classify  label texts with a trained classifier and show what [CLS] attended to\n"
-               "  translate English -> Chinese with a trained model, and what each character attended to\n"
-               "  generate  continue a prompt: SmolLM2 (GGUF, default) or an 'attn train lm' model (--model FILE)\n"
-               "  chat      talk to SmolLM2-135M-Instruct, one line per turn (interactive or piped)\n"
-               "  embed     sentence embeddings (all-MiniLM-L6-v2) as json, npy or csv\n"
-               "  similarity  cosine similarity of two texts (all-MiniLM-L6-v2)\n"
-               "  search    semantic search over the lines of a file: attn search --corpus FILE QUERY\n"
-               "  attention a pretrained model's attention on a text: attn attention --model minilm TEXT\n"
-               "  help      this text\n\n"
-               "Run 'attn <command> --help' for the options of one command.\n");
+  std::fprintf(
+      f,
+      "usage: attn <command> [options]\n\n"
+      "commands:\n"
+      "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
+      "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
+      "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
+      "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
+      "  classify  label texts with a trained classifier and show what [CLS] attended to\n"
+      "  translate English -> Chinese with a trained model, and what each character attended to\n"
+      "  generate  continue a prompt: SmolLM2 (GGUF, default) or an 'attn train lm' model (--model FILE)\n"
+      "  chat      talk to SmolLM2-135M-Instruct, one line per turn (interactive or piped)\n"
+      "  embed     sentence embeddings (all-MiniLM-L6-v2) as json, npy or csv\n"
+      "  similarity  cosine similarity of two texts (all-MiniLM-L6-v2)\n"
+      "  search    semantic search over the lines of a file: attn search --corpus FILE QUERY\n"
+      "  attention a pretrained model's attention on a text: attn attention --model minilm TEXT\n"
+      "  help      this text\n\n"
+      "Run 'attn <command> --help' for the options of one command.\n");
 }
 
 }  // namespace
