@@ -80,7 +80,6 @@ const GgmlTypeEntry* find_ggml_type(uint32_t id) {
   return nullptr;
 }
 
-
 bool mul_ok(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
 
 template <typename T>
