@@ -59,6 +59,21 @@ std::vector<double> sampling_distribution(const float* logits, int64_t V, double
   return p;
 }
 
+int64_t sample_token(const float* logits, int64_t V, double temperature, int64_t top_k, double top_p,
+                     data::Rng& rng) {
+  const std::vector<double> dist = sampling_distribution(logits, V, temperature, top_k, top_p);
+  const double u = rng.uniform();
+  double cum = 0.0;
+  int64_t token = -1;
+  for (int64_t t = 0; t < V; ++t) {
+    if (dist[t] == 0.0) continue;
+    cum += dist[t];
+    token = t;
+    if (u < cum) break;
+  }
+  return token;
+}
+
 namespace {
 
 // The model side of the search: N rows, each fed one token per step.
@@ -220,16 +235,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
       if (o.search == SearchKind::greedy) {
         token = std::max_element(x, x + p.V) - x;  // first maximum: ties go to the lower id
       } else {
-        std::vector<double> dist = sampling_distribution(x, p.V, o.temperature, o.top_k, o.top_p);
-        const double u = rngs[h.source].uniform();
-        double cum = 0.0;
-        token = -1;
-        for (int64_t t = 0; t < p.V; ++t) {
-          if (dist[t] == 0.0) continue;
-          cum += dist[t];
-          token = t;
-          if (u < cum) break;
-        }
+        token = sample_token(x, p.V, o.temperature, o.top_k, o.top_p, rngs[h.source]);
       }
       h.log_prob += static_cast<double>(x[token]) - detail::row_logsumexp(x, p.V);
       if (p.capture) append_cross(h, cross, static_cast<int64_t>(r), p.src_len[h.source]);

@@ -3,6 +3,7 @@
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 #include <attn/io/model_files.h>
+#include <attn/models/generate.h>
 #include <attn/models/llama.h>
 
 #include <algorithm>
@@ -12,7 +13,6 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -64,38 +64,16 @@ struct Sampling {
   double temperature = 0;
   int64_t top_k = 0;
   double top_p = 1;
-  std::mt19937_64 rng;
+  data::Rng rng{0};
 };
 
-// Greedy (temperature 0) or temperature / top-k / top-p sampling from one row of logits.
+// Greedy (temperature 0) or temperature / top-k / top-p sampling from one row of logits
+// (the sampler of models::generate).
 int32_t pick(std::span<const float> logits, Sampling& s) {
   const int64_t V = static_cast<int64_t>(logits.size());
   if (s.temperature <= 0)
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  std::vector<int32_t> order(V);
-  std::iota(order.begin(), order.end(), 0);
-  const int64_t k = s.top_k > 0 ? std::min(s.top_k, V) : V;
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
-  order.resize(k);
-  std::vector<double> p(k);
-  const double mx = logits[order[0]];
-  double sum = 0;
-  for (int64_t i = 0; i < k; ++i) sum += p[i] = std::exp((logits[order[i]] - mx) / s.temperature);
-  int64_t keep = k;
-  if (s.top_p < 1) {
-    double c = 0;
-    for (int64_t i = 0; i < k; ++i) {
-      c += p[i] / sum;
-      if (c >= s.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-  }
-  std::discrete_distribution<int64_t> dist(p.begin(), p.begin() + keep);
-  return order[dist(s.rng)];
+  return static_cast<int32_t>(models::sample_token(logits.data(), V, s.temperature, s.top_k, s.top_p, s.rng));
 }
 
 // Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
@@ -135,7 +113,7 @@ Session open_session(const Args& a) {
     ATTN_CHECK(s.sampling.top_p > 0 && s.sampling.top_p <= 1, "--top-p must be in (0, 1], got ",
                a.str("top-p"));
   }
-  s.sampling.rng.seed(a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0);
+  s.sampling.rng = data::Rng(a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0);
   return s;
 }
 

@@ -42,6 +42,7 @@
 #pragma once
 
 #include <attn/core/tensor.h>
+#include <attn/data/random.h>
 #include <attn/models/transformer.h>
 
 #include <cstdint>
@@ -115,5 +116,10 @@ double length_penalty(int64_t n, double alpha, LengthPenalty kind);
 // off get exactly 0. logits: [V].
 std::vector<double> sampling_distribution(const float* logits, int64_t V, double temperature, int64_t top_k,
                                           double top_p);
+
+// One token drawn from sampling_distribution() with one rng.uniform() (the
+// sampler of generate(), also used by the GGUF models' CLI). logits: [V].
+int64_t sample_token(const float* logits, int64_t V, double temperature, int64_t top_k, double top_p,
+                     data::Rng& rng);
 
 }  // namespace attn::models
