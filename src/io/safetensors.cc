@@ -1,4 +1,4 @@
-#include <attn/io/atomic_file.h>
+#include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <fcntl.h>

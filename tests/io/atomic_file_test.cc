@@ -1,7 +1,7 @@
 // Atomic file writes: the target appears only on commit, an abandoned or
 // failed write leaves the previous file and no temporary behind.
 #include <attn/core/error.h>
-#include <attn/io/atomic_file.h>
+#include <attn/io/files.h>
 #include <unistd.h>
 
 #include <filesystem>

@@ -4,7 +4,7 @@
 // attention kernel computed. --json for machine-readable output.
 #include <attn/core/error.h>
 #include <attn/data/reader.h>
-#include <attn/io/atomic_file.h>
+#include <attn/io/files.h>
 #include <attn/models/text_classifier.h>
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
 // all-MiniLM-L6-v2 (include/attn/models/bert.h). See docs/models.md.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
-#include <attn/io/atomic_file.h>
+#include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/bert.h>
@@ -68,14 +68,7 @@ void write_atomically(const std::string& path, const std::string& data) {
   io::write_file_atomically(path, data);
 }
 
-std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream f(path, std::ios::binary);
-  ATTN_CHECK(f.good(), "cannot open ", what, " '", path, "' for reading");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  ATTN_CHECK(!f.bad(), "error reading ", what, " '", path, "'");
-  return ss.str();
-}
+std::string read_file(const std::string& path, const std::string& what) { return io::read_file(path, what); }
 
 std::vector<Line> nonempty_lines(const std::string& text) {
   std::vector<Line> out;

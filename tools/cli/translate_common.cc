@@ -1,5 +1,5 @@
 #include <attn/core/error.h>
-#include <attn/io/atomic_file.h>
+#include <attn/io/files.h>
 
 #include <cstdio>
 #include <fstream>

@@ -3,7 +3,7 @@
 // embedded script in viewer/page.html) or prints a heatmap to the terminal.
 // The export format is described in docs/viewer.md.
 #include <attn/core/error.h>
-#include <attn/io/atomic_file.h>
+#include <attn/io/files.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -57,14 +57,7 @@ std::string help_text() {
          "  attn view export.json --terminal --layer 1 --head 3\n";
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  ATTN_CHECK(f.good(), "cannot open export '", path, "' for reading");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  ATTN_CHECK(!f.bad(), "error reading '", path, "'");
-  return ss.str();
-}
+std::string read_file(const std::string& path) { return io::read_file(path, "export"); }
 
 // Writes `data` to `path` through a temporary file in the same directory and a
 // rename, so readers never see a half-written file.

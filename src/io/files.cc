@@ -1,5 +1,5 @@
 #include <attn/core/error.h>
-#include <attn/io/atomic_file.h>
+#include <attn/io/files.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace attn::io {
 
@@ -72,6 +74,15 @@ void AtomicFile::commit() {
 void AtomicFile::fail(const char* what) const {
   throw Error(who_ + what + " '" + path_ + "' failed: " + sys_error() +
               " (the previous file, if any, is unchanged)");
+}
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  ATTN_CHECK(f.good(), "cannot open ", what, " '", path, "' for reading");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ATTN_CHECK(!f.bad(), "error reading ", what, " '", path, "'");
+  return ss.str();
 }
 
 void write_file_atomically(const std::string& path, std::string_view data, const std::string& who) {

@@ -1,4 +1,4 @@
-// Files written so that neither a reader nor a crash ever sees a half-written
+// Whole files: read_file, and files written so that neither a reader nor a crash ever sees a half-written
 // one: the bytes go to a fresh temporary file in the same directory, which is
 // fsynced, closed and renamed over the target; the directory is then fsynced
 // (best effort). On any error, or when an AtomicFile is destroyed without
@@ -32,6 +32,9 @@ class AtomicFile {
   bool committed_ = false;
   [[noreturn]] void fail(const char* what) const;
 };
+
+// The whole file as bytes; `what` names it in errors ("cannot open <what> '<path>' for reading").
+std::string read_file(const std::string& path, const std::string& what);
 
 // The whole file in one call.
 void write_file_atomically(const std::string& path, std::string_view data, const std::string& who = "");
