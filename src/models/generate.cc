@@ -12,6 +12,7 @@
 #include <string>
 
 #include "models/logits.h"
+#include "nn/packed_linear.h"
 
 namespace attn::models {
 
@@ -427,6 +428,7 @@ class InferenceScope {
   nn::Module& m_;
   bool was_training_;
   NoGradGuard no_grad_;
+  nn::PackedWeightScope packed_;  // weights packed once per call (src/nn/packed_linear.h)
 };
 
 std::vector<Generated> dispatch(Stepper& model, Tensor logits, Tensor cross, std::vector<Hyp> rows,

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "nn/packed_linear.h"
+
 namespace attn::models {
 
 #define MODELS_FAIL(...) throw ::attn::Error(::attn::detail::concat(__VA_ARGS__))
@@ -355,7 +357,8 @@ Tensor EncoderDecoder::decode(const Tensor& tgt, const Tensor& memory,
   call.position = offset;
   call.capture_cross = cross_weights != nullptr;
   Tensor h = decoder_->forward(y, memory, call, cache, trace, "decoder.", cross_weights);
-  Tensor logits = c_.tie_output ? linear(h, table->weight()) : lm_head_->forward(h);  // [B, n, V]
+  Tensor logits =
+      c_.tie_output ? nn::inference_linear(h, table->weight(), Tensor()) : lm_head_->forward(h);  // [B, n, V]
   if (trace != nullptr) trace->emplace_back("logits", logits);
   return logits;
 }
@@ -484,7 +487,8 @@ ModelOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, nn::Dec
   call.position = offset;
   Tensor h = decoder_->forward(x, Tensor(), call, cache, trace, "decoder.");
   ModelOutput out;
-  out.logits = c_.tie_output ? linear(h, embed_->weight()) : lm_head_->forward(h);  // [B, L, V]
+  out.logits = c_.tie_output ? nn::inference_linear(h, embed_->weight(), Tensor())
+                             : lm_head_->forward(h);  // [B, L, V]
   if (trace != nullptr) trace->emplace_back("logits", out.logits);
   if (targets.defined()) out.loss = lm_loss(out.logits, targets, c_, "DecoderLM");
   return out;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "nn/packed_linear.h"
+
 namespace attn::nn {
 
 Linear::Linear(int64_t in, int64_t out, bool bias, InitRng& rng) {
@@ -14,7 +16,7 @@ Linear::Linear(int64_t in, int64_t out, bool bias, InitRng& rng) {
   if (bias) bias_ = register_parameter("bias", {out});  // zeros
 }
 
-Tensor Linear::forward(const Tensor& x) const { return linear(x, weight_, bias_); }
+Tensor Linear::forward(const Tensor& x) const { return inference_linear(x, weight_, bias_); }
 
 Embedding::Embedding(int64_t vocab, int64_t dim, double init_std, InitRng& rng) {
   ATTN_CHECK(vocab > 0 && dim > 0, "Embedding: sizes must be > 0; got vocab ", vocab, ", dim ", dim);

@@ -156,6 +156,34 @@ TEST_P(Generate, GreedyIsArgmaxOfFullRecomputeEncDec) {
   for (std::size_t b = 0; b < 2; ++b) expect_greedy_matches(out[b], encdec_next(m, src[b], o.bos_id), 10);
 }
 
+// generate() packs the weights once per call (nn/packed_linear.h): a weight changed in place
+// between two calls must be seen by the second call.
+TEST_P(Generate, SeesWeightsChangedBetweenCalls) {
+  models::EncoderDecoder m(config_for(GetParam()));
+  GenerateOptions o;
+  o.max_new_tokens = 8;
+  o.eos_id = -1;
+  const std::vector<std::vector<int64_t>> src = {random_seq(5, 64, 7), random_seq(4, 64, 8)};
+  const std::vector<Generated> before = models::generate(m, src, o);
+  int changed = 0;
+  for (auto& [name, p] : m.named_parameters()) {
+    if (name.find("decoder.layers.") == std::string::npos || name.find("weight") == std::string::npos ||
+        p.rank() != 2)
+      continue;
+    p.copy_from(testing::random_uniform(p.shape(), 900 + static_cast<uint64_t>(changed), -0.4, 0.4));
+    ++changed;
+  }
+  ASSERT_GT(changed, 0);
+  const std::vector<Generated> after = models::generate(m, src, o);
+  ASSERT_EQ(after.size(), 2u);
+  bool any_differs = false;
+  for (std::size_t b = 0; b < 2; ++b) {
+    expect_greedy_matches(after[b], encdec_next(m, src[b], o.bos_id), 8);
+    any_differs = any_differs || after[b].ids != before[b].ids || after[b].log_prob != before[b].log_prob;
+  }
+  EXPECT_TRUE(any_differs);  // the change mattered, so a stale pack would have been caught
+}
+
 // Stop tokens: choose as eos the first token greedy produces at a step t >= 1
 // that it did not produce before (t = 0 if none); the run then ends at step t,
 // and the stop token is reported but not in ids.

@@ -1,0 +1,61 @@
+#include "kernels/cpu/linear_packed.h"
+
+#include <attn/core/parallel.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/isa.h"
+
+namespace attn::kernels::cpu {
+
+int64_t linear_packed_size(int64_t N, int64_t K) {
+  return (N + kPackedPanel - 1) / kPackedPanel * K * kPackedPanel;
+}
+
+void pack_linear_weight(const float* w, int64_t N, int64_t K, float* packed) {
+  // w: [N, K] -> packed: [P, K, 32]
+  const int64_t P = (N + kPackedPanel - 1) / kPackedPanel;
+  parallel_for(P, 1, [&](int64_t p0, int64_t p1, int) {
+    for (int64_t p = p0; p < p1; ++p) {
+      float* dst = packed + p * K * kPackedPanel;
+      const int64_t cols = std::min(kPackedPanel, N - p * kPackedPanel);
+      if (cols < kPackedPanel)
+        std::memset(dst, 0, sizeof(float) * static_cast<std::size_t>(K * kPackedPanel));
+      for (int64_t j = 0; j < cols; ++j) {
+        const float* src = w + (p * kPackedPanel + j) * K;
+        for (int64_t k = 0; k < K; ++k) dst[k * kPackedPanel + j] = src[k];
+      }
+    }
+  });
+}
+
+namespace detail {
+
+void linear_packed_scalar(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
+                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    const float* panel = packed + p * K * kPackedPanel;
+    const int64_t n0 = p * kPackedPanel, cols = std::min(kPackedPanel, N - n0);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t j = 0; j < cols; ++j) {
+        float s = 0.0f;
+        for (int64_t k = 0; k < K; ++k) s += x[m * ldx + k] * panel[k * kPackedPanel + j];
+        y[m * ldy + n0 + j] = s + (bias ? bias[n0 + j] : 0.0f);
+      }
+  }
+}
+
+}  // namespace detail
+
+void linear_packed(const float* x, int64_t ldx, const float* packed, const float* bias, float* y, int64_t ldy,
+                   int64_t M, int64_t N, int64_t K) {
+  const bool v = active_isa() == Isa::avx512;
+  const int64_t P = (N + kPackedPanel - 1) / kPackedPanel;
+  parallel_for(P, 1, [&](int64_t p0, int64_t p1, int) {
+    (v ? detail::linear_packed_avx512 : detail::linear_packed_scalar)(x, ldx, packed, bias, y, ldy, M, N, K,
+                                                                      p0, p1);
+  });
+}
+
+}  // namespace attn::kernels::cpu

@@ -1,0 +1,68 @@
+#include "nn/packed_linear.h"
+
+#include <attn/core/autograd.h>
+#include <attn/core/error.h>
+#include <attn/ops/basic.h>
+
+#include <cstdlib>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/linear_packed.h"
+
+namespace attn::nn {
+
+namespace {
+thread_local PackedWeightScope* tls_scope = nullptr;
+}  // namespace
+
+PackedWeightScope::PackedWeightScope() : outer_(tls_scope) { tls_scope = this; }
+PackedWeightScope::~PackedWeightScope() { tls_scope = outer_; }
+PackedWeightScope* PackedWeightScope::active() { return tls_scope; }
+
+void PackedWeightScope::Free::operator()(float* p) const { std::free(p); }
+
+const float* PackedWeightScope::packed(const Tensor& w) {
+  ATTN_CHECK(w.defined() && w.dtype() == DType::f32 && w.rank() == 2 && w.is_contiguous(),
+             "PackedWeightScope: weight must be a contiguous f32 [N, K]; got ",
+             w.defined() ? w.str() : "none");
+  const void* data = w.data<float>();
+  const int64_t N = w.size(0), K = w.size(1);
+  for (const Entry& e : entries_)
+    if (e.data == data && e.N == N && e.K == K) return e.buf.get();
+  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(kernels::cpu::linear_packed_size(N, K));
+  float* buf = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  ATTN_CHECK(buf != nullptr, "PackedWeightScope: out of memory packing a [", N, ", ", K, "] weight (", bytes,
+             " bytes)");
+  entries_.push_back({data, N, K, std::unique_ptr<float, Free>(buf)});
+  kernels::cpu::pack_linear_weight(w.data<float>(), N, K, buf);
+  return buf;
+}
+
+int64_t packed_linear_max_rows() {
+  static const int64_t rows = [] {
+    const char* e = std::getenv("ATTN_LINEAR_PACKED");
+    return e != nullptr && *e != '\0' ? std::max<int64_t>(0, std::atoll(e)) : int64_t{48};
+  }();
+  return rows;
+}
+
+Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  PackedWeightScope* scope = PackedWeightScope::active();
+  if (scope == nullptr || grad_mode_enabled() || !x.defined() || !w.defined() || x.dtype() != DType::f32 ||
+      w.dtype() != DType::f32 || w.rank() != 2 || !w.is_contiguous() || !x.is_contiguous() || x.rank() < 1 ||
+      x.size(-1) != w.size(1) || w.size(1) == 0 ||
+      (b.defined() &&
+       (b.dtype() != DType::f32 || b.rank() != 1 || b.size(0) != w.size(0) || !b.is_contiguous())) ||
+      kernels::cpu::active_isa() != kernels::cpu::Isa::avx512)
+    return linear(x, w, b);  // validates and reports bad shapes
+  const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
+  if (M < 1 || M > packed_linear_max_rows()) return linear(x, w, b);
+  Shape shape = x.shape();
+  shape.back() = N;
+  Tensor y = Tensor::empty(shape, DType::f32);  // y: [..., N]
+  kernels::cpu::linear_packed(x.data<float>(), K, scope->packed(w), b.defined() ? b.data<float>() : nullptr,
+                              y.data<float>(), N, M, N, K);
+  return y;
+}
+
+}  // namespace attn::nn

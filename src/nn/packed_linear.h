@@ -1,0 +1,54 @@
+// Pre-packed weights for decoding (models::generate): while a PackedWeightScope is alive on
+// the calling thread, nn::inference_linear multiplies small inputs (1..max rows, fp32, grad
+// mode off) by a packed copy of the weight (kernels/cpu/linear_packed.h), made on the first
+// use of that weight in the scope and reused by every later step of the same scope.
+//
+// Invalidation: the packed copies live exactly as long as the scope, and models::generate
+// opens one scope per call, so a weight changed between two calls is repacked by the next
+// call. Nothing may change the weights while a scope is open (e.g. from a token callback).
+#pragma once
+
+#include <attn/core/tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace attn::nn {
+
+class PackedWeightScope {
+ public:
+  PackedWeightScope();  // becomes the calling thread's active scope (nested scopes restore the outer one)
+  ~PackedWeightScope();
+  PackedWeightScope(const PackedWeightScope&) = delete;
+  PackedWeightScope& operator=(const PackedWeightScope&) = delete;
+
+  // The thread's active scope, or null.
+  static PackedWeightScope* active();
+  // The packed form of w: [N, K] (f32, contiguous), packed on the first call for this weight.
+  const float* packed(const Tensor& w);
+  // How many weights this scope has packed (for the tests).
+  int64_t packs() const { return static_cast<int64_t>(entries_.size()); }
+
+ private:
+  struct Free {
+    void operator()(float* p) const;
+  };
+  struct Entry {
+    const void* data;
+    int64_t N, K;
+    std::unique_ptr<float, Free> buf;
+  };
+  std::vector<Entry> entries_;
+  PackedWeightScope* outer_;
+};
+
+// Largest row count that takes the packed path (default 48; env ATTN_LINEAR_PACKED=<rows>, 0 = off).
+int64_t packed_linear_max_rows();
+
+// y = x · wᵀ + b (as ops::linear). x: [..., in], w: [out, in], b: [out] or undefined -> [..., out].
+// Uses the packed kernel when a PackedWeightScope is active, grad mode is off, x and w are f32,
+// x is contiguous with 1..packed_linear_max_rows() rows and the CPU has AVX-512; else ops::linear.
+Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b);
+
+}  // namespace attn::nn
