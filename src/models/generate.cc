@@ -1,5 +1,6 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
+#include <attn/core/parallel.h>
 #include <attn/data/random.h>
 #include <attn/models/generate.h>
 
@@ -217,10 +218,17 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
   std::vector<data::Rng> rngs;
   for (int64_t b = 0; b < B; ++b) rngs.emplace_back(data::mix_seed(o.seed, static_cast<uint64_t>(b)));
   std::vector<int64_t> feed;
+  std::vector<detail::ArgmaxLse> best;  // greedy: per row the argmax and log-sum-exp of its logits
   while (!rows.empty()) {
     std::vector<int64_t> keep;
     feed.clear();
     std::vector<Hyp> next;
+    if (o.search == SearchKind::greedy) {  // one fused pass per row, rows over the threads
+      best.resize(rows.size());
+      parallel_for(static_cast<int64_t>(rows.size()), 4, [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) best[r] = detail::row_argmax_logsumexp(row_ptr(logits, r), p.V);
+      });
+    }
     for (std::size_t r = 0; r < rows.size(); ++r) {
       Hyp& h = rows[r];
       int64_t token;
@@ -234,11 +242,12 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
       }
       const float* x = row_ptr(logits, static_cast<int64_t>(r));
       if (o.search == SearchKind::greedy) {
-        token = std::max_element(x, x + p.V) - x;  // first maximum: ties go to the lower id
+        token = best[r].token;  // first maximum: ties go to the lower id
+        h.log_prob += static_cast<double>(x[token]) - best[r].lse;
       } else {
         token = sample_token(x, p.V, o.temperature, o.top_k, o.top_p, rngs[h.source]);
+        h.log_prob += static_cast<double>(x[token]) - detail::row_logsumexp(x, p.V);
       }
-      h.log_prob += static_cast<double>(x[token]) - detail::row_logsumexp(x, p.V);
       if (p.capture) append_cross(h, cross, static_cast<int64_t>(r), p.src_len[h.source]);
       if (is_stop(o, token)) {
         const double lp = h.log_prob;

@@ -17,6 +17,15 @@ double row_logsumexp_scalar(const float* x, int64_t V) {
   return mx + std::log(s);
 }
 
+ArgmaxLse row_argmax_logsumexp_scalar(const float* x, int64_t V) {
+  return {std::max_element(x, x + V) - x, row_logsumexp_scalar(x, V)};
+}
+
+ArgmaxLse row_argmax_logsumexp(const float* x, int64_t V) {
+  if (kernels::cpu::active_isa() == kernels::cpu::Isa::avx512) return row_argmax_logsumexp_avx512(x, V);
+  return row_argmax_logsumexp_scalar(x, V);
+}
+
 double row_logsumexp(const float* x, int64_t V) {
   if (kernels::cpu::active_isa() == kernels::cpu::Isa::avx512) return row_logsumexp_avx512(x, V);
   return row_logsumexp_scalar(x, V);

@@ -9,7 +9,17 @@ namespace attn::models::detail {
 // the scalar path, in fp32 lanes then double in the AVX-512 path). x: [V].
 double row_logsumexp(const float* x, int64_t V);
 
+// Greedy's two reductions of a row in one call: the first maximum (ties go to the lower id,
+// as std::max_element) and log Σ_t exp(x[t]) (as row_logsumexp). x: [V], no NaN.
+struct ArgmaxLse {
+  int64_t token;
+  double lse;
+};
+ArgmaxLse row_argmax_logsumexp(const float* x, int64_t V);
+
 double row_logsumexp_scalar(const float* x, int64_t V);
-double row_logsumexp_avx512(const float* x, int64_t V);  // logits_avx512.cc
+ArgmaxLse row_argmax_logsumexp_scalar(const float* x, int64_t V);
+ArgmaxLse row_argmax_logsumexp_avx512(const float* x, int64_t V);  // logits_avx512.cc
+double row_logsumexp_avx512(const float* x, int64_t V);            // logits_avx512.cc
 
 }  // namespace attn::models::detail
