@@ -42,6 +42,20 @@ void scores_row(const float* q, const float* k, int64_t skl, int64_t len, int64_
   for (int i = 0; i < DV; ++i) qv[i] = _mm512_maskz_loadu_ps(i + 1 < DV ? 0xffff : last, q + 16 * i);
   const __m128 sc = _mm_set1_ps(scale);
   int64_t j = 0;
+  for (; j + 8 <= len; j += 8) {  // 8 independent dot products per pass
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const float* kj = k + (j + c) * skl;
+      acc[c] = _mm512_mul_ps(qv[0], _mm512_maskz_loadu_ps(DV > 1 ? 0xffff : last, kj));
+#pragma GCC unroll 8
+      for (int i = 1; i < DV; ++i)
+        acc[c] =
+            _mm512_fmadd_ps(qv[i], _mm512_maskz_loadu_ps(i + 1 < DV ? 0xffff : last, kj + 16 * i), acc[c]);
+    }
+    _mm_storeu_ps(s + j, _mm_mul_ps(sum4(acc[0], acc[1], acc[2], acc[3]), sc));
+    _mm_storeu_ps(s + j + 4, _mm_mul_ps(sum4(acc[4], acc[5], acc[6], acc[7]), sc));
+  }
   for (; j + 4 <= len; j += 4) {
     __m512 acc[4];
 #pragma GCC unroll 4
@@ -87,20 +101,41 @@ float softmax_unnormalised(float* s, int64_t len) {
 template <int DV>
 void pv_row(const float* p, const float* v, int64_t svl, int64_t len, int64_t D, float inv, float* o) {
   const __mmask16 last = tail_mask(D - 16 * (DV - 1));
-  __m512 acc[DV];
+  // U independent accumulator sets (keys j, j+1, ... in turn) hide the FMA latency.
+  constexpr int U = DV <= 2 ? 4 : 2;
+  __m512 acc[U][DV];
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u)
 #pragma GCC unroll 8
-  for (int i = 0; i < DV; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t j = 0; j < len; ++j) {
+    for (int i = 0; i < DV; ++i) acc[u][i] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + U <= len; j += U) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+      const __m512 pj = _mm512_set1_ps(p[j + u]);
+      const float* vj = v + (j + u) * svl;
+#pragma GCC unroll 8
+      for (int i = 0; i < DV; ++i)
+        acc[u][i] =
+            _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(i + 1 < DV ? 0xffff : last, vj + 16 * i), acc[u][i]);
+    }
+  }
+  for (; j < len; ++j) {
     const __m512 pj = _mm512_set1_ps(p[j]);
     const float* vj = v + j * svl;
 #pragma GCC unroll 8
     for (int i = 0; i < DV; ++i)
-      acc[i] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(i + 1 < DV ? 0xffff : last, vj + 16 * i), acc[i]);
+      acc[0][i] =
+          _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(i + 1 < DV ? 0xffff : last, vj + 16 * i), acc[0][i]);
   }
+#pragma GCC unroll 4
+  for (int u = 1; u < U; ++u)
+#pragma GCC unroll 8
+    for (int i = 0; i < DV; ++i) acc[0][i] = _mm512_add_ps(acc[0][i], acc[u][i]);
   const __m512 sc = _mm512_set1_ps(inv);
 #pragma GCC unroll 8
   for (int i = 0; i < DV; ++i)
-    _mm512_mask_storeu_ps(o + 16 * i, i + 1 < DV ? 0xffff : last, _mm512_mul_ps(acc[i], sc));
+    _mm512_mask_storeu_ps(o + 16 * i, i + 1 < DV ? 0xffff : last, _mm512_mul_ps(acc[0][i], sc));
 }
 
 template <int DV>
