@@ -34,8 +34,20 @@ inline __m128 sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 }
 
 // Scores of keys [0, len) against q (D <= 16 * kMaxDv floats held in registers).
+// Lines of rows [j, j + n) of a [len, D] block with row stride ld (the next block to be read), into L1.
 template <int DV>
-void scores_row(const float* q, const float* k, int64_t skl, int64_t len, int64_t D, float scale, float* s) {
+inline void prefetch_rows(const float* p, int64_t ld, int64_t j, int64_t n, int64_t len) {
+  if (p == nullptr) return;
+  for (int64_t e = std::min(j + n, len); j < e; ++j)
+#pragma GCC unroll 8
+    for (int i = 0; i < DV; ++i)
+      _mm_prefetch(reinterpret_cast<const char*>(p + j * ld + 16 * i), _MM_HINT_T0);
+}
+
+// pf, pfs, pf_len: the block read next (prefetched alongside, one row per key), or null.
+template <int DV>
+void scores_row(const float* q, const float* k, int64_t skl, int64_t len, int64_t D, float scale, float* s,
+                const float* pf, int64_t pfs, int64_t pf_len) {
   const __mmask16 last = tail_mask(D - 16 * (DV - 1));
   __m512 qv[DV];
 #pragma GCC unroll 8
@@ -43,6 +55,7 @@ void scores_row(const float* q, const float* k, int64_t skl, int64_t len, int64_
   const __m128 sc = _mm_set1_ps(scale);
   int64_t j = 0;
   for (; j + 8 <= len; j += 8) {  // 8 independent dot products per pass
+    prefetch_rows<DV>(pf, pfs, j, 8, pf_len);
     __m512 acc[8];
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
@@ -56,6 +69,7 @@ void scores_row(const float* q, const float* k, int64_t skl, int64_t len, int64_
     _mm_storeu_ps(s + j, _mm_mul_ps(sum4(acc[0], acc[1], acc[2], acc[3]), sc));
     _mm_storeu_ps(s + j + 4, _mm_mul_ps(sum4(acc[4], acc[5], acc[6], acc[7]), sc));
   }
+  prefetch_rows<DV>(pf, pfs, j, pf_len - j, pf_len);
   for (; j + 4 <= len; j += 4) {
     __m512 acc[4];
 #pragma GCC unroll 4
@@ -99,7 +113,8 @@ float softmax_unnormalised(float* s, int64_t len) {
 
 // o = (Σ_j p_j v_j) / total.
 template <int DV>
-void pv_row(const float* p, const float* v, int64_t svl, int64_t len, int64_t D, float inv, float* o) {
+void pv_row(const float* p, const float* v, int64_t svl, int64_t len, int64_t D, float inv, float* o,
+            const float* pf, int64_t pfs, int64_t pf_len) {
   const __mmask16 last = tail_mask(D - 16 * (DV - 1));
   // U independent accumulator sets (keys j, j+1, ... in turn) hide the FMA latency.
   constexpr int U = DV <= 2 ? 4 : 2;
@@ -110,6 +125,7 @@ void pv_row(const float* p, const float* v, int64_t svl, int64_t len, int64_t D,
     for (int i = 0; i < DV; ++i) acc[u][i] = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j + U <= len; j += U) {
+    prefetch_rows<DV>(pf, pfs, j, U, pf_len);
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
       const __m512 pj = _mm512_set1_ps(p[j + u]);
@@ -120,6 +136,7 @@ void pv_row(const float* p, const float* v, int64_t svl, int64_t len, int64_t D,
             _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(i + 1 < DV ? 0xffff : last, vj + 16 * i), acc[u][i]);
     }
   }
+  prefetch_rows<DV>(pf, pfs, j, pf_len - j, pf_len);
   for (; j < len; ++j) {
     const __m512 pj = _mm512_set1_ps(p[j]);
     const float* vj = v + j * svl;
@@ -141,15 +158,20 @@ void pv_row(const float* p, const float* v, int64_t svl, int64_t len, int64_t D,
 template <int DV>
 void rows(const DecodeAttnArgs& a, int64_t r0, int64_t r1, float* s) {
   const int64_t group = a.H / a.Hkv;
+  auto len_of = [&](int64_t b) { return a.lengths ? a.lengths[b] : a.L; };
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t b = r / a.H, h = r % a.H, g = h / group;
-    const int64_t len = a.lengths ? a.lengths[b] : a.L;
+    const int64_t len = len_of(b);
     const float* k = a.k + b * a.skb + g * a.skh;
     const float* v = a.v + b * a.svb + g * a.svh;
     float* o = a.o + b * a.sob + h * a.soh;
-    scores_row<DV>(a.q + b * a.sqb + h * a.sqh, k, a.skl, len, a.D, a.scale, s);
+    // The V rows are fetched while the scores run, the next row's K rows while P·V runs.
+    const int64_t rn = r + 1, bn = rn / a.H;
+    const float* k_next = rn < r1 ? a.k + bn * a.skb + (rn % a.H) / group * a.skh : nullptr;
+    scores_row<DV>(a.q + b * a.sqb + h * a.sqh, k, a.skl, len, a.D, a.scale, s, v, a.svl, len);
     const float total = len > 0 ? softmax_unnormalised(s, len) : 0.0f;
-    pv_row<DV>(s, v, a.svl, len, a.D, len > 0 ? 1.0f / total : 0.0f, o);
+    pv_row<DV>(s, v, a.svl, len, a.D, len > 0 ? 1.0f / total : 0.0f, o, k_next, a.skl,
+               rn < r1 ? len_of(bn) : 0);
   }
 }
 
