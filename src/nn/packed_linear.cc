@@ -4,6 +4,7 @@
 #include <attn/core/error.h>
 #include <attn/ops/basic.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "kernels/cpu/isa.h"
@@ -29,6 +30,10 @@ const float* PackedWeightScope::packed(const Tensor& w) {
   const int64_t N = w.size(0), K = w.size(1);
   for (const Entry& e : entries_)
     if (e.data == data && e.N == N && e.K == K) return e.buf.get();
+  auto use = std::find_if(uses_.begin(), uses_.end(), [&](const auto& u) { return u.first == data; });
+  if (use == uses_.end()) use = uses_.insert(uses_.end(), {data, 0});
+  if (++use->second < kPackAfter) return nullptr;
+  uses_.erase(use);
   const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(kernels::cpu::linear_packed_size(N, K));
   float* buf = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
   ATTN_CHECK(buf != nullptr, "PackedWeightScope: out of memory packing a [", N, ", ", K, "] weight (", bytes,
@@ -57,10 +62,12 @@ Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     return linear(x, w, b);  // validates and reports bad shapes
   const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
   if (M < 1 || M > packed_linear_max_rows()) return linear(x, w, b);
+  const float* packed = scope->packed(w);
+  if (packed == nullptr) return linear(x, w, b);  // not used often enough yet
   Shape shape = x.shape();
   shape.back() = N;
   Tensor y = Tensor::empty(shape, DType::f32);  // y: [..., N]
-  kernels::cpu::linear_packed(x.data<float>(), K, scope->packed(w), b.defined() ? b.data<float>() : nullptr,
+  kernels::cpu::linear_packed(x.data<float>(), K, packed, b.defined() ? b.data<float>() : nullptr,
                               y.data<float>(), N, M, N, K);
   return y;
 }

@@ -1,7 +1,7 @@
 // Pre-packed weights for decoding (models::generate): while a PackedWeightScope is alive on
 // the calling thread, nn::inference_linear multiplies small inputs (1..max rows, fp32, grad
-// mode off) by a packed copy of the weight (kernels/cpu/linear_packed.h), made on the first
-// use of that weight in the scope and reused by every later step of the same scope.
+// mode off) by a packed copy of the weight (kernels/cpu/linear_packed.h), made on the
+// kPackAfter-th use of that weight in the scope and reused by every later step of the scope.
 //
 // Invalidation: the packed copies live exactly as long as the scope, and models::generate
 // opens one scope per call, so a weight changed between two calls is repacked by the next
@@ -25,7 +25,10 @@ class PackedWeightScope {
 
   // The thread's active scope, or null.
   static PackedWeightScope* active();
-  // The packed form of w: [N, K] (f32, contiguous), packed on the first call for this weight.
+  // The packed form of w: [N, K] (f32, contiguous), or null for the first kPackAfter - 1 calls for this
+  // weight (the caller then multiplies unpacked): packing costs a few unpacked products, so a call of
+  // generate() that makes only one or two steps never pays for it.
+  static constexpr int kPackAfter = 3;
   const float* packed(const Tensor& w);
   // How many weights this scope has packed (for the tests).
   int64_t packs() const { return static_cast<int64_t>(entries_.size()); }
@@ -40,6 +43,7 @@ class PackedWeightScope {
     std::unique_ptr<float, Free> buf;
   };
   std::vector<Entry> entries_;
+  std::vector<std::pair<const void*, int>> uses_;  // calls of packed() per weight not packed yet
   PackedWeightScope* outer_;
 };
 

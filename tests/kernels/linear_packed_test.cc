@@ -115,11 +115,13 @@ TEST_P(InferenceLinear, MatchesDoubleAndPacksOncePerScope) {
   {
     NoGradGuard no_grad;
     nn::PackedWeightScope scope;
-    for (int i = 0; i < 2; ++i) {  // the second call reuses the pack
+    // Unpacked for the first kPackAfter - 1 calls, packed at the kPackAfter-th, reused afterwards.
+    for (int i = 1; i <= nn::PackedWeightScope::kPackAfter + 2; ++i) {
       const Tensor y = nn::inference_linear(x, w, b);
       EXPECT_EQ(y.shape(), want_for(w).shape());
       EXPECT_ALL_CLOSE(y.to(DType::f64), want_for(w), tol);
-      EXPECT_EQ(scope.packs(), c.packs && avx512 ? 1 : 0);
+      EXPECT_EQ(scope.packs(), c.packs && avx512 && i >= nn::PackedWeightScope::kPackAfter ? 1 : 0)
+          << "call " << i;
     }
   }
   // A weight changed after a scope closed: the next scope packs it again and sees the change.
@@ -127,7 +129,9 @@ TEST_P(InferenceLinear, MatchesDoubleAndPacksOncePerScope) {
   {
     NoGradGuard no_grad;
     nn::PackedWeightScope scope;
-    EXPECT_ALL_CLOSE(nn::inference_linear(x, w, b).to(DType::f64), want_for(w), tol);
+    for (int i = 1; i <= nn::PackedWeightScope::kPackAfter; ++i)
+      EXPECT_ALL_CLOSE(nn::inference_linear(x, w, b).to(DType::f64), want_for(w), tol);
+    EXPECT_EQ(scope.packs(), c.packs && avx512 ? 1 : 0);
   }
   // Grad mode on: never packed, and autograd records the product.
   nn::PackedWeightScope scope;
