@@ -346,6 +346,20 @@ struct TinyCase {
   std::vector<std::vector<int32_t>> batch;
 };
 
+// n sequences of 1..10 tokens (ids in [0, 12)), lengths and ids varying: with n = 40 the batch has
+// 400 padded tokens, past the small-M threshold (256), so the BLAS path (bias-prefilled QKV, GEMMs
+// accumulating into the residual stream) runs.
+std::vector<std::vector<int32_t>> tiny_batch(int n) {
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> s;
+    const int len = 1 + (i * 7) % 10;
+    for (int j = 0; j < len; ++j) s.push_back(static_cast<int32_t>((i * 5 + j * 3 + 1) % 12));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 class TinyBert : public ::testing::TestWithParam<TinyCase> {};
 
 // The fp32 fast path (fused QKV GEMM, fused attention with key lengths, fused
@@ -372,7 +386,9 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, TinyBert,
     ::testing::Values(TinyCase{"single", {{2, 5, 6, 7, 3}}}, TinyCase{"one_token", {{2}}},
                       TinyCase{"padded_batch", {{2, 5, 6, 7, 8, 5, 9, 11, 3}, {2, 6, 3}, {2, 9, 10, 3}}},
-                      TinyCase{"max_positions", {{2, 5, 6, 7, 8, 9, 10, 11, 4, 3}, {1}}}),
+                      TinyCase{"max_positions", {{2, 5, 6, 7, 8, 9, 10, 11, 4, 3}, {1}}},
+                      TinyCase{"blas_path_400_tokens", tiny_batch(40)},
+                      TinyCase{"small_m_path_250_tokens", tiny_batch(25)}),
     [](const auto& info) { return info.param.name; });
 
 TEST(TinyBertLoad, ReadsThePrefixedLayoutAndIgnoresThePooler) {
