@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -283,6 +284,15 @@ BertModel::~BertModel() = default;
 BertModel::BertModel(BertModel&&) noexcept = default;
 BertModel& BertModel::operator=(BertModel&&) noexcept = default;
 
+void BertProfile::add(const char* stage, double s) {
+  for (auto& [name, t] : seconds)
+    if (name == stage) {
+      t += s;
+      return;
+    }
+  seconds.emplace_back(stage, s);
+}
+
 // ============================================================================
 // forward
 // ============================================================================
@@ -309,6 +319,16 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
              " tokens = ", B * L, " padded tokens; at most ", kMaxTokensPerCall,
              " per call (split it into smaller batches)");
   NoGradGuard no_grad;
+  // Stage timer (options.profile): mark(name) charges the time since the previous mark to `name`.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last = Clock::now();
+  auto mark = [&](const char* stage) {
+    if (options.profile == nullptr) return;
+    const Clock::time_point now = Clock::now();
+    options.profile->add(stage, std::chrono::duration<double>(now - last).count());
+    last = now;
+  };
+  if (options.profile != nullptr) ++options.profile->calls;
   const int64_t T = B * L;
   const float eps = static_cast<float>(config_.layer_norm_eps);
 
@@ -334,6 +354,7 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
     kc::residual_layer_norm(xp, nullptr, nullptr, w_->emb_ln_w.data<float>(), w_->emb_ln_b.data<float>(), T,
                             C, eps);
   }
+  mark("embeddings");
   if (options.trace) out.hidden_states.push_back(x.clone());
 
   // Scratch: qkv [T, 3C], ctx [T, C], ff [T, F] (y [T, C] on the small-M path), from the model's
@@ -367,6 +388,9 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
   AttentionOptions aopt;
   aopt.key_lengths = out.lengths;
   aopt.capture.enabled = options.capture_attention;
+  // The encoder attention kernel reads qkv in place; attn::attention when probabilities are captured.
+  const bool fast_attention = !options.capture_attention && kc::encoder_attention_fast(D);
+  const auto attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   for (const Weights::Layer& w : w_->layers) {
     float* qp = qkv.data<float>();
     if (small) {
@@ -376,13 +400,19 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
       fill_rows(qp, w.bqkv.data<float>(), T, 3 * C);
       kc::sgemm(false, false, T, 3 * C, C, 1.0f, xp, C, w.wqkv.data<float>(), 3 * C, 1.0f, qp, 3 * C);
     }
-    // q, k, v: [B, H, L, D] strided views of qkv.
-    const Tensor q = qkv.select(2, 0).permute({0, 2, 1, 3});
-    const Tensor k = qkv.select(2, 1).permute({0, 2, 1, 3});
-    const Tensor v = qkv.select(2, 2).permute({0, 2, 1, 3});
-    AttentionResult r = attention(q, k, v, aopt);  // r.out: [B, H, L, D]
-    if (options.capture_attention) out.attention.push_back(r.weights);
-    {
+    mark("qkv_gemm");
+    if (fast_attention) {
+      // Straight from qkv into ctx with the heads merged (no head split or merge copies).
+      kc::encoder_attention(qp, out.lengths.data(), ctx.data<float>(), B, L, H, D, attn_scale);
+      mark("attention");
+    } else {
+      // q, k, v: [B, H, L, D] strided views of qkv.
+      const Tensor q = qkv.select(2, 0).permute({0, 2, 1, 3});
+      const Tensor k = qkv.select(2, 1).permute({0, 2, 1, 3});
+      const Tensor v = qkv.select(2, 2).permute({0, 2, 1, 3});
+      AttentionResult r = attention(q, k, v, aopt);  // r.out: [B, H, L, D]
+      if (options.capture_attention) out.attention.push_back(r.weights);
+      mark("attention");
       const float* op = r.out.data<float>();
       float* cp = ctx.data<float>();
       parallel_for(B * H, 4, [&](int64_t i0, int64_t i1, int) {
@@ -393,26 +423,39 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
                         static_cast<std::size_t>(D) * sizeof(float));
         }
       });
+      mark("head_merge");
     }
     float* fp = ff.data<float>();
     if (small) {
       float* yp = y.data<float>();
       kc::linear_small_m(ctx.data<float>(), C, w.wo.data<float>(), w.bo.data<float>(), yp, C, T, C, C);
+      mark("o_gemm");
       kc::residual_layer_norm(xp, yp, nullptr, w.ln1_w.data<float>(), w.ln1_b.data<float>(), T, C, eps);
+      mark("ln1");
       kc::linear_small_m(xp, C, w.w1.data<float>(), w.b1.data<float>(), fp, F, T, F, C);
+      mark("ffn_up_gemm");
       kc::bias_gelu(fp, nullptr, T, F);
+      mark("bias_gelu");
       kc::linear_small_m(fp, F, w.w2.data<float>(), w.b2.data<float>(), yp, C, T, C, F);
+      mark("ffn_down_gemm");
       kc::residual_layer_norm(xp, yp, nullptr, w.ln2_w.data<float>(), w.ln2_b.data<float>(), T, C, eps);
+      mark("ln2");
     } else {
       // The residual stream is BLAS's C (beta 1): x += ctx · Wo, then LayerNorm(x + bo) in one pass.
       kc::sgemm(false, false, T, C, C, 1.0f, ctx.data<float>(), C, w.wo.data<float>(), C, 1.0f, xp, C);
+      mark("o_gemm");
       kc::residual_layer_norm(xp, nullptr, w.bo.data<float>(), w.ln1_w.data<float>(), w.ln1_b.data<float>(),
                               T, C, eps);
+      mark("ln1");
       kc::sgemm(false, false, T, F, C, 1.0f, xp, C, w.w1.data<float>(), F, 0.0f, fp, F);
+      mark("ffn_up_gemm");
       kc::bias_gelu(fp, w.b1.data<float>(), T, F);
+      mark("bias_gelu");
       kc::sgemm(false, false, T, C, F, 1.0f, fp, F, w.w2.data<float>(), C, 1.0f, xp, C);
+      mark("ffn_down_gemm");
       kc::residual_layer_norm(xp, nullptr, w.b2.data<float>(), w.ln2_w.data<float>(), w.ln2_b.data<float>(),
                               T, C, eps);
+      mark("ln2");
     }
     if (options.trace) out.hidden_states.push_back(x.clone());
   }
