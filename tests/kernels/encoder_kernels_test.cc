@@ -59,6 +59,20 @@ TEST_P(EncoderKernels, BiasGeluMatchesErfFormInDouble) {
   expect_close(x, want, 1e-6, 2e-6);
 }
 
+// Far tails (erf saturating to ±1, |u| past the clamp inside the AVX-512 erf) on every ISA.
+TEST(EncoderKernelsGelu, LargeInputsSaturate) {
+  for (const Isa isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    std::vector<float> x = {1e30f, -1e30f, 20.0f,  -20.0f, 8.5f,   -8.5f,   7.9f,   -7.9f,  0.0f,
+                            -3.5f, 3.5f,   -5.25f, 5.25f,  1e-20f, -1e-20f, 100.0f, -100.0f};
+    std::vector<double> want;
+    for (const float u : x) want.push_back(0.5 * u * (1 + std::erf(static_cast<double>(u) / std::sqrt(2.0))));
+    kernels::cpu::bias_gelu(x.data(), nullptr, 1, static_cast<int64_t>(x.size()));
+    expect_close(x, want, 1e-6, 2e-6);
+  }
+  kernels::cpu::force_isa(std::nullopt);
+}
+
 TEST_P(EncoderKernels, AddBiasIsExact) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
