@@ -253,6 +253,17 @@ TEST_P(EncoderAttention, MatchesDouble) {
   expect_close(ctx, want, 1e-6 * (1 + c.scale * c.scale), 2e-5);
 }
 
+TEST(EncoderAttentionErrors, RejectsBadLengths) {
+  std::vector<float> qkv(2 * 4 * 3 * 16), ctx(2 * 4 * 16);
+  const std::vector<int64_t> zero = {4, 0}, too_long = {5, 4};
+  EXPECT_ERROR_CONTAINS(
+      kernels::cpu::encoder_attention(qkv.data(), zero.data(), ctx.data(), 2, 4, 1, 16, 0.25f),
+      {"lengths[1] = 0", "[1, 4]"});
+  EXPECT_ERROR_CONTAINS(
+      kernels::cpu::encoder_attention(qkv.data(), too_long.data(), ctx.data(), 2, 4, 1, 16, 0.25f),
+      {"lengths[0] = 5", "[1, 4]"});
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, EncoderAttention,
     ::testing::Combine(::testing::Values(AttCase{"minilm_128", 128, 12, 32, {128, 77}, 2.0},

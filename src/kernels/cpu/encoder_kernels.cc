@@ -1,6 +1,7 @@
 // Scalar encoder kernels and the dispatch (src/kernels/cpu/encoder_kernels.h).
 #include "kernels/cpu/encoder_kernels.h"
 
+#include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
 #include <algorithm>
@@ -131,6 +132,14 @@ bool encoder_attention_fast(int64_t D) { return use_avx512() && D > 0 && D % 16 
 
 void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int64_t B, int64_t L, int64_t H,
                        int64_t D, float scale) {
+  ATTN_CHECK(B >= 0 && L >= 1 && H >= 1 && D >= 1,
+             "encoder_attention: expected B >= 0 and positive L, H, D; got B ", B, ", L ", L, ", H ", H,
+             ", D ", D);
+  ATTN_CHECK(48 * H * D < (int64_t{1} << 31), "encoder_attention: 3 H D = ", 3 * H * D,
+             " floats per token is too wide (16 rows of it must fit a 32-bit offset)");
+  for (int64_t b = 0; b < B; ++b)
+    ATTN_CHECK(lengths[b] >= 1 && lengths[b] <= L, "encoder_attention: lengths[", b, "] = ", lengths[b],
+               "; expected a value in [1, ", L, "]");
   const bool v = encoder_attention_fast(D);
   const int64_t per = detail::encoder_attention_scratch(L, D);
   std::vector<float> scratch(static_cast<std::size_t>(per * num_threads()));

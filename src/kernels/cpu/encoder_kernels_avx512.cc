@@ -379,14 +379,16 @@ void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* c
   const float* v = q + 2 * C;
   float* kt = scratch;           // kt: [D, ldk], the valid keys transposed, zero columns up to ldk
   float* s = scratch + D * ldk;  // s: [kAttRows, ldk] scores, then probabilities
+  // Column d of 16 key rows per gather (rows past n read as zero); the row offsets fit in 32 bits
+  // for any layout this kernel sees (16 rows of 3C floats).
+  const __m512i rows =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(ld)));
   for (int64_t j0 = 0; j0 < ldk; j0 += 16) {
-    // 16 keys x D: gather column d of 16 key rows (rows past n read as zero).
-    const int64_t m = std::min<int64_t>(16, n - j0);
-    for (int64_t d = 0; d < D; ++d) {
-      float col[16];
-      for (int64_t t = 0; t < 16; ++t) col[t] = t < m ? k[(j0 + t) * ld + d] : 0.0f;
-      _mm512_storeu_ps(kt + d * ldk + j0, _mm512_loadu_ps(col));
-    }
+    const __mmask16 m = tail_mask(n - j0);
+    const float* k0 = k + j0 * ld;
+    for (int64_t d = 0; d < D; ++d)
+      _mm512_storeu_ps(kt + d * ldk + j0, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, k0 + d, 4));
   }
   float* o = ctx + b * L * C + h * D;
   for (int64_t i = 0; i < L; i += kAttRows) {
