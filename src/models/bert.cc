@@ -158,7 +158,7 @@ struct BertModel::Weights {
 
   // Activation buffers kept between forward calls (one flat f32 block, grown on demand), so a batch
   // does not page-fault tens of megabytes of fresh memory in every call. A call that finds the
-  // block in use (concurrent forwards) allocates its own.
+  // block in use (concurrent forwards), or needing more than kMaxCachedScratch floats, allocates its own.
   std::mutex scratch_mu;
   Tensor scratch;
 };
@@ -172,6 +172,10 @@ Tensor transposed(const Tensor& w) { return w.transpose(0, 1).contiguous(); }
 // per call (measured on Zen 4, 1 thread: 1.6x at M = 16, 1.1x at M = 64-128, equal at 256-512,
 // 0.83x at 4096).
 constexpr int64_t kSmallM = 256;
+
+// Largest activation block (floats) the model keeps between calls: 128 MiB, e.g. 9,700 tokens of
+// MiniLM (3456 floats per token); larger batches allocate theirs per call.
+constexpr int64_t kMaxCachedScratch = int64_t{1} << 25;
 
 // y: [rows, N] = bias: [N] broadcast over the rows.
 void fill_rows(float* y, const float* bias, int64_t rows, int64_t N) {
@@ -362,7 +366,7 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
   const int64_t scratch_n = T * (3 * C + C + F + C);
   std::unique_lock<std::mutex> scratch_lock(w_->scratch_mu, std::try_to_lock);
   Tensor block;
-  if (scratch_lock.owns_lock()) {
+  if (scratch_lock.owns_lock() && scratch_n <= kMaxCachedScratch) {
     if (!w_->scratch.defined() || w_->scratch.numel() < scratch_n) {
       w_->scratch = Tensor();  // free the old block first
       w_->scratch = Tensor::empty({scratch_n});

@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "testing/testing.h"
@@ -390,6 +391,28 @@ INSTANTIATE_TEST_SUITE_P(
                       TinyCase{"blas_path_400_tokens", tiny_batch(40)},
                       TinyCase{"small_m_path_250_tokens", tiny_batch(25)}),
     [](const auto& info) { return info.param.name; });
+
+// The model keeps its activation block between calls: a larger batch, a smaller one and calls from
+// two threads at once (one of which allocates its own block) all give the first call's values.
+TEST(TinyBertForward, ReusedAndConcurrentScratchGiveTheSameValues) {
+  TinyModel m;
+  const BertModel model(m.config, m.write());
+  BertInput big, small;
+  big.ids = tiny_batch(40);
+  small.ids = tiny_batch(3);
+  const Tensor first = model.forward(big).hidden.clone();
+  const Tensor small_first = model.forward(small).hidden.clone();
+  const testing::Tolerance exact{0, 0};
+  EXPECT_ALL_CLOSE(model.forward(big).hidden, first, exact);
+  std::vector<Tensor> got(4);
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] { got[t] = model.forward(t % 2 ? small : big).hidden; });
+    for (auto& th : threads) th.join();
+  }
+  for (int t = 0; t < 4; ++t) EXPECT_ALL_CLOSE(got[t], t % 2 ? small_first : first, exact) << "thread " << t;
+}
 
 TEST(TinyBertLoad, ReadsThePrefixedLayoutAndIgnoresThePooler) {
   TinyModel m;
