@@ -6,7 +6,11 @@
 // runs all three and prints the ratios (docs/benchmarks.md, "MiniLM").
 //
 //   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
-//                [--min-time 2] [--model DIR] [--clock wall|thread]
+//                [--min-time 2] [--model DIR] [--clock wall|thread] [--profile]
+//
+// --profile: instead of the timings, runs the batch × seq forward for --min-time seconds and prints
+// one JSON object per stage (BertRunOptions::profile): ms per forward, share of the forward, and
+// GFLOP/s for the four matrix products and the attention.
 //
 // --clock thread measures the calling thread's CPU time (use with --threads 1: the
 // kernels then run on the caller), which other processes on a busy machine do not inflate.
@@ -60,6 +64,55 @@ void pool(const attn::models::BertOutput& r, std::vector<float>& out) {
   }
 }
 
+// Stage breakdown of the batch × seq forward (--profile).
+int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertInput& in, double min_time) {
+  const attn::models::BertConfig& c = enc.model().config();
+  std::vector<float> sink;
+  attn::models::BertProfile prof;
+  attn::models::BertRunOptions opt;
+  pool(enc.model().forward(in), sink);  // warm-up: allocations, BLAS buffers
+  opt.profile = &prof;
+  double pool_s = 0, total = 0;
+  while (total < min_time || prof.calls < 3) {
+    const double t0 = attn::bench::now_s();
+    const attn::models::BertOutput r = enc.model().forward(in, opt);
+    const double t1 = attn::bench::now_s();
+    pool(r, sink);
+    const double t2 = attn::bench::now_s();
+    pool_s += t2 - t1;
+    total += t2 - t0;
+  }
+  const double n = static_cast<double>(prof.calls);
+  const double T = static_cast<double>(in.ids.size() * in.ids[0].size());
+  const double L = static_cast<double>(in.ids[0].size());
+  const double C = static_cast<double>(c.hidden_size), F = static_cast<double>(c.intermediate_size);
+  const double layers = static_cast<double>(c.num_layers);
+  auto gflop = [&](const std::string& stage) -> double {
+    if (stage == "qkv_gemm") return 2 * T * C * 3 * C * layers;
+    if (stage == "o_gemm") return 2 * T * C * C * layers;
+    if (stage == "ffn_up_gemm" || stage == "ffn_down_gemm") return 2 * T * C * F * layers;
+    if (stage == "attention") return 4 * T * L * C * layers;  // QKᵀ and PV, padding included
+    return 0;
+  };
+  auto row = [&](const std::string& stage, double s) {
+    const double f = gflop(stage);
+    std::printf("{\"stage\": \"%s\", \"ms\": %.3f, \"share\": %.4f", stage.c_str(), s / n * 1e3, s / total);
+    if (f > 0) std::printf(", \"gflops\": %.1f", f / (s / n) / 1e9);
+    std::printf("}\n");
+  };
+  double staged = 0;
+  for (const auto& [stage, s] : prof.seconds) {
+    row(stage, s);
+    staged += s;
+  }
+  row("pooling", pool_s);
+  row("other", total - staged - pool_s);
+  std::printf("{\"stage\": \"total\", \"ms\": %.3f, \"forwards\": %lld, \"sentences_per_s\": %.2f}\n",
+              total / n * 1e3, static_cast<long long>(prof.calls),
+              static_cast<double>(in.ids.size()) * n / total);
+  return 0;
+}
+
 const char* clock_name() { return attn::bench::use_thread_clock() ? "thread" : "wall"; }
 
 }  // namespace
@@ -70,6 +123,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> latency_seqs = {16, 128};
   double min_time = 2.0;
   std::string model;
+  bool want_profile = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -89,6 +143,8 @@ int main(int argc, char** argv) {
       min_time = std::atof(next().c_str());
     else if (a == "--model")
       model = next();
+    else if (a == "--profile")
+      want_profile = true;
     else if (a == "--clock")
       attn::bench::use_thread_clock() = next() == "thread";
     else if (a == "--latency-seqs") {
@@ -102,7 +158,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
-                   "[--min-time S] [--model DIR] [--clock wall|thread]\n");
+                   "[--min-time S] [--model DIR] [--clock wall|thread] [--profile]\n");
       return 2;
     }
   }
@@ -111,6 +167,7 @@ int main(int argc, char** argv) {
   std::vector<float> sink;
   attn::models::BertInput in;
   in.ids = bench_ids(batch, seq);
+  if (want_profile) return profile(enc, in, min_time);
   const double t = attn::bench::time_median([&] { pool(enc.model().forward(in), sink); }, min_time, 3);
   std::printf(
       "{\"engine\": \"attn\", \"case\": \"throughput\", \"batch\": %lld, \"seq\": %lld, \"threads\": %d, "

@@ -4,6 +4,7 @@
 
 #include <attn/core/parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -56,6 +57,20 @@ TEST_P(EncoderKernels, BiasGeluMatchesErfFormInDouble) {
   kernels::cpu::bias_gelu(x.data(), c.with_bias ? bias.data() : nullptr, c.rows, c.C);
   // fp32 inputs; the AVX-512 erf approximation is within 2e-7 absolute.
   expect_close(x, want, 1e-6, 2e-6);
+}
+
+// Far tails (erf saturating to ±1, |u| past the clamp inside the AVX-512 erf) on every ISA.
+TEST(EncoderKernelsGelu, LargeInputsSaturate) {
+  for (const Isa isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    std::vector<float> x = {1e30f, -1e30f, 20.0f,  -20.0f, 8.5f,   -8.5f,   7.9f,   -7.9f,  0.0f,
+                            -3.5f, 3.5f,   -5.25f, 5.25f,  1e-20f, -1e-20f, 100.0f, -100.0f};
+    std::vector<double> want;
+    for (const float u : x) want.push_back(0.5 * u * (1 + std::erf(static_cast<double>(u) / std::sqrt(2.0))));
+    kernels::cpu::bias_gelu(x.data(), nullptr, 1, static_cast<int64_t>(x.size()));
+    expect_close(x, want, 1e-6, 2e-6);
+  }
+  kernels::cpu::force_isa(std::nullopt);
 }
 
 TEST_P(EncoderKernels, AddBiasIsExact) {
@@ -186,6 +201,81 @@ INSTANTIATE_TEST_SUITE_P(
                                          GemmCase{"k1", 5, 33, 1, 0, true}),
                        ::testing::ValuesIn(testing::available_isas())),
     testing::isa_case_name<GemmCase>);
+
+struct AttCase {
+  std::string name;
+  int64_t L, H, D;
+  std::vector<int64_t> lengths;  // one per sequence (B = lengths.size())
+  double scale;                  // q, k uniform in [-scale, scale)
+};
+
+using EncoderAttention = testing::IsaCaseTest<AttCase>;
+
+// ctx from the fused QKV layout against softmax attention in double: padded keys masked, every
+// query row (padding rows too) written, heads merged.
+TEST_P(EncoderAttention, MatchesDouble) {
+  const auto& [c, isa] = GetParam();
+  kernels::cpu::force_isa(isa);
+  set_num_threads(2);
+  const auto B = static_cast<int64_t>(c.lengths.size());
+  const int64_t C = c.H * c.D, ld = 3 * C;
+  std::vector<float> qkv = values(B * c.L * ld, 31, c.scale);
+  const std::vector<float> vv = values(B * c.L * ld, 32, 1.0);
+  for (int64_t t = 0; t < B * c.L; ++t)  // v columns in [-1, 1)
+    for (int64_t e = 2 * C; e < 3 * C; ++e) qkv[t * ld + e] = vv[t * ld + e];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  std::vector<float> ctx(static_cast<std::size_t>(B * c.L * C), -7.0f);
+  std::vector<double> want(ctx.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < c.H; ++h)
+      for (int64_t i = 0; i < c.L; ++i) {
+        const int64_t n = c.lengths[static_cast<std::size_t>(b)];
+        std::vector<double> p(static_cast<std::size_t>(n));
+        double mx = -1e300, z = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < c.D; ++e)
+            d += static_cast<double>(qkv[(b * c.L + i) * ld + h * c.D + e]) *
+                 qkv[(b * c.L + j) * ld + C + h * c.D + e];
+          p[j] = d * static_cast<double>(scale);
+          mx = std::max(mx, p[j]);
+        }
+        for (double& x : p) z += (x = std::exp(x - mx));
+        for (int64_t e = 0; e < c.D; ++e) {
+          double o = 0;
+          for (int64_t j = 0; j < n; ++j) o += p[j] / z * qkv[(b * c.L + j) * ld + 2 * C + h * c.D + e];
+          want[(b * c.L + i) * C + h * c.D + e] = o;
+        }
+      }
+  kernels::cpu::encoder_attention(qkv.data(), c.lengths.data(), ctx.data(), B, c.L, c.H, c.D, scale);
+  // Convex combinations of values in [-1, 1); fp32 score errors grow with |q| |k| ~ scale² and pass
+  // through exp into the weights.
+  expect_close(ctx, want, 1e-6 * (1 + c.scale * c.scale), 2e-5);
+}
+
+TEST(EncoderAttentionErrors, RejectsBadLengths) {
+  std::vector<float> qkv(2 * 4 * 3 * 16), ctx(2 * 4 * 16);
+  const std::vector<int64_t> zero = {4, 0}, too_long = {5, 4};
+  EXPECT_ERROR_CONTAINS(
+      kernels::cpu::encoder_attention(qkv.data(), zero.data(), ctx.data(), 2, 4, 1, 16, 0.25f),
+      {"lengths[1] = 0", "[1, 4]"});
+  EXPECT_ERROR_CONTAINS(
+      kernels::cpu::encoder_attention(qkv.data(), too_long.data(), ctx.data(), 2, 4, 1, 16, 0.25f),
+      {"lengths[0] = 5", "[1, 4]"});
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, EncoderAttention,
+    ::testing::Combine(::testing::Values(AttCase{"minilm_128", 128, 12, 32, {128, 77}, 2.0},
+                                         AttCase{"minilm_latency_16", 16, 12, 32, {16}, 2.0},
+                                         AttCase{"tails_l23_d16", 23, 3, 16, {23, 1, 17, 16}, 3.0},
+                                         AttCase{"d64_l70", 70, 2, 64, {70, 33}, 1.5},
+                                         AttCase{"d80_l5", 5, 1, 80, {5, 4}, 1.0},
+                                         AttCase{"d48_l1", 1, 4, 48, {1}, 1.0},
+                                         AttCase{"d8_scalar_only", 9, 2, 8, {9, 3}, 2.0},
+                                         AttCase{"peaked", 40, 2, 32, {40, 39}, 8.0}),
+                       ::testing::ValuesIn(testing::available_isas())),
+    testing::isa_case_name<AttCase>);
 
 }  // namespace
 }  // namespace attn

@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "testing/testing.h"
@@ -346,6 +347,20 @@ struct TinyCase {
   std::vector<std::vector<int32_t>> batch;
 };
 
+// n sequences of 1..10 tokens (ids in [0, 12)), lengths and ids varying: with n = 40 the batch has
+// 400 padded tokens, past the small-M threshold (256), so the BLAS path (bias-prefilled QKV, GEMMs
+// accumulating into the residual stream) runs.
+std::vector<std::vector<int32_t>> tiny_batch(int n) {
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> s;
+    const int len = 1 + (i * 7) % 10;
+    for (int j = 0; j < len; ++j) s.push_back(static_cast<int32_t>((i * 5 + j * 3 + 1) % 12));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 class TinyBert : public ::testing::TestWithParam<TinyCase> {};
 
 // The fp32 fast path (fused QKV GEMM, fused attention with key lengths, fused
@@ -372,8 +387,32 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, TinyBert,
     ::testing::Values(TinyCase{"single", {{2, 5, 6, 7, 3}}}, TinyCase{"one_token", {{2}}},
                       TinyCase{"padded_batch", {{2, 5, 6, 7, 8, 5, 9, 11, 3}, {2, 6, 3}, {2, 9, 10, 3}}},
-                      TinyCase{"max_positions", {{2, 5, 6, 7, 8, 9, 10, 11, 4, 3}, {1}}}),
+                      TinyCase{"max_positions", {{2, 5, 6, 7, 8, 9, 10, 11, 4, 3}, {1}}},
+                      TinyCase{"blas_path_400_tokens", tiny_batch(40)},
+                      TinyCase{"small_m_path_250_tokens", tiny_batch(25)}),
     [](const auto& info) { return info.param.name; });
+
+// The model keeps its activation block between calls: a larger batch, a smaller one and calls from
+// two threads at once (one of which allocates its own block) all give the first call's values.
+TEST(TinyBertForward, ReusedAndConcurrentScratchGiveTheSameValues) {
+  TinyModel m;
+  const BertModel model(m.config, m.write());
+  BertInput big, small;
+  big.ids = tiny_batch(40);
+  small.ids = tiny_batch(3);
+  const Tensor first = model.forward(big).hidden.clone();
+  const Tensor small_first = model.forward(small).hidden.clone();
+  const testing::Tolerance exact{0, 0};
+  EXPECT_ALL_CLOSE(model.forward(big).hidden, first, exact);
+  std::vector<Tensor> got(4);
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] { got[t] = model.forward(t % 2 ? small : big).hidden; });
+    for (auto& th : threads) th.join();
+  }
+  for (int t = 0; t < 4; ++t) EXPECT_ALL_CLOSE(got[t], t % 2 ? small_first : first, exact) << "thread " << t;
+}
 
 TEST(TinyBertLoad, ReadsThePrefixedLayoutAndIgnoresThePooler) {
   TinyModel m;

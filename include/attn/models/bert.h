@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn::models {
@@ -69,9 +70,19 @@ struct BertOutput {
   std::vector<Tensor> hidden_states;
 };
 
+// Wall seconds per forward stage, summed over layers and calls (BertRunOptions::profile). Stage names:
+// embeddings, qkv_gemm (bias fill included), attention, head_merge, o_gemm, ln1, ffn_up_gemm, bias_gelu,
+// ffn_down_gemm, ln2; each stage ends at its parallel region's barrier.
+struct BertProfile {
+  std::vector<std::pair<std::string, double>> seconds;  // in first-seen order
+  int64_t calls = 0;
+  void add(const char* stage, double s);
+};
+
 struct BertRunOptions {
   bool capture_attention = false;
   bool trace = false;
+  BertProfile* profile = nullptr;  // when set, stage times are added to it (bench/minilm_bench --profile)
 };
 
 class BertModel {

@@ -1,10 +1,12 @@
 // Scalar encoder kernels and the dispatch (src/kernels/cpu/encoder_kernels.h).
 #include "kernels/cpu/encoder_kernels.h"
 
+#include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/isa.h"
 
@@ -63,6 +65,37 @@ void linear_small_m_nt_scalar(const float* x, int64_t ldx, const float* w, const
     }
 }
 
+int64_t encoder_attention_scratch(int64_t L, int64_t D) {
+  const int64_t Lp = (L + 15) / 16 * 16;
+  return D * Lp + 8 * Lp + 16;
+}
+
+void encoder_attention_scalar(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
+                              int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
+  const int64_t C = H * D, ld = 3 * C, n = lengths[b];
+  const float* q = qkv + b * L * ld + h * D;  // q: row i at q + i · ld
+  const float* k = q + C;
+  const float* v = q + 2 * C;
+  float* p = scratch;  // p: [n]
+  for (int64_t i = 0; i < L; ++i) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) {
+      float s = 0;
+      for (int64_t d = 0; d < D; ++d) s += q[i * ld + d] * k[j * ld + d];
+      p[j] = s * scale;
+      mx = std::max(mx, p[j]);
+    }
+    float z = 0;
+    for (int64_t j = 0; j < n; ++j) z += (p[j] = std::exp(p[j] - mx));
+    float* o = ctx + (b * L + i) * C + h * D;
+    for (int64_t d = 0; d < D; ++d) {
+      float acc = 0;
+      for (int64_t j = 0; j < n; ++j) acc += p[j] * v[j * ld + d];
+      o[d] = acc / z;
+    }
+  }
+}
+
 }  // namespace detail
 
 namespace {
@@ -94,6 +127,32 @@ void residual_layer_norm(float* h, const float* y, const float* bias, const floa
 }
 
 bool linear_small_m_fast() { return use_avx512(); }
+
+bool encoder_attention_fast(int64_t D) { return use_avx512() && D > 0 && D % 16 == 0; }
+
+void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int64_t B, int64_t L, int64_t H,
+                       int64_t D, float scale) {
+  ATTN_CHECK(B >= 0 && L >= 1 && H >= 1 && D >= 1,
+             "encoder_attention: expected B >= 0 and positive L, H, D; got B ", B, ", L ", L, ", H ", H,
+             ", D ", D);
+  ATTN_CHECK(48 * H * D < (int64_t{1} << 31), "encoder_attention: 3 H D = ", 3 * H * D,
+             " floats per token is too wide (16 rows of it must fit a 32-bit offset)");
+  for (int64_t b = 0; b < B; ++b)
+    ATTN_CHECK(lengths[b] >= 1 && lengths[b] <= L, "encoder_attention: lengths[", b, "] = ", lengths[b],
+               "; expected a value in [1, ", L, "]");
+  const bool v = encoder_attention_fast(D);
+  const int64_t per = detail::encoder_attention_scratch(L, D);
+  std::vector<float> scratch(static_cast<std::size_t>(per * num_threads()));
+  // At least ~1 MFLOP per chunk: short sequences (one sentence of 16 tokens: 12 heads x 64 kFLOP) run
+  // on the caller instead of waking the pool for microseconds of work.
+  const int64_t flops = std::max<int64_t>(1, 4 * L * L * D);
+  parallel_for(B * H, std::max<int64_t>(1, (int64_t{1} << 20) / flops), [&](int64_t i0, int64_t i1, int tid) {
+    float* s = scratch.data() + per * tid;
+    for (int64_t i = i0; i < i1; ++i)
+      (v ? detail::encoder_attention_avx512 : detail::encoder_attention_scalar)(qkv, lengths, ctx, L, H, D,
+                                                                                scale, i / H, i % H, s);
+  });
+}
 
 void linear_small_m(const float* x, int64_t ldx, const float* wt, const float* bias, float* y, int64_t ldy,
                     int64_t M, int64_t N, int64_t K) {

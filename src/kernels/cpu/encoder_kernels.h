@@ -38,8 +38,29 @@ void linear_small_m_nt(const float* x, int64_t ldx, const float* w, const float*
 // loop, and callers should prefer BLAS).
 bool linear_small_m_fast();
 
+// Self-attention of a BERT layer read straight from the fused QKV projection and written with the
+// heads merged, so no head split or merge copies are made. For each sequence b, head h and row i < L:
+//   ctx[b, i, h, :] = Σ_{j < len_b} softmax_j(scale · q_i · k_j) · v_j
+// with q_i = qkv[b, i, 0, h, :], k_j = qkv[b, j, 1, h, :], v_j = qkv[b, j, 2, h, :]: keys past the
+// sequence's length (padding) are masked; padding query rows are computed like real ones.
+//   qkv: [B, L, 3, H, D] contiguous, lengths: [B] each in [1, L], ctx: [B, L, H, D] contiguous.
+// Threads split the B · H (sequence, head) pairs. Callers check encoder_attention_fast(D) first and
+// otherwise use attn::attention (the scalar body is the test oracle, not a fast path).
+void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int64_t B, int64_t L, int64_t H,
+                       int64_t D, float scale);
+// True when encoder_attention has a vectorised body for head size D on this CPU (AVX-512, D a
+// multiple of 16).
+bool encoder_attention_fast(int64_t D);
+
 // The per-row-range bodies, for the dispatch and the tests (no threads).
 namespace detail {
+// Floats of scratch one (sequence, head) pair needs (encoder_attention_*'s `scratch`).
+int64_t encoder_attention_scratch(int64_t L, int64_t D);
+// The (b, h) pair of encoder_attention.
+void encoder_attention_scalar(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
+                              int64_t D, float scale, int64_t b, int64_t h, float* scratch);
+void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
+                              int64_t D, float scale, int64_t b, int64_t h, float* scratch);
 // Columns [n0, n1) of the small-M product.
 void linear_small_m_scalar(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
                            int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1);

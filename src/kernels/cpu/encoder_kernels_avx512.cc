@@ -29,9 +29,13 @@ inline __mmask16 tail_mask(int64_t left) {
 // (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7; fp32 evaluation adds a few ulp).
 inline __m512 erf_ps(__m512 x) {
   const __m512 sign_bit = _mm512_set1_ps(-0.0f);
-  const __m512 ax = _mm512_andnot_ps(sign_bit, x);
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
-                                 _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), ax, _mm512_set1_ps(1.0f)));
+  // |x| clamped to 8: erf(8) rounds to 1 in fp32, and the reciprocal below stays finite for |x| = inf.
+  const __m512 ax = _mm512_min_ps(_mm512_andnot_ps(sign_bit, x), _mm512_set1_ps(8.0f));
+  // t = 1 / den with den in [1, ∞): the 14-bit reciprocal estimate plus one Newton step (relative
+  // error ~1e-8, far below the formula's) is much cheaper than a 512-bit division.
+  const __m512 den = _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), ax, _mm512_set1_ps(1.0f));
+  const __m512 r0 = _mm512_rcp14_ps(den);
+  const __m512 t = _mm512_mul_ps(r0, _mm512_fnmadd_ps(den, r0, _mm512_set1_ps(2.0f)));
   __m512 p = _mm512_set1_ps(1.061405429f);
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
@@ -235,6 +239,161 @@ void linear_small_m_nt_avx512(const float* x, int64_t ldx, const float* w, const
           x + m * ldx, ldx, w + n * K, K, bias ? bias + n : nullptr, y + m * ldy + n, ldy, K);
       m += r;
     }
+  }
+}
+
+}  // namespace attn::kernels::cpu::detail
+
+// ---- encoder attention (encoder_kernels.h) --------------------------------------------------------------
+namespace attn::kernels::cpu::detail {
+namespace {
+
+constexpr int kAttRows = 6;  // query rows per block: 6 x 4 score accumulators + 4 key vectors + 1 broadcast
+
+// s: [R, ldk] = q rows [R] (row stride ldq) · kt columns [c0, c0 + 16 NC) (kt: [D, ldk], the keys
+// transposed).
+template <int R, int NC>
+inline void att_scores(const float* q, int64_t ldq, const float* kt, int64_t ldk, int64_t D, int64_t c0,
+                       float* s) {
+  __m512 acc[R][NC];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < D; ++d) {
+    __m512 kv[NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) kv[c] = _mm512_loadu_ps(kt + d * ldk + c0 + 16 * c);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 qb = _mm512_set1_ps(q[r * ldq + d]);
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_fmadd_ps(qb, kv[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(s + r * ldk + c0 + 16 * c, acc[r][c]);
+}
+
+// o rows [R] (row stride ldo), columns [d0, d0 + 16 NC) = inv[r] · Σ_{j < n} p[r, j] · v[j, d0 ...]
+// (p: [R, ldk], v: row j at v + j · ldv).
+template <int R, int NC>
+inline void att_pv(const float* p, int64_t ldk, const float* v, int64_t ldv, int64_t n, int64_t d0,
+                   const float* inv, float* o, int64_t ldo) {
+  __m512 acc[R][NC];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; ++j) {
+    __m512 vv[NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) vv[c] = _mm512_loadu_ps(v + j * ldv + d0 + 16 * c);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 pb = _mm512_set1_ps(p[r * ldk + j]);
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 s = _mm512_set1_ps(inv[r]);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(o + r * ldo + d0 + 16 * c, _mm512_mul_ps(acc[r][c], s));
+  }
+}
+
+// exp(scale · (s − max)) over the n valid columns of each of R rows (zero past n); inv[r] = 1 / row sum.
+inline void att_softmax(float* s, int64_t ldk, int R, int64_t n, float scale, float* inv) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int r = 0; r < R; ++r) {
+    float* row = s + r * ldk;
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < n; j += 16)
+      mx = _mm512_mask_max_ps(mx, tail_mask(n - j), mx, _mm512_loadu_ps(row + j));
+    const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    __m512 z = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 k = tail_mask(n - j);
+      const __m512 e = _mm512_maskz_mov_ps(
+          k, avx512::exp_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(row + j), m), sc)));
+      _mm512_storeu_ps(row + j, e);
+      z = _mm512_add_ps(z, e);
+    }
+    inv[r] = 1.0f / _mm512_reduce_add_ps(z);
+  }
+}
+
+template <int R>
+void att_rows(const float* q, int64_t ldq, const float* kt, int64_t ldk, const float* v, int64_t n, int64_t D,
+              float scale, float* s, float* o, int64_t ldo) {
+  int64_t c0 = 0;
+  for (; c0 + 64 <= ldk; c0 += 64) att_scores<R, 4>(q, ldq, kt, ldk, D, c0, s);
+  switch ((ldk - c0) / 16) {
+    case 3:
+      att_scores<R, 3>(q, ldq, kt, ldk, D, c0, s);
+      break;
+    case 2:
+      att_scores<R, 2>(q, ldq, kt, ldk, D, c0, s);
+      break;
+    case 1:
+      att_scores<R, 1>(q, ldq, kt, ldk, D, c0, s);
+      break;
+    default:
+      break;
+  }
+  float inv[kAttRows];
+  att_softmax(s, ldk, R, n, scale, inv);
+  int64_t d0 = 0;
+  for (; d0 + 64 <= D; d0 += 64) att_pv<R, 4>(s, ldk, v, ldq, n, d0, inv, o, ldo);
+  switch ((D - d0) / 16) {
+    case 3:
+      att_pv<R, 3>(s, ldk, v, ldq, n, d0, inv, o, ldo);
+      break;
+    case 2:
+      att_pv<R, 2>(s, ldk, v, ldq, n, d0, inv, o, ldo);
+      break;
+    case 1:
+      att_pv<R, 1>(s, ldk, v, ldq, n, d0, inv, o, ldo);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
+                              int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
+  using RowsFn = void (*)(const float*, int64_t, const float*, int64_t, const float*, int64_t, int64_t, float,
+                          float*, float*, int64_t);
+  static constexpr RowsFn table[kAttRows] = {&att_rows<1>, &att_rows<2>, &att_rows<3>,
+                                             &att_rows<4>, &att_rows<5>, &att_rows<6>};
+  const int64_t C = H * D, ld = 3 * C, n = lengths[b];
+  const int64_t ldk = (n + 15) / 16 * 16;
+  const float* q = qkv + b * L * ld + h * D;  // q: row i at q + i · ld; k, v likewise
+  const float* k = q + C;
+  const float* v = q + 2 * C;
+  float* kt = scratch;           // kt: [D, ldk], the valid keys transposed, zero columns up to ldk
+  float* s = scratch + D * ldk;  // s: [kAttRows, ldk] scores, then probabilities
+  // Column d of 16 key rows per gather (rows past n read as zero); the row offsets fit in 32 bits
+  // for any layout this kernel sees (16 rows of 3C floats).
+  const __m512i rows =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(ld)));
+  for (int64_t j0 = 0; j0 < ldk; j0 += 16) {
+    const __mmask16 m = tail_mask(n - j0);
+    const float* k0 = k + j0 * ld;
+    for (int64_t d = 0; d < D; ++d)
+      _mm512_storeu_ps(kt + d * ldk + j0, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, k0 + d, 4));
+  }
+  float* o = ctx + b * L * C + h * D;
+  for (int64_t i = 0; i < L; i += kAttRows) {
+    const int64_t r = std::min<int64_t>(kAttRows, L - i);
+    table[r - 1](q + i * ld, ld, kt, ldk, v, n, D, scale, s, o + i * C, C);
   }
 }
 
