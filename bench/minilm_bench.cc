@@ -6,13 +6,15 @@
 // runs all three and prints the ratios (docs/benchmarks.md, "MiniLM").
 //
 //   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
-//                [--min-time 2] [--model DIR] [--clock wall|thread]
+//                [--min-time 2] [--model DIR] [--clock wall|thread] [--precision fp32|bf16]
 //
+// --precision bf16: matrix products on bf16 operands with fp32 accumulation (attn/core/precision.h).
 // --clock thread measures the calling thread's CPU time (use with --threads 1: the
 // kernels then run on the caller), which other processes on a busy machine do not inflate.
 // Prints one JSON object per measurement. Token ids: bench_ids() below (the peer
 // script computes the same formula).
 #include <attn/core/parallel.h>
+#include <attn/core/precision.h>
 #include <attn/models/bert.h>
 
 #include <cmath>
@@ -91,6 +93,8 @@ int main(int argc, char** argv) {
       model = next();
     else if (a == "--clock")
       attn::bench::use_thread_clock() = next() == "thread";
+    else if (a == "--precision")
+      attn::set_matmul_precision(attn::parse_matmul_precision(next()));
     else if (a == "--latency-seqs") {
       latency_seqs.clear();
       const std::string v = next();
@@ -102,7 +106,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
-                   "[--min-time S] [--model DIR] [--clock wall|thread]\n");
+                   "[--min-time S] [--model DIR] [--clock wall|thread] [--precision fp32|bf16]\n");
       return 2;
     }
   }
