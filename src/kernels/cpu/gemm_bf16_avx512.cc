@@ -52,25 +52,66 @@ void pack_rows(const float* src, int64_t ld, int kc, int w, int W, uint32_t* out
   }
 }
 
+// In place: r[i] lane j becomes r[j] lane i (a 16×16 transpose of 32-bit elements).
+ATTN_INLINE void transpose16(__m512i r[16]) {
+  __m512i a[16], b[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {
+    a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // b[4g + s], 128-bit lane L: rows 4g..4g+3 at column 4L + s.
+#pragma GCC unroll 4
+  for (int g = 0; g < 16; g += 4) {
+    b[g] = _mm512_unpacklo_epi64(a[g], a[g + 2]);
+    b[g + 1] = _mm512_unpackhi_epi64(a[g], a[g + 2]);
+    b[g + 2] = _mm512_unpacklo_epi64(a[g + 1], a[g + 3]);
+    b[g + 3] = _mm512_unpackhi_epi64(a[g + 1], a[g + 3]);
+  }
+  // A 4×4 transpose of 128-bit lanes for each s.
+#pragma GCC unroll 4
+  for (int s = 0; s < 4; ++s) {
+    const __m512i c0 = _mm512_shuffle_i32x4(b[s], b[4 + s], 0x44),
+                  c1 = _mm512_shuffle_i32x4(b[s], b[4 + s], 0xee);
+    const __m512i c2 = _mm512_shuffle_i32x4(b[8 + s], b[12 + s], 0x44);
+    const __m512i c3 = _mm512_shuffle_i32x4(b[8 + s], b[12 + s], 0xee);
+    r[s] = _mm512_shuffle_i32x4(c0, c2, 0x88);
+    r[4 + s] = _mm512_shuffle_i32x4(c0, c2, 0xdd);
+    r[8 + s] = _mm512_shuffle_i32x4(c1, c3, 0x88);
+    r[12 + s] = _mm512_shuffle_i32x4(c1, c3, 0xdd);
+  }
+}
+
+// Columns contiguous over k: 32 values of k of one column become its 16 pairs (the upper halves
+// of the rounded values, in order), 16 columns at a time (12 for 12-wide panels) are transposed
+// in registers and stored as rows of pairs.
 void pack_cols(const float* src, int64_t ld, int kc, int w, int W, uint32_t* out) {
-  const int kp = (kc + 1) / 2, npanels = (w + W - 1) / W;
-  alignas(64) uint32_t pairs[8];
-  for (int c = 0; c < npanels * W; ++c) {
-    uint32_t* o = out + int64_t{c / W} * kp * W + c % W;
-    if (c >= w) {
-      for (int p = 0; p < kp; ++p) o[int64_t{p} * W] = 0;
-      continue;
-    }
-    const float* col = src + int64_t{c} * ld;
-    for (int k = 0; k < kc; k += 16) {
-      // 16 values of k → 8 pairs: in each 64-bit lane (x[k], x[k+1]) → bf16 | bf16 << 16.
-      const __m512i r = round_bf16(_mm512_maskz_loadu_epi32(first_n(kc - k), col + k));
-      const __m512i q =
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi64(r, 16), _mm512_set1_epi64(0xffff)),
-                          _mm512_and_si512(_mm512_srli_epi64(r, 32), _mm512_set1_epi64(0xffff0000)));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), _mm512_cvtepi64_epi32(q));
-      const int p0 = k / 2, np = kp - p0 < 8 ? kp - p0 : 8;
-      for (int t = 0; t < np; ++t) o[int64_t{p0 + t} * W] = pairs[t];
+  const int kp = (kc + 1) / 2, npanels = (w + W - 1) / W, G = W < 16 ? W : 16;
+  const __mmask16 store = first_n(G);
+  // Word 2i + 1 of (lo, hi): the bf16 halves of 32 rounded values, in order.
+  alignas(64) static constexpr int16_t kOdd[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21,
+                                                   23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 43,
+                                                   45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i odd = _mm512_load_si512(kOdd);
+  for (int c0 = 0; c0 < npanels * W; c0 += G) {
+    uint32_t* o = out + int64_t{c0 / W} * kp * W + c0 % W;
+    for (int k0 = 0; k0 < kc; k0 += 32) {
+      const __mmask16 m0 = first_n(kc - k0), m1 = first_n(kc - k0 - 16);
+      __m512i r[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        if (i < G && c0 + i < w) {
+          const float* col = src + int64_t{c0 + i} * ld + k0;
+          const __m512i lo = round_bf16(_mm512_maskz_loadu_epi32(m0, col));
+          const __m512i hi = round_bf16(_mm512_maskz_loadu_epi32(m1, col + 16));
+          r[i] = _mm512_permutex2var_epi16(lo, odd, hi);
+        } else {
+          r[i] = _mm512_setzero_si512();
+        }
+      }
+      transpose16(r);
+      const int p0 = k0 / 2, np = kp - p0 < 16 ? kp - p0 : 16;
+      for (int t = 0; t < np; ++t) _mm512_mask_storeu_epi32(o + int64_t{p0 + t} * W, store, r[t]);
     }
   }
 }
@@ -80,7 +121,15 @@ void block(int kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, 
   constexpr int R = kBf16Mr;
   __m512 acc[R][2];
 #pragma GCC unroll 12
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) {
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    // C is read (beta != 0) or written after the k loop: start fetching it now, so that the
+    // loop hides the misses (C tiles of later k blocks come from far away).
+    if (r < m) {
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 31), _MM_HINT_T0);
+    }
+  }
   for (int p = 0; p < kp; ++p) {
     const __m512bh b0 = (__m512bh)_mm512_load_si512(b);
     const __m512bh b1 = (__m512bh)_mm512_load_si512(b + 16);
