@@ -5,6 +5,7 @@
 // loaded machine. The bf16 result is checked against the fp32 one first.
 //
 //   gemm_bf16_bench [--threads 2] [--min-time 0.5] [--shapes all|training|minilm|<name prefix>]
+//                   [--shape M,N,K,OP]
 //                   [--clock wall|thread]
 // Prints one JSON object per shape.
 #include <attn/core/parallel.h>
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -57,6 +59,8 @@ int main(int argc, char** argv) {
   int threads = 2;
   double min_time = 0.5;
   std::string which = "all";
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  Shape custom{};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--threads")
@@ -65,7 +69,16 @@ int main(int argc, char** argv) {
       min_time = std::atof(argv[i + 1]);
     else if (a == "--shapes")
       which = argv[i + 1];
-    else if (a == "--clock")  // thread: CPU time of the calling thread (use with --threads 1)
+    else if (a == "--shape") {  // one custom shape: M,N,K,OP with OP one of NN, NT, TN, TT
+      int m = 0, n = 0, k = 0;
+      char op[3] = {};
+      if (std::sscanf(argv[i + 1], "%d,%d,%d,%2s", &m, &n, &k, op) != 4) {
+        std::fprintf(stderr, "--shape wants M,N,K,OP (e.g. 2048,256,1024,NT)\n");
+        return 2;
+      }
+      custom = Shape{"custom", m, n, k, op[0] == 'T', op[1] == 'T'};
+      which = "custom";
+    } else if (a == "--clock")  // thread: CPU time of the calling thread (use with --threads 1)
       attn::bench::use_thread_clock() = std::string(argv[i + 1]) == "thread";
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
@@ -77,7 +90,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "warning: no AVX512_BF16 here; sgemm_bf16 runs its scalar path\n");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
-  for (const Shape& s : kShapes) {
+  if (which == "custom") shapes = {custom};
+  for (const Shape& s : shapes) {
     const std::string what = s.what;
     if (which != "all" && what.rfind(which == "training" ? "train" : which, 0) != 0) continue;
     const int M = s.M, N = s.N, K = s.K;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/cpu/gemm_bf16_kernels.h"
@@ -75,6 +76,8 @@ constexpr int64_t kKcMax = 384;   // k per block: a 32-column B panel is kKcMax�
 constexpr int64_t kMcMax = 144;   // rows of A per thread block: 144·kKcMax·2 bytes (108 KiB, in L2)
 constexpr int64_t kNcMax = 2048;  // columns per shared packed B block: kKcMax·kNcMax·2 bytes (1.5 MiB)
 
+constexpr double kSerialMacs = 1 << 21;  // ~10 µs of one core: below that, one thread
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // A grow-only, 64-byte aligned scratch buffer (one per thread, kept between calls so small
@@ -89,7 +92,15 @@ void run(const Bf16GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int
          float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
          int64_t ldc) {
   constexpr int64_t Mr = kBf16Mr, Nr = kBf16Nr;
-  const int64_t threads = num_threads();
+  // Small products run on the calling thread: waking the pool costs more than they take.
+  const bool serial = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSerialMacs;
+  const int64_t threads = serial ? 1 : num_threads();
+  auto for_each = [&](int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn) {
+    if (serial)
+      fn(0, n, 0);
+    else
+      parallel_for(n, grain, fn);
+  };
   // k blocks of (nearly) equal, even size; n blocks of kNcMax; m blocks of a multiple of Mr.
   const int64_t nkb = ceil_div(K, kKcMax);
   const int64_t kc = (ceil_div(K, nkb) + 1) / 2 * 2;
@@ -110,7 +121,7 @@ void run(const Bf16GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int
       const int kcur = static_cast<int>(std::min(kc, K - pc)), kp = (kcur + 1) / 2;
       // B: chunks of panels (each a contiguous run of columns), shared by all threads.
       const int64_t pan_chunk = std::max<int64_t>(1, ceil_div(npan, 2 * threads));
-      parallel_for(ceil_div(npan, pan_chunk), 1, [&](int64_t b, int64_t e, int) {
+      for_each(ceil_div(npan, pan_chunk), 1, [&](int64_t b, int64_t e, int) {
         for (int64_t ch = b; ch < e; ++ch) {
           const int64_t j = jc + ch * pan_chunk * Nr;
           const int w = static_cast<int>(std::min(pan_chunk * Nr, jc + ncur - j));
@@ -122,7 +133,7 @@ void run(const Bf16GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int
         }
       });
       const float beta_k = pc == 0 ? beta : 1.f;  // later k blocks add to what the first wrote
-      parallel_for(mb * n_split, 1, [&](int64_t b, int64_t e, int) {
+      for_each(mb * n_split, 1, [&](int64_t b, int64_t e, int) {
         static thread_local std::vector<uint32_t> a_buf;
         uint32_t* apack = scratch(a_buf, mc * kp);
         for (int64_t t = b; t < e; ++t) {

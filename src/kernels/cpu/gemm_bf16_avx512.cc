@@ -36,9 +36,17 @@ ATTN_INLINE __m512i pair_rows(__m512i lo, __m512i hi) {
 // so the rows are read once, front to back (panel by panel would revisit them at a large stride).
 void pack_rows(const float* src, int64_t ld, int kc, int w, int W, uint32_t* out) {
   const int kp = (kc + 1) / 2, npanels = (w + W - 1) / W;
+  constexpr int kAhead = 4;  // pairs of rows fetched ahead (they are a large stride apart)
   for (int p = 0; p < kp; ++p) {
     const float* r0 = src + int64_t{2 * p} * ld;
     const bool has_hi = 2 * p + 1 < kc;
+    if (2 * (p + kAhead) + 1 < kc) {
+      const float* f = r0 + int64_t{2 * kAhead} * ld;
+      for (int c = 0; c < w; c += 16) {
+        _mm_prefetch(reinterpret_cast<const char*>(f + c), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(f + ld + c), _MM_HINT_T0);
+      }
+    }
     for (int q = 0; q < npanels; ++q) {
       const int c0 = q * W;
       uint32_t* o = out + (int64_t{q} * kp + p) * W;
