@@ -266,9 +266,9 @@ TEST_F(MatmulPrecisionTest, BadValuesThrow) {
   setenv("ATTN_MATMUL_PRECISION", "bfloat", 1);
   reset_matmul_precision();
   EXPECT_ERROR_CONTAINS(matmul_precision(), {"ATTN_MATMUL_PRECISION", "'bfloat'", "highest, fp32 or bf16"});
-  std::vector<float> a(64, 1.f), b(64, 1.f), c(64);
+  std::vector<float> a(32 * 32, 1.f), b(32 * 32, 1.f), c(32 * 32);
   EXPECT_ERROR_CONTAINS(
-      kernels::cpu::sgemm(false, false, 8, 8, 8, 1.f, a.data(), 8, b.data(), 8, 0.f, c.data(), 8),
+      kernels::cpu::sgemm(false, false, 32, 32, 32, 1.f, a.data(), 32, b.data(), 32, 0.f, c.data(), 32),
       {"ATTN_MATMUL_PRECISION"});
   EXPECT_ERROR_CONTAINS(parse_matmul_precision("half"), {"'half'", "bf16"});
   EXPECT_EQ(parse_matmul_precision("bf16"), MatmulPrecision::bf16);
