@@ -105,9 +105,10 @@ std::vector<GemmCase> gemm_cases() {
     int64_t M, N, K;
   };
   // Edge sizes around the 12×32 register block, the 384 k block, the 144-row block and the
-  // 2048-column B block; K = 1 and odd K pad the last k-pair.
-  const Size sizes[] = {{1, 1, 1},      {2, 2, 2},   {7, 31, 33},   {31, 33, 7},    {33, 100, 257},
-                        {100, 257, 31}, {13, 65, 1}, {12, 32, 385}, {150, 40, 800}, {3, 2100, 9}};
+  // 2048-column B block, several row blocks (401 rows); K = 1 and odd K pad the last k-pair.
+  const Size sizes[] = {{1, 1, 1},      {2, 2, 2},      {7, 31, 33},  {31, 33, 7},
+                        {33, 100, 257}, {100, 257, 31}, {13, 65, 1},  {12, 32, 385},
+                        {150, 40, 800}, {3, 2100, 9},   {401, 40, 50}};
   std::vector<GemmCase> v;
   for (const Size& s : sizes)
     for (int t = 0; t < 4; ++t) {

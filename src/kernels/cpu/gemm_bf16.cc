@@ -105,8 +105,12 @@ void run(const Bf16GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int
   const int64_t nkb = ceil_div(K, kKcMax);
   const int64_t kc = (ceil_div(K, nkb) + 1) / 2 * 2;
   const int64_t nc = std::min(kNcMax, ceil_div(N, Nr) * Nr);
-  const int64_t mc = ceil_div(ceil_div(M, ceil_div(M, kMcMax)), Mr) * Mr;
-  const int64_t mb = ceil_div(M, mc);
+  // Row blocks: a multiple of the thread count when there are several, each a run of whole
+  // Mr-row panels, the panels spread evenly (the blocks differ by at most one panel).
+  const int64_t panels = ceil_div(M, Mr);
+  int64_t mb = ceil_div(M, kMcMax);
+  if (mb > 1) mb = std::min(panels, ceil_div(mb, threads) * threads);
+  const int64_t mc = ceil_div(panels, mb) * Mr;  // rows of the largest block
 
   static thread_local std::vector<uint32_t> b_buf;
   uint32_t* bpack = scratch(b_buf, nc * (kc / 2));
@@ -137,8 +141,9 @@ void run(const Bf16GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int
         static thread_local std::vector<uint32_t> a_buf;
         uint32_t* apack = scratch(a_buf, mc * kp);
         for (int64_t t = b; t < e; ++t) {
-          const int64_t i0 = (t / n_split) * mc, js = t % n_split;
-          const int64_t mcur = std::min(mc, M - i0), nmp = ceil_div(mcur, Mr);
+          const int64_t ib = t / n_split, js = t % n_split;
+          const int64_t i0 = ib * panels / mb * Mr;
+          const int64_t mcur = std::min(M, (ib + 1) * panels / mb * Mr) - i0, nmp = ceil_div(mcur, Mr);
           const int w = static_cast<int>(mcur);
           if (trans_a)
             kern.pack_rows(A + pc * lda + i0, lda, kcur, w, Mr, apack);  // op(A)(i, k) = A[k, i]
