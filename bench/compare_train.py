@@ -76,11 +76,11 @@ def compare_bf16(a):
     print(f"training throughput (target tokens/s), attn --precision bf16 against PyTorch fp32 and "
           f"PyTorch bf16 autocast; threads {a.threads}, {a.steps} timed steps after {a.warmup} warm-up, "
           f"{a.rounds} rounds")
-    ours, t32, t16, r32, r16 = [], [], [], [], []
+    ours, t32, t16, r32, r16, c32, c16 = [], [], [], [], [], [], []
     for r in range(a.rounds):
-        at, ams, _, ahead = run([a.bench, "--precision", "bf16"] + common)
-        ft, fms, _, fhead = run(peer)
-        bt, bms, _, bhead = run(peer + ["--autocast-bf16"])
+        at, ams, acpu, ahead = run([a.bench, "--precision", "bf16"] + common)
+        ft, fms, fcpu, fhead = run(peer)
+        bt, bms, bcpu, bhead = run(peer + ["--autocast-bf16"])
         if r == 0:
             for h in (ahead, fhead, bhead):
                 print("  " + h)
@@ -89,13 +89,16 @@ def compare_bf16(a):
         t16.append(bt)
         r32.append(at / ft)
         r16.append(at / bt)
-        print(f"round {r + 1}: attn bf16 {at:8.1f} tok/s ({ams:7.1f} ms/step)   torch fp32 {ft:8.1f} tok/s "
-              f"({fms:7.1f} ms)   torch bf16 autocast {bt:8.1f} tok/s ({bms:7.1f} ms)   "
-              f"ratio vs fp32 {at / ft:.2f}x, vs bf16 autocast {at / bt:.2f}x")
+        c32.append(fcpu / acpu)
+        c16.append(bcpu / acpu)
+        print(f"round {r + 1}: attn bf16 {at:8.1f} tok/s ({ams:7.1f} ms/step, cpu {acpu:7.1f} ms)   "
+              f"torch fp32 {ft:8.1f} tok/s ({fms:7.1f} ms, cpu {fcpu:7.1f} ms)   torch bf16 autocast {bt:8.1f} "
+              f"tok/s ({bms:7.1f} ms, cpu {bcpu:7.1f} ms)   ratio vs fp32 {at / ft:.2f}x, vs bf16 autocast "
+              f"{at / bt:.2f}x (cpu-time ratios {fcpu / acpu:.2f}x, {bcpu / acpu:.2f}x)")
     print(f"median: attn bf16 {statistics.median(ours):.1f} tok/s, torch fp32 {statistics.median(t32):.1f}, "
           f"torch bf16 autocast {statistics.median(t16):.1f}; ratio attn bf16 / torch fp32 "
-          f"{statistics.median(r32):.2f}x, attn bf16 / torch bf16 autocast {statistics.median(r16):.2f}x")
-
+          f"{statistics.median(r32):.2f}x, attn bf16 / torch bf16 autocast {statistics.median(r16):.2f}x (wall); "
+          f"{statistics.median(c32):.2f}x, {statistics.median(c16):.2f}x (process CPU time)")
 
 if __name__ == "__main__":
     main()
