@@ -41,7 +41,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0.f : beta * C[i * ldc + j];
     return;
   }
-  // MatmulPrecision::bf16: products with a few rows go to the bf16 kernel (gemm_bf16.h);
+  // MatmulPrecision::bf16: products of at least kBf16MinRows rows go to the bf16 kernel (gemm_bf16.h);
   // matrix-vector products stay on sgemv below.
   if (M >= kBf16MinRows && N >= 2 && matmul_precision() == MatmulPrecision::bf16 && bf16_gemm_available()) {
     sgemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
