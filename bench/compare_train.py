@@ -10,7 +10,12 @@ time per step (torch / attn): on a loaded machine wall time depends on the sched
 less so (both count threads that spin while waiting, so it is a rough check, not the target).
 
   python3 bench/compare_train.py [--threads 2] [--steps 20] [--warmup 3] [--rounds 3]
+                                 [--precision fp32|bf16]
                                  [--bench build/release/bench/train_bench] [-- extra flags for both]
+
+--precision bf16 runs attn with bf16 matrix products (train_bench --precision bf16) and, so that the
+report stays honest, TWO PyTorch peers per round: fp32 (the default peer) and bf16 autocast
+(torch.autocast("cpu", dtype=torch.bfloat16)); it prints attn's ratio to each.
 """
 import argparse
 import os
@@ -38,8 +43,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "release", "bench", "train_bench"))
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("extra", nargs="*", help="flags passed to both programs (after --)")
     a = ap.parse_args()
+    if a.precision == "bf16":
+        return compare_bf16(a)
     common = ["--threads", str(a.threads), "--steps", str(a.steps), "--warmup", str(a.warmup)] + a.extra
     env_note = f"threads {a.threads}, {a.steps} timed steps after {a.warmup} warm-up, {a.rounds} rounds"
     print(f"training throughput (target tokens/s), {env_note}")
@@ -61,6 +69,36 @@ def main():
     print(f"median: attn {statistics.median(ours):.1f} tok/s, torch {statistics.median(theirs):.1f} tok/s, "
           f"ratio {statistics.median(ratios):.2f}x (wall), {statistics.median(cpu_ratios):.2f}x (process CPU time)")
 
+
+def compare_bf16(a):
+    common = ["--threads", str(a.threads), "--steps", str(a.steps), "--warmup", str(a.warmup)] + a.extra
+    peer = [sys.executable, os.path.join(ROOT, "bench", "peers", "torch_train.py")] + common
+    print(f"training throughput (target tokens/s), attn --precision bf16 against PyTorch fp32 and "
+          f"PyTorch bf16 autocast; threads {a.threads}, {a.steps} timed steps after {a.warmup} warm-up, "
+          f"{a.rounds} rounds")
+    ours, t32, t16, r32, r16, c32, c16 = [], [], [], [], [], [], []
+    for r in range(a.rounds):
+        at, ams, acpu, ahead = run([a.bench, "--precision", "bf16"] + common)
+        ft, fms, fcpu, fhead = run(peer)
+        bt, bms, bcpu, bhead = run(peer + ["--autocast-bf16"])
+        if r == 0:
+            for h in (ahead, fhead, bhead):
+                print("  " + h)
+        ours.append(at)
+        t32.append(ft)
+        t16.append(bt)
+        r32.append(at / ft)
+        r16.append(at / bt)
+        c32.append(fcpu / acpu)
+        c16.append(bcpu / acpu)
+        print(f"round {r + 1}: attn bf16 {at:8.1f} tok/s ({ams:7.1f} ms/step, cpu {acpu:7.1f} ms)   "
+              f"torch fp32 {ft:8.1f} tok/s ({fms:7.1f} ms, cpu {fcpu:7.1f} ms)   torch bf16 autocast {bt:8.1f} "
+              f"tok/s ({bms:7.1f} ms, cpu {bcpu:7.1f} ms)   ratio vs fp32 {at / ft:.2f}x, vs bf16 autocast "
+              f"{at / bt:.2f}x (cpu-time ratios {fcpu / acpu:.2f}x, {bcpu / acpu:.2f}x)")
+    print(f"median: attn bf16 {statistics.median(ours):.1f} tok/s, torch fp32 {statistics.median(t32):.1f}, "
+          f"torch bf16 autocast {statistics.median(t16):.1f}; ratio attn bf16 / torch fp32 "
+          f"{statistics.median(r32):.2f}x, attn bf16 / torch bf16 autocast {statistics.median(r16):.2f}x (wall); "
+          f"{statistics.median(c32):.2f}x, {statistics.median(c16):.2f}x (process CPU time)")
 
 if __name__ == "__main__":
     main()

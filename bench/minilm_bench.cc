@@ -6,17 +6,19 @@
 // runs all three and prints the ratios (docs/benchmarks.md, "MiniLM").
 //
 //   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
-//                [--min-time 2] [--model DIR] [--clock wall|thread] [--profile]
+//                [--min-time 2] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]
 //
 // --profile: instead of the timings, runs the batch × seq forward for --min-time seconds and prints
 // one JSON object per stage (BertRunOptions::profile): ms per forward, share of the forward, and
 // GFLOP/s for the four matrix products and the attention.
 //
+// --precision bf16: matrix products on bf16 operands with fp32 accumulation (attn/core/precision.h).
 // --clock thread measures the calling thread's CPU time (use with --threads 1: the
 // kernels then run on the caller), which other processes on a busy machine do not inflate.
 // Prints one JSON object per measurement. Token ids: bench_ids() below (the peer
 // script computes the same formula).
 #include <attn/core/parallel.h>
+#include <attn/core/precision.h>
 #include <attn/models/bert.h>
 
 #include <cmath>
@@ -147,6 +149,8 @@ int main(int argc, char** argv) {
       want_profile = true;
     else if (a == "--clock")
       attn::bench::use_thread_clock() = next() == "thread";
+    else if (a == "--precision")
+      attn::set_matmul_precision(attn::parse_matmul_precision(next()));
     else if (a == "--latency-seqs") {
       latency_seqs.clear();
       const std::string v = next();
@@ -158,7 +162,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
-                   "[--min-time S] [--model DIR] [--clock wall|thread] [--profile]\n");
+                   "[--min-time S] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]\n");
       return 2;
     }
   }

@@ -7,6 +7,8 @@
 //   build/release/bench/train_bench [--threads 2] [--steps 20] [--warmup 3] [--batch 32]
 //                                   [--src-len 64] [--tgt-len 64] [--vocab 8000] [--d-model 256]
 //                                   [--heads 4] [--d-ff 1024] [--layers 2] [--dropout 0.1]
+//                                   [--precision fp32|bf16]
+// (--precision bf16: matrix products on bf16 operands with fp32 accumulation, attn/core/precision.h)
 //
 // Prints the step phases (forward, backward, optimizer) and ends with one
 // machine-readable line (bench/compare_train.py reads it):
@@ -14,6 +16,7 @@
 // (CPU time counts every thread, including BLAS threads that spin while waiting).
 #include <attn/core/autograd.h>
 #include <attn/core/parallel.h>
+#include <attn/core/precision.h>
 #include <attn/models/transformer.h>
 #include <attn/train/optim.h>
 
@@ -36,6 +39,7 @@ struct Args {
   int64_t batch = 32, src_len = 64, tgt_len = 64, vocab = 8000, d_model = 256, heads = 4, d_ff = 1024,
           layers = 2;
   double dropout = 0.1;
+  MatmulPrecision precision = MatmulPrecision::highest;
 };
 
 Args parse(int argc, char** argv) {
@@ -73,6 +77,8 @@ Args parse(int argc, char** argv) {
       a.layers = std::atoll(next());
     else if (k == "--dropout")
       a.dropout = std::atof(next());
+    else if (k == "--precision")
+      a.precision = parse_matmul_precision(next());
     else {
       std::fprintf(stderr, "train_bench: unknown flag %s\n", k.c_str());
       std::exit(2);
@@ -96,6 +102,7 @@ Tensor random_ids(int64_t B, int64_t L, int64_t V, uint64_t& state) {
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   set_num_threads(a.threads);
+  set_matmul_precision(a.precision);
   models::TransformerConfig c = models::TransformerConfig::preset("small");
   c.src_vocab = c.tgt_vocab = a.vocab;
   c.d_model = a.d_model;
@@ -115,10 +122,10 @@ int main(int argc, char** argv) {
 
   std::printf(
       "attn train_bench: threads %d, B %lld, Ls %lld, Lt %lld, V %lld, d_model %lld, heads %lld, "
-      "d_ff %lld, layers %lld+%lld, dropout %.2f, params %lld\n",
+      "d_ff %lld, layers %lld+%lld, dropout %.2f, params %lld, matmul precision %s\n",
       num_threads(), (long long)a.batch, (long long)a.src_len, (long long)a.tgt_len, (long long)a.vocab,
       (long long)a.d_model, (long long)a.heads, (long long)a.d_ff, (long long)a.layers, (long long)a.layers,
-      a.dropout, (long long)model.num_parameters());
+      a.dropout, (long long)model.num_parameters(), matmul_precision_name(matmul_precision()));
   uint64_t rng = 12345;
   const int64_t tokens = a.batch * a.tgt_len;
   std::vector<double> step_s, fwd_s, bwd_s, opt_s;

@@ -3,6 +3,8 @@
 embeddings, through
   torch   sentence-transformers' model on PyTorch (SentenceTransformer.forward on the
           tokenized features: BertModel + Pooling(mean) + Normalize), torch.inference_mode
+  torch-bf16  the same under torch.autocast("cpu", dtype=torch.bfloat16) (the peer of
+          minilm_bench --precision bf16)
   ort     ONNX Runtime on bench/peers/export_minilm_onnx.py's export (BertModel), mean
           pooling and normalisation in numpy
 Prints one JSON object per measurement, like minilm_bench. Needs sentence-transformers,
@@ -60,7 +62,7 @@ def model_dir():
     return os.path.join(os.path.dirname(spec.origin), "model")
 
 
-def torch_runner(threads):
+def torch_runner(threads, autocast_bf16=False):
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -70,10 +72,10 @@ def torch_runner(threads):
     def run(ids):
         t = torch.from_numpy(ids)
         features = {"input_ids": t, "attention_mask": torch.ones_like(t), "token_type_ids": torch.zeros_like(t)}
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast_bf16):
             return st(features)["sentence_embedding"]
 
-    return run, f"torch {torch.__version__}, sentence-transformers"
+    return run, f"torch {torch.__version__}, sentence-transformers" + (", autocast bf16" if autocast_bf16 else "")
 
 
 def ort_runner(threads, onnx_path):
@@ -115,7 +117,10 @@ def main():
     global CLOCK
     CLOCK = time.thread_time if a.clock == "thread" else time.perf_counter
     for engine in a.engines.split(","):
-        run, version = torch_runner(a.threads) if engine == "torch" else ort_runner(a.threads, a.onnx)
+        if engine in ("torch", "torch-bf16"):
+            run, version = torch_runner(a.threads, autocast_bf16=engine == "torch-bf16")
+        else:
+            run, version = ort_runner(a.threads, a.onnx)
         ids = bench_ids(a.batch, a.seq)
         t = time_median(lambda: run(ids), a.min_time)
         print(json.dumps({"engine": engine, "version": version, "case": "throughput", "batch": a.batch,

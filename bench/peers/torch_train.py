@@ -11,6 +11,10 @@ Random token batches of a fixed shape in [1, V); target tokens per step = batch 
 the count train_bench uses. Warm-up steps are not timed.
 
   python3 bench/peers/torch_train.py [--threads 2] [--steps 20] [--warmup 3] [--batch 32] ...
+                                     [--autocast-bf16]
+
+--autocast-bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) (matrix
+products in bf16; the peer of attn's --precision bf16). Default: fp32.
 
 Ends with: RESULT tokens_per_s=<x> step_ms=<wall ms per step> cpu_ms=<process CPU ms per step>
 """
@@ -118,6 +122,7 @@ def main():
     ap.add_argument("--d-ff", type=int, default=1024)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--autocast-bf16", action="store_true", help="forward under torch.autocast bf16")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -128,7 +133,8 @@ def main():
     nparams = sum(p.numel() for p in model.parameters())
     print(f"torch {torch.__version__} train peer: threads {torch.get_num_threads()}, B {a.batch}, "
           f"Ls {a.src_len}, Lt {a.tgt_len}, V {a.vocab}, d_model {a.d_model}, heads {a.heads}, "
-          f"d_ff {a.d_ff}, layers {a.layers}+{a.layers}, dropout {a.dropout}, params {nparams}")
+          f"d_ff {a.d_ff}, layers {a.layers}+{a.layers}, dropout {a.dropout}, params {nparams}"
+          f"{', autocast bf16' if a.autocast_bf16 else ''}")
     g = torch.Generator().manual_seed(12345)
     times, losses, cpu = [], [], []
     for s in range(a.warmup + a.steps):
@@ -137,7 +143,8 @@ def main():
         tgt_in, tgt_out = tgt[:, :-1].contiguous(), tgt[:, 1:].contiguous()
         t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad()
-        loss = model(src, tgt_in, tgt_out)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast_bf16):
+            loss = model(src, tgt_in, tgt_out)
         loss.backward()
         opt.step()
         t1, c1 = time.perf_counter(), time.process_time()

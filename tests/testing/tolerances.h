@@ -55,5 +55,12 @@ inline constexpr Tolerance kWeights{1e-6, 1e-4};
 // Corpus BLEU (text/bleu.h) against the sacrebleu package on fixed outputs (score 0..100):
 // the same integer counts, so only the last bits of log/exp may differ.
 inline constexpr Tolerance kBleu{1e-6, 0};
+// sgemm_bf16 (kernels/cpu/gemm_bf16.h) against the fp64 product of the same bf16-rounded operands:
+// the products are exact, so only fp32 accumulation differs. Bound per element:
+// abs + rel · sqrt(K) · (|alpha| Σ_k |a_ik b_kj| + |beta c_ij|).
+inline constexpr Tolerance kGemmBf16Accum{1e-30, 2e-6};
+// MatmulPrecision::bf16 against fp32 sgemm on the unrounded operands: each operand is off by up to
+// 2^-9 relative, each product by up to ~2^-8, so per element abs + rel · (|alpha| Σ_k |a_ik b_kj|).
+inline constexpr Tolerance kGemmBf16VsFp32{1e-30, 4.5e-3};
 
 }  // namespace attn::testing::tol

@@ -2,6 +2,7 @@
 // all-MiniLM-L6-v2 (include/attn/models/bert.h). See docs/models.md.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/core/precision.h>
 #include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
@@ -112,6 +113,7 @@ const std::vector<OptionSpec>& embed_options() {
       {"model", "DIR", "a BERT sentence-encoder folder (default: all-MiniLM-L6-v2, found automatically)"},
       {"batch-size", "N", "sentences per forward pass (default 32)"},
       {"threads", "N", "threads (default: ATTN_NUM_THREADS or all cores)"},
+      {"precision", "P", "matrix products: fp32 (default) or bf16 (AVX512_BF16; ~2x faster, bf16 inputs)"},
       {"help", "", "this text"},
   };
   return specs;
@@ -185,6 +187,7 @@ std::string json_text(const models::SentenceEncoder& enc, const std::vector<std:
 
 void apply_threads(const Args& opts) {
   if (opts.has("threads")) set_num_threads(static_cast<int>(opts.integer("threads", 1, 1024)));
+  if (opts.has("precision")) set_matmul_precision(parse_matmul_precision(opts.str("precision")));
 }
 
 std::vector<std::string> texts_from_lines(const std::string& bytes, const std::string& what) {
@@ -262,6 +265,7 @@ const std::vector<OptionSpec>& similarity_options() {
   static const std::vector<OptionSpec> specs = {
       {"model", "DIR", "a BERT sentence-encoder folder (default: all-MiniLM-L6-v2)"},
       {"threads", "N", "threads (default: ATTN_NUM_THREADS or all cores)"},
+      {"precision", "P", "matrix products: fp32 (default) or bf16 (AVX512_BF16; ~2x faster, bf16 inputs)"},
       {"help", "", "this text"},
   };
   return specs;
