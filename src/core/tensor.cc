@@ -407,6 +407,16 @@ void Tensor::copy_from(const Tensor& src) {
 
 void Tensor::fill(double value) {
   void* db = raw_data();
+  if (is_contiguous() && (dtype_ == DType::f32 || dtype_ == DType::f64)) {
+    // One typed pass (zero_grad fills every gradient each step).
+    const int64_t n = numel();
+    if (dtype_ == DType::f32) {
+      std::fill_n(static_cast<float*>(db), n, static_cast<float>(value));
+    } else {
+      std::fill_n(static_cast<double*>(db), n, value);
+    }
+    return;
+  }
   for_each_offset(shape_, strides_, [&](int64_t o) { store(db, dtype_, o, value); });
 }
 
