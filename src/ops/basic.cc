@@ -318,7 +318,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     T* py = y.data<T>();  // y: [R, out]
     if (b.defined()) {
       const Tensor bc = contiguous_fast(b);
-      for (int64_t r = 0; r < R; ++r) std::memcpy(py + r * out_f, bc.data<T>(), sizeof(T) * out_f);
+      const T* pb = bc.data<T>();  // pb: [out]; copied into every row, then gemm adds with beta = 1
+      parallel_for(R, row_grain(out_f), [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) std::memcpy(py + r * out_f, pb, sizeof(T) * out_f);
+      });
     }
     gemm<T>(false, true, R, out_f, in, 1.0, x2.data<T>(), std::max<int64_t>(in, 1), wc.data<T>(),
             std::max<int64_t>(in, 1), b.defined() ? 1.0 : 0.0, py, out_f);
