@@ -109,7 +109,7 @@ CachingAllocator& storage_allocator() {
     const AllocatorMode fallback = AllocatorMode::caching;
 #endif
     const AllocatorMode mode = allocator_mode_from(std::getenv("ATTN_ALLOCATOR"), fallback);
-    std::size_t limit_mb = 4096;
+    std::size_t limit_mb = 2048;
     if (const char* e = std::getenv("ATTN_ALLOCATOR_CACHE_MB"); e != nullptr && *e != '\0') {
       char* end = nullptr;
       const long long v = std::strtoll(e, &end, 10);

@@ -10,7 +10,7 @@
 //   - size classes: 8 per power of two (a block is at most 12.5% larger than
 //     asked for); a request takes a free block of its own class only.
 //   - bounded: at most cache_limit() idle bytes are kept (ATTN_ALLOCATOR_CACHE_MB,
-//     default 4096); a block freed past the limit goes back to the system.
+//     default 2048); a block freed past the limit goes back to the system.
 //     Blocks in use are not counted (they are the caller's memory).
 //   - thread-safe (one mutex; a step does a few thousand allocations).
 //   - blocks are 64-byte aligned and uninitialised (Tensor::zeros clears them).
