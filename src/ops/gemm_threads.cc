@@ -4,10 +4,9 @@
 // threaded call, so during a training step they compete with attn's pool for
 // the same cores (9–14% of a step's CPU samples were in sched_yield and the
 // scheduler). Instead, a large product is cut into one block of rows (or
-// columns) per attn thread,
-// and each block is one single-threaded OpenBLAS call on its own thread
-// (kernels::cpu::sgemm runs OpenBLAS with 1 thread inside a parallel_for, see
-// sync_threads()). Each element of C is computed by the same kernel with the
+// columns) per attn thread, and each block is one single-threaded OpenBLAS
+// call on its own thread (kernels::cpu::sgemm runs OpenBLAS with 1 thread
+// inside a parallel_for, see sync_threads()). Each element of C is computed by the same kernel with the
 // same K order however it is split, so results do not depend on the split.
 // ATTN_GEMM_THREADS=blas hands the whole product to OpenBLAS's threads instead.
 #include <attn/core/parallel.h>
