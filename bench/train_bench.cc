@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
     const Tensor tgt_out = tgt.slice(1, 1, a.tgt_len + 1).contiguous();
     const double c0 = cpu_now();
     const double t0 = bench::now_s();
-    opt.zero_grad();
+    opt.zero_grad(/*set_to_none=*/true);  // as torch's optimizer.zero_grad() in the peer
     models::ModelOutput out = model.forward(src, {}, tgt_in, tgt_out);
     const double t1 = bench::now_s();
     out.loss.backward();

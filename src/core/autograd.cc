@@ -1,5 +1,6 @@
 // The autograd engine and the Tensor autograd methods.
 #include <attn/core/autograd.h>
+#include <attn/core/parallel.h>
 
 #include <unordered_map>
 #include <utility>
@@ -11,14 +12,19 @@ thread_local bool tls_grad_enabled = true;
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
 
-// dst += src elementwise; dst is contiguous and owned by the caller.
+// Elements per parallel_for chunk of the gradient sums below.
+constexpr int64_t kAddGrain = int64_t{1} << 15;
+
+// dst += src elementwise; dst is contiguous and owned by the caller. Each
+// element is one addition, so the chunking over threads does not change a bit.
 template <typename T>
 void add_into_t(Tensor& dst, const Tensor& src) {
   const Tensor s = src.dtype() == dst.dtype() ? src.contiguous() : src.to(dst.dtype());
-  T* d = dst.data<T>();
-  const T* p = s.data<T>();
-  const int64_t n = dst.numel();
-  for (int64_t i = 0; i < n; ++i) d[i] += p[i];
+  T* __restrict d = dst.data<T>();
+  const T* __restrict p = s.data<T>();
+  parallel_for(dst.numel(), kAddGrain, [d, p](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) d[i] += p[i];
+  });
 }
 
 void add_into(Tensor& dst, const Tensor& src) {
@@ -29,17 +35,34 @@ void add_into(Tensor& dst, const Tensor& src) {
   }
 }
 
-// A fresh contiguous tensor holding a + b (neither is modified: either may
-// alias memory that other tensors still use).
-Tensor sum_of(const Tensor& a, const Tensor& b) {
-  Tensor r = a.clone();
-  add_into(r, b);
-  return r;
+// True when no other Tensor (view, copy, saved tensor, the caller's handle) can
+// see t's memory: t may then be written in place or kept as it is.
+bool exclusive(const Tensor& t) {
+  return t.defined() && t.storage().use_count() == 1 && t.is_contiguous() && is_float(t.dtype());
 }
 
-void accumulate_leaf(AutogradMeta& meta, const Tensor& g) {
+// acc = acc + g for two gradients of the same tensor. Adds into whichever of
+// them nobody else sees (x + y == y + x exactly in IEEE arithmetic); only when
+// both are shared is a new tensor allocated. Either may alias memory that other
+// tensors still use, so a shared one is never modified.
+void sum_into(Tensor& acc, Tensor& g) {
+  if (exclusive(acc)) {  // acc keeps its dtype, as a new sum would
+    add_into(acc, g);
+  } else if (exclusive(g) && g.dtype() == acc.dtype()) {
+    add_into(g, acc);
+    acc = std::move(g);
+  } else {
+    Tensor r = acc.clone();
+    add_into(r, g);
+    acc = std::move(r);
+  }
+}
+
+// meta.grad += g. A first gradient nobody else sees becomes the .grad as it is
+// (no copy); a shared one is copied (it may alias another gradient).
+void accumulate_leaf(AutogradMeta& meta, Tensor& g) {
   if (!meta.grad.defined()) {
-    meta.grad = g.clone();  // own the memory: g may alias another gradient
+    meta.grad = exclusive(g) ? std::move(g) : g.clone();
   } else {
     add_into(meta.grad, g);
   }
@@ -122,8 +145,9 @@ void run_backward(const Tensor& root, const Tensor& seed_in) {
   }
   NoGradGuard no_grad;  // backward functions never record
   const std::shared_ptr<AutogradMeta>& meta = root.autograd_meta();
-  if (!meta->grad_fn) {  // the root is itself a leaf
-    accumulate_leaf(*meta, seed);
+  if (!meta->grad_fn) {    // the root is itself a leaf
+    Tensor shared = seed;  // the caller's seed: never kept as the .grad itself
+    accumulate_leaf(*meta, shared);
     return;
   }
 
@@ -181,7 +205,7 @@ void run_backward(const Tensor& root, const Tensor& seed_in) {
         if (it == pending.end() || !it->second.defined()) {
           pending[target] = std::move(gi);
         } else {
-          it->second = sum_of(it->second, gi);
+          sum_into(it->second, gi);
         }
       }
       if (--deps[target] == 0) ready.push_back(e.fn);

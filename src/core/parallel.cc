@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/parallel_internal.h"
+
 namespace attn {
 namespace {
 
@@ -140,6 +142,8 @@ Pool& pool() {
 }  // namespace
 
 int num_threads() { return pool().size(); }
+
+bool core::in_parallel_region() { return Pool::tls_in_pool; }
 
 void set_num_threads(int n) {
   ATTN_CHECK(n >= 1, "set_num_threads: expected n >= 1; got ", n);

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/allocator.h"
+
 namespace attn {
 
 std::string shape_str(const Shape& s) {
@@ -17,13 +19,11 @@ std::string shape_str(const Shape& s) {
   return os.str();
 }
 
-Storage::Storage(std::size_t bytes) : bytes_(bytes) {
-  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
-  data_ = std::aligned_alloc(64, rounded);
-  ATTN_CHECK(data_ != nullptr, "tensor: could not allocate ", bytes, " bytes");
-}
+// Blocks come from the caching allocator (src/core/allocator.h): 64-byte
+// aligned, uninitialised, reused across training steps.
+Storage::Storage(std::size_t bytes) : bytes_(bytes) { data_ = core::storage_allocator().allocate(bytes); }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() { core::storage_allocator().deallocate(data_, bytes_); }
 
 Shape contiguous_strides(const Shape& shape) {
   Shape st(shape.size());
@@ -407,6 +407,16 @@ void Tensor::copy_from(const Tensor& src) {
 
 void Tensor::fill(double value) {
   void* db = raw_data();
+  if (is_contiguous() && (dtype_ == DType::f32 || dtype_ == DType::f64)) {
+    // One typed pass (zero_grad fills every gradient each step).
+    const int64_t n = numel();
+    if (dtype_ == DType::f32) {
+      std::fill_n(static_cast<float*>(db), n, static_cast<float>(value));
+    } else {
+      std::fill_n(static_cast<double*>(db), n, value);
+    }
+    return;
+  }
   for_each_offset(shape_, strides_, [&](int64_t o) { store(db, dtype_, o, value); });
 }
 

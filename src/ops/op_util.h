@@ -34,13 +34,18 @@ decltype(auto) dispatch_float(DType t, Fn&& fn) {
   return fn(float{});
 }
 
+// kernels::cpu::sgemm, with a large product split over attn's threads, one
+// single-threaded BLAS call per block (src/ops/gemm_threads.cc).
+void sgemm_threaded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
 // C = alpha · op(A) · op(B) + beta · C: BLAS for float, the reference for double.
 template <typename T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
           const T* B, int64_t ldb, double beta, T* C, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
-    kernels::cpu::sgemm(ta, tb, M, N, K, static_cast<float>(alpha), A, lda, B, ldb, static_cast<float>(beta),
-                        C, ldc);
+    sgemm_threaded(ta, tb, M, N, K, static_cast<float>(alpha), A, lda, B, ldb, static_cast<float>(beta), C,
+                   ldc);
   } else {
     kernels::ref::gemm<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }

@@ -255,7 +255,7 @@ StepResult Trainer::step(const std::function<Tensor(const StepContext&)>& loss_f
   r.step = state_.step + 1;
   r.lr = schedule_.lr(r.step);
   opt_.set_lr(r.lr);
-  opt_.zero_grad();
+  opt_.zero_grad(/*set_to_none=*/true);  // the backward's fresh gradients become the .grad
   const int64_t k = options_.accumulation_steps;
   double loss_sum = 0;
   for (int64_t micro = 0; micro < k; ++micro) {
@@ -277,7 +277,7 @@ StepResult Trainer::step(const std::function<Tensor(const StepContext&)>& loss_f
     r.skipped = true;
     r.grad_norm = grad_norm(opt_.params());
     ++state_.skipped_steps;
-    opt_.zero_grad();
+    opt_.zero_grad(/*set_to_none=*/true);
     return r;
   }
   r.grad_norm =

@@ -75,10 +75,14 @@ Optimizer::Optimizer(NamedParams params) : params_(std::move(params)) {
   }
 }
 
-void Optimizer::zero_grad() {
+void Optimizer::zero_grad(bool set_to_none) {
   for (auto& [name, p] : params_) {
     Tensor q = p;
-    q.zero_grad();
+    if (set_to_none) {
+      q.set_grad(Tensor());
+    } else {
+      q.zero_grad();
+    }
   }
 }
 

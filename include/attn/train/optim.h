@@ -40,8 +40,11 @@ class Optimizer {
 
   // One update from the current .grad of every parameter; increments step().
   virtual void step() = 0;
-  // zero_grad() on every parameter (grad buffers are kept).
-  void zero_grad();
+  // zero_grad() on every parameter (grad buffers are kept). With set_to_none
+  // the gradients are cleared instead (torch's default): the next backward
+  // then hands its fresh gradient tensors over as the .grad without a zero fill
+  // or an add, and step() skips a parameter that got no gradient.
+  void zero_grad(bool set_to_none = false);
 
   double lr() const { return lr_; }
   void set_lr(double lr);

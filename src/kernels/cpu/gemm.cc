@@ -7,17 +7,31 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
+
+#include "core/parallel_internal.h"
 
 #include "kernels/cpu/gemm_bf16.h"
 
 namespace attn::kernels::cpu {
 namespace {
 
-// OpenBLAS keeps a process-wide thread count; set it only when attn's changed.
+// OpenBLAS keeps a process-wide thread count; set it only when it changes. Inside
+// attn's parallel_for (src/ops/gemm_threads.cc splits a product over the pool)
+// every call is single-threaded: attn's threads already fill the cores, and
+// OpenBLAS's workers, once woken, poll for ~0.1 s against them.
 void sync_threads() {
+  // `current` changes only after OpenBLAS has the new count, so no thread can call
+  // into OpenBLAS believing the count is set while another is still setting it.
   static std::atomic<int> current{-1};
-  const int n = attn::num_threads();
-  if (current.exchange(n) != n) openblas_set_num_threads(n);
+  static std::mutex mu;
+  const int n = attn::core::in_parallel_region() ? 1 : attn::num_threads();
+  if (current.load() == n) return;
+  std::lock_guard<std::mutex> lk(mu);
+  if (current.load() != n) {
+    openblas_set_num_threads(n);
+    current.store(n);
+  }
 }
 
 }  // namespace

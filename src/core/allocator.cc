@@ -1,0 +1,125 @@
+// The caching allocator behind tensor storage (src/core/allocator.h).
+#include "core/allocator.h"
+
+#include <attn/core/error.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace attn::core {
+namespace {
+
+void* system_allocate(std::size_t bytes) {
+  const std::size_t a = CachingAllocator::kAlignment;
+  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + a - 1) / a * a;
+  void* p = std::aligned_alloc(a, rounded);
+  ATTN_CHECK(p != nullptr, "tensor: could not allocate ", bytes, " bytes");
+  return p;
+}
+
+int floor_log2(std::size_t x) { return 63 - __builtin_clzll(static_cast<unsigned long long>(x)); }
+
+}  // namespace
+
+AllocatorMode allocator_mode_from(const char* value, AllocatorMode fallback) {
+  if (value == nullptr || *value == '\0') return fallback;
+  const std::string v = value;
+  if (v == "caching") return AllocatorMode::caching;
+  if (v == "system") return AllocatorMode::system;
+  throw Error("ATTN_ALLOCATOR: expected 'caching' or 'system'; got '" + v + "'");
+}
+
+std::size_t CachingAllocator::class_bytes(std::size_t bytes) {
+  if (bytes < kMinCachedBytes) return bytes;
+  const std::size_t step = (std::size_t{1} << floor_log2(bytes)) / kSubClasses;
+  return (bytes + step - 1) / step * step;
+}
+
+int CachingAllocator::class_index(std::size_t bytes) {
+  const int e = floor_log2(bytes);
+  const std::size_t step = (std::size_t{1} << e) / kSubClasses;
+  const std::size_t units = (bytes + step - 1) / step;  // in [8, 16]
+  return e * kSubClasses + static_cast<int>(units) - kSubClasses;
+}
+
+CachingAllocator::CachingAllocator(AllocatorMode mode, std::size_t limit_bytes)
+    : mode_(mode), limit_(limit_bytes), free_(kClasses + 1) {}
+
+CachingAllocator::~CachingAllocator() { release_cached(); }
+
+void* CachingAllocator::allocate(std::size_t bytes) {
+  if (mode_ == AllocatorMode::system || bytes < kMinCachedBytes) return system_allocate(bytes);
+  const int c = class_index(bytes);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<void*>& list = free_[c];
+    if (!list.empty()) {
+      void* p = list.back();
+      list.pop_back();
+      stats_.cached_bytes -= class_bytes(bytes);
+      ++stats_.hits;
+      return p;
+    }
+    ++stats_.misses;
+  }
+  return system_allocate(class_bytes(bytes));
+}
+
+void CachingAllocator::deallocate(void* p, std::size_t bytes) {
+  if (p == nullptr) return;
+  if (mode_ == AllocatorMode::system || bytes < kMinCachedBytes) {
+    std::free(p);
+    return;
+  }
+  const std::size_t cb = class_bytes(bytes);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stats_.cached_bytes + cb <= limit_) {
+      free_[class_index(bytes)].push_back(p);
+      stats_.cached_bytes += cb;
+      return;
+    }
+    ++stats_.released;
+  }
+  std::free(p);
+}
+
+void CachingAllocator::release_cached() {
+  std::vector<std::vector<void*>> lists(kClasses + 1);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    lists.swap(free_);
+    stats_.cached_bytes = 0;
+  }
+  for (auto& list : lists)
+    for (void* p : list) std::free(p);
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stats_;
+}
+
+CachingAllocator& storage_allocator() {
+  static CachingAllocator* const a = [] {
+#if defined(__SANITIZE_ADDRESS__)
+    const AllocatorMode fallback = AllocatorMode::system;  // let ASan see every block
+#else
+    const AllocatorMode fallback = AllocatorMode::caching;
+#endif
+    const AllocatorMode mode = allocator_mode_from(std::getenv("ATTN_ALLOCATOR"), fallback);
+    std::size_t limit_mb = 2048;
+    if (const char* e = std::getenv("ATTN_ALLOCATOR_CACHE_MB"); e != nullptr && *e != '\0') {
+      char* end = nullptr;
+      const long long v = std::strtoll(e, &end, 10);
+      ATTN_CHECK(end != e && *end == '\0' && v >= 0,
+                 "ATTN_ALLOCATOR_CACHE_MB: expected a number of MiB >= 0; got '", e, "'");
+      limit_mb = static_cast<std::size_t>(v);
+    }
+    return new CachingAllocator(mode, limit_mb << 20);  // never deleted: see the header
+  }();
+  return *a;
+}
+
+}  // namespace attn::core
