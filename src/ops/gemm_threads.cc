@@ -16,6 +16,7 @@
 #include <string>
 
 #include "core/parallel_internal.h"
+#include "kernels/cpu/gemm.h"
 #include "ops/op_util.h"
 
 namespace attn::ops_detail {
@@ -44,7 +45,8 @@ void sgemm_threaded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
   // and that duplicated packing is the smaller one.
   const bool split_m = M >= N;
   const int64_t along = split_m ? M : N;
-  if (!split_enabled() || T == 1 || core::in_parallel_region() || M * N * K < kMinSplitWork ||
+  // The bf16 kernel (MatmulPrecision::bf16) threads itself and shares its packed B between threads.
+  if (!split_enabled() || T == 1 || kernels::cpu::sgemm_uses_bf16(M, N) || core::in_parallel_region() || M * N * K < kMinSplitWork ||
       along < 2 * kAlign) {
     kernels::cpu::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;

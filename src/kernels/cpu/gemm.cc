@@ -40,6 +40,10 @@ void sync_threads() {
 // register block) would cost more than bf16 saves (measured: M = 8 was 0.6x BLAS).
 constexpr int64_t kBf16MinRows = 16;
 
+bool sgemm_uses_bf16(int64_t M, int64_t N) {
+  return M >= kBf16MinRows && N >= 2 && matmul_precision() == MatmulPrecision::bf16 && bf16_gemm_available();
+}
+
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   ATTN_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm: sizes must be >= 0; got M ", M, ", N ", N, ", K ", K);
@@ -57,7 +61,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   }
   // MatmulPrecision::bf16: products of at least kBf16MinRows rows go to the bf16 kernel (gemm_bf16.h);
   // matrix-vector products stay on sgemv below.
-  if (M >= kBf16MinRows && N >= 2 && matmul_precision() == MatmulPrecision::bf16 && bf16_gemm_available()) {
+  if (sgemm_uses_bf16(M, N)) {
     sgemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }

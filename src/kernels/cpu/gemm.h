@@ -16,6 +16,10 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            const float* B, int64_t ldb,         // B: [K, N] or, transposed, [N, K]
            float beta, float* C, int64_t ldc);  // C: [M, N]
 
+// True when sgemm sends an [M, N] product to the bf16 kernel (MatmulPrecision::bf16 is set, the CPU
+// has AVX512_BF16, M >= 16 and N >= 2). That kernel splits the work over attn's pool itself.
+bool sgemm_uses_bf16(int64_t M, int64_t N);
+
 // Name of the BLAS behind sgemm (for explain and benchmarks).
 const char* blas_name();
 
