@@ -6,7 +6,10 @@
 //   llama_bench [--model FILE] [--prompt-tokens 512] [--gen 128] [--reps 3] [--threads 2]
 //               [--forms default,quantized,f32-on-load]   weight handling, one run each:
 //     default      the library's choice: prompt passes expand each matrix to f32 per pass + sgemm,
-//                  decode steps multiply in Q4_1/Q8_0 block form
+//                  decode steps quantize the activations to 8 bits and multiply with int8 dot products
+//                  (AVX512-VNNI) in one parallel region per token
+//     f32-act      as default, but decode steps keep the activations f32 (no 8-bit quantization,
+//                  one thread dispatch per product instead of one parallel region per token)
 //     quantized    both phases in block form
 //     f32-on-load  every matrix expanded to f32 once at load, both phases sgemm
 #include <attn/core/parallel.h>
@@ -73,8 +76,10 @@ int main(int argc, char** argv) {
       } else if (f == "f32-on-load") {
         o.prefill = o.decode = attn::models::WeightForm::f32;
         o.expand_on_load = true;
+      } else if (f == "f32-act") {
+        o.q8_activations = false;
       } else if (f != "default") {
-        throw attn::Error("--forms: expected default, quantized or f32-on-load, got " + f);
+        throw attn::Error("--forms: expected default, f32-act, quantized or f32-on-load, got " + f);
       }
       o.max_context = P + G + 8;
       const double tl = now();

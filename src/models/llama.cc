@@ -7,12 +7,18 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "kernels/attention_args.h"
+#include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/qdot.h"
 #include "kernels/cpu/qmatmul.h"
 
 namespace attn::models {
@@ -74,7 +80,63 @@ struct Mat {
   QFormat format = QFormat::q4_1;
   const std::byte* blocks = nullptr;  // w: [N, K / 32 blocks]
   std::vector<float> f32;             // w: [N, K] (when expanded)
+  std::vector<std::byte> packed;      // w: [N, qdot_row_bytes] (kernels/cpu/qdot.h), q8_activations
 };
+
+// 8-bit activation rows (kernels/cpu/qdot.h) of up to `rows` rows of K values.
+struct Q8Buf {
+  std::vector<int8_t> q;
+  std::vector<float> d, s, sum;
+  int64_t ldq = 0, ldb = 0;
+  void reserve(int64_t rows, int64_t K) {
+    const int64_t nbp = kernels::q8_padded_blocks(K);
+    if (nbp <= ldb && rows * ldb <= static_cast<int64_t>(d.size())) return;
+    ldb = std::max(ldb, nbp);
+    ldq = ldb * kernels::kQBlock;
+    q.assign(rows * ldq, 0);
+    d.assign(rows * ldb, 0.0f);
+    s.assign(rows * ldb, 0.0f);
+    sum.assign(rows * ldb, 0.0f);
+  }
+  kernels::Q8Rows rows() { return {q.data(), d.data(), s.data(), sum.data(), ldq, ldb}; }
+};
+
+// A barrier for the ranks of one parallel region: spins briefly (phases last microseconds), then
+// yields the core (other processes may need it).
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int n) : n_(n) {}
+  void wait() {
+    const int g = gen_.load(std::memory_order_acquire);
+    if (count_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
+      count_.store(0, std::memory_order_relaxed);
+      gen_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0; gen_.load(std::memory_order_acquire) == g; ++spins) {
+      if (spins < 256)
+        cpu_relax();
+      else
+        std::this_thread::yield();
+    }
+  }
+
+ private:
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  const int n_;
+  std::atomic<int> count_{0}, gen_{0};
+};
+
+// [b, e) of n items for rank r of t, boundaries multiples of `align`.
+std::pair<int64_t, int64_t> split_range(int64_t n, int r, int t, int64_t align) {
+  const int64_t units = (n + align - 1) / align;
+  const int64_t b = std::min(n, units * r / t * align), e = std::min(n, units * (r + 1) / t * align);
+  return {b, e};
+}
 
 struct Layer {
   std::vector<float> attn_norm, ffn_norm;  // [C]
@@ -216,6 +278,9 @@ LlamaTensorCheck check_llama_tensors(const io::GgufFile& f, const LlamaConfig& c
 
 // ---------------------------------------------------------------- model
 
+// Quantized products over at most this many rows use 8-bit activations (LlamaOptions::q8_activations).
+constexpr int64_t kQ8MaxRows = 16;
+
 struct LlamaModel::Impl {
   io::GgufFile file;
   LlamaConfig c;
@@ -245,6 +310,12 @@ struct LlamaModel::Impl {
   std::vector<float> last;                // [C]
   std::vector<float> xq;                  // [L, K] (llama_cpp_rounding)
   std::vector<float> wtmp;                // [N, K] one matrix expanded to f32 for a prompt pass
+  // 8-bit activations (LlamaOptions::q8_activations)
+  bool q8 = false;             // quantized matrices have their repacked copy
+  bool q8_decode = false;      // ... all of them (every layer and the output): steps take decode_step_q8
+  Q8Buf xq8;                   // [M, K] rows of X for matmul()
+  std::vector<Q8Buf> rank_q8;  // per rank of the decode region: [1, max(C, F)]
+  std::vector<std::vector<float>> rank_n;  // per rank: [C] normed row
 
   Impl(io::GgufFile f) : file(std::move(f)) {}
 
@@ -259,6 +330,14 @@ struct LlamaModel::Impl {
       m.quant = true;
       m.format = t.type == GgmlType::Q4_1 ? QFormat::q4_1 : QFormat::q8_0;
       m.blocks = file.view(name).data;
+      if (q8) {
+        const int64_t rb = kernels::qdot_row_bytes(m.format, m.K),
+                      nrow = m.K / kernels::kQBlock * kernels::qformat_block_bytes(m.format);
+        m.packed.resize(m.N * rb);
+        parallel_for(m.N, 256, [&](int64_t b, int64_t e, int) {
+          kernels::qdot_pack(m.format, m.blocks + b * nrow, e - b, m.K, m.packed.data() + b * rb);
+        });
+      }
     }
     if (!m.quant || opt.expand_on_load) {
       Tensor w = file.load(name);
@@ -312,6 +391,27 @@ struct LlamaModel::Impl {
     }
     if (nq == 0) return;
     const std::span<const MatJob> qjobs(qbuf.data(), nq);
+    bool packed = q8 && M <= kQ8MaxRows;
+    for (const MatJob& j : qjobs) packed = packed && !j.w->packed.empty();
+    if (packed) {
+      const int64_t K = qjobs[0].w->K;
+      xq8.reserve(M, K);
+      kernels::cpu::quantize_q8(X, M, K, ldx, xq8.rows());
+      int64_t total = 0;
+      for (const MatJob& j : qjobs) total += j.w->N;
+      const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, K * M)) / 16 * 16;
+      parallel_for(total, grain, [&](int64_t b, int64_t e, int) {
+        int64_t base = 0;
+        for (const MatJob& j : qjobs) {
+          const int64_t lo = std::max(b, base), hi = std::min(e, base + j.w->N);
+          if (lo < hi)
+            kernels::cpu::qdot_rows(j.w->format, j.w->packed.data(), lo - base, hi - base, K, xq8.rows(), M,
+                                    j.y, j.ldy, false);
+          base += j.w->N;
+        }
+      });
+      return;
+    }
     if (opt.llama_cpp_rounding) {
       xq.resize(M * qjobs[0].w->K);
       for (int64_t i = 0; i < M; ++i)
@@ -387,6 +487,129 @@ struct LlamaModel::Impl {
     }
   }
 
+  // x[0, :] = the embedding row of `id`.
+  void embed_row(int32_t id, float* out) const {
+    const int64_t C = c.dim;
+    if (!embed.f32.empty() && embed_type != GgmlType::Q8_0 && embed_type != GgmlType::Q4_1)
+      std::copy_n(embed.f32.data() + id * C, C, out);
+    else
+      io::dequantize(embed_type, embed_data + id * embed_row_bytes, C, out);
+  }
+
+  // One decode step with 8-bit activations, the whole token in ONE parallel region: each rank runs
+  // every phase on its share (rows of a matrix, heads of the attention) and meets the others at a
+  // barrier where the next phase needs their results (6 per layer). The norms and the activation
+  // quantizations are computed by every rank for itself (a few hundred ns), which saves barriers.
+  // Residual adds are fused into the products (y += W·a). No allocation once the scratch exists.
+  void decode_step_q8(int32_t id) {
+    const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
+    const int64_t group = H / Hkv, Lk = pos + 1;
+    embed_row(id, x.data());
+    rope_tables(pos, 1);
+    logits.resize(c.vocab);
+    const int T = num_threads();
+    if (static_cast<int>(rank_q8.size()) < T) {
+      rank_q8.resize(T);
+      rank_n.resize(T);
+    }
+    for (int r = 0; r < T; ++r) {
+      rank_q8[r].reserve(1, std::max(C, F));
+      rank_n[r].resize(C);
+    }
+    const bool vnni = kernels::cpu::qdot_vnni_active();
+    auto dot = [vnni](const Mat& w, int64_t n0, int64_t n1, Q8Buf& a, float* y, bool acc) {
+      if (n0 >= n1) return;
+      if (vnni)
+        kernels::cpu::detail::qdot_rows_vnni(w.format, w.packed.data(), n0, n1, w.K, a.rows(), 1, y, w.N,
+                                             acc);
+      else
+        kernels::cpu::detail::qdot_rows_scalar(w.format, w.packed.data(), n0, n1, w.K, a.rows(), 1, y, w.N,
+                                               acc);
+    };
+    auto quantize = [](const float* v, int64_t K, Q8Buf& a) {
+      kernels::cpu::quantize_q8(v, 1, K, K, a.rows());
+    };
+    float* qp = q.data<float>();
+    float* ap = att.data<float>();
+    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    SpinBarrier bar(T);
+    parallel_for(T, 1, [&](int64_t rank, int64_t, int) {
+      const int r = static_cast<int>(rank);
+      Q8Buf& a = rank_q8[r];
+      float* nr = rank_n[r].data();
+      for (int64_t l = 0; l < c.layers; ++l) {
+        const Layer& ly = layers[l];
+        rms_norm(x.data(), ly.attn_norm, nr, 1);
+        quantize(nr, C, a);
+        {  // q, k, v: the rows of the three matrices as one range
+          const auto [b, e] = split_range(C + 2 * kv, r, T, 16);
+          dot(ly.wq, std::min(b, C), std::min(e, C), a, qp, false);
+          dot(ly.wk, std::clamp(b - C, int64_t{0}, kv), std::clamp(e - C, int64_t{0}, kv), a, kbuf.data(),
+              false);
+          dot(ly.wv, std::clamp(b - C - kv, int64_t{0}, kv), std::clamp(e - C - kv, int64_t{0}, kv), a,
+              vbuf.data(), false);
+        }
+        bar.wait();
+        float* kc = kcache[l].data<float>();
+        float* vc = vcache[l].data<float>();
+        for (int64_t g = r; g < Hkv; g += T) {  // RoPE, the KV cache appended in place
+          rope(kbuf.data() + g * D, 1, 1);
+          std::memcpy(kc + (g * cap + pos) * D, kbuf.data() + g * D, D * sizeof(float));
+          std::memcpy(vc + (g * cap + pos) * D, vbuf.data() + g * D, D * sizeof(float));
+          for (int64_t h = g * group; h < (g + 1) * group; ++h) rope(qp + h * D, 1, 1);
+        }
+        bar.wait();
+        const auto [h0, h1] = split_range(H, r, T, 1);
+        for (int64_t h = h0; h < h1; ++h) {
+          kernels::AttnArgs<float> aa;
+          aa.B = aa.H = aa.Hkv = aa.Lq = 1;
+          aa.Lk = Lk;
+          aa.D = D;
+          aa.q = qp + h * D;                  // [1, 1, 1, D]
+          aa.k = kc + (h / group) * cap * D;  // [1, 1, Lk, D]
+          aa.v = vc + (h / group) * cap * D;  // [1, 1, Lk, D]
+          aa.sq = {D, D, D, 1};
+          aa.sk = aa.sv = {cap * D, cap * D, D, 1};
+          aa.scale = scale;
+          aa.mask.Lq = 1;
+          aa.mask.Lk = Lk;
+          float lse = 0;
+          kernels::AttnOut<float> ao;
+          ao.out = ap + h * D;  // [1, 1, 1, D]
+          ao.lse = &lse;
+          kernels::cpu::attention_forward(aa, ao);
+        }
+        bar.wait();
+        quantize(ap, C, a);
+        {
+          const auto [b, e] = split_range(C, r, T, 16);
+          dot(ly.wo, b, e, a, x.data(), true);  // x += Wo · att
+        }
+        bar.wait();
+        rms_norm(x.data(), ly.ffn_norm, nr, 1);
+        quantize(nr, C, a);
+        {
+          const auto [b, e] = split_range(F, r, T, 16);
+          dot(ly.gate, b, e, a, g.data(), false);
+          dot(ly.up, b, e, a, u.data(), false);
+          for (int64_t k = b; k < e; ++k) g[k] = g[k] / (1.0f + std::exp(-g[k])) * u[k];
+        }
+        bar.wait();
+        quantize(g.data(), F, a);
+        {
+          const auto [b, e] = split_range(C, r, T, 16);
+          dot(ly.down, b, e, a, x.data(), true);  // x += Wdown · (silu(gate) ⊙ up)
+        }
+        bar.wait();
+      }
+      rms_norm(x.data(), output_norm, nr, 1);
+      quantize(nr, C, a);
+      const auto [b, e] = split_range(c.vocab, r, T, 16);
+      dot(out_mat(), b, e, a, logits.data(), false);
+    });
+    pos += 1;
+  }
+
   // The forward pass over ids at positions pos .. pos+L−1; leaves logits of the last one.
   // capture: when non-null, receives each layer's probabilities [H, L, L] (needs pos == 0).
   void forward(std::span<const int32_t> ids, std::vector<std::vector<float>>* capture) {
@@ -401,6 +624,10 @@ struct LlamaModel::Impl {
     grow(L);
     const WeightForm form =
         L == 1 ? opt.decode : (L >= opt.prefill_f32_min_tokens ? opt.prefill : WeightForm::quantized);
+    if (L == 1 && !capture && q8_decode && form == WeightForm::quantized) {
+      decode_step_q8(ids[0]);
+      return;
+    }
     const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
 
     for (int64_t i = 0; i < L; ++i) {
@@ -478,6 +705,7 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
   m.opt = options;
   ATTN_CHECK(options.max_context >= 0, "llama: max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
+  m.q8 = options.q8_activations && !options.llama_cpp_rounding;
   const LlamaTensorCheck chk = check_llama_tensors(m.file, m.c);
   ATTN_CHECK(chk.ok() && chk.unexpected.empty(), "llama: ", path, ": tensors do not match the config (",
              m.c.layers, " layers, dim ", m.c.dim, ", ffn ", m.c.ffn, ", heads ", m.c.heads, "/",
@@ -506,6 +734,10 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
     m.load_mat(ly.up, p + "ffn_up.weight");
     m.load_mat(ly.down, p + "ffn_down.weight");
   }
+  m.q8_decode = m.q8 && !m.out_mat().packed.empty();
+  for (const Layer& ly : m.layers)
+    for (const Mat* w : {&ly.wq, &ly.wk, &ly.wv, &ly.wo, &ly.gate, &ly.up, &ly.down})
+      m.q8_decode = m.q8_decode && !w->packed.empty();
   return LlamaModel(std::move(impl));
 }
 
