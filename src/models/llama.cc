@@ -14,8 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "kernels/attention_args.h"
-#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/qdot.h"
@@ -315,7 +314,8 @@ struct LlamaModel::Impl {
   bool q8_decode = false;      // ... all of them (every layer and the output): steps take decode_step_q8
   Q8Buf xq8;                   // [M, K] rows of X for matmul()
   std::vector<Q8Buf> rank_q8;  // per rank of the decode region: [1, max(C, F)]
-  std::vector<std::vector<float>> rank_n;  // per rank: [C] normed row
+  std::vector<std::vector<float>> rank_n;       // per rank: [C] normed row
+  std::vector<std::vector<float>> rank_scores;  // per rank: [H / Hkv, cap] attention scores
 
   Impl(io::GgufFile f) : file(std::move(f)) {}
 
@@ -498,7 +498,7 @@ struct LlamaModel::Impl {
 
   // One decode step with 8-bit activations, the whole token in ONE parallel region: each rank runs
   // every phase on its share (rows of a matrix, heads of the attention) and meets the others at a
-  // barrier where the next phase needs their results (6 per layer). The norms and the activation
+  // barrier where the next phase needs their results (5 per layer). The norms and the activation
   // quantizations are computed by every rank for itself (a few hundred ns), which saves barriers.
   // Residual adds are fused into the products (y += W·a). No allocation once the scratch exists.
   void decode_step_q8(int32_t id) {
@@ -511,10 +511,12 @@ struct LlamaModel::Impl {
     if (static_cast<int>(rank_q8.size()) < T) {
       rank_q8.resize(T);
       rank_n.resize(T);
+      rank_scores.resize(T);
     }
     for (int r = 0; r < T; ++r) {
       rank_q8[r].reserve(1, std::max(C, F));
       rank_n[r].resize(C);
+      rank_scores[r].resize(group * cap);
     }
     const bool vnni = kernels::cpu::qdot_vnni_active();
     auto dot = [vnni](const Mat& w, int64_t n0, int64_t n1, Q8Buf& a, float* y, bool acc) {
@@ -531,7 +533,7 @@ struct LlamaModel::Impl {
     };
     float* qp = q.data<float>();
     float* ap = att.data<float>();
-    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     SpinBarrier bar(T);
     parallel_for(T, 1, [&](int64_t rank, int64_t, int) {
       const int r = static_cast<int>(rank);
@@ -552,32 +554,15 @@ struct LlamaModel::Impl {
         bar.wait();
         float* kc = kcache[l].data<float>();
         float* vc = vcache[l].data<float>();
-        for (int64_t g = r; g < Hkv; g += T) {  // RoPE, the KV cache appended in place
-          rope(kbuf.data() + g * D, 1, 1);
-          std::memcpy(kc + (g * cap + pos) * D, kbuf.data() + g * D, D * sizeof(float));
-          std::memcpy(vc + (g * cap + pos) * D, vbuf.data() + g * D, D * sizeof(float));
-          for (int64_t h = g * group; h < (g + 1) * group; ++h) rope(qp + h * D, 1, 1);
-        }
-        bar.wait();
-        const auto [h0, h1] = split_range(H, r, T, 1);
-        for (int64_t h = h0; h < h1; ++h) {
-          kernels::AttnArgs<float> aa;
-          aa.B = aa.H = aa.Hkv = aa.Lq = 1;
-          aa.Lk = Lk;
-          aa.D = D;
-          aa.q = qp + h * D;                  // [1, 1, 1, D]
-          aa.k = kc + (h / group) * cap * D;  // [1, 1, Lk, D]
-          aa.v = vc + (h / group) * cap * D;  // [1, 1, Lk, D]
-          aa.sq = {D, D, D, 1};
-          aa.sk = aa.sv = {cap * D, cap * D, D, 1};
-          aa.scale = scale;
-          aa.mask.Lq = 1;
-          aa.mask.Lk = Lk;
-          float lse = 0;
-          kernels::AttnOut<float> ao;
-          ao.out = ap + h * D;  // [1, 1, 1, D]
-          ao.lse = &lse;
-          kernels::cpu::attention_forward(aa, ao);
+        // Per KV head (whole groups per rank: no barrier between the cache append and its readers):
+        // RoPE, the KV cache appended in place, then the group's query heads over the cache.
+        for (int64_t kh = r; kh < Hkv; kh += T) {
+          rope(kbuf.data() + kh * D, 1, 1);
+          std::memcpy(kc + (kh * cap + pos) * D, kbuf.data() + kh * D, D * sizeof(float));
+          std::memcpy(vc + (kh * cap + pos) * D, vbuf.data() + kh * D, D * sizeof(float));
+          rope(qp + kh * group * D, 1, group);
+          kernels::cpu::decode_attention(qp + kh * group * D, group, kc + kh * cap * D, vc + kh * cap * D, D,
+                                         Lk, D, scale, rank_scores[r].data(), ap + kh * group * D);
         }
         bar.wait();
         quantize(ap, C, a);

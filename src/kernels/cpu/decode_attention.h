@@ -1,0 +1,35 @@
+// Attention of one new token over a KV cache (a decode step), for the G query heads that share one
+// key/value head (grouped-query attention):
+//
+//   out[g, :] = Σ_j p[g, j] · v[j, :],   p[g, :] = softmax_j(scale · q[g, :] · k[j, :]),  j < Lk
+//
+// Two passes over the keys (scores and their maximum, then exp and P·V), the scores kept in a caller's
+// scratch, so a step allocates nothing. Every query head of the group reads the same cached rows while
+// they are in L1/L2. Used by the Llama decoder's decode step (src/models/llama.cc), which calls it from
+// inside its own parallel region (single-threaded here).
+#pragma once
+
+#include <cstdint>
+
+namespace attn::kernels {
+
+namespace ref {
+// The oracle, in double. Same arguments as cpu::decode_attention (scratch unused).
+void decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk, int64_t Lk,
+                      int64_t D, float scale, float* out);
+}  // namespace ref
+
+namespace cpu {
+// q: [G, D] contiguous; k, v: [Lk, D] with row stride ldk (>= D); scratch: [G, Lk]; out: [G, D]
+// contiguous. Lk >= 1. AVX-512 when active and D % 16 == 0, else a portable loop.
+void decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk, int64_t Lk,
+                      int64_t D, float scale, float* scratch, float* out);
+
+namespace detail {
+void decode_attention_scalar(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,
+                             int64_t Lk, int64_t D, float scale, float* scratch, float* out);
+void decode_attention_avx512(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,
+                             int64_t Lk, int64_t D, float scale, float* scratch, float* out);
+}  // namespace detail
+}  // namespace cpu
+}  // namespace attn::kernels
