@@ -1,5 +1,6 @@
-// Decode-step attention, AVX-512 (D a multiple of 16, at most 256): q·k with D/16 FMAs and one
-// horizontal sum per key, the exponentials 16 keys at a time, P·V with the output row in registers.
+// Decode-step attention, AVX-512 (D a multiple of 16, at most 256): q·k with D/16 FMAs per key and the
+// horizontal sums of 16 keys in one tree, the exponentials 16 keys at a time, P·V with the output row
+// in registers.
 // GCC 12 reports the intrinsics' deliberately undefined pass-through operands as maybe-uninitialized.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -13,6 +14,28 @@
 namespace attn::kernels::cpu::detail {
 namespace {
 
+// Four vectors a, b, c, d → one whose 128-bit block L holds (Σ a[L], Σ b[L], Σ c[L], Σ d[L]), each sum
+// over the four floats of block L.
+inline __m512 sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  return _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+// The horizontal sums of 16 vectors as one vector: lane i = Σ a[i] (a transpose-and-add tree, 37
+// shuffles and adds instead of 16 separate reductions).
+inline __m512 sum16(const __m512* a) {
+  const __m512 w0 = sum4(a[0], a[1], a[2], a[3]), w1 = sum4(a[4], a[5], a[6], a[7]);
+  const __m512 w2 = sum4(a[8], a[9], a[10], a[11]), w3 = sum4(a[12], a[13], a[14], a[15]);
+  const __m512 y01 = _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 y23 = _mm512_add_ps(_mm512_shuffle_f32x4(w2, w3, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(w2, w3, _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(y01, y23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 template <int ND>  // D / 16
 void group(const float* q, int64_t G, const float* k, const float* v, int64_t ldk, int64_t Lk, float scale,
            float* scratch, float* out) {
@@ -23,19 +46,14 @@ void group(const float* q, int64_t G, const float* k, const float* v, int64_t ld
       qv[c] = _mm512_mul_ps(_mm512_loadu_ps(q + g * ND * 16 + c * 16), _mm512_set1_ps(scale));
     __m512 mx = _mm512_set1_ps(-INFINITY);
     int64_t j = 0;
-    for (; j + 4 <= Lk; j += 4) {  // four keys at a time: independent FMA chains
-      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      const float* kj = k + j * ldk;
-      for (int c = 0; c < ND; ++c) {
-        a0 = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kj + c * 16), a0);
-        a1 = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kj + ldk + c * 16), a1);
-        a2 = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kj + 2 * ldk + c * 16), a2);
-        a3 = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kj + 3 * ldk + c * 16), a3);
+    for (; j + 16 <= Lk; j += 16) {  // 16 keys: 16 independent FMA chains, one reduction tree
+      __m512 a[16];
+      for (int i = 0; i < 16; ++i) {
+        const float* ki = k + (j + i) * ldk;
+        a[i] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(ki));
+        for (int c = 1; c < ND; ++c) a[i] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(ki + c * 16), a[i]);
       }
-      s[j] = _mm512_reduce_add_ps(a0);
-      s[j + 1] = _mm512_reduce_add_ps(a1);
-      s[j + 2] = _mm512_reduce_add_ps(a2);
-      s[j + 3] = _mm512_reduce_add_ps(a3);
+      _mm512_storeu_ps(s + j, sum16(a));
     }
     for (; j < Lk; ++j) {
       __m512 a = _mm512_setzero_ps();
@@ -55,14 +73,22 @@ void group(const float* q, int64_t G, const float* k, const float* v, int64_t ld
       _mm512_mask_storeu_ps(s + j, m, e);
       sum = _mm512_add_ps(sum, e);
     }
-    __m512 o[ND];
-    for (int c = 0; c < ND; ++c) o[c] = _mm512_setzero_ps();
-    for (j = 0; j < Lk; ++j) {
+    __m512 o[ND], o2[ND];  // two sets of accumulators: twice the independent FMA chains
+    for (int c = 0; c < ND; ++c) o[c] = o2[c] = _mm512_setzero_ps();
+    for (j = 0; j + 2 <= Lk; j += 2) {
+      const __m512 p = _mm512_set1_ps(s[j]), p2 = _mm512_set1_ps(s[j + 1]);
+      for (int c = 0; c < ND; ++c) {
+        o[c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + j * ldk + c * 16), o[c]);
+        o2[c] = _mm512_fmadd_ps(p2, _mm512_loadu_ps(v + (j + 1) * ldk + c * 16), o2[c]);
+      }
+    }
+    if (j < Lk) {
       const __m512 p = _mm512_set1_ps(s[j]);
       for (int c = 0; c < ND; ++c) o[c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + j * ldk + c * 16), o[c]);
     }
     const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-    for (int c = 0; c < ND; ++c) _mm512_storeu_ps(out + g * ND * 16 + c * 16, _mm512_mul_ps(o[c], inv));
+    for (int c = 0; c < ND; ++c)
+      _mm512_storeu_ps(out + g * ND * 16 + c * 16, _mm512_mul_ps(_mm512_add_ps(o[c], o2[c]), inv));
   }
 }
 
