@@ -1,7 +1,8 @@
 // Int8-activation dot products, AVX-512: the activation quantization (F/BW) and the VNNI products.
-// GCC 12 reports the intrinsics' deliberately undefined pass-through operands as maybe-uninitialized.
+// GCC 12 reports the intrinsics' deliberately undefined pass-through operands as (maybe-)uninitialized.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
