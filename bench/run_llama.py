@@ -29,7 +29,9 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--forms", default="default", help="attn weight forms: default,quantized,f32-on-load")
+    ap.add_argument("--forms", default="default,f32-act",
+                    help="attn weight forms: default,f32-act,quantized,f32-on-load (f32-act: decode without 8-bit "
+                    "activations, the path before the int8 kernels)")
     a = ap.parse_args()
     common = ["--threads", str(a.threads), "--prompt-tokens", str(a.prompt_tokens), "--gen", str(a.gen),
               "--reps", str(a.reps)]
