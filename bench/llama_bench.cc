@@ -10,6 +10,7 @@
 //                  (AVX512-VNNI) in one parallel region per token
 //     f32-act      as default, but decode steps keep the activations f32 (no 8-bit quantization,
 //                  one thread dispatch per product instead of one parallel region per token)
+//     kv-f32       as default, but decode steps read the f32 KV cache instead of its f16 copy
 //     quantized    both phases in block form
 //     f32-on-load  every matrix expanded to f32 once at load, both phases sgemm
 #include <attn/core/parallel.h>
@@ -87,8 +88,10 @@ int main(int argc, char** argv) {
         o.expand_on_load = true;
       } else if (f == "f32-act") {
         o.q8_activations = false;
+      } else if (f == "kv-f32") {
+        o.decode_kv_f16 = false;
       } else if (f != "default") {
-        throw attn::Error("--forms: expected default, f32-act, quantized or f32-on-load, got " + f);
+        throw attn::Error("--forms: expected default, f32-act, kv-f32, quantized or f32-on-load, got " + f);
       }
       o.max_context = P + G + 8;
       const double tl = now();

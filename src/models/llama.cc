@@ -297,6 +297,9 @@ struct LlamaModel::Impl {
 
   // KV cache per layer: [Hkv, cap, D]
   std::vector<Tensor> kcache, vcache;
+  // With the 8-bit decode path also an f16 copy (llama.cpp's cache type; what decode steps read: half
+  // the bytes of the f32 cache, which prompt passes keep using): per layer [Hkv, cap, D] half bits.
+  std::vector<std::unique_ptr<uint16_t[]>> kcache16, vcache16;
   int64_t pos = 0;
 
   // Scratch, grown to the longest pass so far (no allocation per decode step).
@@ -484,6 +487,10 @@ struct LlamaModel::Impl {
     for (int64_t l = 0; l < c.layers; ++l) {
       kcache.push_back(Tensor::empty({c.kv_heads, cap, c.head_dim}));
       vcache.push_back(Tensor::empty({c.kv_heads, cap, c.head_dim}));
+      if (q8_decode && opt.decode_kv_f16) {  // not value-initialized: pages are touched as the sequence grows
+        kcache16.emplace_back(new uint16_t[c.kv_heads * cap * c.head_dim]);
+        vcache16.emplace_back(new uint16_t[c.kv_heads * cap * c.head_dim]);
+      }
     }
   }
 
@@ -554,15 +561,27 @@ struct LlamaModel::Impl {
         bar.wait();
         float* kc = kcache[l].data<float>();
         float* vc = vcache[l].data<float>();
+        const bool f16 = !kcache16.empty();
+        uint16_t* kc16 = f16 ? kcache16[l].get() : nullptr;
+        uint16_t* vc16 = f16 ? vcache16[l].get() : nullptr;
         // Per KV head (whole groups per rank: no barrier between the cache append and its readers):
-        // RoPE, the KV cache appended in place, then the group's query heads over the cache.
+        // RoPE, the KV caches (f32 and f16) appended in place, then the group's query heads over the
+        // f16 cache.
         for (int64_t kh = r; kh < Hkv; kh += T) {
           rope(kbuf.data() + kh * D, 1, 1);
           std::memcpy(kc + (kh * cap + pos) * D, kbuf.data() + kh * D, D * sizeof(float));
           std::memcpy(vc + (kh * cap + pos) * D, vbuf.data() + kh * D, D * sizeof(float));
           rope(qp + kh * group * D, 1, group);
-          kernels::cpu::decode_attention(qp + kh * group * D, group, kc + kh * cap * D, vc + kh * cap * D, D,
-                                         Lk, D, scale, rank_scores[r].data(), ap + kh * group * D);
+          if (!f16) {
+            kernels::cpu::decode_attention(qp + kh * group * D, group, kc + kh * cap * D, vc + kh * cap * D,
+                                           D, Lk, D, scale, rank_scores[r].data(), ap + kh * group * D);
+            continue;
+          }
+          kernels::cpu::f32_to_f16(kbuf.data() + kh * D, D, kc16 + (kh * cap + pos) * D);
+          kernels::cpu::f32_to_f16(vbuf.data() + kh * D, D, vc16 + (kh * cap + pos) * D);
+          kernels::cpu::decode_attention_f16(qp + kh * group * D, group, kc16 + kh * cap * D,
+                                             vc16 + kh * cap * D, D, Lk, D, scale, rank_scores[r].data(),
+                                             ap + kh * group * D);
         }
         bar.wait();
         quantize(ap, C, a);
@@ -643,6 +662,12 @@ struct LlamaModel::Impl {
         for (int64_t h = 0; h < Hkv; ++h) {
           std::memcpy(kc + (h * cap + pos + i) * D, kbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
           std::memcpy(vc + (h * cap + pos + i) * D, vbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
+          if (!kcache16.empty()) {
+            kernels::cpu::f32_to_f16(kbuf.data() + (i * Hkv + h) * D, D,
+                                     kcache16[l].get() + (h * cap + pos + i) * D);
+            kernels::cpu::f32_to_f16(vbuf.data() + (i * Hkv + h) * D, D,
+                                     vcache16[l].get() + (h * cap + pos + i) * D);
+          }
         }
       const int64_t Lk = pos + L;
       Tensor qv = q.slice(0, 0, L).unsqueeze(0).permute({0, 2, 1, 3});  // [1, H, L, D]

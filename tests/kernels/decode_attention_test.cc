@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
+#include "kernels/cpu/qdot.h"
 #include "kernels/isa_test_util.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
@@ -56,10 +58,60 @@ TEST_P(DecodeAttention, MatchesDoubleReference) {
   EXPECT_ALL_CLOSE(out, ref, testing::tol::kFusedForward);
 }
 
+// The f16 cache: the same against the reference computed from the f16-rounded keys and values.
+TEST_P(DecodeAttention, F16CacheMatchesDoubleReference) {
+  const auto& [c, isa] = GetParam();
+  kernels::cpu::force_isa(isa);
+  const int64_t ldk = c.D + c.ldk_pad;
+  const Tensor q = testing::random_uniform({c.G, c.D}, 1, -c.qscale, c.qscale);
+  const Tensor k = testing::random_uniform({c.Lk, ldk}, 2);
+  const Tensor v = testing::random_uniform({c.Lk, ldk}, 3);
+  std::vector<uint16_t> k16(c.Lk * ldk), v16(c.Lk * ldk);
+  kernels::cpu::f32_to_f16(k.data<float>(), c.Lk * ldk, k16.data());
+  kernels::cpu::f32_to_f16(v.data<float>(), c.Lk * ldk, v16.data());
+  std::vector<float> kr(c.Lk * ldk), vr(c.Lk * ldk);
+  for (int64_t i = 0; i < c.Lk * ldk; ++i) {
+    kr[i] = kernels::f16_bits_to_float(k16[i]);
+    vr[i] = kernels::f16_bits_to_float(v16[i]);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  Tensor out = Tensor::full({c.G, c.D}, 777.0);
+  Tensor ref = Tensor::zeros({c.G, c.D});
+  std::vector<float> scratch(c.G * c.Lk, NAN);
+  kernels::cpu::decode_attention_f16(q.data<float>(), c.G, k16.data(), v16.data(), ldk, c.Lk, c.D, scale,
+                                     scratch.data(), out.data<float>());
+  kernels::ref::decode_attention(q.data<float>(), c.G, kr.data(), vr.data(), ldk, c.Lk, c.D, scale,
+                                 ref.data<float>());
+  EXPECT_ALL_CLOSE(out, ref, testing::tol::kFusedForward);
+}
+
 INSTANTIATE_TEST_SUITE_P(Table, DecodeAttention,
                          ::testing::Combine(::testing::ValuesIn(cases()),
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<DaCase>);
+
+// f32 → f16 on every ISA: the nearest half, ties to even, as kernels::round_to_f16 (qdot.h) computes it,
+// over random values of every magnitude and the edge cases (subnormals, the largest half, overflow).
+TEST(F32ToF16, NearestEvenOnEveryIsa) {
+  std::vector<float> x = {
+      0.0f,     -0.0f,       1.0f,     -2.5f,     65504.0f,         65519.0f,
+      65520.0f, -70000.f,    1e-8f,    6.1e-5f,   6.0e-8f,          2.9e-8f,
+      3.0e-8f,  1.0f / 3.0f, INFINITY, -INFINITY, 6.103515625e-05f, 5.960464477539063e-08f};
+  std::mt19937 rng(9);
+  for (int i = 0; i < 3000; ++i) {
+    const float m = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+    x.push_back(std::ldexp(m, static_cast<int>(rng() % 44) - 28));
+  }
+  for (kernels::cpu::Isa isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    std::vector<uint16_t> h(x.size());
+    kernels::cpu::f32_to_f16(x.data(), static_cast<int64_t>(x.size()), h.data());
+    for (std::size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(kernels::f16_bits_to_float(h[i]), kernels::round_to_f16(x[i]))
+          << "x=" << x[i] << " isa " << kernels::cpu::isa_str(isa);
+  }
+  kernels::cpu::force_isa(std::nullopt);
+}
 
 // The same numbers as the general attention op (grouped heads, one query row at the bottom-right).
 TEST(DecodeAttentionOp, MatchesAttentionOp) {

@@ -44,10 +44,11 @@ std::vector<int32_t> ints(const json::Value& v) {
 
 // defaults: 8-bit activations for decode steps and short passes; f32_act: the same with f32 activations
 // (the oracle path); quantized: block-form weights in both phases, f32 activations.
-enum class Variant { defaults, quantized, f32_on_load, llama_cpp_rounding, f32_act };
+// q8_kv32: the 8-bit decode path reading the f32 KV cache.
+enum class Variant { defaults, quantized, f32_on_load, llama_cpp_rounding, f32_act, q8_kv32 };
 
 LlamaModel* smollm(Variant v = Variant::defaults) {
-  static std::unique_ptr<LlamaModel> slots[5];
+  static std::unique_ptr<LlamaModel> slots[6];
   auto& slot = slots[static_cast<int>(v)];
   if (!slot) {
     const auto path = io::find_smollm2_gguf();
@@ -57,6 +58,7 @@ LlamaModel* smollm(Variant v = Variant::defaults) {
     if (v == Variant::quantized || v == Variant::llama_cpp_rounding)
       o.prefill = o.decode = WeightForm::quantized;
     if (v == Variant::quantized || v == Variant::f32_act) o.q8_activations = false;
+    o.decode_kv_f16 = v != Variant::q8_kv32;
     if (v == Variant::f32_on_load) {
       o.prefill = o.decode = WeightForm::f32;
       o.expand_on_load = true;
@@ -258,15 +260,18 @@ TEST(SmolLm2, Q8ActivationDecodeMatchesF32Decode) {
 
 // The decode step's parallel region (rows and heads split over the ranks, barriers between phases) gives
 // the same logits as the per-product path over the pool (a 2-token prompt pass, same kernels and
-// roundings) and the same on 1 and 2 threads.
+// roundings; f32 KV cache, as prompt passes read) on 1, 2 and 3 threads; and with the f16 cache the
+// same logits on 1, 2 and 3 threads (the split never changes a row's arithmetic).
 TEST(SmolLm2, Q8DecodeRegionMatchesPerProductPath) {
-  REQUIRE_SMOLLM();
-  const std::vector<int32_t> ids = model->tokenizer().encode("The quick brown fox");
-  ASSERT_GE(ids.size(), 2u);
+  REQUIRE_SMOLLM(Variant::q8_kv32);
+  LlamaModel* f16 = smollm();
+  const std::vector<int32_t> ids = model->tokenizer().encode("The quick brown fox jumps");
+  ASSERT_GE(ids.size(), 4u);
   const int threads = num_threads();
   model->clear();
   const std::span<const float> a = model->prefill(std::span<const int32_t>(ids.data(), 2));
   const std::vector<float> pass(a.begin(), a.end());
+  std::vector<float> f16_first;
   for (int t : {1, 2, 3}) {
     set_num_threads(t);
     model->clear();
@@ -275,6 +280,16 @@ TEST(SmolLm2, Q8DecodeRegionMatchesPerProductPath) {
     double worst = 0;
     for (std::size_t i = 0; i < pass.size(); ++i) worst = std::max(worst, std::abs(double(pass[i]) - b[i]));
     EXPECT_LT(worst, 1e-4) << t << " threads";
+    f16->clear();
+    std::span<const float> c = f16->prefill(std::span<const int32_t>(ids.data(), 1));
+    for (std::size_t i = 1; i < ids.size(); ++i) c = f16->step(ids[i]);
+    if (f16_first.empty()) {
+      f16_first.assign(c.begin(), c.end());
+      continue;
+    }
+    worst = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::abs(double(f16_first[i]) - c[i]));
+    EXPECT_LT(worst, 1e-5) << t << " threads, f16 cache";
   }
   set_num_threads(threads);
 }

@@ -77,6 +77,9 @@ struct LlamaOptions {
   // its phases. false keeps the activations f32 (the oracle path) and skips the repacked copy of the
   // quantized weights (~0.63 bytes per weight). Ignored with llama_cpp_rounding.
   bool q8_activations = true;
+  // With q8_activations: decode steps read an f16 copy of the KV cache (llama.cpp's cache type, half the
+  // bytes of f32 per step; prompt passes keep the f32 cache). false: they read the f32 cache.
+  bool decode_kv_f16 = true;
   // For parity measurements only: emulate the roundings llama.cpp's CPU backend applies — the
   // activations quantized to 8 bits (ggml's Q8_1 blocks for Q4_1 weights, Q8_0 for Q8_0: per 32
   // values q = round(x·127/max|x|), scale stored as f16) before every quantized product, and Q, K, V

@@ -13,6 +13,9 @@
 
 namespace attn::kernels {
 
+// IEEE binary16 bits → float (exact).
+float f16_bits_to_float(uint16_t h);
+
 namespace ref {
 // The oracle, in double. Same arguments as cpu::decode_attention (scratch unused).
 void decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk, int64_t Lk,
@@ -24,12 +27,22 @@ namespace cpu {
 // contiguous. Lk >= 1. AVX-512 when active and D % 16 == 0, else a portable loop.
 void decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk, int64_t Lk,
                       int64_t D, float scale, float* scratch, float* out);
+// The same over an f16 cache (k, v: IEEE half bits, llama.cpp's KV cache type): half the bytes per step.
+void decode_attention_f16(const float* q, int64_t G, const uint16_t* k, const uint16_t* v, int64_t ldk,
+                          int64_t Lk, int64_t D, float scale, float* scratch, float* out);
+// x rounded to IEEE half (to nearest even) → out: n bits.
+void f32_to_f16(const float* x, int64_t n, uint16_t* out);
 
 namespace detail {
 void decode_attention_scalar(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,
                              int64_t Lk, int64_t D, float scale, float* scratch, float* out);
 void decode_attention_avx512(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,
                              int64_t Lk, int64_t D, float scale, float* scratch, float* out);
+void decode_attention_f16_scalar(const float* q, int64_t G, const uint16_t* k, const uint16_t* v, int64_t ldk,
+                                 int64_t Lk, int64_t D, float scale, float* scratch, float* out);
+void decode_attention_f16_avx512(const float* q, int64_t G, const uint16_t* k, const uint16_t* v, int64_t ldk,
+                                 int64_t Lk, int64_t D, float scale, float* scratch, float* out);
+void f32_to_f16_avx512(const float* x, int64_t n, uint16_t* out);
 }  // namespace detail
 }  // namespace cpu
 }  // namespace attn::kernels

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/vec_avx512.h"
@@ -36,8 +37,14 @@ inline __m512 sum16(const __m512* a) {
                        _mm512_shuffle_f32x4(y01, y23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-template <int ND>  // D / 16
-void group(const float* q, int64_t G, const float* k, const float* v, int64_t ldk, int64_t Lk, float scale,
+// 16 cache values as floats: f32, or IEEE half bits (the f16 cache).
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+template <int ND, typename T>  // D / 16, cache element type
+void group(const float* q, int64_t G, const T* k, const T* v, int64_t ldk, int64_t Lk, float scale,
            float* scratch, float* out) {
   for (int64_t g = 0; g < G; ++g) {
     float* s = scratch + g * Lk;
@@ -49,15 +56,15 @@ void group(const float* q, int64_t G, const float* k, const float* v, int64_t ld
     for (; j + 16 <= Lk; j += 16) {  // 16 keys: 16 independent FMA chains, one reduction tree
       __m512 a[16];
       for (int i = 0; i < 16; ++i) {
-        const float* ki = k + (j + i) * ldk;
-        a[i] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(ki));
-        for (int c = 1; c < ND; ++c) a[i] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(ki + c * 16), a[i]);
+        const T* ki = k + (j + i) * ldk;
+        a[i] = _mm512_mul_ps(qv[0], load16(ki));
+        for (int c = 1; c < ND; ++c) a[i] = _mm512_fmadd_ps(qv[c], load16(ki + c * 16), a[i]);
       }
       _mm512_storeu_ps(s + j, sum16(a));
     }
     for (; j < Lk; ++j) {
       __m512 a = _mm512_setzero_ps();
-      for (int c = 0; c < ND; ++c) a = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + j * ldk + c * 16), a);
+      for (int c = 0; c < ND; ++c) a = _mm512_fmadd_ps(qv[c], load16(k + j * ldk + c * 16), a);
       s[j] = _mm512_reduce_add_ps(a);
     }
     for (j = 0; j < Lk; j += 16) {
@@ -78,13 +85,13 @@ void group(const float* q, int64_t G, const float* k, const float* v, int64_t ld
     for (j = 0; j + 2 <= Lk; j += 2) {
       const __m512 p = _mm512_set1_ps(s[j]), p2 = _mm512_set1_ps(s[j + 1]);
       for (int c = 0; c < ND; ++c) {
-        o[c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + j * ldk + c * 16), o[c]);
-        o2[c] = _mm512_fmadd_ps(p2, _mm512_loadu_ps(v + (j + 1) * ldk + c * 16), o2[c]);
+        o[c] = _mm512_fmadd_ps(p, load16(v + j * ldk + c * 16), o[c]);
+        o2[c] = _mm512_fmadd_ps(p2, load16(v + (j + 1) * ldk + c * 16), o2[c]);
       }
     }
     if (j < Lk) {
       const __m512 p = _mm512_set1_ps(s[j]);
-      for (int c = 0; c < ND; ++c) o[c] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + j * ldk + c * 16), o[c]);
+      for (int c = 0; c < ND; ++c) o[c] = _mm512_fmadd_ps(p, load16(v + j * ldk + c * 16), o[c]);
     }
     const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
     for (int c = 0; c < ND; ++c)
@@ -92,14 +99,13 @@ void group(const float* q, int64_t G, const float* k, const float* v, int64_t ld
   }
 }
 
-}  // namespace
-
-void decode_attention_avx512(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,
-                             int64_t Lk, int64_t D, float scale, float* scratch, float* out) {
+template <typename T>
+void dispatch(const float* q, int64_t G, const T* k, const T* v, int64_t ldk, int64_t Lk, int64_t D,
+              float scale, float* scratch, float* out) {
   switch (D / 16) {
 #define ATTN_DECODE_CASE(n) \
   case n:                   \
-    return group<n>(q, G, k, v, ldk, Lk, scale, scratch, out);
+    return group<n, T>(q, G, k, v, ldk, Lk, scale, scratch, out);
     ATTN_DECODE_CASE(1)
     ATTN_DECODE_CASE(2)
     ATTN_DECODE_CASE(3)
@@ -118,7 +124,33 @@ void decode_attention_avx512(const float* q, int64_t G, const float* k, const fl
     ATTN_DECODE_CASE(16)
 #undef ATTN_DECODE_CASE
     default:
-      return decode_attention_scalar(q, G, k, v, ldk, Lk, D, scale, scratch, out);
+      return;  // the dispatcher only sends D % 16 == 0, D <= 256
+  }
+}
+
+}  // namespace
+
+void decode_attention_avx512(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,
+                             int64_t Lk, int64_t D, float scale, float* scratch, float* out) {
+  dispatch(q, G, k, v, ldk, Lk, D, scale, scratch, out);
+}
+
+void decode_attention_f16_avx512(const float* q, int64_t G, const uint16_t* k, const uint16_t* v, int64_t ldk,
+                                 int64_t Lk, int64_t D, float scale, float* scratch, float* out) {
+  dispatch(q, G, k, v, ldk, Lk, D, scale, scratch, out);
+}
+
+void f32_to_f16_avx512(const float* x, int64_t n, uint16_t* out) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(out + i),
+        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm256_mask_storeu_epi16(
+        out + i, m,
+        _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
 }
 
