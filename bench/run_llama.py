@@ -30,8 +30,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--forms", default="default,f32-act",
-                    help="attn weight forms: default,f32-act,quantized,f32-on-load (f32-act: decode without 8-bit "
-                    "activations, the path before the int8 kernels)")
+                    help="attn weight forms: default,f32-act,kv-f32,quantized,f32-on-load (f32-act: decode "
+                    "without 8-bit activations, the path before the int8 kernels)")
     a = ap.parse_args()
     common = ["--threads", str(a.threads), "--prompt-tokens", str(a.prompt_tokens), "--gen", str(a.gen),
               "--reps", str(a.reps)]
@@ -58,8 +58,8 @@ def main():
         g = statistics.median(x["gen_tok_s"] for x in rs)
         c = statistics.median(x.get("gen_cpu_tok_s", float("nan")) for x in rs)
         print(f"{name:<22}{p:>14.1f}{p / pp:>8.2f}{g:>12.1f}{g / pg:>8.2f}{c:>15.1f}{c / pc:>8.2f}")
-    print("(gen tok/CPU-s: generated tokens per second of process CPU time, all threads; at --threads 1 it is "
-          "robust to other jobs on the machine, at more threads it counts waiting at barriers as work)")
+    print("(gen tok/CPU-s: generated tokens per second of process CPU time, all threads; at --threads 1 "
+          "it is robust to other jobs on the machine, at more threads it counts waiting at barriers as work)")
 
 
 if __name__ == "__main__":
