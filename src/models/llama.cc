@@ -715,7 +715,9 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
   m.opt = options;
   ATTN_CHECK(options.max_context >= 0, "llama: max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
-  m.q8 = options.q8_activations && !options.llama_cpp_rounding;
+  // The portable int8 loops are a fallback for tests, slower than the f32-activation kernels: without
+  // AVX512-VNNI (or with ATTN_ISA below avx512) decoding keeps f32 activations.
+  m.q8 = options.q8_activations && !options.llama_cpp_rounding && kernels::cpu::qdot_vnni_active();
   const LlamaTensorCheck chk = check_llama_tensors(m.file, m.c);
   ATTN_CHECK(chk.ok() && chk.unexpected.empty(), "llama: ", path, ": tensors do not match the config (",
              m.c.layers, " layers, dim ", m.c.dim, ", ffn ", m.c.ffn, ", heads ", m.c.heads, "/",

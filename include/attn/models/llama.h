@@ -75,7 +75,8 @@ struct LlamaOptions {
   // against Q8_0) and sum integer products (kernels/cpu/qdot.h; AVX512-VNNI where the CPU has it), as
   // llama.cpp's CPU backend does; a decode step then runs as one parallel region with barriers between
   // its phases. false keeps the activations f32 (the oracle path) and skips the repacked copy of the
-  // quantized weights (~0.63 bytes per weight). Ignored with llama_cpp_rounding.
+  // quantized weights (~0.63 bytes per weight). Ignored with llama_cpp_rounding, and where the CPU has
+  // no AVX512-VNNI (or ATTN_ISA is below avx512) at load time.
   bool q8_activations = true;
   // With q8_activations: decode steps read an f16 copy of the KV cache (llama.cpp's cache type, half the
   // bytes of f32 per step; prompt passes keep the f32 cache). false: they read the f32 cache.
