@@ -159,4 +159,6 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   pool().run(n, grain, fn);
 }
 
+bool in_parallel_for() { return Pool::tls_in_pool; }
+
 }  // namespace attn

@@ -514,7 +514,9 @@ struct LlamaModel::Impl {
     embed_row(id, x.data());
     rope_tables(pos, 1);
     logits.resize(c.vocab);
-    const int T = num_threads();
+    // The ranks must run concurrently (they meet at barriers): inside another parallel_for, where a
+    // parallel_for runs its chunks one after another on one thread, the step runs as a single rank.
+    const int T = in_parallel_for() ? 1 : num_threads();
     if (static_cast<int>(rank_q8.size()) < T) {
       rank_q8.resize(T);
       rank_n.resize(T);

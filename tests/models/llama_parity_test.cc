@@ -294,6 +294,33 @@ TEST(SmolLm2, Q8DecodeRegionMatchesPerProductPath) {
   set_num_threads(threads);
 }
 
+// A decode step called from inside a parallel_for (where nested parallel_for runs serially) runs as one
+// rank instead of waiting at its barriers forever, with the same logits.
+TEST(SmolLm2, Q8DecodeStepInsideParallelFor) {
+  REQUIRE_SMOLLM();
+  const std::vector<int32_t> ids = model->tokenizer().encode("Once upon a time");
+  const int threads = num_threads();
+  set_num_threads(2);
+  model->clear();
+  model->prefill(std::span<const int32_t>(ids.data(), ids.size() - 1));
+  const std::span<const float> a = model->step(ids.back());
+  const std::vector<float> outside(a.begin(), a.end());
+  model->clear();
+  model->prefill(std::span<const int32_t>(ids.data(), ids.size() - 1));
+  std::vector<float> inside;
+  parallel_for(2, 1, [&](int64_t b, int64_t, int) {
+    if (b != 0) return;
+    const std::span<const float> c = model->step(ids.back());
+    inside.assign(c.begin(), c.end());
+  });
+  set_num_threads(threads);
+  ASSERT_EQ(inside.size(), outside.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < inside.size(); ++i)
+    worst = std::max(worst, std::abs(double(inside[i]) - outside[i]));
+  EXPECT_LT(worst, 1e-5);
+}
+
 // Multiplying in block form and expanding the weights to f32 (on load, or per pass as the default
 // prompt path does) are the same math up to fp32 rounding (f32 activations).
 TEST(SmolLm2, QuantizedAndF32WeightsAgree) {
