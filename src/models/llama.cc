@@ -12,7 +12,6 @@
 #include <cstring>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/gemm.h"
@@ -100,8 +99,10 @@ struct Q8Buf {
   kernels::Q8Rows rows() { return {q.data(), d.data(), s.data(), sum.data(), ldq, ldb}; }
 };
 
-// A barrier for the ranks of one parallel region: spins briefly (phases last microseconds), then
-// yields the core (other processes may need it).
+// A barrier for the ranks of one parallel region: spins briefly (phases are balanced to a few
+// microseconds on an idle machine), then sleeps on the generation counter (futex) until the last rank
+// arrives and wakes it. Sleeping rather than yielding matters when other processes share the cores: a
+// yielding thread goes to the back of the run queue for a whole time slice, a woken one runs at once.
 class SpinBarrier {
  public:
   explicit SpinBarrier(int n) : n_(n) {}
@@ -110,17 +111,18 @@ class SpinBarrier {
     if (count_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
       count_.store(0, std::memory_order_relaxed);
       gen_.fetch_add(1, std::memory_order_release);
+      gen_.notify_all();  // no system call when nobody sleeps
       return;
     }
-    for (int spins = 0; gen_.load(std::memory_order_acquire) == g; ++spins) {
-      if (spins < 256)
-        cpu_relax();
-      else
-        std::this_thread::yield();
+    for (int spins = 0; spins < kSpins; ++spins) {
+      if (gen_.load(std::memory_order_acquire) != g) return;
+      cpu_relax();
     }
+    while (gen_.load(std::memory_order_acquire) == g) gen_.wait(g, std::memory_order_acquire);
   }
 
  private:
+  static constexpr int kSpins = 2048;  // ~30-60 µs of PAUSE
   static void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
