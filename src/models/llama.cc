@@ -99,45 +99,26 @@ struct Q8Buf {
   kernels::Q8Rows rows() { return {q.data(), d.data(), s.data(), sum.data(), ldq, ldb}; }
 };
 
-// A barrier for the ranks of one parallel region: spins briefly (phases are balanced to a few
-// microseconds on an idle machine), then sleeps on the generation counter (futex) until the last rank
-// arrives and wakes it. Sleeping rather than yielding matters when other processes share the cores: a
-// yielding thread goes to the back of the run queue for a whole time slice, a woken one runs at once.
-class SpinBarrier {
- public:
-  explicit SpinBarrier(int n) : n_(n) {}
-  void wait() {
-    const int g = gen_.load(std::memory_order_acquire);
-    if (count_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
-      count_.store(0, std::memory_order_relaxed);
-      gen_.fetch_add(1, std::memory_order_release);
-      gen_.notify_all();  // no system call when nobody sleeps
-      return;
-    }
-    for (int spins = 0; spins < kSpins; ++spins) {
-      if (gen_.load(std::memory_order_acquire) != g) return;
-      cpu_relax();
-    }
-    while (gen_.load(std::memory_order_acquire) == g) gen_.wait(g, std::memory_order_acquire);
+// One phase of a decode step's parallel region: chunks claimed from `next`, counted in `done` when
+// finished. Waiting for a phase spins briefly (phases are balanced to a few microseconds on an idle
+// machine), then sleeps on `done` (futex) until the last chunk's finisher wakes it: when other
+// processes share the cores a sleeping thread is woken at once, a yielding one waits a time slice.
+struct PhaseSync {
+  std::atomic<int> next{0}, done{0};
+  void finish_one(int n) {
+    if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n)
+      done.notify_all();  // no syscall if nobody sleeps
   }
-
- private:
-  static constexpr int kSpins = 2048;  // ~30-60 µs of PAUSE
-  static void cpu_relax() {
+  void wait_done(int n) {
+    for (int spins = 0; spins < 2048; ++spins) {  // ~30-60 µs of PAUSE
+      if (done.load(std::memory_order_acquire) >= n) return;
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
+    }
+    for (int d; (d = done.load(std::memory_order_acquire)) < n;) done.wait(d, std::memory_order_acquire);
   }
-  const int n_;
-  std::atomic<int> count_{0}, gen_{0};
 };
-
-// [b, e) of n items for rank r of t, boundaries multiples of `align`.
-std::pair<int64_t, int64_t> split_range(int64_t n, int r, int t, int64_t align) {
-  const int64_t units = (n + align - 1) / align;
-  const int64_t b = std::min(n, units * r / t * align), e = std::min(n, units * (r + 1) / t * align);
-  return {b, e};
-}
 
 struct Layer {
   std::vector<float> attn_norm, ffn_norm;  // [C]
@@ -321,6 +302,8 @@ struct LlamaModel::Impl {
   std::vector<Q8Buf> rank_q8;  // per rank of the decode region: [1, max(C, F)]
   std::vector<std::vector<float>> rank_n;       // per rank: [C] normed row
   std::vector<std::vector<float>> rank_scores;  // per rank: [H / Hkv, cap] attention scores
+  std::unique_ptr<PhaseSync[]> phases;          // the decode step's phases
+  int64_t nphase_alloc = 0;
 
   Impl(io::GgufFile f) : file(std::move(f)) {}
 
@@ -545,75 +528,104 @@ struct LlamaModel::Impl {
     float* qp = q.data<float>();
     float* ap = att.data<float>();
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-    SpinBarrier bar(T);
+    // Phases (5 per layer + the output product), each a list of chunks that the ranks claim from an
+    // atomic counter; a phase starts once every chunk of the one before is done. A rank that the OS
+    // has descheduled (other processes on the cores) therefore holds up at most the chunk it holds, and
+    // the others do its share: the step degrades to fewer threads instead of waiting for it.
+    const int64_t nphases = 5 * c.layers + 1;
+    if (!phases || nphase_alloc < nphases) {
+      phases.reset(new PhaseSync[nphases]);
+      nphase_alloc = nphases;
+    }
+    for (int64_t p = 0; p < nphases; ++p) {
+      phases[p].next.store(0, std::memory_order_relaxed);
+      phases[p].done.store(0, std::memory_order_relaxed);
+    }
+    constexpr int64_t kRows = 64;  // rows per chunk (a multiple of the kernel's 4-row step)
+    const auto chunks = [](int64_t n, int64_t per) { return static_cast<int>((n + per - 1) / per); };
     parallel_for(T, 1, [&](int64_t rank, int64_t, int) {
       const int r = static_cast<int>(rank);
       Q8Buf& a = rank_q8[r];
       float* nr = rank_n[r].data();
+      int64_t ph = 0;
+      int prev_n = 0;  // chunks of the previous phase
+      // Runs phase `ph`: waits for the previous one, then claims chunks; prepare() (this rank's own
+      // copy of the phase's input) runs before its first chunk only.
+      const auto phase = [&](int n, const auto& prepare, const auto& body) {
+        if (ph > 0) phases[ph - 1].wait_done(prev_n);
+        PhaseSync& ps = phases[ph++];
+        prev_n = n;
+        bool prepared = false;
+        for (int ch; (ch = ps.next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+          if (!prepared) prepare();
+          prepared = true;
+          body(ch);
+          ps.finish_one(n);
+        }
+      };
+      const auto norm_quant = [&](const std::vector<float>& w) {
+        return [&, wp = &w] {
+          rms_norm(x.data(), *wp, nr, 1);
+          quantize(nr, C, a);
+        };
+      };
       for (int64_t l = 0; l < c.layers; ++l) {
         const Layer& ly = layers[l];
-        rms_norm(x.data(), ly.attn_norm, nr, 1);
-        quantize(nr, C, a);
-        {  // q, k, v: the rows of the three matrices as one range
-          const auto [b, e] = split_range(C + 2 * kv, r, T, 16);
+        // q, k, v: the rows of the three matrices as one range
+        phase(chunks(C + 2 * kv, kRows), norm_quant(ly.attn_norm), [&](int ch) {
+          const int64_t b = ch * kRows, e = std::min(C + 2 * kv, b + kRows);
           dot(ly.wq, std::min(b, C), std::min(e, C), a, qp, false);
           dot(ly.wk, std::clamp(b - C, int64_t{0}, kv), std::clamp(e - C, int64_t{0}, kv), a, kbuf.data(),
               false);
           dot(ly.wv, std::clamp(b - C - kv, int64_t{0}, kv), std::clamp(e - C - kv, int64_t{0}, kv), a,
               vbuf.data(), false);
-        }
-        bar.wait();
-        float* kc = kcache[l].data<float>();
-        float* vc = vcache[l].data<float>();
-        const bool f16 = !kcache16.empty();
-        uint16_t* kc16 = f16 ? kcache16[l].get() : nullptr;
-        uint16_t* vc16 = f16 ? vcache16[l].get() : nullptr;
-        // Per KV head (whole groups per rank: no barrier between the cache append and its readers):
-        // RoPE, the KV caches (f32 and f16) appended in place, then the group's query heads over the
-        // f16 cache.
-        for (int64_t kh = r; kh < Hkv; kh += T) {
-          rope(kbuf.data() + kh * D, 1, 1);
-          std::memcpy(kc + (kh * cap + pos) * D, kbuf.data() + kh * D, D * sizeof(float));
-          std::memcpy(vc + (kh * cap + pos) * D, vbuf.data() + kh * D, D * sizeof(float));
-          rope(qp + kh * group * D, 1, group);
-          if (!f16) {
-            kernels::cpu::decode_attention(qp + kh * group * D, group, kc + kh * cap * D, vc + kh * cap * D,
-                                           D, Lk, D, scale, rank_scores[r].data(), ap + kh * group * D);
-            continue;
-          }
-          kernels::cpu::f32_to_f16(kbuf.data() + kh * D, D, kc16 + (kh * cap + pos) * D);
-          kernels::cpu::f32_to_f16(vbuf.data() + kh * D, D, vc16 + (kh * cap + pos) * D);
-          kernels::cpu::decode_attention_f16(qp + kh * group * D, group, kc16 + kh * cap * D,
-                                             vc16 + kh * cap * D, D, Lk, D, scale, rank_scores[r].data(),
-                                             ap + kh * group * D);
-        }
-        bar.wait();
-        quantize(ap, C, a);
-        {
-          const auto [b, e] = split_range(C, r, T, 16);
-          dot(ly.wo, b, e, a, x.data(), true);  // x += Wo · att
-        }
-        bar.wait();
-        rms_norm(x.data(), ly.ffn_norm, nr, 1);
-        quantize(nr, C, a);
-        {
-          const auto [b, e] = split_range(F, r, T, 16);
+        });
+        // Per KV head: RoPE, the KV caches (f32 and f16) appended in place, then the group's query heads
+        // over the f16 cache (no barrier between the append and its readers).
+        phase(
+            static_cast<int>(Hkv), [] {},
+            [&](int kh) {
+              float* kc = kcache[l].data<float>();
+              float* vc = vcache[l].data<float>();
+              rope(kbuf.data() + kh * D, 1, 1);
+              std::memcpy(kc + (kh * cap + pos) * D, kbuf.data() + kh * D, D * sizeof(float));
+              std::memcpy(vc + (kh * cap + pos) * D, vbuf.data() + kh * D, D * sizeof(float));
+              rope(qp + kh * group * D, 1, group);
+              if (kcache16.empty()) {
+                kernels::cpu::decode_attention(qp + kh * group * D, group, kc + kh * cap * D,
+                                               vc + kh * cap * D, D, Lk, D, scale, rank_scores[r].data(),
+                                               ap + kh * group * D);
+                return;
+              }
+              uint16_t* kc16 = kcache16[l].get();
+              uint16_t* vc16 = vcache16[l].get();
+              kernels::cpu::f32_to_f16(kbuf.data() + kh * D, D, kc16 + (kh * cap + pos) * D);
+              kernels::cpu::f32_to_f16(vbuf.data() + kh * D, D, vc16 + (kh * cap + pos) * D);
+              kernels::cpu::decode_attention_f16(qp + kh * group * D, group, kc16 + kh * cap * D,
+                                                 vc16 + kh * cap * D, D, Lk, D, scale, rank_scores[r].data(),
+                                                 ap + kh * group * D);
+            });
+        phase(
+            chunks(C, kRows), [&] { quantize(ap, C, a); },
+            [&](int ch) {
+              dot(ly.wo, ch * kRows, std::min(C, (ch + 1) * kRows), a, x.data(), true);  // x += Wo · att
+            });
+        phase(chunks(F, kRows), norm_quant(ly.ffn_norm), [&](int ch) {
+          const int64_t b = ch * kRows, e = std::min(F, b + kRows);
           dot(ly.gate, b, e, a, g.data(), false);
           dot(ly.up, b, e, a, u.data(), false);
           for (int64_t k = b; k < e; ++k) g[k] = g[k] / (1.0f + std::exp(-g[k])) * u[k];
-        }
-        bar.wait();
-        quantize(g.data(), F, a);
-        {
-          const auto [b, e] = split_range(C, r, T, 16);
-          dot(ly.down, b, e, a, x.data(), true);  // x += Wdown · (silu(gate) ⊙ up)
-        }
-        bar.wait();
+        });
+        phase(
+            chunks(C, kRows), [&] { quantize(g.data(), F, a); },
+            [&](int ch) {
+              dot(ly.down, ch * kRows, std::min(C, (ch + 1) * kRows), a, x.data(), true);  // x += Wdown · h
+            });
       }
-      rms_norm(x.data(), output_norm, nr, 1);
-      quantize(nr, C, a);
-      const auto [b, e] = split_range(c.vocab, r, T, 16);
-      dot(out_mat(), b, e, a, logits.data(), false);
+      constexpr int64_t kOutRows = 1024;
+      phase(chunks(c.vocab, kOutRows), norm_quant(output_norm), [&](int ch) {
+        dot(out_mat(), ch * kOutRows, std::min(c.vocab, (ch + 1) * kOutRows), a, logits.data(), false);
+      });
     });
     pos += 1;
   }
