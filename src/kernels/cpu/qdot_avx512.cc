@@ -1,8 +1,10 @@
 // Int8-activation dot products, AVX-512: the activation quantization (F/BW) and the VNNI products.
-// GCC 12 reports the intrinsics' deliberately undefined pass-through operands as (maybe-)uninitialized.
+// A pair of blocks (64 weights) is one vpdpbusd: lanes 0-7 hold block A's partial sums, lanes 8-15
+// block B's; they are converted to float once and scaled by dw·dx of their block (one permute of the
+// 16 block scales computed per group of 16 blocks).
+// GCC 12 reports the intrinsics' deliberately undefined pass-through operands as maybe-uninitialized.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -41,94 +43,60 @@ void quantize_q8_avx512(const float* x, int64_t K, int8_t* q, float* d, float* s
 
 namespace {
 
-// R packed weight rows (row r at row0 + r·rb) against one quantized activation row; out[r] = the R
-// sums. Each block is one 256-bit vpdpbusd (Zen 4 runs 512-bit operations as two 256-bit halves, so
-// 256-bit ones cost half): its 8 lanes are converted to float and scaled by the block's dw·dx, 16 block
-// scales computed per row at a time. The R rows share the activation loads and the loop overhead, and
-// their sums are reduced together (R = 4: one hadd tree).
-template <QFormat F, int R>
-inline void rows_dot(const std::byte* row0, int64_t rb, int64_t nbp, const int8_t* xq, const float* xd,
-                     const float* xs, const float* xsum, float* out) {
-  const int64_t qoff = (F == QFormat::q4_1 ? 4 : 2) * nbp;
+// One packed weight row against one quantized activation row.
+template <QFormat F>
+inline float row_dot(const std::byte* row, int64_t nbp, const int8_t* xq, const float* xd, const float* xs,
+                     const float* xsum) {
+  const auto* dw = reinterpret_cast<const uint16_t*>(row);
+  const uint8_t* qs = reinterpret_cast<const uint8_t*>(row) + (F == QFormat::q4_1 ? 4 : 2) * nbp;
+  const __m512i pair_idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m256i nib = _mm256_set1_epi8(0x0f);
-  __m256 acc[R];
-  __m512 side[R];
-  for (int r = 0; r < R; ++r) {
-    acc[r] = _mm256_setzero_ps();
-    side[r] = _mm512_setzero_ps();
-  }
-  alignas(64) float sc[R][16];
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), side = _mm512_setzero_ps();
   for (int64_t g = 0; g < nbp; g += 16) {
     const int64_t cnt = std::min<int64_t>(16, nbp - g);
     const __mmask16 mask = static_cast<__mmask16>((1u << cnt) - 1u);
-    const __m512 dx = _mm512_maskz_loadu_ps(mask, xd + g);
-    const __m512 sx = F == QFormat::q4_1
-                          ? _mm512_maskz_loadu_ps(mask, xs + g)
-                          : _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, xsum + g), _mm512_set1_ps(128.0f));
-    for (int r = 0; r < R; ++r) {
-      const auto* dw = reinterpret_cast<const uint16_t*>(row0 + r * rb);
-      const __m512 scv = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, dw + g)), dx);
-      _mm512_store_ps(sc[r], scv);
-      if constexpr (F == QFormat::q4_1)
-        side[r] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, dw + nbp + g)), sx, side[r]);
-      else
-        side[r] = _mm512_fnmadd_ps(scv, sx, side[r]);
+    const __m512 sc = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, dw + g)),
+                                    _mm512_maskz_loadu_ps(mask, xd + g));
+    if constexpr (F == QFormat::q4_1) {
+      const __m512 mw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, dw + nbp + g));
+      side = _mm512_fmadd_ps(mw, _mm512_maskz_loadu_ps(mask, xs + g), side);
+    } else {
+      side = _mm512_fnmadd_ps(
+          sc, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, xsum + g), _mm512_set1_ps(128.0f)), side);
     }
     for (int64_t p = 0; p < cnt / 2; ++p) {
       const int64_t pr = g / 2 + p;
-      const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + pr * 64));
-      const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + pr * 64 + 32));
-      for (int r = 0; r < R; ++r) {
-        const uint8_t* qs = reinterpret_cast<const uint8_t*>(row0 + r * rb) + qoff;
-        __m256i wa, wb;
-        if constexpr (F == QFormat::q4_1) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + pr * 32));
-          wa = _mm256_and_si256(v, nib);
-          wb = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-        } else {
-          wa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + pr * 64));
-          wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + pr * 64 + 32));
-        }
-        const __m256i da = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wa, xa);
-        const __m256i db = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wb, xb);
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(da), _mm256_set1_ps(sc[r][2 * p]), acc[r]);
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(db), _mm256_set1_ps(sc[r][2 * p + 1]), acc[r]);
+      __m512i w;
+      if constexpr (F == QFormat::q4_1) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + pr * 32));
+        const __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+        w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+      } else {
+        w = _mm512_loadu_si512(qs + pr * 64);
       }
+      const __m512i xv = _mm512_loadu_si512(xq + pr * 64);
+      const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv);
+      const __m512 scp = _mm512_permutexvar_ps(_mm512_add_epi32(pair_idx, _mm512_set1_epi32(2 * p)), sc);
+      if (p & 1)
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scp, acc1);
+      else
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scp, acc0);
     }
   }
-  __m256 t[R];
-  for (int r = 0; r < R; ++r)
-    t[r] = _mm256_add_ps(acc[r],
-                         _mm256_add_ps(_mm512_castps512_ps256(side[r]), _mm512_extractf32x8_ps(side[r], 1)));
-  if constexpr (R == 4) {
-    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-  } else {
-    for (int r = 0; r < R; ++r) {
-      const __m128 h = _mm_add_ps(_mm256_castps256_ps128(t[r]), _mm256_extractf128_ps(t[r], 1));
-      const __m128 h2 = _mm_add_ps(h, _mm_movehl_ps(h, h));
-      out[r] = _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
-    }
-  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), side));
 }
 
 template <QFormat F>
 void rows(const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsConst x, int64_t M, float* y,
           int64_t ldy, bool accumulate) {
   const int64_t nbp = q8_padded_blocks(K), rb = qdot_row_bytes(F, K);
-  for (int64_t m = 0; m < M; ++m) {
-    const int8_t* xq = x.q + m * x.ldq;
-    const float *xd = x.d + m * x.ldb, *xs = x.s + m * x.ldb, *xsum = x.sum + m * x.ldb;
-    float* ym = y + m * ldy;
-    float v[4];
-    int64_t n = n0;
-    for (; n + 4 <= n1; n += 4) {
-      rows_dot<F, 4>(packed + n * rb, rb, nbp, xq, xd, xs, xsum, v);
-      for (int r = 0; r < 4; ++r) ym[n + r] = accumulate ? ym[n + r] + v[r] : v[r];
-    }
-    for (; n < n1; ++n) {
-      rows_dot<F, 1>(packed + n * rb, rb, nbp, xq, xd, xs, xsum, v);
-      ym[n] = accumulate ? ym[n] + v[0] : v[0];
+  for (int64_t n = n0; n < n1; ++n) {
+    const std::byte* row = packed + n * rb;
+    for (int64_t m = 0; m < M; ++m) {
+      const float v =
+          row_dot<F>(row, nbp, x.q + m * x.ldq, x.d + m * x.ldb, x.s + m * x.ldb, x.sum + m * x.ldb);
+      float& out = y[m * ldy + n];
+      out = accumulate ? out + v : v;
     }
   }
 }
