@@ -1,7 +1,7 @@
 // Integer dot products of block-quantized weights with 8-bit quantized activations, the way
 // llama.cpp's CPU backend multiplies at batch 1: the activation row is quantized once per product
 // to 8-bit blocks, and each weight block's 32 products are summed exactly in int32 (AVX512-VNNI
-// vpdpbusd: one 256-bit instruction per block) before one float scale per block.
+// vpdpbusd: one 512-bit instruction per pair of blocks) before one float scale per block.
 //
 // Activations (Q8 row, per block b of 32 values x[32b .. 32b+31]):
 //   d[b] = f16(max|x| / 127)           (0 for an all-zero block)
