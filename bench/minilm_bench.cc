@@ -160,9 +160,10 @@ int main(int argc, char** argv) {
         p = q == std::string::npos ? v.size() : q + 1;
       }
     } else {
-      std::fprintf(stderr,
-                   "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
-                   "[--min-time S] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]\n");
+      std::fprintf(
+          stderr,
+          "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
+          "[--min-time S] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]\n");
       return 2;
     }
   }

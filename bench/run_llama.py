@@ -29,7 +29,9 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--forms", default="default", help="attn weight forms: default,quantized,f32-on-load")
+    ap.add_argument("--forms", default="default,f32-act",
+                    help="attn weight forms: default,f32-act,kv-f32,quantized,f32-on-load (f32-act: decode "
+                    "without 8-bit activations, the path before the int8 kernels)")
     a = ap.parse_args()
     common = ["--threads", str(a.threads), "--prompt-tokens", str(a.prompt_tokens), "--gen", str(a.gen),
               "--reps", str(a.reps)]
@@ -48,11 +50,16 @@ def main():
     pp = statistics.median(x["prompt_tok_s"] for x in peer)
     pg = statistics.median(x["gen_tok_s"] for x in peer)
     print(f"\nmedians over {a.rounds} rounds, {a.threads} threads, {a.prompt_tokens}-token prompt, {a.gen} generated:")
-    print(f"{'engine':<22}{'prompt tok/s':>14}{'ratio':>8}{'gen tok/s':>12}{'ratio':>8}")
+    pc = statistics.median(x.get("gen_cpu_tok_s", float("nan")) for x in peer)
+    print(f"{'engine':<22}{'prompt tok/s':>14}{'ratio':>8}{'gen tok/s':>12}{'ratio':>8}"
+          f"{'gen tok/CPU-s':>15}{'ratio':>8}")
     for name, rs in rows.items():
         p = statistics.median(x["prompt_tok_s"] for x in rs)
         g = statistics.median(x["gen_tok_s"] for x in rs)
-        print(f"{name:<22}{p:>14.1f}{p / pp:>8.2f}{g:>12.1f}{g / pg:>8.2f}")
+        c = statistics.median(x.get("gen_cpu_tok_s", float("nan")) for x in rs)
+        print(f"{name:<22}{p:>14.1f}{p / pp:>8.2f}{g:>12.1f}{g / pg:>8.2f}{c:>15.1f}{c / pc:>8.2f}")
+    print("(gen tok/CPU-s: generated tokens per second of process CPU time, all threads; at --threads 1 "
+          "it is robust to other jobs on the machine, at more threads it counts waiting at barriers as work)")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/parallel_internal.h"
 
 namespace attn {
 namespace {
@@ -143,7 +142,7 @@ Pool& pool() {
 
 int num_threads() { return pool().size(); }
 
-bool core::in_parallel_region() { return Pool::tls_in_pool; }
+bool in_parallel_for() { return Pool::tls_in_pool; }
 
 void set_num_threads(int n) {
   ATTN_CHECK(n >= 1, "set_num_threads: expected n >= 1; got ", n);

@@ -7,12 +7,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <set>
 #include <sstream>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/group_decode_attention.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/qdot.h"
 #include "kernels/cpu/qmatmul.h"
 
 namespace attn::models {
@@ -74,6 +78,46 @@ struct Mat {
   QFormat format = QFormat::q4_1;
   const std::byte* blocks = nullptr;  // w: [N, K / 32 blocks]
   std::vector<float> f32;             // w: [N, K] (when expanded)
+  std::vector<std::byte> packed;      // w: [N, qdot_row_bytes] (kernels/cpu/qdot.h), q8_activations
+};
+
+// 8-bit activation rows (kernels/cpu/qdot.h) of up to `rows` rows of K values.
+struct Q8Buf {
+  std::vector<int8_t> q;
+  std::vector<float> d, s, sum;
+  int64_t ldq = 0, ldb = 0;
+  void reserve(int64_t rows, int64_t K) {
+    const int64_t nbp = kernels::q8_padded_blocks(K);
+    if (nbp <= ldb && rows * ldb <= static_cast<int64_t>(d.size())) return;
+    ldb = std::max(ldb, nbp);
+    ldq = ldb * kernels::kQBlock;
+    q.assign(rows * ldq, 0);
+    d.assign(rows * ldb, 0.0f);
+    s.assign(rows * ldb, 0.0f);
+    sum.assign(rows * ldb, 0.0f);
+  }
+  kernels::Q8Rows rows() { return {q.data(), d.data(), s.data(), sum.data(), ldq, ldb}; }
+};
+
+// One phase of a decode step's parallel region: chunks claimed from `next`, counted in `done` when
+// finished. Waiting for a phase spins briefly (phases are balanced to a few microseconds on an idle
+// machine), then sleeps on `done` (futex) until the last chunk's finisher wakes it: when other
+// processes share the cores a sleeping thread is woken at once, a yielding one waits a time slice.
+struct PhaseSync {
+  std::atomic<int> next{0}, done{0};
+  void finish_one(int n) {
+    if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n)
+      done.notify_all();  // no syscall if nobody sleeps
+  }
+  void wait_done(int n) {
+    for (int spins = 0; spins < 2048; ++spins) {  // ~30-60 µs of PAUSE
+      if (done.load(std::memory_order_acquire) >= n) return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    for (int d; (d = done.load(std::memory_order_acquire)) < n;) done.wait(d, std::memory_order_acquire);
+  }
 };
 
 struct Layer {
@@ -216,6 +260,9 @@ LlamaTensorCheck check_llama_tensors(const io::GgufFile& f, const LlamaConfig& c
 
 // ---------------------------------------------------------------- model
 
+// Quantized products over at most this many rows use 8-bit activations (LlamaOptions::q8_activations).
+constexpr int64_t kQ8MaxRows = 16;
+
 struct LlamaModel::Impl {
   io::GgufFile file;
   LlamaConfig c;
@@ -233,6 +280,9 @@ struct LlamaModel::Impl {
 
   // KV cache per layer: [Hkv, cap, D]
   std::vector<Tensor> kcache, vcache;
+  // With the 8-bit decode path also an f16 copy (llama.cpp's cache type; what decode steps read: half
+  // the bytes of the f32 cache, which prompt passes keep using): per layer [Hkv, cap, D] half bits.
+  std::vector<std::unique_ptr<uint16_t[]>> kcache16, vcache16;
   int64_t pos = 0;
 
   // Scratch, grown to the longest pass so far (no allocation per decode step).
@@ -245,6 +295,15 @@ struct LlamaModel::Impl {
   std::vector<float> last;                // [C]
   std::vector<float> xq;                  // [L, K] (llama_cpp_rounding)
   std::vector<float> wtmp;                // [N, K] one matrix expanded to f32 for a prompt pass
+  // 8-bit activations (LlamaOptions::q8_activations)
+  bool q8 = false;             // quantized matrices have their repacked copy
+  bool q8_decode = false;      // ... all of them (every layer and the output): steps take decode_step_q8
+  Q8Buf xq8;                   // [M, K] rows of X for matmul()
+  std::vector<Q8Buf> rank_q8;  // per rank of the decode region: [1, max(C, F)]
+  std::vector<std::vector<float>> rank_n;       // per rank: [C] normed row
+  std::vector<std::vector<float>> rank_scores;  // per rank: [H / Hkv, cap] attention scores
+  std::unique_ptr<PhaseSync[]> phases;          // the decode step's phases
+  int64_t nphase_alloc = 0;
 
   Impl(io::GgufFile f) : file(std::move(f)) {}
 
@@ -259,6 +318,14 @@ struct LlamaModel::Impl {
       m.quant = true;
       m.format = t.type == GgmlType::Q4_1 ? QFormat::q4_1 : QFormat::q8_0;
       m.blocks = file.view(name).data;
+      if (q8) {
+        const int64_t rb = kernels::qdot_row_bytes(m.format, m.K),
+                      nrow = m.K / kernels::kQBlock * kernels::qformat_block_bytes(m.format);
+        m.packed.resize(m.N * rb);
+        parallel_for(m.N, 256, [&](int64_t b, int64_t e, int) {
+          kernels::qdot_pack(m.format, m.blocks + b * nrow, e - b, m.K, m.packed.data() + b * rb);
+        });
+      }
     }
     if (!m.quant || opt.expand_on_load) {
       Tensor w = file.load(name);
@@ -312,6 +379,27 @@ struct LlamaModel::Impl {
     }
     if (nq == 0) return;
     const std::span<const MatJob> qjobs(qbuf.data(), nq);
+    bool packed = q8 && M <= kQ8MaxRows;
+    for (const MatJob& j : qjobs) packed = packed && !j.w->packed.empty();
+    if (packed) {
+      const int64_t K = qjobs[0].w->K;
+      xq8.reserve(M, K);
+      kernels::cpu::quantize_q8(X, M, K, ldx, xq8.rows());
+      int64_t total = 0;
+      for (const MatJob& j : qjobs) total += j.w->N;
+      const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, K * M)) / 16 * 16;
+      parallel_for(total, grain, [&](int64_t b, int64_t e, int) {
+        int64_t base = 0;
+        for (const MatJob& j : qjobs) {
+          const int64_t lo = std::max(b, base), hi = std::min(e, base + j.w->N);
+          if (lo < hi)
+            kernels::cpu::qdot_rows(j.w->format, j.w->packed.data(), lo - base, hi - base, K, xq8.rows(), M,
+                                    j.y, j.ldy, false);
+          base += j.w->N;
+        }
+      });
+      return;
+    }
     if (opt.llama_cpp_rounding) {
       xq.resize(M * qjobs[0].w->K);
       for (int64_t i = 0; i < M; ++i)
@@ -384,7 +472,162 @@ struct LlamaModel::Impl {
     for (int64_t l = 0; l < c.layers; ++l) {
       kcache.push_back(Tensor::empty({c.kv_heads, cap, c.head_dim}));
       vcache.push_back(Tensor::empty({c.kv_heads, cap, c.head_dim}));
+      if (q8_decode && opt.decode_kv_f16) {  // not value-initialized: pages are touched as the sequence grows
+        kcache16.emplace_back(new uint16_t[c.kv_heads * cap * c.head_dim]);
+        vcache16.emplace_back(new uint16_t[c.kv_heads * cap * c.head_dim]);
+      }
     }
+  }
+
+  // x[0, :] = the embedding row of `id`.
+  void embed_row(int32_t id, float* out) const {
+    const int64_t C = c.dim;
+    if (!embed.f32.empty() && embed_type != GgmlType::Q8_0 && embed_type != GgmlType::Q4_1)
+      std::copy_n(embed.f32.data() + id * C, C, out);
+    else
+      io::dequantize(embed_type, embed_data + id * embed_row_bytes, C, out);
+  }
+
+  // One decode step with 8-bit activations, the whole token in ONE parallel region: each rank runs
+  // every phase on its share (rows of a matrix, heads of the attention) and meets the others at a
+  // barrier where the next phase needs their results (5 per layer). The norms and the activation
+  // quantizations are computed by every rank for itself (a few hundred ns), which saves barriers.
+  // Residual adds are fused into the products (y += W·a). No allocation once the scratch exists.
+  void decode_step_q8(int32_t id) {
+    const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
+    const int64_t group = H / Hkv, Lk = pos + 1;
+    embed_row(id, x.data());
+    rope_tables(pos, 1);
+    logits.resize(c.vocab);
+    // The ranks must run concurrently (they meet at barriers): inside another parallel_for, where a
+    // parallel_for runs its chunks one after another on one thread, the step runs as a single rank.
+    const int T = in_parallel_for() ? 1 : num_threads();
+    if (static_cast<int>(rank_q8.size()) < T) {
+      rank_q8.resize(T);
+      rank_n.resize(T);
+      rank_scores.resize(T);
+    }
+    for (int r = 0; r < T; ++r) {
+      rank_q8[r].reserve(1, std::max(C, F));
+      rank_n[r].resize(C);
+      rank_scores[r].resize(group * cap);
+    }
+    const bool vnni = kernels::cpu::qdot_vnni_active();
+    auto dot = [vnni](const Mat& w, int64_t n0, int64_t n1, Q8Buf& a, float* y, bool acc) {
+      if (n0 >= n1) return;
+      if (vnni)
+        kernels::cpu::detail::qdot_rows_vnni(w.format, w.packed.data(), n0, n1, w.K, a.rows(), 1, y, w.N,
+                                             acc);
+      else
+        kernels::cpu::detail::qdot_rows_scalar(w.format, w.packed.data(), n0, n1, w.K, a.rows(), 1, y, w.N,
+                                               acc);
+    };
+    auto quantize = [](const float* v, int64_t K, Q8Buf& a) {
+      kernels::cpu::quantize_q8(v, 1, K, K, a.rows());
+    };
+    float* qp = q.data<float>();
+    float* ap = att.data<float>();
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    // Phases (5 per layer + the output product), each a list of chunks that the ranks claim from an
+    // atomic counter; a phase starts once every chunk of the one before is done. A rank that the OS
+    // has descheduled (other processes on the cores) therefore holds up at most the chunk it holds, and
+    // the others do its share: the step degrades to fewer threads instead of waiting for it.
+    const int64_t nphases = 5 * c.layers + 1;
+    if (!phases || nphase_alloc < nphases) {
+      phases.reset(new PhaseSync[nphases]);
+      nphase_alloc = nphases;
+    }
+    for (int64_t p = 0; p < nphases; ++p) {
+      phases[p].next.store(0, std::memory_order_relaxed);
+      phases[p].done.store(0, std::memory_order_relaxed);
+    }
+    constexpr int64_t kRows = 64;  // rows per chunk (a multiple of the kernel's 4-row step)
+    const auto chunks = [](int64_t n, int64_t per) { return static_cast<int>((n + per - 1) / per); };
+    parallel_for(T, 1, [&](int64_t rank, int64_t, int) {
+      const int r = static_cast<int>(rank);
+      Q8Buf& a = rank_q8[r];
+      float* nr = rank_n[r].data();
+      int64_t ph = 0;
+      int prev_n = 0;  // chunks of the previous phase
+      // Runs phase `ph`: waits for the previous one, then claims chunks; prepare() (this rank's own
+      // copy of the phase's input) runs before its first chunk only.
+      const auto phase = [&](int n, const auto& prepare, const auto& body) {
+        if (ph > 0) phases[ph - 1].wait_done(prev_n);
+        PhaseSync& ps = phases[ph++];
+        prev_n = n;
+        bool prepared = false;
+        for (int ch; (ch = ps.next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+          if (!prepared) prepare();
+          prepared = true;
+          body(ch);
+          ps.finish_one(n);
+        }
+      };
+      const auto norm_quant = [&](const std::vector<float>& w) {
+        return [&, wp = &w] {
+          rms_norm(x.data(), *wp, nr, 1);
+          quantize(nr, C, a);
+        };
+      };
+      for (int64_t l = 0; l < c.layers; ++l) {
+        const Layer& ly = layers[l];
+        // q, k, v: the rows of the three matrices as one range
+        phase(chunks(C + 2 * kv, kRows), norm_quant(ly.attn_norm), [&](int ch) {
+          const int64_t b = ch * kRows, e = std::min(C + 2 * kv, b + kRows);
+          dot(ly.wq, std::min(b, C), std::min(e, C), a, qp, false);
+          dot(ly.wk, std::clamp(b - C, int64_t{0}, kv), std::clamp(e - C, int64_t{0}, kv), a, kbuf.data(),
+              false);
+          dot(ly.wv, std::clamp(b - C - kv, int64_t{0}, kv), std::clamp(e - C - kv, int64_t{0}, kv), a,
+              vbuf.data(), false);
+        });
+        // Per KV head: RoPE, the KV caches (f32 and f16) appended in place, then the group's query heads
+        // over the f16 cache (no barrier between the append and its readers).
+        phase(
+            static_cast<int>(Hkv), [] {},
+            [&](int kh) {
+              float* kc = kcache[l].data<float>();
+              float* vc = vcache[l].data<float>();
+              rope(kbuf.data() + kh * D, 1, 1);
+              std::memcpy(kc + (kh * cap + pos) * D, kbuf.data() + kh * D, D * sizeof(float));
+              std::memcpy(vc + (kh * cap + pos) * D, vbuf.data() + kh * D, D * sizeof(float));
+              rope(qp + kh * group * D, 1, group);
+              if (kcache16.empty()) {
+                kernels::cpu::group_decode_attention(qp + kh * group * D, group, kc + kh * cap * D,
+                                                     vc + kh * cap * D, D, Lk, D, scale,
+                                                     rank_scores[r].data(), ap + kh * group * D);
+                return;
+              }
+              uint16_t* kc16 = kcache16[l].get();
+              uint16_t* vc16 = vcache16[l].get();
+              kernels::cpu::f32_to_f16(kbuf.data() + kh * D, D, kc16 + (kh * cap + pos) * D);
+              kernels::cpu::f32_to_f16(vbuf.data() + kh * D, D, vc16 + (kh * cap + pos) * D);
+              kernels::cpu::group_decode_attention_f16(qp + kh * group * D, group, kc16 + kh * cap * D,
+                                                       vc16 + kh * cap * D, D, Lk, D, scale,
+                                                       rank_scores[r].data(), ap + kh * group * D);
+            });
+        phase(
+            chunks(C, kRows), [&] { quantize(ap, C, a); },
+            [&](int ch) {
+              dot(ly.wo, ch * kRows, std::min(C, (ch + 1) * kRows), a, x.data(), true);  // x += Wo · att
+            });
+        phase(chunks(F, kRows), norm_quant(ly.ffn_norm), [&](int ch) {
+          const int64_t b = ch * kRows, e = std::min(F, b + kRows);
+          dot(ly.gate, b, e, a, g.data(), false);
+          dot(ly.up, b, e, a, u.data(), false);
+          for (int64_t k = b; k < e; ++k) g[k] = g[k] / (1.0f + std::exp(-g[k])) * u[k];
+        });
+        phase(
+            chunks(C, kRows), [&] { quantize(g.data(), F, a); },
+            [&](int ch) {
+              dot(ly.down, ch * kRows, std::min(C, (ch + 1) * kRows), a, x.data(), true);  // x += Wdown · h
+            });
+      }
+      constexpr int64_t kOutRows = 1024;
+      phase(chunks(c.vocab, kOutRows), norm_quant(output_norm), [&](int ch) {
+        dot(out_mat(), ch * kOutRows, std::min(c.vocab, (ch + 1) * kOutRows), a, logits.data(), false);
+      });
+    });
+    pos += 1;
   }
 
   // The forward pass over ids at positions pos .. pos+L−1; leaves logits of the last one.
@@ -401,6 +644,10 @@ struct LlamaModel::Impl {
     grow(L);
     const WeightForm form =
         L == 1 ? opt.decode : (L >= opt.prefill_f32_min_tokens ? opt.prefill : WeightForm::quantized);
+    if (L == 1 && !capture && q8_decode && form == WeightForm::quantized) {
+      decode_step_q8(ids[0]);
+      return;
+    }
     const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
 
     for (int64_t i = 0; i < L; ++i) {
@@ -431,6 +678,12 @@ struct LlamaModel::Impl {
         for (int64_t h = 0; h < Hkv; ++h) {
           std::memcpy(kc + (h * cap + pos + i) * D, kbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
           std::memcpy(vc + (h * cap + pos + i) * D, vbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
+          if (!kcache16.empty()) {
+            kernels::cpu::f32_to_f16(kbuf.data() + (i * Hkv + h) * D, D,
+                                     kcache16[l].get() + (h * cap + pos + i) * D);
+            kernels::cpu::f32_to_f16(vbuf.data() + (i * Hkv + h) * D, D,
+                                     vcache16[l].get() + (h * cap + pos + i) * D);
+          }
         }
       const int64_t Lk = pos + L;
       Tensor qv = q.slice(0, 0, L).unsqueeze(0).permute({0, 2, 1, 3});  // [1, H, L, D]
@@ -478,6 +731,9 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
   m.opt = options;
   ATTN_CHECK(options.max_context >= 0, "llama: max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
+  // The portable int8 loops are a fallback for tests, slower than the f32-activation kernels: without
+  // AVX512-VNNI (or with ATTN_ISA below avx512) decoding keeps f32 activations.
+  m.q8 = options.q8_activations && !options.llama_cpp_rounding && kernels::cpu::qdot_vnni_active();
   const LlamaTensorCheck chk = check_llama_tensors(m.file, m.c);
   ATTN_CHECK(chk.ok() && chk.unexpected.empty(), "llama: ", path, ": tensors do not match the config (",
              m.c.layers, " layers, dim ", m.c.dim, ", ffn ", m.c.ffn, ", heads ", m.c.heads, "/",
@@ -506,6 +762,10 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
     m.load_mat(ly.up, p + "ffn_up.weight");
     m.load_mat(ly.down, p + "ffn_down.weight");
   }
+  m.q8_decode = m.q8 && !m.out_mat().packed.empty();
+  for (const Layer& ly : m.layers)
+    for (const Mat* w : {&ly.wq, &ly.wk, &ly.wv, &ly.wo, &ly.gate, &ly.up, &ly.down})
+      m.q8_decode = m.q8_decode && !w->packed.empty();
   return LlamaModel(std::move(impl));
 }
 

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/parallel_internal.h"
 #include "kernels/cpu/gemm.h"
 #include "ops/op_util.h"
 
@@ -46,8 +45,8 @@ void sgemm_threaded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
   const bool split_m = M >= N;
   const int64_t along = split_m ? M : N;
   // The bf16 kernel (MatmulPrecision::bf16) threads itself and shares its packed B between threads.
-  if (!split_enabled() || T == 1 || kernels::cpu::sgemm_uses_bf16(M, N) || core::in_parallel_region() || M * N * K < kMinSplitWork ||
-      along < 2 * kAlign) {
+  if (!split_enabled() || T == 1 || kernels::cpu::sgemm_uses_bf16(M, N) || in_parallel_for() ||
+      M * N * K < kMinSplitWork || along < 2 * kAlign) {
     kernels::cpu::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }

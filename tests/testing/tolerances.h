@@ -26,6 +26,10 @@ inline constexpr Tolerance kFiniteDiff{1e-6, 1e-5};
 // Quantized-weight products (kernels/cpu/qmatmul.h) in fp32 against the double reference and against
 // dequantize-then-sgemm: weights up to ~±2, x in [-1, 1), K <= 1536, sums of up to 1536 fp32 products.
 inline constexpr Tolerance kQMatmul{2e-4, 1e-5};
+// Int8-activation products (kernels/cpu/qdot.h) against the double reference from the same quantized
+// blocks: the block sums are exact integers, only the fp32 scaling and summation of <= 48 block terms
+// (|terms| up to ~1e2) round.
+inline constexpr Tolerance kQDot{5e-4, 1e-5};
 // Engine against PyTorch fp32 fixtures (different summation order). Also whole
 // Transformer models layer by layer, loss and gradients (tests/models; worst seen
 // 1.9e-6 forward, 3.6e-7 gradients).

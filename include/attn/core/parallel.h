@@ -22,4 +22,8 @@ void set_num_threads(int n);  // n >= 1; throws attn::Error otherwise
 void parallel_for(int64_t n, int64_t grain,
                   const std::function<void(int64_t begin, int64_t end, int thread_id)>& fn);
 
+// True on a thread that is running a parallel_for chunk: a parallel_for called there runs serially on
+// it (code that needs its chunks to run concurrently, e.g. with barriers between them, checks this).
+bool in_parallel_for();
+
 }  // namespace attn

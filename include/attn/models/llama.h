@@ -14,9 +14,10 @@
 // onto the other).
 //
 // Weights: the 2-D matrices stay in their stored block format (Q4_1, Q8_0) and are multiplied in
-// that form (kernels/cpu/qmatmul.h); F32/F16/BF16 matrices are expanded to f32 and go through
-// sgemm. LlamaOptions can instead expand quantized matrices to f32 on load, per phase (prefill,
-// decode), to compare the two (docs/models.md has the measurement).
+// that form (kernels/cpu/qmatmul.h, f32 activations), or, for decode steps, in a repacked copy of it
+// against 8-bit activations (kernels/cpu/qdot.h, LlamaOptions::q8_activations); F32/F16/BF16 matrices are
+// expanded to f32 and go through sgemm. LlamaOptions can instead expand quantized matrices to f32 on load,
+// per phase (prefill, decode), to compare the two (docs/models.md has the measurement).
 #pragma once
 
 #include <attn/io/gguf.h>
@@ -69,6 +70,17 @@ struct LlamaOptions {
   bool expand_on_load = false;
   // KV cache capacity in tokens; 0 = the model's context. Longer inputs throw.
   int64_t max_context = 0;
+  // Quantized products over few rows (decode steps, passes shorter than prefill_f32_min_tokens) first
+  // quantize the activation rows to 8 bits per block of 32 (ggml's Q8_1 against Q4_1 weights, Q8_0
+  // against Q8_0) and sum integer products (kernels/cpu/qdot.h; AVX512-VNNI where the CPU has it), as
+  // llama.cpp's CPU backend does; a decode step then runs as one parallel region with barriers between
+  // its phases. false keeps the activations f32 (the oracle path) and skips the repacked copy of the
+  // quantized weights (~0.63 bytes per weight). Ignored with llama_cpp_rounding, and where the CPU has
+  // no AVX512-VNNI (or ATTN_ISA is below avx512) at load time.
+  bool q8_activations = true;
+  // With q8_activations: decode steps read an f16 copy of the KV cache (llama.cpp's cache type, half the
+  // bytes of f32 per step; prompt passes keep the f32 cache). false: they read the f32 cache.
+  bool decode_kv_f16 = true;
   // For parity measurements only: emulate the roundings llama.cpp's CPU backend applies — the
   // activations quantized to 8 bits (ggml's Q8_1 blocks for Q4_1 weights, Q8_0 for Q8_0: per 32
   // values q = round(x·127/max|x|), scale stored as f16) before every quantized product, and Q, K, V

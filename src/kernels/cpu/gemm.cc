@@ -9,8 +9,6 @@
 #include <atomic>
 #include <mutex>
 
-#include "core/parallel_internal.h"
-
 #include "kernels/cpu/gemm_bf16.h"
 
 namespace attn::kernels::cpu {
@@ -25,7 +23,7 @@ void sync_threads() {
   // into OpenBLAS believing the count is set while another is still setting it.
   static std::atomic<int> current{-1};
   static std::mutex mu;
-  const int n = attn::core::in_parallel_region() ? 1 : attn::num_threads();
+  const int n = attn::in_parallel_for() ? 1 : attn::num_threads();
   if (current.load() == n) return;
   std::lock_guard<std::mutex> lk(mu);
   if (current.load() != n) {

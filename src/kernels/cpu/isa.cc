@@ -62,6 +62,15 @@ Isa detected_isa() {
   return d;
 }
 
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool v = detected_isa() == Isa::avx512 && __builtin_cpu_supports("avx512vnni");
+  return v;
+#else
+  return false;
+#endif
+}
+
 bool isa_available(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
 
 Isa active_isa() {

@@ -21,6 +21,10 @@ Isa detected_isa();
 // True when `isa` can run here (isa <= detected_isa()).
 bool isa_available(Isa isa);
 
+// True when the CPU has AVX512-VNNI (vpdpbusd), used by the int8 dot kernels (kernels/cpu/qdot.h)
+// on top of the avx512 set; the kernels check active_isa() == avx512 as well.
+bool cpu_has_avx512_vnni();
+
 // The instruction set the kernels use now: the forced one if any, else
 // min(detected_isa(), ATTN_ISA).
 Isa active_isa();

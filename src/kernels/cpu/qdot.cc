@@ -1,0 +1,229 @@
+// Int8-activation dot products: repacking, the double reference, the portable path and the dispatch.
+#include "kernels/cpu/qdot.h"
+
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/isa.h"
+
+namespace attn::kernels {
+namespace {
+
+float f16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(man), -24);
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(man | 0x400u), static_cast<int>(exp) - 25);
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  bits |= sign;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+uint16_t load_u16(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return h;
+}
+
+// The 4-bit quant of element j (0..31) of a Q4_1 block.
+uint8_t q4_of(const std::byte* blk, int j) {
+  const auto b = static_cast<uint8_t>(blk[4 + (j & 15)]);
+  return j < 16 ? (b & 0xf) : (b >> 4);
+}
+
+void check_dot_args(int64_t K, int64_t M, int64_t N, int64_t ldy, const Q8RowsConst& x) {
+  ATTN_CHECK(K > 0 && K % kQBlock == 0, "qdot: K must be a positive multiple of 32, got ", K);
+  ATTN_CHECK(M >= 0 && N >= 0, "qdot: M and N must be >= 0, got M=", M, " N=", N);
+  ATTN_CHECK(ldy >= N, "qdot: ldy must be >= N=", N, ", got ", ldy);
+  const int64_t nbp = q8_padded_blocks(K);
+  ATTN_CHECK(M <= 1 || (x.ldq >= nbp * kQBlock && x.ldb >= nbp), "qdot: activation strides ldq=", x.ldq,
+             ", ldb=", x.ldb, " must be >= ", nbp * kQBlock, " and ", nbp);
+}
+
+}  // namespace
+
+float round_to_f16(float x) {
+  const float a = std::fabs(x);
+  if (!std::isfinite(a)) return x;
+  if (a < 6.103515625e-05f) return std::nearbyint(x * 16777216.0f) / 16777216.0f;  // subnormal halves
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits += 0xfffu + ((bits >> 13) & 1u);
+  bits &= ~0x1fffu;
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return std::fabs(r) > 65504.0f ? std::copysign(INFINITY, x) : r;
+}
+
+void qdot_pack(QFormat f, const std::byte* w, int64_t N, int64_t K, std::byte* out) {
+  ATTN_CHECK(K > 0 && K % kQBlock == 0, "qdot_pack: K must be a positive multiple of 32, got ", K);
+  const int64_t nb = K / kQBlock, nbp = q8_padded_blocks(K), bb = qformat_block_bytes(f);
+  const int64_t rb = qdot_row_bytes(f, K);
+  for (int64_t n = 0; n < N; ++n) {
+    const std::byte* src = w + n * nb * bb;
+    std::byte* dst = out + n * rb;
+    std::memset(dst, 0, rb);
+    for (int64_t b = 0; b < nb; ++b) std::memcpy(dst + 2 * b, src + b * bb, 2);  // d
+    if (f == QFormat::q4_1) {
+      for (int64_t b = 0; b < nb; ++b) std::memcpy(dst + 2 * nbp + 2 * b, src + b * bb + 2, 2);  // m
+      auto* qs = reinterpret_cast<uint8_t*>(dst + 4 * nbp);
+      for (int64_t b = 0; b < nb; ++b) {
+        const std::byte* blk = src + b * bb;
+        uint8_t* pair = qs + (b / 2) * 32;
+        const int shift = (b % 2) * 4;
+        for (int j = 0; j < 32; ++j) pair[j] |= static_cast<uint8_t>(q4_of(blk, j) << shift);
+      }
+    } else {
+      auto* qs = reinterpret_cast<uint8_t*>(dst + 2 * nbp);
+      for (int64_t b = 0; b < nbp; ++b)
+        for (int j = 0; j < 32; ++j)
+          qs[b * 32 + j] =
+              b < nb ? static_cast<uint8_t>(static_cast<int8_t>(src[b * bb + 2 + j]) + 128) : 128;
+    }
+  }
+}
+
+void qdot_unpack(QFormat f, const std::byte* packed, int64_t N, int64_t K, float* out) {
+  const int64_t nb = K / kQBlock, nbp = q8_padded_blocks(K), rb = qdot_row_bytes(f, K);
+  for (int64_t n = 0; n < N; ++n) {
+    const std::byte* row = packed + n * rb;
+    for (int64_t b = 0; b < nb; ++b) {
+      const float d = f16_to_float(load_u16(row + 2 * b));
+      float* o = out + n * K + b * kQBlock;
+      if (f == QFormat::q4_1) {
+        const float m = f16_to_float(load_u16(row + 2 * nbp + 2 * b));
+        const auto* pair = reinterpret_cast<const uint8_t*>(row + 4 * nbp) + (b / 2) * 32;
+        for (int j = 0; j < 32; ++j) o[j] = static_cast<float>((pair[j] >> ((b % 2) * 4)) & 0xf) * d + m;
+      } else {
+        const auto* q = reinterpret_cast<const uint8_t*>(row + 2 * nbp) + b * 32;
+        for (int j = 0; j < 32; ++j) o[j] = static_cast<float>(static_cast<int>(q[j]) - 128) * d;
+      }
+    }
+  }
+}
+
+namespace {
+// Σ over the blocks of one packed weight row and one quantized row, terms in double or float.
+template <typename T>
+T row_dot(QFormat f, const std::byte* row, int64_t K, const int8_t* q, const float* d, const float* s) {
+  const int64_t nb = K / kQBlock, nbp = q8_padded_blocks(K);
+  T acc = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const T dw = f16_to_float(load_u16(row + 2 * b));
+    int32_t isum = 0;
+    if (f == QFormat::q4_1) {
+      const auto* pair = reinterpret_cast<const uint8_t*>(row + 4 * nbp) + (b / 2) * 32;
+      const int shift = (b % 2) * 4;
+      for (int j = 0; j < 32; ++j) isum += ((pair[j] >> shift) & 0xf) * q[b * 32 + j];
+      const T mw = f16_to_float(load_u16(row + 2 * nbp + 2 * b));
+      acc += dw * static_cast<T>(d[b]) * static_cast<T>(isum) + mw * static_cast<T>(s[b]);
+    } else {
+      const auto* qw = reinterpret_cast<const uint8_t*>(row + 2 * nbp) + b * 32;
+      for (int j = 0; j < 32; ++j) isum += (static_cast<int>(qw[j]) - 128) * q[b * 32 + j];
+      acc += dw * static_cast<T>(d[b]) * static_cast<T>(isum);
+    }
+  }
+  return acc;
+}
+}  // namespace
+
+namespace ref {
+void qdot_matmul(QFormat f, const std::byte* packed, int64_t N, int64_t K, Q8RowsConst x, int64_t M, float* y,
+                 int64_t ldy) {
+  check_dot_args(K, M, N, ldy, x);
+  const int64_t rb = qdot_row_bytes(f, K);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      y[m * ldy + n] = static_cast<float>(
+          row_dot<double>(f, packed + n * rb, K, x.q + m * x.ldq, x.d + m * x.ldb, x.s + m * x.ldb));
+}
+}  // namespace ref
+
+namespace cpu {
+namespace detail {
+void quantize_q8_scalar(const float* x, int64_t K, int8_t* q, float* d, float* s, float* sum) {
+  const int64_t nb = K / kQBlock, nbp = q8_padded_blocks(K);
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* xb = x + b * kQBlock;
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    const float db = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int32_t isum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const auto v = static_cast<int8_t>(std::nearbyint(xb[i] * id));
+      q[b * kQBlock + i] = v;
+      isum += v;
+    }
+    d[b] = round_to_f16(db);
+    s[b] = round_to_f16(db * static_cast<float>(isum));
+    sum[b] = static_cast<float>(isum);
+  }
+  for (int64_t b = nb; b < nbp; ++b) {
+    std::memset(q + b * kQBlock, 0, kQBlock);
+    d[b] = s[b] = sum[b] = 0.0f;
+  }
+}
+
+void qdot_rows_scalar(QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsConst x,
+                      int64_t M, float* y, int64_t ldy, bool accumulate) {
+  const int64_t rb = qdot_row_bytes(f, K);
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      const float v =
+          row_dot<float>(f, packed + n * rb, K, x.q + m * x.ldq, x.d + m * x.ldb, x.s + m * x.ldb);
+      y[m * ldy + n] = accumulate ? y[m * ldy + n] + v : v;
+    }
+}
+}  // namespace detail
+
+bool qdot_vnni_active() { return active_isa() == Isa::avx512 && cpu_has_avx512_vnni(); }
+
+void quantize_q8(const float* x, int64_t M, int64_t K, int64_t ldx, Q8Rows out) {
+  ATTN_CHECK(K > 0 && K % kQBlock == 0, "quantize_q8: K must be a positive multiple of 32, got ", K);
+  ATTN_CHECK(ldx >= K, "quantize_q8: ldx must be >= K=", K, ", got ", ldx);
+  const bool avx = active_isa() == Isa::avx512;
+  for (int64_t m = 0; m < M; ++m) {
+    int8_t* q = out.q + m * out.ldq;
+    float *d = out.d + m * out.ldb, *s = out.s + m * out.ldb, *sum = out.sum + m * out.ldb;
+    if (avx)
+      detail::quantize_q8_avx512(x + m * ldx, K, q, d, s, sum);
+    else
+      detail::quantize_q8_scalar(x + m * ldx, K, q, d, s, sum);
+  }
+}
+
+void qdot_rows(QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsConst x,
+               int64_t M, float* y, int64_t ldy, bool accumulate) {
+  check_dot_args(K, M, n1, ldy, x);
+  ATTN_CHECK(0 <= n0 && n0 <= n1, "qdot_rows: need 0 <= n0 <= n1, got ", n0, ", ", n1);
+  if (qdot_vnni_active())
+    detail::qdot_rows_vnni(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
+  else
+    detail::qdot_rows_scalar(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
+}
+
+void qdot_matmul(QFormat f, const std::byte* packed, int64_t N, int64_t K, Q8RowsConst x, int64_t M, float* y,
+                 int64_t ldy, bool accumulate) {
+  check_dot_args(K, M, N, ldy, x);
+  const bool vnni = qdot_vnni_active();
+  const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, K * std::max<int64_t>(M, 1)));
+  parallel_for(N, grain, [&](int64_t b, int64_t e, int) {
+    if (vnni)
+      detail::qdot_rows_vnni(f, packed, b, e, K, x, M, y, ldy, accumulate);
+    else
+      detail::qdot_rows_scalar(f, packed, b, e, K, x, M, y, ldy, accumulate);
+  });
+}
+}  // namespace cpu
+}  // namespace attn::kernels
