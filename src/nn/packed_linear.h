@@ -1,5 +1,5 @@
 // Pre-packed weights for decoding (models::generate): while a PackedWeightScope is alive on
-// the calling thread, nn::inference_linear multiplies small inputs (1..max rows, fp32, grad
+// the calling thread, nn::inference_linear multiplies small inputs (2..max rows, fp32, grad
 // mode off) by a packed copy of the weight (kernels/cpu/linear_packed.h), made on the
 // kPackAfter-th use of that weight in the scope and reused by every later step of the scope.
 //
@@ -52,7 +52,7 @@ int64_t packed_linear_max_rows();
 
 // y = x · wᵀ + b (as ops::linear). x: [..., in], w: [out, in], b: [out] or undefined -> [..., out].
 // Uses the packed kernel when a PackedWeightScope is active, grad mode is off, x and w are f32,
-// x is contiguous with 1..packed_linear_max_rows() rows and the CPU has AVX-512; else ops::linear.
+// x is contiguous with 2..packed_linear_max_rows() rows and the CPU has AVX-512; else ops::linear.
 Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b);
 
 }  // namespace attn::nn
