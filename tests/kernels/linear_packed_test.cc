@@ -143,7 +143,8 @@ TEST_P(InferenceLinear, MatchesDoubleAndPacksOncePerScope) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, InferenceLinear,
-                         ::testing::Values(ScopeCase{"m1", {1, 64}, 40, true, true},
+                         ::testing::Values(ScopeCase{"m1_stays_unpacked", {1, 64}, 40, true, false},
+                                           ScopeCase{"m2", {2, 64}, 40, true, true},
                                            ScopeCase{"m32_decode", {32, 1, 256}, 1024, true, true},
                                            ScopeCase{"m32_tied_vocab_no_bias", {32, 256}, 1003, false, true},
                                            ScopeCase{"m48_limit", {4, 12, 20}, 37, true, true},
