@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/qdot.h"
+#include "kernels/f16.h"
 #include "kernels/isa_test_util.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"

@@ -14,9 +14,6 @@
 
 namespace attn::kernels {
 
-// IEEE binary16 bits → float (exact).
-float f16_bits_to_float(uint16_t h);
-
 namespace ref {
 // The oracle, in double. Same arguments as cpu::group_decode_attention (scratch unused).
 void group_decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,

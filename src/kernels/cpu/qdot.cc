@@ -9,26 +9,10 @@
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
+#include "kernels/f16.h"
 
 namespace attn::kernels {
 namespace {
-
-float f16_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31)
-    v = man ? NAN : INFINITY;
-  else
-    v = std::ldexp(static_cast<float>(man | 0x400u), static_cast<int>(exp) - 25);
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits |= sign;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
 
 uint16_t load_u16(const std::byte* p) {
   uint16_t h;
@@ -99,10 +83,10 @@ void qdot_unpack(QFormat f, const std::byte* packed, int64_t N, int64_t K, float
   for (int64_t n = 0; n < N; ++n) {
     const std::byte* row = packed + n * rb;
     for (int64_t b = 0; b < nb; ++b) {
-      const float d = f16_to_float(load_u16(row + 2 * b));
+      const float d = f16_bits_to_float(load_u16(row + 2 * b));
       float* o = out + n * K + b * kQBlock;
       if (f == QFormat::q4_1) {
-        const float m = f16_to_float(load_u16(row + 2 * nbp + 2 * b));
+        const float m = f16_bits_to_float(load_u16(row + 2 * nbp + 2 * b));
         const auto* pair = reinterpret_cast<const uint8_t*>(row + 4 * nbp) + (b / 2) * 32;
         for (int j = 0; j < 32; ++j) o[j] = static_cast<float>((pair[j] >> ((b % 2) * 4)) & 0xf) * d + m;
       } else {
@@ -120,13 +104,13 @@ T row_dot(QFormat f, const std::byte* row, int64_t K, const int8_t* q, const flo
   const int64_t nb = K / kQBlock, nbp = q8_padded_blocks(K);
   T acc = 0;
   for (int64_t b = 0; b < nb; ++b) {
-    const T dw = f16_to_float(load_u16(row + 2 * b));
+    const T dw = f16_bits_to_float(load_u16(row + 2 * b));
     int32_t isum = 0;
     if (f == QFormat::q4_1) {
       const auto* pair = reinterpret_cast<const uint8_t*>(row + 4 * nbp) + (b / 2) * 32;
       const int shift = (b % 2) * 4;
       for (int j = 0; j < 32; ++j) isum += ((pair[j] >> shift) & 0xf) * q[b * 32 + j];
-      const T mw = f16_to_float(load_u16(row + 2 * nbp + 2 * b));
+      const T mw = f16_bits_to_float(load_u16(row + 2 * nbp + 2 * b));
       acc += dw * static_cast<T>(d[b]) * static_cast<T>(isum) + mw * static_cast<T>(s[b]);
     } else {
       const auto* qw = reinterpret_cast<const uint8_t*>(row + 2 * nbp) + b * 32;

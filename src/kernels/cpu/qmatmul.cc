@@ -9,30 +9,16 @@
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
+#include "kernels/f16.h"
 
 namespace attn::kernels {
 namespace {
 
-// IEEE binary16 → float, exact for every value (subnormals, inf, NaN).
+// The binary16 at p (unaligned) as a float.
 float half_to_float(const std::byte* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t man = h & 0x3ffu;
-  float v;
-  if (exp == 0) {
-    v = std::ldexp(static_cast<float>(man), -24);
-  } else if (exp == 31) {
-    v = man ? NAN : INFINITY;
-  } else {
-    v = std::ldexp(static_cast<float>(man | 0x400u), static_cast<int>(exp) - 25);
-  }
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits |= sign;
-  std::memcpy(&v, &bits, 4);
-  return v;
+  return f16_bits_to_float(h);
 }
 
 // One block's 32 weights, w[i] = d·q + m (Q4_1) or d·q (Q8_0), in float (the value ggml's dequantize gives).
