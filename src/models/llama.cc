@@ -18,6 +18,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/qdot.h"
 #include "kernels/cpu/qmatmul.h"
+#include "kernels/f16.h"
 
 namespace attn::models {
 namespace {
@@ -27,21 +28,6 @@ using kernels::QFormat;
 
 std::string dims_str(const Shape& s) { return shape_str(s); }
 
-// x rounded to the nearest IEEE binary16 value (ties to even), as a float; overflow gives ±inf.
-float round_to_half(float x) {
-  const float a = std::fabs(x);
-  if (!std::isfinite(a)) return x;
-  if (a < 6.103515625e-05f)
-    return std::nearbyint(x * 16777216.0f) / 16777216.0f;  // half subnormals: 2^-24 steps
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  bits += 0xfffu + ((bits >> 13) & 1u);
-  bits &= ~0x1fffu;
-  float r;
-  std::memcpy(&r, &bits, 4);
-  return std::fabs(r) > 65504.0f ? std::copysign(INFINITY, x) : r;
-}
-
 // ggml's 8-bit activation quantization of one row, dequantized again: per block of 32,
 // d = max|x| / 127, q = round(x / d), x ≈ q · f16(d).
 void fake_quantize_q8(const float* x, int64_t K, float* out) {
@@ -49,7 +35,7 @@ void fake_quantize_q8(const float* x, int64_t K, float* out) {
     float amax = 0;
     for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b + i]));
     const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    const float dh = round_to_half(d);
+    const float dh = kernels::round_to_f16(d);
     for (int64_t i = 0; i < 32; ++i) out[b + i] = std::nearbyint(x[b + i] * id) * dh;
   }
 }
@@ -668,9 +654,9 @@ struct LlamaModel::Impl {
       rope(qp, L, H);
       rope(kbuf.data(), L, Hkv);
       if (opt.llama_cpp_rounding) {
-        for (int64_t k = 0; k < L * C; ++k) qp[k] = round_to_half(qp[k]);
-        for (int64_t k = 0; k < L * kv; ++k) kbuf[k] = round_to_half(kbuf[k]);
-        for (int64_t k = 0; k < L * kv; ++k) vbuf[k] = round_to_half(vbuf[k]);
+        for (int64_t k = 0; k < L * C; ++k) qp[k] = kernels::round_to_f16(qp[k]);
+        for (int64_t k = 0; k < L * kv; ++k) kbuf[k] = kernels::round_to_f16(kbuf[k]);
+        for (int64_t k = 0; k < L * kv; ++k) vbuf[k] = kernels::round_to_f16(vbuf[k]);
       }
       float* kc = kcache[l].data<float>();
       float* vc = vcache[l].data<float>();

@@ -37,19 +37,6 @@ void check_dot_args(int64_t K, int64_t M, int64_t N, int64_t ldy, const Q8RowsCo
 
 }  // namespace
 
-float round_to_f16(float x) {
-  const float a = std::fabs(x);
-  if (!std::isfinite(a)) return x;
-  if (a < 6.103515625e-05f) return std::nearbyint(x * 16777216.0f) / 16777216.0f;  // subnormal halves
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  bits += 0xfffu + ((bits >> 13) & 1u);
-  bits &= ~0x1fffu;
-  float r;
-  std::memcpy(&r, &bits, 4);
-  return std::fabs(r) > 65504.0f ? std::copysign(INFINITY, x) : r;
-}
-
 void qdot_pack(QFormat f, const std::byte* w, int64_t N, int64_t K, std::byte* out) {
   ATTN_CHECK(K > 0 && K % kQBlock == 0, "qdot_pack: K must be a positive multiple of 32, got ", K);
   const int64_t nb = K / kQBlock, nbp = q8_padded_blocks(K), bb = qformat_block_bytes(f);

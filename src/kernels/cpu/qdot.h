@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/qmatmul.h"
+#include "kernels/f16.h"
 
 namespace attn::kernels {
 
@@ -58,9 +59,6 @@ struct Q8RowsConst {
 void qdot_pack(QFormat f, const std::byte* w, int64_t N, int64_t K, std::byte* out);
 // Back to f32 (the values ggml's dequantize gives), for tests: w: packed [N, ...] → out [N, K].
 void qdot_unpack(QFormat f, const std::byte* packed, int64_t N, int64_t K, float* out);
-
-// x rounded to the nearest IEEE binary16 value (ties to even), as a float.
-float round_to_f16(float x);
 
 namespace ref {
 // The oracle: products of the packed weights and the quantized rows in double (the integer sums
