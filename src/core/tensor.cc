@@ -361,17 +361,14 @@ void Tensor::copy_from(const Tensor& src) {
   const int64_t r = rank();
   for (int64_t s : shape_)
     if (s == 0) return;
-  if (src.dtype_ == dtype_ && r >= 1 && strides_[r - 1] == 1 && src.strides_[r - 1] == 1) {
-    // Same dtype, unit-stride rows in both: one memcpy per row of the last dim
-    // (KV-cache appends, head splits and transposed copies take this path).
-    const std::size_t esz = dtype_size(dtype_), row = static_cast<std::size_t>(shape_[r - 1]) * esz;
-    auto* d8 = static_cast<unsigned char*>(db);
-    const auto* s8 = static_cast<const unsigned char*>(sb);
+  // Walks the dims [0, outer) of both tensors in lockstep (an odometer over the index), calling
+  // body(src_offset, dst_offset) at every position: the offsets differ only by their strides.
+  auto walk = [&](int64_t outer, auto&& body) {
     std::vector<int64_t> idx(r, 0);
     int64_t so = 0, dof = 0;
     while (true) {
-      std::memmove(d8 + dof * static_cast<int64_t>(esz), s8 + so * static_cast<int64_t>(esz), row);
-      int64_t d = r - 2;
+      body(so, dof);
+      int64_t d = outer - 1;
       for (; d >= 0; --d) {
         if (++idx[d] < shape_[d]) {
           so += src.strides_[d];
@@ -384,25 +381,18 @@ void Tensor::copy_from(const Tensor& src) {
       }
       if (d < 0) return;
     }
+  };
+  if (src.dtype_ == dtype_ && r >= 1 && strides_[r - 1] == 1 && src.strides_[r - 1] == 1) {
+    // Same dtype, unit-stride rows in both: one memcpy per row of the last dim
+    // (KV-cache appends, head splits and transposed copies take this path).
+    const int64_t esz = static_cast<int64_t>(dtype_size(dtype_));
+    const std::size_t row = static_cast<std::size_t>(shape_[r - 1] * esz);
+    auto* d8 = static_cast<unsigned char*>(db);
+    const auto* s8 = static_cast<const unsigned char*>(sb);
+    walk(r - 1, [&](int64_t so, int64_t dof) { std::memmove(d8 + dof * esz, s8 + so * esz, row); });
+    return;
   }
-  // Walk both tensors in lockstep: the offsets differ only by their strides.
-  std::vector<int64_t> idx(r, 0);
-  int64_t so = 0, dof = 0;
-  while (true) {
-    store(db, dtype_, dof, load(sb, src.dtype_, so));
-    int64_t d = r - 1;
-    for (; d >= 0; --d) {
-      if (++idx[d] < shape_[d]) {
-        so += src.strides_[d];
-        dof += strides_[d];
-        break;
-      }
-      so -= src.strides_[d] * (shape_[d] - 1);
-      dof -= strides_[d] * (shape_[d] - 1);
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
+  walk(r, [&](int64_t so, int64_t dof) { store(db, dtype_, dof, load(sb, src.dtype_, so)); });
 }
 
 void Tensor::fill(double value) {
