@@ -20,8 +20,6 @@ PackedWeightScope::PackedWeightScope() : outer_(tls_scope) { tls_scope = this; }
 PackedWeightScope::~PackedWeightScope() { tls_scope = outer_; }
 PackedWeightScope* PackedWeightScope::active() { return tls_scope; }
 
-void PackedWeightScope::Free::operator()(float* p) const { std::free(p); }
-
 const float* PackedWeightScope::packed(const Tensor& w) {
   ATTN_CHECK(w.defined() && w.dtype() == DType::f32 && w.rank() == 2 && w.is_contiguous(),
              "PackedWeightScope: weight must be a contiguous f32 [N, K]; got ",
@@ -29,18 +27,15 @@ const float* PackedWeightScope::packed(const Tensor& w) {
   const void* data = w.data<float>();
   const int64_t N = w.size(0), K = w.size(1);
   for (const Entry& e : entries_)
-    if (e.data == data && e.N == N && e.K == K) return e.buf.get();
+    if (e.data == data && e.N == N && e.K == K) return e.buf.data<float>();
   auto use = std::find_if(uses_.begin(), uses_.end(), [&](const auto& u) { return u.first == data; });
   if (use == uses_.end()) use = uses_.insert(uses_.end(), {data, 0});
   if (++use->second < kPackAfter) return nullptr;
   uses_.erase(use);
-  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(kernels::cpu::linear_packed_size(N, K));
-  float* buf = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-  ATTN_CHECK(buf != nullptr, "PackedWeightScope: out of memory packing a [", N, ", ", K, "] weight (", bytes,
-             " bytes)");
-  entries_.push_back({data, N, K, std::unique_ptr<float, Free>(buf)});
-  kernels::cpu::pack_linear_weight(w.data<float>(), N, K, buf);
-  return buf;
+  Tensor buf = Tensor::empty({kernels::cpu::linear_packed_size(N, K)}, DType::f32);
+  kernels::cpu::pack_linear_weight(w.data<float>(), N, K, buf.data<float>());
+  entries_.push_back({data, N, K, buf});
+  return buf.data<float>();
 }
 
 int64_t packed_linear_max_rows() {

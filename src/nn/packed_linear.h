@@ -11,7 +11,6 @@
 #include <attn/core/tensor.h>
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 namespace attn::nn {
@@ -34,13 +33,10 @@ class PackedWeightScope {
   int64_t packs() const { return static_cast<int64_t>(entries_.size()); }
 
  private:
-  struct Free {
-    void operator()(float* p) const;
-  };
   struct Entry {
     const void* data;
     int64_t N, K;
-    std::unique_ptr<float, Free> buf;
+    Tensor buf;  // [linear_packed_size(N, K)] f32 (tensor storage is 64-byte aligned)
   };
   std::vector<Entry> entries_;
   std::vector<std::pair<const void*, int>> uses_;  // calls of packed() per weight not packed yet
