@@ -2,6 +2,7 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/io/files.h>
 #include <attn/io/model_files.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/bert.h>
@@ -41,15 +42,6 @@ int64_t int_field(const json::Value& cfg, const char* key, const std::string& wh
 bool file_exists(const std::string& p) {
   struct stat sb {};
   return ::stat(p.c_str(), &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-std::string read_all(const std::string& path, const std::string& what) {
-  std::ifstream f(path, std::ios::binary);
-  ATTN_CHECK(f.good(), what, ": cannot open '", path, "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  ATTN_CHECK(!f.bad(), what, ": error reading '", path, "'");
-  return ss.str();
 }
 
 }  // namespace
@@ -128,7 +120,7 @@ BertConfig BertConfig::from_json(const json::Value& cfg, const std::string& what
 }
 
 BertConfig BertConfig::from_file(const std::string& path) {
-  const std::string text = read_all(path, "bert config");
+  const std::string text = io::read_file(path, "bert config");
   json::Value v;
   try {
     v = json::parse(text);
@@ -470,13 +462,6 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
 // ============================================================================
 // sentence encoder
 // ============================================================================
-uint64_t fnv1a64(std::string_view bytes, uint64_t h) {
-  for (const char c : bytes) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 bool Embeddings::any_truncated() const {
   return std::any_of(truncated.begin(), truncated.end(), [](bool t) { return t; });
@@ -495,7 +480,7 @@ SentenceEncoder SentenceEncoder::load(const std::string& dir) {
   int64_t max_len = 256;
   const std::string sbc = files.dir + "/sentence_bert_config.json";
   if (file_exists(sbc)) {
-    const json::Value v = json::parse(read_all(sbc, "sentence_bert_config.json"));
+    const json::Value v = json::parse(io::read_file(sbc, "sentence_bert_config.json"));
     if (const json::Value* m = v.find("max_seq_length"); m != nullptr && !m->is_null()) {
       ATTN_CHECK(m->is_integer() && m->as_int64() >= 2, sbc, ": max_seq_length must be an integer >= 2; got ",
                  json::dump(*m));
@@ -506,7 +491,7 @@ SentenceEncoder SentenceEncoder::load(const std::string& dir) {
   e.model_ = std::make_shared<BertModel>(config, files.weights);
   e.tokenizer_ = tok;
   // Fingerprint: config, the safetensors header (names, shapes, offsets) and size, vocabulary, limit.
-  uint64_t h = fnv1a64(read_all(files.config, "config.json"));
+  uint64_t h = fnv1a64(io::read_file(files.config, "config.json"));
   {
     std::ifstream f(files.weights, std::ios::binary);
     char len8[8] = {};
@@ -519,7 +504,7 @@ SentenceEncoder SentenceEncoder::load(const std::string& dir) {
     f.seekg(0, std::ios::end);
     h = fnv1a64(std::to_string(static_cast<long long>(f.tellg())), h);
   }
-  h = fnv1a64(read_all(files.vocab, "vocab.txt"), h);
+  h = fnv1a64(io::read_file(files.vocab, "vocab.txt"), h);
   h = fnv1a64("max_seq_length=" + std::to_string(e.max_seq_length_), h);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));

@@ -93,10 +93,11 @@ Tensor head_average(const Tensor& w) {  // w: [N, H, 1, Ls] -> [N, Ls]
   const int64_t N = w.size(0), H = w.size(1), Ls = w.size(3);
   Tensor out = Tensor::zeros({N, Ls});
   float* o = out.data<float>();
+  const Tensor c = w.contiguous();
+  const int64_t R = w.size(2);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t h = 0; h < H; ++h) {
-      Tensor row = w.select(0, n).select(0, h).select(0, w.size(2) - 1).contiguous();
-      const float* r = row.data<float>();
+      const float* r = c.data<float>() + ((n * H + h) * R + R - 1) * Ls;  // the last query row
       for (int64_t j = 0; j < Ls; ++j) o[n * Ls + j] += r[j] / static_cast<float>(H);
     }
   return out;
@@ -319,11 +320,12 @@ std::vector<Generated> run_beam(Stepper& model, Tensor logits, Tensor cross, std
         int64_t row, token;
       };
       std::vector<Cand> cands;
+      std::vector<int64_t> idx;  // token ids of one row, reused across rows
       const int64_t per_row = std::min<int64_t>(2 * K, p.V);
       for (std::size_t r = r0; r < r1; ++r) {
         const float* x = row_ptr(logits, static_cast<int64_t>(r));
         const double lse = detail::row_logsumexp(x, p.V);
-        std::vector<int64_t> idx(static_cast<std::size_t>(p.V));
+        idx.resize(static_cast<std::size_t>(p.V));
         std::iota(idx.begin(), idx.end(), 0);
         std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
                           [&](int64_t a, int64_t c) { return x[a] > x[c] || (x[a] == x[c] && a < c); });

@@ -26,8 +26,6 @@ namespace {
 using io::GgmlType;
 using kernels::QFormat;
 
-std::string dims_str(const Shape& s) { return shape_str(s); }
-
 // ggml's 8-bit activation quantization of one row, dequantized again: per block of 32,
 // d = max|x| / 127, q = round(x / d), x ≈ q · f16(d).
 void fake_quantize_q8(const float* x, int64_t K, float* out) {
@@ -233,7 +231,7 @@ LlamaTensorCheck check_llama_tensors(const io::GgufFile& f, const LlamaConfig& c
     }
     const io::GgufTensorInfo& t = f.tensor(e.name);
     if (t.shape != e.shape) {
-      r.misshaped.push_back(e.name + ": expected " + dims_str(e.shape) + ", got " + dims_str(t.shape));
+      r.misshaped.push_back(e.name + ": expected " + shape_str(e.shape) + ", got " + shape_str(t.shape));
     } else if (!io::ggml_can_dequantize(t.type)) {
       r.misshaped.push_back(e.name + ": type " + io::ggml_type_name(t.type) +
                             " is not supported (F32 F16 BF16 Q8_0 Q4_0 Q4_1)");
@@ -262,7 +260,6 @@ struct LlamaModel::Impl {
   const std::byte* embed_data = nullptr;  // token_embd as stored: [V rows of embed_row_bytes]
   std::vector<float> output_norm;
   std::vector<Layer> layers;
-  std::vector<float> inv_freq_unused;
 
   // KV cache per layer: [Hkv, cap, D]
   std::vector<Tensor> kcache, vcache;
@@ -636,14 +633,7 @@ struct LlamaModel::Impl {
     }
     const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
 
-    for (int64_t i = 0; i < L; ++i) {
-      if (!embed.f32.empty() && embed_type != GgmlType::Q8_0 && embed_type != GgmlType::Q4_1) {
-        std::copy_n(embed.f32.data() + ids[i] * C, C, x.data() + i * C);
-      } else {
-        const std::byte* row = embed_data + ids[i] * embed_row_bytes;
-        io::dequantize(embed_type, row, C, x.data() + i * C);
-      }
-    }
+    for (int64_t i = 0; i < L; ++i) embed_row(ids[i], x.data() + i * C);
     rope_tables(pos, L);
     float* qp = q.data<float>();
     float* ap = att.data<float>();

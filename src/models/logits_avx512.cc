@@ -12,6 +12,28 @@
 
 namespace attn::models::detail {
 
+namespace {
+
+// Σ_j exp(x[j] - mx) over a row of V values (tail: the lanes past V masked by `tail`), summed per lane in
+// fp32 (each lane sums at most ceil(V / 16) terms <= 1: relative error ~V/16 · 2^-24) and across lanes
+// in double.
+double sum_exp_shifted(const float* x, int64_t V, float mx, __mmask16 tail) {
+  namespace v = kernels::cpu::avx512;
+  const __m512 vmx = _mm512_set1_ps(mx);
+  __m512 s = _mm512_setzero_ps();
+  int64_t t = 0;
+  for (; t + 16 <= V; t += 16) s = _mm512_add_ps(s, v::exp_ps(_mm512_sub_ps(_mm512_loadu_ps(x + t), vmx)));
+  const __m512 last = _mm512_mask_loadu_ps(vmx, tail, x + t);  // masked lanes: exp(0) = 1, removed below
+  s = _mm512_add_ps(s, _mm512_maskz_mov_ps(tail, v::exp_ps(_mm512_sub_ps(last, vmx))));
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  double total = 0;
+  for (float l : lanes) total += l;
+  return total;
+}
+
+}  // namespace
+
 double row_logsumexp_avx512(const float* x, int64_t V) {
   namespace v = kernels::cpu::avx512;
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -24,17 +46,7 @@ double row_logsumexp_avx512(const float* x, int64_t V) {
   float mx = lanes[0];
   for (float l : lanes) mx = l > mx ? l : mx;
   if (mx == -std::numeric_limits<float>::infinity()) return mx;
-  const __m512 vmx = _mm512_set1_ps(mx);
-  // Each lane sums at most ceil(V / 16) terms <= 1 in fp32 (relative error ~V/16 · 2^-24).
-  __m512 s = _mm512_setzero_ps();
-  for (t = 0; t + 16 <= V; t += 16)
-    s = _mm512_add_ps(s, v::exp_ps(_mm512_sub_ps(_mm512_loadu_ps(x + t), vmx)));
-  const __m512 last = _mm512_mask_loadu_ps(vmx, tail, x + t);  // masked lanes: exp(0) = 1, removed below
-  s = _mm512_add_ps(s, _mm512_maskz_mov_ps(tail, v::exp_ps(_mm512_sub_ps(last, vmx))));
-  _mm512_store_ps(lanes, s);
-  double total = 0;
-  for (float l : lanes) total += l;
-  return mx + std::log(total);
+  return mx + std::log(sum_exp_shifted(x, V, mx, tail));
 }
 
 ArgmaxLse row_argmax_logsumexp_avx512(const float* x, int64_t V) {
@@ -71,16 +83,7 @@ ArgmaxLse row_argmax_logsumexp_avx512(const float* x, int64_t V) {
   if (mx == -std::numeric_limits<float>::infinity())
     return {0, mx};  // every logit -inf: id 0, as max_element
   // Pass 2: Σ exp(x - max), as row_logsumexp_avx512.
-  const __m512 vmx = _mm512_set1_ps(mx);
-  __m512 s = _mm512_setzero_ps();
-  for (t = 0; t + 16 <= V; t += 16)
-    s = _mm512_add_ps(s, v::exp_ps(_mm512_sub_ps(_mm512_loadu_ps(x + t), vmx)));
-  const __m512 last = _mm512_mask_loadu_ps(vmx, tail, x + t);
-  s = _mm512_add_ps(s, _mm512_maskz_mov_ps(tail, v::exp_ps(_mm512_sub_ps(last, vmx))));
-  _mm512_store_ps(lanes, s);
-  double total = 0;
-  for (float l : lanes) total += l;
-  return {token, mx + std::log(total)};
+  return {token, mx + std::log(sum_exp_shifted(x, V, mx, tail))};
 }
 
 }  // namespace attn::models::detail

@@ -408,7 +408,8 @@ ModelOutput EncoderClassifier::forward(const Tensor& ids, const std::vector<int6
   call.lengths = lengths;
   call.capture = capture_cls;
   call.trace = trace;
-  return forward_embeddings(embed_tokens(ids), call, labels);
+  // ids were checked above: embed without embed_tokens' second check.
+  return forward_embeddings(TokenEmbedder(c_, embed_.get(), pos_.get()).tokens(ids), call, labels);
 }
 
 Tensor EncoderClassifier::embed_tokens(const Tensor& ids) const {

@@ -2,6 +2,7 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/data/reader.h>
+#include <attn/io/files.h>
 #include <attn/models/task_model.h>
 #include <attn/models/translation.h>
 #include <attn/text/utf8.h>
@@ -15,14 +16,6 @@
 
 namespace attn::models {
 namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ATTN_CHECK(in.good(), "translate: cannot open '", path, "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const json::Value& member(const json::Value& obj, const char* key, const char* where) {
   ATTN_CHECK(obj.is_object(), "translate: ", where, " must be a JSON object; got ",
@@ -52,7 +45,7 @@ ParallelCorpus read_parallel_corpus(const std::string& path, int64_t max_pairs) 
   if (max_pairs > 0 && ds.size() > max_pairs) ds.examples.resize(static_cast<std::size_t>(max_pairs));
 
   // The attribution column, by line (read_table validated the bytes and the field counts).
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = io::read_file(path, "translate: parallel corpus");
   const std::string_view body = text::strip_bom(bytes);
   std::unordered_map<int64_t, std::string> attribution;
   {

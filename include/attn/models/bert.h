@@ -22,6 +22,7 @@
 #pragma once
 
 #include <attn/core/tensor.h>
+#include <attn/data/random.h>
 #include <attn/io/json.h>
 #include <attn/text/wordpiece.h>
 
@@ -156,7 +157,7 @@ class SentenceEncoder {
   std::shared_ptr<const text::WordPieceTokenizer> tokenizer_;
 };
 
-// 64-bit FNV-1a of `bytes` continuing from `h` (cache keys).
-uint64_t fnv1a64(std::string_view bytes, uint64_t h = 0xcbf29ce484222325ull);
+// 64-bit FNV-1a of `bytes` (cache keys): the one in data/random.h.
+using data::fnv1a64;
 
 }  // namespace attn::models
