@@ -4,7 +4,6 @@
 #include <attn/ops/basic.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "kernels/cpu/decode_attention.h"
 #include "nn/packed_linear.h"
@@ -99,26 +98,6 @@ MhaConfig checked(MhaConfig c) {
 }
 }  // namespace
 
-namespace {
-// buf[:, :, at : at + n, :] = src (src: [B, Hkv, n, D], any strides). f32 with unit-stride rows (a
-// decoding step's k/v are views of the projection output): one memcpy per row; else Tensor::copy_from.
-void copy_positions(Tensor& buf, int64_t at, const Tensor& src) {
-  Tensor dst = buf.slice(2, at, at + src.size(2));
-  if (src.dtype() != DType::f32 || dst.dtype() != DType::f32 || src.stride(3) != 1 || dst.stride(3) != 1) {
-    dst.copy_from(src);
-    return;
-  }
-  const int64_t B = src.size(0), Hk = src.size(1), n = src.size(2), D = src.size(3);
-  const float* s = src.data<float>();
-  float* d = dst.data<float>();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hk; ++h)
-      for (int64_t i = 0; i < n; ++i)
-        std::memcpy(d + b * dst.stride(0) + h * dst.stride(1) + i * dst.stride(2),
-                    s + b * src.stride(0) + h * src.stride(1) + i * src.stride(2), sizeof(float) * D);
-}
-}  // namespace
-
 void KVCache::append(const Tensor& k_new, const Tensor& v_new) {
   // k_new, v_new: [B, Hkv, n, D]
   const int64_t L = length(), n = k_new.size(2);
@@ -136,8 +115,10 @@ void KVCache::append(const Tensor& k_new, const Tensor& v_new) {
     }
     k_buf = kb, v_buf = vb;
   }
-  copy_positions(k_buf, L, k_new);
-  copy_positions(v_buf, L, v_new);
+  // Unit-stride rows in both (a decoding step's k/v are views of the projection output): copy_from
+  // copies them one memcpy per row.
+  k_buf.slice(2, L, L + n).copy_from(k_new);
+  v_buf.slice(2, L, L + n).copy_from(v_new);
   k = k_buf.slice(2, 0, L + n);
   v = v_buf.slice(2, 0, L + n);
 }

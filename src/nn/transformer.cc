@@ -222,10 +222,6 @@ void DecoderCache::select_rows(const std::vector<int64_t>& rows) {
   for (KVCache& c : cross) select_cache_rows(c, rows);
 }
 
-}  // namespace attn::nn
-
-namespace attn::nn {
-
 Tensor Decoder::forward_with_weights(const Tensor& x, const Tensor& memory, const AttentionCall& call,
                                      std::vector<Tensor>* self_weights, std::vector<Tensor>* cross_weights) {
   ATTN_CHECK(self_weights != nullptr && cross_weights != nullptr,
