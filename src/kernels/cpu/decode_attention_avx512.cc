@@ -16,10 +16,7 @@
 namespace attn::kernels::cpu::detail {
 namespace {
 
-inline __mmask16 tail_mask(int64_t left) {
-  return left >= 16 ? static_cast<__mmask16>(0xffff)
-                    : static_cast<__mmask16>((1u << static_cast<unsigned>(left)) - 1u);
-}
+using avx512::tail_mask;
 
 // The four lane sums of a0..a3, as the first four floats of the result.
 inline __m128 sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {

@@ -142,12 +142,14 @@ void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int
                "; expected a value in [1, ", L, "]");
   const bool v = encoder_attention_fast(D);
   const int64_t per = detail::encoder_attention_scratch(L, D);
-  std::vector<float> scratch(static_cast<std::size_t>(per * num_threads()));
   // At least ~1 MFLOP per chunk: short sequences (one sentence of 16 tokens: 12 heads x 64 kFLOP) run
   // on the caller instead of waking the pool for microseconds of work.
   const int64_t flops = std::max<int64_t>(1, 4 * L * L * D);
-  parallel_for(B * H, std::max<int64_t>(1, (int64_t{1} << 20) / flops), [&](int64_t i0, int64_t i1, int tid) {
-    float* s = scratch.data() + per * tid;
+  parallel_for(B * H, std::max<int64_t>(1, (int64_t{1} << 20) / flops), [&](int64_t i0, int64_t i1, int) {
+    // Every scratch entry is written before it is read: a grow-only per-thread buffer, not zeroed.
+    thread_local std::vector<float> scratch;
+    if (static_cast<int64_t>(scratch.size()) < per) scratch.resize(static_cast<std::size_t>(per));
+    float* s = scratch.data();
     for (int64_t i = i0; i < i1; ++i)
       (v ? detail::encoder_attention_avx512 : detail::encoder_attention_scalar)(qkv, lengths, ctx, L, H, D,
                                                                                 scale, i / H, i % H, s);

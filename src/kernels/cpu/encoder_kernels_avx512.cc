@@ -20,10 +20,7 @@
 namespace attn::kernels::cpu::detail {
 namespace {
 
-inline __mmask16 tail_mask(int64_t left) {
-  return left >= 16 ? static_cast<__mmask16>(0xffff)
-                    : static_cast<__mmask16>((1u << static_cast<unsigned>(left)) - 1u);
-}
+using avx512::tail_mask;
 
 // erf(x) = sign(x) · (1 − (a1 t + a2 t² + a3 t³ + a4 t⁴ + a5 t⁵) · exp(−x²)), t = 1 / (1 + p|x|)
 // (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7; fp32 evaluation adds a few ulp).
@@ -152,7 +149,7 @@ void linear_small_m_avx512(const float* x, int64_t ldx, const float* wt, const f
   static constexpr auto table = block_table(std::make_integer_sequence<int, kRows>{});
   for (int64_t n = n0; n < n1; n += 32) {
     const __mmask16 k0 = tail_mask(n1 - n);
-    const __mmask16 k1 = n1 - n > 16 ? tail_mask(n1 - n - 16) : static_cast<__mmask16>(0);
+    const __mmask16 k1 = tail_mask(n1 - n - 16);
     for (int64_t m = 0; m < M; m += kRows) {
       const int64_t r = std::min<int64_t>(kRows, M - m);
       table[static_cast<std::size_t>(r - 1)](x + m * ldx, ldx, wt, bias, y + m * ldy, ldy, N, K, n, k0, k1);

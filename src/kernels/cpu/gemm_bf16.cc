@@ -165,18 +165,6 @@ void run(const Bf16GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int
   }
 }
 
-bool cpu_has_avx512_bf16() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") != 0;
-  }();
-  return has;
-#else
-  return false;
-#endif
-}
-
 }  // namespace
 
 const Bf16GemmKernels& bf16_gemm_scalar_kernels() { return kScalar; }
@@ -203,7 +191,7 @@ void sgemm_bf16_path(Bf16GemmPath path, bool trans_a, bool trans_b, int64_t M, i
 
 }  // namespace detail
 
-bool bf16_gemm_available() { return active_isa() == Isa::avx512 && detail::cpu_has_avx512_bf16(); }
+bool bf16_gemm_available() { return active_isa() == Isa::avx512 && cpu_has_avx512_bf16(); }
 
 void sgemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

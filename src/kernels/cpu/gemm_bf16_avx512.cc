@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/gemm_bf16_kernels.h"
+#include "kernels/cpu/vec_avx512.h"
 
 namespace attn::kernels::cpu::detail {
 namespace {
@@ -22,9 +23,7 @@ ATTN_INLINE __m512i round_bf16(__m512i u) {
   return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
 }
 
-ATTN_INLINE __mmask16 first_n(int n) {
-  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-}
+using avx512::tail_mask;
 
 // Pairs of two k-rows: lane c of the result is bf16(lo[c]) | bf16(hi[c]) << 16.
 ATTN_INLINE __m512i pair_rows(__m512i lo, __m512i hi) {
@@ -51,10 +50,10 @@ void pack_rows(const float* src, int64_t ld, int kc, int w, int W, uint32_t* out
       const int c0 = q * W;
       uint32_t* o = out + (int64_t{q} * kp + p) * W;
       for (int c = 0; c < W; c += 16) {
-        const __mmask16 m = first_n(w - c0 - c);
+        const __mmask16 m = tail_mask(w - c0 - c);
         const __m512i lo = _mm512_maskz_loadu_epi32(m, r0 + c0 + c);
         const __m512i hi = has_hi ? _mm512_maskz_loadu_epi32(m, r0 + ld + c0 + c) : _mm512_setzero_si512();
-        _mm512_mask_storeu_epi32(o + c, first_n(W - c), pair_rows(lo, hi));
+        _mm512_mask_storeu_epi32(o + c, tail_mask(W - c), pair_rows(lo, hi));
       }
     }
   }
@@ -95,7 +94,7 @@ ATTN_INLINE void transpose16(__m512i r[16]) {
 // in registers and stored as rows of pairs.
 void pack_cols(const float* src, int64_t ld, int kc, int w, int W, uint32_t* out) {
   const int kp = (kc + 1) / 2, npanels = (w + W - 1) / W, G = W < 16 ? W : 16;
-  const __mmask16 store = first_n(G);
+  const __mmask16 store = tail_mask(G);
   // Word 2i + 1 of (lo, hi): the bf16 halves of 32 rounded values, in order.
   alignas(64) static constexpr int16_t kOdd[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21,
                                                    23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 43,
@@ -104,7 +103,7 @@ void pack_cols(const float* src, int64_t ld, int kc, int w, int W, uint32_t* out
   for (int c0 = 0; c0 < npanels * W; c0 += G) {
     uint32_t* o = out + int64_t{c0 / W} * kp * W + c0 % W;
     for (int k0 = 0; k0 < kc; k0 += 32) {
-      const __mmask16 m0 = first_n(kc - k0), m1 = first_n(kc - k0 - 16);
+      const __mmask16 m0 = tail_mask(kc - k0), m1 = tail_mask(kc - k0 - 16);
       __m512i r[16];
 #pragma GCC unroll 16
       for (int i = 0; i < 16; ++i) {
@@ -151,7 +150,7 @@ void block(int kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, 
     a += R;
     b += 32;
   }
-  const __mmask16 m0 = first_n(n), m1 = first_n(n - 16);
+  const __mmask16 m0 = tail_mask(n), m1 = tail_mask(n - 16);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {

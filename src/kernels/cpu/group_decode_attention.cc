@@ -1,19 +1,20 @@
 // Decode-step attention: the double reference, the portable path and the dispatch.
 #include "kernels/cpu/group_decode_attention.h"
 
+#include <attn/io/safetensors.h>  // io::f16_to_f32
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/isa.h"
-#include "kernels/f16.h"
 
 namespace attn::kernels {
 
 namespace {
 inline float to_float(float x) { return x; }
-inline float to_float(uint16_t h) { return f16_bits_to_float(h); }
+inline float to_float(uint16_t h) { return io::f16_to_f32(h); }
 
 // x (finite or not) → the nearest IEEE half's bits, ties to even; overflow gives ±inf.
 uint16_t float_to_f16_bits(float x) {

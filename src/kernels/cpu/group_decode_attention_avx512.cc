@@ -68,13 +68,13 @@ void group(const float* q, int64_t G, const T* k, const T* v, int64_t ldk, int64
       s[j] = _mm512_reduce_add_ps(a);
     }
     for (j = 0; j < Lk; j += 16) {
-      const __mmask16 m = Lk - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (Lk - j)) - 1u);
+      const __mmask16 m = avx512::tail_mask(Lk - j);
       mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, s + j));
     }
     const __m512 mxv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
     __m512 sum = _mm512_setzero_ps();
     for (j = 0; j < Lk; j += 16) {
-      const __mmask16 m = Lk - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (Lk - j)) - 1u);
+      const __mmask16 m = avx512::tail_mask(Lk - j);
       const __m512 e =
           _mm512_maskz_mov_ps(m, avx512::exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), mxv)));
       _mm512_mask_storeu_ps(s + j, m, e);
@@ -148,7 +148,7 @@ void f32_to_f16_avx512(const float* x, int64_t n, uint16_t* out) {
         reinterpret_cast<__m256i*>(out + i),
         _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __mmask16 m = avx512::tail_mask(n - i);
     _mm256_mask_storeu_epi16(
         out + i, m,
         _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));

@@ -71,6 +71,18 @@ bool cpu_has_avx512_vnni() {
 #endif
 }
 
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool isa_available(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
 
 Isa active_isa() {

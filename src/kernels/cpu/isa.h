@@ -24,6 +24,8 @@ bool isa_available(Isa isa);
 // True when the CPU has AVX512-VNNI (vpdpbusd), used by the int8 dot kernels (kernels/cpu/qdot.h)
 // on top of the avx512 set; the kernels check active_isa() == avx512 as well.
 bool cpu_has_avx512_vnni();
+// True when the CPU has AVX512_BF16 (vdpbf16ps), whatever ISA is active.
+bool cpu_has_avx512_bf16();
 
 // The instruction set the kernels use now: the forced one if any, else
 // min(detected_isa(), ATTN_ISA).

@@ -7,15 +7,12 @@
 #include <utility>
 
 #include "kernels/cpu/linear_packed.h"
+#include "kernels/cpu/vec_avx512.h"
 
 namespace attn::kernels::cpu::detail {
 namespace {
 
-inline __mmask16 tail_mask(int64_t left) {
-  return left >= 16  ? static_cast<__mmask16>(0xffff)
-         : left <= 0 ? static_cast<__mmask16>(0)
-                     : static_cast<__mmask16>((1u << static_cast<unsigned>(left)) - 1u);
-}
+using avx512::tail_mask;
 
 // Rows [0, R) of x times one packed panel (K x 32): 2 x R accumulators, the panel's two
 // vectors per k loaded once for all R rows, one broadcast of x per row and k.

@@ -31,7 +31,7 @@ namespace attn::kernels {
 inline constexpr int64_t q8_padded_blocks(int64_t K) { return (K / kQBlock + 1) / 2 * 2; }
 // Bytes of one repacked weight row of K elements.
 inline constexpr int64_t qdot_row_bytes(QFormat f, int64_t K) {
-  return q8_padded_blocks(K) * (f == QFormat::q4_1 ? 20 : 34);
+  return q8_padded_blocks(K) * qformat_block_bytes(f);
 }
 
 // One or more quantized activation rows: row m at q + m·ldq (ldq >= 32·nbp, the padding zero) and

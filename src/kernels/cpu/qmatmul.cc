@@ -3,13 +3,13 @@
 
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/io/safetensors.h>  // io::f16_to_f32
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
-#include "kernels/f16.h"
 
 namespace attn::kernels {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 float half_to_float(const std::byte* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
-  return f16_bits_to_float(h);
+  return io::f16_to_f32(h);
 }
 
 // One block's 32 weights, w[i] = d·q + m (Q4_1) or d·q (Q8_0), in float (the value ggml's dequantize gives).

@@ -73,7 +73,8 @@ void rows(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const float* x,
     for (int64_t g0 = n0; g0 < n1; g0 += 16) {
       const int64_t g1 = std::min(n1, g0 + 16);
       int64_t m = m0;
-      for (; m + 8 <= m1; m += 8) tile<F, 8>(w, g0, g1, nb, x + m * ldx, ldx, y + m * ldy, ldy);
+      for (; m + kQTileRows <= m1; m += kQTileRows)
+        tile<F, kQTileRows>(w, g0, g1, nb, x + m * ldx, ldx, y + m * ldy, ldy);
       const float* xm = x + m * ldx;
       float* ym = y + m * ldy;
       switch (m1 - m) {

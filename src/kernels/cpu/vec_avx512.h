@@ -4,7 +4,16 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace attn::kernels::cpu::avx512 {
+
+// The first min(max(n, 0), 16) lanes: the mask of a row's last, partial block of 16.
+inline __mmask16 tail_mask(int64_t n) {
+  return n >= 16  ? static_cast<__mmask16>(0xffff)
+         : n <= 0 ? static_cast<__mmask16>(0)
+                  : static_cast<__mmask16>((1u << static_cast<unsigned>(n)) - 1u);
+}
 
 // exp(x) for 16 floats, relative error ~2 ulp on [-87, 88]; exp(-inf) = 0,
 // inputs below -87.3 flush to 0, above 88.7 saturate to +inf.
