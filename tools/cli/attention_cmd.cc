@@ -7,6 +7,7 @@
 // (minilm_attention below); the printing and the export are shared.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/io/files.h>
 #include <attn/io/model_files.h>
 #include <attn/models/bert.h>
 #include <attn/models/llama.h>
@@ -214,7 +215,7 @@ int run_attention(const std::vector<std::string>& raw) {
     // Validate what we write with the reader `attn view` uses.
     const std::string json = view::export_json(e) + "\n";
     (void)view::parse_export(json);
-    encoder::write_atomically(opts.str("export"), json);
+    io::write_file_atomically(opts.str("export"), json);
     std::fprintf(stderr,
                  "wrote %s (%zu layers x %lld heads, %zu tokens); view it: attn view %s -o page.html\n",
                  opts.str("export").c_str(), s.layers.size(), static_cast<long long>(s.layers.front().heads),

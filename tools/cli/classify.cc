@@ -4,7 +4,6 @@
 // attention kernel computed. --json for machine-readable output.
 #include <attn/core/error.h>
 #include <attn/data/reader.h>
-#include <attn/io/files.h>
 #include <attn/models/text_classifier.h>
 #include <unistd.h>
 
@@ -78,10 +77,6 @@ std::string find_reviews_dir() {
               (env != nullptr && *env != '\0' ? " (from ATTN_DATA_DIR)" : "") +
               "\nrun scripts/fetch-reviews.sh to download them (into <repo>/data), "
               "or give --pos FILE --neg FILE, or --data FILE");
-}
-
-void write_atomically(const std::string& path, const std::string& data) {
-  io::write_file_atomically(path, data);
 }
 
 std::vector<double> mean_over_heads(const models::Classification& c, int64_t layer) {

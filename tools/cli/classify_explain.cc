@@ -2,6 +2,7 @@
 // of the prediction to every character (attribution_report.h), as text, JSON
 // (--json) and a viewer export (--export FILE, with the attribution).
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/models/text_classifier.h>
 
 #include <cstdio>
@@ -72,7 +73,7 @@ int run_classify_explain(models::TextClassifier& model, const std::string& model
     if (opts.has("export")) {
       const view::Export e =
           make_export(model.model(), in, r, std::filesystem::path(model_path).filename().string());
-      classify::write_atomically(opts.str("export"), view::export_json(e) + "\n");
+      io::write_file_atomically(opts.str("export"), view::export_json(e) + "\n");
       if (!opts.has("json"))
         std::printf("\nwrote %s: open it with  attn view %s -o page.html\n", opts.str("export").c_str(),
                     opts.str("export").c_str());

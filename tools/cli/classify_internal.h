@@ -20,9 +20,6 @@ namespace attn::cli::classify {
 // naming every place looked at and scripts/fetch-reviews.sh when none has them.
 std::string find_reviews_dir();
 
-// Writes `data` to `path` through a temporary file in the same folder and a rename.
-void write_atomically(const std::string& path, const std::string& data);
-
 struct PrintOptions {
   int64_t top = 5;     // characters listed per layer (and per head)
   bool heads = false;  // also per head

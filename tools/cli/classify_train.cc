@@ -16,6 +16,7 @@
 #include <attn/data/random.h>
 #include <attn/data/reader.h>
 #include <attn/data/split.h>
+#include <attn/io/files.h>
 #include <attn/models/baseline.h>
 #include <attn/models/text_classifier.h>
 #include <attn/train/optim.h>
@@ -465,7 +466,7 @@ int run_train_classify(const std::vector<std::string>& args) {
              ec ? ": " + ec.message() : std::string());
   {
     const std::string probe = (fs::path(s.out) / ".write-test").string();
-    classify::write_atomically(probe, "ok\n");
+    io::write_file_atomically(probe, "ok\n");
     std::remove(probe.c_str());
   }
 
@@ -874,9 +875,9 @@ int run_train_classify(const std::vector<std::string>& args) {
   try {
     clf.save(staged("model.attn"), extra);
     split.save(staged("split.json"));
-    classify::write_atomically(staged("test-sample.txt"), sample_text);
-    classify::write_atomically(staged("report.json"), json::dump(report, 2) + "\n");
-    classify::write_atomically(staged("report.md"), md);
+    io::write_file_atomically(staged("test-sample.txt"), sample_text);
+    io::write_file_atomically(staged("report.json"), json::dump(report, 2) + "\n");
+    io::write_file_atomically(staged("report.md"), md);
     for (const auto& n : names) {
       fs::rename(staged(n), fs::path(s.out) / n, ec);
       ATTN_CHECK(!ec, "cannot rename '", staged(n), "' to '", (fs::path(s.out) / n).string(),

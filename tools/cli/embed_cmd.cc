@@ -65,12 +65,6 @@ const models::SentenceEncoder& load_encoder(const std::string& dir) {
   return *slot;
 }
 
-void write_atomically(const std::string& path, const std::string& data) {
-  io::write_file_atomically(path, data);
-}
-
-std::string read_file(const std::string& path, const std::string& what) { return io::read_file(path, what); }
-
 std::vector<Line> nonempty_lines(const std::string& text) {
   std::vector<Line> out;
   std::size_t start = 0;
@@ -225,7 +219,7 @@ int run_embed(const std::vector<std::string>& raw) {
   const bool from_stdin = sa.positionals.size() == 1 && sa.positionals[0] == "-";
   if (opts.has("file")) {
     ATTN_CHECK(sa.positionals.empty(), "give texts on the command line or --file FILE, not both");
-    texts = texts_from_lines(encoder::read_file(opts.str("file"), "text file"), "'" + opts.str("file") + "'");
+    texts = texts_from_lines(io::read_file(opts.str("file"), "text file"), "'" + opts.str("file") + "'");
   } else if (from_stdin) {
     std::stringstream ss;
     ss << std::cin.rdbuf();
@@ -247,7 +241,7 @@ int run_embed(const std::vector<std::string>& raw) {
                            : format == "csv" ? csv_text(e.vectors)
                                              : json_text(enc, texts, e);
   if (to_file) {
-    encoder::write_atomically(opts.str("output"), data);
+    io::write_file_atomically(opts.str("output"), data);
     std::fprintf(stderr, "wrote %s (%zu texts, %s)\n", opts.str("output").c_str(), texts.size(),
                  format.c_str());
   } else {
@@ -408,7 +402,7 @@ int run_search(const std::vector<std::string>& raw) {
   const int64_t top_k = opts.has("top-k") ? opts.integer("top-k", 1, 1 << 20) : 5;
   apply_threads(opts);
   const std::string corpus_path = opts.str("corpus");
-  const std::string bytes = encoder::read_file(corpus_path, "corpus");
+  const std::string bytes = io::read_file(corpus_path, "corpus");
   const std::vector<encoder::Line> lines = encoder::nonempty_lines(bytes);
   ATTN_CHECK(!lines.empty(), "corpus '", corpus_path, "' has no non-empty lines; expected one text per line");
   const models::SentenceEncoder& enc = encoder::load_encoder(opts.has("model") ? opts.str("model") : "");

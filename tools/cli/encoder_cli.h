@@ -23,12 +23,6 @@ SplitArgs split_args(const std::vector<std::string>& raw, const std::vector<Opti
 // The all-MiniLM-L6-v2 encoder (or the BERT folder `dir`), loaded once per process.
 const models::SentenceEncoder& load_encoder(const std::string& dir);
 
-// Writes `data` to `path` through a temporary file in the same folder, fsync and rename.
-void write_atomically(const std::string& path, const std::string& data);
-
-// Whole file as bytes (`what` names it in errors).
-std::string read_file(const std::string& path, const std::string& what);
-
 // The non-empty lines of `text` (a trailing "\r" dropped) with their 1-based line numbers.
 struct Line {
   int64_t number;

@@ -2,6 +2,7 @@
 // model (include/attn/models/llama.h). Tokens are printed as they are produced.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/io/files.h>
 #include <attn/io/model_files.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
@@ -10,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -191,9 +191,8 @@ int run_generate_gguf(const std::vector<std::string>& args) {
     ATTN_CHECK(static_cast<int64_t>(ids.size()) <= 512, "--save-attention: the prompt has ", ids.size(),
                " tokens; at most 512 (the export holds layers x heads x N x N weights)");
     const models::LlamaAttention att = s.model.attention_weights(ids);
-    std::ofstream f(a.str("save-attention"), std::ios::binary);
-    ATTN_CHECK(f.good(), "--save-attention: cannot write ", a.str("save-attention"));
-    f << att.to_json("SmolLM2-135M-Instruct", prompt);
+    io::write_file_atomically(a.str("save-attention"), att.to_json("SmolLM2-135M-Instruct", prompt),
+                              "--save-attention");
     s.model.clear();
   }
   run(s, ids);

@@ -9,6 +9,7 @@
 #include <attn/data/batch.h>
 #include <attn/data/random.h>
 #include <attn/data/split.h>
+#include <attn/io/files.h>
 #include <attn/models/task_model.h>
 #include <attn/models/translation.h>
 #include <attn/train/checkpoint.h>
@@ -419,10 +420,10 @@ int run_train_translate(const std::vector<std::string>& argv) {
     hyp_text += ev.hypotheses[i] + "\n";
     ref_text += ev.references[i] + "\n";
   }
-  write_file_atomically(out_dir + "/test_hypotheses.txt", hyp_text);
-  write_file_atomically(out_dir + "/test_references.txt", ref_text);
-  write_file_atomically(out_dir + "/report.json", json::dump(rep, 2) + "\n");
-  write_file_atomically(out_dir + "/report.md", translate_report_markdown(rep));
+  io::write_file_atomically(out_dir + "/test_hypotheses.txt", hyp_text);
+  io::write_file_atomically(out_dir + "/test_references.txt", ref_text);
+  io::write_file_atomically(out_dir + "/report.json", json::dump(rep, 2) + "\n");
+  io::write_file_atomically(out_dir + "/report.md", translate_report_markdown(rep));
   std::printf("saved %s, %s/report.json, %s/report.md\n", model_path.c_str(), out_dir.c_str(),
               out_dir.c_str());
   return 0;

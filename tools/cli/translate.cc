@@ -5,6 +5,7 @@
 // decoder layer (teacher-forced recomputation); --export writes the encoder /
 // decoder / cross-attention triple for `attn view`. See docs/translate.md.
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/models/translation.h>
 
 #include <algorithm>
@@ -267,7 +268,7 @@ int run_translate(const std::vector<std::string>& argv) {
     e.sets = {std::move(enc), std::move(dec), std::move(cross)};
     const std::string text = view::export_json(e);
     view::parse_export(text);  // the same validation `attn view` applies
-    write_file_atomically(a.str("export"), text + "\n");
+    io::write_file_atomically(a.str("export"), text + "\n");
     std::fprintf(stderr, "wrote %s (open it with: attn view %s -o page.html)\n", a.str("export").c_str(),
                  a.str("export").c_str());
   }

@@ -1,5 +1,4 @@
 #include <attn/core/error.h>
-#include <attn/io/files.h>
 
 #include <cstdio>
 #include <fstream>
@@ -22,10 +21,6 @@ TeacherForcing teacher_forcing(const data::PairBatch& b) {
   t.targets = b.tgt.slice(1, 1, Lt).contiguous();     // [B, Lt-1]
   (void)B;
   return t;
-}
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  io::write_file_atomically(path, bytes);
 }
 
 namespace {

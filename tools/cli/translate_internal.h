@@ -23,9 +23,6 @@ struct TeacherForcing {
 };
 TeacherForcing teacher_forcing(const data::PairBatch& b);
 
-// Writes path.tmp, then renames it over `path` (no half-written file on error).
-void write_file_atomically(const std::string& path, const std::string& bytes);
-
 // report.md from the report.json object that train_translate builds.
 std::string translate_report_markdown(const json::Value& report);
 

@@ -57,14 +57,6 @@ std::string help_text() {
          "  attn view export.json --terminal --layer 1 --head 3\n";
 }
 
-std::string read_file(const std::string& path) { return io::read_file(path, "export"); }
-
-// Writes `data` to `path` through a temporary file in the same directory and a
-// rename, so readers never see a half-written file.
-void write_atomically(const std::string& path, const std::string& data) {
-  io::write_file_atomically(path, data);
-}
-
 }  // namespace
 
 namespace view {
@@ -130,8 +122,9 @@ int run_view(const std::vector<std::string>& raw) {
 
   view::Export e = opts.has("demo")               ? view::demo_self_attention()
                    : opts.has("demo-translation") ? view::demo_translation()
-                                                  : view::parse_export(read_file(input));
-  if (opts.has("save-export")) write_atomically(opts.str("save-export"), view::export_json(e) + "\n");
+                                                  : view::parse_export(io::read_file(input, "export"));
+  if (opts.has("save-export"))
+    io::write_file_atomically(opts.str("save-export"), view::export_json(e) + "\n");
   if (terminal) {
     view::TerminalOptions t;
     if (opts.has("set")) t.set = opts.str("set");
@@ -141,7 +134,7 @@ int run_view(const std::vector<std::string>& raw) {
     return 0;
   }
   const std::string page = view::page_html(e);
-  write_atomically(opts.str("output"), page);
+  io::write_file_atomically(opts.str("output"), page);
   std::printf("wrote %s (%zu bytes)\n", opts.str("output").c_str(), page.size());
   return 0;
 }
