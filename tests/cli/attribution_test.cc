@@ -176,10 +176,7 @@ TEST_P(ClassifyExplain, TextTableAndExportForTheViewer) {
   EXPECT_EQ(pos, std::to_string(best));
   EXPECT_EQ(tok, tokens[best]);
   // The export: every layer's [1, H, L, L] attention, its row 0 is [CLS]'s, and the attribution.
-  std::ifstream f(exp);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json::Value e = json::parse(ss.str());
+  const json::Value e = json::parse(testing::read_text(exp));
   const std::size_t L = ids.size();
   ASSERT_EQ(e.at("tokens").size(), L);
   ASSERT_EQ(e.at("attention").size(), a.cls_attention.size());

@@ -42,13 +42,6 @@ fs::path temp_dir(const std::string& name) {
 
 void write_file(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string q(const fs::path& p) { return std::string("'").append(p.string()).append("'"); }
 
 // Small and fast: the pipeline, not the accuracy, is under test.
@@ -90,7 +83,7 @@ std::pair<std::string, std::string> synthetic(int per_class, int dups) {
   return {p, n};
 }
 
-json::Value read_json(const fs::path& p) { return json::parse(read_file(p)); }
+json::Value read_json(const fs::path& p) { return json::parse(testing::read_text(p)); }
 
 bool no_outputs(const fs::path& out) {
   for (const char* f : {"model.attn", "report.md", "report.json", "split.json", "test-sample.txt"})
@@ -151,7 +144,7 @@ TEST(TrainClassify, SyntheticEndToEnd) {
   EXPECT_GE(rep.at("test").at("accuracy").as_double(), 0.9);
   EXPECT_GE(rep.at("baseline").at("test").at("accuracy").as_double(), 0.9);
   EXPECT_EQ(rep.at("test").at("count").as_int64(), static_cast<int64_t>(split.test.size()));
-  EXPECT_NE(read_file(out / "report.md").find("| Transformer encoder |"), std::string::npos);
+  EXPECT_NE(testing::read_text(out / "report.md").find("| Transformer encoder |"), std::string::npos);
 
   // The model file: a classify task with its vocabulary, labels, max_len and split.
   const models::TaskModelHeader h = models::read_task_model((out / "model.attn").string(), "classify");
@@ -201,7 +194,7 @@ TEST(TrainClassify, SyntheticEndToEnd) {
   const CliRun cf = testing::run_attn("classify --json --model " + q(out / "model.attn") + " --file " +
                                       q(out / "test-sample.txt"));
   ASSERT_EQ(cf.status, 0) << cf.err;
-  const std::string sample = read_file(out / "test-sample.txt");
+  const std::string sample = testing::read_text(out / "test-sample.txt");
   const auto lines = static_cast<std::size_t>(std::count(sample.begin(), sample.end(), '\n'));
   EXPECT_GE(lines, 2u);
   EXPECT_EQ(json::parse(cf.out).at("results").size(), lines);
@@ -266,7 +259,7 @@ TEST(TrainClassify, CutsLongLinesAndCountsThem) {
   EXPECT_EQ(rep.at("data").at("lines_cut_to_max_chars").as_int64(), longer);
   const json::Value& cut = rep.at("data").at("texts_cut_to_max_len");
   EXPECT_GT(cut.at("train").as_int64() + cut.at("valid").as_int64() + cut.at("test").as_int64(), 0);
-  EXPECT_NE(read_file(dir / "run" / "report.md").find("texts cut"), std::string::npos);
+  EXPECT_NE(testing::read_text(dir / "run" / "report.md").find("texts cut"), std::string::npos);
   fs::remove_all(dir);
 }
 

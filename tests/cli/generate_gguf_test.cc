@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "testing/cli_runner.h"
+#include "testing/testing.h"
 
 namespace attn {
 namespace {
@@ -58,10 +57,7 @@ TEST(GenerateGguf, SaveAttentionForView) {
           .string();
   const auto r = run_attn("generate --max-new 1 --save-attention " + path + " 'Hello world'");
   ASSERT_EQ(r.status, 0) << r.err;
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json::Value doc = json::parse(ss.str());
+  const json::Value doc = json::parse(attn::testing::read_text(path));
   EXPECT_EQ(doc.at("tokens").size(), 2u);
   EXPECT_EQ(doc.at("attention").size(), 30u);
   // `attn view` accepts it.
@@ -80,10 +76,7 @@ TEST(GenerateGguf, AttentionCommandWithSmolLm2) {
   EXPECT_NE(r.out.find("SmolLM2-135M-Instruct: 3 tokens, 30 layers x 9 heads"), std::string::npos) << r.out;
   // Causal: the first token's only key is itself.
   EXPECT_NE(r.out.find("The -> The 1.00"), std::string::npos) << r.out;
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json::Value doc = json::parse(ss.str());
+  const json::Value doc = json::parse(attn::testing::read_text(path));
   EXPECT_EQ(doc.at("attention").size(), 30u);
   EXPECT_EQ(doc.at("attention").at(0).at(0).size(), 9u);
   std::filesystem::remove(path);

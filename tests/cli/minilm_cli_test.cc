@@ -15,19 +15,13 @@
 #include <vector>
 
 #include "testing/cli_runner.h"
+#include "testing/testing.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using attn::testing::CliRun;
 using attn::testing::run_attn;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // A fresh folder per test, removed afterwards.
 struct Dir {
@@ -79,7 +73,7 @@ TEST(EmbedCli, NpyFromStdinIsFloat32NByDim) {
   const CliRun r =
       run_attn("embed - --format npy -o '" + (d / "v.npy") + "'", "first line\n\n  \nsecond line\nthird\n");
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::string b = read_text(d / "v.npy");
+  const std::string b = attn::testing::read_text(d / "v.npy");
   ASSERT_GT(b.size(), 10u);
   EXPECT_EQ(b.substr(0, 6), "\x93NUMPY");
   const std::size_t hlen = static_cast<unsigned char>(b[8]) | (static_cast<unsigned char>(b[9]) << 8);
@@ -170,7 +164,7 @@ TEST(AttentionCli, SummaryAndExportThatAttnViewRenders) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("layer 5"), std::string::npos);
   EXPECT_NE(r.out.find("h11"), std::string::npos);
-  const attn::json::Value v = attn::json::parse(read_text(ex));
+  const attn::json::Value v = attn::json::parse(attn::testing::read_text(ex));
   const auto& tokens = v.at("tokens");
   ASSERT_EQ(tokens.size(), 16u);  // [CLS] the animal didn ' t cross ... tired . [SEP]
   EXPECT_EQ(tokens.at(0).as_string(), "[CLS]");
@@ -190,7 +184,7 @@ TEST(AttentionCli, SummaryAndExportThatAttnViewRenders) {
   }
   const CliRun page = run_attn("view '" + ex + "' -o '" + (d / "it.html") + "'");
   ASSERT_EQ(page.status, 0) << page.err;
-  EXPECT_NE(read_text(d / "it.html").find("animal"), std::string::npos);
+  EXPECT_NE(attn::testing::read_text(d / "it.html").find("animal"), std::string::npos);
   const CliRun term = run_attn("view '" + ex + "' --terminal --layer 5 --head 11");
   ASSERT_EQ(term.status, 0) << term.err;
   EXPECT_NE(term.out.find("animal"), std::string::npos);

@@ -29,13 +29,6 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using testing::run_attn;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 void write_text(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 
 // 7 subjects x 5 verbs x 8 objects = 280 pairs.
@@ -87,7 +80,7 @@ TEST_F(TranslateCli, TrainingWritesModelAndReportAndTheLossFalls) {
   EXPECT_NE(train_.out.find("test BLEU (sacreBLEU -tok zh"), std::string::npos) << train_.out;
   EXPECT_NE(train_.err.find("epoch 1: train loss"), std::string::npos) << train_.err;
   EXPECT_NE(train_.err.find("tok/s"), std::string::npos) << train_.err;
-  const json::Value r = json::parse(read_text(dir_ / "run" / "report.json"));
+  const json::Value r = json::parse(testing::read_text(dir_ / "run" / "report.json"));
   const json::Value& tr = r.at("training");
   EXPECT_EQ(tr.at("steps").as_int64(), 60);
   const double first = tr.at("first_loss").as_double(), last = tr.at("final_loss").as_double();
@@ -97,7 +90,7 @@ TEST_F(TranslateCli, TrainingWritesModelAndReportAndTheLossFalls) {
   EXPECT_EQ(r.at("test_bleu").at("pairs").as_int64(), 14);  // 5 % of 280
   const double bleu = r.at("test_bleu").at("score").as_double();
   EXPECT_TRUE(bleu >= 0 && bleu <= 100) << bleu;
-  const std::string md = read_text(dir_ / "run" / "report.md");
+  const std::string md = testing::read_text(dir_ / "run" / "report.md");
   EXPECT_NE(md.find("Test BLEU"), std::string::npos);
   EXPECT_NE(md.find("Attribution: example #"), std::string::npos);  // attribution shown with the pairs
   EXPECT_FALSE(fs::exists(dir_ / "run" / "report.json.tmp"));
@@ -160,7 +153,7 @@ TEST_F(TranslateCli, ExportIsReadByView) {
   const std::string exp = (dir_ / "export.json").string();
   const CliRun r = run_attn("translate --model " + model() + " \"We buy books.\" --export " + exp);
   ASSERT_EQ(r.status, 0) << r.err;
-  const json::Value e = json::parse(read_text(exp));
+  const json::Value e = json::parse(testing::read_text(exp));
   ASSERT_TRUE(e.find("cross_attention") && e.find("encoder_attention") && e.find("decoder_attention"));
   EXPECT_EQ(e.at("decoder_tokens").at(std::size_t{0}).as_string(), "<s>");
   EXPECT_EQ(e.at("cross_attention").size(), 2u);  // micro: 2 decoder layers
@@ -182,11 +175,12 @@ TEST_F(TranslateCli, RealDataSliceTrainsAndKeepsAttribution) {
       " --preset micro --steps 40 --batch-size 16 --warmup 20 --lr-scale 0.5 --max-len 24 "
       "--src-vocab 200 --min-freq 1 --quiet");
   ASSERT_EQ(r.status, 0) << r.err;
-  const json::Value rep = json::parse(read_text(dir_ / "real" / "report.json"));
+  const json::Value rep = json::parse(testing::read_text(dir_ / "real" / "report.json"));
   EXPECT_EQ(rep.at("data").at("lines_read").as_int64(), 300);
   EXPECT_LT(rep.at("training").at("final_loss").as_double(),
             0.8 * rep.at("training").at("first_loss").as_double());
-  EXPECT_NE(read_text(dir_ / "real" / "report.md").find("Attribution: tatoeba.org #"), std::string::npos);
+  EXPECT_NE(testing::read_text(dir_ / "real" / "report.md").find("Attribution: tatoeba.org #"),
+            std::string::npos);
 }
 
 TEST_F(TranslateCli, BadInput) {

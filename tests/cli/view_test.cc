@@ -19,6 +19,7 @@
 
 #include "../../tools/cli/text_width.h"
 #include "testing/cli_runner.h"
+#include "testing/testing.h"
 
 namespace {
 
@@ -28,13 +29,6 @@ using attn::cli::display_width;
 using attn::testing::CliRun;
 
 CliRun run_cli(const std::string& args) { return attn::testing::run_attn(args); }
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 fs::path temp_path(const std::string& name) {
   return fs::path(::testing::TempDir()) / ("attn_view_" + std::to_string(::getpid()) + "_" + name);
@@ -334,7 +328,7 @@ TEST(ViewPage, IsSelfContained) {
   const fs::path out = temp_path("demo.html");
   const CliRun r = run_cli("view --demo -o '" + out.string() + "'");
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::string html = read_text(out);
+  const std::string html = attn::testing::read_text(out);
   ASSERT_GT(html.size(), 1000u);
   // No resource is fetched: every src= / href= value is neither http(s) nor protocol-relative.
   for (const std::string attr : {"src=", "href="}) {
@@ -366,7 +360,7 @@ TEST(ViewPage, EmbeddedDataRoundTripsExactly) {
   const fs::path in = write_temp("rt.json", text), out = temp_path("rt.html");
   const CliRun r = run_cli("view '" + in.string() + "' -o '" + out.string() + "'");
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::string html = read_text(out);
+  const std::string html = attn::testing::read_text(out);
   const std::string data = embedded_data(html);
   ASSERT_FALSE(data.empty());
   EXPECT_EQ(data.find('<'), std::string::npos) << "'<' inside the data must be escaped";
@@ -407,7 +401,8 @@ TEST(ViewPage, AttributionRoundTripsExactly) {
   const CliRun r =
       run_cli("view '" + in.string() + "' -o '" + out.string() + "' --save-export '" + saved.string() + "'");
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const std::string& data : {embedded_data(read_text(out)), read_text(saved)}) {
+  for (const std::string& data :
+       {embedded_data(attn::testing::read_text(out)), attn::testing::read_text(saved)}) {
     const attn::json::Value e = attn::json::parse(data);
     const auto& a = e.at("attribution");
     EXPECT_EQ(a.at("target").as_string(), "pos");
@@ -450,7 +445,7 @@ attn::json::Value demo_export(const std::string& flag) {
   const fs::path exp = temp_path(flag + ".json");
   const CliRun r = run_cli("view --" + flag + " --terminal --save-export '" + exp.string() + "'");
   EXPECT_EQ(r.status, 0) << r.err;
-  return attn::json::parse(read_text(exp));
+  return attn::json::parse(attn::testing::read_text(exp));
 }
 
 TEST(ViewDemo, HeadsZeroAndOneAreExplainsMultiHeadWeights) {

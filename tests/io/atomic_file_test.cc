@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "testing/testing.h"
@@ -15,13 +13,6 @@ namespace attn {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 class AtomicFileTest : public ::testing::Test {
  protected:
@@ -38,9 +29,9 @@ class AtomicFileTest : public ::testing::Test {
 TEST_F(AtomicFileTest, CommitReplacesTheTarget) {
   const std::string target = (dir_ / "out.txt").string();
   io::write_file_atomically(target, "old\n");
-  EXPECT_EQ(slurp(target), "old\n");
+  EXPECT_EQ(testing::read_text(target), "old\n");
   io::write_file_atomically(target, std::string(3 << 20, 'x'));
-  EXPECT_EQ(slurp(target), std::string(3 << 20, 'x'));
+  EXPECT_EQ(testing::read_text(target), std::string(3 << 20, 'x'));
   EXPECT_EQ(entries(), 1u);
 }
 
@@ -52,7 +43,7 @@ TEST_F(AtomicFileTest, AbandonedWriteLeavesThePreviousFile) {
     f.write("half of a new fi");
     // destroyed without commit(), e.g. by an exception while producing the rest
   }
-  EXPECT_EQ(slurp(target), "previous");
+  EXPECT_EQ(testing::read_text(target), "previous");
   EXPECT_EQ(entries(), 1u) << "the temporary file was left behind";
 }
 

@@ -10,10 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 
 #include "testing/testing.h"
 
@@ -30,10 +28,7 @@ constexpr double kLogitAbsTolEmulated = 1.0;
 constexpr double kNearTie = 0.5;
 
 json::Value fixture() {
-  std::ifstream in(testing::source_path("tests/models/data/smollm2_reference.json"), std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
+  return json::parse(testing::read_text(testing::source_path("tests/models/data/smollm2_reference.json")));
 }
 
 std::vector<int32_t> ints(const json::Value& v) {

@@ -10,10 +10,8 @@
 #include <attn/models/bert.h>
 
 #include <cmath>
-#include <fstream>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,16 +28,9 @@ using models::BertInput;
 using models::BertModel;
 using models::SentenceEncoder;
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 const json::Value& fixture() {
   static const json::Value v =
-      json::parse(read_text(testing::source_path("tests/models/data/minilm_reference.json")));
+      json::parse(testing::read_text(testing::source_path("tests/models/data/minilm_reference.json")));
   return v;
 }
 

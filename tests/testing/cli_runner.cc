@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "testing/testing.h"
+
 namespace attn::testing {
 
 CliRun run_attn(const std::string& args, const std::string& input) {
@@ -28,10 +30,7 @@ CliRun run_attn(const std::string& args, const std::string& input) {
     const int st = pclose(p);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
-  std::ifstream f(err_path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
+  r.err = read_text(err_path);
   std::remove(in_path.c_str());
   std::remove(err_path.c_str());
   return r;

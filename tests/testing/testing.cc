@@ -3,6 +3,7 @@
 #include <attn/core/error.h>
 
 #include <cmath>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -68,6 +69,13 @@ Tensor random_mask(const Shape& shape, uint64_t seed, double p_true) {
 }
 
 std::string source_path(const std::string& relative) { return std::string(ATTN_SOURCE_DIR) + "/" + relative; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
 
 ::testing::AssertionResult throws_error_containing(const std::function<void()>& fn,
                                                    const std::vector<std::string>& parts) {

@@ -41,4 +41,7 @@ struct Tolerance {
 // Path of a file under the source tree (for fixtures).
 std::string source_path(const std::string& relative);
 
+// The whole file as bytes; "" when it cannot be opened (tests then fail on the content).
+std::string read_text(const std::string& path);
+
 }  // namespace attn::testing

@@ -15,9 +15,7 @@
 #include <attn/text/wordpiece.h>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,13 +31,6 @@ bool ends_with(const std::string& s, const std::string& e) {
 }
 
 std::string bad_dir() { return testing::source_path("tests/text/data/bad"); }
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const std::vector<BadFile>& corpus() {
   static const std::vector<BadFile> files = {
@@ -108,7 +99,7 @@ class BadTextCorpus : public ::testing::TestWithParam<BadFile> {};
 TEST_P(BadTextCorpus, ThrowsWithTheProblem) {
   const BadFile& b = GetParam();
   const std::string path = bad_dir() + "/" + b.file;
-  const std::string text = ends_with(b.file, ".text") ? read_bytes(path) : std::string();
+  const std::string text = ends_with(b.file, ".text") ? testing::read_text(path) : std::string();
   std::vector<std::function<void()>> readers;
   if (ends_with(b.file, ".vocab.txt")) {
     readers.push_back([&] { WordPieceTokenizer::from_vocab_file(path); });

@@ -4,8 +4,6 @@
 #include <attn/io/json.h>
 #include <attn/text/bleu.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,10 +22,8 @@ struct BleuCase {
 };
 
 std::vector<BleuCase> load_cases() {
-  std::ifstream in(testing::source_path("tests/text/data/bleu_cases.json"), std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json::Value root = json::parse(ss.str());
+  const json::Value root =
+      json::parse(testing::read_text(testing::source_path("tests/text/data/bleu_cases.json")));
   std::vector<BleuCase> out;
   for (const json::Value& c : root.at("cases").items()) out.push_back({c.at("name").as_string(), c});
   return out;

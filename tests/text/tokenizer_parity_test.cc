@@ -6,9 +6,7 @@
 #include <attn/text/bpe_bytes.h>
 #include <attn/text/wordpiece.h>
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "testing/testing.h"
 
@@ -16,10 +14,7 @@ namespace attn::text {
 namespace {
 
 json::Value load_fixture(const std::string& name) {
-  std::ifstream f(testing::source_path("tests/text/data/" + name), std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return json::parse(ss.str());
+  return json::parse(testing::read_text(testing::source_path("tests/text/data/" + name)));
 }
 
 std::vector<int32_t> ints(const json::Value& v) {
