@@ -12,6 +12,7 @@
 #include <random>
 
 #include "kernels/isa_test_util.h"
+#include "kernels/qblocks_test_util.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
 
@@ -46,29 +47,6 @@ std::vector<QdCase> cases() {
   return v;
 }
 
-// Random GGUF blocks: d in ±[2^-6, 2^-3] (positive), m likewise, quants uniform.
-std::vector<std::byte> random_blocks(QFormat f, int64_t N, int64_t K, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const int64_t nb = N * K / 32, bb = kernels::qformat_block_bytes(f);
-  std::vector<std::byte> out(nb * bb);
-  auto half = [&]() -> uint16_t {
-    return static_cast<uint16_t>(((rng() & 1) << 15) | ((9 + rng() % 4) << 10) | (rng() & 0x3ff));
-  };
-  for (int64_t b = 0; b < nb; ++b) {
-    std::byte* p = out.data() + b * bb;
-    const uint16_t d = half() & 0x7fff;
-    std::memcpy(p, &d, 2);
-    int64_t off = 2;
-    if (f == QFormat::q4_1) {
-      const uint16_t m = half();
-      std::memcpy(p + 2, &m, 2);
-      off = 4;
-    }
-    for (int64_t i = off; i < bb; ++i) p[i] = static_cast<std::byte>(rng() & 0xff);
-  }
-  return out;
-}
-
 // Activations: uniform in [-1, 1), one all-zero block and one block with a single large value.
 std::vector<float> random_x(int64_t M, int64_t K, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -101,12 +79,12 @@ TEST(QDotPack, UnpackGivesTheDequantizedWeights) {
   for (QFormat f : {QFormat::q4_1, QFormat::q8_0})
     for (int64_t K : {32, 64, 96, 544, 1536}) {
       const int64_t N = 5;
-      const std::vector<std::byte> w = random_blocks(f, N, K, 3);
+      const std::vector<std::byte> w = testing::random_blocks(f, N, K, 3);
       std::vector<std::byte> packed(N * kernels::qdot_row_bytes(f, K));
       kernels::qdot_pack(f, w.data(), N, K, packed.data());
       std::vector<float> a(N * K), e(N * K);
       kernels::qdot_unpack(f, packed.data(), N, K, a.data());
-      io::dequantize(f == QFormat::q4_1 ? io::GgmlType::Q4_1 : io::GgmlType::Q8_0, w.data(), N * K, e.data());
+      io::dequantize(testing::ggml_type_of(f), w.data(), N * K, e.data());
       for (int64_t i = 0; i < N * K; ++i) ASSERT_EQ(a[i], e[i]) << "K=" << K << " i=" << i;
     }
 }
@@ -187,7 +165,7 @@ TEST_P(QDot, MatchesReferenceFromTheSameBlocks) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
   set_num_threads(c.threads);
-  const std::vector<std::byte> w = random_blocks(c.format, c.N, c.K, 7);
+  const std::vector<std::byte> w = testing::random_blocks(c.format, c.N, c.K, 7);
   std::vector<std::byte> packed(c.N * kernels::qdot_row_bytes(c.format, c.K));
   kernels::qdot_pack(c.format, w.data(), c.N, c.K, packed.data());
   std::vector<float> x = random_x(c.M, c.K, 11);

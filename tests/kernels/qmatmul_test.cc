@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/isa_test_util.h"
+#include "kernels/qblocks_test_util.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
 
@@ -44,36 +45,13 @@ std::vector<QCase> cases() {
   return v;
 }
 
-// Random blocks: d in ±[2^-6, 2^-3] (IEEE half, exactly), m likewise, quants uniform.
-std::vector<std::byte> random_blocks(QFormat f, int64_t N, int64_t K, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const int64_t nb = N * K / 32, bb = kernels::qformat_block_bytes(f);
-  std::vector<std::byte> out(nb * bb);
-  auto half = [&]() -> uint16_t {
-    return static_cast<uint16_t>(((rng() & 1) << 15) | ((9 + rng() % 4) << 10) | (rng() & 0x3ff));
-  };
-  for (int64_t b = 0; b < nb; ++b) {
-    std::byte* p = out.data() + b * bb;
-    const uint16_t d = half() & 0x7fff;  // positive scale
-    std::memcpy(p, &d, 2);
-    int64_t off = 2;
-    if (f == QFormat::q4_1) {
-      const uint16_t m = half();
-      std::memcpy(p + 2, &m, 2);
-      off = 4;
-    }
-    for (int64_t i = off; i < bb; ++i) p[i] = static_cast<std::byte>(rng() & 0xff);
-  }
-  return out;
-}
-
 using QMatmul = testing::IsaCaseTest<QCase>;
 
 TEST_P(QMatmul, MatchesReferenceAndDequantizedSgemm) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
   set_num_threads(c.threads);
-  const std::vector<std::byte> w = random_blocks(c.format, c.N, c.K, 7);
+  const std::vector<std::byte> w = testing::random_blocks(c.format, c.N, c.K, 7);
   const int64_t ldx = c.K + c.pad_x, ldy = c.N + c.pad_y;
   const Tensor x = testing::random_uniform({c.M, ldx}, 11);
   Tensor y = Tensor::full({c.M, ldy}, 12345.0);
@@ -82,8 +60,7 @@ TEST_P(QMatmul, MatchesReferenceAndDequantizedSgemm) {
   kernels::cpu::qmatmul(c.format, w.data(), c.N, c.K, x.data<float>(), c.M, ldx, y.data<float>(), ldy);
   kernels::ref::qmatmul(c.format, w.data(), c.N, c.K, x.data<float>(), c.M, ldx, ref.data<float>(), ldy);
   std::vector<float> wf(c.N * c.K);
-  io::dequantize(c.format == QFormat::q4_1 ? io::GgmlType::Q4_1 : io::GgmlType::Q8_0, w.data(), c.N * c.K,
-                 wf.data());
+  io::dequantize(testing::ggml_type_of(c.format), w.data(), c.N * c.K, wf.data());
   kernels::cpu::sgemm(false, true, c.M, c.N, c.K, 1.0f, x.data<float>(), ldx, wf.data(), c.K, 0.0f,
                       via_f32.data<float>(), ldy);
   EXPECT_ALL_CLOSE(y, ref, testing::tol::kQMatmul);
