@@ -68,7 +68,6 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--batch") {
-      batches.clear();
       batches = attn::bench::parse_list(next());
     } else if (a == "--src") {
       src_len = std::atoll(next().c_str());

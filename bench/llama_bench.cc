@@ -25,19 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
+
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// CPU time of the whole process (all threads), seconds: at 1 thread robust to other jobs sharing the
-// cores; at more threads it includes the time ranks spin at barriers.
-double cpu_now() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 // The benchmark prompt: this paragraph repeated, tokenized, cut to P tokens (the peer does the same).
 const char* kText =
@@ -94,9 +84,9 @@ int main(int argc, char** argv) {
         throw attn::Error("--forms: expected default, f32-act, kv-f32, quantized or f32-on-load, got " + f);
       }
       o.max_context = P + G + 8;
-      const double tl = now();
+      const double tl = attn::bench::now_s();
       attn::models::LlamaModel m = attn::models::LlamaModel::load(path, o);
-      const double load_s = now() - tl;
+      const double load_s = attn::bench::now_s() - tl;
       std::string text;
       std::vector<int32_t> ids;
       while (static_cast<int64_t>(ids.size()) < P) {
@@ -107,17 +97,17 @@ int main(int argc, char** argv) {
       double best_prefill = 1e30, best_decode = 1e30, best_decode_cpu = 1e30;
       for (int64_t r = 0; r < reps; ++r) {
         m.clear();
-        const double t0 = now();
+        const double t0 = attn::bench::now_s();
         std::span<const float> logits = m.prefill(ids);
-        const double t1 = now();
+        const double t1 = attn::bench::now_s();
         int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-        const double t2 = now(), c2 = cpu_now();
+        const double t2 = attn::bench::now_s(), c2 = attn::bench::process_cpu_s();
         for (int64_t g = 0; g < G; ++g) {
           logits = m.step(next);
           next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
         }
-        const double t3 = now();
-        best_decode_cpu = std::min(best_decode_cpu, cpu_now() - c2);
+        const double t3 = attn::bench::now_s();
+        best_decode_cpu = std::min(best_decode_cpu, attn::bench::process_cpu_s() - c2);
         best_prefill = std::min(best_prefill, t1 - t0);
         best_decode = std::min(best_decode, t3 - t2);
       }

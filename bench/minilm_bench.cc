@@ -151,15 +151,9 @@ int main(int argc, char** argv) {
       attn::bench::use_thread_clock() = next() == "thread";
     else if (a == "--precision")
       attn::set_matmul_precision(attn::parse_matmul_precision(next()));
-    else if (a == "--latency-seqs") {
-      latency_seqs.clear();
-      const std::string v = next();
-      for (std::size_t p = 0; p < v.size();) {
-        const std::size_t q = v.find(',', p);
-        latency_seqs.push_back(std::atoll(v.substr(p, q - p).c_str()));
-        p = q == std::string::npos ? v.size() : q + 1;
-      }
-    } else {
+    else if (a == "--latency-seqs")
+      latency_seqs = attn::bench::parse_list(next());
+    else {
       std::fprintf(
           stderr,
           "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "

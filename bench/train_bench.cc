@@ -130,18 +130,13 @@ int main(int argc, char** argv) {
   const int64_t tokens = a.batch * a.tgt_len;
   std::vector<double> step_s, fwd_s, bwd_s, opt_s;
   double cpu_s = 0;  // process CPU time of the timed steps (all threads)
-  auto cpu_now = [] {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
   double loss_first = 0, loss_last = 0;
   for (int s = 0; s < a.warmup + a.steps; ++s) {
     const Tensor src = random_ids(a.batch, a.src_len, a.vocab, rng);
     const Tensor tgt = random_ids(a.batch, a.tgt_len + 1, a.vocab, rng);
     const Tensor tgt_in = tgt.slice(1, 0, a.tgt_len).contiguous();
     const Tensor tgt_out = tgt.slice(1, 1, a.tgt_len + 1).contiguous();
-    const double c0 = cpu_now();
+    const double c0 = bench::process_cpu_s();
     const double t0 = bench::now_s();
     opt.zero_grad(/*set_to_none=*/true);  // as torch's optimizer.zero_grad() in the peer
     models::ModelOutput out = model.forward(src, {}, tgt_in, tgt_out);
@@ -150,7 +145,7 @@ int main(int argc, char** argv) {
     const double t2 = bench::now_s();
     opt.step();
     const double t3 = bench::now_s();
-    if (s >= a.warmup) cpu_s += cpu_now() - c0;
+    if (s >= a.warmup) cpu_s += bench::process_cpu_s() - c0;
     const double loss = out.loss.to_vector()[0];
     if (s == a.warmup) loss_first = loss;
     loss_last = loss;
