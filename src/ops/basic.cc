@@ -7,12 +7,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 
-#include "kernels/cpu/column_sums.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/encoder_kernels.h"
-#include "kernels/cpu/isa.h"
 #include "ops/op_util.h"
 
 namespace attn {
@@ -156,32 +153,6 @@ void matmul_kernel(const Tensor& a, const Tensor& b, Tensor& out, const Shape& b
 }
 
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
-
-// out[c] = sum_r x[r, c] for x [R, C] contiguous, in double, rows in order
-// (the result of sum_dim(x, out, 1, R, C)), threads over blocks of columns.
-template <typename T>
-void column_sums(const T* x, int64_t R, int64_t C, T* out) {
-  constexpr int64_t kBlock = kernels::cpu::kColumnSumsBlock;
-  const bool simd = std::is_same_v<T, float> && kernels::cpu::active_isa() == kernels::cpu::Isa::avx512;
-  parallel_for((C + kBlock - 1) / kBlock, 1, [&](int64_t b0, int64_t b1, int) {
-    double acc[kBlock];
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t c0 = b * kBlock, n = std::min(kBlock, C - c0);
-      if constexpr (std::is_same_v<T, float>) {
-        if (simd) {  // the same double sums, 16 columns per instruction
-          kernels::cpu::column_sums_block_avx512(x + c0, R, C, n, out + c0);
-          continue;
-        }
-      }
-      std::fill(acc, acc + n, 0.0);
-      for (int64_t r = 0; r < R; ++r) {
-        const T* xr = x + r * C + c0;
-        for (int64_t j = 0; j < n; ++j) acc[j] += xr[j];
-      }
-      for (int64_t j = 0; j < n; ++j) out[c0 + j] = static_cast<T>(acc[j]);
-    }
-  });
-}
 
 // ---- elementwise helpers ------------------------------------------------------------
 
@@ -349,7 +320,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
                }
                if (has_b && need[2]) {  // db[o] = sum_r g[r, o]
                  db = Tensor::empty({out_f}, g.dtype());
-                 column_sums<T>(g2.data<T>(), R, out_f, db.data<T>());
+                 kernels::cpu::sum_dim<T>(g2.data<T>(), db.data<T>(), 1, R, out_f);
                }
              });
              return has_b ? std::vector<Tensor>{dx, dw, db} : std::vector<Tensor>{dx, dw};
