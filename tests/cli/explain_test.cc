@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "../../tools/cli/text_width.h"
+#include <attn/text/width.h>
 #include "testing/cli_runner.h"
 
 namespace {
 
-using attn::cli::display_width;
+using attn::text::display_width;
 
 // ---- running the binary ---------------------------------------------------------
 
@@ -207,8 +207,8 @@ INSTANTIATE_TEST_SUITE_P(MixedScripts, DisplayWidthTest,
                                            WidthCase{"tab\there", 7}));  // control characters count 0
 
 TEST(DisplayWidth, PadAlignsMixedText) {
-  using attn::cli::Align;
-  using attn::cli::pad;
+  using attn::text::Align;
+  using attn::text::pad;
   EXPECT_EQ(pad("今天", 6), "今天  ");
   EXPECT_EQ(pad("今天", 6, Align::right), "  今天");
   EXPECT_EQ(pad("ab", 5, Align::center), " ab  ");

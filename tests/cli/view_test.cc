@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "../../tools/cli/text_width.h"
+#include <attn/text/width.h>
 #include "testing/cli_runner.h"
 #include "testing/testing.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using attn::cli::display_width;
+using attn::text::display_width;
 
 using attn::testing::CliRun;
 
@@ -227,14 +227,14 @@ std::vector<std::string> shade_cells(const std::string& line, int label_width, i
   int w = 0;
   while (w < label_width + 2 && i < line.size()) {
     const std::size_t start = i;
-    w += attn::cli::code_point_width(attn::cli::next_code_point(line, i));
+    w += attn::text::code_point_width(attn::text::next_code_point(line, i));
     (void)start;
   }
   std::vector<std::string> cells;
   for (int j = 0; j < keys; ++j) {
     const std::size_t start = i;
-    attn::cli::next_code_point(line, i);
-    attn::cli::next_code_point(line, i);
+    attn::text::next_code_point(line, i);
+    attn::text::next_code_point(line, i);
     cells.push_back(line.substr(start, i - start));
   }
   return cells;

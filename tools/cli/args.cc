@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "text_width.h"
+#include <attn/text/width.h>
 
 namespace attn::cli {
 namespace {
@@ -140,11 +140,11 @@ std::string format_options(const std::vector<OptionSpec>& specs) {
   std::vector<std::string> heads;
   for (const auto& o : specs) {
     heads.push_back("--" + o.name + (o.metavar.empty() ? "" : " " + o.metavar));
-    w = std::max(w, display_width(heads.back()));
+    w = std::max(w, text::display_width(heads.back()));
   }
   std::string s;
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    s += "  " + pad(heads[i], w) + "  ";
+    s += "  " + text::pad(heads[i], w) + "  ";
     // Help text may hold '\n'; continuation lines align under the first.
     for (const char c : specs[i].help) {
       s += c;

@@ -20,7 +20,7 @@
 #include "args.h"
 #include "commands.h"
 #include "encoder_cli.h"
-#include "table.h"
+#include <attn/text/table.h>
 #include "view_internal.h"
 
 namespace attn::cli {
@@ -159,10 +159,10 @@ void print_summary(const view::Export& e, int64_t only_layer, int64_t only_head,
       }
       continue;
     }
-    std::vector<Table::Column> cols = {{"token", Align::left}};
+    std::vector<text::Table::Column> cols = {{"token", text::Align::left}};
     for (int64_t h = 0; h < layer.heads; ++h)
-      if (only_head < 0 || h == only_head) cols.push_back({"h" + std::to_string(h), Align::left});
-    Table t(cols);
+      if (only_head < 0 || h == only_head) cols.push_back({"h" + std::to_string(h), text::Align::left});
+    text::Table t(cols);
     for (int64_t i = 0; i < N; ++i) {
       std::vector<std::string> row = {clip(s.row_tokens[static_cast<std::size_t>(i)], 10)};
       for (int64_t h = 0; h < layer.heads; ++h) {

@@ -9,7 +9,7 @@
 #include <numeric>
 
 #include "explain_internal.h"
-#include "table.h"
+#include <attn/text/table.h>
 
 namespace attn::cli::attrib {
 
@@ -117,14 +117,14 @@ std::string format_report(const Input& input, const Result& r) {
   double max_ig = 0;
   for (double v : a.integrated_gradients) max_ig = std::max(max_ig, std::fabs(v));
   const std::size_t layers = a.cls_attention.size();
-  Table t({{"rank", Align::right},
-           {"#", Align::right},
-           {"char", Align::left},
-           {"last layer", Align::right},
-           {"mean of " + std::to_string(layers), Align::right},
-           {"IG", Align::right},
-           {"", Align::left},
-           {"input×grad", Align::right}});
+  text::Table t({{"rank", text::Align::right},
+           {"#", text::Align::right},
+           {"char", text::Align::left},
+           {"last layer", text::Align::right},
+           {"mean of " + std::to_string(layers), text::Align::right},
+           {"IG", text::Align::right},
+           {"", text::Align::left},
+           {"input×grad", text::Align::right}});
   t.group("attention of [CLS]", 3, 2).group("attribution to " + target, 5, 3);
   const auto order = order_by_ig(r);
   for (std::size_t k = 0; k < order.size(); ++k) {

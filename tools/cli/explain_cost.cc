@@ -95,12 +95,12 @@ void cost(const CostParams& p, Report& r) {
                               : ""));
   r.heading("Every step");
   {
-    Table t({{"step", Align::left},
-             {"operation", Align::left},
-             {"result shape", Align::left},
-             {"FLOPs", Align::right},
-             {"", Align::right},
-             {"result size", Align::right}});
+    text::Table t({{"step", text::Align::left},
+             {"operation", text::Align::left},
+             {"result shape", text::Align::left},
+             {"FLOPs", text::Align::right},
+             {"", text::Align::right},
+             {"result size", text::Align::right}});
     for (const auto& s : steps)
       t.row({s.name, s.op, s.shape, with_commas(s.flops), human_count(static_cast<double>(s.flops)),
              s.bytes ? human_bytes(static_cast<double>(s.bytes)) : "in place"});
@@ -118,7 +118,7 @@ void cost(const CostParams& p, Report& r) {
 
   r.heading("Memory: the N x N score matrix");
   {
-    Table t({{"", Align::left}, {"formula", Align::left}, {"bytes", Align::right}, {"", Align::right}});
+    text::Table t({{"", text::Align::left}, {"formula", text::Align::left}, {"bytes", text::Align::right}, {"", text::Align::right}});
     t.row({"naive: full score matrix", "B·h·N·N·4", with_commas(naive_scores),
            human_bytes(static_cast<double>(naive_scores))});
     t.row({"fused: per-thread tiles", "threads·(Br·Bc + Br·d_k + 2·Br)·4", with_commas(fused_scratch),
@@ -141,10 +141,10 @@ void cost(const CostParams& p, Report& r) {
          (ratio >= 1 ? "Naive scores / fused scratch: " + with_commas(std::llround(ratio)) + " x."
                      : std::string("At this small N the naive matrix is smaller than the tiles.")));
   {
-    Table t({{"N", Align::right},
-             {"naive scores", Align::right},
-             {"fused scratch", Align::right},
-             {"Q, K, V", Align::right}});
+    text::Table t({{"N", text::Align::right},
+             {"naive scores", text::Align::right},
+             {"fused scratch", text::Align::right},
+             {"Q, K, V", text::Align::right}});
     for (int64_t f : {1, 2, 4, 8}) {
       int64_t n2 = 0;
       if (__builtin_mul_overflow(N, f, &n2)) break;

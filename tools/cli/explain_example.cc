@@ -249,18 +249,18 @@ std::string join_words(const std::vector<std::string>& words, const std::string&
 // ---- report -------------------------------------------------------------------
 
 void Report::title(const std::string& s) {
-  text += s + "\n" + std::string(static_cast<std::size_t>(display_width(s)), '=') + "\n\n";
+  text += s + "\n" + std::string(static_cast<std::size_t>(text::display_width(s)), '=') + "\n\n";
 }
 
 void Report::heading(const std::string& s) {
-  text += s + "\n" + std::string(static_cast<std::size_t>(display_width(s)), '-') + "\n";
+  text += s + "\n" + std::string(static_cast<std::size_t>(text::display_width(s)), '-') + "\n";
 }
 
 void Report::para(const std::string& s) { text += s + "\n\n"; }
 
 void Report::line(const std::string& s) { text += s + "\n"; }
 
-void Report::table(const Table& t) { text += t.render("  ") + "\n"; }
+void Report::table(const text::Table& t) { text += t.render("  ") + "\n"; }
 
 // ---- the engine -----------------------------------------------------------------
 
@@ -343,11 +343,11 @@ std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, do
 }
 
 Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::string& what) {
-  Table t({{"engine backend", Align::left},
-           {"max |diff| weights", Align::right},
-           {"max |diff| output", Align::right},
-           {"tolerance", Align::right},
-           {"", Align::left}});
+  text::Table t({{"engine backend", text::Align::left},
+           {"max |diff| weights", text::Align::right},
+           {"max |diff| output", text::Align::right},
+           {"tolerance", text::Align::right},
+           {"", text::Align::left}});
   Json arr = Json::array();
   for (const auto& run : runs) {
     char w[32], o[32], tol[32];

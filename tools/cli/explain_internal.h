@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "json.h"
-#include "table.h"
+#include <attn/text/table.h>
 
 namespace attn::cli {
 class Args;
@@ -108,7 +108,7 @@ struct Report {
   void heading(const std::string& s);  // a section, underlined with '-'
   void para(const std::string& s);     // text lines (may hold '\n'), then a blank line
   void line(const std::string& s = "");
-  void table(const Table& t);  // indented two spaces, then a blank line
+  void table(const text::Table& t);  // indented two spaces, then a blank line
 };
 
 // The engine's answer for single-head attention of row `query` over K, V.

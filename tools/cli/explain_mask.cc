@@ -94,10 +94,10 @@ void mask(const Example& ex, const MaskParams& p, Report& r) {
   r.para("Rule:     " + rule + "\n\n" + why);
 
   auto grid = [&](bool weights) {
-    std::vector<Table::Column> cols = {{"query \\ key", Align::left}};
-    for (int64_t j = 0; j < N; ++j) cols.push_back({ex.words[j], Align::center});
-    cols.push_back({weights ? "sum" : "sees", Align::right});
-    Table t(cols);
+    std::vector<text::Table::Column> cols = {{"query \\ key", text::Align::left}};
+    for (int64_t j = 0; j < N; ++j) cols.push_back({ex.words[j], text::Align::center});
+    cols.push_back({weights ? "sum" : "sees", text::Align::right});
+    text::Table t(cols);
     for (int64_t i = 0; i < N; ++i) {
       std::vector<std::string> row = {std::to_string(i + 1) + " " + ex.words[i]};
       double sum = 0;

@@ -206,10 +206,10 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
     r.para(p);
   }
   {
-    std::vector<Table::Column> cols = {{"#", Align::right}, {"token", Align::left}};
+    std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"token", text::Align::left}};
     for (int g = 0; g < 3; ++g)
-      for (int64_t d = 0; d < show; ++d) cols.push_back({std::string("d") + std::to_string(d), Align::right});
-    Table t(cols);
+      for (int64_t d = 0; d < show; ++d) cols.push_back({std::string("d") + std::to_string(d), text::Align::right});
+    text::Table t(cols);
     t.group("q", 2, static_cast<int>(show)).group("k", 2 + show, show).group("v", 2 + 2 * show, show);
     for (int64_t i = 0; i < L; ++i) {
       std::vector<std::string> row = {std::to_string(i + 1), cell(ex.tokens[i])};
@@ -225,13 +225,13 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
          std::string("; exp(s_j/√d_k − max) with max = ") + fmt(mx, 4) +
          std::string(" (the same weights, no overflow); weight_j = exp_j / ") + fmt(exp_sum, 4) + ".");
   {
-    Table t({{"#", Align::right},
-             {"token", Align::left},
-             {"s_j = q·k_j", Align::right},
-             {std::string("s_j / ") + fmt(sqrt_d, 3), Align::right},
-             {"exp(· − max)", Align::right},
-             {"weight", Align::right},
-             {"captured", Align::right}});
+    text::Table t({{"#", text::Align::right},
+             {"token", text::Align::left},
+             {"s_j = q·k_j", text::Align::right},
+             {std::string("s_j / ") + fmt(sqrt_d, 3), text::Align::right},
+             {"exp(· − max)", text::Align::right},
+             {"weight", text::Align::right},
+             {"captured", text::Align::right}});
     for (int64_t j = 0; j < L; ++j)
       t.row({std::to_string(j + 1), cell(ex.tokens[j]), fmt(score[j], 4), fmt(scaled[j], 4), fmt(ex_[j], 4),
              fmt(weight[j], 4), fmt(captured[j], 4)});
@@ -250,11 +250,11 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
   }
   r.heading("Which tokens win: the attention of " + qw + ", ranked");
   {
-    Table t({{"rank", Align::right},
-             {"#", Align::right},
-             {"token", Align::left},
-             {"weight", Align::right},
-             {"", Align::left}});
+    text::Table t({{"rank", text::Align::right},
+             {"#", text::Align::right},
+             {"token", text::Align::left},
+             {"weight", text::Align::right},
+             {"", text::Align::left}});
     for (int64_t k = 0; k < std::min<int64_t>(L, 10); ++k)
       t.row({std::to_string(k + 1), std::to_string(order[k] + 1), cell(ex.tokens[order[k]]),
              fmt(weight[order[k]], 4), bar(weight[order[k]], 30)});

@@ -91,7 +91,7 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
   // Shapes, for the whole computation.
   r.heading("Shapes at every step");
   {
-    Table t({{"step", Align::left}, {"operation", Align::left}, {"shape", Align::left}});
+    text::Table t({{"step", text::Align::left}, {"operation", text::Align::left}, {"shape", text::Align::left}});
     t.row({"input", "X: one row of features per token", shape_text({"N=" + Ns, "d_model=" + D})});
     t.row({"1 project", "Q, K, V = X · W_Q, X · W_K, X · W_V  (W: [d_model, d_model])",
            shape_text({"N=" + Ns, "d_model=" + D})});
@@ -110,9 +110,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
   r.para("Q = X·W_Q, K = X·W_K, V = X·W_V: [" + Ns + ", " + D + "]. Head i gets columns " +
          "(i-1)·d_k .. i·d_k - 1, that is [" + Ns + ", " + Dk + "] each:");
   for (const auto& [name, m] : {std::pair<std::string, const Mat*>{"Q", &Q}, {"K", &K}, {"V", &V}}) {
-    std::vector<Table::Column> cols = {{name, Align::left}};
-    for (int64_t d = 0; d < dm; ++d) cols.push_back({ex.dims[d], Align::right});
-    Table t(cols);
+    std::vector<text::Table::Column> cols = {{name, text::Align::left}};
+    for (int64_t d = 0; d < dm; ++d) cols.push_back({ex.dims[d], text::Align::right});
+    text::Table t(cols);
     for (int64_t h = 0; h < heads; ++h)
       t.group(head_label(h), 1 + static_cast<int>(h * dk), static_cast<int>(dk));
     for (int64_t i = 0; i < N; ++i) {
@@ -127,9 +127,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
   r.heading("Step 3. Each head's attention weights for " + qw + ", side by side");
   r.para("Each column is softmax(q_i · K_iᵀ / √" + Dk + ") of one head (its own scores, its own softmax).");
   {
-    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}};
-    for (int64_t h = 0; h < heads; ++h) cols.push_back({head_label(h), Align::right});
-    Table t(cols);
+    std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"word", text::Align::left}};
+    for (int64_t h = 0; h < heads; ++h) cols.push_back({head_label(h), text::Align::right});
+    text::Table t(cols);
     for (int64_t j = 0; j < N; ++j) {
       std::vector<std::string> row = {std::to_string(j + 1), ex.words[j]};
       for (int64_t h = 0; h < heads; ++h) row.push_back(fmt(hr[h].weights[j], 4));
@@ -149,14 +149,14 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
     std::string s = "What each head looks at (its d_k = " + Dk + " dimensions) and where it looks most:";
     int width = 0;
     for (int64_t h = 0; h < heads; ++h)
-      width = std::max(width, display_width(join_words(head_dims(h), ", ")) + 2);
+      width = std::max(width, text::display_width(join_words(head_dims(h), ", ")) + 2);
     for (int64_t h = 0; h < heads; ++h) {
       const auto& w = hr[h].weights;
       const int64_t best = top_index(w);
       std::string dims_list = "[";
       dims_list += join_words(head_dims(h), ", ");
       dims_list += "]";
-      s += "\n  " + head_label(h) + "  " + pad(dims_list, width) + "  -> ";
+      s += "\n  " + head_label(h) + "  " + text::pad(dims_list, width) + "  -> ";
       s += uniform(w) ? "every word equally (" + fmt(100 * w[0], 1) + "%): " + qw +
                             "'s query is zero in these dimensions"
                       : ex.words[best] + " (" + fmt(100 * w[best], 1) + "%)";
@@ -167,9 +167,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
   // Step 4: head outputs and concatenation.
   r.heading("Step 4. Head outputs z_i = weights_i · V_i, concatenated");
   {
-    std::vector<Table::Column> cols = {{"", Align::left}};
-    for (int64_t d = 0; d < dm; ++d) cols.push_back({ex.dims[d], Align::right});
-    Table t(cols);
+    std::vector<text::Table::Column> cols = {{"", text::Align::left}};
+    for (int64_t d = 0; d < dm; ++d) cols.push_back({ex.dims[d], text::Align::right});
+    text::Table t(cols);
     for (int64_t h = 0; h < heads; ++h)
       t.group(head_label(h), 1 + static_cast<int>(h * dk), static_cast<int>(dk));
     for (int64_t h = 0; h < heads; ++h) {
@@ -189,9 +189,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
          "] (illustrative) puts each value dimension back under the feature of the same\n"
          "name; a learned W_O mixes the heads' results freely.");
   {
-    std::vector<Table::Column> cols = {{"W_O", Align::left}};
-    for (int64_t f = 0; f < dm; ++f) cols.push_back({ex.features[f], Align::right});
-    Table t(cols);
+    std::vector<text::Table::Column> cols = {{"W_O", text::Align::left}};
+    for (int64_t f = 0; f < dm; ++f) cols.push_back({ex.features[f], text::Align::right});
+    text::Table t(cols);
     for (int64_t d = 0; d < dm; ++d) {
       std::vector<std::string> row = {ex.dims[d]};
       for (int64_t f = 0; f < dm; ++f) row.push_back(fmt_input(ex.WO(d, f)));

@@ -52,14 +52,14 @@ std::string winners_sentence(const std::vector<int64_t>& order, const std::vecto
   return s;
 }
 
-Table ranking_table(const std::vector<int64_t>& order, const std::vector<double>& w,
+text::Table ranking_table(const std::vector<int64_t>& order, const std::vector<double>& w,
                     const std::vector<std::string>& labels, const std::string& label_header) {
-  Table t({{"rank", Align::right},
-           {"#", Align::right},
-           {label_header, Align::left},
-           {"weight", Align::right},
-           {"share", Align::right},
-           {"", Align::left}});
+  text::Table t({{"rank", text::Align::right},
+           {"#", text::Align::right},
+           {label_header, text::Align::left},
+           {"weight", text::Align::right},
+           {"share", text::Align::right},
+           {"", text::Align::left}});
   for (std::size_t r = 0; r < order.size(); ++r) {
     const int64_t j = order[r];
     t.row({std::to_string(r + 1), std::to_string(j + 1), labels[j], fmt(w[j], 4), percent(w[j]),
@@ -168,10 +168,10 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
          (ex.hand_chosen ? ", with " + std::to_string(dm) + " hand-chosen features:"
                          : ", generated from the word (features f1..f8):"));
   {
-    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}};
+    std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"word", text::Align::left}};
     for (int64_t f = 0; f < dm; ++f)
-      cols.push_back({ex.hand_chosen ? ex.features[f] : "f" + std::to_string(f + 1), Align::right});
-    Table t(cols);
+      cols.push_back({ex.hand_chosen ? ex.features[f] : "f" + std::to_string(f + 1), text::Align::right});
+    text::Table t(cols);
     for (int64_t i = 0; i < N; ++i) {
       std::vector<std::string> row = {std::to_string(i + 1), ex.words[i]};
       for (int64_t f = 0; f < dm; ++f)
@@ -184,10 +184,10 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
          "] map the features to d_k = " + std::to_string(dk) + " dimensions (" + join_words(dims, ", ") +
          "):\nW_Q says what a word looks for, W_K what it offers to be found by, W_V what it passes on.");
   {
-    std::vector<Table::Column> cols = {{"feature", Align::left}};
+    std::vector<text::Table::Column> cols = {{"feature", text::Align::left}};
     for (int m = 0; m < 3; ++m)
-      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], Align::right});
-    Table t(cols);
+      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], text::Align::right});
+    text::Table t(cols);
     t.group("W_Q", 1, static_cast<int>(dk)).group("W_K", 1 + dk, dk).group("W_V", 1 + 2 * dk, dk);
     for (int64_t f = 0; f < dm; ++f) {
       std::vector<std::string> row = {ex.hand_chosen ? ex.features[f] : "f" + std::to_string(f + 1)};
@@ -206,10 +206,10 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
   r.para("Multiplying gives one query, key and value vector per word (Q, K, V: [" + std::to_string(N) + ", " +
          std::to_string(dk) + "]):");
   {
-    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}};
+    std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"word", text::Align::left}};
     for (int m = 0; m < 3; ++m)
-      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], Align::right});
-    Table t(cols);
+      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], text::Align::right});
+    text::Table t(cols);
     t.group("Q = X·W_Q", 2, static_cast<int>(dk))
         .group("K = X·W_K", 2 + dk, dk)
         .group("V = X·W_V", 2 + 2 * dk, dk);
@@ -228,11 +228,11 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
   // Step 2
   r.heading("Step 2. Scores: s_j = q · k_j, how well " + qw + "'s query matches each word's key");
   {
-    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}};
-    for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], Align::right});
-    if (ex.hand_chosen) cols.push_back({"q·k_j = sum of q_d × k_jd", Align::left});
-    cols.push_back({"score s_j", Align::right});
-    Table t(cols);
+    std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"word", text::Align::left}};
+    for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], text::Align::right});
+    if (ex.hand_chosen) cols.push_back({"q·k_j = sum of q_d × k_jd", text::Align::left});
+    cols.push_back({"score s_j", text::Align::right});
+    text::Table t(cols);
     t.group("k_j", 2, static_cast<int>(dk));
     for (int64_t j = 0; j < N; ++j) {
       std::vector<std::string> row = {std::to_string(j + 1), ex.words[j]};
@@ -258,10 +258,10 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
       "Why: a dot product of d_k terms grows with d_k; dividing by √d_k keeps the scores in a range where\n"
       "softmax still spreads its attention instead of putting everything on one word.");
   {
-    Table t({{"#", Align::right},
-             {"word", Align::left},
-             {"s_j", Align::right},
-             {"s_j / " + fmt(sqrt_dk, 3), Align::right}});
+    text::Table t({{"#", text::Align::right},
+             {"word", text::Align::left},
+             {"s_j", text::Align::right},
+             {"s_j / " + fmt(sqrt_dk, 3), text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
       t.row({std::to_string(j + 1), ex.words[j], fmt(score[j], 3), fmt(scaled[j], 4)});
     r.table(t);
@@ -274,8 +274,8 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
          fmt(std::exp(1.0), 3) + "\ntimes larger. (The engine computes e^(x - max) with max = " +
          fmt(max_scaled, 4) + ": the same weights after\nstep 5, and no overflow for large scores.)");
   {
-    Table t(
-        {{"#", Align::right}, {"word", Align::left}, {"s_j / √d_k", Align::right}, {"exp", Align::right}});
+    text::Table t(
+        {{"#", text::Align::right}, {"word", text::Align::left}, {"s_j / √d_k", text::Align::right}, {"exp", text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
       t.row({std::to_string(j + 1), ex.words[j], fmt(scaled[j], 4), fmt(ex_[j], 4)});
     r.table(t);
@@ -285,10 +285,10 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
   r.heading("Step 5. Normalise: weight_j = exp_j / sum of all exp");
   r.para("sum of exp = " + fmt(exp_sum, 4));
   {
-    Table t({{"#", Align::right},
-             {"word", Align::left},
-             {"exp", Align::right},
-             {"exp / " + fmt(exp_sum, 4), Align::right}});
+    text::Table t({{"#", text::Align::right},
+             {"word", text::Align::left},
+             {"exp", text::Align::right},
+             {"exp / " + fmt(exp_sum, 4), text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
       t.row({std::to_string(j + 1), ex.words[j], fmt(ex_[j], 4), fmt(weight[j], 4)});
     r.table(t);
@@ -298,10 +298,10 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
   // Step 6
   r.heading("Step 6. Output: z = sum over j of weight_j · v_j");
   {
-    std::vector<Table::Column> cols = {{"#", Align::right}, {"word", Align::left}, {"weight", Align::right}};
+    std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"word", text::Align::left}, {"weight", text::Align::right}};
     for (int m = 0; m < 2; ++m)
-      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], Align::right});
-    Table t(cols);
+      for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], text::Align::right});
+    text::Table t(cols);
     t.group("v_j", 3, static_cast<int>(dk)).group("weight_j · v_j", 3 + dk, dk);
     for (int64_t j = 0; j < N; ++j) {
       std::vector<std::string> row = {std::to_string(j + 1), ex.words[j], fmt(weight[j], 4)};
@@ -323,7 +323,7 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
       int64_t best = 0;
       for (int64_t j = 1; j < N; ++j)
         if (std::fabs(weight[j] * V(j, d)) > std::fabs(weight[best] * V(best, d))) best = j;
-      reading += "\n  " + pad(dims[d], 8) + " " + fmt(out[d], 4) + "   (" +
+      reading += "\n  " + text::pad(dims[d], 8) + " " + fmt(out[d], 4) + "   (" +
                  fmt(weight[best] * V(best, d), 4) + " of it from " + ex.words[best] + ")";
     }
     r.para("z(" + qw + ") = " + vec_text(out, 4) + ": the new vector of " + qw +
@@ -428,10 +428,10 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
       score_list + "]   (" + std::to_string(N) + " positions)");
   r.heading("Step 1. Exponentiate every score");
   {
-    Table t({{"#", Align::right},
-             {"token", Align::left},
-             {"score s_j", Align::right},
-             {"e^(s_j)", Align::right}});
+    text::Table t({{"#", text::Align::right},
+             {"token", text::Align::left},
+             {"score s_j", text::Align::right},
+             {"e^(s_j)", text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
       t.row({std::to_string(j + 1), labels[j], fmt_input(scores[j]), fmt(e[j], 4)});
     r.table(t);
@@ -440,11 +440,11 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
   r.para("sum = " + exp_terms + " = " + fmt(sum, 4));
   r.heading("Step 3. Divide each by the sum");
   {
-    Table t({{"#", Align::right},
-             {"token", Align::left},
-             {"e^(s_j)", Align::right},
-             {"weight = e^(s_j) / " + fmt(sum, 4), Align::right},
-             {"2 decimals", Align::right}});
+    text::Table t({{"#", text::Align::right},
+             {"token", text::Align::left},
+             {"e^(s_j)", text::Align::right},
+             {"weight = e^(s_j) / " + fmt(sum, 4), text::Align::right},
+             {"2 decimals", text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
       t.row({std::to_string(j + 1), labels[j], fmt(e[j], 4), fmt(w[j], 4), fmt(w[j], 2)});
     r.table(t);

@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "quiz_internal.h"
-#include "table.h"
+#include <attn/text/table.h>
 
 namespace attn::cli::quiz {
 namespace {
@@ -26,10 +26,10 @@ std::string num4(double v) {
 // Softmax of `scores` as a table: position, score, exp, weight; and the sum.
 std::string softmax_table(const std::vector<double>& scores, const std::vector<double>& weights,
                           const std::string& score_name) {
-  Table t({{"position", Align::right},
-           {score_name, Align::right},
-           {"exp", Align::right},
-           {"weight", Align::right}});
+  text::Table t({{"position", text::Align::right},
+           {score_name, text::Align::right},
+           {"exp", text::Align::right},
+           {"weight", text::Align::right}});
   double sum = 0;
   for (double s : scores) sum += std::exp(s);
   for (std::size_t j = 0; j < scores.size(); ++j)

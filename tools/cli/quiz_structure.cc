@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "quiz_internal.h"
-#include "table.h"
+#include <attn/text/table.h>
 
 namespace attn::cli::quiz {
 namespace {
@@ -230,7 +230,7 @@ Question mha_flops(Rng& rng) {
   q.number = static_cast<double>(total);
   q.decimals = 0;
   q.rel_tol = 1e-3;
-  Table t({{"step", Align::left}, {"formula", Align::left}, {"FLOPs", Align::right}});
+  text::Table t({{"step", text::Align::left}, {"formula", text::Align::left}, {"FLOPs", text::Align::right}});
   t.row({"Q, K, V projections", "3 × 2·N·d²", with_commas(proj)})
       .row({"scores Q·Kᵀ", "h × 2·N²·d_k = 2·N²·d", with_commas(scores)})
       .row({"weights · V", "h × 2·N²·d_k = 2·N²·d", with_commas(weighted)})

@@ -18,7 +18,7 @@
 #include "args.h"
 #include "commands.h"
 #include "json.h"
-#include "table.h"
+#include <attn/text/table.h>
 #include "translate_internal.h"
 #include "view_internal.h"
 
@@ -210,16 +210,16 @@ int run_translate(const std::vector<std::string>& argv) {
       std::printf("cross-attention of the last decoder layer (%lld), averaged over %lld heads:\n",
                   static_cast<long long>(tr->model().config().decoder_layers - 1),
                   static_cast<long long>(tr->model().config().heads));
-      std::vector<Table::Column> cols = {{"#", Align::right}, {"char", Align::left}};
+      std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"char", text::Align::left}};
       for (int64_t k = 0; k < top; ++k) {
-        cols.push_back({k == 0 ? "attended most" : "next", Align::left});
-        cols.push_back({"weight", Align::right});
+        cols.push_back({k == 0 ? "attended most" : "next", text::Align::left});
+        cols.push_back({"weight", text::Align::right});
       }
       for (std::size_t l = 0; l < per_layer.size(); ++l) {
-        cols.push_back({"layer " + std::to_string(l), Align::left});
-        cols.push_back({"weight", Align::right});
+        cols.push_back({"layer " + std::to_string(l), text::Align::left});
+        cols.push_back({"weight", text::Align::right});
       }
-      Table table(cols);
+      text::Table table(cols);
       for (std::size_t i = 0; i < rows.size(); ++i) {
         std::vector<std::string> cells = {std::to_string(i), rows[i]};
         const auto tk = top_k(t.alignment[i], top);

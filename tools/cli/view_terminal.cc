@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "text_width.h"
+#include <attn/text/width.h>
 #include "view_internal.h"
 
 namespace attn::cli::view {
@@ -22,9 +22,9 @@ std::string label(const std::string& token) {
   int w = 0;
   for (std::size_t i = 0; i < token.size();) {
     const std::size_t start = i;
-    const char32_t c = next_code_point(token, i);
+    const char32_t c = text::next_code_point(token, i);
     std::string piece = (c < 0x20 || c == 0x7F) ? std::string("?") : token.substr(start, i - start);
-    const int pw = display_width(piece);
+    const int pw = text::display_width(piece);
     if (w + pw > kMaxLabelWidth - 1 && i < token.size()) {
       out += "…";
       return out;
@@ -66,7 +66,7 @@ std::string terminal_heatmap(const Export& e, const TerminalOptions& o) {
   int label_w = 0;
   for (int64_t i = 0; i < N; ++i) {
     row_labels.push_back(std::to_string(i) + " " + label(s.row_tokens[static_cast<std::size_t>(i)]));
-    label_w = std::max(label_w, display_width(row_labels.back()));
+    label_w = std::max(label_w, text::display_width(row_labels.back()));
   }
 
   std::string out;
@@ -96,7 +96,7 @@ std::string terminal_heatmap(const Export& e, const TerminalOptions& o) {
   out += units + "\n";
 
   for (int64_t i = 0; i < N; ++i) {
-    std::string line = pad(row_labels[static_cast<std::size_t>(i)], label_w) + "  ";
+    std::string line = text::pad(row_labels[static_cast<std::size_t>(i)], label_w) + "  ";
     int64_t best = 0;
     double sum = 0;
     for (int64_t j = 0; j < M; ++j) {
@@ -121,7 +121,7 @@ std::string terminal_heatmap(const Export& e, const TerminalOptions& o) {
   for (int64_t j = 0; j < M; ++j) {
     const std::string item =
         "  " + std::to_string(j) + " " + label(s.col_tokens[static_cast<std::size_t>(j)]);
-    const int w = display_width(item);
+    const int w = text::display_width(item);
     if (col + w > 100) {
       out += "\n     ";
       col = 5;

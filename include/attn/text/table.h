@@ -1,5 +1,5 @@
 // Plain-text tables for the terminal: columns aligned by display width (CJK
-// characters count two columns, see text_width.h), a dashed rule under the
+// characters count two columns, see width.h), a dashed rule under the
 // header, optional group labels spanning several columns above the header.
 //
 //   word   q·k_j   weight
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "text_width.h"
+#include <attn/text/width.h>
 
-namespace attn::cli {
+namespace attn::text {
 
 class Table {
  public:
@@ -48,4 +48,4 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-}  // namespace attn::cli
+}  // namespace attn::text

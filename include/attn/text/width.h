@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-namespace attn::cli {
+namespace attn::text {
 
 // Decodes the UTF-8 sequence at s[i]; returns the code point and advances i.
 // Invalid or truncated sequences yield U+FFFD and advance by one byte.
@@ -125,4 +125,4 @@ inline std::string pad(std::string_view s, int width, Align align = Align::left)
   return std::string(left, ' ') + std::string(s) + std::string(gap - left, ' ');
 }
 
-}  // namespace attn::cli
+}  // namespace attn::text

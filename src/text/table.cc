@@ -1,10 +1,10 @@
-#include "table.h"
+#include <attn/text/table.h>
 
 #include <attn/core/error.h>
 
 #include <algorithm>
 
-namespace attn::cli {
+namespace attn::text {
 namespace {
 constexpr int kGap = 2;  // spaces between columns
 }  // namespace
@@ -89,4 +89,4 @@ std::string Table::render(const std::string& indent) const {
   return s;
 }
 
-}  // namespace attn::cli
+}  // namespace attn::text
