@@ -3,7 +3,7 @@
 // to unit-length embeddings (BERT forward + mean pooling + L2 normalisation).
 // The peers (bench/peers/minilm_peers.py) run the same token ids through
 // sentence-transformers on PyTorch and through ONNX Runtime; bench/run_minilm.py
-// runs all three and prints the ratios (docs/benchmarks.md, "MiniLM").
+// runs all three and prints the ratios (docs/benchmarks-log/2026-11-29.md, "MiniLM").
 //
 //   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
 //                [--min-time 2] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]

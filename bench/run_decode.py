@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Greedy decoding, attn vs PyTorch, in one run (docs/benchmarks.md, "Greedy decoding").
+"""Greedy decoding, attn vs PyTorch, in one run (docs/benchmarks-log/2026-11-29.md, "Greedy decoding").
 
   python3 bench/run_decode.py [--build build/release] [--batch 1,32] [--threads 2]
                               [--min-time 2] [--repeat 3] [--clock wall|thread]

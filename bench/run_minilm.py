@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One command for the MiniLM benchmark (docs/benchmarks.md, "MiniLM"): runs
+"""One command for the MiniLM benchmark (docs/benchmarks-log/2026-11-29.md, "MiniLM"): runs
 build/release/bench/minilm_bench and bench/peers/minilm_peers.py (sentence-transformers
 on PyTorch, ONNX Runtime) with the same token ids and thread count, back to back, and
 prints a table with attn's ratio to each peer (> 1: attn is faster).

@@ -244,7 +244,7 @@ namespace {
 // From 2 up to this many rows, in inference mode (grad mode off), fp32 linear() uses the small-M
 // kernel that reads nn::Linear's [out, in] weight in place, instead of BLAS, which repacks the
 // whole weight matrix on every call (decoding calls it with M = batch rows). Measured with
-// decode_bench (docs/benchmarks.md, "Small-M linear"): faster at 8 and 32 rows, even at 64,
+// decode_bench (docs/benchmarks-log/2026-11-29.md, "Small-M linear"): faster at 8 and 32 rows, even at 64,
 // slower at 128; 1 row stays on BLAS (its gemv does not pack). ATTN_LINEAR_SMALL_M=<rows>
 // overrides the limit (0: off).
 int64_t linear_small_m_rows() {
