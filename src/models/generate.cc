@@ -3,6 +3,8 @@
 #include <attn/core/parallel.h>
 #include <attn/data/random.h>
 #include <attn/models/generate.h>
+#include <attn/ops/inference.h>
+#include <attn/ops/linear.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +13,6 @@
 #include <numeric>
 #include <optional>
 #include <string>
-
-#include "models/logits.h"
-#include "nn/packed_linear.h"
 
 namespace attn::models {
 
@@ -219,7 +218,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
   std::vector<data::Rng> rngs;
   for (int64_t b = 0; b < B; ++b) rngs.emplace_back(data::mix_seed(o.seed, static_cast<uint64_t>(b)));
   std::vector<int64_t> feed;
-  std::vector<detail::ArgmaxLse> best;  // greedy: per row the argmax and log-sum-exp of its logits
+  std::vector<ops::ArgmaxLse> best;  // greedy: per row the argmax and log-sum-exp of its logits
   while (!rows.empty()) {
     std::vector<int64_t> keep;
     feed.clear();
@@ -227,7 +226,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
     if (o.search == SearchKind::greedy) {  // one fused pass per row, rows over the threads
       best.resize(rows.size());
       parallel_for(static_cast<int64_t>(rows.size()), 4, [&](int64_t r0, int64_t r1, int) {
-        for (int64_t r = r0; r < r1; ++r) best[r] = detail::row_argmax_logsumexp(row_ptr(logits, r), p.V);
+        for (int64_t r = r0; r < r1; ++r) best[r] = ops::row_argmax_logsumexp(row_ptr(logits, r), p.V);
       });
     }
     for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -247,7 +246,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
         h.log_prob += static_cast<double>(x[token]) - best[r].lse;
       } else {
         token = sample_token(x, p.V, o.temperature, o.top_k, o.top_p, rngs[h.source]);
-        h.log_prob += static_cast<double>(x[token]) - detail::row_logsumexp(x, p.V);
+        h.log_prob += static_cast<double>(x[token]) - ops::row_logsumexp(x, p.V);
       }
       if (p.capture) append_cross(h, cross, static_cast<int64_t>(r), p.src_len[h.source]);
       if (is_stop(o, token)) {
@@ -324,7 +323,7 @@ std::vector<Generated> run_beam(Stepper& model, Tensor logits, Tensor cross, std
       const int64_t per_row = std::min<int64_t>(2 * K, p.V);
       for (std::size_t r = r0; r < r1; ++r) {
         const float* x = row_ptr(logits, static_cast<int64_t>(r));
-        const double lse = detail::row_logsumexp(x, p.V);
+        const double lse = ops::row_logsumexp(x, p.V);
         idx.resize(static_cast<std::size_t>(p.V));
         std::iota(idx.begin(), idx.end(), 0);
         std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
@@ -439,7 +438,7 @@ class InferenceScope {
   nn::Module& m_;
   bool was_training_;
   NoGradGuard no_grad_;
-  nn::PackedWeightScope packed_;  // weights packed once per call (src/nn/packed_linear.h)
+  ops::PackedWeightScope packed_;  // weights packed once per call (include/attn/ops/linear.h)
 };
 
 std::vector<Generated> dispatch(Stepper& model, Tensor logits, Tensor cross, std::vector<Hyp> rows,
