@@ -99,7 +99,9 @@ TEST_P(LlamaGenerate, SameTokensAndTextAsTheOldLoop) {
   EXPECT_EQ(r.text, model->tokenizer().decode(want, false));
   EXPECT_EQ(streamed, r.text);
   EXPECT_EQ(r.prompt_tokens, static_cast<int64_t>(ids.size()));
-  if (c.temperature > 0) EXPECT_EQ(rng.next(), old_rng.next());  // the generator advanced alike
+  if (c.temperature > 0) {
+    EXPECT_EQ(rng.next(), old_rng.next());  // the generator advanced alike
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
