@@ -108,8 +108,8 @@ void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, c
              "encoder_attention: qkv must be a contiguous f32 [B, L, 3, H, D]; got ",
              qkv.defined() ? qkv.str() : "none");
   const int64_t B = qkv.size(0), L = qkv.size(1), H = qkv.size(3), D = qkv.size(4);
-  ATTN_CHECK(ctx.defined() && ctx.dtype() == DType::f32 && ctx.is_contiguous() &&
-                 ctx.shape() == Shape({B, L, H, D}),
+  ATTN_CHECK(ctx.defined() && ctx.dtype() == DType::f32 && ctx.is_contiguous() && ctx.rank() == 4 &&
+                 ctx.size(0) == B && ctx.size(1) == L && ctx.size(2) == H && ctx.size(3) == D,
              "encoder_attention: ctx must be a contiguous f32 [", B, ", ", L, ", ", H, ", ", D, "]; got ",
              ctx.defined() ? ctx.str() : "none");
   ATTN_CHECK(static_cast<int64_t>(lengths.size()) == B, "encoder_attention: expected ", B,
