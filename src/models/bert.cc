@@ -21,7 +21,6 @@
 #include <numeric>
 #include <sstream>
 
-
 namespace attn::models {
 
 // ============================================================================
@@ -346,7 +345,7 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
       }
     });
     ops::residual_layer_norm(xp, nullptr, nullptr, w_->emb_ln_w.data<float>(), w_->emb_ln_b.data<float>(), T,
-                            C, eps);
+                             C, eps);
   }
   mark("embeddings");
   if (options.trace) out.hidden_states.push_back(x.clone());
@@ -439,7 +438,7 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
       ops::gemm(false, false, T, C, C, 1.0f, ctx.data<float>(), C, w.wo.data<float>(), C, 1.0f, xp, C);
       mark("o_gemm");
       ops::residual_layer_norm(xp, nullptr, w.bo.data<float>(), w.ln1_w.data<float>(), w.ln1_b.data<float>(),
-                              T, C, eps);
+                               T, C, eps);
       mark("ln1");
       ops::gemm(false, false, T, F, C, 1.0f, xp, C, w.w1.data<float>(), F, 0.0f, fp, F);
       mark("ffn_up_gemm");
@@ -448,7 +447,7 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
       ops::gemm(false, false, T, C, F, 1.0f, fp, F, w.w2.data<float>(), C, 1.0f, xp, C);
       mark("ffn_down_gemm");
       ops::residual_layer_norm(xp, nullptr, w.b2.data<float>(), w.ln2_w.data<float>(), w.ln2_b.data<float>(),
-                              T, C, eps);
+                               T, C, eps);
       mark("ln2");
     }
     if (options.trace) out.hidden_states.push_back(x.clone());

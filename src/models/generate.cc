@@ -181,13 +181,14 @@ class LlamaStepper : public Stepper {
  public:
   explicit LlamaStepper(LlamaModel& m) : m_(m) {}
   LogitRows step(const std::vector<int64_t>& tokens, Tensor*) override {
-    ATTN_CHECK(tokens.size() == 1, "generate: a LlamaModel decodes one sequence; got ", tokens.size(), " rows");
+    ATTN_CHECK(tokens.size() == 1, "generate: a LlamaModel decodes one sequence; got ", tokens.size(),
+               " rows");
     const std::span<const float> logits = m_.step(static_cast<int32_t>(tokens[0]));
     return {logits.data(), static_cast<int64_t>(logits.size())};
   }
   void select_rows(const std::vector<int64_t>& rows) override {
-    ATTN_CHECK(rows.size() == 1 && rows[0] == 0, "generate: a LlamaModel decodes one sequence (rows cannot be ",
-               "reordered)");
+    ATTN_CHECK(rows.size() == 1 && rows[0] == 0,
+               "generate: a LlamaModel decodes one sequence (rows cannot be ", "reordered)");
   }
 
  private:
@@ -253,7 +254,8 @@ std::vector<data::Rng> source_rngs(const GenerateOptions& o, int64_t B) {
 
 // Greedy and sampling: every row is one sequence; rngs: one generator per source.
 std::vector<Generated> run_simple(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
-                                  const Problem& p, const TokenCallback& on_token, std::vector<data::Rng>& rngs) {
+                                  const Problem& p, const TokenCallback& on_token,
+                                  std::vector<data::Rng>& rngs) {
   const GenerateOptions& o = p.o;
   const int64_t B = static_cast<int64_t>(p.caps.size());
   std::vector<std::optional<Generated>> done(static_cast<std::size_t>(B));
@@ -470,8 +472,9 @@ void check_llama_options(const GenerateOptions& o, int64_t V, const TokenCallbac
   check_options(o, V, on_token);
   ATTN_CHECK(o.search != SearchKind::beam,
              "generate: beam search needs a batched decoder; a LlamaModel decodes one sequence");
-  ATTN_CHECK(!o.capture_cross_attention,
-             "generate: capture_cross_attention needs an EncoderDecoder (a LlamaModel has no cross-attention)");
+  ATTN_CHECK(
+      !o.capture_cross_attention,
+      "generate: capture_cross_attention needs an EncoderDecoder (a LlamaModel has no cross-attention)");
 }
 
 // Eval mode + no autograd for the duration of a call; restores the mode.
@@ -614,8 +617,8 @@ Generated generate_from(LlamaModel& model, std::span<const float> logits, const 
                         data::Rng& rng, const TokenCallback& on_token) {
   const int64_t V = model.config().vocab;
   check_llama_options(options, V, on_token);
-  ATTN_CHECK(static_cast<int64_t>(logits.size()) == V, "generate: expected the model's logits [", V, "]; got ",
-             logits.size(), " values");
+  ATTN_CHECK(static_cast<int64_t>(logits.size()) == V, "generate: expected the model's logits [", V,
+             "]; got ", logits.size(), " values");
   Problem p{options, V, {}, {}, {}, false};
   p.caps.push_back(std::min<int64_t>(options.max_new_tokens, model.capacity() - model.position() + 1));
   p.src_len.push_back(0);

@@ -56,8 +56,8 @@ double float_key(const io::GgufFile& f, const std::string& key, double fallback)
 struct Mat {
   std::string name;
   int64_t N = 0, K = 0;
-  bool quant = false;  // blocks usable by the quantized products
-  ops::QuantMatrix q;  // w: [N, K / 32 blocks], and its 8-bit repacked copy with q8_activations
+  bool quant = false;      // blocks usable by the quantized products
+  ops::QuantMatrix q;      // w: [N, K / 32 blocks], and its 8-bit repacked copy with q8_activations
   std::vector<float> f32;  // w: [N, K] (when expanded)
 };
 
@@ -257,10 +257,10 @@ struct LlamaModel::Impl {
   std::vector<float> xq;                  // [L, K] (llama_cpp_rounding)
   std::vector<float> wtmp;                // [N, K] one matrix expanded to f32 for a prompt pass
   // 8-bit activations (LlamaOptions::q8_activations)
-  bool q8 = false;             // quantized matrices have their repacked copy
-  bool q8_decode = false;      // ... all of them (every layer and the output): steps take decode_step_q8
-  ops::Q8Activations xq8;                   // [M, K] rows of X for matmul()
-  std::vector<ops::Q8Activations> rank_q8;  // per rank of the decode region: [1, max(C, F)]
+  bool q8 = false;         // quantized matrices have their repacked copy
+  bool q8_decode = false;  // ... all of them (every layer and the output): steps take decode_step_q8
+  ops::Q8Activations xq8;  // [M, K] rows of X for matmul()
+  std::vector<ops::Q8Activations> rank_q8;      // per rank of the decode region: [1, max(C, F)]
   std::vector<std::vector<float>> rank_n;       // per rank: [C] normed row
   std::vector<std::vector<float>> rank_scores;  // per rank: [H / Hkv, cap] attention scores
   std::unique_ptr<PhaseSync[]> phases;          // the decode step's phases
@@ -337,7 +337,6 @@ struct LlamaModel::Impl {
     for (const MatJob& j : qjobs) packed = packed && j.w->q.has_q8();
     if (packed) {
       const int64_t K = qjobs[0].w->K;
-      xq8.reserve(M, K);
       xq8.quantize(X, M, K, ldx);
       const ops::Q8Dot dot = ops::q8_dot();
       int64_t total = 0;
@@ -347,8 +346,7 @@ struct LlamaModel::Impl {
         int64_t base = 0;
         for (const MatJob& j : qjobs) {
           const int64_t lo = std::max(b, base), hi = std::min(e, base + j.w->N);
-          if (lo < hi)
-            dot(j.w->q, lo - base, hi - base, xq8, j.y, j.ldy, false);
+          if (lo < hi) dot(j.w->q, lo - base, hi - base, xq8, j.y, j.ldy, false);
           base += j.w->N;
         }
       });
@@ -369,8 +367,7 @@ struct LlamaModel::Impl {
       int64_t base = 0;
       for (const MatJob& j : qjobs) {
         const int64_t lo = std::max(b, base), hi = std::min(e, base + j.w->N);
-        if (lo < hi)
-          ops::quant_linear_rows(j.w->q, lo - base, hi - base, X, M, ldx, j.y, j.ldy);
+        if (lo < hi) ops::quant_linear_rows(j.w->q, lo - base, hi - base, X, M, ldx, j.y, j.ldy);
         base += j.w->N;
       }
     });
@@ -466,7 +463,8 @@ struct LlamaModel::Impl {
       rank_scores[r].resize(group * cap);
     }
     const ops::Q8Dot q8dot = ops::q8_dot();  // the kernel chosen once per step
-    auto dot = [q8dot](const Mat& w, int64_t n0, int64_t n1, const ops::Q8Activations& a, float* y, bool acc) {
+    auto dot = [q8dot](const Mat& w, int64_t n0, int64_t n1, const ops::Q8Activations& a, float* y,
+                       bool acc) {
       if (n0 < n1) q8dot(w.q, n0, n1, a, y, w.N, acc);
     };
     auto quantize = [](const float* v, int64_t K, ops::Q8Activations& a) { a.quantize(v, 1, K, K); };
@@ -537,9 +535,8 @@ struct LlamaModel::Impl {
               std::memcpy(vc + (kh * cap + pos) * D, vbuf.data() + kh * D, D * sizeof(float));
               rope(qp + kh * group * D, 1, group);
               if (kcache16.empty()) {
-                ops::group_decode_attention(qp + kh * group * D, group, kc + kh * cap * D,
-                                                     vc + kh * cap * D, D, Lk, D, scale,
-                                                     rank_scores[r].data(), ap + kh * group * D);
+                ops::group_decode_attention(qp + kh * group * D, group, kc + kh * cap * D, vc + kh * cap * D,
+                                            D, Lk, D, scale, rank_scores[r].data(), ap + kh * group * D);
                 return;
               }
               uint16_t* kc16 = kcache16[l].get();
@@ -547,8 +544,8 @@ struct LlamaModel::Impl {
               ops::store_f16(kbuf.data() + kh * D, D, kc16 + (kh * cap + pos) * D);
               ops::store_f16(vbuf.data() + kh * D, D, vc16 + (kh * cap + pos) * D);
               ops::group_decode_attention_f16(qp + kh * group * D, group, kc16 + kh * cap * D,
-                                                       vc16 + kh * cap * D, D, Lk, D, scale,
-                                                       rank_scores[r].data(), ap + kh * group * D);
+                                              vc16 + kh * cap * D, D, Lk, D, scale, rank_scores[r].data(),
+                                              ap + kh * group * D);
             });
         phase(
             chunks(C, kRows), [&] { quantize(ap, C, a); },
@@ -617,10 +614,8 @@ struct LlamaModel::Impl {
           std::memcpy(kc + (h * cap + pos + i) * D, kbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
           std::memcpy(vc + (h * cap + pos + i) * D, vbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
           if (!kcache16.empty()) {
-            ops::store_f16(kbuf.data() + (i * Hkv + h) * D, D,
-                                     kcache16[l].get() + (h * cap + pos + i) * D);
-            ops::store_f16(vbuf.data() + (i * Hkv + h) * D, D,
-                                     vcache16[l].get() + (h * cap + pos + i) * D);
+            ops::store_f16(kbuf.data() + (i * Hkv + h) * D, D, kcache16[l].get() + (h * cap + pos + i) * D);
+            ops::store_f16(vbuf.data() + (i * Hkv + h) * D, D, vcache16[l].get() + (h * cap + pos + i) * D);
           }
         }
       const int64_t Lk = pos + L;

@@ -119,7 +119,8 @@ LlamaChat::Turn LlamaChat::say(const std::string& user_text) {
   // Close the assistant turn in the cache as the template writes it: <|im_end|>\n. The last generated
   // token (the stop token, or the last one when max_new_tokens ran out) is not in the cache yet.
   const std::vector<int32_t>& reply = t.reply.ids;
-  const std::vector<int32_t> tail = model_.tokenizer().encode(t.reply.stopped ? "\n" : "<|im_end|>\n", false, true);
+  const std::vector<int32_t> tail =
+      model_.tokenizer().encode(t.reply.stopped ? "\n" : "<|im_end|>\n", false, true);
   if (!reply.empty() && model_.position() < model_.capacity()) model_.step(reply.back());
   if (model_.position() + static_cast<int64_t>(tail.size()) <= model_.capacity()) model_.prefill(tail);
   first_ = false;

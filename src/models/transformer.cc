@@ -356,8 +356,8 @@ Tensor EncoderDecoder::decode(const Tensor& tgt, const Tensor& memory,
   call.position = offset;
   call.capture_cross = cross_weights != nullptr;
   Tensor h = decoder_->forward(y, memory, call, cache, trace, "decoder.", cross_weights);
-  Tensor logits =
-      c_.tie_output ? ops::inference_linear(h, table->weight(), Tensor()) : lm_head_->forward(h);  // [B, n, V]
+  Tensor logits = c_.tie_output ? ops::inference_linear(h, table->weight(), Tensor())
+                                : lm_head_->forward(h);  // [B, n, V]
   if (trace != nullptr) trace->emplace_back("logits", logits);
   return logits;
 }

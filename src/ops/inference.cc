@@ -35,7 +35,8 @@ bool decode_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v,
   return decode_fits(q, k, v, key_lengths);
 }
 
-Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<int64_t>& key_lengths) {
+Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                        const std::vector<int64_t>& key_lengths) {
   if (!decode_fits(q, k, v, key_lengths)) {
     ATTN_CHECK(q.defined() && k.defined() && v.defined(), "decode_attention: q, k and v must be defined");
     ATTN_CHECK(q.rank() == 4 && q.size(2) == 1, "decode_attention: q must be [B, H, 1, D]; got ", q.str());
@@ -43,16 +44,16 @@ Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, const
                    k.size(2) >= 1,
                "decode_attention: k and v must be [", q.size(0), ", Hkv, L >= 1, ", q.size(3), "]; got k ",
                k.str(), ", v ", v.str());
-    ATTN_CHECK(q.size(1) % k.size(1) == 0, "decode_attention: H (", q.size(1), ") must be a multiple of Hkv (",
-               k.size(1), ")");
+    ATTN_CHECK(q.size(1) % k.size(1) == 0, "decode_attention: H (", q.size(1),
+               ") must be a multiple of Hkv (", k.size(1), ")");
     ATTN_CHECK(q.dtype() == DType::f32 && k.dtype() == DType::f32 && v.dtype() == DType::f32,
                "decode_attention: q, k and v must be f32; got ", dtype_name(q.dtype()), ", ",
                dtype_name(k.dtype()), ", ", dtype_name(v.dtype()));
     ATTN_CHECK(q.stride(3) == 1 && k.stride(3) == 1 && v.stride(3) == 1,
                "decode_attention: q, k and v need unit stride along D; got strides ", q.stride(3), ", ",
                k.stride(3), ", ", v.stride(3));
-    ATTN_CHECK(static_cast<int64_t>(key_lengths.size()) == q.size(0), "decode_attention: expected ", q.size(0),
-               " key lengths (one per batch row); got ", key_lengths.size());
+    ATTN_CHECK(static_cast<int64_t>(key_lengths.size()) == q.size(0), "decode_attention: expected ",
+               q.size(0), " key lengths (one per batch row); got ", key_lengths.size());
     for (std::size_t b = 0; b < key_lengths.size(); ++b)
       ATTN_CHECK(key_lengths[b] >= 1 && key_lengths[b] <= k.size(2), "decode_attention: key_lengths[", b,
                  "] must be in [1, ", k.size(2), "]; got ", key_lengths[b]);
@@ -77,13 +78,14 @@ void check_group_args(const char* op, const void* q, int64_t G, const void* k, c
                       int64_t Lk, int64_t D, const float* scratch, const float* out) {
   ATTN_CHECK(q != nullptr && k != nullptr && v != nullptr && scratch != nullptr && out != nullptr, op,
              ": q, k, v, scratch and out must be non-null");
-  ATTN_CHECK(G >= 1 && Lk >= 1 && D >= 1, op, ": G, Lk and D must be >= 1; got G ", G, ", Lk ", Lk, ", D ", D);
+  ATTN_CHECK(G >= 1 && Lk >= 1 && D >= 1, op, ": G, Lk and D must be >= 1; got G ", G, ", Lk ", Lk, ", D ",
+             D);
   ATTN_CHECK(ldk >= D, op, ": the key/value row stride ldk must be >= D = ", D, "; got ", ldk);
 }
 }  // namespace
 
-void group_decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk, int64_t Lk,
-                            int64_t D, float scale, float* scratch, float* out) {
+void group_decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,
+                            int64_t Lk, int64_t D, float scale, float* scratch, float* out) {
   check_group_args("group_decode_attention", q, G, k, v, ldk, Lk, D, scratch, out);
   kernels::cpu::group_decode_attention(q, G, k, v, ldk, Lk, D, scale, scratch, out);
 }
@@ -102,7 +104,8 @@ void store_f16(const float* x, int64_t n, uint16_t* out) {
 
 bool encoder_attention_fast(int64_t D) { return kernels::cpu::encoder_attention_fast(D); }
 
-void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx, float scale) {
+void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx,
+                       float scale) {
   ATTN_CHECK(qkv.defined() && qkv.rank() == 5 && qkv.size(2) == 3 && qkv.dtype() == DType::f32 &&
                  qkv.is_contiguous(),
              "encoder_attention: qkv must be a contiguous f32 [B, L, 3, H, D]; got ",
@@ -137,7 +140,8 @@ void bias_gelu(float* x, const float* bias, int64_t rows, int64_t C) {
 void residual_layer_norm(float* h, const float* y, const float* bias, const float* w, const float* b,
                          int64_t rows, int64_t C, float eps) {
   check_rows("residual_layer_norm", h, rows, C);
-  ATTN_CHECK(w != nullptr && b != nullptr, "residual_layer_norm: the norm's weight and bias must be non-null");
+  ATTN_CHECK(w != nullptr && b != nullptr,
+             "residual_layer_norm: the norm's weight and bias must be non-null");
   ATTN_CHECK(eps >= 0, "residual_layer_norm: eps must be >= 0; got ", eps);
   kernels::cpu::residual_layer_norm(h, y, bias, w, b, rows, C, eps);
 }

@@ -14,8 +14,8 @@
 
 namespace attn::ops {
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-          const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   ATTN_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm: M, N and K must be >= 0; got ", M, ", ", N, ", ", K);
   ATTN_CHECK(lda >= std::max<int64_t>(1, trans_a ? M : K) && ldb >= std::max<int64_t>(1, trans_b ? K : N) &&
                  ldc >= std::max<int64_t>(1, N),
@@ -30,8 +30,8 @@ void linear_small_m(const float* x, int64_t ldx, const float* wt, const float* b
                     int64_t M, int64_t N, int64_t K) {
   ATTN_CHECK(M >= 0 && N >= 1 && K >= 1, "linear_small_m: expected M >= 0, N >= 1, K >= 1; got ", M, ", ", N,
              ", ", K);
-  ATTN_CHECK(ldx >= K && ldy >= N, "linear_small_m: row strides must be ldx >= K = ", K, " and ldy >= N = ", N,
-             "; got ", ldx, ", ", ldy);
+  ATTN_CHECK(ldx >= K && ldy >= N, "linear_small_m: row strides must be ldx >= K = ", K,
+             " and ldy >= N = ", N, "; got ", ldx, ", ", ldy);
   ATTN_CHECK(M == 0 || (x != nullptr && wt != nullptr && y != nullptr),
              "linear_small_m: x, wt and y must be non-null");
   kernels::cpu::linear_small_m(x, ldx, wt, bias, y, ldy, M, N, K);

@@ -12,9 +12,12 @@
 namespace attn::ops {
 
 namespace {
-kernels::QFormat kformat(QuantFormat f) { return f == QuantFormat::q4_1 ? kernels::QFormat::q4_1 : kernels::QFormat::q8_0; }
+kernels::QFormat kformat(QuantFormat f) {
+  return f == QuantFormat::q4_1 ? kernels::QFormat::q4_1 : kernels::QFormat::q8_0;
+}
 
-void check_range(const char* op, const QuantMatrix& w, int64_t n0, int64_t n1, int64_t M, float* y, int64_t ldy) {
+void check_range(const char* op, const QuantMatrix& w, int64_t n0, int64_t n1, int64_t M, float* y,
+                 int64_t ldy) {
   ATTN_CHECK(w.blocks() != nullptr, op, ": the weight matrix is empty");
   ATTN_CHECK(0 <= n0 && n0 <= n1 && n1 <= w.rows(), op, ": rows [n0, n1) must lie in [0, N = ", w.rows(),
              "]; got [", n0, ", ", n1, ")");
@@ -28,8 +31,8 @@ int64_t quant_block_bytes(QuantFormat format) { return kernels::qformat_block_by
 QuantMatrix::QuantMatrix(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K)
     : format_(format), blocks_(blocks), N_(N), K_(K) {
   ATTN_CHECK(blocks != nullptr && N > 0 && K > 0 && K % kQuantBlock == 0,
-             "QuantMatrix: expected non-null blocks, N > 0 and K a positive multiple of ", kQuantBlock, "; got N ", N,
-             ", K ", K);
+             "QuantMatrix: expected non-null blocks, N > 0 and K a positive multiple of ", kQuantBlock,
+             "; got N ", N, ", K ", K);
 }
 
 int64_t QuantMatrix::row_bytes() const { return K_ / kQuantBlock * quant_block_bytes(format_); }
@@ -53,8 +56,9 @@ void quant_linear_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const float
 }
 
 void Q8Activations::reserve(int64_t rows, int64_t K) {
-  ATTN_CHECK(rows >= 1 && K > 0 && K % kQuantBlock == 0, "Q8Activations: expected rows >= 1 and K a positive ",
-             "multiple of ", kQuantBlock, "; got rows ", rows, ", K ", K);
+  ATTN_CHECK(rows >= 1 && K > 0 && K % kQuantBlock == 0,
+             "Q8Activations: expected rows >= 1 and K a positive ", "multiple of ", kQuantBlock,
+             "; got rows ", rows, ", K ", K);
   const int64_t nbp = kernels::q8_padded_blocks(K);
   if (nbp <= ldb_ && rows * ldb_ <= static_cast<int64_t>(d_.size())) return;
   ldb_ = std::max(ldb_, nbp);
@@ -85,11 +89,12 @@ void Q8Dot::operator()(const QuantMatrix& w, int64_t n0, int64_t n1, const Q8Act
                        int64_t ldy, bool accumulate) const {
   check_range("Q8Dot", w, n0, n1, x.rows(), y, ldy);
   ATTN_CHECK(w.has_q8(), "Q8Dot: the weight has no 8-bit repacked copy (QuantMatrix::pack_q8)");
-  ATTN_CHECK(x.cols() == w.cols(), "Q8Dot: activations of K = ", x.cols(), " against a weight of K = ", w.cols());
+  ATTN_CHECK(x.cols() == w.cols(), "Q8Dot: activations of K = ", x.cols(),
+             " against a weight of K = ", w.cols());
   const kernels::Q8RowsConst xr(x.q(), x.d(), x.s(), x.sum(), x.ldq(), x.ldb());
   if (vnni_)
-    kernels::cpu::detail::qdot_rows_vnni(kformat(w.format()), w.q8_packed(), n0, n1, w.cols(), xr, x.rows(), y,
-                                         ldy, accumulate);
+    kernels::cpu::detail::qdot_rows_vnni(kformat(w.format()), w.q8_packed(), n0, n1, w.cols(), xr, x.rows(),
+                                         y, ldy, accumulate);
   else
     kernels::cpu::detail::qdot_rows_scalar(kformat(w.format()), w.q8_packed(), n0, n1, w.cols(), xr, x.rows(),
                                            y, ldy, accumulate);

@@ -9,7 +9,6 @@
 #include <map>
 #include <set>
 
-
 namespace attn::train {
 namespace {
 

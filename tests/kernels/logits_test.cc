@@ -1,6 +1,8 @@
 // The fused reductions of decoding over a row of logits (kernels/cpu/logits.h; ops::row_logsumexp and
 // ops::row_argmax_logsumexp, used by models::generate): scalar, AVX-512 and the dispatch against double.
 // Moved from tests/models/generate_test.cc with the kernel (src/models/logits* -> src/kernels/cpu/).
+#include "kernels/cpu/logits.h"
+
 #include <attn/data/random.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "kernels/cpu/isa.h"
-#include "kernels/cpu/logits.h"
 #include "testing/testing.h"
 
 namespace attn {

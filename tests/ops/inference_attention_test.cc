@@ -15,7 +15,8 @@ namespace attn {
 namespace {
 
 // attn::attention in double on the reference backend: out [B, H, Lq, D] f64.
-Tensor reference(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<int64_t>& lengths = {}) {
+Tensor reference(const Tensor& q, const Tensor& k, const Tensor& v,
+                 const std::vector<int64_t>& lengths = {}) {
   AttentionOptions o;
   o.backend = Backend::reference;
   o.key_lengths = lengths;
@@ -47,13 +48,13 @@ TEST_P(DecodeAttention, MatchesReferenceAttention) {
   EXPECT_ALL_CLOSE(o.to(DType::f64), want, (testing::Tolerance{2e-5, 2e-5}));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, DecodeAttention,
-    ::testing::Values(DecodeCase{"one_key", 1, 1, 1, 1, 16, {}, 1}, DecodeCase{"d1", 2, 2, 1, 5, 1, {}, 8},
-                      DecodeCase{"d17_tail", 1, 2, 2, 9, 17, {}, 12},
-                      DecodeCase{"gqa_lengths", 3, 6, 2, 21, 32, {21, 1, 13}, 32},
-                      DecodeCase{"d160_long", 1, 4, 4, 130, 160, {}, 140}),
-    [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Cases, DecodeAttention,
+                         ::testing::Values(DecodeCase{"one_key", 1, 1, 1, 1, 16, {}, 1},
+                                           DecodeCase{"d1", 2, 2, 1, 5, 1, {}, 8},
+                                           DecodeCase{"d17_tail", 1, 2, 2, 9, 17, {}, 12},
+                                           DecodeCase{"gqa_lengths", 3, 6, 2, 21, 32, {21, 1, 13}, 32},
+                                           DecodeCase{"d160_long", 1, 4, 4, 130, 160, {}, 140}),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(DecodeAttentionErrors, NameTheProblem) {
   const Tensor q = testing::random_uniform({2, 4, 1, 8}, 1);
@@ -85,7 +86,7 @@ class GroupDecodeAttention : public ::testing::TestWithParam<GroupCase> {};
 TEST_P(GroupDecodeAttention, MatchesReferenceAttentionF32AndF16) {
   const GroupCase& c = GetParam();
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
-  const Tensor q = testing::random_uniform({1, c.G, 1, c.D}, 21);           // [1, G, 1, D] = [G, D]
+  const Tensor q = testing::random_uniform({1, c.G, 1, c.D}, 21);               // [1, G, 1, D] = [G, D]
   const Tensor kbuf = testing::random_uniform({1, 1, c.Lk, c.ldk}, 22, -2, 2);  // rows ldk apart
   const Tensor vbuf = testing::random_uniform({1, 1, c.Lk, c.ldk}, 23);
   const Tensor k = kbuf.slice(3, 0, c.D), v = vbuf.slice(3, 0, c.D);
@@ -93,7 +94,8 @@ TEST_P(GroupDecodeAttention, MatchesReferenceAttentionF32AndF16) {
   ops::group_decode_attention(q.data<float>(), c.G, kbuf.data<float>(), vbuf.data<float>(), c.ldk, c.Lk, c.D,
                               scale, scratch.data(), out.data());
   const Tensor want = reference(q, k, v);  // [1, G, 1, D]
-  EXPECT_ALL_CLOSE(Tensor::from(out, {1, c.G, 1, c.D}).to(DType::f64), want, (testing::Tolerance{2e-5, 2e-5}));
+  EXPECT_ALL_CLOSE(Tensor::from(out, {1, c.G, 1, c.D}).to(DType::f64), want,
+                   (testing::Tolerance{2e-5, 2e-5}));
 
   // The f16 cache: the oracle reads the same values rounded to half.
   std::vector<uint16_t> k16(static_cast<std::size_t>(c.Lk * c.ldk)), v16(k16.size());
@@ -107,7 +109,8 @@ TEST_P(GroupDecodeAttention, MatchesReferenceAttentionF32AndF16) {
   ops::group_decode_attention_f16(q.data<float>(), c.G, k16.data(), v16.data(), c.ldk, c.Lk, c.D, scale,
                                   scratch.data(), out.data());
   const Tensor want16 = reference(q, kh.slice(3, 0, c.D), vh.slice(3, 0, c.D));
-  EXPECT_ALL_CLOSE(Tensor::from(out, {1, c.G, 1, c.D}).to(DType::f64), want16, (testing::Tolerance{2e-5, 2e-5}));
+  EXPECT_ALL_CLOSE(Tensor::from(out, {1, c.G, 1, c.D}).to(DType::f64), want16,
+                   (testing::Tolerance{2e-5, 2e-5}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GroupDecodeAttention,
@@ -121,7 +124,8 @@ TEST(GroupDecodeAttentionErrors, NameTheProblem) {
   std::vector<float> buf(256, 0.5f);
   std::vector<uint16_t> h(256, 0);
   float* p = buf.data();
-  EXPECT_ERROR_CONTAINS(ops::group_decode_attention(p, 2, p, p, 4, 3, 8, 1.0f, p, p), {"ldk", ">= D = 8", "got 4"});
+  EXPECT_ERROR_CONTAINS(ops::group_decode_attention(p, 2, p, p, 4, 3, 8, 1.0f, p, p),
+                        {"ldk", ">= D = 8", "got 4"});
   EXPECT_ERROR_CONTAINS(ops::group_decode_attention(p, 0, p, p, 8, 3, 8, 1.0f, p, p), {"G, Lk and D", "G 0"});
   EXPECT_ERROR_CONTAINS(ops::group_decode_attention(p, 1, p, p, 8, 0, 8, 1.0f, p, p), {"Lk 0"});
   EXPECT_ERROR_CONTAINS(ops::group_decode_attention(p, 1, nullptr, p, 8, 2, 8, 1.0f, p, p), {"non-null"});
@@ -164,8 +168,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, EncoderAttention,
 TEST(EncoderAttentionErrors, NameTheProblem) {
   const Tensor qkv = testing::random_uniform({2, 4, 3, 2, 16}, 1);
   const Tensor ctx = Tensor::zeros({2, 4, 2, 16});
-  EXPECT_ERROR_CONTAINS(ops::encoder_attention(testing::random_uniform({2, 4, 2, 2, 16}, 2), {4, 4}, ctx, 1.0f),
-                        {"qkv must be a contiguous f32 [B, L, 3, H, D]"});
+  EXPECT_ERROR_CONTAINS(
+      ops::encoder_attention(testing::random_uniform({2, 4, 2, 2, 16}, 2), {4, 4}, ctx, 1.0f),
+      {"qkv must be a contiguous f32 [B, L, 3, H, D]"});
   EXPECT_ERROR_CONTAINS(ops::encoder_attention(qkv, {4, 4}, Tensor::zeros({2, 4, 32}), 1.0f),
                         {"ctx must be a contiguous f32 [2, 4, 2, 16]"});
   EXPECT_ERROR_CONTAINS(ops::encoder_attention(qkv, {4}, ctx, 1.0f), {"expected 2 lengths", "got 1"});

@@ -95,8 +95,8 @@ TEST_P(LinearSmallM, MatchesReferenceGemm) {
   for (int64_t m = 0; m < c.M; ++m)
     for (int64_t n = 0; n < c.N; ++n) want[m * ldy + n] = c.bias ? b[n] : 0.0;
   const std::vector<double> xd(x.begin(), x.end()), wd(wt.begin(), wt.end());
-  kernels::ref::gemm<double>(false, false, c.M, c.N, c.K, 1.0, xd.data(), ldx, wd.data(), c.N, 1.0, want.data(),
-                             ldy);
+  kernels::ref::gemm<double>(false, false, c.M, c.N, c.K, 1.0, xd.data(), ldx, wd.data(), c.N, 1.0,
+                             want.data(), ldy);
   for (int64_t m = 0; m < c.M; ++m)
     for (int64_t n = c.N; n < ldy; ++n) want[m * ldy + n] = 777.0;  // untouched past N
   ops::linear_small_m(x.data(), ldx, wt.data(), c.bias ? b.data() : nullptr, y.data(), ldy, c.M, c.N, c.K);
@@ -104,7 +104,8 @@ TEST_P(LinearSmallM, MatchesReferenceGemm) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, LinearSmallM,
-                         ::testing::Values(SmallMCase{"one_row", 1, 1, 1, true}, SmallMCase{"tail", 5, 33, 17, false},
+                         ::testing::Values(SmallMCase{"one_row", 1, 1, 1, true},
+                                           SmallMCase{"tail", 5, 33, 17, false},
                                            SmallMCase{"minilm_ffn", 13, 1536, 384, true},
                                            SmallMCase{"rows_48", 48, 40, 64, true}),
                          [](const auto& info) { return info.param.name; });
@@ -113,8 +114,10 @@ TEST(LinearSmallMErrors, NameTheProblem) {
   std::vector<float> a(64, 1.0f);
   EXPECT_ERROR_CONTAINS(ops::linear_small_m(a.data(), 2, a.data(), nullptr, a.data(), 4, 2, 4, 3),
                         {"ldx >= K = 3", "got 2"});
-  EXPECT_ERROR_CONTAINS(ops::linear_small_m(a.data(), 3, a.data(), nullptr, a.data(), 4, 2, 0, 3), {"N >= 1"});
-  EXPECT_ERROR_CONTAINS(ops::linear_small_m(a.data(), 3, nullptr, nullptr, a.data(), 4, 2, 4, 3), {"non-null"});
+  EXPECT_ERROR_CONTAINS(ops::linear_small_m(a.data(), 3, a.data(), nullptr, a.data(), 4, 2, 0, 3),
+                        {"N >= 1"});
+  EXPECT_ERROR_CONTAINS(ops::linear_small_m(a.data(), 3, nullptr, nullptr, a.data(), 4, 2, 4, 3),
+                        {"non-null"});
 }
 
 // ---- ops::inference_linear: attn::linear outside a scope, the packed kernel inside ---------------
@@ -128,7 +131,8 @@ TEST(InferenceLinear, EqualsLinearInAndOutOfAPackedScope) {
   ops::PackedWeightScope scope;
   for (int i = 0; i < ops::PackedWeightScope::kPackAfter + 1; ++i)
     EXPECT_ALL_CLOSE(ops::inference_linear(x, w, b).to(DType::f64), want, (testing::Tolerance{1e-5, 1e-5}));
-  EXPECT_ERROR_CONTAINS(ops::inference_linear(testing::random_uniform({2, 7}, 10), w, b), {"linear", "in = 24"});
+  EXPECT_ERROR_CONTAINS(ops::inference_linear(testing::random_uniform({2, 7}, 10), w, b),
+                        {"linear", "in = 24"});
 }
 
 // ---- ops::QuantMatrix, quant_linear_rows and Q8Dot -----------------------------------------------
@@ -203,7 +207,8 @@ TEST(QuantLinearErrors, NameTheProblem) {
                         {"multiple of 32", "K 48"});
   const ops::QuantMatrix w(ops::QuantFormat::q8_0, blocks.data(), 4, 64);
   std::vector<float> x(128, 0.5f), y(16, 0.0f);
-  EXPECT_ERROR_CONTAINS(ops::quant_linear_rows(w, 0, 5, x.data(), 1, 64, y.data(), 4), {"[0, N = 4]", "[0, 5)"});
+  EXPECT_ERROR_CONTAINS(ops::quant_linear_rows(w, 0, 5, x.data(), 1, 64, y.data(), 4),
+                        {"[0, N = 4]", "[0, 5)"});
   EXPECT_ERROR_CONTAINS(ops::quant_linear_rows(w, 0, 4, x.data(), 1, 32, y.data(), 4), {"row stride >= K"});
   EXPECT_ERROR_CONTAINS(ops::quant_linear_rows(w, 0, 4, x.data(), 1, 64, y.data(), 3), {"ldy 3"});
   ops::Q8Activations xq;
@@ -257,7 +262,8 @@ TEST_P(EncoderRowOps, MatchDoubleFormulas) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, EncoderRowOps,
-                         ::testing::Values(RowCase{"one", 1, 1}, RowCase{"tail", 3, 17}, RowCase{"minilm", 9, 384}),
+                         ::testing::Values(RowCase{"one", 1, 1}, RowCase{"tail", 3, 17},
+                                           RowCase{"minilm", 9, 384}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(EncoderRowOpsErrors, NameTheProblem) {
@@ -266,8 +272,8 @@ TEST(EncoderRowOpsErrors, NameTheProblem) {
   EXPECT_ERROR_CONTAINS(ops::bias_gelu(nullptr, nullptr, 2, 4), {"non-null"});
   EXPECT_ERROR_CONTAINS(ops::residual_layer_norm(a.data(), nullptr, nullptr, nullptr, a.data(), 2, 4, 1e-5f),
                         {"weight and bias"});
-  EXPECT_ERROR_CONTAINS(ops::residual_layer_norm(a.data(), nullptr, nullptr, a.data(), a.data(), -1, 4, 1e-5f),
-                        {"rows -1"});
+  EXPECT_ERROR_CONTAINS(
+      ops::residual_layer_norm(a.data(), nullptr, nullptr, a.data(), a.data(), -1, 4, 1e-5f), {"rows -1"});
 }
 
 // ---- decoding's logits reductions ---------------------------------------------------------------
@@ -301,7 +307,8 @@ class AdamWUpdate : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(AdamWUpdate, MatchesTheFormulaInDouble) {
   const int64_t n = GetParam();
-  std::vector<float> p = floats(n, 71), g = floats(n, 72), m = floats(n, 73, -0.1, 0.1), v = floats(n, 74, 0, 0.01);
+  std::vector<float> p = floats(n, 71), g = floats(n, 72), m = floats(n, 73, -0.1, 0.1),
+                     v = floats(n, 74, 0, 0.01);
   const std::vector<float> p0 = p, m0 = m, v0 = v;
   const ops::AdamWScalars s{true, 0.999f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, -0.0123f};
   ops::adamw_update(p.data(), g.data(), m.data(), v.data(), n, s);

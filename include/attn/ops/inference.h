@@ -43,8 +43,8 @@ bool decode_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v,
 //   scratch [G, Lk]  the caller's (so a step allocates nothing)
 //   out     [G, D]   contiguous
 // out[g] = Σ_j softmax_j(scale · q[g]·k[j]) v[j]  (every key visible: the query is the last position).
-void group_decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk, int64_t Lk,
-                            int64_t D, float scale, float* scratch, float* out);
+void group_decode_attention(const float* q, int64_t G, const float* k, const float* v, int64_t ldk,
+                            int64_t Lk, int64_t D, float scale, float* scratch, float* out);
 // The same over an f16 KV cache (k, v: IEEE half bits, llama.cpp's cache type).
 void group_decode_attention_f16(const float* q, int64_t G, const uint16_t* k, const uint16_t* v, int64_t ldk,
                                 int64_t Lk, int64_t D, float scale, float* scratch, float* out);
@@ -60,7 +60,8 @@ void store_f16(const float* x, int64_t n, uint16_t* out);
 // ctx[b, i, h] = Σ_{j < lengths[b]} softmax_j(scale · q[b, i, h]·k[b, j, h]) v[b, j, h].
 // Needs encoder_attention_fast(D) (throws otherwise): without a vectorised body the caller runs
 // attn::attention on strided views of qkv instead.
-void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx, float scale);
+void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx,
+                       float scale);
 // True when encoder_attention has a vectorised body for head size D on this CPU.
 bool encoder_attention_fast(int64_t D);
 

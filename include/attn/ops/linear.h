@@ -26,8 +26,8 @@ namespace attn::ops {
 // MatmulPrecision::bf16), f32, row-major:
 //   A [M, K] (or, trans_a, [K, M]) row stride lda;  B [K, N] (or, trans_b, [N, K]) row stride ldb;
 //   C [M, N] row stride ldc >= N.
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-          const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // Small-M linear layer (short inputs, where BLAS spends its time packing the weight):
 //   y = x · wt + bias,  x [M, K] (row stride ldx), wt [K, N] (the weight transposed), bias [N] or null,

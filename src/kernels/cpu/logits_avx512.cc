@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/cpu/vec_avx512.h"
 #include "kernels/cpu/logits.h"
+#include "kernels/cpu/vec_avx512.h"
 
 namespace attn::kernels::cpu {
 
