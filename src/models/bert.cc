@@ -7,6 +7,8 @@
 #include <attn/io/safetensors.h>
 #include <attn/models/bert.h>
 #include <attn/ops/attention.h>
+#include <attn/ops/inference.h>
+#include <attn/ops/linear.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -19,12 +21,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "kernels/cpu/encoder_kernels.h"
-#include "kernels/cpu/gemm.h"
-
 namespace attn::models {
-
-namespace kc = kernels::cpu;
 
 // ============================================================================
 // config
@@ -347,8 +344,8 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
         for (int64_t c = 0; c < C; ++c) o[c] = wr[c] + pr[c] + type[c];
       }
     });
-    kc::residual_layer_norm(xp, nullptr, nullptr, w_->emb_ln_w.data<float>(), w_->emb_ln_b.data<float>(), T,
-                            C, eps);
+    ops::residual_layer_norm(xp, nullptr, nullptr, w_->emb_ln_w.data<float>(), w_->emb_ln_b.data<float>(), T,
+                             C, eps);
   }
   mark("embeddings");
   if (options.trace) out.hidden_states.push_back(x.clone());
@@ -380,26 +377,26 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
   Tensor ff = take({T, F});            // ff: [T, F]
   Tensor y = take({T, C});             // y: [T, C] projection outputs (small-M path)
   float* xp = x.data<float>();
-  const bool small = T <= kSmallM && kc::linear_small_m_fast();
+  const bool small = T <= kSmallM && ops::linear_small_m_fast();
   AttentionOptions aopt;
   aopt.key_lengths = out.lengths;
   aopt.capture.enabled = options.capture_attention;
   // The encoder attention kernel reads qkv in place; attn::attention when probabilities are captured.
-  const bool fast_attention = !options.capture_attention && kc::encoder_attention_fast(D);
+  const bool fast_attention = !options.capture_attention && ops::encoder_attention_fast(D);
   const auto attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   for (const Weights::Layer& w : w_->layers) {
     float* qp = qkv.data<float>();
     if (small) {
-      kc::linear_small_m(xp, C, w.wqkv.data<float>(), w.bqkv.data<float>(), qp, 3 * C, T, 3 * C, C);
+      ops::linear_small_m(xp, C, w.wqkv.data<float>(), w.bqkv.data<float>(), qp, 3 * C, T, 3 * C, C);
     } else {
       // qkv = bias, then qkv += x · Wqkv (beta 1: BLAS skips its zeroing pass over C).
       fill_rows(qp, w.bqkv.data<float>(), T, 3 * C);
-      kc::sgemm(false, false, T, 3 * C, C, 1.0f, xp, C, w.wqkv.data<float>(), 3 * C, 1.0f, qp, 3 * C);
+      ops::gemm(false, false, T, 3 * C, C, 1.0f, xp, C, w.wqkv.data<float>(), 3 * C, 1.0f, qp, 3 * C);
     }
     mark("qkv_gemm");
     if (fast_attention) {
       // Straight from qkv into ctx with the heads merged (no head split or merge copies).
-      kc::encoder_attention(qp, out.lengths.data(), ctx.data<float>(), B, L, H, D, attn_scale);
+      ops::encoder_attention(qkv, out.lengths, ctx, attn_scale);
       mark("attention");
     } else {
       // q, k, v: [B, H, L, D] strided views of qkv.
@@ -424,33 +421,33 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
     float* fp = ff.data<float>();
     if (small) {
       float* yp = y.data<float>();
-      kc::linear_small_m(ctx.data<float>(), C, w.wo.data<float>(), w.bo.data<float>(), yp, C, T, C, C);
+      ops::linear_small_m(ctx.data<float>(), C, w.wo.data<float>(), w.bo.data<float>(), yp, C, T, C, C);
       mark("o_gemm");
-      kc::residual_layer_norm(xp, yp, nullptr, w.ln1_w.data<float>(), w.ln1_b.data<float>(), T, C, eps);
+      ops::residual_layer_norm(xp, yp, nullptr, w.ln1_w.data<float>(), w.ln1_b.data<float>(), T, C, eps);
       mark("ln1");
-      kc::linear_small_m(xp, C, w.w1.data<float>(), w.b1.data<float>(), fp, F, T, F, C);
+      ops::linear_small_m(xp, C, w.w1.data<float>(), w.b1.data<float>(), fp, F, T, F, C);
       mark("ffn_up_gemm");
-      kc::bias_gelu(fp, nullptr, T, F);
+      ops::bias_gelu(fp, nullptr, T, F);
       mark("bias_gelu");
-      kc::linear_small_m(fp, F, w.w2.data<float>(), w.b2.data<float>(), yp, C, T, C, F);
+      ops::linear_small_m(fp, F, w.w2.data<float>(), w.b2.data<float>(), yp, C, T, C, F);
       mark("ffn_down_gemm");
-      kc::residual_layer_norm(xp, yp, nullptr, w.ln2_w.data<float>(), w.ln2_b.data<float>(), T, C, eps);
+      ops::residual_layer_norm(xp, yp, nullptr, w.ln2_w.data<float>(), w.ln2_b.data<float>(), T, C, eps);
       mark("ln2");
     } else {
       // The residual stream is BLAS's C (beta 1): x += ctx · Wo, then LayerNorm(x + bo) in one pass.
-      kc::sgemm(false, false, T, C, C, 1.0f, ctx.data<float>(), C, w.wo.data<float>(), C, 1.0f, xp, C);
+      ops::gemm(false, false, T, C, C, 1.0f, ctx.data<float>(), C, w.wo.data<float>(), C, 1.0f, xp, C);
       mark("o_gemm");
-      kc::residual_layer_norm(xp, nullptr, w.bo.data<float>(), w.ln1_w.data<float>(), w.ln1_b.data<float>(),
-                              T, C, eps);
+      ops::residual_layer_norm(xp, nullptr, w.bo.data<float>(), w.ln1_w.data<float>(), w.ln1_b.data<float>(),
+                               T, C, eps);
       mark("ln1");
-      kc::sgemm(false, false, T, F, C, 1.0f, xp, C, w.w1.data<float>(), F, 0.0f, fp, F);
+      ops::gemm(false, false, T, F, C, 1.0f, xp, C, w.w1.data<float>(), F, 0.0f, fp, F);
       mark("ffn_up_gemm");
-      kc::bias_gelu(fp, w.b1.data<float>(), T, F);
+      ops::bias_gelu(fp, w.b1.data<float>(), T, F);
       mark("bias_gelu");
-      kc::sgemm(false, false, T, C, F, 1.0f, fp, F, w.w2.data<float>(), C, 1.0f, xp, C);
+      ops::gemm(false, false, T, C, F, 1.0f, fp, F, w.w2.data<float>(), C, 1.0f, xp, C);
       mark("ffn_down_gemm");
-      kc::residual_layer_norm(xp, nullptr, w.b2.data<float>(), w.ln2_w.data<float>(), w.ln2_b.data<float>(),
-                              T, C, eps);
+      ops::residual_layer_norm(xp, nullptr, w.b2.data<float>(), w.ln2_w.data<float>(), w.ln2_b.data<float>(),
+                               T, C, eps);
       mark("ln2");
     }
     if (options.trace) out.hidden_states.push_back(x.clone());

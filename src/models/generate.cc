@@ -3,6 +3,9 @@
 #include <attn/core/parallel.h>
 #include <attn/data/random.h>
 #include <attn/models/generate.h>
+#include <attn/models/llama.h>
+#include <attn/ops/inference.h>
+#include <attn/ops/linear.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +14,6 @@
 #include <numeric>
 #include <optional>
 #include <string>
-
-#include "models/logits.h"
-#include "nn/packed_linear.h"
 
 namespace attn::models {
 
@@ -78,13 +78,23 @@ int64_t sample_token(const float* logits, int64_t V, double temperature, int64_t
 
 namespace {
 
-// The model side of the search: N rows, each fed one token per step.
+// The logits of a step: row r of V floats at data + r · stride, valid until the next step.
+struct LogitRows {
+  const float* data = nullptr;
+  int64_t stride = 0;
+};
+
+LogitRows rows_of(const Tensor& logits) { return {logits.data<float>(), logits.stride(0)}; }
+
+// The model side of the search, the one interface every decoder is driven through (the trained
+// EncoderDecoder and DecoderLM, and the GGUF Llama): N rows, each fed one token per step, the KV
+// cache behind it. The search loops below (greedy and sampling, beam) are shared by all of them.
 class Stepper {
  public:
   virtual ~Stepper() = default;
-  // Feeds one token per row; returns logits [N, V] (rows may be strided) and,
-  // when asked, the last decoder layer's head-averaged cross-attention [N, Ls].
-  virtual Tensor step(const std::vector<int64_t>& tokens, Tensor* cross) = 0;
+  // Feeds one token per row; returns logits [N, V] and, when asked, the last decoder layer's
+  // head-averaged cross-attention [N, Ls].
+  virtual LogitRows step(const std::vector<int64_t>& tokens, Tensor* cross) = 0;
   // Keeps rows `rows` (old indices, repeats allowed) of the model's state.
   virtual void select_rows(const std::vector<int64_t>& rows) = 0;
 };
@@ -122,12 +132,12 @@ class EncDecStepper : public Stepper {
     if (all_full) lengths_.clear();  // no padding: the unmasked (faster) attention path
     memory_ = m_.encode(Tensor::from(padded, {B, Ls}), lengths_);
   }
-  Tensor step(const std::vector<int64_t>& tokens, Tensor* cross) override {
+  LogitRows step(const std::vector<int64_t>& tokens, Tensor* cross) override {
     Tensor w;
-    Tensor logits = m_.step(ids_tensor(tokens), memory_, lengths_, cache_, cross != nullptr ? &w : nullptr);
+    logits_ = m_.step(ids_tensor(tokens), memory_, lengths_, cache_, cross != nullptr ? &w : nullptr);
     memory_ = Tensor();  // the cross-attention caches hold what is needed from now on
     if (cross != nullptr) *cross = head_average(w);
-    return logits;
+    return rows_of(logits_);
   }
   void select_rows(const std::vector<int64_t>& rows) override {
     cache_.select_rows(rows);
@@ -140,7 +150,7 @@ class EncDecStepper : public Stepper {
 
  private:
   EncoderDecoder& m_;
-  Tensor memory_;
+  Tensor memory_, logits_;
   std::vector<int64_t> lengths_;
   nn::DecoderCache cache_;
 };
@@ -149,15 +159,40 @@ class LmStepper : public Stepper {
  public:
   explicit LmStepper(DecoderLM& m) : m_(m) {}
   // prefix: [N, P] the common prompt prefix; logits of its last position [N, V].
-  Tensor prefill(const Tensor& prefix) { return m_.step(prefix, cache_); }
-  Tensor step(const std::vector<int64_t>& tokens, Tensor*) override {
-    return m_.step(ids_tensor(tokens), cache_);
+  LogitRows prefill(const Tensor& prefix) {
+    logits_ = m_.step(prefix, cache_);
+    return rows_of(logits_);
+  }
+  LogitRows step(const std::vector<int64_t>& tokens, Tensor*) override {
+    logits_ = m_.step(ids_tensor(tokens), cache_);
+    return rows_of(logits_);
   }
   void select_rows(const std::vector<int64_t>& rows) override { cache_.select_rows(rows); }
 
  private:
   DecoderLM& m_;
   nn::DecoderCache cache_;
+  Tensor logits_;  // the last step's [N, V]
+};
+
+// The GGUF Llama: one sequence (its KV cache holds one), fed through LlamaModel::step, whose
+// logits it returns in place (no copy).
+class LlamaStepper : public Stepper {
+ public:
+  explicit LlamaStepper(LlamaModel& m) : m_(m) {}
+  LogitRows step(const std::vector<int64_t>& tokens, Tensor*) override {
+    ATTN_CHECK(tokens.size() == 1, "generate: a LlamaModel decodes one sequence; got ", tokens.size(),
+               " rows");
+    const std::span<const float> logits = m_.step(static_cast<int32_t>(tokens[0]));
+    return {logits.data(), static_cast<int64_t>(logits.size())};
+  }
+  void select_rows(const std::vector<int64_t>& rows) override {
+    ATTN_CHECK(rows.size() == 1 && rows[0] == 0,
+               "generate: a LlamaModel decodes one sequence (rows cannot be ", "reordered)");
+  }
+
+ private:
+  LlamaModel& m_;
 };
 
 // One live sequence (a row of the model's batch).
@@ -188,7 +223,7 @@ bool is_stop(const GenerateOptions& o, int64_t token) {
   return std::find(o.stop_ids.begin(), o.stop_ids.end(), token) != o.stop_ids.end();
 }
 
-const float* row_ptr(const Tensor& logits, int64_t r) { return logits.data<float>() + r * logits.stride(0); }
+const float* row_ptr(const LogitRows& logits, int64_t r) { return logits.data + r * logits.stride; }
 
 void append_cross(Hyp& h, const Tensor& cross, int64_t r, int64_t Ls) {
   const float* c = cross.data<float>() + r * cross.size(1);
@@ -210,16 +245,22 @@ Generated finish(Hyp&& h, int64_t stop_token, double score, const Problem& p) {
   return g;
 }
 
-// Greedy and sampling: every row is one sequence.
-std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, std::vector<Hyp> rows,
-                                  const Problem& p, const TokenCallback& on_token) {
+// Per source b its own generator data::Rng(data::mix_seed(seed, b)).
+std::vector<data::Rng> source_rngs(const GenerateOptions& o, int64_t B) {
+  std::vector<data::Rng> rngs;
+  for (int64_t b = 0; b < B; ++b) rngs.emplace_back(data::mix_seed(o.seed, static_cast<uint64_t>(b)));
+  return rngs;
+}
+
+// Greedy and sampling: every row is one sequence; rngs: one generator per source.
+std::vector<Generated> run_simple(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
+                                  const Problem& p, const TokenCallback& on_token,
+                                  std::vector<data::Rng>& rngs) {
   const GenerateOptions& o = p.o;
   const int64_t B = static_cast<int64_t>(p.caps.size());
   std::vector<std::optional<Generated>> done(static_cast<std::size_t>(B));
-  std::vector<data::Rng> rngs;
-  for (int64_t b = 0; b < B; ++b) rngs.emplace_back(data::mix_seed(o.seed, static_cast<uint64_t>(b)));
   std::vector<int64_t> feed;
-  std::vector<detail::ArgmaxLse> best;  // greedy: per row the argmax and log-sum-exp of its logits
+  std::vector<ops::ArgmaxLse> best;  // greedy: per row the argmax and log-sum-exp of its logits
   while (!rows.empty()) {
     std::vector<int64_t> keep;
     feed.clear();
@@ -227,7 +268,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
     if (o.search == SearchKind::greedy) {  // one fused pass per row, rows over the threads
       best.resize(rows.size());
       parallel_for(static_cast<int64_t>(rows.size()), 4, [&](int64_t r0, int64_t r1, int) {
-        for (int64_t r = r0; r < r1; ++r) best[r] = detail::row_argmax_logsumexp(row_ptr(logits, r), p.V);
+        for (int64_t r = r0; r < r1; ++r) best[r] = ops::row_argmax_logsumexp(row_ptr(logits, r), p.V);
       });
     }
     for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -247,7 +288,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
         h.log_prob += static_cast<double>(x[token]) - best[r].lse;
       } else {
         token = sample_token(x, p.V, o.temperature, o.top_k, o.top_p, rngs[h.source]);
-        h.log_prob += static_cast<double>(x[token]) - detail::row_logsumexp(x, p.V);
+        h.log_prob += static_cast<double>(x[token]) - ops::row_logsumexp(x, p.V);
       }
       if (p.capture) append_cross(h, cross, static_cast<int64_t>(r), p.src_len[h.source]);
       if (is_stop(o, token)) {
@@ -277,7 +318,7 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
 }
 
 // Beam search: per source up to `beam` live rows.
-std::vector<Generated> run_beam(Stepper& model, Tensor logits, Tensor cross, std::vector<Hyp> rows,
+std::vector<Generated> run_beam(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
                                 const Problem& p) {
   const GenerateOptions& o = p.o;
   const int64_t B = static_cast<int64_t>(p.caps.size());
@@ -324,7 +365,7 @@ std::vector<Generated> run_beam(Stepper& model, Tensor logits, Tensor cross, std
       const int64_t per_row = std::min<int64_t>(2 * K, p.V);
       for (std::size_t r = r0; r < r1; ++r) {
         const float* x = row_ptr(logits, static_cast<int64_t>(r));
-        const double lse = detail::row_logsumexp(x, p.V);
+        const double lse = ops::row_logsumexp(x, p.V);
         idx.resize(static_cast<std::size_t>(p.V));
         std::iota(idx.begin(), idx.end(), 0);
         std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
@@ -427,6 +468,15 @@ void check_ids(const std::vector<int64_t>& ids, int64_t V, const char* what, std
                "; expected an id in [0, ", V, ")");
 }
 
+void check_llama_options(const GenerateOptions& o, int64_t V, const TokenCallback& on_token) {
+  check_options(o, V, on_token);
+  ATTN_CHECK(o.search != SearchKind::beam,
+             "generate: beam search needs a batched decoder; a LlamaModel decodes one sequence");
+  ATTN_CHECK(
+      !o.capture_cross_attention,
+      "generate: capture_cross_attention needs an EncoderDecoder (a LlamaModel has no cross-attention)");
+}
+
 // Eval mode + no autograd for the duration of a call; restores the mode.
 class InferenceScope {
  public:
@@ -439,13 +489,14 @@ class InferenceScope {
   nn::Module& m_;
   bool was_training_;
   NoGradGuard no_grad_;
-  nn::PackedWeightScope packed_;  // weights packed once per call (src/nn/packed_linear.h)
+  ops::PackedWeightScope packed_;  // weights packed once per call (include/attn/ops/linear.h)
 };
 
-std::vector<Generated> dispatch(Stepper& model, Tensor logits, Tensor cross, std::vector<Hyp> rows,
+std::vector<Generated> dispatch(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
                                 const Problem& p, const TokenCallback& on_token) {
   if (p.o.search == SearchKind::beam) return run_beam(model, logits, cross, std::move(rows), p);
-  return run_simple(model, logits, cross, std::move(rows), p, on_token);
+  std::vector<data::Rng> rngs = source_rngs(p.o, static_cast<int64_t>(p.caps.size()));
+  return run_simple(model, logits, cross, std::move(rows), p, on_token, rngs);
 }
 
 // Results for sources that may not generate at all (cap 0), merged back in order.
@@ -500,7 +551,7 @@ std::vector<Generated> generate(EncoderDecoder& model, const std::vector<std::ve
   std::vector<Hyp> rows(run_sources.size());
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].source = static_cast<int64_t>(i);
   Tensor cross;
-  Tensor logits =
+  const LogitRows logits =
       stepper.step(std::vector<int64_t>(rows.size(), options.bos_id), q.capture ? &cross : nullptr);
   TokenCallback cb;
   if (on_token) cb = [&](int64_t s, int64_t t) { on_token(ran[s], t); };
@@ -549,10 +600,35 @@ std::vector<Generated> generate(DecoderLM& model, const std::vector<std::vector<
     rows[i].prompt_pos = static_cast<std::size_t>(common);
   }
   LmStepper stepper(model);
-  Tensor logits = stepper.prefill(Tensor::from(prefix, {N, common}));
+  const LogitRows logits = stepper.prefill(Tensor::from(prefix, {N, common}));
   TokenCallback cb;
   if (on_token) cb = [&](int64_t s, int64_t t) { on_token(ran[s], t); };
   return merge(dispatch(stepper, logits, Tensor(), std::move(rows), q, cb), ran, B, p);
+}
+
+Generated generate(LlamaModel& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                   data::Rng& rng, const TokenCallback& on_token) {
+  check_llama_options(options, model.config().vocab, on_token);
+  ATTN_CHECK(!prompt.empty(), "generate: the prompt is empty (no tokens)");
+  return generate_from(model, model.prefill(prompt), options, rng, on_token);
+}
+
+Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
+                        data::Rng& rng, const TokenCallback& on_token) {
+  const int64_t V = model.config().vocab;
+  check_llama_options(options, V, on_token);
+  ATTN_CHECK(static_cast<int64_t>(logits.size()) == V, "generate: expected the model's logits [", V,
+             "]; got ", logits.size(), " values");
+  Problem p{options, V, {}, {}, {}, false};
+  p.caps.push_back(std::min<int64_t>(options.max_new_tokens, model.capacity() - model.position() + 1));
+  p.src_len.push_back(0);
+  if (p.caps[0] <= 0) return Generated();
+  LlamaStepper stepper(model);
+  std::vector<data::Rng> rngs{rng};
+  std::vector<Generated> out =
+      run_simple(stepper, {logits.data(), V}, Tensor(), std::vector<Hyp>(1), p, on_token, rngs);
+  rng = rngs[0];
+  return std::move(out[0]);
 }
 
 }  // namespace attn::models

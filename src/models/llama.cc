@@ -4,6 +4,9 @@
 #include <attn/io/json.h>
 #include <attn/models/llama.h>
 #include <attn/ops/attention.h>
+#include <attn/ops/inference.h>
+#include <attn/ops/linear.h>
+#include <attn/ops/quantized.h>
 
 #include <algorithm>
 #include <array>
@@ -13,18 +16,13 @@
 #include <set>
 #include <sstream>
 
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/group_decode_attention.h"
-#include "kernels/cpu/isa.h"
-#include "kernels/cpu/qdot.h"
-#include "kernels/cpu/qmatmul.h"
 #include "kernels/f16.h"
 
 namespace attn::models {
 namespace {
 
 using io::GgmlType;
-using kernels::QFormat;
+using ops::QuantFormat;
 
 // ggml's 8-bit activation quantization of one row, dequantized again: per block of 32,
 // d = max|x| / 127, q = round(x / d), x ≈ q · f16(d).
@@ -58,29 +56,9 @@ double float_key(const io::GgufFile& f, const std::string& key, double fallback)
 struct Mat {
   std::string name;
   int64_t N = 0, K = 0;
-  bool quant = false;  // blocks usable by qmatmul
-  QFormat format = QFormat::q4_1;
-  const std::byte* blocks = nullptr;  // w: [N, K / 32 blocks]
-  std::vector<float> f32;             // w: [N, K] (when expanded)
-  std::vector<std::byte> packed;      // w: [N, qdot_row_bytes] (kernels/cpu/qdot.h), q8_activations
-};
-
-// 8-bit activation rows (kernels/cpu/qdot.h) of up to `rows` rows of K values.
-struct Q8Buf {
-  std::vector<int8_t> q;
-  std::vector<float> d, s, sum;
-  int64_t ldq = 0, ldb = 0;
-  void reserve(int64_t rows, int64_t K) {
-    const int64_t nbp = kernels::q8_padded_blocks(K);
-    if (nbp <= ldb && rows * ldb <= static_cast<int64_t>(d.size())) return;
-    ldb = std::max(ldb, nbp);
-    ldq = ldb * kernels::kQBlock;
-    q.assign(rows * ldq, 0);
-    d.assign(rows * ldb, 0.0f);
-    s.assign(rows * ldb, 0.0f);
-    sum.assign(rows * ldb, 0.0f);
-  }
-  kernels::Q8Rows rows() { return {q.data(), d.data(), s.data(), sum.data(), ldq, ldb}; }
+  bool quant = false;      // blocks usable by the quantized products
+  ops::QuantMatrix q;      // w: [N, K / 32 blocks], and its 8-bit repacked copy with q8_activations
+  std::vector<float> f32;  // w: [N, K] (when expanded)
 };
 
 // One phase of a decode step's parallel region: chunks claimed from `next`, counted in `done` when
@@ -279,10 +257,10 @@ struct LlamaModel::Impl {
   std::vector<float> xq;                  // [L, K] (llama_cpp_rounding)
   std::vector<float> wtmp;                // [N, K] one matrix expanded to f32 for a prompt pass
   // 8-bit activations (LlamaOptions::q8_activations)
-  bool q8 = false;             // quantized matrices have their repacked copy
-  bool q8_decode = false;      // ... all of them (every layer and the output): steps take decode_step_q8
-  Q8Buf xq8;                   // [M, K] rows of X for matmul()
-  std::vector<Q8Buf> rank_q8;  // per rank of the decode region: [1, max(C, F)]
+  bool q8 = false;         // quantized matrices have their repacked copy
+  bool q8_decode = false;  // ... all of them (every layer and the output): steps take decode_step_q8
+  ops::Q8Activations xq8;  // [M, K] rows of X for matmul()
+  std::vector<ops::Q8Activations> rank_q8;      // per rank of the decode region: [1, max(C, F)]
   std::vector<std::vector<float>> rank_n;       // per rank: [C] normed row
   std::vector<std::vector<float>> rank_scores;  // per rank: [H / Hkv, cap] attention scores
   std::unique_ptr<PhaseSync[]> phases;          // the decode step's phases
@@ -297,18 +275,11 @@ struct LlamaModel::Impl {
     m.name = name;
     m.N = t.shape[0];
     m.K = t.shape[1];
-    if ((t.type == GgmlType::Q4_1 || t.type == GgmlType::Q8_0) && m.K % kernels::kQBlock == 0) {
+    if ((t.type == GgmlType::Q4_1 || t.type == GgmlType::Q8_0) && m.K % ops::kQuantBlock == 0) {
       m.quant = true;
-      m.format = t.type == GgmlType::Q4_1 ? QFormat::q4_1 : QFormat::q8_0;
-      m.blocks = file.view(name).data;
-      if (q8) {
-        const int64_t rb = kernels::qdot_row_bytes(m.format, m.K),
-                      nrow = m.K / kernels::kQBlock * kernels::qformat_block_bytes(m.format);
-        m.packed.resize(m.N * rb);
-        parallel_for(m.N, 256, [&](int64_t b, int64_t e, int) {
-          kernels::qdot_pack(m.format, m.blocks + b * nrow, e - b, m.K, m.packed.data() + b * rb);
-        });
-      }
+      m.q = ops::QuantMatrix(t.type == GgmlType::Q4_1 ? QuantFormat::q4_1 : QuantFormat::q8_0,
+                             file.view(name).data, m.N, m.K);
+      if (q8) m.q.pack_q8();
     }
     if (!m.quant || opt.expand_on_load) {
       Tensor w = file.load(name);
@@ -351,23 +322,23 @@ struct LlamaModel::Impl {
       const float* w = j.w->f32.data();
       if (j.w->f32.empty()) {  // expand the blocks now, rows split over the pool
         wtmp.resize(j.w->N * j.w->K);
-        const int64_t K = j.w->K, rb = K / kernels::kQBlock * kernels::qformat_block_bytes(j.w->format);
-        const GgmlType t = j.w->format == QFormat::q4_1 ? GgmlType::Q4_1 : GgmlType::Q8_0;
+        const int64_t K = j.w->K, rb = j.w->q.row_bytes();
+        const GgmlType t = j.w->q.format() == QuantFormat::q4_1 ? GgmlType::Q4_1 : GgmlType::Q8_0;
         parallel_for(j.w->N, 64, [&](int64_t b, int64_t e, int) {
-          io::dequantize(t, j.w->blocks + b * rb, (e - b) * K, wtmp.data() + b * K);
+          io::dequantize(t, j.w->q.blocks() + b * rb, (e - b) * K, wtmp.data() + b * K);
         });
         w = wtmp.data();
       }
-      kernels::cpu::sgemm(false, true, M, j.w->N, j.w->K, 1.0f, X, ldx, w, j.w->K, 0.0f, j.y, j.ldy);
+      ops::gemm(false, true, M, j.w->N, j.w->K, 1.0f, X, ldx, w, j.w->K, 0.0f, j.y, j.ldy);
     }
     if (nq == 0) return;
     const std::span<const MatJob> qjobs(qbuf.data(), nq);
     bool packed = q8 && M <= kQ8MaxRows;
-    for (const MatJob& j : qjobs) packed = packed && !j.w->packed.empty();
+    for (const MatJob& j : qjobs) packed = packed && j.w->q.has_q8();
     if (packed) {
       const int64_t K = qjobs[0].w->K;
-      xq8.reserve(M, K);
-      kernels::cpu::quantize_q8(X, M, K, ldx, xq8.rows());
+      xq8.quantize(X, M, K, ldx);
+      const ops::Q8Dot dot = ops::q8_dot();
       int64_t total = 0;
       for (const MatJob& j : qjobs) total += j.w->N;
       const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, K * M)) / 16 * 16;
@@ -375,9 +346,7 @@ struct LlamaModel::Impl {
         int64_t base = 0;
         for (const MatJob& j : qjobs) {
           const int64_t lo = std::max(b, base), hi = std::min(e, base + j.w->N);
-          if (lo < hi)
-            kernels::cpu::qdot_rows(j.w->format, j.w->packed.data(), lo - base, hi - base, K, xq8.rows(), M,
-                                    j.y, j.ldy, false);
+          if (lo < hi) dot(j.w->q, lo - base, hi - base, xq8, j.y, j.ldy, false);
           base += j.w->N;
         }
       });
@@ -398,9 +367,7 @@ struct LlamaModel::Impl {
       int64_t base = 0;
       for (const MatJob& j : qjobs) {
         const int64_t lo = std::max(b, base), hi = std::min(e, base + j.w->N);
-        if (lo < hi)
-          kernels::cpu::qmatmul_rows(j.w->format, j.w->blocks, lo - base, hi - base, K, X, M, ldx, j.y,
-                                     j.ldy);
+        if (lo < hi) ops::quant_linear_rows(j.w->q, lo - base, hi - base, X, M, ldx, j.y, j.ldy);
         base += j.w->N;
       }
     });
@@ -495,19 +462,12 @@ struct LlamaModel::Impl {
       rank_n[r].resize(C);
       rank_scores[r].resize(group * cap);
     }
-    const bool vnni = kernels::cpu::qdot_vnni_active();
-    auto dot = [vnni](const Mat& w, int64_t n0, int64_t n1, Q8Buf& a, float* y, bool acc) {
-      if (n0 >= n1) return;
-      if (vnni)
-        kernels::cpu::detail::qdot_rows_vnni(w.format, w.packed.data(), n0, n1, w.K, a.rows(), 1, y, w.N,
-                                             acc);
-      else
-        kernels::cpu::detail::qdot_rows_scalar(w.format, w.packed.data(), n0, n1, w.K, a.rows(), 1, y, w.N,
-                                               acc);
+    const ops::Q8Dot q8dot = ops::q8_dot();  // the kernel chosen once per step
+    auto dot = [q8dot](const Mat& w, int64_t n0, int64_t n1, const ops::Q8Activations& a, float* y,
+                       bool acc) {
+      if (n0 < n1) q8dot(w.q, n0, n1, a, y, w.N, acc);
     };
-    auto quantize = [](const float* v, int64_t K, Q8Buf& a) {
-      kernels::cpu::quantize_q8(v, 1, K, K, a.rows());
-    };
+    auto quantize = [](const float* v, int64_t K, ops::Q8Activations& a) { a.quantize(v, 1, K, K); };
     float* qp = q.data<float>();
     float* ap = att.data<float>();
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -528,7 +488,7 @@ struct LlamaModel::Impl {
     const auto chunks = [](int64_t n, int64_t per) { return static_cast<int>((n + per - 1) / per); };
     parallel_for(T, 1, [&](int64_t rank, int64_t, int) {
       const int r = static_cast<int>(rank);
-      Q8Buf& a = rank_q8[r];
+      ops::Q8Activations& a = rank_q8[r];
       float* nr = rank_n[r].data();
       int64_t ph = 0;
       int prev_n = 0;  // chunks of the previous phase
@@ -575,18 +535,17 @@ struct LlamaModel::Impl {
               std::memcpy(vc + (kh * cap + pos) * D, vbuf.data() + kh * D, D * sizeof(float));
               rope(qp + kh * group * D, 1, group);
               if (kcache16.empty()) {
-                kernels::cpu::group_decode_attention(qp + kh * group * D, group, kc + kh * cap * D,
-                                                     vc + kh * cap * D, D, Lk, D, scale,
-                                                     rank_scores[r].data(), ap + kh * group * D);
+                ops::group_decode_attention(qp + kh * group * D, group, kc + kh * cap * D, vc + kh * cap * D,
+                                            D, Lk, D, scale, rank_scores[r].data(), ap + kh * group * D);
                 return;
               }
               uint16_t* kc16 = kcache16[l].get();
               uint16_t* vc16 = vcache16[l].get();
-              kernels::cpu::f32_to_f16(kbuf.data() + kh * D, D, kc16 + (kh * cap + pos) * D);
-              kernels::cpu::f32_to_f16(vbuf.data() + kh * D, D, vc16 + (kh * cap + pos) * D);
-              kernels::cpu::group_decode_attention_f16(qp + kh * group * D, group, kc16 + kh * cap * D,
-                                                       vc16 + kh * cap * D, D, Lk, D, scale,
-                                                       rank_scores[r].data(), ap + kh * group * D);
+              ops::store_f16(kbuf.data() + kh * D, D, kc16 + (kh * cap + pos) * D);
+              ops::store_f16(vbuf.data() + kh * D, D, vc16 + (kh * cap + pos) * D);
+              ops::group_decode_attention_f16(qp + kh * group * D, group, kc16 + kh * cap * D,
+                                              vc16 + kh * cap * D, D, Lk, D, scale, rank_scores[r].data(),
+                                              ap + kh * group * D);
             });
         phase(
             chunks(C, kRows), [&] { quantize(ap, C, a); },
@@ -655,10 +614,8 @@ struct LlamaModel::Impl {
           std::memcpy(kc + (h * cap + pos + i) * D, kbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
           std::memcpy(vc + (h * cap + pos + i) * D, vbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
           if (!kcache16.empty()) {
-            kernels::cpu::f32_to_f16(kbuf.data() + (i * Hkv + h) * D, D,
-                                     kcache16[l].get() + (h * cap + pos + i) * D);
-            kernels::cpu::f32_to_f16(vbuf.data() + (i * Hkv + h) * D, D,
-                                     vcache16[l].get() + (h * cap + pos + i) * D);
+            ops::store_f16(kbuf.data() + (i * Hkv + h) * D, D, kcache16[l].get() + (h * cap + pos + i) * D);
+            ops::store_f16(vbuf.data() + (i * Hkv + h) * D, D, vcache16[l].get() + (h * cap + pos + i) * D);
           }
         }
       const int64_t Lk = pos + L;
@@ -709,7 +666,7 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
   // The portable int8 loops are a fallback for tests, slower than the f32-activation kernels: without
   // AVX512-VNNI (or with ATTN_ISA below avx512) decoding keeps f32 activations.
-  m.q8 = options.q8_activations && !options.llama_cpp_rounding && kernels::cpu::qdot_vnni_active();
+  m.q8 = options.q8_activations && !options.llama_cpp_rounding && ops::q8_dot_fast();
   const LlamaTensorCheck chk = check_llama_tensors(m.file, m.c);
   ATTN_CHECK(chk.ok() && chk.unexpected.empty(), "llama: ", path, ": tensors do not match the config (",
              m.c.layers, " layers, dim ", m.c.dim, ", ffn ", m.c.ffn, ", heads ", m.c.heads, "/",
@@ -738,10 +695,10 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
     m.load_mat(ly.up, p + "ffn_up.weight");
     m.load_mat(ly.down, p + "ffn_down.weight");
   }
-  m.q8_decode = m.q8 && !m.out_mat().packed.empty();
+  m.q8_decode = m.q8 && m.out_mat().q.has_q8();
   for (const Layer& ly : m.layers)
     for (const Mat* w : {&ly.wq, &ly.wk, &ly.wv, &ly.wo, &ly.gate, &ly.up, &ly.down})
-      m.q8_decode = m.q8_decode && !w->packed.empty();
+      m.q8_decode = m.q8_decode && w->q.has_q8();
   return LlamaModel(std::move(impl));
 }
 

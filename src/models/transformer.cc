@@ -1,13 +1,12 @@
 #include <attn/core/error.h>
 #include <attn/models/transformer.h>
 #include <attn/ops/basic.h>
+#include <attn/ops/linear.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
-
-#include "nn/packed_linear.h"
 
 namespace attn::models {
 
@@ -357,8 +356,8 @@ Tensor EncoderDecoder::decode(const Tensor& tgt, const Tensor& memory,
   call.position = offset;
   call.capture_cross = cross_weights != nullptr;
   Tensor h = decoder_->forward(y, memory, call, cache, trace, "decoder.", cross_weights);
-  Tensor logits =
-      c_.tie_output ? nn::inference_linear(h, table->weight(), Tensor()) : lm_head_->forward(h);  // [B, n, V]
+  Tensor logits = c_.tie_output ? ops::inference_linear(h, table->weight(), Tensor())
+                                : lm_head_->forward(h);  // [B, n, V]
   if (trace != nullptr) trace->emplace_back("logits", logits);
   return logits;
 }
@@ -488,7 +487,7 @@ ModelOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, nn::Dec
   call.position = offset;
   Tensor h = decoder_->forward(x, Tensor(), call, cache, trace, "decoder.");
   ModelOutput out;
-  out.logits = c_.tie_output ? nn::inference_linear(h, embed_->weight(), Tensor())
+  out.logits = c_.tie_output ? ops::inference_linear(h, embed_->weight(), Tensor())
                              : lm_head_->forward(h);  // [B, L, V]
   if (trace != nullptr) trace->emplace_back("logits", out.logits);
   if (targets.defined()) out.loss = lm_loss(out.logits, targets, c_, "DecoderLM");

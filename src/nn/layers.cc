@@ -2,11 +2,10 @@
 #include <attn/core/error.h>
 #include <attn/nn/layers.h>
 #include <attn/ops/basic.h>
+#include <attn/ops/inference.h>
+#include <attn/ops/linear.h>
 
 #include <cmath>
-
-#include "kernels/cpu/decode_attention.h"
-#include "nn/packed_linear.h"
 
 namespace attn::nn {
 
@@ -17,7 +16,7 @@ Linear::Linear(int64_t in, int64_t out, bool bias, InitRng& rng) {
   if (bias) bias_ = register_parameter("bias", {out});  // zeros
 }
 
-Tensor Linear::forward(const Tensor& x) const { return inference_linear(x, weight_, bias_); }
+Tensor Linear::forward(const Tensor& x) const { return ops::inference_linear(x, weight_, bias_); }
 
 Embedding::Embedding(int64_t vocab, int64_t dim, double init_std, InitRng& rng) {
   ATTN_CHECK(vocab > 0 && dim > 0, "Embedding: sizes must be > 0; got vocab ", vocab, ", dim ", dim);
@@ -142,36 +141,6 @@ Tensor MultiHeadAttention::split_heads(const Tensor& t, int64_t n) const {
   return transpose(reshape(t, {t.size(0), t.size(1), n, head_dim_}), 1, 2);
 }
 
-namespace {
-// q: [B, H, 1, D], k, v: [B, Hkv, L, D] (f32, unit stride along D) -> o: [B, 1, H·D]; undefined when
-// the inputs do not fit the decode kernel (the caller then takes the general attention path, which
-// also reports bad key lengths).
-Tensor decode_step_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                             const std::vector<int64_t>& key_lengths) {
-  if (q.dtype() != DType::f32 || k.dtype() != DType::f32 || v.dtype() != DType::f32 || q.stride(3) != 1 ||
-      k.stride(3) != 1 || v.stride(3) != 1 || k.size(2) != v.size(2) || k.size(2) < 1)
-    return Tensor();
-  const int64_t B = q.size(0), H = q.size(1), D = q.size(3), L = k.size(2);
-  if (!key_lengths.empty()) {
-    if (static_cast<int64_t>(key_lengths.size()) != B) return Tensor();
-    for (int64_t len : key_lengths)
-      if (len < 1 || len > L) return Tensor();
-  }
-  Tensor o = Tensor::empty({B, 1, H * D});
-  kernels::cpu::DecodeAttnArgs a;
-  a.q = q.data<float>(), a.k = k.data<float>(), a.v = v.data<float>(), a.o = o.data<float>();
-  a.lengths = key_lengths.empty() ? nullptr : key_lengths.data();
-  a.B = B, a.H = H, a.Hkv = k.size(1), a.L = L, a.D = D;
-  a.sqb = q.stride(0), a.sqh = q.stride(1);
-  a.skb = k.stride(0), a.skh = k.stride(1), a.skl = k.stride(2);
-  a.svb = v.stride(0), a.svh = v.stride(1), a.svl = v.stride(2);
-  a.sob = H * D, a.soh = D;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  kernels::cpu::decode_attention(a);
-  return o;
-}
-}  // namespace
-
 MhaResult MultiHeadAttention::forward(const Tensor& x, const Tensor& memory, const MhaCall& call,
                                       KVCache* cache, bool cross) {
   ATTN_CHECK(x.defined() && x.rank() == 3 && x.size(2) == config_.d_model,
@@ -230,10 +199,11 @@ MhaResult MultiHeadAttention::forward(const Tensor& x, const Tensor& memory, con
   }
   MhaResult result;
   if (cache != nullptr && Lq == 1 && opt.dropout_p == 0 && !grad_mode_enabled()) {
-    // A decoding step: one query row per (batch, head) over the cache (kernels/cpu/decode_attention.h),
-    // written straight into [B, 1, C] (no score matrix, no transpose copy).
-    Tensor o = decode_step_attention(q, k, v, call.key_lengths);  // o: [B, 1, C] or undefined
-    if (o.defined()) {
+    // A decoding step: one query row per (batch, head) over the cache (ops::decode_attention), written
+    // straight into [B, 1, C] (no score matrix, no transpose copy); other inputs take the general path,
+    // which also reports bad key lengths.
+    if (ops::decode_attention_applies(q, k, v, call.key_lengths)) {
+      const Tensor o = ops::decode_attention(q, k, v, call.key_lengths);  // o: [B, 1, C]
       if (call.capture) {
         NoGradGuard no_grad;
         AttentionOptions copt = opt;

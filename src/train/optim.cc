@@ -1,14 +1,13 @@
 // Optimizers and gradient utilities (include/attn/train/optim.h).
 #include <attn/core/autograd.h>
 #include <attn/core/parallel.h>
+#include <attn/ops/optimizer.h>
 #include <attn/train/optim.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
-
-#include "train/optim_kernels.h"
 
 namespace attn::train {
 namespace {
@@ -147,7 +146,7 @@ void AdamW::step() {
   const double bc1 = 1.0 - std::pow(options_.beta1, t);
   const double bc2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, t));
   // Scalars rounded to fp32 once, as torch passes them to its fp32 kernels.
-  kernels::AdamWScalars s{};
+  ops::AdamWScalars s{};
   s.decay = static_cast<float>(1.0 - lr_ * options_.weight_decay);
   s.w1 = static_cast<float>(1.0 - options_.beta1);
   s.b2 = static_cast<float>(options_.beta2);
@@ -159,14 +158,14 @@ void AdamW::step() {
     const auto& [name, param] = params_[i];
     const Tensor gt = grad_of("adamw", name, param);
     if (!gt.defined()) continue;
-    kernels::AdamWScalars si = s;
+    ops::AdamWScalars si = s;
     si.do_decay = decay_[i];
     float* p = param.data<float>();     // p: [numel]
     const float* g = gt.data<float>();  // g: [numel]
     float* m = m_[i].data<float>();     // m: [numel]
     float* v = v_[i].data<float>();     // v: [numel]
     for_chunks(param.numel(),
-               [&](int64_t b, int64_t e) { kernels::adamw_update(p + b, g + b, m + b, v + b, e - b, si); });
+               [&](int64_t b, int64_t e) { ops::adamw_update(p + b, g + b, m + b, v + b, e - b, si); });
   }
 }
 

@@ -1,12 +1,13 @@
 // The pre-packed small-M linear (kernels/cpu/linear_packed.h) against a double reference on
-// every ISA this CPU runs (the AVX-512 body and the scalar one), and nn::inference_linear's
-// packed path (nn/packed_linear.h): used only inside a PackedWeightScope with grad mode off,
+// every ISA this CPU runs (the AVX-512 body and the scalar one), and ops::inference_linear's
+// packed path (include/attn/ops/linear.h): used only inside a PackedWeightScope with grad mode off,
 // one pack per weight per scope, repacked by a new scope after the weight changed.
 #include "kernels/cpu/linear_packed.h"
 
 #include <attn/core/autograd.h>
 #include <attn/core/parallel.h>
 #include <attn/ops/basic.h>
+#include <attn/ops/linear.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -14,7 +15,6 @@
 #include <vector>
 
 #include "kernels/isa_test_util.h"
-#include "nn/packed_linear.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, LinearPacked,
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<PackedCase>);
 
-// ---- nn::inference_linear -------------------------------------------------------------------
+// ---- ops::inference_linear -------------------------------------------------------------------
 
 struct ScopeCase {
   std::string name;
@@ -114,13 +114,13 @@ TEST_P(InferenceLinear, MatchesDoubleAndPacksOncePerScope) {
   const testing::Tolerance tol{1e-5 * std::sqrt(static_cast<double>(K)), 1e-5};
   {
     NoGradGuard no_grad;
-    nn::PackedWeightScope scope;
+    ops::PackedWeightScope scope;
     // Unpacked for the first kPackAfter - 1 calls, packed at the kPackAfter-th, reused afterwards.
-    for (int i = 1; i <= nn::PackedWeightScope::kPackAfter + 2; ++i) {
-      const Tensor y = nn::inference_linear(x, w, b);
+    for (int i = 1; i <= ops::PackedWeightScope::kPackAfter + 2; ++i) {
+      const Tensor y = ops::inference_linear(x, w, b);
       EXPECT_EQ(y.shape(), want_for(w).shape());
       EXPECT_ALL_CLOSE(y.to(DType::f64), want_for(w), tol);
-      EXPECT_EQ(scope.packs(), c.packs && avx512 && i >= nn::PackedWeightScope::kPackAfter ? 1 : 0)
+      EXPECT_EQ(scope.packs(), c.packs && avx512 && i >= ops::PackedWeightScope::kPackAfter ? 1 : 0)
           << "call " << i;
     }
   }
@@ -128,15 +128,15 @@ TEST_P(InferenceLinear, MatchesDoubleAndPacksOncePerScope) {
   w.copy_from(testing::random_uniform({c.N, K}, 54, -0.5, 0.5));  // in place: same storage
   {
     NoGradGuard no_grad;
-    nn::PackedWeightScope scope;
-    for (int i = 1; i <= nn::PackedWeightScope::kPackAfter; ++i)
-      EXPECT_ALL_CLOSE(nn::inference_linear(x, w, b).to(DType::f64), want_for(w), tol);
+    ops::PackedWeightScope scope;
+    for (int i = 1; i <= ops::PackedWeightScope::kPackAfter; ++i)
+      EXPECT_ALL_CLOSE(ops::inference_linear(x, w, b).to(DType::f64), want_for(w), tol);
     EXPECT_EQ(scope.packs(), c.packs && avx512 ? 1 : 0);
   }
   // Grad mode on: never packed, and autograd records the product.
-  nn::PackedWeightScope scope;
+  ops::PackedWeightScope scope;
   w.set_requires_grad(true);
-  const Tensor y = nn::inference_linear(x, w, b);
+  const Tensor y = ops::inference_linear(x, w, b);
   EXPECT_TRUE(y.requires_grad());
   EXPECT_EQ(scope.packs(), 0);
   EXPECT_ALL_CLOSE(y.detach().to(DType::f64), want_for(w.detach()), tol);
@@ -155,18 +155,18 @@ TEST(InferenceLinear, NoScopeMeansNoPackAndBadShapesStillThrow) {
   NoGradGuard no_grad;
   const Tensor x = testing::random_uniform({4, 8}, 61);
   const Tensor w = testing::random_uniform({5, 8}, 62);
-  EXPECT_EQ(nn::PackedWeightScope::active(), nullptr);
+  EXPECT_EQ(ops::PackedWeightScope::active(), nullptr);
   const testing::Tolerance tol{1e-5, 1e-5};
-  EXPECT_ALL_CLOSE(nn::inference_linear(x, w, Tensor()).to(DType::f64),
+  EXPECT_ALL_CLOSE(ops::inference_linear(x, w, Tensor()).to(DType::f64),
                    linear(x.to(DType::f64), w.to(DType::f64)), tol);
-  nn::PackedWeightScope scope;
-  EXPECT_EQ(nn::PackedWeightScope::active(), &scope);
+  ops::PackedWeightScope scope;
+  EXPECT_EQ(ops::PackedWeightScope::active(), &scope);
   {
-    nn::PackedWeightScope inner;
-    EXPECT_EQ(nn::PackedWeightScope::active(), &inner);
+    ops::PackedWeightScope inner;
+    EXPECT_EQ(ops::PackedWeightScope::active(), &inner);
   }
-  EXPECT_EQ(nn::PackedWeightScope::active(), &scope);
-  EXPECT_ERROR_CONTAINS(nn::inference_linear(testing::random_uniform({4, 7}, 63), w, Tensor()),
+  EXPECT_EQ(ops::PackedWeightScope::active(), &scope);
+  EXPECT_ERROR_CONTAINS(ops::inference_linear(testing::random_uniform({4, 7}, 63), w, Tensor()),
                         {"linear", "in = 8"});
 }
 

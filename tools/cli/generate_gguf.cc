@@ -4,14 +4,12 @@
 #include <attn/core/parallel.h>
 #include <attn/io/files.h>
 #include <attn/io/model_files.h>
-#include <attn/models/generate.h>
 #include <attn/models/llama.h>
+#include <attn/models/llama_chat.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,38 +57,10 @@ void split_positional(const std::vector<std::string>& args, const std::vector<Op
   }
 }
 
-struct Sampling {
-  double temperature = 0;
-  int64_t top_k = 0;
-  double top_p = 1;
-  data::Rng rng{0};
-};
-
-// Greedy (temperature 0) or temperature / top-k / top-p sampling from one row of logits
-// (the sampler of models::generate).
-int32_t pick(std::span<const float> logits, Sampling& s) {
-  const int64_t V = static_cast<int64_t>(logits.size());
-  if (s.temperature <= 0)
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  return static_cast<int32_t>(models::sample_token(logits.data(), V, s.temperature, s.top_k, s.top_p, s.rng));
-}
-
-// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
-std::size_t complete_utf8(const std::string& s) {
-  const std::size_t n = s.size();
-  for (std::size_t back = 1; back <= 4 && back <= n; ++back) {
-    const auto c = static_cast<unsigned char>(s[n - back]);
-    if ((c & 0xc0) == 0x80) continue;  // continuation byte
-    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    return len > back ? n - back : n;
-  }
-  return n;
-}
-
 struct Session {
   LlamaModel model;
-  Sampling sampling;
-  int64_t max_new = 64;
+  models::LlamaTextOptions text;
+  uint64_t seed = 0;
   bool stats = false;
 };
 
@@ -100,67 +70,32 @@ Session open_session(const Args& a) {
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
   models::LlamaOptions o;
   o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 2048;
-  Session s{LlamaModel::load(path, o), {}, 64, a.has("stats")};
-  if (a.has("max-new")) s.max_new = a.integer("max-new", 0, int64_t{1} << 30);
+  Session s{LlamaModel::load(path, o), {}, 0, a.has("stats")};
+  if (a.has("max-new")) s.text.max_new_tokens = a.integer("max-new", 0, int64_t{1} << 30);
   if (a.has("temperature")) {
-    s.sampling.temperature = parse_number(a.str("temperature"), "--temperature");
-    ATTN_CHECK(s.sampling.temperature >= 0, "--temperature must be >= 0, got ", a.str("temperature"));
+    s.text.temperature = parse_number(a.str("temperature"), "--temperature");
+    ATTN_CHECK(s.text.temperature >= 0, "--temperature must be >= 0, got ", a.str("temperature"));
   }
-  if (a.has("top-k")) s.sampling.top_k = a.integer("top-k", 0, int64_t{1} << 30);
+  if (a.has("top-k")) s.text.top_k = a.integer("top-k", 0, int64_t{1} << 30);
   if (a.has("top-p")) {
-    s.sampling.top_p = parse_number(a.str("top-p"), "--top-p");
-    ATTN_CHECK(s.sampling.top_p > 0 && s.sampling.top_p <= 1, "--top-p must be in (0, 1], got ",
-               a.str("top-p"));
+    s.text.top_p = parse_number(a.str("top-p"), "--top-p");
+    ATTN_CHECK(s.text.top_p > 0 && s.text.top_p <= 1, "--top-p must be in (0, 1], got ", a.str("top-p"));
   }
-  s.sampling.rng = data::Rng(a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0);
+  s.seed = a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0;
+  s.text.on_text = [](const std::string& piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
   return s;
 }
 
-bool is_stop(const LlamaModel& m, int32_t id) {
-  const auto& types = m.tokenizer().vocab().types;
-  return id == m.tokenizer().eos_id() || (!types.empty() && types[id] == text::BpeTokenType::control);
-}
-
-// Feeds `ids` (appended to the sequence) and generates up to max_new tokens, streaming them to stdout.
-// Returns the generated ids (the stop token included when one ended the reply).
-std::vector<int32_t> run(Session& s, const std::vector<int32_t>& ids) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  ATTN_CHECK(!ids.empty(), "the prompt is empty (no tokens)");
-  ATTN_CHECK(s.model.position() + static_cast<int64_t>(ids.size()) <= s.model.capacity(), "the prompt has ",
-             ids.size(), " tokens",
-             s.model.position() ? " (after " + std::to_string(s.model.position()) + " cached)" : "",
-             "; the context holds ", s.model.capacity(), " (--max-context, at most ",
-             s.model.config().context, ")");
-  std::span<const float> logits = s.model.prefill(ids);
-  const auto t1 = clock::now();
-  std::vector<int32_t> out;
-  std::string printed;
-  while (static_cast<int64_t>(out.size()) < s.max_new) {
-    const int32_t next = pick(logits, s.sampling);
-    out.push_back(next);
-    if (is_stop(s.model, next)) break;
-    const std::string text = s.model.tokenizer().decode(out, false);
-    const std::size_t ready = complete_utf8(text);
-    if (ready > printed.size()) {
-      std::fwrite(text.data() + printed.size(), 1, ready - printed.size(), stdout);
-      std::fflush(stdout);
-      printed.assign(text, 0, ready);
-    }
-    if (s.model.position() >= s.model.capacity()) break;
-    if (static_cast<int64_t>(out.size()) < s.max_new) logits = s.model.step(next);
-  }
-  const std::string text = s.model.tokenizer().decode(out, false);
-  if (text.size() > printed.size())
-    std::fwrite(text.data() + printed.size(), 1, text.size() - printed.size(), stdout);
+void print_stats(const Session& s, const models::LlamaReply& r) {
   std::fflush(stdout);
-  if (s.stats) {
-    const double tp = std::chrono::duration<double>(t1 - t0).count();
-    const double tg = std::chrono::duration<double>(clock::now() - t1).count();
-    std::fprintf(stderr, "\n[prompt %zu tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s]\n",
-                 ids.size(), ids.size() / tp, out.size(), out.size() > 1 ? (out.size() - 1) / tg : 0.0);
-  }
-  return out;
+  if (!s.stats) return;
+  const std::size_t n = r.ids.size();
+  std::fprintf(stderr, "\n[prompt %lld tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s]\n",
+               static_cast<long long>(r.prompt_tokens), r.prompt_tokens / r.prompt_seconds, n,
+               n > 1 ? (n - 1) / r.generate_seconds : 0.0);
 }
 
 }  // namespace
@@ -179,13 +114,9 @@ int run_generate_gguf(const std::vector<std::string>& args) {
   }
   ATTN_CHECK(positional.size() == 1, "expected one prompt argument (quote it); got ", positional.size());
   Session s = open_session(a);
-  std::string prompt = positional[0];
-  if (a.has("chat")) {
-    std::vector<LlamaModel::Message> msgs;
-    if (a.has("system")) msgs.push_back({"system", a.str("system")});
-    msgs.push_back({"user", prompt});
-    prompt = s.model.apply_chat_template(msgs, true);
-  }
+  const std::string prompt =
+      models::llama_prompt_text(s.model, positional[0], a.has("chat"),
+                                a.has("system") ? std::optional<std::string>(a.str("system")) : std::nullopt);
   const std::vector<int32_t> ids = s.model.tokenizer().encode(prompt, false, true);
   if (a.has("save-attention")) {
     ATTN_CHECK(static_cast<int64_t>(ids.size()) <= 512, "--save-attention: the prompt has ", ids.size(),
@@ -195,7 +126,11 @@ int run_generate_gguf(const std::vector<std::string>& args) {
                               "--save-attention");
     s.model.clear();
   }
-  run(s, ids);
+  ATTN_CHECK(static_cast<int64_t>(ids.size()) <= s.model.capacity(), "the prompt has ", ids.size(),
+             " tokens; the context holds ", s.model.capacity(), " (--max-context, at most ",
+             s.model.config().context, ")");
+  data::Rng rng(s.seed);
+  print_stats(s, models::llama_generate_text(s.model, ids, s.text, rng));
   std::printf("\n");
   return 0;
 }
@@ -213,48 +148,24 @@ int run_chat(const std::vector<std::string>& args) {
     return 0;
   }
   Session s = open_session(a);
-  const std::string system = a.has("system") ? a.str("system") : "";
-  bool first = true;
+  models::LlamaChat chat(s.model, a.has("system") ? a.str("system") : "", s.text, s.seed);
   std::string line;
   std::fprintf(stderr, "(SmolLM2 chat; an empty line ends it, /reset starts over)\n");
   while (true) {
     std::fprintf(stderr, "> ");
     if (!std::getline(std::cin, line) || line.empty()) break;
     if (line == "/reset") {
-      s.model.clear();
-      first = true;
+      chat.reset();
       continue;
     }
-    std::string turn;
-    if (first) {
-      std::vector<LlamaModel::Message> msgs;
-      if (!system.empty()) msgs.push_back({"system", system});
-      msgs.push_back({"user", line});
-      turn = s.model.apply_chat_template(msgs, true);
-    } else {
-      // This turn alone: the template of [system, user] minus that of [system].
-      const std::string both = s.model.apply_chat_template({{"system", ""}, {"user", line}}, true);
-      const std::string sys = s.model.apply_chat_template({{"system", ""}}, false);
-      turn = both.substr(sys.size());
-    }
-    std::vector<int32_t> ids = s.model.tokenizer().encode(turn, false, true);
-    if (s.model.position() + static_cast<int64_t>(ids.size()) + 2 > s.model.capacity()) {
+    const models::LlamaChat::Turn t = chat.say(line);
+    if (t.context_full) {
       std::fprintf(stderr, "(context full: starting over)\n");
-      s.model.clear();
-      first = true;
       continue;
     }
-    const std::vector<int32_t> reply = run(s, ids);
+    print_stats(s, t.reply);
     std::printf("\n");
     std::fflush(stdout);
-    // Close the assistant turn in the cache as the template writes it: <|im_end|>\n. The last
-    // generated token (the stop token, or the last one when --max-new ran out) is not in the cache yet.
-    const bool stopped = !reply.empty() && is_stop(s.model, reply.back());
-    const std::vector<int32_t> tail =
-        s.model.tokenizer().encode(stopped ? "\n" : "<|im_end|>\n", false, true);
-    if (!reply.empty() && s.model.position() < s.model.capacity()) s.model.step(reply.back());
-    if (s.model.position() + static_cast<int64_t>(tail.size()) <= s.model.capacity()) s.model.prefill(tail);
-    first = false;
   }
   return 0;
 }

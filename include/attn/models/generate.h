@@ -1,9 +1,12 @@
-// Autoregressive decoding for the Transformer models: greedy search, beam
-// search with a length penalty, and top-k / top-p (nucleus) sampling with a
-// temperature. One API for both decoders:
+// Autoregressive decoding: greedy search, beam search with a length penalty,
+// and top-k / top-p (nucleus) sampling with a temperature. One loop (per
+// search kind) drives every decoder through one step interface (feed a token
+// per row, get logits; the KV cache behind it):
 //
 //   EncoderDecoder: source ids -> target ids (the decoder starts from bos_id)
 //   DecoderLM:      prompt ids -> continuation ids
+//   LlamaModel:     prompt ids -> continuation ids (the GGUF decoder; one
+//                   sequence, greedy or sampling; see the overload below)
 //
 // Inputs are batched and may differ in length. Every step runs the whole
 // batch through the model's KV cache (nn::DecoderCache); sequences that have
@@ -47,9 +50,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace attn::models {
+
+class LlamaModel;  // include/attn/models/llama.h
 
 enum class SearchKind { greedy, beam, sample };
 enum class LengthPenalty { gnmt, power };
@@ -107,6 +113,21 @@ std::vector<Generated> generate(EncoderDecoder& model, const std::vector<std::ve
 // prompts: B non-empty token-id sequences (each shorter than max_len).
 std::vector<Generated> generate(DecoderLM& model, const std::vector<std::vector<int64_t>>& prompts,
                                 const GenerateOptions& options, const TokenCallback& on_token = {});
+
+// The GGUF Llama through the same greedy / sampling loop. It holds one
+// sequence, so beam search throws. Appends `prompt` (non-empty) to the model's
+// sequence (LlamaModel::prefill, also when nothing is generated), then
+// generates up to min(max_new_tokens, capacity() - position() + 1) tokens (the
+// last one is not fed back: generation stops once the KV cache is full).
+// eos_id and stop_ids stop it (bos_id is unused). Sampling draws from `rng`,
+// the caller's generator (one sequence; a chat keeps one across its turns);
+// options.seed is unused.
+Generated generate(LlamaModel& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                   data::Rng& rng, const TokenCallback& on_token = {});
+// The same loop from the logits the model's last call returned (LlamaModel::prefill or step, [V]):
+// generate() is prefill + this; callers that time the prompt pass apart call the two themselves.
+Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
+                        data::Rng& rng, const TokenCallback& on_token = {});
 
 // The length penalty lp(n) above.
 double length_penalty(int64_t n, double alpha, LengthPenalty kind);

@@ -14,10 +14,11 @@
 // onto the other).
 //
 // Weights: the 2-D matrices stay in their stored block format (Q4_1, Q8_0) and are multiplied in
-// that form (kernels/cpu/qmatmul.h, f32 activations), or, for decode steps, in a repacked copy of it
-// against 8-bit activations (kernels/cpu/qdot.h, LlamaOptions::q8_activations); F32/F16/BF16 matrices are
-// expanded to f32 and go through sgemm. LlamaOptions can instead expand quantized matrices to f32 on load,
-// per phase (prefill, decode), to compare the two (docs/models.md has the measurement).
+// that form (ops::quant_linear_rows in attn/ops/quantized.h, f32 activations), or, for decode steps, in
+// a repacked copy of it against 8-bit activations (ops::Q8Dot, LlamaOptions::q8_activations);
+// F32/F16/BF16 matrices are expanded to f32 and go through ops::gemm. LlamaOptions can instead expand
+// quantized matrices to f32 on load, per phase (prefill, decode), to compare the two (docs/models.md has
+// the measurement).
 #pragma once
 
 #include <attn/io/gguf.h>
@@ -54,7 +55,7 @@ struct LlamaConfig {
 
 // How a pass multiplies by a quantized (Q4_1, Q8_0) matrix.
 enum class WeightForm {
-  quantized,  // in block form (kernels/cpu/qmatmul.h): every weight byte read once per pass
+  quantized,  // in block form (attn/ops/quantized.h): every weight byte read once per pass
   f32,        // expanded to f32 (on load when expand_on_load, else per pass into a scratch) + sgemm
 };
 
@@ -72,7 +73,7 @@ struct LlamaOptions {
   int64_t max_context = 0;
   // Quantized products over few rows (decode steps, passes shorter than prefill_f32_min_tokens) first
   // quantize the activation rows to 8 bits per block of 32 (ggml's Q8_1 against Q4_1 weights, Q8_0
-  // against Q8_0) and sum integer products (kernels/cpu/qdot.h; AVX512-VNNI where the CPU has it), as
+  // against Q8_0) and sum integer products (ops::Q8Dot; AVX512-VNNI where the CPU has it), as
   // llama.cpp's CPU backend does; a decode step then runs as one parallel region with barriers between
   // its phases. false keeps the activations f32 (the oracle path) and skips the repacked copy of the
   // quantized weights (~0.63 bytes per weight). Ignored with llama_cpp_rounding, and where the CPU has

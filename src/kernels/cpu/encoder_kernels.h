@@ -1,4 +1,5 @@
-// Fused row kernels of Transformer-encoder inference (BERT: src/models/bert.cc).
+// Fused row kernels of Transformer-encoder inference (BERT: src/models/bert.cc, through the entry
+// points of include/attn/ops/inference.h and linear.h).
 // Raw contiguous fp32 pointers; each call splits rows over attn::parallel_for and
 // picks the AVX-512 version when active_isa() allows it, else the scalar one.
 // The scalar versions read like the formula and are the oracle of the tests

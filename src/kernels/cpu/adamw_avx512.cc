@@ -1,13 +1,13 @@
-// AVX-512 optimizer kernels (src/train/optim_kernels.h): the scalar operation
+// AVX-512 optimizer kernels (src/kernels/cpu/adamw.h): the scalar operation
 // order, 16 lanes at a time, a masked tail. GCC implements _mm512_add_ps and
 // friends as plain vector arithmetic, which it may contract into FMA under
 // -mfma; the explicit-rounding forms are opaque builtins that it never fuses,
 // so every operation rounds once, exactly as in the scalar kernel.
 #include <immintrin.h>
 
-#include "train/optim_kernels.h"
+#include "kernels/cpu/adamw.h"
 
-namespace attn::train::kernels {
+namespace attn::kernels::cpu {
 namespace {
 
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
@@ -43,4 +43,4 @@ void adamw_update_avx512(float* p, const float* g, float* m, float* v, int64_t n
   }
 }
 
-}  // namespace attn::train::kernels
+}  // namespace attn::kernels::cpu

@@ -1,11 +1,11 @@
-// Scalar optimizer kernels and the dispatch (src/train/optim_kernels.h).
-#include "train/optim_kernels.h"
+// Scalar optimizer kernels and the dispatch (src/kernels/cpu/adamw.h).
+#include "kernels/cpu/adamw.h"
 
 #include <cmath>
 
 #include "kernels/cpu/isa.h"
 
-namespace attn::train::kernels {
+namespace attn::kernels::cpu {
 
 void adamw_update_scalar(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s) {
   for (int64_t j = 0; j < n; ++j) {
@@ -21,10 +21,10 @@ void adamw_update_scalar(float* p, const float* g, float* m, float* v, int64_t n
 }
 
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s) {
-  if (::attn::kernels::cpu::active_isa() == ::attn::kernels::cpu::Isa::avx512)
+  if (active_isa() == Isa::avx512)
     adamw_update_avx512(p, g, m, v, n, s);
   else
     adamw_update_scalar(p, g, m, v, n, s);
 }
 
-}  // namespace attn::train::kernels
+}  // namespace attn::kernels::cpu

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace attn::train::kernels {
+namespace attn::kernels::cpu {
 
 // One AdamW step on n elements (see AdamW in include/attn/train/optim.h):
 //   p ← do_decay ? p · decay : p;  m ← m + w1 · (g − m);  v ← v · b2 + w2 · g · g
@@ -21,4 +21,4 @@ void adamw_update_avx512(float* p, const float* g, float* m, float* v, int64_t n
 // The AVX-512 version when the CPU has it (kernels::cpu::active_isa), else scalar.
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s);
 
-}  // namespace attn::train::kernels
+}  // namespace attn::kernels::cpu

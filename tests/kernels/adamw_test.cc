@@ -1,5 +1,5 @@
 // The AVX-512 AdamW kernel against the scalar one: bit-identical, every tail length.
-#include "train/optim_kernels.h"
+#include "kernels/cpu/adamw.h"
 
 #include <cstring>
 #include <vector>
@@ -27,10 +27,10 @@ TEST_P(AdamWKernel, Avx512EqualsScalarBitForBit) {
   const std::vector<float> g = vec(1, -3, 3);
   std::vector<float> p1 = vec(2, -1, 1), m1 = vec(3, -0.1, 0.1), v1 = vec(4, 0, 0.01);
   std::vector<float> p2 = p1, m2 = m1, v2 = v1;
-  const train::kernels::AdamWScalars s{decay, 0.999f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, -0.0123f};
+  const kernels::cpu::AdamWScalars s{decay, 0.999f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, -0.0123f};
   for (int rep = 0; rep < 3; ++rep) {
-    train::kernels::adamw_update_scalar(p1.data(), g.data(), m1.data(), v1.data(), n, s);
-    train::kernels::adamw_update_avx512(p2.data(), g.data(), m2.data(), v2.data(), n, s);
+    kernels::cpu::adamw_update_scalar(p1.data(), g.data(), m1.data(), v1.data(), n, s);
+    kernels::cpu::adamw_update_avx512(p2.data(), g.data(), m2.data(), v2.data(), n, s);
   }
   EXPECT_EQ(0, std::memcmp(p1.data(), p2.data(), n * 4));
   EXPECT_EQ(0, std::memcmp(m1.data(), m2.data(), n * 4));

@@ -1,16 +1,43 @@
-#include "nn/packed_linear.h"
-
+// Pre-packed weights for decoding and the raw products (include/attn/ops/linear.h).
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/ops/basic.h>
+#include <attn/ops/linear.h>
 
 #include <algorithm>
 #include <cstdlib>
 
+#include "kernels/cpu/encoder_kernels.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/linear_packed.h"
 
-namespace attn::nn {
+namespace attn::ops {
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  ATTN_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm: M, N and K must be >= 0; got ", M, ", ", N, ", ", K);
+  ATTN_CHECK(lda >= std::max<int64_t>(1, trans_a ? M : K) && ldb >= std::max<int64_t>(1, trans_b ? K : N) &&
+                 ldc >= std::max<int64_t>(1, N),
+             "gemm: row strides too small for M ", M, ", N ", N, ", K ", K, ": lda ", lda, ", ldb ", ldb,
+             ", ldc ", ldc);
+  ATTN_CHECK(M * N == 0 || (C != nullptr && (K == 0 || (A != nullptr && B != nullptr))),
+             "gemm: A, B and C must be non-null");
+  kernels::cpu::sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void linear_small_m(const float* x, int64_t ldx, const float* wt, const float* bias, float* y, int64_t ldy,
+                    int64_t M, int64_t N, int64_t K) {
+  ATTN_CHECK(M >= 0 && N >= 1 && K >= 1, "linear_small_m: expected M >= 0, N >= 1, K >= 1; got ", M, ", ", N,
+             ", ", K);
+  ATTN_CHECK(ldx >= K && ldy >= N, "linear_small_m: row strides must be ldx >= K = ", K,
+             " and ldy >= N = ", N, "; got ", ldx, ", ", ldy);
+  ATTN_CHECK(M == 0 || (x != nullptr && wt != nullptr && y != nullptr),
+             "linear_small_m: x, wt and y must be non-null");
+  kernels::cpu::linear_small_m(x, ldx, wt, bias, y, ldy, M, N, K);
+}
+
+bool linear_small_m_fast() { return kernels::cpu::linear_small_m_fast(); }
 
 namespace {
 thread_local PackedWeightScope* tls_scope = nullptr;
@@ -69,4 +96,4 @@ Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   return y;
 }
 
-}  // namespace attn::nn
+}  // namespace attn::ops

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/logits.h"
 #include "kernels/cpu/vec_avx512.h"
-#include "models/logits.h"
 
-namespace attn::models::detail {
+namespace attn::kernels::cpu {
 
 namespace {
 
@@ -86,6 +86,6 @@ ArgmaxLse row_argmax_logsumexp_avx512(const float* x, int64_t V) {
   return {token, mx + std::log(sum_exp_shifted(x, V, mx, tail))};
 }
 
-}  // namespace attn::models::detail
+}  // namespace attn::kernels::cpu
 
 #pragma GCC diagnostic pop

@@ -1,4 +1,4 @@
-#include "models/logits.h"
+#include "kernels/cpu/logits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "kernels/cpu/isa.h"
 
-namespace attn::models::detail {
+namespace attn::kernels::cpu {
 
 double row_logsumexp_scalar(const float* x, int64_t V) {
   float mx = -std::numeric_limits<float>::infinity();
@@ -31,4 +31,4 @@ double row_logsumexp(const float* x, int64_t V) {
   return row_logsumexp_scalar(x, V);
 }
 
-}  // namespace attn::models::detail
+}  // namespace attn::kernels::cpu

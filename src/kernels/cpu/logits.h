@@ -1,9 +1,10 @@
-// Row reductions over logits for decoding (src/models/generate.cc).
+// Row reductions over logits for decoding (ops::row_argmax_logsumexp, ops::row_logsumexp in
+// include/attn/ops/inference.h; models::generate).
 #pragma once
 
 #include <cstdint>
 
-namespace attn::models::detail {
+namespace attn::kernels::cpu {
 
 // log Σ_t exp(x[t]) over one row of V logits (max-shifted; accumulated in double in
 // the scalar path, in fp32 lanes then double in the AVX-512 path). x: [V].
@@ -22,4 +23,4 @@ ArgmaxLse row_argmax_logsumexp_scalar(const float* x, int64_t V);
 ArgmaxLse row_argmax_logsumexp_avx512(const float* x, int64_t V);  // logits_avx512.cc
 double row_logsumexp_avx512(const float* x, int64_t V);            // logits_avx512.cc
 
-}  // namespace attn::models::detail
+}  // namespace attn::kernels::cpu

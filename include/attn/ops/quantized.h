@@ -1,0 +1,103 @@
+// Matrix products with a weight kept in a ggml block-quantized format (the GGUF Llama's matrices).
+// INFERENCE ONLY: NO AUTOGRAD. Raw f32 activation and output buffers (the caller's), single-threaded
+// row ranges: the model splits the rows of its products over its own parallel region.
+//
+//   Y[m, n] = Σ_k X[m, k] · W[n, k]      W [N, K] in blocks of 32 along K (K a multiple of 32)
+//
+// Block formats (32 elements; d, m IEEE halves):
+//   Q4_1 (20 bytes): d, m, 16 bytes of 4-bit quants;  w = d·q + m
+//   Q8_0 (34 bytes): d, 32 signed bytes;              w = d·q
+// Two ways to multiply:
+//   quant_linear_rows  f32 activations; each weight block unpacked in registers (the oracle path)
+//   Q8Dot              activations quantized to 8 bits per block of 32 (Q8Activations: ggml's Q8_1
+//                      against Q4_1, Q8_0 against Q8_0) and integer block products (AVX512-VNNI where
+//                      the CPU has it), against a repacked copy of the weight (QuantMatrix::pack_q8).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace attn::ops {
+
+enum class QuantFormat { q4_1, q8_0 };
+inline constexpr int64_t kQuantBlock = 32;
+// Bytes of one stored block (20 for Q4_1, 34 for Q8_0).
+int64_t quant_block_bytes(QuantFormat format);
+
+// W [N, K]: a view of N stored rows of K / 32 blocks (the GGUF tensor's bytes, not owned), and
+// optionally the repacked copy the 8-bit products read (owned).
+class QuantMatrix {
+ public:
+  QuantMatrix() = default;
+  // blocks: [N, K / 32 blocks] contiguous, alive as long as this; K a positive multiple of 32.
+  QuantMatrix(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K);
+  // Builds the repacked copy for Q8Dot (rows split over the thread pool); ~0.63 bytes per weight.
+  void pack_q8();
+  bool has_q8() const { return !packed_.empty(); }
+
+  QuantFormat format() const { return format_; }
+  int64_t rows() const { return N_; }  // N
+  int64_t cols() const { return K_; }  // K
+  const std::byte* blocks() const { return blocks_; }
+  int64_t row_bytes() const;  // bytes of one stored row
+  const std::byte* q8_packed() const { return packed_.data(); }
+
+ private:
+  QuantFormat format_ = QuantFormat::q4_1;
+  const std::byte* blocks_ = nullptr;
+  int64_t N_ = 0, K_ = 0;
+  std::vector<std::byte> packed_;
+};
+
+// Rows [n0, n1) of Y = X · Wᵀ with f32 activations, on the calling thread (AVX-512 or a portable loop):
+//   x [M, K] row stride ldx >= K;  y [M, N] row stride ldy >= N (columns n0..n1-1 written).
+void quant_linear_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const float* x, int64_t M, int64_t ldx,
+                       float* y, int64_t ldy);
+
+// M rows of K activations quantized to 8 bits per block of 32 (per block: d = f16(max|x| / 127),
+// q = round(x / d)), in buffers kept between calls (no allocation once they are large enough).
+class Q8Activations {
+ public:
+  // Grows the buffers for `rows` rows of K values (K a positive multiple of 32).
+  void reserve(int64_t rows, int64_t K);
+  // x [M, K] row stride ldx >= K -> this (reserves as needed).
+  void quantize(const float* x, int64_t M, int64_t K, int64_t ldx);
+  int64_t rows() const { return M_; }  // of the last quantize()
+  int64_t cols() const { return K_; }
+
+  // The buffers (row m of the quants at q() + m·ldq(), of the scales at d() + m·ldb(), ...).
+  const int8_t* q() const { return q_.data(); }
+  const float* d() const { return d_.data(); }
+  const float* s() const { return s_.data(); }
+  const float* sum() const { return sum_.data(); }
+  int64_t ldq() const { return ldq_; }
+  int64_t ldb() const { return ldb_; }
+
+ private:
+  std::vector<int8_t> q_;
+  std::vector<float> d_, s_, sum_;
+  int64_t ldq_ = 0, ldb_ = 0;
+  int64_t M_ = 0, K_ = 0;
+};
+
+// True when the 8-bit products run the AVX512-VNNI kernel (else a portable loop, slower than the f32
+// activations: callers then keep f32 activations).
+bool q8_dot_fast();
+
+// The 8-bit product, with the kernel for this CPU chosen once (q8_dot()) by a loop that calls it
+// many times per token. Rows [n0, n1) of Y (+)= Xq · Wᵀ, on the calling thread:
+//   w has_q8(), x quantized with x.cols() == w.cols(), y [x.rows(), N] row stride ldy >= N;
+//   accumulate: y += the product (residual adds fused), else y = it.
+class Q8Dot {
+ public:
+  void operator()(const QuantMatrix& w, int64_t n0, int64_t n1, const Q8Activations& x, float* y, int64_t ldy,
+                  bool accumulate) const;
+
+ private:
+  friend Q8Dot q8_dot();
+  bool vnni_ = false;
+};
+Q8Dot q8_dot();
+
+}  // namespace attn::ops

@@ -1,0 +1,103 @@
+// Quantized matrix products (include/attn/ops/quantized.h): validation, then the kernels of
+// kernels/cpu/qmatmul.h (f32 activations) and kernels/cpu/qdot.h (8-bit activations).
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <attn/ops/quantized.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/qdot.h"
+#include "kernels/cpu/qmatmul.h"
+
+namespace attn::ops {
+
+namespace {
+kernels::QFormat kformat(QuantFormat f) {
+  return f == QuantFormat::q4_1 ? kernels::QFormat::q4_1 : kernels::QFormat::q8_0;
+}
+
+void check_range(const char* op, const QuantMatrix& w, int64_t n0, int64_t n1, int64_t M, float* y,
+                 int64_t ldy) {
+  ATTN_CHECK(w.blocks() != nullptr, op, ": the weight matrix is empty");
+  ATTN_CHECK(0 <= n0 && n0 <= n1 && n1 <= w.rows(), op, ": rows [n0, n1) must lie in [0, N = ", w.rows(),
+             "]; got [", n0, ", ", n1, ")");
+  ATTN_CHECK(M >= 0 && ldy >= w.rows() && (M == 0 || y != nullptr), op, ": y [M, N = ", w.rows(),
+             "] needs a non-null buffer and row stride >= N; got M ", M, ", ldy ", ldy);
+}
+}  // namespace
+
+int64_t quant_block_bytes(QuantFormat format) { return kernels::qformat_block_bytes(kformat(format)); }
+
+QuantMatrix::QuantMatrix(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K)
+    : format_(format), blocks_(blocks), N_(N), K_(K) {
+  ATTN_CHECK(blocks != nullptr && N > 0 && K > 0 && K % kQuantBlock == 0,
+             "QuantMatrix: expected non-null blocks, N > 0 and K a positive multiple of ", kQuantBlock,
+             "; got N ", N, ", K ", K);
+}
+
+int64_t QuantMatrix::row_bytes() const { return K_ / kQuantBlock * quant_block_bytes(format_); }
+
+void QuantMatrix::pack_q8() {
+  ATTN_CHECK(blocks_ != nullptr, "QuantMatrix::pack_q8: the matrix is empty");
+  const kernels::QFormat f = kformat(format_);
+  const int64_t rb = kernels::qdot_row_bytes(f, K_), nrow = row_bytes();
+  packed_.resize(static_cast<std::size_t>(N_ * rb));
+  parallel_for(N_, 256, [&](int64_t b, int64_t e, int) {
+    kernels::qdot_pack(f, blocks_ + b * nrow, e - b, K_, packed_.data() + b * rb);
+  });
+}
+
+void quant_linear_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const float* x, int64_t M, int64_t ldx,
+                       float* y, int64_t ldy) {
+  check_range("quant_linear_rows", w, n0, n1, M, y, ldy);
+  ATTN_CHECK(ldx >= w.cols() && (M == 0 || x != nullptr), "quant_linear_rows: x [M, K = ", w.cols(),
+             "] needs a non-null buffer and row stride >= K; got ldx ", ldx);
+  kernels::cpu::qmatmul_rows(kformat(w.format()), w.blocks(), n0, n1, w.cols(), x, M, ldx, y, ldy);
+}
+
+void Q8Activations::reserve(int64_t rows, int64_t K) {
+  ATTN_CHECK(rows >= 1 && K > 0 && K % kQuantBlock == 0,
+             "Q8Activations: expected rows >= 1 and K a positive ", "multiple of ", kQuantBlock,
+             "; got rows ", rows, ", K ", K);
+  const int64_t nbp = kernels::q8_padded_blocks(K);
+  if (nbp <= ldb_ && rows * ldb_ <= static_cast<int64_t>(d_.size())) return;
+  ldb_ = std::max(ldb_, nbp);
+  ldq_ = ldb_ * kernels::kQBlock;
+  q_.assign(static_cast<std::size_t>(rows * ldq_), 0);
+  d_.assign(static_cast<std::size_t>(rows * ldb_), 0.0f);
+  s_.assign(static_cast<std::size_t>(rows * ldb_), 0.0f);
+  sum_.assign(static_cast<std::size_t>(rows * ldb_), 0.0f);
+}
+
+void Q8Activations::quantize(const float* x, int64_t M, int64_t K, int64_t ldx) {
+  reserve(M, K);
+  ATTN_CHECK(x != nullptr && ldx >= K, "Q8Activations::quantize: x [M, K = ", K,
+             "] needs a non-null buffer and row stride >= K; got ldx ", ldx);
+  kernels::cpu::quantize_q8(x, M, K, ldx, {q_.data(), d_.data(), s_.data(), sum_.data(), ldq_, ldb_});
+  M_ = M, K_ = K;
+}
+
+bool q8_dot_fast() { return kernels::cpu::qdot_vnni_active(); }
+
+Q8Dot q8_dot() {
+  Q8Dot d;
+  d.vnni_ = kernels::cpu::qdot_vnni_active();
+  return d;
+}
+
+void Q8Dot::operator()(const QuantMatrix& w, int64_t n0, int64_t n1, const Q8Activations& x, float* y,
+                       int64_t ldy, bool accumulate) const {
+  check_range("Q8Dot", w, n0, n1, x.rows(), y, ldy);
+  ATTN_CHECK(w.has_q8(), "Q8Dot: the weight has no 8-bit repacked copy (QuantMatrix::pack_q8)");
+  ATTN_CHECK(x.cols() == w.cols(), "Q8Dot: activations of K = ", x.cols(),
+             " against a weight of K = ", w.cols());
+  const kernels::Q8RowsConst xr(x.q(), x.d(), x.s(), x.sum(), x.ldq(), x.ldb());
+  if (vnni_)
+    kernels::cpu::detail::qdot_rows_vnni(kformat(w.format()), w.q8_packed(), n0, n1, w.cols(), xr, x.rows(),
+                                         y, ldy, accumulate);
+  else
+    kernels::cpu::detail::qdot_rows_scalar(kformat(w.format()), w.q8_packed(), n0, n1, w.cols(), xr, x.rows(),
+                                           y, ldy, accumulate);
+}
+
+}  // namespace attn::ops
