@@ -102,7 +102,7 @@ Export export_llama_attention(const models::LlamaAttention& a, const std::string
   const auto N = static_cast<int64_t>(a.ids.size());
   ATTN_CHECK(a.tokens.size() == a.ids.size(), "attention export: ", a.tokens.size(), " tokens for ",
              a.ids.size(), " ids; expected one per id");
-  SelfAttentionInput in{model_name, text, a.tokens, "causal self-attention", {}};
+  SelfAttentionInput in{model_name, text, a.tokens, {}};
   for (const std::vector<float>& layer : a.layers) in.layers.push_back(layer_from_floats(layer, a.heads, N, N));
   return self_attention_export(std::move(in));
 }
@@ -112,7 +112,7 @@ Export export_bert_attention(const models::SentenceEncoder& enc, const std::stri
   models::BertInput in;
   in.ids.push_back(enc.encode(text, truncated));
   const models::BertOutput out = enc.model().forward(in, {.capture_attention = true});
-  SelfAttentionInput s{model_name, text, {}, "self-attention", {}};
+  SelfAttentionInput s{model_name, text, {}, {}};
   for (int32_t id : in.ids[0]) s.tokens.push_back(enc.tokenizer().id_to_token(id));
   for (const Tensor& w : out.attention) s.layers.push_back(layer_from_weights(w));  // w: [1, H, N, N]
   return self_attention_export(std::move(s));

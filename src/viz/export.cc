@@ -383,7 +383,7 @@ Export self_attention_export(SelfAttentionInput in) {
   e.model = std::move(in.model);
   e.text = std::move(in.text);
   e.tokens = in.tokens;
-  AttentionSet s{"attention", std::move(in.label), in.tokens, std::move(in.tokens), std::move(in.layers)};
+  AttentionSet s{"attention", "self-attention", in.tokens, std::move(in.tokens), std::move(in.layers)};
   for (std::size_t l = 0; l < s.layers.size(); ++l) e.layer_names.push_back("layer " + std::to_string(l));
   e.sets.push_back(std::move(s));
   return e;

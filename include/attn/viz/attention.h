@@ -16,7 +16,7 @@
 namespace attn::viz {
 
 // A Llama model's per-layer causal attention (LlamaModel::attention_weights):
-// self-attention labelled "causal self-attention", layer_names "layer 0", ...
+// self-attention with layer_names "layer 0", "layer 1", ...
 Export export_llama_attention(const models::LlamaAttention& a, const std::string& model_name,
                               const std::string& text);
 

@@ -91,11 +91,11 @@ Layer layer_from_weights(const Tensor& w);
 Layer layer_from_floats(const std::vector<float>& w, int64_t heads, int64_t rows, int64_t cols);
 
 // One stack of self-attention (per layer [1, H, N, N]) over `tokens`; layer_names
-// are "layer 0", "layer 1", ...
+// are "layer 0", "layer 1", ... (The sets' labels follow from their keys, as the
+// reader gives them, so what is written reads back the same.)
 struct SelfAttentionInput {
   std::string model, text;
   std::vector<std::string> tokens;
-  std::string label = "self-attention";  // e.g. "causal self-attention"
   std::vector<Layer> layers;
 };
 Export self_attention_export(SelfAttentionInput in);
