@@ -107,6 +107,20 @@ Export export_llama_attention(const models::LlamaAttention& a, const std::string
   return self_attention_export(std::move(in));
 }
 
+Export export_translation(const models::Translation& t, const models::AttentionCapture& capture,
+                          const std::string& model_name) {
+  EncoderDecoderInput in;
+  in.model = model_name;
+  in.text = t.source + " -> " + t.text;
+  in.encoder_tokens = t.src_tokens;
+  in.decoder_tokens = {"<s>"};
+  in.decoder_tokens.insert(in.decoder_tokens.end(), t.tgt_tokens.begin(), t.tgt_tokens.end());
+  for (const Tensor& w : capture.encoder) in.encoder.push_back(layer_from_weights(w));
+  for (const Tensor& w : capture.decoder) in.decoder.push_back(layer_from_weights(w));
+  for (const Tensor& w : capture.cross) in.cross.push_back(layer_from_weights(w));
+  return encoder_decoder_export(std::move(in));
+}
+
 Export export_bert_attention(const models::SentenceEncoder& enc, const std::string& model_name,
                              const std::string& text, bool* truncated) {
   models::BertInput in;

@@ -242,6 +242,44 @@ TEST(ExportRoundTrip, EncoderDecoder) {
   EXPECT_ERROR_CONTAINS(encoder_decoder_export(cross_only), {"needs encoder, decoder or cross-attention"});
 }
 
+TEST(ExportRoundTrip, Translation) {
+  // What models::TranslationModel::capture returns for 3 source and 2 generated tokens.
+  auto uniform = [](int64_t rows, int64_t cols, int64_t heads) {
+    return Tensor::full({1, heads, rows, cols}, 1.0 / static_cast<double>(cols));
+  };
+  auto causal = [](int64_t n) {
+    std::vector<float> w;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) w.push_back(j > i ? 0.0f : 1.0f / static_cast<float>(i + 1));
+    return Tensor::from(w, {1, 1, n, n});
+  };
+  models::Translation t;
+  t.source = "我爱";
+  t.src_tokens = {"我", "爱", "</s>"};
+  t.tgt_tokens = {"I", "love"};
+  t.text = "I love";
+  models::AttentionCapture cap;
+  cap.encoder = {uniform(3, 3, 2), uniform(3, 3, 2)};
+  cap.decoder = {causal(3), causal(3)};
+  cap.cross = {uniform(3, 3, 1), uniform(3, 3, 1)};
+  const Export e = export_translation(t, cap, "attn translate: model.attn");
+  EXPECT_TRUE(e.encoder_decoder);
+  EXPECT_EQ(e.model, "attn translate: model.attn");
+  EXPECT_EQ(e.text, "我爱 -> I love");
+  EXPECT_EQ(e.encoder_tokens, t.src_tokens);
+  EXPECT_EQ(e.decoder_tokens, (std::vector<std::string>{"<s>", "I", "love"}));
+  ASSERT_EQ(e.sets.size(), 3u);
+  EXPECT_EQ(e.set("encoder_attention").layers[1].heads, 2);
+  EXPECT_EQ(e.set("decoder_attention").layers[0].at(0, 1, 1), 0.5);
+  EXPECT_EQ(e.set("cross_attention").layers[0].at(0, 2, 0), static_cast<double>(1.0f / 3));
+  expect_round_trip(e);
+  // A capture that does not fit the tokens is refused by the writer.
+  cap.cross = {uniform(3, 2, 1)};
+  EXPECT_ERROR_CONTAINS(save_export(temp_path("bad_translation.json").string(),
+                                    export_translation(t, cap, "m")),
+                        {"cross_attention layer 0, head 0, row 0 (decoder (target) '<s>'): expected 3 columns"});
+}
+
 TEST(ExportRoundTrip, Attribution) {
   const std::vector<std::string> tokens = {"[CLS]", "好", "</b>"};
   Export e = self_attention_export(

@@ -7,6 +7,7 @@
 
 #include <attn/models/bert.h>
 #include <attn/models/llama.h>
+#include <attn/models/translation.h>
 #include <attn/viz/export.h>
 
 #include <cstdint>
@@ -19,6 +20,13 @@ namespace attn::viz {
 // self-attention with layer_names "layer 0", "layer 1", ...
 Export export_llama_attention(const models::LlamaAttention& a, const std::string& model_name,
                               const std::string& text);
+
+// A translation and the attention captured while it was generated (encoder
+// self-attention, decoder self-attention, cross-attention): the encoder-decoder
+// layout with the source tokens and "<s>" + the generated tokens; "text" is
+// "<source> -> <translation>".
+Export export_translation(const models::Translation& t, const models::AttentionCapture& capture,
+                          const std::string& model_name);
 
 // A BERT sentence encoder's attention on one sequence, [CLS] text [SEP]
 // (truncated to the encoder's max_seq_length; `truncated`, when given, says so).
