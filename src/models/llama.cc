@@ -776,36 +776,4 @@ std::string llama_token_display(const text::ByteBpeTokenizer& tok, int32_t id) {
   return out;
 }
 
-std::string LlamaAttention::to_json(const std::string& model_name, const std::string& text) const {
-  const int64_t N = static_cast<int64_t>(ids.size());
-  std::string o = "{\"model\": ";
-  json::write_string(o, model_name);
-  o += ", \"text\": ";
-  json::write_string(o, text);
-  o += ", \"tokens\": [";
-  for (int64_t i = 0; i < N; ++i) {
-    if (i) o += ", ";
-    json::write_string(o, tokens[i]);
-  }
-  o += "],\n\"attention\": [";
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    o += l ? ",\n[[" : "\n[[";
-    for (int64_t h = 0; h < heads; ++h) {
-      o += h ? ",\n[" : "[";
-      for (int64_t i = 0; i < N; ++i) {
-        o += i ? ", [" : "[";
-        for (int64_t j = 0; j < N; ++j) {
-          if (j) o += ", ";
-          json::write_number(o, layers[l][(h * N + i) * N + j]);
-        }
-        o += "]";
-      }
-      o += "]";
-    }
-    o += "]]";
-  }
-  o += "]}\n";
-  return o;
-}
-
 }  // namespace attn::models

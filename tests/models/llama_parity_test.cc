@@ -383,14 +383,7 @@ TEST(SmolLm2, AttentionWeightsExport) {
   }
   // The first token can only attend to itself.
   EXPECT_FLOAT_EQ(a.layers[0][0], 1.0f);
-  const json::Value doc = json::parse(a.to_json("SmolLM2-135M-Instruct", "x"));
-  ASSERT_EQ(doc.at("tokens").size(), static_cast<std::size_t>(N));
-  ASSERT_EQ(doc.at("attention").size(), 30u);
-  const json::Value& l0 = doc.at("attention").at(0);
-  ASSERT_EQ(l0.size(), 1u);
-  ASSERT_EQ(l0.at(0).size(), 9u);
-  ASSERT_EQ(l0.at(0).at(0).size(), static_cast<std::size_t>(N));
-  EXPECT_EQ(l0.at(0).at(0).at(N - 1).size(), static_cast<std::size_t>(N));
+  // The export of these weights (viz::export_llama_attention) is checked in tests/viz/attention_test.cc.
   // The capture does not change the forward pass: the cache it leaves continues like a plain prefill.
   const std::span<const float> after = model->step(ids[0]);
   const std::vector<float> cont(after.begin(), after.end());

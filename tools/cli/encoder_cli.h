@@ -1,8 +1,7 @@
-// Helpers shared by the sentence-encoder commands (embed_cmd.cc: embed,
-// similarity, search) and `attn attention` (attention_cmd.cc).
+// Argument splitting shared by the sentence-encoder commands (embed_cmd.cc:
+// embed, similarity, search) and `attn attention` (attention_cmd.cc). Their work
+// is library code: include/attn/tasks/embed.h and include/attn/viz/attention.h.
 #pragma once
-
-#include <attn/models/bert.h>
 
 #include <string>
 #include <vector>
@@ -19,18 +18,5 @@ struct SplitArgs {
   std::vector<std::string> positionals;
 };
 SplitArgs split_args(const std::vector<std::string>& raw, const std::vector<OptionSpec>& specs);
-
-// The all-MiniLM-L6-v2 encoder (or the BERT folder `dir`), loaded once per process.
-const models::SentenceEncoder& load_encoder(const std::string& dir);
-
-// The non-empty lines of `text` (a trailing "\r" dropped) with their 1-based line numbers.
-struct Line {
-  int64_t number;
-  std::string text;
-};
-std::vector<Line> nonempty_lines(const std::string& text);
-
-// Shortest decimal that reads back as the same float.
-std::string float_str(float v);
 
 }  // namespace attn::cli::encoder

@@ -6,6 +6,7 @@
 #include <attn/io/model_files.h>
 #include <attn/models/llama.h>
 #include <attn/models/llama_chat.h>
+#include <attn/viz/attention.h>
 
 #include <cstdio>
 #include <iostream>
@@ -122,8 +123,8 @@ int run_generate_gguf(const std::vector<std::string>& args) {
     ATTN_CHECK(static_cast<int64_t>(ids.size()) <= 512, "--save-attention: the prompt has ", ids.size(),
                " tokens; at most 512 (the export holds layers x heads x N x N weights)");
     const models::LlamaAttention att = s.model.attention_weights(ids);
-    io::write_file_atomically(a.str("save-attention"), att.to_json("SmolLM2-135M-Instruct", prompt),
-                              "--save-attention");
+    viz::save_export(a.str("save-attention"), viz::export_llama_attention(att, "SmolLM2-135M-Instruct", prompt),
+                     "--save-attention");
     s.model.clear();
   }
   ATTN_CHECK(static_cast<int64_t>(ids.size()) <= s.model.capacity(), "the prompt has ", ids.size(),

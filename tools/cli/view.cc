@@ -1,20 +1,19 @@
 // `attn view`: shows attention weights. Writes a self-contained HTML page
 // (head, model, matrix and cross-attention views, drawn on <canvas> by the
-// embedded script in viewer/page.html) or prints a heatmap to the terminal.
-// The export format is described in docs/viewer.md.
+// embedded script of src/viz/page.html) or prints a heatmap to the terminal;
+// both are library code (include/attn/viz/view.h). The export format is
+// described in docs/viewer.md.
 #include <attn/core/error.h>
 #include <attn/io/files.h>
-#include <unistd.h>
+#include <attn/viz/view.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "commands.h"
-#include "view_internal.h"
+#include "explain_internal.h"
 
 namespace attn::cli {
 namespace {
@@ -57,30 +56,25 @@ std::string help_text() {
          "  attn view export.json --terminal --layer 1 --head 3\n";
 }
 
-}  // namespace
-
-namespace view {
-
-std::string page_html(const Export& e) {
-  const std::string json = export_json(e);
-  // '<' only occurs inside JSON strings; \u003c keeps "</script>" in a token
-  // from ending the script element.
-  std::string data;
-  data.reserve(json.size());
-  for (const char c : json) {
-    if (c == '<')
-      data += "\\u003c";
-    else
-      data += c;
-  }
-  std::string page = kPageTemplate;
-  const auto at = page.find(kDataPlaceholder);
-  ATTN_CHECK(at != std::string::npos, "view: the page template lacks its data placeholder");
-  page.replace(at, kDataPlaceholder.size(), data);
-  return page;
+// The worked example of `attn explain` as the demos' input.
+viz::DemoExample demo_example() {
+  const explain::Example ex = explain::default_example();
+  return {ex.words, ex.gloss, ex.d_model(), ex.X.v, ex.WQ.v, ex.WK.v, ex.WV.v, ex.WO.v};
 }
 
-}  // namespace view
+// The example as the encoder's input and its translation, embedded by explain's
+// seeded word generator, as the decoder's.
+viz::DemoTranslation demo_translation_input() {
+  viz::DemoTranslation t;
+  t.source = demo_example();
+  for (const std::string& w : t.target) {
+    const std::vector<double> e = explain::generated_embedding(w, explain::kDefaultSeed, t.source.d_model);
+    t.target_x.insert(t.target_x.end(), e.begin(), e.end());
+  }
+  return t;
+}
+
+}  // namespace
 
 int run_view(const std::vector<std::string>& raw) {
   // One positional argument (the export) and -o are taken out before the
@@ -120,20 +114,19 @@ int run_view(const std::vector<std::string>& raw) {
     for (const char* o : {"layer", "head", "set"})
       ATTN_CHECK(!opts.has(o), "--", o, " is only used with --terminal");
 
-  view::Export e = opts.has("demo")               ? view::demo_self_attention()
-                   : opts.has("demo-translation") ? view::demo_translation()
-                                                  : view::parse_export(io::read_file(input, "export"));
-  if (opts.has("save-export"))
-    io::write_file_atomically(opts.str("save-export"), view::export_json(e) + "\n");
+  const viz::Export e = opts.has("demo")               ? viz::demo_self_attention(demo_example())
+                        : opts.has("demo-translation") ? viz::demo_translation(demo_translation_input())
+                                                       : viz::parse_export(io::read_file(input, "export"));
+  if (opts.has("save-export")) viz::save_export(opts.str("save-export"), e);
   if (terminal) {
-    view::TerminalOptions t;
+    viz::TerminalOptions t;
     if (opts.has("set")) t.set = opts.str("set");
     if (opts.has("layer")) t.layer = opts.integer("layer", 0, 1 << 20);
     if (opts.has("head")) t.head = opts.integer("head", 0, 1 << 20);
-    std::fputs(view::terminal_heatmap(e, t).c_str(), stdout);
+    std::fputs(viz::terminal_heatmap(e, t).c_str(), stdout);
     return 0;
   }
-  const std::string page = view::page_html(e);
+  const std::string page = viz::page_html(e);
   io::write_file_atomically(opts.str("output"), page);
   std::printf("wrote %s (%zu bytes)\n", opts.str("output").c_str(), page.size());
   return 0;

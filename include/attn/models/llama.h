@@ -99,14 +99,13 @@ struct LlamaTensorCheck {
 };
 LlamaTensorCheck check_llama_tensors(const io::GgufFile& file, const LlamaConfig& config);
 
-// Per-layer exact causal attention probabilities of one prompt, for `attn view`.
+// Per-layer exact causal attention probabilities of one prompt, for `attn view`
+// (as an export: viz::export_llama_attention, include/attn/viz/attention.h).
 struct LlamaAttention {
   std::vector<int32_t> ids;
   std::vector<std::string> tokens;  // one display string per id (valid UTF-8)
   int64_t heads = 0;
   std::vector<std::vector<float>> layers;  // per layer: [H, N, N]
-  // The bertviz layout `attn view` reads: {"tokens", "attention": [[1, H, N, N] per layer], ...}.
-  std::string to_json(const std::string& model_name, const std::string& text) const;
 };
 
 class LlamaModel {

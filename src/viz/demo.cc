@@ -2,32 +2,60 @@
 // (attn::attention with weight capture), so the viewer works before
 // pretrained models exist. The inputs are illustrative, not learned:
 //
-//  * --demo: the `attn explain` sentence 今天 下雨 ， 我 没 带 伞 with its
-//    hand-chosen embeddings X [7, 8]. Layer 0 has 4 heads of d_k = 4: heads 0
-//    and 1 use explain's W_Q, W_K, W_V (columns 0..3 and 4..7, exactly the two
-//    heads of `attn explain --multi-head`); heads 2 and 3 use seeded random
-//    projections. Layer 1 reads X1 = X + concat(head 0, head 1 outputs) · W_O
-//    (explain's multi-head output as a residual) through 4 seeded heads.
-//  * --demo-translation: the same sentence as encoder (source) input and its
-//    English translation as decoder (target) input, embedded by explain's
-//    seeded word generator. Encoder self-attention = the two layers above;
-//    decoder self-attention: 2 causal layers of 4 seeded heads; cross-attention:
-//    2 layers of 4 seeded heads plus a hand-chosen word-alignment prior added
-//    as attention bias (+3 on the aligned source word), so the heads show a
-//    translation alignment with head-to-head variation.
+//  * demo_self_attention: the caller's worked example (the `attn explain`
+//    sentence 今天 下雨 ， 我 没 带 伞 with its hand-chosen embeddings X [7, 8]).
+//    Layer 0 has 4 heads of d_k = 4: heads 0 and 1 use the example's W_Q, W_K,
+//    W_V (columns 0..3 and 4..7, exactly the two heads of `attn explain
+//    --multi-head`); heads 2 and 3 use seeded random projections. Layer 1 reads
+//    X1 = X + concat(head 0, head 1 outputs) · W_O (the multi-head output as a
+//    residual) through 4 seeded heads.
+//  * demo_translation: the example as encoder (source) input and its English
+//    translation as decoder (target) input with the caller's embeddings.
+//    Encoder self-attention = the two layers above; decoder self-attention: 2
+//    causal layers of 4 seeded heads; cross-attention: 2 layers of 4 seeded
+//    heads plus a word-alignment prior added as attention bias (+3 on the
+//    aligned source word), so the heads show a translation alignment with
+//    head-to-head variation.
+#include <attn/core/error.h>
 #include <attn/ops/attention.h>
+#include <attn/viz/view.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-#include "explain_internal.h"
-#include "view_internal.h"
-
-namespace attn::cli::view {
+namespace attn::viz {
 namespace {
 
-using explain::Mat;
+// A small dense row-major matrix of doubles.
+struct Mat {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> v;  // [rows, cols]
+
+  Mat() = default;
+  Mat(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<std::size_t>(r * c), 0.0) {}
+  Mat(int64_t r, int64_t c, std::vector<double> values) : rows(r), cols(c), v(std::move(values)) {}
+  double& operator()(int64_t r, int64_t c) { return v[static_cast<std::size_t>(r * cols + c)]; }
+  double operator()(int64_t r, int64_t c) const { return v[static_cast<std::size_t>(r * cols + c)]; }
+  Mat cols_slice(int64_t first, int64_t count) const {  // columns [first, first + count)
+    Mat m(rows, count);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < count; ++c) m(r, c) = (*this)(r, first + c);
+    return m;
+  }
+};
+
+// a: [n, m], b: [m, p] -> [n, p], by the schoolbook sum (the order `attn explain` uses).
+Mat matmul(const Mat& a, const Mat& b) {
+  Mat out(a.rows, b.cols);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t j = 0; j < b.cols; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < a.cols; ++k) s += a(i, k) * b(k, j);
+      out(i, j) = s;
+    }
+  return out;
+}
 
 constexpr int64_t kHeads = 4;
 constexpr int64_t kDk = 4;
@@ -70,7 +98,7 @@ Tensor project(const Mat& x, const std::vector<HeadW>& heads, Mat HeadW::*which)
   const int64_t H = static_cast<int64_t>(heads.size()), N = x.rows, dk = (heads[0].*which).cols;
   std::vector<float> data(static_cast<std::size_t>(H * N * dk));
   for (int64_t h = 0; h < H; ++h) {
-    const Mat p = explain::matmul(x, heads[static_cast<std::size_t>(h)].*which);  // p: [N, dk]
+    const Mat p = matmul(x, heads[static_cast<std::size_t>(h)].*which);  // p: [N, dk]
     for (std::size_t i = 0; i < p.v.size(); ++i)
       data[static_cast<std::size_t>(h * N * dk) + i] = static_cast<float>(p.v[i]);
   }
@@ -116,11 +144,31 @@ std::vector<HeadW> seeded_heads(int64_t d_model, uint64_t stream, double gain) {
   return heads;
 }
 
-// The two encoder layers of the demo and their tokens.
-std::vector<Layer> encoder_layers(const explain::Example& ex) {
+// The example as matrices, checked.
+struct ExampleMats {
+  Mat X, WQ, WK, WV, WO;
+  int64_t n() const { return X.rows; }
+  int64_t d_model() const { return X.cols; }
+};
+
+ExampleMats example_mats(const DemoExample& ex) {
+  const auto N = static_cast<int64_t>(ex.words.size()), dm = ex.d_model;
+  ATTN_CHECK(N > 0, "view demo: the example has no words; expected at least one");
+  ATTN_CHECK(dm >= 2 * kDk, "view demo: d_model is ", dm, "; expected at least ", 2 * kDk,
+             " (two heads of d_k = ", kDk, ")");
+  ATTN_CHECK(static_cast<int64_t>(ex.x.size()) == N * dm, "view demo: X has ", ex.x.size(),
+             " values; expected ", N, " words x ", dm, " = ", N * dm);
+  for (const auto* w : {&ex.wq, &ex.wk, &ex.wv, &ex.wo})
+    ATTN_CHECK(static_cast<int64_t>(w->size()) == dm * dm, "view demo: a projection has ", w->size(),
+               " values; expected [", dm, ", ", dm, "] = ", dm * dm);
+  return {Mat(N, dm, ex.x), Mat(dm, dm, ex.wq), Mat(dm, dm, ex.wk), Mat(dm, dm, ex.wv), Mat(dm, dm, ex.wo)};
+}
+
+// The two encoder layers of the demo.
+std::vector<Layer> encoder_layers(const ExampleMats& ex) {
   const int64_t dm = ex.d_model();
   std::vector<HeadW> l0 = seeded_heads(dm, 100, 1.5);
-  for (int64_t h = 0; h < 2; ++h)  // heads 0 and 1: explain's projections
+  for (int64_t h = 0; h < 2; ++h)  // heads 0 and 1: the example's projections
     l0[static_cast<std::size_t>(h)] = {ex.WQ.cols_slice(h * kDk, kDk), ex.WK.cols_slice(h * kDk, kDk),
                                        ex.WV.cols_slice(h * kDk, kDk)};
   LayerRun r0 = run_layer(ex.X, ex.X, l0, false);
@@ -130,7 +178,7 @@ std::vector<Layer> encoder_layers(const explain::Example& ex) {
   for (int64_t h = 0; h < 2; ++h)
     for (int64_t i = 0; i < N; ++i)
       for (int64_t d = 0; d < kDk; ++d) concat(i, h * kDk + d) = r0.out.at({0, h, i, d});
-  const Mat proj = explain::matmul(concat, ex.WO);
+  const Mat proj = matmul(concat, ex.WO);
   Mat x1 = ex.X;
   for (std::size_t i = 0; i < x1.v.size(); ++i) x1.v[i] += proj.v[i];
   LayerRun r1 = run_layer(x1, x1, seeded_heads(dm, 200, 1.5), false);
@@ -139,54 +187,56 @@ std::vector<Layer> encoder_layers(const explain::Example& ex) {
 
 }  // namespace
 
-Export demo_self_attention() {
-  const explain::Example ex = explain::default_example();
+Export demo_self_attention(const DemoExample& ex) {
   Export e;
   e.model = "attn demo: the attn explain example, 2 layers x 4 heads (illustrative, not learned)";
   e.text = ex.gloss;
   e.tokens = ex.words;
   e.layer_names = {"layer 0 (heads 0-1: explain's W_Q/W_K/W_V)", "layer 1 (seeded)"};
-  AttentionSet s{"attention", "self-attention", ex.words, ex.words, encoder_layers(ex)};
+  AttentionSet s{"attention", "self-attention", ex.words, ex.words, encoder_layers(example_mats(ex))};
   e.sets.push_back(std::move(s));
   return e;
 }
 
-Export demo_translation() {
-  const explain::Example ex = explain::default_example();
-  const std::vector<std::string> target = {"<s>", "it",     "rained", "today", ",",
-                                           "I",   "didn't", "bring",  "an",    "umbrella"};
-  // Source word (index into ex.words) each target word translates.
-  const std::vector<int64_t> align = {0, 1, 1, 0, 2, 3, 4, 5, 6, 6};
-  const int64_t Nd = static_cast<int64_t>(target.size()), Ne = ex.n(), dm = ex.d_model();
-  Mat y(Nd, dm);  // decoder embeddings
-  for (int64_t i = 0; i < Nd; ++i) {
-    const std::vector<double> emb =
-        explain::generated_embedding(target[static_cast<std::size_t>(i)], kSeed, dm);
-    for (int64_t d = 0; d < dm; ++d) y(i, d) = emb[static_cast<std::size_t>(d)];
-  }
+Export demo_translation(const DemoTranslation& in) {
+  const DemoExample& ex = in.source;
+  const ExampleMats m = example_mats(ex);
+  const std::vector<std::string>& target = in.target;
+  const int64_t Nd = static_cast<int64_t>(target.size()), Ne = m.n(), dm = m.d_model();
+  ATTN_CHECK(Nd > 0, "view demo: the translation has no target words; expected at least one");
+  ATTN_CHECK(static_cast<int64_t>(in.align.size()) == Nd, "view demo: align has ", in.align.size(),
+             " entries; expected one per target word (", Nd, ")");
+  for (std::size_t i = 0; i < in.align.size(); ++i)
+    ATTN_CHECK(in.align[i] >= 0 && in.align[i] < Ne, "view demo: align[", i, "] is ", in.align[i],
+               "; expected a source position in 0..", Ne - 1);
+  ATTN_CHECK(static_cast<int64_t>(in.target_x.size()) == Nd * dm, "view demo: the target embeddings have ",
+             in.target_x.size(), " values; expected ", Nd, " words x ", dm, " = ", Nd * dm);
+  const Mat y(Nd, dm, in.target_x);  // decoder embeddings
   std::vector<float> prior(static_cast<std::size_t>(Nd * Ne), 0.0f);
   for (int64_t i = 0; i < Nd; ++i)
-    prior[static_cast<std::size_t>(i * Ne + align[static_cast<std::size_t>(i)])] = 3;
+    prior[static_cast<std::size_t>(i * Ne + in.align[static_cast<std::size_t>(i)])] = 3;
   const Tensor bias = Tensor::from(prior, {1, 1, Nd, Ne});  // bias: [1, 1, Nd, Ne]
 
+  std::string source;  // the sentence as written: its words without spaces
+  for (const auto& w : ex.words) source += w;
   Export e;
   e.encoder_decoder = true;
   e.model =
       "attn demo translation: 2 layers x 4 heads (illustrative, not learned; cross-attention has a "
       "hand-chosen alignment prior)";
-  e.text = "今天下雨，我没带伞 -> " + ex.gloss;
+  e.text = source + " -> " + ex.gloss;
   e.encoder_tokens = ex.words;
   e.decoder_tokens = target;
-  e.sets.push_back({"encoder_attention", "encoder self-attention", ex.words, ex.words, encoder_layers(ex)});
+  e.sets.push_back({"encoder_attention", "encoder self-attention", ex.words, ex.words, encoder_layers(m)});
   AttentionSet dec{"decoder_attention", "decoder self-attention", target, target, {}};
   AttentionSet cross{"cross_attention", "cross-attention", target, ex.words, {}};
   for (uint64_t l = 0; l < 2; ++l) {
     dec.layers.push_back(run_layer(y, y, seeded_heads(dm, 300 + 100 * l, 1.5), true).layer);
-    cross.layers.push_back(run_layer(y, ex.X, seeded_heads(dm, 500 + 100 * l, 1.0), false, bias).layer);
+    cross.layers.push_back(run_layer(y, m.X, seeded_heads(dm, 500 + 100 * l, 1.0), false, bias).layer);
   }
   e.sets.push_back(std::move(dec));
   e.sets.push_back(std::move(cross));
   return e;
 }
 
-}  // namespace attn::cli::view
+}  // namespace attn::viz

@@ -2,15 +2,14 @@
 // shading (' ' ░ ▒ ▓ █), rows = queries, columns = keys (two terminal columns
 // per key), labels aligned by display width (CJK counts two).
 #include <attn/core/error.h>
+#include <attn/text/width.h>
+#include <attn/viz/view.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include <attn/text/width.h>
-#include "view_internal.h"
-
-namespace attn::cli::view {
+namespace attn::viz {
 namespace {
 
 constexpr int kMaxLabelWidth = 20;
@@ -133,4 +132,4 @@ std::string terminal_heatmap(const Export& e, const TerminalOptions& o) {
   return out;
 }
 
-}  // namespace attn::cli::view
+}  // namespace attn::viz

@@ -1,17 +1,27 @@
-// The export format of `attn view` (docs/viewer.md): strict reading with
-// messages that say where and what, and compact writing.
+// The attention-export format (docs/viewer.md): strict reading with messages
+// that say where and what, compact writing, and the builders from captured weights.
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/io/json.h>
+#include <attn/viz/export.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
-#include "json.h"
-#include "view_internal.h"
-
-namespace attn::cli::view {
+namespace attn::viz {
 namespace {
+
+// The shortest decimal that reads back as `v`; "0" for both zeros and "null" for
+// NaN and infinities, which the reader then refuses naming the layer, head and row.
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  if (v == 0) return "0";
+  std::string out;
+  json::write_number(out, v);
+  return out;
+}
+
+void write_json_string(std::string& out, const std::string& s) { json::write_string(out, s); }
 
 std::string quoted_token(const std::vector<std::string>& tokens, int64_t i) {
   return "'" + tokens[static_cast<std::size_t>(i)] + "'";
@@ -344,4 +354,60 @@ std::string export_json(const Export& e) {
   return out;
 }
 
-}  // namespace attn::cli::view
+void save_export(const std::string& path, const Export& e, const std::string& who) {
+  const std::string text = export_json(e);
+  (void)parse_export(text);  // what is written reads back with the one reader
+  io::write_file_atomically(path, text + "\n", who);
+}
+
+Layer layer_from_weights(const Tensor& w) {
+  ATTN_CHECK(w.rank() == 4 && w.size(0) == 1, "attention export: expected captured weights [1, H, rows, cols]; got ",
+             shape_str(w.shape()));
+  Layer l;
+  l.heads = w.size(1), l.rows = w.size(2), l.cols = w.size(3);
+  l.w = w.to_vector();
+  return l;
+}
+
+Layer layer_from_floats(const std::vector<float>& w, int64_t heads, int64_t rows, int64_t cols) {
+  ATTN_CHECK(static_cast<int64_t>(w.size()) == heads * rows * cols, "attention export: expected ", heads,
+             " x ", rows, " x ", cols, " = ", heads * rows * cols, " weights; got ", w.size());
+  Layer l;
+  l.heads = heads, l.rows = rows, l.cols = cols;
+  l.w.assign(w.begin(), w.end());
+  return l;
+}
+
+Export self_attention_export(SelfAttentionInput in) {
+  Export e;
+  e.model = std::move(in.model);
+  e.text = std::move(in.text);
+  e.tokens = in.tokens;
+  AttentionSet s{"attention", "self-attention", in.tokens, std::move(in.tokens), std::move(in.layers)};
+  for (std::size_t l = 0; l < s.layers.size(); ++l) e.layer_names.push_back("layer " + std::to_string(l));
+  e.sets.push_back(std::move(s));
+  return e;
+}
+
+Export encoder_decoder_export(EncoderDecoderInput in) {
+  Export e;
+  e.encoder_decoder = true;
+  e.model = std::move(in.model);
+  e.text = std::move(in.text);
+  e.encoder_tokens = std::move(in.encoder_tokens);
+  e.decoder_tokens = std::move(in.decoder_tokens);
+  if (!in.encoder.empty())
+    e.sets.push_back({"encoder_attention", "encoder self-attention", e.encoder_tokens, e.encoder_tokens,
+                      std::move(in.encoder)});
+  if (!in.decoder.empty())
+    e.sets.push_back({"decoder_attention", "decoder self-attention", e.decoder_tokens, e.decoder_tokens,
+                      std::move(in.decoder)});
+  if (!in.cross.empty())
+    e.sets.push_back(
+        {"cross_attention", "cross-attention", e.decoder_tokens, e.encoder_tokens, std::move(in.cross)});
+  ATTN_CHECK(!e.sets.empty(), "attention export: an encoder-decoder export needs encoder, decoder or "
+             "cross-attention layers; got none");
+  return e;
+}
+
+}  // namespace attn::viz

@@ -1,0 +1,104 @@
+// Sentence embeddings as tasks (`attn embed`, `attn similarity`, `attn search`):
+// all-MiniLM-L6-v2 or another BERT sentence-encoder folder
+// (include/attn/models/bert.h), the output formats json / npy / csv, cosine
+// similarity, and semantic search over a corpus with its vectors cached on disk.
+// See docs/models.md.
+#pragma once
+
+#include <attn/core/tensor.h>
+#include <attn/models/bert.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::tasks {
+
+// Notes for people (a text was truncated, the corpus is being embedded, ...);
+// the library never prints, the caller decides where they go.
+using NoteFn = std::function<void(const std::string&)>;
+
+// The all-MiniLM-L6-v2 encoder (dir "") or the BERT folder `dir`, loaded once per
+// process and kept (thread-safe). Throws attn::Error naming the folder.
+const models::SentenceEncoder& load_encoder(const std::string& dir = "");
+
+// The non-empty lines of `text` (a trailing "\r" dropped) with their line numbers
+// (from 1, as editors count lines).
+struct Line {
+  int64_t number;
+  std::string text;
+};
+std::vector<Line> nonempty_lines(std::string_view text);
+// The texts of nonempty_lines(bytes); throws "<what> has no non-empty lines; ..." when none.
+std::vector<std::string> texts_from_lines(std::string_view bytes, const std::string& what);
+
+// Cosine similarity of two n-vectors (0 when either is zero).
+double cosine(const float* a, const float* b, int64_t n);
+
+// ---- embed ------------------------------------------------------------------------
+
+enum class EmbedFormat { json, npy, csv };
+// "json", "npy" or "csv"; throws "--format must be json, npy or csv; got '...'".
+EmbedFormat parse_embed_format(const std::string& name);
+
+struct EmbedOptions {
+  std::vector<std::string> texts;  // at least one
+  std::string model;               // a BERT sentence-encoder folder; "" = all-MiniLM-L6-v2
+  EmbedFormat format = EmbedFormat::json;
+  int64_t batch_size = 32;  // sentences per forward pass
+  NoteFn note;              // "note: text 2 (\"...\") is longer than 256 tokens and was truncated"
+};
+// The embeddings of the texts in the chosen format: json ({"model", "dim",
+// "max_seq_length", "count", "items": [{"text", "tokens", "truncated",
+// "embedding"}]}), npy (float32 [N, dim]) or csv (one row per text).
+std::string embed(const EmbedOptions& o);
+
+// The formats on their own: vectors [N, dim] f32.
+std::string npy_bytes(const Tensor& vectors);
+std::string csv_text(const Tensor& vectors);
+std::string embeddings_json(const models::SentenceEncoder& enc, const std::vector<std::string>& texts,
+                            const models::Embeddings& e);
+
+// ---- similarity ---------------------------------------------------------------------
+
+struct SimilarityOptions {
+  std::string a, b;   // the two texts
+  std::string model;  // "" = all-MiniLM-L6-v2
+  NoteFn note;        // truncation notes
+};
+// The cosine similarity of the two texts' embeddings, in [-1, 1].
+double similarity(const SimilarityOptions& o);
+
+// ---- search ---------------------------------------------------------------------------
+
+// The corpus vectors are kept in "<corpus>.<model fingerprint>.attn-emb" next to
+// the corpus (or "<cache_dir>/<name>.<hash of the corpus path>.<fingerprint>.attn-emb"),
+// a safetensors file keyed by a hash of the corpus bytes and the model; a cache
+// whose corpus, model or line count changed is rebuilt.
+inline constexpr const char* kSearchCacheFormat = "attn-search-cache-1";
+
+struct SearchOptions {
+  std::string corpus;  // the file: one text per non-empty line
+  std::string query;
+  int64_t top_k = 5;
+  std::string cache_dir;  // "" = next to the corpus
+  bool use_cache = true;  // false: embed the corpus now and keep nothing
+  std::string model;      // "" = all-MiniLM-L6-v2
+  // "embedding 4 corpus lines (<cache>: no cache yet)", "cached the corpus embeddings
+  // in <cache>", "note: could not write the cache (...); continuing without it",
+  // and truncation notes for the query.
+  NoteFn note;
+};
+struct SearchHit {
+  double score = 0;  // cosine similarity
+  int64_t line = 0;  // the corpus line number (from 1)
+  std::string text;
+};
+// The top_k corpus lines most similar to the query, best first (ties: earlier line first).
+std::vector<SearchHit> search(const SearchOptions& o);
+// "1. 0.8123  line 4: text\n" per hit (ranks from 1).
+std::string format_hits(const std::vector<SearchHit>& hits);
+
+}  // namespace attn::tasks

@@ -1,0 +1,58 @@
+// The attention of a pretrained model on one text, as an export
+// (include/attn/viz/export.h), and its summary for the terminal (`attn
+// attention`). Every model's captured weights become an export through these
+// builders, so one writer (export_json / save_export) serves them all.
+// Layers, heads and token positions are numbered from 0.
+#pragma once
+
+#include <attn/models/bert.h>
+#include <attn/models/llama.h>
+#include <attn/models/translation.h>
+#include <attn/viz/export.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace attn::viz {
+
+// A Llama model's per-layer causal attention (LlamaModel::attention_weights):
+// self-attention with layer_names "layer 0", "layer 1", ...
+Export export_llama_attention(const models::LlamaAttention& a, const std::string& model_name,
+                              const std::string& text);
+
+// A translation and the attention captured while it was generated (encoder
+// self-attention, decoder self-attention, cross-attention): the encoder-decoder
+// layout with the source tokens and "<s>" + the generated tokens; "text" is
+// "<source> -> <translation>".
+Export export_translation(const models::Translation& t, const models::AttentionCapture& capture,
+                          const std::string& model_name);
+
+// A BERT sentence encoder's attention on one sequence, [CLS] text [SEP]
+// (truncated to the encoder's max_seq_length; `truncated`, when given, says so).
+Export export_bert_attention(const models::SentenceEncoder& enc, const std::string& model_name,
+                             const std::string& text, bool* truncated = nullptr);
+
+struct ModelAttentionOptions {
+  // "minilm" / "all-MiniLM-L6-v2", "smollm2" / "SmolLM2-135M-Instruct", a Llama
+  // .gguf file, or a folder holding a BERT model (config.json, model.safetensors, vocab.txt).
+  std::string model = "minilm";
+  std::string text;
+  int64_t max_context = 512;  // Llama: the most prompt tokens
+  // "note: the text is longer than 256 tokens and was truncated"
+  std::function<void(const std::string&)> note;
+};
+// Runs the model on the text and returns its exact attention (captured from the kernels).
+Export model_attention(const ModelAttentionOptions& o);
+
+struct SummaryOptions {
+  int64_t layer = -1;  // -1: every layer
+  int64_t head = -1;   // -1: every head
+  int64_t top = 3;     // with layer and head: keys listed per token
+};
+// For each layer a table with a row per token and a column per head, each cell
+// the key token with the largest weight and that weight in %; with both layer
+// and head, each token's top keys. Of the export's first attention set.
+std::string attention_summary(const Export& e, const SummaryOptions& o);
+
+}  // namespace attn::viz

@@ -1,0 +1,170 @@
+// A pretrained model's attention on one text as an export, and the summary of
+// `attn attention` (include/attn/viz/attention.h).
+#include <attn/core/error.h>
+#include <attn/io/model_files.h>
+#include <attn/tasks/embed.h>
+#include <attn/text/table.h>
+#include <attn/viz/attention.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace attn::viz {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// SmolLM2 (or another Llama GGUF): the prompt's causal self-attention, tokens as llama.cpp splits them.
+Export llama_attention(const std::string& gguf, const std::string& model_name, const std::string& text,
+                       int64_t max_context) {
+  models::LlamaOptions o;
+  o.max_context = max_context;
+  models::LlamaModel m = models::LlamaModel::load(gguf, o);
+  const std::vector<int32_t> ids = m.tokenizer().encode(text, false, true);
+  ATTN_CHECK(!ids.empty() && static_cast<int64_t>(ids.size()) <= o.max_context, "the text has ", ids.size(),
+             " tokens; expected 1 to ", o.max_context);
+  return export_llama_attention(m.attention_weights(ids), model_name, text);
+}
+
+std::string clip(const std::string& s, std::size_t n) {
+  // Clip by code points (never split a UTF-8 sequence).
+  std::size_t cps = 0, i = 0;
+  while (i < s.size() && cps < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    i += c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    ++cps;
+  }
+  return i >= s.size() ? s : s.substr(0, i) + "…";
+}
+
+// One layer and head: each token's `top` keys with their weights.
+std::string top_keys(const AttentionSet& s, std::size_t l, int64_t head, int64_t top) {
+  const Layer& layer = s.layers[l];
+  const auto N = static_cast<int64_t>(s.row_tokens.size());
+  std::string out = "\nlayer " + std::to_string(l) + ", head " + std::to_string(head) + ": each token's top " +
+                    std::to_string(top) + " keys\n";
+  for (int64_t i = 0; i < N; ++i) {
+    std::vector<int64_t> idx(static_cast<std::size_t>(N));
+    for (int64_t j = 0; j < N; ++j) idx[static_cast<std::size_t>(j)] = j;
+    const auto k = static_cast<std::ptrdiff_t>(std::min(top, N));
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                      [&](int64_t a, int64_t b) { return layer.at(head, i, a) > layer.at(head, i, b); });
+    std::string line = "  " + clip(s.row_tokens[static_cast<std::size_t>(i)], 14) + " ->";
+    for (std::ptrdiff_t r = 0; r < k; ++r) {
+      char w[32];
+      std::snprintf(w, sizeof w, " %.2f", layer.at(head, i, idx[static_cast<std::size_t>(r)]));
+      line += std::string(r ? "," : "") + " " + s.col_tokens[static_cast<std::size_t>(idx[static_cast<std::size_t>(r)])] +
+              w;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// One layer: a row per token, a column per head (or only `head`), each cell the
+// key with the largest weight and that weight in %.
+std::string layer_table(const AttentionSet& s, std::size_t l, int64_t only_head) {
+  const Layer& layer = s.layers[l];
+  const auto N = static_cast<int64_t>(s.row_tokens.size());
+  std::vector<text::Table::Column> cols = {{"token", text::Align::left}};
+  for (int64_t h = 0; h < layer.heads; ++h)
+    if (only_head < 0 || h == only_head) cols.push_back({std::string("h").append(std::to_string(h)), text::Align::left});
+  text::Table t(cols);
+  for (int64_t i = 0; i < N; ++i) {
+    std::vector<std::string> row = {clip(s.row_tokens[static_cast<std::size_t>(i)], 10)};
+    for (int64_t h = 0; h < layer.heads; ++h) {
+      if (only_head >= 0 && h != only_head) continue;
+      int64_t best = 0;
+      for (int64_t j = 1; j < N; ++j)
+        if (layer.at(h, i, j) > layer.at(h, i, best)) best = j;
+      char w[16];
+      std::snprintf(w, sizeof w, " %.0f", 100 * layer.at(h, i, best));
+      std::string cell = clip(s.col_tokens[static_cast<std::size_t>(best)], 6);
+      cell += w;
+      row.push_back(std::move(cell));
+    }
+    t.row(std::move(row));
+  }
+  std::string out = "\nlayer ";
+  out += std::to_string(l);
+  out += ": where each token attends most (key token, weight in %)\n";
+  out += t.render();
+  return out;
+}
+
+}  // namespace
+
+Export export_llama_attention(const models::LlamaAttention& a, const std::string& model_name,
+                              const std::string& text) {
+  const auto N = static_cast<int64_t>(a.ids.size());
+  ATTN_CHECK(a.tokens.size() == a.ids.size(), "attention export: ", a.tokens.size(), " tokens for ",
+             a.ids.size(), " ids; expected one per id");
+  SelfAttentionInput in{model_name, text, a.tokens, {}};
+  for (const std::vector<float>& layer : a.layers) in.layers.push_back(layer_from_floats(layer, a.heads, N, N));
+  return self_attention_export(std::move(in));
+}
+
+Export export_translation(const models::Translation& t, const models::AttentionCapture& capture,
+                          const std::string& model_name) {
+  EncoderDecoderInput in;
+  in.model = model_name;
+  in.text = t.source + " -> " + t.text;
+  in.encoder_tokens = t.src_tokens;
+  in.decoder_tokens = {"<s>"};
+  in.decoder_tokens.insert(in.decoder_tokens.end(), t.tgt_tokens.begin(), t.tgt_tokens.end());
+  for (const Tensor& w : capture.encoder) in.encoder.push_back(layer_from_weights(w));
+  for (const Tensor& w : capture.decoder) in.decoder.push_back(layer_from_weights(w));
+  for (const Tensor& w : capture.cross) in.cross.push_back(layer_from_weights(w));
+  return encoder_decoder_export(std::move(in));
+}
+
+Export export_bert_attention(const models::SentenceEncoder& enc, const std::string& model_name,
+                             const std::string& text, bool* truncated) {
+  models::BertInput in;
+  in.ids.push_back(enc.encode(text, truncated));
+  const models::BertOutput out = enc.model().forward(in, {.capture_attention = true});
+  SelfAttentionInput s{model_name, text, {}, {}};
+  for (int32_t id : in.ids[0]) s.tokens.push_back(enc.tokenizer().id_to_token(id));
+  for (const Tensor& w : out.attention) s.layers.push_back(layer_from_weights(w));  // w: [1, H, N, N]
+  return self_attention_export(std::move(s));
+}
+
+Export model_attention(const ModelAttentionOptions& o) {
+  const std::string& model = o.model;
+  if (model == "smollm2" || model == "SmolLM2-135M-Instruct")
+    return llama_attention(io::require_smollm2_gguf(), "SmolLM2-135M-Instruct", o.text, o.max_context);
+  if (ends_with(model, ".gguf"))
+    return llama_attention(io::require_smollm2_gguf(model), "SmolLM2-135M-Instruct", o.text, o.max_context);
+  // all-MiniLM-L6-v2, or a folder holding a BERT model (config.json, model.safetensors, vocab.txt).
+  const bool minilm = model == "minilm" || model == "all-MiniLM-L6-v2";
+  const models::SentenceEncoder& enc = tasks::load_encoder(minilm ? "" : model);
+  bool truncated = false;
+  Export e = export_bert_attention(enc, minilm ? "all-MiniLM-L6-v2" : model, o.text, &truncated);
+  if (truncated && o.note)
+    o.note("note: the text is longer than " + std::to_string(enc.max_seq_length()) + " tokens and was truncated");
+  return e;
+}
+
+std::string attention_summary(const Export& e, const SummaryOptions& o) {
+  ATTN_CHECK(!e.sets.empty() && !e.sets.front().layers.empty(), "attention summary: the export has no layers");
+  const AttentionSet& s = e.sets.front();
+  const auto L = static_cast<int64_t>(s.layers.size());
+  const int64_t H = s.layers.front().heads;
+  ATTN_CHECK(o.layer < L, "--layer: expected a layer in 0..", L - 1, "; got ", o.layer);
+  ATTN_CHECK(o.head < H, "--head: expected a head in 0..", H - 1, "; got ", o.head);
+  ATTN_CHECK(o.top >= 1, "--top: expected at least 1; got ", o.top);
+  char head[256];
+  std::snprintf(head, sizeof head, ": %lld tokens, %zu layers x %lld heads (exact weights from the fused kernel)\n",
+                static_cast<long long>(s.row_tokens.size()), s.layers.size(), static_cast<long long>(H));
+  std::string out = e.model + head;
+  for (std::size_t l = 0; l < s.layers.size(); ++l) {
+    if (o.layer >= 0 && static_cast<int64_t>(l) != o.layer) continue;
+    out += o.layer >= 0 && o.head >= 0 ? top_keys(s, l, o.head, o.top) : layer_table(s, l, o.head);
+  }
+  return out;
+}
+
+}  // namespace attn::viz

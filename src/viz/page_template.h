@@ -1,0 +1,13 @@
+// The page template of `attn view` with its data placeholder. The build
+// generates its definition from src/viz/page.html (src/viz/embed.cmake), so the
+// library needs no files at run time.
+#pragma once
+
+#include <string_view>
+
+namespace attn::viz {
+
+extern const char* const kPageTemplate;
+inline constexpr std::string_view kDataPlaceholder = "/*ATTN_DATA*/null";
+
+}  // namespace attn::viz
