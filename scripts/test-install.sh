@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks attn as a package, the way another project uses it. Installs the built
 # tree (build/<preset>, default release; built first if needed) into a fresh
-# temporary prefix, then:
+# prefix (build/<preset>/test-install/prefix, removed afterwards), then:
 #   1. the installed files are there and bin/attn --version prints the version;
 #   2. examples/consumer (find_package(attn 0.1) + attn::attn) builds against
 #      the prefix and runs; find_package(attn 0.2) and (attn 1.0) are refused;
@@ -27,7 +27,11 @@ fi
 step "building the library and the CLI in $build"
 cmake --build "$build" -j "$jobs" --target attn_cli
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attn-test-install.XXXXXX")
+# A fresh folder inside the build tree (a fixed path, so that ccache, when used,
+# can reuse the subproject's objects from one run to the next).
+tmp=$build/test-install
+rm -rf "$tmp"
+mkdir -p "$tmp"
 if [[ ${ATTN_KEEP_TMP:-0} == 1 ]]; then
   trap 'echo "test-install: kept $tmp"' EXIT
 else
@@ -88,7 +92,7 @@ CMAKE
        >"$tmp/version-$wanted.log" 2>&1; then
     fail "find_package(attn $wanted) accepted version $version (expected SameMinorVersion to refuse it)"
   fi
-  grep -q 'compatible with requested version' "$tmp/version-$wanted.log" \
+  grep -q "requested version \"$wanted\"" "$tmp/version-$wanted.log" \
     || { cat "$tmp/version-$wanted.log"; fail "find_package(attn $wanted) failed for another reason"; }
   echo "  find_package(attn $wanted) refused, as expected"
 done
