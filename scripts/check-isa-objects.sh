@@ -4,10 +4,17 @@
 # instantiated there) may be picked by the linker for generic code too, and then
 # crash with an illegal instruction on a CPU without that ISA. Keep ISA-specific
 # code in anonymous namespaces and call only always-inlined helpers there.
+#
+# Arguments: object files, or CMake lists of them joined by ';' (one
+# $<TARGET_OBJECTS:...> per library). Fails too when no ISA object was given.
 set -euo pipefail
 status=0
 checked=0
-IFS=';' read -r -a objs <<< "$*"   # CMake passes the object list joined by ';'
+objs=()
+for arg in "$@"; do
+  IFS=';' read -r -a part <<< "$arg"
+  objs+=("${part[@]}")
+done
 for obj in "${objs[@]}"; do
   obj=${obj# }
   case "$obj" in *_avx512.cc.o|*_avx2.cc.o) ;; *) continue ;; esac
@@ -22,4 +29,8 @@ for obj in "${objs[@]}"; do
   checked=$((checked + 1))
 done
 echo "checked $checked ISA-specific objects"
+if ((checked == 0)); then
+  echo "FAIL: no *_avx512.cc.o or *_avx2.cc.o among the objects given"
+  exit 1
+fi
 exit $status

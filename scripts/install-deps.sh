@@ -2,7 +2,7 @@
 # Installs the Debian packages attn needs to build and test, if any is missing.
 # Nothing else is downloaded: no vendored code, no fetch at build or run time.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ libgtest-dev libbenchmark-dev libopenblas-dev)
+pkgs=(cmake ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libopenblas-dev)
 # Optional: the browser tests of `attn view` (ctest label "browser"; skipped
 # without them): headless Chromium, its driver, Selenium, and a CJK font so
 # screenshots show the Chinese example. Installed with ATTN_BROWSER_TESTS=1 or in CI.

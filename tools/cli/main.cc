@@ -1,6 +1,7 @@
 // attn: one binary, subcommands. Catches every error at main and prints the
 // message plus a hint; exits non-zero on failure.
 #include <attn/core/error.h>
+#include <attn/version.h>
 
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,7 @@ void usage(FILE* f) {
       "  similarity  cosine similarity of two texts (all-MiniLM-L6-v2)\n"
       "  search    semantic search over the lines of a file: attn search --corpus FILE QUERY\n"
       "  attention a pretrained model's attention on a text: attn attention --model minilm TEXT\n"
+      "  version   print the version (also: attn --version)\n"
       "  help      this text\n\n"
       "Run 'attn <command> --help' for the options of one command.\n");
 }
@@ -39,6 +41,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     usage(stdout);
+    return 0;
+  }
+  if (args[0] == "version" || args[0] == "--version") {
+    const std::string_view v = attn::version();
+    std::printf("attn %.*s\n", static_cast<int>(v.size()), v.data());
     return 0;
   }
   const std::string cmd = args[0];
