@@ -1,7 +1,7 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/models/generate.h>
 
 #include <algorithm>
@@ -62,7 +62,7 @@ std::vector<double> sampling_distribution(const float* logits, int64_t V, double
 }
 
 int64_t sample_token(const float* logits, int64_t V, double temperature, int64_t top_k, double top_p,
-                     data::Rng& rng) {
+                     Rng& rng) {
   const std::vector<double> dist = sampling_distribution(logits, V, temperature, top_k, top_p);
   const double u = rng.uniform();
   double cum = 0.0;
@@ -216,8 +216,8 @@ std::vector<Generated> run_simple(Stepper& model, Tensor logits, Tensor cross, s
   const GenerateOptions& o = p.o;
   const int64_t B = static_cast<int64_t>(p.caps.size());
   std::vector<std::optional<Generated>> done(static_cast<std::size_t>(B));
-  std::vector<data::Rng> rngs;
-  for (int64_t b = 0; b < B; ++b) rngs.emplace_back(data::mix_seed(o.seed, static_cast<uint64_t>(b)));
+  std::vector<Rng> rngs;
+  for (int64_t b = 0; b < B; ++b) rngs.emplace_back(mix_seed(o.seed, static_cast<uint64_t>(b)));
   std::vector<int64_t> feed;
   std::vector<detail::ArgmaxLse> best;  // greedy: per row the argmax and log-sum-exp of its logits
   while (!rows.empty()) {

@@ -30,7 +30,7 @@ using models::SearchKind;
 using models::TransformerConfig;
 
 std::vector<int64_t> random_seq(int64_t L, int64_t V, uint64_t seed) {
-  data::Rng rng(seed);
+  Rng rng(seed);
   std::vector<int64_t> v(static_cast<std::size_t>(L));
   for (auto& x : v) x = 3 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(V - 3)));
   return v;
@@ -596,7 +596,7 @@ class RowLogSumExp : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(RowLogSumExp, MatchesDoubleReference) {
   const int64_t V = GetParam();
-  data::Rng rng(static_cast<uint64_t>(V));
+  Rng rng(static_cast<uint64_t>(V));
   std::vector<float> x(static_cast<std::size_t>(V));
   for (auto& v : x) v = static_cast<float>(rng.uniform() * 30 - 15);
   if (V > 3) x[2] = -std::numeric_limits<float>::infinity();  // a masked logit
@@ -628,7 +628,7 @@ class RowArgmaxLse : public ::testing::TestWithParam<ArgmaxCase> {};
 
 TEST_P(RowArgmaxLse, MatchesMaxElementAndDoubleLogSumExp) {
   const ArgmaxCase& c = GetParam();
-  data::Rng rng(static_cast<uint64_t>(c.V) + 11);
+  Rng rng(static_cast<uint64_t>(c.V) + 11);
   std::vector<float> x(static_cast<std::size_t>(c.V));
   for (auto& v : x) v = static_cast<float>(rng.uniform() * 30 - 15);
   if (c.V > 3) x[1] = -std::numeric_limits<float>::infinity();

@@ -63,7 +63,7 @@ struct Sampling {
   double temperature = 0;
   int64_t top_k = 0;
   double top_p = 1;
-  data::Rng rng{0};
+  Rng rng{0};
 };
 
 // Greedy (temperature 0) or temperature / top-k / top-p sampling from one row of logits
@@ -112,7 +112,7 @@ Session open_session(const Args& a) {
     ATTN_CHECK(s.sampling.top_p > 0 && s.sampling.top_p <= 1, "--top-p must be in (0, 1], got ",
                a.str("top-p"));
   }
-  s.sampling.rng = data::Rng(a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0);
+  s.sampling.rng = Rng(a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0);
   return s;
 }
 

@@ -35,14 +35,14 @@
 // Sampling draws from softmax(logits / temperature) restricted to the top_k
 // largest logits and then to the smallest set of most probable tokens whose
 // probability sums to ≥ top_p (renormalised). Each source b has its own
-// generator data::Rng(data::mix_seed(seed, b)), so results are portable and
+// generator Rng(mix_seed(seed, b)), so results are portable and
 // reproducible for a given seed and batch order.
 //
 // Bad options or input throw attn::Error naming the expected and actual values.
 #pragma once
 
+#include <attn/core/random.h>
 #include <attn/core/tensor.h>
-#include <attn/data/random.h>
 #include <attn/models/transformer.h>
 
 #include <cstdint>
@@ -120,6 +120,6 @@ std::vector<double> sampling_distribution(const float* logits, int64_t V, double
 // One token drawn from sampling_distribution() with one rng.uniform() (the
 // sampler of generate(), also used by the GGUF models' CLI). logits: [V].
 int64_t sample_token(const float* logits, int64_t V, double temperature, int64_t top_k, double top_p,
-                     data::Rng& rng);
+                     Rng& rng);
 
 }  // namespace attn::models
