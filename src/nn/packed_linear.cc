@@ -1,6 +1,7 @@
 #include "nn/packed_linear.h"
 
 #include <attn/core/autograd.h>
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/ops/basic.h>
 
@@ -39,10 +40,7 @@ const float* PackedWeightScope::packed(const Tensor& w) {
 }
 
 int64_t packed_linear_max_rows() {
-  static const int64_t rows = [] {
-    const char* e = std::getenv("ATTN_LINEAR_PACKED");
-    return e != nullptr && *e != '\0' ? std::max<int64_t>(0, std::atoll(e)) : int64_t{48};
-  }();
+  static const int64_t rows = runtime_config().linear_packed;
   return rows;
 }
 
