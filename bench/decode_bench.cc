@@ -16,7 +16,7 @@
 // per batch size: {"engine": "attn", "batch", "tokens_per_s", "ms_per_step", ...}.
 #include <attn/core/autograd.h>
 #include <attn/core/parallel.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/generate.h>
 
@@ -31,7 +31,7 @@
 namespace {
 
 std::vector<std::vector<int64_t>> make_sources(int64_t B, int64_t L, int64_t V, uint64_t seed) {
-  attn::data::Rng rng(seed);
+  attn::Rng rng(seed);
   std::vector<std::vector<int64_t>> s(static_cast<std::size_t>(B), std::vector<int64_t>(L));
   for (auto& row : s)
     for (auto& x : row) x = 6 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(V - 6)));

@@ -108,15 +108,8 @@ CachingAllocator& storage_allocator() {
 #else
     const AllocatorMode fallback = AllocatorMode::caching;
 #endif
-    const AllocatorMode mode = allocator_mode_from(std::getenv("ATTN_ALLOCATOR"), fallback);
-    std::size_t limit_mb = 2048;
-    if (const char* e = std::getenv("ATTN_ALLOCATOR_CACHE_MB"); e != nullptr && *e != '\0') {
-      char* end = nullptr;
-      const long long v = std::strtoll(e, &end, 10);
-      ATTN_CHECK(end != e && *end == '\0' && v >= 0,
-                 "ATTN_ALLOCATOR_CACHE_MB: expected a number of MiB >= 0; got '", e, "'");
-      limit_mb = static_cast<std::size_t>(v);
-    }
+    const AllocatorMode mode = runtime_config().allocator.value_or(fallback);
+    const auto limit_mb = static_cast<std::size_t>(runtime_config().allocator_cache_mb);
     return new CachingAllocator(mode, limit_mb << 20);  // never deleted: see the header
   }();
   return *a;

@@ -14,13 +14,15 @@
 //     Blocks in use are not counted (they are the caller's memory).
 //   - thread-safe (one mutex; a step does a few thousand allocations).
 //   - blocks are 64-byte aligned and uninitialised (Tensor::zeros clears them).
-//   - ATTN_ALLOCATOR=system (read once, at the first allocation) turns the cache
+//   - ATTN_ALLOCATOR=system (runtime_config(), read at the first allocation) turns the cache
 //     off: every block comes from and returns to aligned_alloc/free, which is
 //     what ASan needs to see use-after-free. ASan builds default to system.
 //
 // Internal (src/): the public API is attn::Tensor; tests include this header
 // to check the allocator itself.
 #pragma once
+
+#include <attn/core/config.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +32,7 @@
 
 namespace attn::core {
 
-enum class AllocatorMode { caching, system };
+using attn::AllocatorMode;  // attn/core/config.h: caching or system
 
 // The mode named by an ATTN_ALLOCATOR value: null or "" gives `fallback`,
 // "caching" and "system" name themselves; anything else throws attn::Error.

@@ -1,3 +1,4 @@
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -19,10 +21,7 @@ namespace attn {
 namespace {
 
 int default_threads() {
-  if (const char* env = std::getenv("ATTN_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n >= 1) return n;
-  }
+  if (const std::optional<int> n = runtime_config().num_threads) return *n;
   const unsigned hc = std::thread::hardware_concurrency();
   return hc == 0 ? 1 : static_cast<int>(hc);
 }
@@ -32,11 +31,7 @@ int default_threads() {
 // makes ~20 parallel_for calls a few microseconds apart; waking a sleeping thread through the kernel
 // cost ~10% of a batch-32 step (futex wake-ups in perf).
 std::chrono::nanoseconds spin_time() {
-  static const std::chrono::nanoseconds t = [] {
-    const char* env = std::getenv("ATTN_SPIN_US");
-    const long us = env != nullptr && *env != '\0' ? std::max(0L, std::atol(env)) : 50L;
-    return std::chrono::nanoseconds(us * 1000);
-  }();
+  static const std::chrono::nanoseconds t(runtime_config().spin_us * 1000);
   return t;
 }
 

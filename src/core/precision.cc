@@ -1,8 +1,8 @@
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/core/precision.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 
 namespace attn {
@@ -22,15 +22,7 @@ MatmulPrecision parse_matmul_precision(std::string_view s) {
 MatmulPrecision matmul_precision() {
   int p = g_precision.load(std::memory_order_relaxed);
   if (p == kUnset) {
-    const char* env = std::getenv("ATTN_MATMUL_PRECISION");
-    MatmulPrecision from_env = MatmulPrecision::highest;
-    if (env && *env) {
-      try {
-        from_env = parse_matmul_precision(env);
-      } catch (const Error& e) {
-        throw Error(std::string("ATTN_MATMUL_PRECISION: ") + e.what());
-      }
-    }
+    const MatmulPrecision from_env = runtime_config().matmul_precision;
     int expected = kUnset;
     g_precision.compare_exchange_strong(expected, static_cast<int>(from_env));
     p = g_precision.load(std::memory_order_relaxed);

@@ -1,6 +1,6 @@
 #include <attn/core/error.h>
+#include <attn/core/random.h>
 #include <attn/data/batch.h>
-#include <attn/data/random.h>
 
 #include <algorithm>
 

@@ -1,3 +1,4 @@
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/data/reader.h>
 #include <attn/io/json.h>
@@ -463,9 +464,6 @@ Dataset deduplicate(const Dataset& dataset, DedupReport* report) {
   return out;
 }
 
-std::string default_data_dir() {
-  const char* env = std::getenv("ATTN_DATA_DIR");
-  return env != nullptr && *env != '\0' ? env : "../shared/data";
-}
+std::string default_data_dir() { return runtime_config().data_dir; }
 
 }  // namespace attn::data

@@ -1,5 +1,5 @@
 #include <attn/core/error.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/data/split.h>
 
 #include <algorithm>

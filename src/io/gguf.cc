@@ -1,6 +1,7 @@
+#include <attn/core/f16.h>
 #include <attn/io/gguf.h>
 #include <attn/io/json.h>
-#include <attn/io/safetensors.h>  // f16_to_f32
+#include <attn/io/safetensors.h>
 
 #include <algorithm>
 #include <bit>

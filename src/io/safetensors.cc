@@ -1,3 +1,4 @@
+#include <attn/core/f16.h>
 #include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
@@ -100,31 +101,6 @@ StDType st_dtype_of(DType t) {
       return StDType::U8;
   }
   throw Error(detail::concat("safetensors: no safetensors dtype for attn dtype ", dtype_name(t)));
-}
-
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf or NaN (payload kept)
-  } else if (exp != 0) {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;  // ±0
-  } else {
-    // Subnormal half: mant · 2^-24. Normalise it for the float format.
-    int e = -1;
-    do {
-      ++e;
-      mant <<= 1;
-    } while ((mant & 0x400u) == 0);
-    bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 // ---- reader ------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
 #include <attn/ops/inference.h>
@@ -62,7 +62,7 @@ std::vector<double> sampling_distribution(const float* logits, int64_t V, double
 }
 
 int64_t sample_token(const float* logits, int64_t V, double temperature, int64_t top_k, double top_p,
-                     data::Rng& rng) {
+                     Rng& rng) {
   const std::vector<double> dist = sampling_distribution(logits, V, temperature, top_k, top_p);
   const double u = rng.uniform();
   double cum = 0.0;
@@ -245,17 +245,17 @@ Generated finish(Hyp&& h, int64_t stop_token, double score, const Problem& p) {
   return g;
 }
 
-// Per source b its own generator data::Rng(data::mix_seed(seed, b)).
-std::vector<data::Rng> source_rngs(const GenerateOptions& o, int64_t B) {
-  std::vector<data::Rng> rngs;
-  for (int64_t b = 0; b < B; ++b) rngs.emplace_back(data::mix_seed(o.seed, static_cast<uint64_t>(b)));
+// Per source b its own generator Rng(mix_seed(seed, b)).
+std::vector<Rng> source_rngs(const GenerateOptions& o, int64_t B) {
+  std::vector<Rng> rngs;
+  for (int64_t b = 0; b < B; ++b) rngs.emplace_back(mix_seed(o.seed, static_cast<uint64_t>(b)));
   return rngs;
 }
 
 // Greedy and sampling: every row is one sequence; rngs: one generator per source.
 std::vector<Generated> run_simple(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
                                   const Problem& p, const TokenCallback& on_token,
-                                  std::vector<data::Rng>& rngs) {
+                                  std::vector<Rng>& rngs) {
   const GenerateOptions& o = p.o;
   const int64_t B = static_cast<int64_t>(p.caps.size());
   std::vector<std::optional<Generated>> done(static_cast<std::size_t>(B));
@@ -495,7 +495,7 @@ class InferenceScope {
 std::vector<Generated> dispatch(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
                                 const Problem& p, const TokenCallback& on_token) {
   if (p.o.search == SearchKind::beam) return run_beam(model, logits, cross, std::move(rows), p);
-  std::vector<data::Rng> rngs = source_rngs(p.o, static_cast<int64_t>(p.caps.size()));
+  std::vector<Rng> rngs = source_rngs(p.o, static_cast<int64_t>(p.caps.size()));
   return run_simple(model, logits, cross, std::move(rows), p, on_token, rngs);
 }
 
@@ -607,14 +607,14 @@ std::vector<Generated> generate(DecoderLM& model, const std::vector<std::vector<
 }
 
 Generated generate(LlamaModel& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
-                   data::Rng& rng, const TokenCallback& on_token) {
+                   Rng& rng, const TokenCallback& on_token) {
   check_llama_options(options, model.config().vocab, on_token);
   ATTN_CHECK(!prompt.empty(), "generate: the prompt is empty (no tokens)");
   return generate_from(model, model.prefill(prompt), options, rng, on_token);
 }
 
 Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
-                        data::Rng& rng, const TokenCallback& on_token) {
+                        Rng& rng, const TokenCallback& on_token) {
   const int64_t V = model.config().vocab;
   check_llama_options(options, V, on_token);
   ATTN_CHECK(static_cast<int64_t>(logits.size()) == V, "generate: expected the model's logits [", V,
@@ -624,7 +624,7 @@ Generated generate_from(LlamaModel& model, std::span<const float> logits, const 
   p.src_len.push_back(0);
   if (p.caps[0] <= 0) return Generated();
   LlamaStepper stepper(model);
-  std::vector<data::Rng> rngs{rng};
+  std::vector<Rng> rngs{rng};
   std::vector<Generated> out =
       run_simple(stepper, {logits.data(), V}, Tensor(), std::vector<Hyp>(1), p, on_token, rngs);
   rng = rngs[0];

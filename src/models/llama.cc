@@ -1,5 +1,6 @@
 // The Llama decoder from GGUF (include/attn/models/llama.h).
 #include <attn/core/error.h>
+#include <attn/core/f16.h>
 #include <attn/core/parallel.h>
 #include <attn/io/json.h>
 #include <attn/models/llama.h>
@@ -16,7 +17,6 @@
 #include <set>
 #include <sstream>
 
-#include "kernels/f16.h"
 
 namespace attn::models {
 namespace {
@@ -31,7 +31,7 @@ void fake_quantize_q8(const float* x, int64_t K, float* out) {
     float amax = 0;
     for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b + i]));
     const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    const float dh = kernels::round_to_f16(d);
+    const float dh = round_to_f16(d);
     for (int64_t i = 0; i < 32; ++i) out[b + i] = std::nearbyint(x[b + i] * id) * dh;
   }
 }
@@ -603,9 +603,9 @@ struct LlamaModel::Impl {
       rope(qp, L, H);
       rope(kbuf.data(), L, Hkv);
       if (opt.llama_cpp_rounding) {
-        for (int64_t k = 0; k < L * C; ++k) qp[k] = kernels::round_to_f16(qp[k]);
-        for (int64_t k = 0; k < L * kv; ++k) kbuf[k] = kernels::round_to_f16(kbuf[k]);
-        for (int64_t k = 0; k < L * kv; ++k) vbuf[k] = kernels::round_to_f16(vbuf[k]);
+        for (int64_t k = 0; k < L * C; ++k) qp[k] = round_to_f16(qp[k]);
+        for (int64_t k = 0; k < L * kv; ++k) kbuf[k] = round_to_f16(kbuf[k]);
+        for (int64_t k = 0; k < L * kv; ++k) vbuf[k] = round_to_f16(vbuf[k]);
       }
       float* kc = kcache[l].data<float>();
       float* vc = vcache[l].data<float>();

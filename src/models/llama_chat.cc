@@ -55,7 +55,7 @@ std::string llama_prompt_text(const LlamaModel& model, const std::string& prompt
 }
 
 LlamaReply llama_generate_text(LlamaModel& model, const std::vector<int32_t>& prompt_ids,
-                               const LlamaTextOptions& options, data::Rng& rng) {
+                               const LlamaTextOptions& options, Rng& rng) {
   using clock = std::chrono::steady_clock;
   const GenerateOptions g = search_options(model, options);
   ATTN_CHECK(!prompt_ids.empty(), "the prompt is empty (no tokens)");

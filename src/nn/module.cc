@@ -103,7 +103,7 @@ void Module::register_module(const std::string& name, Module* child) {
 
 uint64_t DropoutSeeds::next() {
   uint64_t s = base_ ^ (0x9E3779B97F4A7C15ull * (++calls_));
-  return attn::data::splitmix64(s);
+  return attn::splitmix64(s);
 }
 
 }  // namespace attn::nn

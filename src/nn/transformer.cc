@@ -24,7 +24,7 @@ Tensor residual_dropout(const Module& m, const Tensor& x, double p, DropoutSeeds
 
 uint64_t sub_seed(uint64_t seed, uint64_t i) {
   uint64_t s = seed + 0x632BE59BD9B4E019ull * (i + 1);
-  return attn::data::splitmix64(s);
+  return attn::splitmix64(s);
 }
 }  // namespace
 

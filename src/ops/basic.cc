@@ -1,6 +1,7 @@
 // Differentiable basic ops: forward and, next to it, the backward that
 // differentiates it (the comment over each backward quotes the forward line).
 #include <attn/core/autograd.h>
+#include <attn/core/config.h>
 #include <attn/core/parallel.h>
 #include <attn/ops/basic.h>
 
@@ -248,10 +249,7 @@ namespace {
 // slower at 128; 1 row stays on BLAS (its gemv does not pack). ATTN_LINEAR_SMALL_M=<rows>
 // overrides the limit (0: off).
 int64_t linear_small_m_rows() {
-  static const int64_t rows = [] {
-    const char* e = std::getenv("ATTN_LINEAR_SMALL_M");
-    return e != nullptr && *e != '\0' ? std::max<int64_t>(0, std::atoll(e)) : int64_t{48};
-  }();
+  static const int64_t rows = runtime_config().linear_small_m;
   return rows;
 }
 }  // namespace

@@ -9,6 +9,7 @@
 // inside a parallel_for, see sync_threads()). Each element of C is computed by the same kernel with the
 // same K order however it is split, so results do not depend on the split.
 // ATTN_GEMM_THREADS=blas hands the whole product to OpenBLAS's threads instead.
+#include <attn/core/config.h>
 #include <attn/core/parallel.h>
 
 #include <algorithm>
@@ -28,10 +29,7 @@ constexpr int64_t kMinSplitWork = int64_t{1} << 18;
 constexpr int64_t kAlign = 16;
 
 bool split_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("ATTN_GEMM_THREADS");
-    return e == nullptr || std::string(e) != "blas";
-  }();
+  static const bool on = runtime_config().gemm_threads == GemmThreads::attn;
   return on;
 }
 

@@ -1,5 +1,6 @@
 // Pre-packed weights for decoding and the raw products (include/attn/ops/linear.h).
 #include <attn/core/autograd.h>
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/ops/basic.h>
 #include <attn/ops/linear.h>
@@ -66,10 +67,7 @@ const float* PackedWeightScope::packed(const Tensor& w) {
 }
 
 int64_t packed_linear_max_rows() {
-  static const int64_t rows = [] {
-    const char* e = std::getenv("ATTN_LINEAR_PACKED");
-    return e != nullptr && *e != '\0' ? std::max<int64_t>(0, std::atoll(e)) : int64_t{48};
-  }();
+  static const int64_t rows = runtime_config().linear_packed;
   return rows;
 }
 

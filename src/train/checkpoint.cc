@@ -1,6 +1,6 @@
 // Training state, checkpoints and the training loop (include/attn/train/checkpoint.h).
 #include <attn/core/autograd.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/io/safetensors.h>
 #include <attn/ops/basic.h>
 #include <attn/train/checkpoint.h>
@@ -39,7 +39,7 @@ uint64_t parse_hex64(const json::Value& v, const std::string& what) {
 }
 
 uint64_t checksum(const void* data, std::size_t bytes) {
-  return data::fnv1a64(std::string_view(static_cast<const char*>(data), bytes));
+  return fnv1a64(std::string_view(static_cast<const char*>(data), bytes));
 }
 
 const json::Value& member(const json::Value& obj, const char* key) {
@@ -62,19 +62,18 @@ bool starts_with(const std::string& s, std::string_view prefix) {
 
 // ---- random numbers --------------------------------------------------------------------------
 
-uint64_t TrainRng::next() { return data::mix_seed(seed_, counter_++); }
+uint64_t TrainRng::next() { return mix_seed(seed_, counter_++); }
 double TrainRng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
 uint64_t step_seed(uint64_t seed, int64_t step, int64_t micro) {
-  return data::mix_seed(data::mix_seed(seed ^ 0x5eedd5eedull, static_cast<uint64_t>(step)),
-                        static_cast<uint64_t>(micro));
+  return mix_seed(mix_seed(seed ^ 0x5eedd5eedull, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
 }
 
 std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
   ATTN_CHECK(n >= 0, "epoch_order: n must be >= 0; got ", n);
   std::vector<int64_t> order(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
-  data::Rng rng(data::mix_seed(seed ^ 0x0de7ull, static_cast<uint64_t>(epoch)));
+  Rng rng(mix_seed(seed ^ 0x0de7ull, static_cast<uint64_t>(epoch)));
   rng.shuffle(order);
   return order;
 }

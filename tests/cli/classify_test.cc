@@ -5,7 +5,7 @@
 // and every kind of bad input, which must fail with a clear message, a
 // non-zero exit and no model or report left behind.
 #include <attn/core/error.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/data/reader.h>
 #include <attn/data/split.h>
 #include <attn/io/json.h>
@@ -54,7 +54,7 @@ std::pair<std::string, std::string> synthetic(int per_class, int dups) {
   const std::vector<std::string> filler = {"这", "个", "东", "西", "物", "流", "包", "装", "价", "格",
                                            "房", "间", "书", "的", "了", "是", "我", "买", "，", "也"};
   const std::vector<std::string> good = {"好", "棒", "赞", "喜欢"}, bad = {"差", "烂", "失望", "退货"};
-  data::Rng rng(77);
+  Rng rng(77);
   auto line = [&](const std::vector<std::string>& cues) {
     std::string s;
     const int n = 4 + static_cast<int>(rng.below(10));

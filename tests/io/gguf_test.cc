@@ -325,32 +325,25 @@ TEST(GgufCorruption, RandomHeaderBytes) {
 
 // ---- model file search ---------------------------------------------------------------
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = getenv(name)) old_ = old, had_ = true;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+// ATTN_MODEL_DIR is read once per process (runtime_config()): the test runs this binary again with it
+// set to a folder holding the file; the child checks the search when ATTN_MODEL_FILES_TEST_CHILD is set.
+constexpr const char* kModelFilesChild = "ATTN_MODEL_FILES_TEST_CHILD";
 
 TEST(ModelFiles, EnvironmentDirectoryAndExplicitPaths) {
+  if (const char* child = std::getenv(kModelFilesChild)) {
+    EXPECT_EQ(find_smollm2_gguf(), std::string(child) + "/" + kSmolLm2FileName);
+    return;
+  }
   ScratchDir dir;
   const std::string gguf = dir.file(kSmolLm2FileName);
   testing::write_bytes(gguf, "x");
   {
-    ScopedEnv env(kModelDirEnv, dir.path());
-    EXPECT_EQ(find_smollm2_gguf(), gguf);
+    char self[4096] = {};
+    ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
+    const std::string cmd =
+        std::string(kModelDirEnv) + "='" + dir.path() + "' " + kModelFilesChild + "='" + dir.path() + "' '" +
+        self + "' --gtest_filter=ModelFiles.EnvironmentDirectoryAndExplicitPaths >/dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   EXPECT_EQ(find_smollm2_gguf(dir.path()), gguf);
   EXPECT_EQ(find_smollm2_gguf(gguf), gguf);

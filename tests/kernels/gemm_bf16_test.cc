@@ -8,6 +8,7 @@
 #include <attn/core/parallel.h>
 #include <attn/core/precision.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -228,49 +229,60 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// ATTN_MATMUL_PRECISION is read once per process (runtime_config()), so the environment tests run
+// this binary again with it set; the child checks its side when ATTN_PRECISION_TEST_CHILD is set
+// (to the value it runs with, or "unset").
+constexpr const char* kChildEnv = "ATTN_PRECISION_TEST_CHILD";
+
 class MatmulPrecisionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* env = std::getenv("ATTN_MATMUL_PRECISION");
-    if (env) saved_env_ = env;
-    saved_ = matmul_precision();
+    if (std::getenv(kChildEnv) == nullptr) saved_ = matmul_precision();
   }
   void TearDown() override {
-    if (saved_env_)
-      setenv("ATTN_MATMUL_PRECISION", saved_env_->c_str(), 1);
-    else
-      unsetenv("ATTN_MATMUL_PRECISION");
-    set_matmul_precision(saved_);
+    if (std::getenv(kChildEnv) == nullptr) set_matmul_precision(saved_);
   }
-  std::optional<std::string> saved_env_;
   MatmulPrecision saved_ = MatmulPrecision::highest;
 };
 
+// Runs `test` of this binary with ATTN_MATMUL_PRECISION=value ("unset": without it); true if it passed.
+bool run_child(const std::string& test, const std::string& value) {
+  char self[4096] = {};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return false;
+  const std::string env =
+      value == "unset" ? "env -u ATTN_MATMUL_PRECISION " : "ATTN_MATMUL_PRECISION=" + value + " ";
+  const std::string cmd = env + kChildEnv + "=" + value + " '" + self +
+                          "' --gtest_filter=MatmulPrecisionTest." + test + " >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
 TEST_F(MatmulPrecisionTest, EnvironmentIsReadAtFirstUse) {
-  unsetenv("ATTN_MATMUL_PRECISION");
-  reset_matmul_precision();
-  EXPECT_EQ(matmul_precision(), MatmulPrecision::highest);
-  setenv("ATTN_MATMUL_PRECISION", "bf16", 1);
-  EXPECT_EQ(matmul_precision(), MatmulPrecision::highest);  // read once
-  reset_matmul_precision();
-  EXPECT_EQ(matmul_precision(), MatmulPrecision::bf16);
-  setenv("ATTN_MATMUL_PRECISION", "fp32", 1);
-  reset_matmul_precision();
-  EXPECT_EQ(matmul_precision(), MatmulPrecision::highest);
+  if (const char* child = std::getenv(kChildEnv)) {
+    const std::string value = child;
+    const MatmulPrecision want = value == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::highest;
+    EXPECT_EQ(matmul_precision(), want);
+    setenv("ATTN_MATMUL_PRECISION", value == "bf16" ? "fp32" : "bf16", 1);
+    EXPECT_EQ(matmul_precision(), want);  // read once
+    reset_matmul_precision();
+    EXPECT_EQ(matmul_precision(), want);  // once per process: forgetting the setter does not re-read it
+    set_matmul_precision(want == MatmulPrecision::bf16 ? MatmulPrecision::highest : MatmulPrecision::bf16);
+    EXPECT_NE(matmul_precision(), want);  // the setter wins over the environment
+    reset_matmul_precision();
+    EXPECT_EQ(matmul_precision(), want);
+    return;
+  }
+  for (const std::string value : {"unset", "bf16", "fp32", "highest"})
+    EXPECT_TRUE(run_child("EnvironmentIsReadAtFirstUse", value)) << "ATTN_MATMUL_PRECISION=" << value;
   set_matmul_precision(MatmulPrecision::bf16);  // the setter wins over the environment
   EXPECT_EQ(matmul_precision(), MatmulPrecision::bf16);
   EXPECT_STREQ(matmul_precision_name(MatmulPrecision::bf16), "bf16");
   EXPECT_STREQ(matmul_precision_name(MatmulPrecision::highest), "highest");
 }
 
+// A bad ATTN_MATMUL_PRECISION in the environment: tests/core/config_test.cc
+// (RuntimeConfig.BadMatmulPrecisionThrowsFromTheSettingAndSgemm) runs test_core with it, since this
+// binary makes tensors while it registers its parameterised tests, before any test could catch it.
 TEST_F(MatmulPrecisionTest, BadValuesThrow) {
-  setenv("ATTN_MATMUL_PRECISION", "bfloat", 1);
-  reset_matmul_precision();
-  EXPECT_ERROR_CONTAINS(matmul_precision(), {"ATTN_MATMUL_PRECISION", "'bfloat'", "highest, fp32 or bf16"});
-  std::vector<float> a(32 * 32, 1.f), b(32 * 32, 1.f), c(32 * 32);
-  EXPECT_ERROR_CONTAINS(
-      kernels::cpu::sgemm(false, false, 32, 32, 32, 1.f, a.data(), 32, b.data(), 32, 0.f, c.data(), 32),
-      {"ATTN_MATMUL_PRECISION"});
   EXPECT_ERROR_CONTAINS(parse_matmul_precision("half"), {"'half'", "bf16"});
   EXPECT_EQ(parse_matmul_precision("bf16"), MatmulPrecision::bf16);
   EXPECT_EQ(parse_matmul_precision("highest"), MatmulPrecision::highest);
@@ -281,8 +293,7 @@ TEST_F(MatmulPrecisionTest, BadValuesThrow) {
 // sgemm_bf16's result, outside that fp32 bound but within the bf16 one.
 TEST_F(MatmulPrecisionTest, SgemmFollowsTheSetting) {
   if (!kernels::cpu::bf16_gemm_available()) GTEST_SKIP() << "no AVX512_BF16 here: bf16 keeps fp32";
-  unsetenv("ATTN_MATMUL_PRECISION");
-  reset_matmul_precision();
+  set_matmul_precision(MatmulPrecision::highest);
   ASSERT_EQ(matmul_precision(), MatmulPrecision::highest);
   for (int t = 0; t < 4; ++t) {
     const GemmCase c{"setting", bool(t & 1), bool(t & 2), 70, 90, 300, 0, 0, 0, 1.f, 0.f};

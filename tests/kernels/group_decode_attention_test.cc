@@ -3,7 +3,7 @@
 // path (D % 16), strided cache rows; and against the general fused attention op.
 #include "kernels/cpu/group_decode_attention.h"
 
-#include <attn/io/safetensors.h>  // io::f16_to_f32
+#include <attn/core/f16.h>
 #include <attn/ops/attention.h>
 #include <gtest/gtest.h>
 
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "kernels/cpu/qdot.h"
-#include "kernels/f16.h"
 #include "kernels/isa_test_util.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
@@ -73,8 +72,8 @@ TEST_P(GroupDecodeAttention, F16CacheMatchesDoubleReference) {
   kernels::cpu::f32_to_f16(v.data<float>(), c.Lk * ldk, v16.data());
   std::vector<float> kr(c.Lk * ldk), vr(c.Lk * ldk);
   for (int64_t i = 0; i < c.Lk * ldk; ++i) {
-    kr[i] = io::f16_to_f32(k16[i]);
-    vr[i] = io::f16_to_f32(v16[i]);
+    kr[i] = f16_to_f32(k16[i]);
+    vr[i] = f16_to_f32(v16[i]);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
   Tensor out = Tensor::full({c.G, c.D}, 777.0);
@@ -92,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Table, GroupDecodeAttention,
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<DaCase>);
 
-// f32 → f16 on every ISA: the nearest half, ties to even, as kernels::round_to_f16 (qdot.h) computes it,
+// f32 → f16 on every ISA: the nearest half, ties to even, as attn::round_to_f16 (core/f16.h) computes it,
 // over random values of every magnitude and the edge cases (subnormals, the largest half, overflow).
 TEST(F32ToF16, NearestEvenOnEveryIsa) {
   std::vector<float> x = {
@@ -109,7 +108,7 @@ TEST(F32ToF16, NearestEvenOnEveryIsa) {
     std::vector<uint16_t> h(x.size());
     kernels::cpu::f32_to_f16(x.data(), static_cast<int64_t>(x.size()), h.data());
     for (std::size_t i = 0; i < x.size(); ++i)
-      ASSERT_EQ(io::f16_to_f32(h[i]), kernels::round_to_f16(x[i]))
+      ASSERT_EQ(f16_to_f32(h[i]), round_to_f16(x[i]))
           << "x=" << x[i] << " isa " << kernels::cpu::isa_str(isa);
   }
   kernels::cpu::force_isa(std::nullopt);

@@ -3,7 +3,7 @@
 // Moved from tests/models/generate_test.cc with the kernel (src/models/logits* -> src/kernels/cpu/).
 #include "kernels/cpu/logits.h"
 
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,7 +24,7 @@ class RowLogSumExp : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(RowLogSumExp, MatchesDoubleReference) {
   const int64_t V = GetParam();
-  data::Rng rng(static_cast<uint64_t>(V));
+  Rng rng(static_cast<uint64_t>(V));
   std::vector<float> x(static_cast<std::size_t>(V));
   for (auto& v : x) v = static_cast<float>(rng.uniform() * 30 - 15);
   if (V > 3) x[2] = -std::numeric_limits<float>::infinity();  // a masked logit
@@ -56,7 +56,7 @@ class RowArgmaxLse : public ::testing::TestWithParam<ArgmaxCase> {};
 
 TEST_P(RowArgmaxLse, MatchesMaxElementAndDoubleLogSumExp) {
   const ArgmaxCase& c = GetParam();
-  data::Rng rng(static_cast<uint64_t>(c.V) + 11);
+  Rng rng(static_cast<uint64_t>(c.V) + 11);
   std::vector<float> x(static_cast<std::size_t>(c.V));
   for (auto& v : x) v = static_cast<float>(rng.uniform() * 30 - 15);
   if (c.V > 3) x[1] = -std::numeric_limits<float>::infinity();

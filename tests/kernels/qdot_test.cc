@@ -3,6 +3,7 @@
 // the double reference computed from the same quantized blocks, table-driven.
 #include "kernels/cpu/qdot.h"
 
+#include <attn/core/f16.h>
 #include <attn/core/parallel.h>
 #include <attn/io/gguf.h>
 #include <gtest/gtest.h>
@@ -119,7 +120,7 @@ TEST_P(QuantizeQ8, MatchesTheDefinition) {
       float amax = 0;
       for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
       const double d0 = amax / 127.0f;
-      EXPECT_EQ(out.d[o], kernels::round_to_f16(static_cast<float>(d0))) << "m=" << m << " b=" << b;
+      EXPECT_EQ(out.d[o], round_to_f16(static_cast<float>(d0))) << "m=" << m << " b=" << b;
       int64_t isum = 0;
       for (int i = 0; i < 32; ++i) {
         isum += qb[i];
@@ -130,7 +131,7 @@ TEST_P(QuantizeQ8, MatchesTheDefinition) {
           EXPECT_EQ(qb[i], 0);
       }
       EXPECT_EQ(out.sum[o], static_cast<float>(isum));
-      EXPECT_EQ(out.s[o], kernels::round_to_f16(static_cast<float>(d0) * static_cast<float>(isum)));
+      EXPECT_EQ(out.s[o], round_to_f16(static_cast<float>(d0) * static_cast<float>(isum)));
     }
   }
 }

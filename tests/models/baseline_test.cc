@@ -2,7 +2,7 @@
 // hand from the formula, a synthetic separable set (table of settings), the
 // feature list, and bad input.
 #include <attn/core/error.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/models/baseline.h>
 
 #include <cmath>
@@ -68,7 +68,7 @@ class NaiveBayesSeparable : public ::testing::TestWithParam<SeparableCase> {};
 // shared noise tokens: the classes are separable, so held-out accuracy is 1.
 TEST_P(NaiveBayesSeparable, LearnsDisjointVocabularies) {
   const SeparableCase& tc = GetParam();
-  data::Rng rng(1234);
+  Rng rng(1234);
   auto doc = [&](int c) {
     std::vector<std::string> d;
     const int n = 3 + static_cast<int>(rng.below(8));

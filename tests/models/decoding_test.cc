@@ -16,7 +16,7 @@ using models::TransformerConfig;
 
 // Seeded ids in [1, V) as i64 [B, L].
 Tensor random_ids(int64_t B, int64_t L, int64_t V, uint64_t seed) {
-  attn::data::Rng rng(seed);
+  attn::Rng rng(seed);
   std::vector<int64_t> v(static_cast<std::size_t>(B * L));
   for (auto& x : v) x = 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(V - 1)));
   return Tensor::from(v, {B, L});

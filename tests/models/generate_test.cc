@@ -28,7 +28,7 @@ using models::SearchKind;
 using models::TransformerConfig;
 
 std::vector<int64_t> random_seq(int64_t L, int64_t V, uint64_t seed) {
-  data::Rng rng(seed);
+  Rng rng(seed);
   std::vector<int64_t> v(static_cast<std::size_t>(L));
   for (auto& x : v) x = 3 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(V - 3)));
   return v;

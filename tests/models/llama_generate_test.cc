@@ -1,6 +1,6 @@
 // The GGUF Llama through models::generate's loop (include/attn/models/generate.h) and the text layer
 // over it (include/attn/models/llama_chat.h), against the loop `attn generate` ran before the loop was
-// shared, written out here: prefill, pick (std::max_element, or sample_token from one data::Rng),
+// shared, written out here: prefill, pick (std::max_element, or sample_token from one Rng),
 // stop at eos or a control token, stop once the KV cache is full, step. Skipped when SmolLM2 is not
 // installed.
 #include <attn/io/model_files.h>
@@ -44,7 +44,7 @@ LlamaModel* smollm(int64_t max_context) {
 // The loop of tools/cli/generate_gguf.cc before it called the library: the generated ids, the stop
 // token included.
 std::vector<int32_t> old_loop(LlamaModel& m, const std::vector<int32_t>& ids, int64_t max_new,
-                              double temperature, int64_t top_k, double top_p, data::Rng& rng) {
+                              double temperature, int64_t top_k, double top_p, Rng& rng) {
   std::span<const float> logits = m.prefill(ids);
   std::vector<int32_t> out;
   while (static_cast<int64_t>(out.size()) < max_new) {
@@ -80,7 +80,7 @@ TEST_P(LlamaGenerate, SameTokensAndTextAsTheOldLoop) {
   REQUIRE_SMOLLM(c.max_context);
   const std::vector<int32_t> ids =
       model->tokenizer().encode(models::llama_prompt_text(*model, c.prompt, c.chat), false, true);
-  data::Rng old_rng(c.seed);
+  Rng old_rng(c.seed);
   const std::vector<int32_t> want =
       old_loop(*model, ids, c.max_new, c.temperature, c.top_k, c.top_p, old_rng);
   const int64_t want_pos = model->position();
@@ -92,7 +92,7 @@ TEST_P(LlamaGenerate, SameTokensAndTextAsTheOldLoop) {
   o.top_p = c.top_p;
   std::string streamed;
   o.on_text = [&](const std::string& piece) { streamed += piece; };
-  data::Rng rng(c.seed);
+  Rng rng(c.seed);
   const models::LlamaReply r = models::llama_generate_text(*model, ids, o, rng);
   EXPECT_EQ(r.ids, want);
   EXPECT_EQ(model->position(), want_pos);
@@ -124,7 +124,7 @@ TEST(LlamaGenerate, GenerateReportsTokensAndStop) {
   const auto& types = model->tokenizer().vocab().types;
   for (std::size_t id = 0; id < types.size(); ++id)
     if (types[id] == text::BpeTokenType::control) o.stop_ids.push_back(static_cast<int64_t>(id));
-  data::Rng rng(0);
+  Rng rng(0);
   std::vector<int64_t> streamed;
   const models::Generated g = models::generate(*model, ids, o, rng, [&](int64_t source, int64_t t) {
     EXPECT_EQ(source, 0);
@@ -139,7 +139,7 @@ TEST(LlamaGenerate, GenerateReportsTokensAndStop) {
 
 TEST(LlamaGenerate, BadOptions) {
   REQUIRE_SMOLLM(256);
-  data::Rng rng(0);
+  Rng rng(0);
   models::GenerateOptions o;
   o.eos_id = -1;
   o.search = models::SearchKind::beam;

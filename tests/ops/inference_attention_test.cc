@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/f16.h"
+#include <attn/core/f16.h>
 #include "testing/testing.h"
 
 namespace attn {
@@ -103,8 +103,8 @@ TEST_P(GroupDecodeAttention, MatchesReferenceAttentionF32AndF16) {
   ops::store_f16(vbuf.data<float>(), c.Lk * c.ldk, v16.data());
   const Tensor kh = kbuf.clone(), vh = vbuf.clone();
   for (int64_t i = 0; i < c.Lk * c.ldk; ++i) {
-    kh.data<float>()[i] = kernels::round_to_f16(kh.data<float>()[i]);
-    vh.data<float>()[i] = kernels::round_to_f16(vh.data<float>()[i]);
+    kh.data<float>()[i] = round_to_f16(kh.data<float>()[i]);
+    vh.data<float>()[i] = round_to_f16(vh.data<float>()[i]);
   }
   ops::group_decode_attention_f16(q.data<float>(), c.G, k16.data(), v16.data(), c.ldk, c.Lk, c.D, scale,
                                   scratch.data(), out.data());

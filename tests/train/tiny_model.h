@@ -3,9 +3,9 @@
 //   a = causal attention; r = x + dropout(a·Woᵀ + bo); loss = cross_entropy(r·Whᵀ + bh, y)
 #pragma once
 
+#include <attn/core/params.h>
 #include <attn/ops/basic.h>
 #include <attn/ops/nn_functional.h>
-#include <attn/train/params.h>
 
 #include "testing/testing.h"
 

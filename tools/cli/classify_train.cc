@@ -13,7 +13,7 @@
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 #include <attn/data/batch.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/data/reader.h>
 #include <attn/data/split.h>
 #include <attn/io/files.h>
@@ -244,7 +244,7 @@ std::vector<std::vector<int64_t>> bucketed_batches(const std::vector<int64_t>& r
                                                    const std::vector<int64_t>& length, int64_t batch_size,
                                                    uint64_t seed, int64_t epoch) {
   std::vector<int64_t> order = rows;
-  data::Rng rng(data::mix_seed(seed, static_cast<uint64_t>(epoch)));
+  Rng rng(mix_seed(seed, static_cast<uint64_t>(epoch)));
   rng.shuffle(order);
   std::vector<std::vector<int64_t>> batches;
   const std::size_t pool = static_cast<std::size_t>(batch_size) * 50;

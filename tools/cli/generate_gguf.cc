@@ -130,7 +130,7 @@ int run_generate_gguf(const std::vector<std::string>& args) {
   ATTN_CHECK(static_cast<int64_t>(ids.size()) <= s.model.capacity(), "the prompt has ", ids.size(),
              " tokens; the context holds ", s.model.capacity(), " (--max-context, at most ",
              s.model.config().context, ")");
-  data::Rng rng(s.seed);
+  Rng rng(s.seed);
   print_stats(s, models::llama_generate_text(s.model, ids, s.text, rng));
   std::printf("\n");
   return 0;

@@ -1,5 +1,6 @@
 // attn: one binary, subcommands. Catches every error at main and prints the
 // message plus a hint; exits non-zero on failure.
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/version.h>
 
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   try {
+    attn::runtime_config();  // the ATTN_* variables, validated: a bad value is reported here
     for (const auto& c : attn::cli::commands())
       if (cmd == c.name) return c.run(args);
     std::fprintf(stderr, "attn: unknown command '%s'\n\n", cmd.c_str());

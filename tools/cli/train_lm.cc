@@ -3,7 +3,7 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/models/task_model.h>
 #include <attn/models/transformer.h>
 #include <attn/text/vocab.h>
@@ -191,7 +191,7 @@ int run_train_lm(const std::vector<std::string>& args) {
   const bool tty = isatty(fileno(stderr));
   while ((steps == 0 || done < steps) && (minutes <= 0 || elapsed() < minutes * 60)) {
     const train::StepResult r = trainer.step([&](const train::StepContext& ctx) {
-      data::Rng rng(train::step_seed(seed, ctx.step, ctx.micro));
+      Rng rng(train::step_seed(seed, ctx.step, ctx.micro));
       std::vector<int64_t> x, y;
       for (int64_t b = 0; b < B; ++b) {
         const int64_t s = static_cast<int64_t>(rng.below(static_cast<uint64_t>(max_start + 1)));

@@ -7,7 +7,7 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/data/batch.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/data/split.h>
 #include <attn/io/files.h>
 #include <attn/models/task_model.h>
@@ -141,7 +141,7 @@ std::vector<std::vector<int64_t>> bucketed_batches(const data::EncodedDataset& e
       out.emplace_back(it, it + std::min<std::ptrdiff_t>(batch, e - it));
     }
   }
-  data::Rng rng(data::mix_seed(seed ^ 0x5bd1e995u, static_cast<uint64_t>(epoch)));
+  Rng rng(mix_seed(seed ^ 0x5bd1e995u, static_cast<uint64_t>(epoch)));
   for (std::size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.next() % i]);
   return out;
 }

@@ -1,7 +1,8 @@
 // A fixed pool of worker threads and parallel_for over it.
 //
 // The pool size defaults to the number of cores (std::thread::hardware_concurrency)
-// or ATTN_NUM_THREADS when set; set_num_threads changes it at run time.
+// or ATTN_NUM_THREADS when set (runtime_config(), attn/core/config.h); set_num_threads changes it
+// at run time.
 // parallel_for hands out chunks dynamically (an atomic counter), so uneven
 // work such as causal attention rows balances itself. The calling thread takes
 // part as thread 0. Nested calls run serially on the calling thread.

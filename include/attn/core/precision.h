@@ -6,8 +6,8 @@
 //         twice the fp32 throughput, at bf16 input precision (relative error ~2^-9 per operand).
 //         Matrix-vector products and CPUs without AVX512_BF16 keep fp32.
 //
-// The first use reads ATTN_MATMUL_PRECISION=highest|fp32|bf16 from the environment (an unknown
-// value throws attn::Error); set_matmul_precision overrides it.
+// The default is ATTN_MATMUL_PRECISION=highest|fp32|bf16 (runtime_config(), attn/core/config.h; an
+// unknown value throws attn::Error); set_matmul_precision overrides it.
 #pragma once
 
 #include <string_view>
@@ -25,7 +25,7 @@ const char* matmul_precision_name(MatmulPrecision p);
 // "highest" or "fp32" → highest, "bf16" → bf16; anything else throws attn::Error naming the choices.
 MatmulPrecision parse_matmul_precision(std::string_view s);
 
-// Test hook: forget the setting, so that the next matmul_precision() reads the environment again.
+// Forgets set_matmul_precision: the next matmul_precision() is runtime_config().matmul_precision again.
 void reset_matmul_precision();
 
 }  // namespace attn

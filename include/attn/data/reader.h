@@ -115,7 +115,8 @@ struct DedupReport {
 // before splitting so that no text can be in both training and test data.
 Dataset deduplicate(const Dataset& dataset, DedupReport* report = nullptr);
 
-// $ATTN_DATA_DIR when set, else "../shared/data" (relative to the working directory).
+// $ATTN_DATA_DIR when set (runtime_config().data_dir), else "../shared/data" (relative to the
+// working directory).
 std::string default_data_dir();
 
 }  // namespace attn::data

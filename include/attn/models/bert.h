@@ -21,8 +21,8 @@
 // and mis-shaped tensor in one attn::Error.
 #pragma once
 
+#include <attn/core/random.h>
 #include <attn/core/tensor.h>
-#include <attn/data/random.h>
 #include <attn/io/json.h>
 #include <attn/text/wordpiece.h>
 
@@ -157,7 +157,7 @@ class SentenceEncoder {
   std::shared_ptr<const text::WordPieceTokenizer> tokenizer_;
 };
 
-// 64-bit FNV-1a of `bytes` (cache keys): the one in data/random.h.
-using data::fnv1a64;
+// 64-bit FNV-1a of `bytes` (cache keys): the one in core/random.h.
+using attn::fnv1a64;
 
 }  // namespace attn::models

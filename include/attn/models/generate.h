@@ -38,14 +38,14 @@
 // Sampling draws from softmax(logits / temperature) restricted to the top_k
 // largest logits and then to the smallest set of most probable tokens whose
 // probability sums to ≥ top_p (renormalised). Each source b has its own
-// generator data::Rng(data::mix_seed(seed, b)), so results are portable and
+// generator Rng(mix_seed(seed, b)), so results are portable and
 // reproducible for a given seed and batch order.
 //
 // Bad options or input throw attn::Error naming the expected and actual values.
 #pragma once
 
+#include <attn/core/random.h>
 #include <attn/core/tensor.h>
-#include <attn/data/random.h>
 #include <attn/models/transformer.h>
 
 #include <cstdint>
@@ -123,11 +123,11 @@ std::vector<Generated> generate(DecoderLM& model, const std::vector<std::vector<
 // the caller's generator (one sequence; a chat keeps one across its turns);
 // options.seed is unused.
 Generated generate(LlamaModel& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
-                   data::Rng& rng, const TokenCallback& on_token = {});
+                   Rng& rng, const TokenCallback& on_token = {});
 // The same loop from the logits the model's last call returned (LlamaModel::prefill or step, [V]):
 // generate() is prefill + this; callers that time the prompt pass apart call the two themselves.
 Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
-                        data::Rng& rng, const TokenCallback& on_token = {});
+                        Rng& rng, const TokenCallback& on_token = {});
 
 // The length penalty lp(n) above.
 double length_penalty(int64_t n, double alpha, LengthPenalty kind);
@@ -141,6 +141,6 @@ std::vector<double> sampling_distribution(const float* logits, int64_t V, double
 // One token drawn from sampling_distribution() with one rng.uniform() (the
 // sampler of generate(), also used by the GGUF models' CLI). logits: [V].
 int64_t sample_token(const float* logits, int64_t V, double temperature, int64_t top_k, double top_p,
-                     data::Rng& rng);
+                     Rng& rng);
 
 }  // namespace attn::models

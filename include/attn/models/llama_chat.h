@@ -5,7 +5,7 @@
 // turns of a conversation kept in the KV cache.
 #pragma once
 
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <attn/models/llama.h>
 
 #include <cstdint>
@@ -47,12 +47,12 @@ std::string llama_prompt_text(const LlamaModel& model, const std::string& prompt
 // (greedy, or sampled from rng), streaming the text to on_text. Stops at a stop token or when the KV
 // cache is full.
 LlamaReply llama_generate_text(LlamaModel& model, const std::vector<int32_t>& prompt_ids,
-                               const LlamaTextOptions& options, data::Rng& rng);
+                               const LlamaTextOptions& options, Rng& rng);
 
 // A conversation: each turn is appended to the KV cache (the whole conversation stays in it).
 class LlamaChat {
  public:
-  // system: the system message (empty: the template's default); sampling draws from data::Rng(seed)
+  // system: the system message (empty: the template's default); sampling draws from Rng(seed)
   // for the whole conversation.
   LlamaChat(LlamaModel& model, std::string system, LlamaTextOptions options, uint64_t seed);
 
@@ -70,7 +70,7 @@ class LlamaChat {
   LlamaModel& model_;
   std::string system_;
   LlamaTextOptions options_;
-  data::Rng rng_;
+  Rng rng_;
   bool first_ = true;
 };
 

@@ -13,9 +13,9 @@
 // so one file is enough to rebuild the model, its tokenizer and its labels.
 #pragma once
 
+#include <attn/core/params.h>
 #include <attn/io/json.h>
 #include <attn/models/transformer.h>
-#include <attn/train/params.h>
 
 #include <string>
 

@@ -12,9 +12,9 @@
 // the model (see docs/models_transformer.md for the scheme per module).
 #pragma once
 
+#include <attn/core/params.h>
+#include <attn/core/random.h>
 #include <attn/core/tensor.h>
-#include <attn/data/random.h>
-#include <attn/train/params.h>
 
 #include <cstdint>
 #include <map>
@@ -24,7 +24,7 @@
 
 namespace attn::nn {
 
-using attn::NamedParams;  // include/attn/train/params.h: shared with optimizers and checkpoints
+using attn::NamedParams;  // include/attn/core/params.h: shared with optimizers and checkpoints
 
 // Deterministic parameter initialisation (portable: xoshiro256** + Box-Muller).
 class InitRng {
@@ -37,7 +37,7 @@ class InitRng {
   void xavier_uniform(Tensor& t);
 
  private:
-  attn::data::Rng rng_;
+  attn::Rng rng_;
 };
 
 class Module {

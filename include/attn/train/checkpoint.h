@@ -24,7 +24,7 @@
 
 #include <attn/io/json.h>
 #include <attn/train/optim.h>
-#include <attn/train/params.h>
+#include <attn/core/params.h>
 #include <attn/train/schedule.h>
 
 #include <cstdint>

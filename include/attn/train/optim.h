@@ -14,7 +14,7 @@
 // and load_state_tensors() copies them back (shapes validated).
 #pragma once
 
-#include <attn/train/params.h>
+#include <attn/core/params.h>
 
 #include <cstdint>
 #include <functional>

@@ -1,7 +1,7 @@
 // Decode-step attention: the double reference, the portable path and the dispatch.
 #include "kernels/cpu/group_decode_attention.h"
 
-#include <attn/io/safetensors.h>  // io::f16_to_f32
+#include <attn/core/f16.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,22 +14,7 @@ namespace attn::kernels {
 
 namespace {
 inline float to_float(float x) { return x; }
-inline float to_float(uint16_t h) { return io::f16_to_f32(h); }
-
-// x (finite or not) → the nearest IEEE half's bits, ties to even; overflow gives ±inf.
-uint16_t float_to_f16_bits(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  const uint32_t sign = (b >> 16) & 0x8000u;
-  const float a = std::fabs(x);
-  if (std::isnan(x)) return static_cast<uint16_t>(sign | 0x7e00u);
-  if (a >= 65520.0f) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (a < 6.103515625e-05f)                                         // subnormal halves: steps of 2^-24
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
-  std::memcpy(&b, &a, 4);
-  b += 0xfffu + ((b >> 13) & 1u);  // round the 13 dropped mantissa bits to nearest even
-  return static_cast<uint16_t>(sign | (((b >> 23) - 112u) << 10) | ((b >> 13) & 0x3ffu));
-}
+inline float to_float(uint16_t h) { return f16_to_f32(h); }
 
 template <typename T>
 void decode_scalar(const float* q, int64_t G, const T* k, const T* v, int64_t ldk, int64_t Lk, int64_t D,
@@ -113,7 +98,7 @@ void f32_to_f16(const float* x, int64_t n, uint16_t* out) {
     detail::f32_to_f16_avx512(x, n, out);
     return;
   }
-  for (int64_t i = 0; i < n; ++i) out[i] = float_to_f16_bits(x[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = attn::f32_to_f16(x[i]);
 }
 }  // namespace cpu
 }  // namespace attn::kernels

@@ -1,9 +1,9 @@
 #include "kernels/cpu/isa.h"
 
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cpu/attention_cpu.h"
@@ -25,18 +25,14 @@ Isa detect() {
   return Isa::scalar;
 }
 
-// min(detected, ATTN_ISA); an unknown or higher ATTN_ISA value leaves the detected set.
+// min(detected, ATTN_ISA); a higher ATTN_ISA value leaves the detected set (runtime_config() has
+// rejected unknown ones).
 Isa from_env(Isa detected) {
-  const char* env = std::getenv("ATTN_ISA");
-  if (!env) return detected;
-  const std::string s(env);
-  Isa want = detected;
-  if (s == "scalar")
-    want = Isa::scalar;
-  else if (s == "avx2")
-    want = Isa::avx2;
-  else if (s == "avx512")
-    want = Isa::avx512;
+  const std::optional<IsaLimit> limit = runtime_config().isa;
+  if (!limit) return detected;
+  const Isa want = *limit == IsaLimit::scalar ? Isa::scalar
+                   : *limit == IsaLimit::avx2 ? Isa::avx2
+                                              : Isa::avx512;
   return static_cast<int>(want) < static_cast<int>(detected) ? want : detected;
 }
 

@@ -2,15 +2,14 @@
 #include "kernels/cpu/qdot.h"
 
 #include <attn/core/error.h>
+#include <attn/core/f16.h>
 #include <attn/core/parallel.h>
-#include <attn/io/safetensors.h>  // io::f16_to_f32
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
-#include "kernels/f16.h"
 
 namespace attn::kernels {
 namespace {
@@ -71,10 +70,10 @@ void qdot_unpack(QFormat f, const std::byte* packed, int64_t N, int64_t K, float
   for (int64_t n = 0; n < N; ++n) {
     const std::byte* row = packed + n * rb;
     for (int64_t b = 0; b < nb; ++b) {
-      const float d = io::f16_to_f32(load_u16(row + 2 * b));
+      const float d = f16_to_f32(load_u16(row + 2 * b));
       float* o = out + n * K + b * kQBlock;
       if (f == QFormat::q4_1) {
-        const float m = io::f16_to_f32(load_u16(row + 2 * nbp + 2 * b));
+        const float m = f16_to_f32(load_u16(row + 2 * nbp + 2 * b));
         const auto* pair = reinterpret_cast<const uint8_t*>(row + 4 * nbp) + (b / 2) * 32;
         for (int j = 0; j < 32; ++j) o[j] = static_cast<float>((pair[j] >> ((b % 2) * 4)) & 0xf) * d + m;
       } else {
@@ -92,13 +91,13 @@ T row_dot(QFormat f, const std::byte* row, int64_t K, const int8_t* q, const flo
   const int64_t nb = K / kQBlock, nbp = q8_padded_blocks(K);
   T acc = 0;
   for (int64_t b = 0; b < nb; ++b) {
-    const T dw = io::f16_to_f32(load_u16(row + 2 * b));
+    const T dw = f16_to_f32(load_u16(row + 2 * b));
     int32_t isum = 0;
     if (f == QFormat::q4_1) {
       const auto* pair = reinterpret_cast<const uint8_t*>(row + 4 * nbp) + (b / 2) * 32;
       const int shift = (b % 2) * 4;
       for (int j = 0; j < 32; ++j) isum += ((pair[j] >> shift) & 0xf) * q[b * 32 + j];
-      const T mw = io::f16_to_f32(load_u16(row + 2 * nbp + 2 * b));
+      const T mw = f16_to_f32(load_u16(row + 2 * nbp + 2 * b));
       acc += dw * static_cast<T>(d[b]) * static_cast<T>(isum) + mw * static_cast<T>(s[b]);
     } else {
       const auto* qw = reinterpret_cast<const uint8_t*>(row + 2 * nbp) + b * 32;

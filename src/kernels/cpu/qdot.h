@@ -20,11 +20,12 @@
 //   Q8_0: y = Σ_b dw·d[b]·Σ_i wq[i]·q[i]
 #pragma once
 
+#include <attn/core/f16.h>
+
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu/qmatmul.h"
-#include "kernels/f16.h"
 
 namespace attn::kernels {
 

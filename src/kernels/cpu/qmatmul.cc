@@ -2,8 +2,8 @@
 #include "kernels/cpu/qmatmul.h"
 
 #include <attn/core/error.h>
+#include <attn/core/f16.h>
 #include <attn/core/parallel.h>
-#include <attn/io/safetensors.h>  // io::f16_to_f32
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +18,7 @@ namespace {
 float half_to_float(const std::byte* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
-  return io::f16_to_f32(h);
+  return f16_to_f32(h);
 }
 
 // One block's 32 weights, w[i] = d·q + m (Q4_1) or d·q (Q8_0), in float (the value ggml's dequantize gives).

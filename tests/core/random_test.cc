@@ -2,13 +2,13 @@
 // against an independent Python implementation, unbiased bounded integers,
 // shuffles that are permutations.
 #include <attn/core/error.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
 
-namespace attn::data {
+namespace attn {
 namespace {
 
 TEST(Random, Splitmix64ReferenceValue) {
@@ -81,4 +81,4 @@ TEST(Random, Fnv1aReferenceValues) {
 }
 
 }  // namespace
-}  // namespace attn::data
+}  // namespace attn

@@ -1,4 +1,6 @@
-// Portable pseudo-random numbers for data handling (splits, epoch order).
+// Portable pseudo-random numbers for the whole tree: data splits and epoch order,
+// parameter initialisation (nn::InitRng), sampling (models::generate), training
+// seeds (train::TrainRng), hashes for cache keys and checksums.
 //
 // The same seed gives the same numbers on every machine and compiler: the
 // generator is xoshiro256** (Blackman and Vigna) seeded through splitmix64,
@@ -14,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace attn::data {
+namespace attn {
 
 // One step of splitmix64: advances `state` and returns the next output.
 uint64_t splitmix64(uint64_t& state);
@@ -46,4 +48,4 @@ uint64_t mix_seed(uint64_t a, uint64_t b);
 inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 uint64_t fnv1a64(std::string_view bytes, uint64_t hash = kFnvOffset);
 
-}  // namespace attn::data
+}  // namespace attn

@@ -1,7 +1,7 @@
 #include <attn/core/error.h>
-#include <attn/data/random.h>
+#include <attn/core/random.h>
 
-namespace attn::data {
+namespace attn {
 namespace {
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
@@ -63,4 +63,4 @@ uint64_t fnv1a64(std::string_view bytes, uint64_t hash) {
   return hash;
 }
 
-}  // namespace attn::data
+}  // namespace attn
