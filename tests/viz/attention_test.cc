@@ -4,6 +4,7 @@
 // the heatmap of them, and the summary of `attn attention` (0-based layers and heads).
 #include <attn/core/error.h>
 #include <attn/io/model_files.h>
+#include <attn/tasks/attention.h>
 #include <attn/viz/attention.h>
 #include <attn/viz/view.h>
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@ namespace attn::viz {
 namespace {
 
 using namespace attn::viz::testing;
+using tasks::model_attention;
 
 #define REQUIRE_MINILM()                                                                     \
   if (!io::find_minilm())                                                                    \

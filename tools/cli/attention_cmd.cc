@@ -2,9 +2,11 @@
 // pretrained model on one text (captured from the fused kernel): a per-layer,
 // per-head summary in the terminal and, with --export FILE, the JSON export
 // that bertviz and `attn view` read (per layer [1, H, N, N] plus tokens).
-// The work is library code: include/attn/viz/attention.h.
+// The work is library code: include/attn/tasks/attention.h (running the model) and
+// include/attn/viz/attention.h (the summary).
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/tasks/attention.h>
 #include <attn/viz/attention.h>
 
 #include <cstdio>
@@ -59,11 +61,11 @@ int run_attention(const std::vector<std::string>& raw) {
   }
   ATTN_CHECK(sa.positionals.size() == 1, "expected one text (quote it); got ", sa.positionals.size());
   if (opts.has("threads")) set_num_threads(static_cast<int>(opts.integer("threads", 1, 1024)));
-  viz::ModelAttentionOptions mo;
+  tasks::ModelAttentionOptions mo;
   if (opts.has("model")) mo.model = opts.str("model");
   mo.text = sa.positionals[0];
   mo.note = [](const std::string& n) { std::fprintf(stderr, "attn attention: %s\n", n.c_str()); };
-  const viz::Export e = viz::model_attention(mo);
+  const viz::Export e = tasks::model_attention(mo);
   const viz::AttentionSet& s = e.sets.front();
   viz::SummaryOptions so;
   if (opts.has("layer")) so.layer = opts.integer("layer", 0, static_cast<int64_t>(s.layers.size()) - 1);

@@ -11,7 +11,6 @@
 #include <attn/viz/export.h>
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 namespace attn::viz {
@@ -32,18 +31,6 @@ Export export_translation(const models::Translation& t, const models::AttentionC
 // (truncated to the encoder's max_seq_length; `truncated`, when given, says so).
 Export export_bert_attention(const models::SentenceEncoder& enc, const std::string& model_name,
                              const std::string& text, bool* truncated = nullptr);
-
-struct ModelAttentionOptions {
-  // "minilm" / "all-MiniLM-L6-v2", "smollm2" / "SmolLM2-135M-Instruct", a Llama
-  // .gguf file, or a folder holding a BERT model (config.json, model.safetensors, vocab.txt).
-  std::string model = "minilm";
-  std::string text;
-  int64_t max_context = 512;  // Llama: the most prompt tokens
-  // "note: the text is longer than 256 tokens and was truncated"
-  std::function<void(const std::string&)> note;
-};
-// Runs the model on the text and returns its exact attention (captured from the kernels).
-Export model_attention(const ModelAttentionOptions& o);
 
 struct SummaryOptions {
   int64_t layer = -1;  // -1: every layer

@@ -1,0 +1,52 @@
+// `attn attention`: a named pretrained model's attention on one text
+// (include/attn/tasks/attention.h).
+#include <attn/core/error.h>
+#include <attn/io/model_files.h>
+#include <attn/models/llama.h>
+#include <attn/tasks/attention.h>
+#include <attn/tasks/embed.h>
+#include <attn/viz/attention.h>
+
+#include <string>
+#include <vector>
+
+namespace attn::tasks {
+namespace {
+
+using viz::Export;
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// SmolLM2 (or another Llama GGUF): the prompt's causal self-attention, tokens as llama.cpp splits them.
+Export llama_attention(const std::string& gguf, const std::string& model_name, const std::string& text,
+                       int64_t max_context) {
+  models::LlamaOptions o;
+  o.max_context = max_context;
+  models::LlamaModel m = models::LlamaModel::load(gguf, o);
+  const std::vector<int32_t> ids = m.tokenizer().encode(text, false, true);
+  ATTN_CHECK(!ids.empty() && static_cast<int64_t>(ids.size()) <= o.max_context, "the text has ", ids.size(),
+             " tokens; expected 1 to ", o.max_context);
+  return viz::export_llama_attention(m.attention_weights(ids), model_name, text);
+}
+
+}  // namespace
+
+Export model_attention(const ModelAttentionOptions& o) {
+  const std::string& model = o.model;
+  if (model == "smollm2" || model == "SmolLM2-135M-Instruct")
+    return llama_attention(io::require_smollm2_gguf(), "SmolLM2-135M-Instruct", o.text, o.max_context);
+  if (ends_with(model, ".gguf"))
+    return llama_attention(io::require_smollm2_gguf(model), "SmolLM2-135M-Instruct", o.text, o.max_context);
+  // all-MiniLM-L6-v2, or a folder holding a BERT model (config.json, model.safetensors, vocab.txt).
+  const bool minilm = model == "minilm" || model == "all-MiniLM-L6-v2";
+  const models::SentenceEncoder& enc = load_encoder(minilm ? "" : model);
+  bool truncated = false;
+  Export e = viz::export_bert_attention(enc, minilm ? "all-MiniLM-L6-v2" : model, o.text, &truncated);
+  if (truncated && o.note)
+    o.note("note: the text is longer than " + std::to_string(enc.max_seq_length()) + " tokens and was truncated");
+  return e;
+}
+
+}  // namespace attn::tasks
