@@ -11,7 +11,7 @@
 
 #include "explain_internal.h"
 
-namespace attn::cli::explain {
+namespace attn::teach {
 namespace {
 
 // The tile the memory model assumes for a fused kernel: Br query rows × Bc keys.
@@ -38,7 +38,7 @@ int64_t add(int64_t a, int64_t b) {
 
 }  // namespace
 
-void cost(const CostParams& p, Report& r) {
+void cost(const CostOptions& p, Page& r) {
   ATTN_CHECK(p.heads >= 1 && p.d % p.heads == 0, "--heads must divide --d (d_model = ", p.d,
              "); got --heads ", p.heads, " (", p.d, " / ", p.heads, " is not a whole number)");
   const int64_t B = p.batch, N = p.n, D = p.d, H = p.heads, dk = D / H;
@@ -96,11 +96,11 @@ void cost(const CostParams& p, Report& r) {
   r.heading("Every step");
   {
     text::Table t({{"step", text::Align::left},
-             {"operation", text::Align::left},
-             {"result shape", text::Align::left},
-             {"FLOPs", text::Align::right},
-             {"", text::Align::right},
-             {"result size", text::Align::right}});
+                   {"operation", text::Align::left},
+                   {"result shape", text::Align::left},
+                   {"FLOPs", text::Align::right},
+                   {"", text::Align::right},
+                   {"result size", text::Align::right}});
     for (const auto& s : steps)
       t.row({s.name, s.op, s.shape, with_commas(s.flops), human_count(static_cast<double>(s.flops)),
              s.bytes ? human_bytes(static_cast<double>(s.bytes)) : "in place"});
@@ -118,7 +118,10 @@ void cost(const CostParams& p, Report& r) {
 
   r.heading("Memory: the N x N score matrix");
   {
-    text::Table t({{"", text::Align::left}, {"formula", text::Align::left}, {"bytes", text::Align::right}, {"", text::Align::right}});
+    text::Table t({{"", text::Align::left},
+                   {"formula", text::Align::left},
+                   {"bytes", text::Align::right},
+                   {"", text::Align::right}});
     t.row({"naive: full score matrix", "B·h·N·N·4", with_commas(naive_scores),
            human_bytes(static_cast<double>(naive_scores))});
     t.row({"fused: per-thread tiles", "threads·(Br·Bc + Br·d_k + 2·Br)·4", with_commas(fused_scratch),
@@ -142,9 +145,9 @@ void cost(const CostParams& p, Report& r) {
                      : std::string("At this small N the naive matrix is smaller than the tiles.")));
   {
     text::Table t({{"N", text::Align::right},
-             {"naive scores", text::Align::right},
-             {"fused scratch", text::Align::right},
-             {"Q, K, V", text::Align::right}});
+                   {"naive scores", text::Align::right},
+                   {"fused scratch", text::Align::right},
+                   {"Q, K, V", text::Align::right}});
     for (int64_t f : {1, 2, 4, 8}) {
       int64_t n2 = 0;
       if (__builtin_mul_overflow(N, f, &n2)) break;
@@ -161,33 +164,40 @@ void cost(const CostParams& p, Report& r) {
   r.heading("Which kernel attn chooses (attn::choose_backend)");
   r.para("backend: " + backend + "\nreason:  " + choice.reason);
 
-  Json& j = r.json;
-  j.set("mode", "cost");
-  j.set("batch", B).set("n", N).set("d_model", D).set("heads", H).set("d_k", dk).set("causal", p.causal);
-  j.set("pairs_per_head", pairs);
-  Json js = Json::array();
+  json::Value& j = r.json;
+  j.set("mode", jv("cost"));
+  j.set("batch", jv(B));
+  j.set("n", jv(N));
+  j.set("d_model", jv(D));
+  j.set("heads", jv(H));
+  j.set("d_k", jv(dk));
+  j.set("causal", jv(p.causal));
+  j.set("pairs_per_head", jv(pairs));
+  json::Value js = json::Value::array();
   for (const auto& s : steps) {
-    Json e = Json::object();
-    e.set("step", s.name)
-        .set("operation", s.op)
-        .set("shape", s.shape)
-        .set("flops", s.flops)
-        .set("bytes", s.bytes);
-    js.push(std::move(e));
+    json::Value e = json::Value::object();
+    e.set("step", jv(s.name));
+    e.set("operation", jv(s.op));
+    e.set("shape", jv(s.shape));
+    e.set("flops", jv(s.flops));
+    e.set("bytes", jv(s.bytes));
+    js.push_back(std::move(e));
   }
-  j.set("steps", std::move(js));
-  j.set("flops_total", total).set("exp_count", exps);
-  Json mem = Json::object();
-  mem.set("naive_scores_bytes", naive_scores)
-      .set("fused_scratch_bytes", fused_scratch)
-      .set("threads", static_cast<int64_t>(threads))
-      .set("tile", Json::integers({br, bc}))
-      .set("lse_bytes", lse_bytes)
-      .set("qkv_bytes", qkv_bytes);
-  j.set("memory", std::move(mem));
-  Json be = Json::object();
-  be.set("backend", backend).set("reason", choice.reason);
-  j.set("backend", std::move(be));
+  j.set("steps", jv(std::move(js)));
+  j.set("flops_total", jv(total));
+  j.set("exp_count", jv(exps));
+  json::Value mem = json::Value::object();
+  mem.set("naive_scores_bytes", jv(naive_scores));
+  mem.set("fused_scratch_bytes", jv(fused_scratch));
+  mem.set("threads", jv(static_cast<int64_t>(threads)));
+  mem.set("tile", jv(integers({br, bc})));
+  mem.set("lse_bytes", jv(lse_bytes));
+  mem.set("qkv_bytes", jv(qkv_bytes));
+  j.set("memory", jv(std::move(mem)));
+  json::Value be = json::Value::object();
+  be.set("backend", jv(backend));
+  be.set("reason", jv(choice.reason));
+  j.set("backend", jv(std::move(be)));
 }
 
-}  // namespace attn::cli::explain
+}  // namespace attn::teach
