@@ -50,9 +50,16 @@ double rho(const std::vector<double>& att, const std::vector<double>& attributio
   return models::spearman(without_cls(att), without_cls(absolute(attribution)));
 }
 
-json::Value finite_numbers(const std::vector<double>& v) {
+// The numbers of `what` as a JSON array. NaN or infinity (a model whose
+// outputs are not finite) is an error: JSON cannot hold it, and writing
+// anything else in its place would pass a broken report off as a real one.
+json::Value finite_numbers(const std::vector<double>& v, const char* what) {
   std::vector<json::Value> items;
-  for (double x : v) items.push_back(json::Value::number(std::isfinite(x) ? x : 0.0));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    ATTN_CHECK(std::isfinite(v[i]), "attribution: ", what, "[", i, "] is ", v[i],
+               "; expected a finite number (are the model's outputs finite?)");
+    items.push_back(json::Value::number(v[i]));
+  }
   return json::Value::array(std::move(items));
 }
 
@@ -159,22 +166,22 @@ json::Value attribution_json(const AttributionInput& input, const AttributionRes
   j.set("text", json::Value::string(input.text));
   j.set("label", json::Value::string(input.labels[a.predicted]));
   j.set("target", json::Value::string(input.labels[a.target]));
-  j.set("probabilities", finite_numbers(a.probs));
-  j.set("logits", finite_numbers(a.logits));
+  j.set("probabilities", finite_numbers(a.probs, "probabilities"));
+  j.set("logits", finite_numbers(a.logits, "logits"));
   j.set("labels", strings(input.labels));
   j.set("tokens", strings(input.tokens));
   j.set("truncated", json::Value::boolean(input.truncated));
   json::Value att = json::Value::object();
-  att.set("last_layer", finite_numbers(r.attention_last));
-  att.set("mean_over_layers", finite_numbers(r.attention_mean));
+  att.set("last_layer", finite_numbers(r.attention_last, "attention last layer"));
+  att.set("mean_over_layers", finite_numbers(r.attention_mean, "attention mean over layers"));
   std::vector<json::Value> per_layer;
-  for (const auto& l : a.cls_attention) per_layer.push_back(finite_numbers(l));
+  for (const auto& l : a.cls_attention) per_layer.push_back(finite_numbers(l, "attention of a layer"));
   att.set("layers", json::Value::array(std::move(per_layer)));
   j.set("attention", std::move(att));
   json::Value at = json::Value::object();
-  at.set("ig", finite_numbers(a.integrated_gradients));
-  at.set("input_x_grad", finite_numbers(a.input_x_grad));
-  at.set("input_x_grad_norm", finite_numbers(a.input_x_grad_norm));
+  at.set("ig", finite_numbers(a.integrated_gradients, "integrated gradients"));
+  at.set("input_x_grad", finite_numbers(a.input_x_grad, "input x gradient"));
+  at.set("input_x_grad_norm", finite_numbers(a.input_x_grad_norm, "input x gradient norm"));
   at.set("baseline", json::Value::string(models::baseline_name(a.baseline)));
   at.set("steps", json::Value::integer(a.steps));
   at.set("f_input", json::Value::number(a.f_input));
