@@ -46,39 +46,58 @@ bool uniform(const std::vector<double>& w) {
 
 int64_t top_index(const std::vector<double>& w) { return std::max_element(w.begin(), w.end()) - w.begin(); }
 
-}  // namespace
+// Multi-head attention of one query: the arithmetic (computed on
+// construction) and the sections of the text and the JSON written from it.
+struct MultiHead {
+  MultiHead(const Example& example, int64_t query, int64_t head_count);
 
-void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
-  const int64_t N = ex.n(), dm = ex.d_model();
+  std::string head_label(int64_t h) const { return "head " + std::to_string(h); }
+  std::vector<std::string> head_dims(int64_t h) const {
+    return std::vector<std::string>(ex.dims.begin() + h * dk, ex.dims.begin() + (h + 1) * dk);
+  }
+  void intro(Page& r) const;
+  void shapes_and_split(Page& r) const;  // the shapes, steps 1-2
+  void step3(Page& r) const;             // each head's weights
+  void steps4and5(Page& r) const;        // head outputs, concatenation, W_O
+  json::Value engine(Page& r) const;     // one engine call for all heads; its JSON
+  void to_json(Page& r, json::Value engine_json) const;
+
+  const Example& ex;
+  int64_t qi, heads, N, dm, dk;
+  std::string qw;
+  Mat Q, K, V;                 // [N, d_model]
+  std::vector<HeadResult> hr;  // per head
+  std::vector<double> concat;  // [d_model]
+  std::vector<double> out;     // concat · W_O: [d_model]
+  std::string Ns, D, H, Dk;    // the sizes as text
+};
+
+MultiHead::MultiHead(const Example& example, int64_t query, int64_t head_count)
+    : ex(example), qi(query), heads(head_count), N(example.n()), dm(example.d_model()) {
   ATTN_CHECK(heads >= 1 && dm % heads == 0, "--heads must divide d_model = ", dm, " (1, 2, 4 or 8); got ",
              heads);
-  const int64_t dk = dm / heads;
-  const std::string& qw = ex.words[qi];
-  const Mat Q = matmul(ex.X, ex.WQ), K = matmul(ex.X, ex.WK), V = matmul(ex.X, ex.WV);  // [N, d_model]
-
-  std::vector<HeadResult> hr;
+  dk = dm / heads;
+  qw = ex.words[qi];
+  Q = matmul(ex.X, ex.WQ), K = matmul(ex.X, ex.WK), V = matmul(ex.X, ex.WV);
   for (int64_t h = 0; h < heads; ++h) hr.push_back(attend(Q, K, V, qi, h * dk, dk));
-  std::vector<double> concat;  // [d_model]
   for (const auto& h : hr) concat.insert(concat.end(), h.out.begin(), h.out.end());
-  std::vector<double> out(dm, 0.0);  // concat · W_O: [d_model]
+  out.assign(dm, 0.0);
   for (int64_t c = 0; c < dm; ++c)
     for (int64_t d = 0; d < dm; ++d) out[c] += concat[d] * ex.WO(d, c);
+  Ns = dim_text(N), D = dim_text(dm), H = dim_text(heads), Dk = dim_text(dk);
+}
 
-  const std::string Ns = dim_text(N), D = dim_text(dm), H = dim_text(heads), Dk = dim_text(dk);
-  auto head_label = [&](int64_t h) { return "head " + std::to_string(h); };
-  auto head_dims = [&](int64_t h) {
-    return std::vector<std::string>(ex.dims.begin() + h * dk, ex.dims.begin() + (h + 1) * dk);
-  };
-
+void MultiHead::intro(Page& r) const {
   r.title("attn explain --multi-head: " + H + " head" + (heads > 1 ? "s" : "") + " side by side");
   r.para(
-      "  MultiHead(X) = Concat(head_1, ..., head_h) · W_O,   head_i = Attention(X·W_Q_i, X·W_K_i, "
+      "  MultiHead(X) = Concat(head_0, ..., head_(h-1)) · W_O,   head_i = Attention(X·W_Q_i, X·W_K_i, "
       "X·W_V_i)\n\n"
       "One head can only make one weighting per word. With h heads, Q, K and V (width d_model) are cut\n"
       "into h slices of d_k = d_model / h columns; each head attends on its own slice, and W_O mixes the\n"
       "concatenated results back into d_model features.");
   r.line("Sentence:   " + join_words(ex.words) + "   (N = " + Ns + " tokens)");
-  r.line("Query word: " + qw + "   (position " + std::to_string(qi) + ", from 0)");
+  r.line("Query word: " + qw + "   (position " + std::to_string(qi) + " of " + std::to_string(N) +
+         ", counting from 0)");
   r.line("Sizes:      d_model = " + D + ", h = " + H + " heads, d_k = d_model / h = " + D + " / " + H +
          " = " + Dk);
   r.line();
@@ -87,7 +106,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
               ? " (hand-chosen, as in the\ndefault walkthrough; its single head is head 0 when h = 2)."
               : "; X comes from the seeded\ngenerator (seed " + std::to_string(ex.seed) + ").") +
          " Everything else is computed.");
+}
 
+void MultiHead::shapes_and_split(Page& r) const {
   // Shapes, for the whole computation.
   r.heading("Shapes at every step");
   {
@@ -109,7 +130,7 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
   // Step 1-2: Q, K, V with their head slices.
   r.heading("Steps 1-2. Project, then split the columns into " + H + " head" + (heads > 1 ? "s" : ""));
   r.para("Q = X·W_Q, K = X·W_K, V = X·W_V: [" + Ns + ", " + D + "]. Head i gets columns " +
-         "(i-1)·d_k .. i·d_k - 1, that is [" + Ns + ", " + Dk + "] each:");
+         "i·d_k .. (i+1)·d_k - 1 (heads from 0), that is [" + Ns + ", " + Dk + "] each:");
   for (const auto& [name, m] : {std::pair<std::string, const Mat*>{"Q", &Q}, {"K", &K}, {"V", &V}}) {
     std::vector<text::Table::Column> cols = {{name, text::Align::left}};
     for (int64_t d = 0; d < dm; ++d) cols.push_back({ex.dims[d], text::Align::right});
@@ -123,7 +144,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
     }
     r.table(t);
   }
+}
 
+void MultiHead::step3(Page& r) const {
   // Step 3: each head's weights for the query word, side by side.
   r.heading("Step 3. Each head's attention weights for " + qw + ", side by side");
   r.para("Each column is softmax(q_i · K_iᵀ / √" + Dk + ") of one head (its own scores, its own softmax).");
@@ -164,7 +187,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
     }
     r.para(s);
   }
+}
 
+void MultiHead::steps4and5(Page& r) const {
   // Step 4: head outputs and concatenation.
   r.heading("Step 4. Head outputs z_i = weights_i · V_i, concatenated");
   {
@@ -203,7 +228,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
     t.row(o);
     r.table(t);
   }
+}
 
+json::Value MultiHead::engine(Page& r) const {
   // Engine: all heads in one call, q/k/v as non-contiguous views [1, h, N, d_k] of [1, N, h, d_k].
   r.heading("Engine check: one attn::attention call for all heads");
   r.para("Q, K, V [" + Ns + ", " + D +
@@ -259,7 +286,10 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
     runs.push_back(std::move(run));
   }
   json::Value engine_json = report_engine(r, runs, "(steps 3 and 4)");
+  return engine_json;
+}
 
+void MultiHead::to_json(Page& r, json::Value engine_json) const {
   json::Value& j = r.json;
   j.set("mode", jv("multi_head"));
   j.set("illustrative_inputs", jv(true));
@@ -296,6 +326,18 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
   j.set("concat", jv(numbers(concat)));
   j.set("output", jv(numbers(out)));
   j.set("engine", jv(std::move(engine_json)));
+}
+
+}  // namespace
+
+void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
+  const MultiHead m(ex, qi, heads);
+  m.intro(r);
+  m.shapes_and_split(r);
+  m.step3(r);
+  m.steps4and5(r);
+  json::Value engine_json = m.engine(r);
+  m.to_json(r, std::move(engine_json));
 }
 
 }  // namespace attn::teach

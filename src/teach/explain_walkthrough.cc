@@ -106,33 +106,60 @@ std::string components(const std::vector<double>& v, const std::vector<std::stri
   return s.empty() ? "nothing (all zero)" : s;
 }
 
-}  // namespace
+// The walkthrough of one query: the arithmetic, step by step (computed on
+// construction), and the sections of the text and the JSON written from it.
+struct Walk {
+  Walk(const Example& example, int64_t query);
 
-void walkthrough(const Example& ex, int64_t qi, Page& r) {
-  const int64_t N = ex.n(), dm = ex.d_model(), dk = kSingleHeadDk;
-  const std::string& qw = ex.words[qi];
-  const std::vector<std::string> dims = first(ex.dims, dk);
-  const Mat WQ = ex.WQ.cols_slice(0, dk), WK = ex.WK.cols_slice(0, dk), WV = ex.WV.cols_slice(0, dk);
-  const Mat Q = matmul(ex.X, WQ), K = matmul(ex.X, WK), V = matmul(ex.X, WV);  // [N, dk] each
-  const std::vector<double> q = Q.row(qi);
+  void intro(Page& r) const;
+  void step1(Page& r) const;      // inputs and projections
+  void steps2to5(Page& r) const;  // scores, scale, exp, normalise
+  void step6(Page& r) const;      // the output
+  void ranking_text(Page& r) const;
+  json::Value engine(Page& r) const;  // the engine check; its JSON
+  void to_json(Page& r, json::Value engine_json) const;
 
-  // ---- the arithmetic, step by step ----
-  std::vector<double> score(N), scaled(N), ex_(N), weight(N);
-  const double sqrt_dk = std::sqrt(static_cast<double>(dk));
+  const Example& ex;
+  int64_t qi, N, dm, dk;
+  std::string qw;
+  std::vector<std::string> dims;
+  Mat WQ, WK, WV, Q, K, V;  // W: [d_model, dk]; Q, K, V: [N, dk]
+  std::vector<double> q, score, scaled, ex_, weight, out;
+  double sqrt_dk = 0, exp_sum = 0, weight_sum = 0;
+  std::vector<int64_t> order;
+  int qd = 2;  // decimals that show Q, K, V exactly
+};
+
+Walk::Walk(const Example& example, int64_t query)
+    : ex(example), qi(query), N(example.n()), dm(example.d_model()), dk(kSingleHeadDk) {
+  qw = ex.words[qi];
+  dims = first(ex.dims, dk);
+  WQ = ex.WQ.cols_slice(0, dk), WK = ex.WK.cols_slice(0, dk), WV = ex.WV.cols_slice(0, dk);
+  Q = matmul(ex.X, WQ), K = matmul(ex.X, WK), V = matmul(ex.X, WV);
+  q = Q.row(qi);
+  score.assign(N, 0.0), scaled.assign(N, 0.0), ex_.assign(N, 0.0), weight.assign(N, 0.0);
+  sqrt_dk = std::sqrt(static_cast<double>(dk));
   for (int64_t j = 0; j < N; ++j) {
     score[j] = dot(q, K.row(j));
     scaled[j] = score[j] / sqrt_dk;
     ex_[j] = std::exp(scaled[j]);
   }
-  const double exp_sum = std::accumulate(ex_.begin(), ex_.end(), 0.0);
+  exp_sum = std::accumulate(ex_.begin(), ex_.end(), 0.0);
   for (int64_t j = 0; j < N; ++j) weight[j] = ex_[j] / exp_sum;
-  const double weight_sum = std::accumulate(weight.begin(), weight.end(), 0.0);
-  std::vector<double> out(dk, 0.0);
+  weight_sum = std::accumulate(weight.begin(), weight.end(), 0.0);
+  out.assign(dk, 0.0);
   for (int64_t j = 0; j < N; ++j)
     for (int64_t d = 0; d < dk; ++d) out[d] += weight[j] * V(j, d);
-  const auto order = ranking(weight);
+  order = ranking(weight);
+  qd = decimals_for([&] {
+    std::vector<double> all = Q.v;
+    all.insert(all.end(), K.v.begin(), K.v.end());
+    all.insert(all.end(), V.v.begin(), V.v.end());
+    return all;
+  }());
+}
 
-  // ---- text ----
+void Walk::intro(Page& r) const {
   const std::string pos = "position " + std::to_string(qi) + " of " + std::to_string(N) + ", counting from 0";
   r.title("attn explain: self-attention, step by step");
   r.para(
@@ -162,8 +189,9 @@ void walkthrough(const Example& ex, int64_t qi, Page& r) {
         "default example. Everything after the inputs is computed: step by step below, then again by\n"
         "the attn engine (the check at the end).");
   }
+}
 
-  // Step 1
+void Walk::step1(Page& r) const {
   r.heading("Step 1. Inputs and projections: Q = X·W_Q, K = X·W_K, V = X·W_V");
   r.para("Each word is a row of X [" + std::to_string(N) + ", " + std::to_string(dm) + "]" +
          (ex.hand_chosen ? ", with " + std::to_string(dm) + " hand-chosen features:"
@@ -198,12 +226,6 @@ void walkthrough(const Example& ex, int64_t qi, Page& r) {
     }
     r.table(t);
   }
-  const int qd = decimals_for([&] {
-    std::vector<double> all = Q.v;
-    all.insert(all.end(), K.v.begin(), K.v.end());
-    all.insert(all.end(), V.v.begin(), V.v.end());
-    return all;
-  }());
   r.para("Multiplying gives one query, key and value vector per word (Q, K, V: [" + std::to_string(N) + ", " +
          std::to_string(dk) + "]):");
   {
@@ -225,7 +247,9 @@ void walkthrough(const Example& ex, int64_t qi, Page& r) {
   r.para("The query of " + qw + ":  q = x(" + qw +
          ")·W_Q = " + (ex.hand_chosen ? expansion(ex.X.row(qi), ex.features, "W_Q") + " = " : std::string()) +
          vec_text(q, qd) + "\nso " + qw + " looks for: " + components(q, dims, qd) + ".");
+}
 
+void Walk::steps2to5(Page& r) const {
   // Step 2
   r.heading("Step 2. Scores: s_j = q · k_j, how well " + qw + "'s query matches each word's key");
   {
@@ -297,7 +321,9 @@ void walkthrough(const Example& ex, int64_t qi, Page& r) {
     r.table(t);
   }
   r.para("Sum of weights = " + fmt(weight_sum, 6) + "   (weights are positive and sum to 1: a distribution)");
+}
 
+void Walk::step6(Page& r) const {
   // Step 6
   r.heading("Step 6. Output: z = sum over j of weight_j · v_j");
   {
@@ -333,7 +359,9 @@ void walkthrough(const Example& ex, int64_t qi, Page& r) {
     r.para("z(" + qw + ") = " + vec_text(out, 4) + ": the new vector of " + qw +
            ", a blend of the value vectors.\nIts components, largest first:" + reading);
   }
+}
 
+void Walk::ranking_text(Page& r) const {
   // Ranking
   r.heading("Which words win: the attention of " + qw + ", ranked");
   r.table(ranking_table(order, weight, ex.words, "word"));
@@ -353,7 +381,9 @@ void walkthrough(const Example& ex, int64_t qi, Page& r) {
              " is the largest part of the largest score.";
     r.para(why);
   }
+}
 
+json::Value Walk::engine(Page& r) const {
   // Engine
   r.heading("Engine check: attn::attention with options.capture.enabled = true");
   r.para("The same Q, K, V go to the engine as tensors [B=1, H=1, L=" + std::to_string(N) +
@@ -371,7 +401,10 @@ void walkthrough(const Example& ex, int64_t qi, Page& r) {
       "      attn explain --cost --n 4096 --d 1024 --heads 16  FLOPs and memory at real sizes\n"
       "      attn explain --help            every option");
 
-  // ---- JSON ----
+  return engine_json;
+}
+
+void Walk::to_json(Page& r, json::Value engine_json) const {
   json::Value& j = r.json;
   j.set("mode", jv("walkthrough"));
   j.set("formula", jv("softmax(Q K^T / sqrt(d_k)) V"));
@@ -410,6 +443,19 @@ void walkthrough(const Example& ex, int64_t qi, Page& r) {
   j.set("engine", jv(std::move(engine_json)));
 }
 
+}  // namespace
+
+void walkthrough(const Example& ex, int64_t qi, Page& r) {
+  const Walk w(ex, qi);
+  w.intro(r);
+  w.step1(r);
+  w.steps2to5(r);
+  w.step6(r);
+  w.ranking_text(r);
+  json::Value engine_json = w.engine(r);
+  w.to_json(r, std::move(engine_json));
+}
+
 void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Page& r) {
   const int64_t N = static_cast<int64_t>(scores.size());
   std::vector<std::string> labels = tokens;
@@ -435,7 +481,7 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
 
   r.title("attn explain --scores: softmax turns scores into attention weights");
   r.para(
-      "  softmax(s)_j = e^(s_j) / (e^(s_1) + ... + e^(s_N))\n\n"
+      "  softmax(s)_j = e^(s_j) / (e^(s_0) + ... + e^(s_(N-1)))\n\n"
       "Scores: [" +
       score_list + "]   (" + std::to_string(N) + " positions)");
   r.heading("Step 1. Exponentiate every score");
