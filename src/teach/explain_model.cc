@@ -78,9 +78,27 @@ Mat apply_rope(const Mat& m, double base) {
 
 std::string cell(const std::string& tok) { return tok.size() > 24 ? tok.substr(0, 24) + "…" : tok; }
 
-}  // namespace
+// The numbers of one layer, head and query, from the model's own forward pass
+// and the arithmetic (compute_walk), and the sections of the text and the
+// JSON written from them.
+struct ModelWalk {
+  const ModelExample& ex;
+  const models::TransformerConfig& c;
+  int64_t L, C, H, D, Hkv, kvh, qi, layer, head, show;
+  std::string qw;
+  Mat X, Q, K, V;  // the layer's input [L, C]; this head's q, k, v [L, D]
+  bool rope;
+  std::vector<double> q, score, scaled, ex_, weight, z, captured;
+  double sqrt_d, mx, exp_sum, max_diff_model;
+  std::vector<int64_t> order;
 
-void model_walkthrough(const ModelExample& ex, Page& r) {
+  void intro_and_inputs(Page& r) const;  // the title, the sizes, step 1
+  void steps(Page& r) const;             // steps 2-6 and the ranking
+  json::Value engine(Page& r) const;     // the engine check; its JSON
+  void to_json(Page& r, json::Value engine_json) const;
+};
+
+ModelWalk compute_walk(const ModelExample& ex) {
   models::EncoderClassifier& m = *ex.model;
   const models::TransformerConfig& c = m.config();
   const int64_t L = static_cast<int64_t>(ex.ids.size()), C = c.d_model, H = c.heads, D = c.head_dim();
@@ -157,8 +175,39 @@ void model_walkthrough(const ModelExample& ex, Page& r) {
   ATTN_CHECK(max_diff_model <= model_tol,
              "explain --model: the step-by-step weights differ from the model's ", "captured weights by ",
              max_diff_model, " (tolerance ", model_tol, "); this is a bug in attn");
+  return ModelWalk{ex,
+                   c,
+                   L,
+                   C,
+                   H,
+                   D,
+                   Hkv,
+                   kvh,
+                   qi,
+                   layer,
+                   head,
+                   show,
+                   qw,
+                   X,
+                   Q,
+                   K,
+                   V,
+                   rope,
+                   q,
+                   score,
+                   scaled,
+                   ex_,
+                   weight,
+                   z,
+                   captured,
+                   sqrt_d,
+                   mx,
+                   exp_sum,
+                   max_diff_model,
+                   order};
+}
 
-  // ---- text ----
+void ModelWalk::intro_and_inputs(Page& r) const {
   const std::string where =
       std::string("layer ") + std::to_string(layer) + std::string(", head ") + std::to_string(head);
   r.title("attn explain --model: real Q, K, V of " + ex.model_name + ", " + where);
@@ -219,6 +268,9 @@ void model_walkthrough(const ModelExample& ex, Page& r) {
     }
     r.table(t);
   }
+}
+
+void ModelWalk::steps(Page& r) const {
   r.heading("Step 2-5. Scores, scale, exp, normalise");
   r.para("s_j = q(" + qw + std::string(")·k_j over all ") + std::to_string(D) +
          " dimensions;\ndivided by √d_k = " + fmt(sqrt_d, 3) +
@@ -263,11 +315,16 @@ void model_walkthrough(const ModelExample& ex, Page& r) {
   r.para(
       "Attention is not explanation: a high weight says where this head looked, not what changed the\n"
       "prediction. `attn classify --explain` puts an attribution (integrated gradients) next to it.");
+}
+
+json::Value ModelWalk::engine(Page& r) const {
   r.heading("Engine check: attn::attention with options.capture.enabled = true");
   const auto runs = engine_check(Q, K, V, 1.0 / sqrt_d, qi, weight, z);
   json::Value engine_json = report_engine(r, runs, "(steps 5 and 6)");
+  return engine_json;
+}
 
-  // ---- JSON ----
+void ModelWalk::to_json(Page& r, json::Value engine_json) const {
   json::Value& j = r.json;
   j.set("mode", jv("model"));
   j.set("model", jv(ex.model_name));
@@ -301,6 +358,16 @@ void model_walkthrough(const ModelExample& ex, Page& r) {
   j.set("captured_weights", jv(numbers(captured)));
   j.set("max_diff_captured", jv(max_diff_model));
   j.set("engine", jv(std::move(engine_json)));
+}
+
+}  // namespace
+
+void model_walkthrough(const ModelExample& ex, Page& r) {
+  const ModelWalk w = compute_walk(ex);
+  w.intro_and_inputs(r);
+  w.steps(r);
+  json::Value engine_json = w.engine(r);
+  w.to_json(r, std::move(engine_json));
 }
 
 Report explain_model(const ModelOptions& options) {
