@@ -36,9 +36,32 @@ int64_t add(int64_t a, int64_t b) {
   return r;
 }
 
-}  // namespace
+// One cost row: a step of multi-head attention.
+struct Step {
+  std::string name, op, shape;
+  int64_t flops, bytes;
+};
 
-void cost(const CostOptions& p, Page& r) {
+// The shapes, FLOPs, memory and backend of one set of sizes (compute_cost), and
+// the sections of the text and the JSON written from them.
+struct Cost {
+  const CostOptions& p;
+  int64_t B, N, D, H, dk;
+  int64_t pairs, bh_pairs;  // query-key pairs per (batch, head); over all of them
+  std::string sB, sN, sD, sH, sK;
+  std::vector<Step> steps;
+  int64_t total, exps;
+  int threads;
+  int64_t br, bc, tile_floats, fused_scratch, naive_scores, lse_bytes, qkv_bytes;
+  BackendChoice choice;
+  std::string backend;
+
+  void steps_text(Page& r) const;   // the sizes and every step
+  void memory_text(Page& r) const;  // the score matrix, naive against fused; the backend
+  void to_json(Page& r) const;
+};
+
+Cost compute_cost(const CostOptions& p) {
   ATTN_CHECK(p.heads >= 1 && p.d % p.heads == 0, "--heads must divide --d (d_model = ", p.d,
              "); got --heads ", p.heads, " (", p.d, " / ", p.heads, " is not a whole number)");
   const int64_t B = p.batch, N = p.n, D = p.d, H = p.heads, dk = D / H;
@@ -46,10 +69,6 @@ void cost(const CostOptions& p, Page& r) {
   const int64_t pairs = p.causal ? mul(N, N + 1) / 2 : mul(N, N);
   const int64_t bh_pairs = mul({B, H, pairs});
 
-  struct Step {
-    std::string name, op, shape;
-    int64_t flops, bytes;
-  };
   const std::string sB = std::to_string(B), sN = std::to_string(N), sD = std::to_string(D),
                     sH = std::to_string(H), sK = std::to_string(dk);
   const std::vector<Step> steps = {
@@ -83,7 +102,35 @@ void cost(const CostOptions& p, Page& r) {
   o.causal = p.causal;
   const BackendChoice choice = choose_backend(q, q, q, o);
   const std::string backend = choice.backend == Backend::fused ? "fused" : "reference";
+  return Cost{p,
+              B,
+              N,
+              D,
+              H,
+              dk,
+              pairs,
+              bh_pairs,
+              sB,
+              sN,
+              sD,
+              sH,
+              sK,
+              steps,
+              total,
+              exps,
+              threads,
+              br,
+              bc,
+              tile_floats,
+              fused_scratch,
+              naive_scores,
+              lse_bytes,
+              qkv_bytes,
+              choice,
+              backend};
+}
 
+void Cost::steps_text(Page& r) const {
   r.title("attn explain --cost: what attention costs at these sizes");
   r.line("Sizes: batch B = " + sB + ", sequence length N = " + with_commas(N) + ", d_model = " + sD +
          ", heads h = " + sH + ",\n       d_k = d_model / h = " + sK +
@@ -115,7 +162,9 @@ void cost(const CostOptions& p, Page& r) {
       " (one per computed score).\n"
       "Scores and weighted sum cost 2·B·h·pairs·d_k each, the projections 2·B·N·d_model² each: attention\n"
       "itself grows with N², the projections with N.");
+}
 
+void Cost::memory_text(Page& r) const {
   r.heading("Memory: the N x N score matrix");
   {
     text::Table t({{"", text::Align::left},
@@ -163,7 +212,9 @@ void cost(const CostOptions& p, Page& r) {
 
   r.heading("Which kernel attn chooses (attn::choose_backend)");
   r.para("backend: " + backend + "\nreason:  " + choice.reason);
+}
 
+void Cost::to_json(Page& r) const {
   json::Value& j = r.json;
   j.set("mode", jv("cost"));
   j.set("batch", jv(B));
@@ -198,6 +249,15 @@ void cost(const CostOptions& p, Page& r) {
   be.set("backend", jv(backend));
   be.set("reason", jv(choice.reason));
   j.set("backend", jv(std::move(be)));
+}
+
+}  // namespace
+
+void cost(const CostOptions& p, Page& r) {
+  const Cost c = compute_cost(p);
+  c.steps_text(r);
+  c.memory_text(r);
+  c.to_json(r);
 }
 
 }  // namespace attn::teach

@@ -13,8 +13,25 @@
 #include "explain_internal.h"
 
 namespace attn::teach {
+namespace {
 
-void mask(const Example& ex, const MaskOptions& p, Page& r) {
+// One mask over the example (compute_mask): its rule, the visibility the
+// engine gives, the masked weights; and the text and the JSON written from them.
+struct Masked {
+  const Example& ex;
+  const MaskOptions& p;
+  int64_t N;
+  std::string rule, why;
+  std::vector<std::vector<bool>> visible;  // [N][N]
+  std::vector<int64_t> count;              // visible keys per query
+  Tensor w;                                // the masked weights [1, 1, N, N]
+  double max_diff;                         // against a softmax over the visible keys
+
+  void text(Page& r) const;
+  void to_json(Page& r) const;
+};
+
+Masked compute_mask(const Example& ex, const MaskOptions& p) {
   const int64_t N = ex.n(), dk = kSingleHeadDk;
   AttentionOptions o;
   std::string rule, why;
@@ -85,7 +102,10 @@ void mask(const Example& ex, const MaskOptions& p, Page& r) {
   ATTN_CHECK(max_diff <= kTol,
              "explain: the engine's masked weights disagree with the arithmetic: max |difference| = ",
              max_diff, "; expected <= ", kTol);
+  return Masked{ex, p, N, rule, why, visible, count, w, max_diff};
+}
 
+void Masked::text(Page& r) const {
   std::string title = "attn explain --mask " + p.kind;
   if (p.kind == "padding") title += " --length " + std::to_string(p.length);
   if (p.kind == "window") title += " --window " + std::to_string(p.window) + (p.causal ? " --causal" : "");
@@ -126,7 +146,9 @@ void mask(const Example& ex, const MaskOptions& p, Page& r) {
                   "masked row has no weights at all and outputs 0). Engine agreement: the engine's masked\n"
                   "weights equal a softmax over the visible keys computed by arithmetic (max |difference| ") +
       diff + ").");
+}
 
+void Masked::to_json(Page& r) const {
   json::Value& j = r.json;
   j.set("mode", jv("mask"));
   j.set("mask", jv(p.kind));
@@ -148,6 +170,14 @@ void mask(const Example& ex, const MaskOptions& p, Page& r) {
   j.set("visible_count", jv(integers(count)));
   j.set("weights", jv(std::move(wj)));
   j.set("max_abs_diff_weights", jv(max_diff));
+}
+
+}  // namespace
+
+void mask(const Example& ex, const MaskOptions& p, Page& r) {
+  const Masked m = compute_mask(ex, p);
+  m.text(r);
+  m.to_json(r);
 }
 
 }  // namespace attn::teach
