@@ -569,7 +569,7 @@ void newline(std::string& out, int indent, int level) {
   out.append(static_cast<std::size_t>(indent) * level, ' ');
 }
 
-void dump_value(std::string& out, const Value& v, int indent, int level) {
+void dump_value(std::string& out, const Value& v, int indent, int level, bool inline_scalars = false) {
   switch (v.type()) {
     case Type::null:
       out += "null";
@@ -590,12 +590,14 @@ void dump_value(std::string& out, const Value& v, int indent, int level) {
     case Type::array: {
       out += '[';
       const auto& items = v.items();
+      bool flat = inline_scalars && indent >= 0;
+      for (const Value& item : items) flat = flat && !item.is_array() && !item.is_object();
       for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i) out += ',';
-        newline(out, indent, level + 1);
-        dump_value(out, items[i], indent, level + 1);
+        if (i) out += flat ? ", " : ",";
+        if (!flat) newline(out, indent, level + 1);
+        dump_value(out, items[i], indent, level + 1, inline_scalars);
       }
-      if (!items.empty()) newline(out, indent, level);
+      if (!items.empty() && !flat) newline(out, indent, level);
       out += ']';
       return;
     }
@@ -607,7 +609,7 @@ void dump_value(std::string& out, const Value& v, int indent, int level) {
         newline(out, indent, level + 1);
         dump_string(out, members[i].first);
         out += indent < 0 ? ":" : ": ";
-        dump_value(out, members[i].second, indent, level + 1);
+        dump_value(out, members[i].second, indent, level + 1, inline_scalars);
       }
       if (!members.empty()) newline(out, indent, level);
       out += '}';
@@ -630,6 +632,12 @@ void write_number(std::string& out, double d) {
 std::string dump(const Value& v, int indent) {
   std::string out;
   dump_value(out, v, indent, 0);
+  return out;
+}
+
+std::string dump(const Value& v, const DumpOptions& options) {
+  std::string out;
+  dump_value(out, v, options.indent, 0, options.scalar_arrays_inline);
   return out;
 }
 

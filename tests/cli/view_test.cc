@@ -46,7 +46,7 @@ TEST(ViewCli, Smoke) {
   const CliRun x = run_attn("explain --multi-head --json");
   ASSERT_EQ(x.status, 0) << x.err;
   const attn::json::Value ex = attn::json::parse(x.out);
-  const std::size_t q = static_cast<std::size_t>(ex.at("query").at("position").as_int64() - 1);
+  const std::size_t q = static_cast<std::size_t>(ex.at("query").at("position").as_int64());  // from 0
   const auto& layer0 = e.at("attention").at(std::size_t{0}).at(std::size_t{0});  // [H, N, N]
   EXPECT_EQ(layer0.size(), 4u);
   for (std::size_t h = 0; h < 2; ++h) {

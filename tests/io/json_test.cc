@@ -90,6 +90,36 @@ TEST(Json, DumpRoundTrips) {
   EXPECT_THROW(dump(Value::string("\xff")), Error);  // never writes invalid UTF-8
 }
 
+TEST(Json, DumpWithScalarArraysInline) {
+  const Value v = parse(R"({"m":[[1,2],[3,4]],"s":["a","b"],"e":[],"o":{},"mix":[1,{"k":[true,null]}]})");
+  DumpOptions o;
+  o.indent = 2;
+  o.scalar_arrays_inline = true;
+  EXPECT_EQ(dump(v, o),
+            "{\n"
+            "  \"m\": [\n"
+            "    [1, 2],\n"
+            "    [3, 4]\n"
+            "  ],\n"
+            "  \"s\": [\"a\", \"b\"],\n"
+            "  \"e\": [],\n"
+            "  \"o\": {},\n"
+            "  \"mix\": [\n"
+            "    1,\n"
+            "    {\n"
+            "      \"k\": [true, null]\n"
+            "    }\n"
+            "  ]\n"
+            "}");
+  EXPECT_EQ(parse(dump(v, o)), v);
+  // Without the flag, or compact, the layout is dump(v, indent)'s.
+  o.scalar_arrays_inline = false;
+  EXPECT_EQ(dump(v, o), dump(v, 2));
+  o.indent = -1;
+  o.scalar_arrays_inline = true;
+  EXPECT_EQ(dump(v, o), dump(v));
+}
+
 TEST(Json, BuildingValues) {
   Value o = Value::object();
   o.set("x", Value::integer(1));

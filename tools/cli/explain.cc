@@ -2,9 +2,10 @@
 // step by step by plain arithmetic and checked against the engine.
 //
 // Modes (at most one): the default walkthrough, --scores, --multi-head,
-// --cost, --mask. Each fills a Report (text for people, JSON for programs);
-// the mode files are listed in explain_internal.h.
+// --cost, --mask, --model. Each is one library call (attn/teach/explain.h)
+// that returns a Report: text for people, JSON for programs.
 #include <attn/core/error.h>
+#include <attn/teach/explain.h>
 
 #include <cstdio>
 #include <limits>
@@ -13,7 +14,6 @@
 
 #include "args.h"
 #include "commands.h"
-#include "explain_internal.h"
 
 namespace attn::cli {
 namespace {
@@ -22,7 +22,7 @@ const std::vector<OptionSpec>& explain_options() {
   static const std::vector<OptionSpec> specs = {
       {"query", "WORD|POS",
        "the query word of the walkthrough / --multi-head: a word of the sentence\n"
-       "or its position counted from 1 (default: 没, the 5th word)"},
+       "or its position (from 0; default: 没, position 4)"},
       {"sentence", "\"W1 W2 ...\"",
        "use another sentence, tokens separated by spaces; its embeddings come\n"
        "from a deterministic seeded generator (see --seed and docs/explain.md)"},
@@ -56,8 +56,8 @@ const std::vector<OptionSpec>& explain_options() {
       {"layer", "L", "with --model: the encoder layer, from 0 (default: the last)"},
       {"head", "H", "with --model: the head, from 0 (default 0)"},
       {"word", "W",
-       "with --model: the query: a token of the sentence or its position counted\nfrom 1 with [CLS] = 1 "
-       "(default [CLS], what the classifier reads)"},
+       "with --model: the query: a token of the sentence or its position (from 0,\n[CLS] = 0; "
+       "default [CLS], what the classifier reads)"},
       {"dims", "N", "with --model: dimensions shown in the Q/K/V table (default 4)"},
       {"json", "", "print the same content as one JSON object (for programs)"},
       {"help", "", "this text"},
@@ -90,7 +90,8 @@ std::string help_text() {
          "  attn explain --mask window --window 1\n"
          "  attn explain --json | python3 -m json.tool\n"
          "  attn explain --model runs/classify/model.attn \"质量很好\" --layer 1 --head 2 --word 好\n\n"
-         "Positions are counted from 1. Errors (unknown option, malformed number, query word not\n"
+         "Layers, heads and positions are numbered from 0 (--layer 0 is the first layer, --query 0\n"
+         "the first word). Errors (unknown option, malformed number, query word not\n"
          "in the sentence, sizes <= 0, heads not dividing d_model) exit with status 1.\n"
          "More: docs/explain.md\n";
 }
@@ -114,12 +115,10 @@ const std::vector<Mode>& modes() {
   return list;
 }
 
-}  // namespace
-
-int run_explain(const std::vector<std::string>& raw) {
-  using namespace explain;
-  // With --model the sentence may be a positional argument: taken out before the strict parser.
-  std::vector<std::string> argv, positional;
+// Splits the arguments: with --model the sentence may be a positional argument,
+// taken out before the strict parser.
+void split_positional(const std::vector<std::string>& raw, std::vector<std::string>& argv,
+                      std::vector<std::string>& positional) {
   for (std::size_t i = 0; i < raw.size(); ++i) {
     const std::string& a = raw[i];
     if (a.rfind("--", 0) == 0) {
@@ -131,16 +130,10 @@ int run_explain(const std::vector<std::string>& raw) {
       positional.push_back(a);
     }
   }
-  const Args args(argv, explain_options());
-  ATTN_CHECK(positional.empty() || args.has("model"), "unexpected argument '",
-             positional.empty() ? "" : positional[0],
-             "'; a sentence as an argument goes with --model FILE (else use --sentence \"W1 W2 ...\")");
-  if (args.has("help")) {
-    std::fputs(help_text().c_str(), stdout);
-    return 0;
-  }
+}
 
-  // Pick the mode and reject options that do not belong to it.
+// The mode the options select; rejects options that do not belong to it.
+const Mode& pick_mode(const Args& args) {
   const Mode* mode = &modes()[0];
   for (const auto& m : modes())
     if (*m.flag && args.has(m.flag)) {
@@ -158,85 +151,110 @@ int run_explain(const std::vector<std::string>& raw) {
         if (a == name) where += std::string(where.empty() ? "" : " or ") + m.name;
     ATTN_CHECK(false, "option --", name, " does not apply to ", mode->name, "; it goes with ", where);
   }
+  return *mode;
+}
 
-  auto example = [&] {
-    if (!args.has("sentence")) return default_example();
-    const auto words = args.words("sentence", ' ');
-    ATTN_CHECK(words.size() <= 64, "--sentence: expected at most 64 tokens; got ", words.size());
-    const uint64_t seed =
-        args.has("seed") ? static_cast<uint64_t>(args.integer("seed", 0, std::numeric_limits<int64_t>::max()))
-                         : kDefaultSeed;
-    return sentence_example(words, seed);
-  };
+teach::Sentence sentence_of(const Args& args) {
   ATTN_CHECK(!args.has("seed") || (args.has("sentence") && !args.has("model")),
              "--seed only applies with --sentence (the default sentence's embeddings are hand-chosen)");
-  auto query = [&](const Example& ex) -> int64_t {
-    if (args.has("query")) return resolve_query(ex, args.str("query"));
-    for (int64_t i = 0; i < ex.n(); ++i)
-      if (ex.words[i] == "没") return i;
-    return 0;  // another sentence without 没: its first word
-  };
+  teach::Sentence s;
+  if (!args.has("sentence")) return s;
+  s.words = args.words("sentence", ' ');
+  if (args.has("seed"))
+    s.seed = static_cast<uint64_t>(args.integer("seed", 0, std::numeric_limits<int64_t>::max()));
+  return s;
+}
 
-  Report report;
-  const std::string flag = mode->flag;
-  if (flag.empty()) {
-    const Example ex = example();
-    walkthrough(ex, query(ex), report);
-  } else if (flag == "scores") {
-    const auto scores = args.numbers("scores");
-    ATTN_CHECK(scores.size() <= 1000, "--scores: expected at most 1000 numbers; got ", scores.size());
-    std::vector<std::string> tokens;
-    if (args.has("tokens")) {
-      tokens = args.words("tokens", ',');
-      ATTN_CHECK(tokens.size() == scores.size(), "--tokens: expected ", scores.size(),
-                 " names (one per score); got ", tokens.size(), " in '", args.str("tokens"), "'");
-    }
-    softmax_of_scores(scores, tokens, report);
-  } else if (flag == "multi-head") {
-    const Example ex = example();
-    const int64_t heads = args.has("heads") ? args.integer("heads", 1, ex.d_model()) : 2;
-    multi_head(ex, query(ex), heads, report);
-  } else if (flag == "cost") {
-    CostParams p;
-    for (const char* need : {"n", "d", "heads"})
-      ATTN_CHECK(args.has(need), "--cost needs --n N --d D --heads H; --", need, " was not given");
-    p.n = args.integer("n", 1, 1'000'000'000);
-    p.d = args.integer("d", 1, 1'000'000);
-    p.heads = args.integer("heads", 1, p.d);
-    p.batch = args.has("batch") ? args.integer("batch", 1, 1'000'000) : 1;
-    p.causal = args.has("causal");
-    cost(p, report);
-  } else if (flag == "model") {
-    ATTN_CHECK(positional.size() + args.has("sentence") == 1,
-               "--model needs one sentence (an argument or --sentence TEXT); got ",
-               positional.size() + args.has("sentence"));
-    model_mode(args.str("model"), args.has("sentence") ? args.str("sentence") : positional[0], args, report);
-  } else if (flag == "mask") {
-    const Example ex = example();
-    MaskParams p;
-    p.kind = args.str("mask");
-    ATTN_CHECK(p.kind == "causal" || p.kind == "padding" || p.kind == "window",
-               "--mask: expected causal, padding or window; got '", p.kind, "'");
-    const bool want_length = p.kind == "padding", want_window = p.kind == "window";
-    ATTN_CHECK(args.has("length") == want_length,
-               want_length
-                   ? "--mask padding needs --length L (real tokens, 0.." + std::to_string(ex.n()) + ")"
-                   : "--length only applies to --mask padding; got --mask " + p.kind);
-    ATTN_CHECK(args.has("window") == want_window,
-               want_window ? "--mask window needs --window W (>= 0)"
-                           : "--window only applies to --mask window; got --mask " + p.kind);
-    ATTN_CHECK(
-        !args.has("causal") || want_window,
-        "--causal with --mask only applies to --mask window (--mask causal is causal already); got --mask ",
-        p.kind);
-    if (want_length) p.length = args.integer("length", 0, ex.n());
-    if (want_window) p.window = args.integer("window", 0, 1'000'000);
-    p.causal = args.has("causal");
-    mask(ex, p, report);
+std::string query_of(const Args& args) { return args.has("query") ? args.str("query") : ""; }
+
+teach::Report scores_mode(const Args& args) {
+  teach::ScoresOptions o;
+  o.scores = args.numbers("scores");
+  ATTN_CHECK(o.scores.size() <= 1000, "--scores: expected at most 1000 numbers; got ", o.scores.size());
+  if (args.has("tokens")) {
+    o.tokens = args.words("tokens", ',');
+    ATTN_CHECK(o.tokens.size() == o.scores.size(), "--tokens: expected ", o.scores.size(),
+               " names (one per score); got ", o.tokens.size(), " in '", args.str("tokens"), "'");
   }
+  return teach::softmax_scores(o);
+}
 
+teach::Report cost_mode(const Args& args) {
+  teach::CostOptions o;
+  for (const char* need : {"n", "d", "heads"})
+    ATTN_CHECK(args.has(need), "--cost needs --n N --d D --heads H; --", need, " was not given");
+  o.n = args.integer("n", 1, 1'000'000'000);
+  o.d = args.integer("d", 1, 1'000'000);
+  o.heads = args.integer("heads", 1, o.d);
+  o.batch = args.has("batch") ? args.integer("batch", 1, 1'000'000) : 1;
+  o.causal = args.has("causal");
+  return teach::cost(o);
+}
+
+teach::Report mask_mode(const Args& args) {
+  teach::MaskOptions o;
+  o.sentence = sentence_of(args);
+  o.kind = args.str("mask");
+  if (args.has("length"))
+    o.length = args.integer(
+        "length", 0,
+        o.kind == "padding" ? teach::example_of(o.sentence).n() : std::numeric_limits<int64_t>::max());
+  if (args.has("window")) o.window = args.integer("window", 0, 1'000'000);
+  o.causal = args.has("causal");
+  return teach::mask(o);
+}
+
+teach::Report model_mode(const Args& args, const std::vector<std::string>& positional) {
+  ATTN_CHECK(positional.size() + args.has("sentence") == 1,
+             "--model needs one sentence (an argument or --sentence TEXT); got ",
+             positional.size() + args.has("sentence"));
+  teach::ModelOptions o;
+  o.path = args.str("model");
+  o.sentence = args.has("sentence") ? args.str("sentence") : positional[0];
+  // The ranges of --layer and --head depend on the model: the library checks them.
+  constexpr int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  if (args.has("layer")) o.layer = args.integer("layer", lo, hi);
+  if (args.has("head")) o.head = args.integer("head", lo, hi);
+  if (args.has("word")) o.word = args.str("word");
+  if (args.has("dims")) o.show_dims = args.integer("dims", 1, 4096);
+  return teach::explain_model(o);
+}
+
+teach::Report run_mode(const Mode& mode, const Args& args, const std::vector<std::string>& positional) {
+  const std::string flag = mode.flag;
+  if (flag == "scores") return scores_mode(args);
+  if (flag == "cost") return cost_mode(args);
+  if (flag == "mask") return mask_mode(args);
+  if (flag == "model") return model_mode(args, positional);
+  if (flag == "multi-head") {
+    teach::MultiHeadOptions o;
+    o.sentence = sentence_of(args);
+    o.query = query_of(args);
+    if (args.has("heads")) o.heads = args.integer("heads", 1, teach::kExampleDModel);
+    return teach::multi_head(o);
+  }
+  teach::WalkthroughOptions o;
+  o.sentence = sentence_of(args);
+  o.query = query_of(args);
+  return teach::walkthrough(o);
+}
+
+}  // namespace
+
+int run_explain(const std::vector<std::string>& raw) {
+  std::vector<std::string> argv, positional;
+  split_positional(raw, argv, positional);
+  const Args args(argv, explain_options());
+  ATTN_CHECK(positional.empty() || args.has("model"), "unexpected argument '",
+             positional.empty() ? "" : positional[0],
+             "'; a sentence as an argument goes with --model FILE (else use --sentence \"W1 W2 ...\")");
+  if (args.has("help")) {
+    std::fputs(help_text().c_str(), stdout);
+    return 0;
+  }
+  const teach::Report report = run_mode(pick_mode(args), args, positional);
   if (args.has("json")) {
-    std::fputs((report.json.dump(2) + "\n").c_str(), stdout);
+    std::fputs((teach::json_text(report.json) + "\n").c_str(), stdout);
   } else {
     std::fputs(report.text.c_str(), stdout);
   }

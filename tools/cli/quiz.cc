@@ -1,16 +1,16 @@
-// `attn quiz`: a self-test on attention. Questions come from a seeded
-// generator (quiz_generate.cc); every expected answer is computed by the
-// engine or by arithmetic cross-checked against it (see quiz_internal.h).
+// `attn quiz`: a self-test on attention. The quiz, its texts, answers files
+// and the JSON come from the library (attn/teach/quiz.h); this file reads the
+// flags and, in the interactive mode, the answers from stdin.
 //
 // Modes: interactive (read answers from stdin, one per question; default),
 // --answers FILE (the same, from a file, scriptable), --json (the quiz, and
 // with --answers the results, as one JSON object), --print-answers (the key,
 // in the format --answers reads).
 #include <attn/core/error.h>
+#include <attn/teach/quiz.h>
+#include <attn/teach/report.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -19,11 +19,11 @@
 
 #include "args.h"
 #include "commands.h"
-#include "quiz_internal.h"
 
 namespace attn::cli {
 namespace {
 
+namespace quiz = teach::quiz;
 using quiz::Question;
 using quiz::Verdict;
 
@@ -63,8 +63,8 @@ std::string help_text() {
          "  path       steps between two positions in an RNN against (windowed) self-attention\n"
          "Every expected answer is computed by the attn engine or by arithmetic checked against it.\n"
          "After each answer you see whether it was right and a worked solution; at the end, the score.\n\n"
-         "Answers: numbers as decimals (0.24); positions counted from 1 as a list or range (1-3 or\n"
-         "1,2,3); multiple choice as a letter (a, b, c) or the choice's text; 'quit' stops.\n\n"
+         "Answers: numbers as decimals (0.24); positions counted from 0 as a list or range (0-2 or\n"
+         "0,1,2); multiple choice as a letter (a, b, c) or the choice's text; 'quit' stops.\n\n"
          "Options:\n" +
          format_options(quiz_options()) +
          "\nExamples:\n"
@@ -82,72 +82,46 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-// The answers of FILE: one per non-blank line not starting with '#', with line numbers.
-struct AnswerLine {
-  int64_t line;
-  std::string text;
-};
-std::vector<AnswerLine> read_answers(const std::string& path) {
-  std::error_code ec;
-  ATTN_CHECK(!std::filesystem::is_directory(path, ec), "--answers: expected a readable file; '", path,
-             "' is a directory");
-  std::ifstream f(path);
-  ATTN_CHECK(f.is_open(), "--answers: cannot read '", path, "' (no such file or no permission)");
-  std::vector<AnswerLine> out;
-  int64_t n = 0;
-  for (std::string l; std::getline(f, l);) {
-    ++n;
-    if (n == 1 && l.compare(0, 3, "\xEF\xBB\xBF") == 0) l.erase(0, 3);  // a UTF-8 byte order mark
-    const std::string t = trim(l);  // also drops the '\r' of CRLF line ends
-    if (t.empty() || t[0] == '#') continue;
-    out.push_back({n, t});
+// One question asked on stdin, up to kMaxTries readable answers. Returns false at end
+// of input or 'quit'; adds to `answered` and `right`.
+bool ask(const teach::Quiz& quiz, std::size_t i, bool echo, int64_t& answered, int64_t& right) {
+  const Question& q = quiz.questions[i];
+  std::cout << teach::question_text(quiz, i);
+  for (int tries = 1; tries <= kMaxTries; ++tries) {
+    std::cout << "answer> " << std::flush;
+    std::string line;
+    if (!std::getline(std::cin, line)) return false;
+    if (echo) std::cout << line << "\n";  // piped input: show it, so the transcript reads well
+    if (trim(line) == "quit") return false;
+    const Verdict v = quiz::check(q, line);
+    if (v.valid) {
+      ++answered;
+      right += v.correct;
+      std::cout << teach::result_text(q, v.correct) << teach::solution_text(q);
+      return true;
+    }
+    std::cout << "could not read that: " << v.error << "\n";
+    if (tries < kMaxTries)
+      std::cout << "Try again (" << kMaxTries - tries << (kMaxTries - tries == 1 ? " try" : " tries")
+                << " left).\n";
   }
-  ATTN_CHECK(!f.bad(), "--answers: error while reading '", path, "'");
-  return out;
+  std::cout << "No valid answer after " << kMaxTries << " tries; counted as wrong.\n"
+            << teach::result_text(q, false) << teach::solution_text(q);
+  ++answered;
+  return true;
 }
 
-std::string header(const Question& q, std::size_t index, std::size_t count) {
-  std::string s = "Question " + std::to_string(index + 1) + " of " + std::to_string(count) + "  [" +
-                  quiz::kind_name(q.kind) + " · " + q.topic + "]\n" + q.text + "\n";
-  for (std::size_t c = 0; c < q.choices.size(); ++c)
-    s += std::string("  ") + static_cast<char>('a' + c) + ") " + q.choices[c].text + "\n";
-  return s + "Answer with " + q.how_to_answer() + ".\n";
-}
-
-std::string result_text(const Question& q, bool correct) {
-  return correct ? "result: right (" + q.key() + ")\n"
-                 : "result: wrong: the answer is " + q.key() +
-                       (q.form == quiz::Form::choice
-                            ? " (" + q.choices[static_cast<std::size_t>(q.answer)].text + ")"
-                        : q.tolerance_text() == "exact" ? ""
-                                                        : " (" + q.tolerance_text() + ")") +
-                       "\n";
-}
-
-std::string solution_text(const Question& q) {
-  return "Worked solution:\n" + quiz::indent_lines(q.solution, "  ") + "\n\n";
-}
-
-Json question_json(const Question& q, std::size_t index) {
-  Json j = Json::object();
-  j.set("number", static_cast<int64_t>(index + 1))
-      .set("kind", quiz::kind_name(q.kind))
-      .set("topic", q.topic)
-      .set("text", q.text);
-  if (q.form == quiz::Form::choice) {
-    Json c = Json::array();
-    for (const auto& ch : q.choices) c.push(ch.text);
-    j.set("choices", std::move(c));
-  }
-  j.set("answer_form", q.form == quiz::Form::number      ? "number"
-                       : q.form == quiz::Form::positions ? "positions"
-                                                         : "choice")
-      .set("how_to_answer", q.how_to_answer())
-      .set("tolerance", q.tolerance_text());
-  if (q.form == quiz::Form::number) j.set("abs_tol", q.abs_tol).set("rel_tol", q.rel_tol);
-  if (q.form == quiz::Form::positions) j.set("max_position", q.max_position);
-  j.set("expected", q.expected_json()).set("key", q.key()).set("solution", q.solution).set("data", q.data);
-  return j;
+// The interactive quiz: one answer per question from stdin.
+void interactive(const teach::Quiz& quiz) {
+  std::cout << teach::quiz_intro(quiz);
+  const bool echo = isatty(STDIN_FILENO) == 0;  // a terminal echoes what is typed
+  int64_t right = 0, answered = 0;
+  bool stopped = false;
+  for (std::size_t i = 0; i < quiz.questions.size() && !stopped; ++i)
+    stopped = !ask(quiz, i, echo, answered, right);
+  if (stopped)
+    std::cout << "\n(stopped after " << answered << " of " << quiz.questions.size() << " questions)\n";
+  std::cout << teach::score_text(right, answered);
 }
 
 }  // namespace
@@ -162,130 +136,34 @@ int run_quiz(const std::vector<std::string>& argv) {
              "--print-answers and --answers do not go together: print the key, or check answers");
   ATTN_CHECK(!(args.has("print-answers") && args.has("json")),
              "--print-answers and --json do not go together: the JSON already holds the expected answers");
-  const int64_t count = args.has("count") ? args.integer("count", 1, kMaxCount) : kDefaultCount;
-  const std::string kind_text = args.has("kind") ? args.str("kind") : "all";
-  const std::optional<quiz::Kind> kind = quiz::parse_kind(kind_text);
-  uint64_t seed = 0;
+  teach::QuizOptions o;
+  o.count = args.has("count") ? args.integer("count", 1, kMaxCount) : kDefaultCount;
+  o.kind = args.has("kind") ? args.str("kind") : "all";
+  quiz::parse_kind(o.kind);  // a bad kind fails before the answers file is read
   if (args.has("seed")) {
-    seed = static_cast<uint64_t>(args.integer("seed", 0, std::numeric_limits<int64_t>::max()));
+    o.seed = static_cast<uint64_t>(args.integer("seed", 0, std::numeric_limits<int64_t>::max()));
   } else {
     std::random_device rd;
-    seed = ((static_cast<uint64_t>(rd()) << 32) ^ rd()) & 0x7fffffffffffffffull;
+    o.seed = ((static_cast<uint64_t>(rd()) << 32) ^ rd()) & 0x7fffffffffffffffull;
   }
   // Read the answers before generating, so that a bad file fails fast.
-  std::vector<AnswerLine> answers;
-  if (args.has("answers")) answers = read_answers(args.str("answers"));
-
-  const std::vector<Question> questions = quiz::generate(kind, count, seed);
-  const std::string repeat = "attn quiz --seed " + std::to_string(seed) + " --count " +
-                             std::to_string(count) + " --kind " + kind_text;
-
+  std::vector<teach::AnswerLine> answers;
+  if (args.has("answers")) answers = teach::read_answers(args.str("answers"));
+  const teach::Quiz quiz = teach::make_quiz(o);
   if (args.has("print-answers")) {
-    std::cout << "# answer key of: " << repeat << "\n# check answers with: " << repeat << " --answers FILE\n";
-    for (std::size_t i = 0; i < questions.size(); ++i) {
-      const Question& q = questions[i];
-      std::cout << "# " << i + 1 << " " << quiz::kind_name(q.kind) << " " << q.topic << " ("
-                << q.tolerance_text() << ")\n"
-                << q.key() << "\n";
-    }
+    std::cout << teach::answer_key(quiz);
     return 0;
   }
-
   // Check every answer of the file first: a malformed one is an error before any output.
   std::vector<Verdict> verdicts;
-  if (args.has("answers")) {
-    ATTN_CHECK(answers.size() == questions.size(), "--answers: '", args.str("answers"), "' has ",
-               answers.size(), " answers; expected ", questions.size(),
-               " (one per question; blank lines and lines starting with # are skipped)");
-    for (std::size_t i = 0; i < questions.size(); ++i) {
-      verdicts.push_back(quiz::check(questions[i], answers[i].text));
-      ATTN_CHECK(verdicts.back().valid, "--answers: '", args.str("answers"), "' line ", answers[i].line,
-                 " (question ", i + 1, "): ", verdicts.back().error);
-    }
-  }
-
+  if (args.has("answers")) verdicts = teach::check_answers(quiz, answers, args.str("answers"));
   if (args.has("json")) {
-    Json j = Json::object();
-    j.set("command", "quiz")
-        .set("seed", static_cast<int64_t>(seed))
-        .set("kind", kind_text)
-        .set("count", count)
-        .set("repeat", repeat);
-    Json qs = Json::array();
-    int64_t right = 0;
-    for (std::size_t i = 0; i < questions.size(); ++i) {
-      Json qj = question_json(questions[i], i);
-      if (!verdicts.empty()) {
-        Json r = Json::object();
-        r.set("answer", answers[i].text).set("correct", verdicts[i].correct);
-        qj.set("result", std::move(r));
-        right += verdicts[i].correct;
-      }
-      qs.push(std::move(qj));
-    }
-    j.set("questions", std::move(qs));
-    if (!verdicts.empty()) {
-      Json s = Json::object();
-      s.set("right", right).set("total", static_cast<int64_t>(questions.size()));
-      j.set("score", std::move(s));
-    }
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-
-  std::cout << "attn quiz: " << count << (count == 1 ? " question" : " questions") << " ("
-            << (kind ? std::string(quiz::kind_name(*kind)) : "all kinds") << "), seed " << seed
-            << "\nSame quiz again: " << repeat << "\n\n";
-  int64_t right = 0, answered = 0;
-  if (args.has("answers")) {
-    for (std::size_t i = 0; i < questions.size(); ++i) {
-      const Question& q = questions[i];
-      std::cout << header(q, i, questions.size()) << "your answer: " << answers[i].text << "\n"
-                << result_text(q, verdicts[i].correct) << solution_text(q);
-      right += verdicts[i].correct;
-    }
-    answered = static_cast<int64_t>(questions.size());
+    std::cout << teach::json_text(teach::quiz_json(quiz, answers, verdicts)) << "\n";
+  } else if (args.has("answers")) {
+    std::cout << teach::answers_transcript(quiz, answers, verdicts);
   } else {
-    const bool echo_off = isatty(STDIN_FILENO) != 0;  // a terminal echoes what is typed
-    bool eof = false;
-    for (std::size_t i = 0; i < questions.size() && !eof; ++i) {
-      const Question& q = questions[i];
-      std::cout << header(q, i, questions.size());
-      bool done = false;
-      for (int tries = 1; tries <= kMaxTries && !done; ++tries) {
-        std::cout << "answer> " << std::flush;
-        std::string line;
-        if (!std::getline(std::cin, line)) {
-          eof = true;
-          break;
-        }
-        if (!echo_off) std::cout << line << "\n";  // piped input: show it, so the transcript reads well
-        if (trim(line) == "quit") {
-          eof = true;
-          break;
-        }
-        const Verdict v = quiz::check(q, line);
-        if (!v.valid) {
-          std::cout << "could not read that: " << v.error << "\n";
-          if (tries < kMaxTries) {
-            std::cout << "Try again (" << kMaxTries - tries << (kMaxTries - tries == 1 ? " try" : " tries")
-                      << " left).\n";
-          } else {
-            std::cout << "No valid answer after " << kMaxTries << " tries; counted as wrong.\n"
-                      << result_text(q, false) << solution_text(q);
-            ++answered;
-          }
-          continue;
-        }
-        done = true;
-        ++answered;
-        right += v.correct;
-        std::cout << result_text(q, v.correct) << solution_text(q);
-      }
-    }
-    if (eof) std::cout << "\n(stopped after " << answered << " of " << questions.size() << " questions)\n";
+    interactive(quiz);
   }
-  std::cout << "score: " << right << "/" << answered << "\n";
   return 0;
 }
 

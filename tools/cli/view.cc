@@ -5,6 +5,7 @@
 // described in docs/viewer.md.
 #include <attn/core/error.h>
 #include <attn/io/files.h>
+#include <attn/teach/explain.h>
 #include <attn/viz/view.h>
 
 #include <cstdio>
@@ -13,7 +14,6 @@
 
 #include "args.h"
 #include "commands.h"
-#include "explain_internal.h"
 
 namespace attn::cli {
 namespace {
@@ -58,7 +58,7 @@ std::string help_text() {
 
 // The worked example of `attn explain` as the demos' input.
 viz::DemoExample demo_example() {
-  const explain::Example ex = explain::default_example();
+  const teach::Example ex = teach::default_example();
   return {ex.words, ex.gloss, ex.d_model(), ex.X.v, ex.WQ.v, ex.WK.v, ex.WV.v, ex.WO.v};
 }
 
@@ -68,7 +68,7 @@ viz::DemoTranslation demo_translation_input() {
   viz::DemoTranslation t;
   t.source = demo_example();
   for (const std::string& w : t.target) {
-    const std::vector<double> e = explain::generated_embedding(w, explain::kDefaultSeed, t.source.d_model);
+    const std::vector<double> e = teach::generated_embedding(w, teach::kDefaultSeed, t.source.d_model);
     t.target_x.insert(t.target_x.end(), e.begin(), e.end());
   }
   return t;

@@ -99,6 +99,16 @@ Value parse(std::string_view text, const ParseOptions& options = {});
 // escaped; doubles use the shortest form that reads back exactly.
 std::string dump(const Value& v, int indent = -1);
 
+// How dump(v, options) lays out a document. With indent >= 0 and
+// scalar_arrays_inline, an array holding no array or object is written on one
+// line with ", " between its items (a matrix then reads as one row per line);
+// every other array and object is pretty-printed as by dump(v, indent).
+struct DumpOptions {
+  int indent = -1;
+  bool scalar_arrays_inline = false;
+};
+std::string dump(const Value& v, const DumpOptions& options);
+
 // The writer's two primitives, for code that streams JSON without building a
 // Value: a quoted, escaped string (throws on invalid UTF-8) and the shortest
 // decimal form that reads back as the same double (throws on NaN/Inf, which

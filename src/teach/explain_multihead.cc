@@ -9,7 +9,7 @@
 
 #include "explain_internal.h"
 
-namespace attn::cli::explain {
+namespace attn::teach {
 namespace {
 
 struct HeadResult {
@@ -46,52 +46,74 @@ bool uniform(const std::vector<double>& w) {
 
 int64_t top_index(const std::vector<double>& w) { return std::max_element(w.begin(), w.end()) - w.begin(); }
 
-}  // namespace
+// Multi-head attention of one query: the arithmetic (computed on
+// construction) and the sections of the text and the JSON written from it.
+struct MultiHead {
+  MultiHead(const Example& example, int64_t query, int64_t head_count);
 
-void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
-  const int64_t N = ex.n(), dm = ex.d_model();
+  std::string head_label(int64_t h) const { return "head " + std::to_string(h); }
+  std::vector<std::string> head_dims(int64_t h) const {
+    return std::vector<std::string>(ex.dims.begin() + h * dk, ex.dims.begin() + (h + 1) * dk);
+  }
+  void intro(Page& r) const;
+  void shapes_and_split(Page& r) const;  // the shapes, steps 1-2
+  void step3(Page& r) const;             // each head's weights
+  void steps4and5(Page& r) const;        // head outputs, concatenation, W_O
+  json::Value engine(Page& r) const;     // one engine call for all heads; its JSON
+  void to_json(Page& r, json::Value engine_json) const;
+
+  const Example& ex;
+  int64_t qi, heads, N, dm, dk;
+  std::string qw;
+  Mat Q, K, V;                 // [N, d_model]
+  std::vector<HeadResult> hr;  // per head
+  std::vector<double> concat;  // [d_model]
+  std::vector<double> out;     // concat · W_O: [d_model]
+  std::string Ns, D, H, Dk;    // the sizes as text
+};
+
+MultiHead::MultiHead(const Example& example, int64_t query, int64_t head_count)
+    : ex(example), qi(query), heads(head_count), N(example.n()), dm(example.d_model()) {
   ATTN_CHECK(heads >= 1 && dm % heads == 0, "--heads must divide d_model = ", dm, " (1, 2, 4 or 8); got ",
              heads);
-  const int64_t dk = dm / heads;
-  const std::string& qw = ex.words[qi];
-  const Mat Q = matmul(ex.X, ex.WQ), K = matmul(ex.X, ex.WK), V = matmul(ex.X, ex.WV);  // [N, d_model]
-
-  std::vector<HeadResult> hr;
+  dk = dm / heads;
+  qw = ex.words[qi];
+  Q = matmul(ex.X, ex.WQ), K = matmul(ex.X, ex.WK), V = matmul(ex.X, ex.WV);
   for (int64_t h = 0; h < heads; ++h) hr.push_back(attend(Q, K, V, qi, h * dk, dk));
-  std::vector<double> concat;  // [d_model]
   for (const auto& h : hr) concat.insert(concat.end(), h.out.begin(), h.out.end());
-  std::vector<double> out(dm, 0.0);  // concat · W_O: [d_model]
+  out.assign(dm, 0.0);
   for (int64_t c = 0; c < dm; ++c)
     for (int64_t d = 0; d < dm; ++d) out[c] += concat[d] * ex.WO(d, c);
+  Ns = dim_text(N), D = dim_text(dm), H = dim_text(heads), Dk = dim_text(dk);
+}
 
-  const std::string Ns = dim_text(N), D = dim_text(dm), H = dim_text(heads), Dk = dim_text(dk);
-  auto head_label = [&](int64_t h) { return "head " + std::to_string(h + 1); };
-  auto head_dims = [&](int64_t h) {
-    return std::vector<std::string>(ex.dims.begin() + h * dk, ex.dims.begin() + (h + 1) * dk);
-  };
-
+void MultiHead::intro(Page& r) const {
   r.title("attn explain --multi-head: " + H + " head" + (heads > 1 ? "s" : "") + " side by side");
   r.para(
-      "  MultiHead(X) = Concat(head_1, ..., head_h) · W_O,   head_i = Attention(X·W_Q_i, X·W_K_i, "
+      "  MultiHead(X) = Concat(head_0, ..., head_(h-1)) · W_O,   head_i = Attention(X·W_Q_i, X·W_K_i, "
       "X·W_V_i)\n\n"
       "One head can only make one weighting per word. With h heads, Q, K and V (width d_model) are cut\n"
       "into h slices of d_k = d_model / h columns; each head attends on its own slice, and W_O mixes the\n"
       "concatenated results back into d_model features.");
   r.line("Sentence:   " + join_words(ex.words) + "   (N = " + Ns + " tokens)");
-  r.line("Query word: " + qw + "   (position " + std::to_string(qi + 1) + ")");
+  r.line("Query word: " + qw + "   (position " + std::to_string(qi) + " of " + std::to_string(N) +
+         ", counting from 0)");
   r.line("Sizes:      d_model = " + D + ", h = " + H + " heads, d_k = d_model / h = " + D + " / " + H +
          " = " + Dk);
   r.line();
   r.para(std::string("Note: the inputs (X, W_Q, W_K, W_V, W_O) are ILLUSTRATIVE, not learned") +
          (ex.hand_chosen
-              ? " (hand-chosen, as in the\ndefault walkthrough; its single head is head 1 when h = 2)."
+              ? " (hand-chosen, as in the\ndefault walkthrough; its single head is head 0 when h = 2)."
               : "; X comes from the seeded\ngenerator (seed " + std::to_string(ex.seed) + ").") +
          " Everything else is computed.");
+}
 
+void MultiHead::shapes_and_split(Page& r) const {
   // Shapes, for the whole computation.
   r.heading("Shapes at every step");
   {
-    text::Table t({{"step", text::Align::left}, {"operation", text::Align::left}, {"shape", text::Align::left}});
+    text::Table t(
+        {{"step", text::Align::left}, {"operation", text::Align::left}, {"shape", text::Align::left}});
     t.row({"input", "X: one row of features per token", shape_text({"N=" + Ns, "d_model=" + D})});
     t.row({"1 project", "Q, K, V = X · W_Q, X · W_K, X · W_V  (W: [d_model, d_model])",
            shape_text({"N=" + Ns, "d_model=" + D})});
@@ -108,7 +130,7 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
   // Step 1-2: Q, K, V with their head slices.
   r.heading("Steps 1-2. Project, then split the columns into " + H + " head" + (heads > 1 ? "s" : ""));
   r.para("Q = X·W_Q, K = X·W_K, V = X·W_V: [" + Ns + ", " + D + "]. Head i gets columns " +
-         "(i-1)·d_k .. i·d_k - 1, that is [" + Ns + ", " + Dk + "] each:");
+         "i·d_k .. (i+1)·d_k - 1 (heads from 0), that is [" + Ns + ", " + Dk + "] each:");
   for (const auto& [name, m] : {std::pair<std::string, const Mat*>{"Q", &Q}, {"K", &K}, {"V", &V}}) {
     std::vector<text::Table::Column> cols = {{name, text::Align::left}};
     for (int64_t d = 0; d < dm; ++d) cols.push_back({ex.dims[d], text::Align::right});
@@ -122,7 +144,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
     }
     r.table(t);
   }
+}
 
+void MultiHead::step3(Page& r) const {
   // Step 3: each head's weights for the query word, side by side.
   r.heading("Step 3. Each head's attention weights for " + qw + ", side by side");
   r.para("Each column is softmax(q_i · K_iᵀ / √" + Dk + ") of one head (its own scores, its own softmax).");
@@ -131,7 +155,7 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
     for (int64_t h = 0; h < heads; ++h) cols.push_back({head_label(h), text::Align::right});
     text::Table t(cols);
     for (int64_t j = 0; j < N; ++j) {
-      std::vector<std::string> row = {std::to_string(j + 1), ex.words[j]};
+      std::vector<std::string> row = {std::to_string(j), ex.words[j]};
       for (int64_t h = 0; h < heads; ++h) row.push_back(fmt(hr[h].weights[j], 4));
       t.row(row);
     }
@@ -163,7 +187,9 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
     }
     r.para(s);
   }
+}
 
+void MultiHead::steps4and5(Page& r) const {
   // Step 4: head outputs and concatenation.
   r.heading("Step 4. Head outputs z_i = weights_i · V_i, concatenated");
   {
@@ -173,7 +199,7 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
     for (int64_t h = 0; h < heads; ++h)
       t.group(head_label(h), 1 + static_cast<int>(h * dk), static_cast<int>(dk));
     for (int64_t h = 0; h < heads; ++h) {
-      std::vector<std::string> row = {"z_" + std::to_string(h + 1) + " [" + Dk + "]"};
+      std::vector<std::string> row = {"z_" + std::to_string(h) + " [" + Dk + "]"};
       for (int64_t d = 0; d < dm; ++d) row.push_back(d / dk == h ? fmt(concat[d], 4) : "");
       t.row(row);
     }
@@ -202,13 +228,15 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
     t.row(o);
     r.table(t);
   }
+}
 
+json::Value MultiHead::engine(Page& r) const {
   // Engine: all heads in one call, q/k/v as non-contiguous views [1, h, N, d_k] of [1, N, h, d_k].
   r.heading("Engine check: one attn::attention call for all heads");
   r.para("Q, K, V [" + Ns + ", " + D +
          "] are viewed as [B=1, N, h, d_k] and permuted to [B=1, h, N, d_k] (a strided\n"
          "view, no copy); the engine captures row " +
-         std::to_string(qi + 1) + " (" + qw +
+         std::to_string(qi) + " (" + qw +
          ") of every head. Its weights and its output\nrows (concatenated) are compared with steps 3 and 4.");
   std::vector<double> ref_w;  // [h, N]
   for (const auto& h : hr) ref_w.insert(ref_w.end(), h.weights.begin(), h.weights.end());
@@ -257,35 +285,59 @@ void multi_head(const Example& ex, int64_t qi, int64_t heads, Report& r) {
                ", max |output difference| = ", run.max_diff_output, "; expected both <= ", c.tolerance);
     runs.push_back(std::move(run));
   }
-  Json engine_json = report_engine(r, runs, "(steps 3 and 4)");
-
-  Json& j = r.json;
-  j.set("mode", "multi_head");
-  j.set("illustrative_inputs", true);
-  j.set("sentence", Json::strings(ex.words));
-  Json jq = Json::object();
-  jq.set("word", qw).set("position", qi + 1);
-  j.set("query", std::move(jq));
-  j.set("d_model", dm).set("heads", heads).set("d_k", dk);
-  Json shapes = Json::object();
-  shapes.set("X", Json::integers({N, dm}))
-      .set("QKV", Json::integers({N, dm}))
-      .set("per_head_QKV", Json::integers({heads, N, dk}))
-      .set("scores", Json::integers({heads, N, N}))
-      .set("head_outputs", Json::integers({heads, N, dk}))
-      .set("concat", Json::integers({N, dm}))
-      .set("output", Json::integers({N, dm}));
-  j.set("shapes", std::move(shapes));
-  j.set("dims", Json::strings(ex.dims)).set("features", Json::strings(ex.features));
-  j.set("Q", Q.json()).set("K", K.json()).set("V", V.json()).set("W_O", ex.WO.json());
-  Json hw = Json::array(), ho = Json::array();
-  for (const auto& h : hr) {
-    hw.push(Json::numbers(h.weights));
-    ho.push(Json::numbers(h.out));
-  }
-  j.set("head_weights", std::move(hw)).set("head_outputs", std::move(ho));
-  j.set("concat", Json::numbers(concat)).set("output", Json::numbers(out));
-  j.set("engine", std::move(engine_json));
+  json::Value engine_json = report_engine(r, runs, "(steps 3 and 4)");
+  return engine_json;
 }
 
-}  // namespace attn::cli::explain
+void MultiHead::to_json(Page& r, json::Value engine_json) const {
+  json::Value& j = r.json;
+  j.set("mode", jv("multi_head"));
+  j.set("illustrative_inputs", jv(true));
+  j.set("sentence", jv(strings(ex.words)));
+  json::Value jq = json::Value::object();
+  jq.set("word", jv(qw));
+  jq.set("position", jv(qi));
+  j.set("query", jv(std::move(jq)));
+  j.set("d_model", jv(dm));
+  j.set("heads", jv(heads));
+  j.set("d_k", jv(dk));
+  json::Value shapes = json::Value::object();
+  shapes.set("X", jv(integers({N, dm})));
+  shapes.set("QKV", jv(integers({N, dm})));
+  shapes.set("per_head_QKV", jv(integers({heads, N, dk})));
+  shapes.set("scores", jv(integers({heads, N, N})));
+  shapes.set("head_outputs", jv(integers({heads, N, dk})));
+  shapes.set("concat", jv(integers({N, dm})));
+  shapes.set("output", jv(integers({N, dm})));
+  j.set("shapes", jv(std::move(shapes)));
+  j.set("dims", jv(strings(ex.dims)));
+  j.set("features", jv(strings(ex.features)));
+  j.set("Q", jv(Q.json()));
+  j.set("K", jv(K.json()));
+  j.set("V", jv(V.json()));
+  j.set("W_O", jv(ex.WO.json()));
+  json::Value hw = json::Value::array(), ho = json::Value::array();
+  for (const auto& h : hr) {
+    hw.push_back(numbers(h.weights));
+    ho.push_back(numbers(h.out));
+  }
+  j.set("head_weights", jv(std::move(hw)));
+  j.set("head_outputs", jv(std::move(ho)));
+  j.set("concat", jv(numbers(concat)));
+  j.set("output", jv(numbers(out)));
+  j.set("engine", jv(std::move(engine_json)));
+}
+
+}  // namespace
+
+void multi_head(const Example& ex, int64_t qi, int64_t heads, Page& r) {
+  const MultiHead m(ex, qi, heads);
+  m.intro(r);
+  m.shapes_and_split(r);
+  m.step3(r);
+  m.steps4and5(r);
+  json::Value engine_json = m.engine(r);
+  m.to_json(r, std::move(engine_json));
+}
+
+}  // namespace attn::teach

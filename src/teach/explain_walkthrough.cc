@@ -7,7 +7,7 @@
 
 #include "explain_internal.h"
 
-namespace attn::cli::explain {
+namespace attn::teach {
 namespace {
 
 // Fewest decimals in {2, 3} that show every value exactly (else 3).
@@ -53,28 +53,29 @@ std::string winners_sentence(const std::vector<int64_t>& order, const std::vecto
 }
 
 text::Table ranking_table(const std::vector<int64_t>& order, const std::vector<double>& w,
-                    const std::vector<std::string>& labels, const std::string& label_header) {
+                          const std::vector<std::string>& labels, const std::string& label_header) {
   text::Table t({{"rank", text::Align::right},
-           {"#", text::Align::right},
-           {label_header, text::Align::left},
-           {"weight", text::Align::right},
-           {"share", text::Align::right},
-           {"", text::Align::left}});
+                 {"#", text::Align::right},
+                 {label_header, text::Align::left},
+                 {"weight", text::Align::right},
+                 {"share", text::Align::right},
+                 {"", text::Align::left}});
   for (std::size_t r = 0; r < order.size(); ++r) {
     const int64_t j = order[r];
-    t.row({std::to_string(r + 1), std::to_string(j + 1), labels[j], fmt(w[j], 4), percent(w[j]),
-           bar(w[j], 40)});
+    t.row({std::to_string(r + 1), std::to_string(j), labels[j], fmt(w[j], 4), percent(w[j]), bar(w[j], 40)});
   }
   return t;
 }
 
-Json ranking_json(const std::vector<int64_t>& order, const std::vector<double>& w,
-                  const std::vector<std::string>& labels) {
-  Json a = Json::array();
+json::Value ranking_json(const std::vector<int64_t>& order, const std::vector<double>& w,
+                         const std::vector<std::string>& labels) {
+  json::Value a = json::Value::array();
   for (int64_t j : order) {
-    Json e = Json::object();
-    e.set("position", j + 1).set("word", labels[j]).set("weight", w[j]);
-    a.push(std::move(e));
+    json::Value e = json::Value::object();
+    e.set("position", jv(j));
+    e.set("word", jv(labels[j]));
+    e.set("weight", jv(w[j]));
+    a.push_back(std::move(e));
   }
   return a;
 }
@@ -105,34 +106,61 @@ std::string components(const std::vector<double>& v, const std::vector<std::stri
   return s.empty() ? "nothing (all zero)" : s;
 }
 
-}  // namespace
+// The walkthrough of one query: the arithmetic, step by step (computed on
+// construction), and the sections of the text and the JSON written from it.
+struct Walk {
+  Walk(const Example& example, int64_t query);
 
-void walkthrough(const Example& ex, int64_t qi, Report& r) {
-  const int64_t N = ex.n(), dm = ex.d_model(), dk = kSingleHeadDk;
-  const std::string& qw = ex.words[qi];
-  const std::vector<std::string> dims = first(ex.dims, dk);
-  const Mat WQ = ex.WQ.cols_slice(0, dk), WK = ex.WK.cols_slice(0, dk), WV = ex.WV.cols_slice(0, dk);
-  const Mat Q = matmul(ex.X, WQ), K = matmul(ex.X, WK), V = matmul(ex.X, WV);  // [N, dk] each
-  const std::vector<double> q = Q.row(qi);
+  void intro(Page& r) const;
+  void step1(Page& r) const;      // inputs and projections
+  void steps2to5(Page& r) const;  // scores, scale, exp, normalise
+  void step6(Page& r) const;      // the output
+  void ranking_text(Page& r) const;
+  json::Value engine(Page& r) const;  // the engine check; its JSON
+  void to_json(Page& r, json::Value engine_json) const;
 
-  // ---- the arithmetic, step by step ----
-  std::vector<double> score(N), scaled(N), ex_(N), weight(N);
-  const double sqrt_dk = std::sqrt(static_cast<double>(dk));
+  const Example& ex;
+  int64_t qi, N, dm, dk;
+  std::string qw;
+  std::vector<std::string> dims;
+  Mat WQ, WK, WV, Q, K, V;  // W: [d_model, dk]; Q, K, V: [N, dk]
+  std::vector<double> q, score, scaled, ex_, weight, out;
+  double sqrt_dk = 0, exp_sum = 0, weight_sum = 0;
+  std::vector<int64_t> order;
+  int qd = 2;  // decimals that show Q, K, V exactly
+};
+
+Walk::Walk(const Example& example, int64_t query)
+    : ex(example), qi(query), N(example.n()), dm(example.d_model()), dk(kSingleHeadDk) {
+  qw = ex.words[qi];
+  dims = first(ex.dims, dk);
+  WQ = ex.WQ.cols_slice(0, dk), WK = ex.WK.cols_slice(0, dk), WV = ex.WV.cols_slice(0, dk);
+  Q = matmul(ex.X, WQ), K = matmul(ex.X, WK), V = matmul(ex.X, WV);
+  q = Q.row(qi);
+  score.assign(N, 0.0), scaled.assign(N, 0.0), ex_.assign(N, 0.0), weight.assign(N, 0.0);
+  sqrt_dk = std::sqrt(static_cast<double>(dk));
   for (int64_t j = 0; j < N; ++j) {
     score[j] = dot(q, K.row(j));
     scaled[j] = score[j] / sqrt_dk;
     ex_[j] = std::exp(scaled[j]);
   }
-  const double exp_sum = std::accumulate(ex_.begin(), ex_.end(), 0.0);
+  exp_sum = std::accumulate(ex_.begin(), ex_.end(), 0.0);
   for (int64_t j = 0; j < N; ++j) weight[j] = ex_[j] / exp_sum;
-  const double weight_sum = std::accumulate(weight.begin(), weight.end(), 0.0);
-  std::vector<double> out(dk, 0.0);
+  weight_sum = std::accumulate(weight.begin(), weight.end(), 0.0);
+  out.assign(dk, 0.0);
   for (int64_t j = 0; j < N; ++j)
     for (int64_t d = 0; d < dk; ++d) out[d] += weight[j] * V(j, d);
-  const auto order = ranking(weight);
+  order = ranking(weight);
+  qd = decimals_for([&] {
+    std::vector<double> all = Q.v;
+    all.insert(all.end(), K.v.begin(), K.v.end());
+    all.insert(all.end(), V.v.begin(), V.v.end());
+    return all;
+  }());
+}
 
-  // ---- text ----
-  const std::string pos = "position " + std::to_string(qi + 1) + " of " + std::to_string(N);
+void Walk::intro(Page& r) const {
+  const std::string pos = "position " + std::to_string(qi) + " of " + std::to_string(N) + ", counting from 0";
   r.title("attn explain: self-attention, step by step");
   r.para(
       "  Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V\n\n"
@@ -161,8 +189,9 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
         "default example. Everything after the inputs is computed: step by step below, then again by\n"
         "the attn engine (the check at the end).");
   }
+}
 
-  // Step 1
+void Walk::step1(Page& r) const {
   r.heading("Step 1. Inputs and projections: Q = X·W_Q, K = X·W_K, V = X·W_V");
   r.para("Each word is a row of X [" + std::to_string(N) + ", " + std::to_string(dm) + "]" +
          (ex.hand_chosen ? ", with " + std::to_string(dm) + " hand-chosen features:"
@@ -173,7 +202,7 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
       cols.push_back({ex.hand_chosen ? ex.features[f] : "f" + std::to_string(f + 1), text::Align::right});
     text::Table t(cols);
     for (int64_t i = 0; i < N; ++i) {
-      std::vector<std::string> row = {std::to_string(i + 1), ex.words[i]};
+      std::vector<std::string> row = {std::to_string(i), ex.words[i]};
       for (int64_t f = 0; f < dm; ++f)
         row.push_back(ex.hand_chosen ? fmt_input(ex.X(i, f)) : fmt(ex.X(i, f), 2));
       t.row(row);
@@ -197,12 +226,6 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
     }
     r.table(t);
   }
-  const int qd = decimals_for([&] {
-    std::vector<double> all = Q.v;
-    all.insert(all.end(), K.v.begin(), K.v.end());
-    all.insert(all.end(), V.v.begin(), V.v.end());
-    return all;
-  }());
   r.para("Multiplying gives one query, key and value vector per word (Q, K, V: [" + std::to_string(N) + ", " +
          std::to_string(dk) + "]):");
   {
@@ -214,7 +237,7 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
         .group("K = X·W_K", 2 + dk, dk)
         .group("V = X·W_V", 2 + 2 * dk, dk);
     for (int64_t i = 0; i < N; ++i) {
-      std::vector<std::string> row = {std::to_string(i + 1), ex.words[i]};
+      std::vector<std::string> row = {std::to_string(i), ex.words[i]};
       for (const Mat* m : {&Q, &K, &V})
         for (int64_t d = 0; d < dk; ++d) row.push_back(fmt((*m)(i, d), qd));
       t.row(row);
@@ -224,7 +247,9 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
   r.para("The query of " + qw + ":  q = x(" + qw +
          ")·W_Q = " + (ex.hand_chosen ? expansion(ex.X.row(qi), ex.features, "W_Q") + " = " : std::string()) +
          vec_text(q, qd) + "\nso " + qw + " looks for: " + components(q, dims, qd) + ".");
+}
 
+void Walk::steps2to5(Page& r) const {
   // Step 2
   r.heading("Step 2. Scores: s_j = q · k_j, how well " + qw + "'s query matches each word's key");
   {
@@ -235,7 +260,7 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
     text::Table t(cols);
     t.group("k_j", 2, static_cast<int>(dk));
     for (int64_t j = 0; j < N; ++j) {
-      std::vector<std::string> row = {std::to_string(j + 1), ex.words[j]};
+      std::vector<std::string> row = {std::to_string(j), ex.words[j]};
       for (int64_t d = 0; d < dk; ++d) row.push_back(fmt(K(j, d), qd));
       if (ex.hand_chosen) {
         std::string terms;
@@ -259,11 +284,11 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
       "softmax still spreads its attention instead of putting everything on one word.");
   {
     text::Table t({{"#", text::Align::right},
-             {"word", text::Align::left},
-             {"s_j", text::Align::right},
-             {"s_j / " + fmt(sqrt_dk, 3), text::Align::right}});
+                   {"word", text::Align::left},
+                   {"s_j", text::Align::right},
+                   {"s_j / " + fmt(sqrt_dk, 3), text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
-      t.row({std::to_string(j + 1), ex.words[j], fmt(score[j], 3), fmt(scaled[j], 4)});
+      t.row({std::to_string(j), ex.words[j], fmt(score[j], 3), fmt(scaled[j], 4)});
     r.table(t);
   }
 
@@ -274,10 +299,12 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
          fmt(std::exp(1.0), 3) + "\ntimes larger. (The engine computes e^(x - max) with max = " +
          fmt(max_scaled, 4) + ": the same weights after\nstep 5, and no overflow for large scores.)");
   {
-    text::Table t(
-        {{"#", text::Align::right}, {"word", text::Align::left}, {"s_j / √d_k", text::Align::right}, {"exp", text::Align::right}});
+    text::Table t({{"#", text::Align::right},
+                   {"word", text::Align::left},
+                   {"s_j / √d_k", text::Align::right},
+                   {"exp", text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
-      t.row({std::to_string(j + 1), ex.words[j], fmt(scaled[j], 4), fmt(ex_[j], 4)});
+      t.row({std::to_string(j), ex.words[j], fmt(scaled[j], 4), fmt(ex_[j], 4)});
     r.table(t);
   }
 
@@ -286,25 +313,28 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
   r.para("sum of exp = " + fmt(exp_sum, 4));
   {
     text::Table t({{"#", text::Align::right},
-             {"word", text::Align::left},
-             {"exp", text::Align::right},
-             {"exp / " + fmt(exp_sum, 4), text::Align::right}});
+                   {"word", text::Align::left},
+                   {"exp", text::Align::right},
+                   {"exp / " + fmt(exp_sum, 4), text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
-      t.row({std::to_string(j + 1), ex.words[j], fmt(ex_[j], 4), fmt(weight[j], 4)});
+      t.row({std::to_string(j), ex.words[j], fmt(ex_[j], 4), fmt(weight[j], 4)});
     r.table(t);
   }
   r.para("Sum of weights = " + fmt(weight_sum, 6) + "   (weights are positive and sum to 1: a distribution)");
+}
 
+void Walk::step6(Page& r) const {
   // Step 6
   r.heading("Step 6. Output: z = sum over j of weight_j · v_j");
   {
-    std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"word", text::Align::left}, {"weight", text::Align::right}};
+    std::vector<text::Table::Column> cols = {
+        {"#", text::Align::right}, {"word", text::Align::left}, {"weight", text::Align::right}};
     for (int m = 0; m < 2; ++m)
       for (int64_t d = 0; d < dk; ++d) cols.push_back({dims[d], text::Align::right});
     text::Table t(cols);
     t.group("v_j", 3, static_cast<int>(dk)).group("weight_j · v_j", 3 + dk, dk);
     for (int64_t j = 0; j < N; ++j) {
-      std::vector<std::string> row = {std::to_string(j + 1), ex.words[j], fmt(weight[j], 4)};
+      std::vector<std::string> row = {std::to_string(j), ex.words[j], fmt(weight[j], 4)};
       for (int64_t d = 0; d < dk; ++d) row.push_back(fmt(V(j, d), qd));
       for (int64_t d = 0; d < dk; ++d) row.push_back(fmt(weight[j] * V(j, d), 4));
       t.row(row);
@@ -329,7 +359,9 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
     r.para("z(" + qw + ") = " + vec_text(out, 4) + ": the new vector of " + qw +
            ", a blend of the value vectors.\nIts components, largest first:" + reading);
   }
+}
 
+void Walk::ranking_text(Page& r) const {
   // Ranking
   r.heading("Which words win: the attention of " + qw + ", ranked");
   r.table(ranking_table(order, weight, ex.words, "word"));
@@ -349,14 +381,16 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
              " is the largest part of the largest score.";
     r.para(why);
   }
+}
 
+json::Value Walk::engine(Page& r) const {
   // Engine
   r.heading("Engine check: attn::attention with options.capture.enabled = true");
   r.para("The same Q, K, V go to the engine as tensors [B=1, H=1, L=" + std::to_string(N) +
-         ", D=" + std::to_string(dk) + "], capturing the exact weights of row " + std::to_string(qi + 1) +
-         " (" + qw + ").");
+         ", D=" + std::to_string(dk) + "], capturing the exact weights of row " + std::to_string(qi) + " (" +
+         qw + ").");
   const auto runs = engine_check(Q, K, V, 1.0 / sqrt_dk, qi, weight, out);
-  Json engine_json = report_engine(r, runs, "(steps 5 and 6)");
+  json::Value engine_json = report_engine(r, runs, "(steps 5 and 6)");
 
   r.para(
       "Next: attn explain --query 带        the same steps for another word (a word or a position)\n"
@@ -367,46 +401,70 @@ void walkthrough(const Example& ex, int64_t qi, Report& r) {
       "      attn explain --cost --n 4096 --d 1024 --heads 16  FLOPs and memory at real sizes\n"
       "      attn explain --help            every option");
 
-  // ---- JSON ----
-  Json& j = r.json;
-  j.set("mode", "walkthrough");
-  j.set("formula", "softmax(Q K^T / sqrt(d_k)) V");
-  j.set("illustrative_inputs", true);
-  j.set("embeddings", ex.hand_chosen ? "hand-chosen" : "generated");
-  if (!ex.hand_chosen) j.set("seed", static_cast<int64_t>(ex.seed));
-  j.set("sentence", Json::strings(ex.words));
-  if (!ex.gloss.empty()) j.set("gloss", ex.gloss);
-  Json jq = Json::object();
-  jq.set("word", qw).set("position", qi + 1);
-  j.set("query", std::move(jq));
-  j.set("d_model", dm).set("d_k", dk);
-  j.set("features", Json::strings(ex.features)).set("dims", Json::strings(dims));
-  j.set("X", ex.X.json()).set("W_Q", WQ.json()).set("W_K", WK.json()).set("W_V", WV.json());
-  j.set("Q", Q.json()).set("K", K.json()).set("V", V.json());
-  Json steps = Json::object();
-  steps.set("q", Json::numbers(q));
-  steps.set("scores", Json::numbers(score));
-  steps.set("sqrt_d_k", sqrt_dk);
-  steps.set("scaled", Json::numbers(scaled));
-  steps.set("exp", Json::numbers(ex_));
-  steps.set("exp_sum", exp_sum);
-  steps.set("weights", Json::numbers(weight));
-  steps.set("weights_sum", weight_sum);
-  steps.set("output", Json::numbers(out));
-  j.set("steps", std::move(steps));
-  j.set("ranking", ranking_json(order, weight, ex.words));
-  j.set("engine", std::move(engine_json));
+  return engine_json;
 }
 
-void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Report& r) {
+void Walk::to_json(Page& r, json::Value engine_json) const {
+  json::Value& j = r.json;
+  j.set("mode", jv("walkthrough"));
+  j.set("formula", jv("softmax(Q K^T / sqrt(d_k)) V"));
+  j.set("illustrative_inputs", jv(true));
+  j.set("embeddings", jv(ex.hand_chosen ? "hand-chosen" : "generated"));
+  if (!ex.hand_chosen) j.set("seed", jv(static_cast<int64_t>(ex.seed)));
+  j.set("sentence", jv(strings(ex.words)));
+  if (!ex.gloss.empty()) j.set("gloss", jv(ex.gloss));
+  json::Value jq = json::Value::object();
+  jq.set("word", jv(qw));
+  jq.set("position", jv(qi));
+  j.set("query", jv(std::move(jq)));
+  j.set("d_model", jv(dm));
+  j.set("d_k", jv(dk));
+  j.set("features", jv(strings(ex.features)));
+  j.set("dims", jv(strings(dims)));
+  j.set("X", jv(ex.X.json()));
+  j.set("W_Q", jv(WQ.json()));
+  j.set("W_K", jv(WK.json()));
+  j.set("W_V", jv(WV.json()));
+  j.set("Q", jv(Q.json()));
+  j.set("K", jv(K.json()));
+  j.set("V", jv(V.json()));
+  json::Value steps = json::Value::object();
+  steps.set("q", jv(numbers(q)));
+  steps.set("scores", jv(numbers(score)));
+  steps.set("sqrt_d_k", jv(sqrt_dk));
+  steps.set("scaled", jv(numbers(scaled)));
+  steps.set("exp", jv(numbers(ex_)));
+  steps.set("exp_sum", jv(exp_sum));
+  steps.set("weights", jv(numbers(weight)));
+  steps.set("weights_sum", jv(weight_sum));
+  steps.set("output", jv(numbers(out)));
+  j.set("steps", jv(std::move(steps)));
+  j.set("ranking", jv(ranking_json(order, weight, ex.words)));
+  j.set("engine", jv(std::move(engine_json)));
+}
+
+}  // namespace
+
+void walkthrough(const Example& ex, int64_t qi, Page& r) {
+  const Walk w(ex, qi);
+  w.intro(r);
+  w.step1(r);
+  w.steps2to5(r);
+  w.step6(r);
+  w.ranking_text(r);
+  json::Value engine_json = w.engine(r);
+  w.to_json(r, std::move(engine_json));
+}
+
+void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Page& r) {
   const int64_t N = static_cast<int64_t>(scores.size());
   std::vector<std::string> labels = tokens;
   if (labels.empty())
-    for (int64_t j = 0; j < N; ++j) labels.push_back("position " + std::to_string(j + 1));
+    for (int64_t j = 0; j < N; ++j) labels.push_back("position " + std::to_string(j));
   std::vector<double> e(N), w(N);
   for (int64_t j = 0; j < N; ++j) e[j] = std::exp(scores[j]);
   for (int64_t j = 0; j < N; ++j)
-    ATTN_CHECK(std::fabs(scores[j]) <= 700, "--scores: item ", j + 1,
+    ATTN_CHECK(std::fabs(scores[j]) <= 700, "--scores: score ", j, " (from 0)",
                " must be in [-700, 700] so that e^s is a ", "normal double; got ", scores[j]);
   const double sum = std::accumulate(e.begin(), e.end(), 0.0);
   for (int64_t j = 0; j < N; ++j) w[j] = e[j] / sum;
@@ -423,17 +481,16 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
 
   r.title("attn explain --scores: softmax turns scores into attention weights");
   r.para(
-      "  softmax(s)_j = e^(s_j) / (e^(s_1) + ... + e^(s_N))\n\n"
+      "  softmax(s)_j = e^(s_j) / (e^(s_0) + ... + e^(s_(N-1)))\n\n"
       "Scores: [" +
       score_list + "]   (" + std::to_string(N) + " positions)");
   r.heading("Step 1. Exponentiate every score");
   {
     text::Table t({{"#", text::Align::right},
-             {"token", text::Align::left},
-             {"score s_j", text::Align::right},
-             {"e^(s_j)", text::Align::right}});
-    for (int64_t j = 0; j < N; ++j)
-      t.row({std::to_string(j + 1), labels[j], fmt_input(scores[j]), fmt(e[j], 4)});
+                   {"token", text::Align::left},
+                   {"score s_j", text::Align::right},
+                   {"e^(s_j)", text::Align::right}});
+    for (int64_t j = 0; j < N; ++j) t.row({std::to_string(j), labels[j], fmt_input(scores[j]), fmt(e[j], 4)});
     r.table(t);
   }
   r.heading("Step 2. Add them up");
@@ -441,12 +498,12 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
   r.heading("Step 3. Divide each by the sum");
   {
     text::Table t({{"#", text::Align::right},
-             {"token", text::Align::left},
-             {"e^(s_j)", text::Align::right},
-             {"weight = e^(s_j) / " + fmt(sum, 4), text::Align::right},
-             {"2 decimals", text::Align::right}});
+                   {"token", text::Align::left},
+                   {"e^(s_j)", text::Align::right},
+                   {"weight = e^(s_j) / " + fmt(sum, 4), text::Align::right},
+                   {"2 decimals", text::Align::right}});
     for (int64_t j = 0; j < N; ++j)
-      t.row({std::to_string(j + 1), labels[j], fmt(e[j], 4), fmt(w[j], 4), fmt(w[j], 2)});
+      t.row({std::to_string(j), labels[j], fmt(e[j], 4), fmt(w[j], 4), fmt(w[j], 2)});
     r.table(t);
   }
   r.para("Sum of weights = " + fmt(wsum, 6) + "\n\nsoftmax([" + score_list + "]) = [" + weight_list + "]");
@@ -475,18 +532,18 @@ void softmax_of_scores(const std::vector<double>& scores, const std::vector<std:
   Q(0, 0) = 1;
   for (int64_t j = 0; j < N; ++j) K(j, 0) = scores[j], V(j, 0) = static_cast<double>(j + 1);
   const auto runs = engine_check(Q, K, V, 1.0, 0, w, {});
-  Json engine_json = report_engine(r, runs, "(step 3)");
+  json::Value engine_json = report_engine(r, runs, "(step 3)");
 
-  Json& j = r.json;
-  j.set("mode", "softmax");
-  j.set("scores", Json::numbers(scores));
-  j.set("tokens", Json::strings(labels));
-  j.set("exp", Json::numbers(e));
-  j.set("exp_sum", sum);
-  j.set("weights", Json::numbers(w));
-  j.set("weights_sum", wsum);
-  j.set("ranking", ranking_json(order, w, labels));
-  j.set("engine", std::move(engine_json));
+  json::Value& j = r.json;
+  j.set("mode", jv("softmax"));
+  j.set("scores", jv(numbers(scores)));
+  j.set("tokens", jv(strings(labels)));
+  j.set("exp", jv(numbers(e)));
+  j.set("exp_sum", jv(sum));
+  j.set("weights", jv(numbers(w)));
+  j.set("weights_sum", jv(wsum));
+  j.set("ranking", jv(ranking_json(order, w, labels)));
+  j.set("engine", jv(std::move(engine_json)));
 }
 
-}  // namespace attn::cli::explain
+}  // namespace attn::teach

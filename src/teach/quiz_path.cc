@@ -11,11 +11,12 @@
 
 #include "quiz_internal.h"
 
-namespace attn::cli::quiz {
+namespace attn::teach::quiz {
 namespace {
 
 // Layers of attention with mask `m` (Lq = Lk = N) until the output at
-// position i (1-based) depends on the input at position j.
+// position i depends on the input at position j (both counted from 1 here;
+// every text and JSON field shows them from 0).
 int64_t layers_needed(const MaskSpec& m, int64_t i, int64_t j) {
   std::vector<std::vector<bool>> sees;  // [N][N] from the engine
   for (int64_t r = 0; r < m.lq; ++r) sees.push_back(engine_visible(m, r));
@@ -28,7 +29,7 @@ int64_t layers_needed(const MaskSpec& m, int64_t i, int64_t j) {
     reached = next;
     if (reached[static_cast<std::size_t>(i - 1)]) return layer;
   }
-  ATTN_CHECK(false, "quiz: position ", j, " never reaches position ", i, " within ", m.lq, " layers");
+  ATTN_CHECK(false, "quiz: position ", j - 1, " never reaches position ", i - 1, " within ", m.lq, " layers");
   return -1;
 }
 
@@ -53,12 +54,14 @@ Question path_question(Rng& rng) {
   q.kind = Kind::path;
   q.form = Form::number;
   q.decimals = 0;
-  const std::string si = std::to_string(i), sj = std::to_string(j), sn = std::to_string(n);
+  // Shown from 0: position p (counted from 1 above) is p - 1.
+  auto at = [](int64_t p) { return std::to_string(p - 1); };
+  const std::string si = at(i), sj = at(j), sn = std::to_string(n);
   if (variant == 0) {
     q.topic = "rnn-path";
     q.number = static_cast<double>(rnn_steps(i, j));
     q.text = "A recurrent network (RNN) reads a sequence of N = " + sn +
-             " tokens left to right:\n"
+             " tokens left to right\n(positions from 0): "
              "h_t = f(h_(t-1), x_t). How many sequential steps does information from token " +
              sj + " take to reach\nthe hidden state at position " + si + "?";
     q.solution =
@@ -74,14 +77,13 @@ Question path_question(Rng& rng) {
     m.lq = m.lk = n;
     q.number = static_cast<double>(layers_needed(m, i, j));
     q.text = "A self-attention layer without a mask reads a sequence of N = " + sn +
-             " tokens. How many sequential steps\n(attention layers) does information from token " +
-             std::to_string(j) + " need to reach the output at position " + std::to_string(i) + "?";
-    q.solution = "Every query attends to every key directly, so position " + std::to_string(i) +
-                 " reads token " + std::to_string(j) +
+             " tokens. How many sequential steps\n(attention layers) does information from token " + at(j) +
+             " need to reach the output at position " + at(i) + "?";
+    q.solution = "Every query attends to every key directly, so position " + at(i) + " reads token " + at(j) +
                  " in one layer: path length 1,\nwhatever |i - j| is (an RNN needs |i - j| = " +
                  std::to_string(std::abs(i - j)) + (std::abs(i - j) == 1 ? " step" : " steps") +
-                 ").\nEngine: the unmasked layer gives query " + std::to_string(i) +
-                 " non-zero weight on key " + std::to_string(j) + ".";
+                 ").\nEngine: the unmasked layer gives query " + at(i) + " non-zero weight on key " + at(j) +
+                 ".";
   } else {
     q.topic = "window-path";
     // Positions more than w apart, so that one layer is not enough: w < the farthest distance from i.
@@ -99,19 +101,21 @@ Question path_question(Rng& rng) {
     q.text = "Stacked sliding-window attention layers over N = " + std::to_string(n) +
              " tokens: each query sees keys at most\nw = " + std::to_string(w) +
              (w == 1 ? " position" : " positions") +
-             " away on either side. How many layers does information from token " + std::to_string(j) +
-             "\nneed to reach the output at position " + std::to_string(i) + "?";
+             " away on either side. How many layers does information from token " + at(j) +
+             "\nneed to reach the output at position " + at(i) + "?";
     q.solution = "Each layer moves information at most w = " + std::to_string(w) +
                  (w == 1 ? " position" : " positions") + ", so it takes\nceil(|i - j| / w) = ceil(" +
                  std::to_string(dist) + " / " + std::to_string(w) + ") = " + layers +
                  " layers.\nEngine: the window mask's visibility, captured with attn::attention and composed "
                  "layer after\nlayer, first connects token " +
-                 std::to_string(j) + " to position " + std::to_string(i) + " at layer " + layers +
+                 at(j) + " to position " + at(i) + " at layer " + layers +
                  ". (Full attention: 1 layer; an RNN: " + std::to_string(dist) + " steps.)";
-    q.data.set("window", w);
+    q.data.set("window", jv(w));
   }
-  q.data.set("n", n).set("from", j).set("to", i);
+  q.data.set("n", jv(n));
+  q.data.set("from", jv(j - 1));
+  q.data.set("to", jv(i - 1));
   return q;
 }
 
-}  // namespace attn::cli::quiz
+}  // namespace attn::teach::quiz

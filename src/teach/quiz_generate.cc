@@ -6,7 +6,7 @@
 
 #include "quiz_internal.h"
 
-namespace attn::cli::quiz {
+namespace attn::teach::quiz {
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -104,7 +104,7 @@ std::vector<double> engine_softmax(const std::vector<double>& scores, double sca
   for (int64_t j = 0; j < n; ++j) {
     const double expect = std::exp(scores[static_cast<std::size_t>(j)] * scale - mx) / sum;
     const double diff = std::fabs(expect - w[static_cast<std::size_t>(j)]);
-    ATTN_CHECK(diff <= 1e-12, "quiz: the engine's softmax weight of position ", j + 1, " is ",
+    ATTN_CHECK(diff <= 1e-12, "quiz: the engine's softmax weight of position ", j, " is ",
                w[static_cast<std::size_t>(j)], "; arithmetic gives ", expect,
                " (expected |difference| <= 1e-12)");
   }
@@ -128,4 +128,4 @@ std::vector<bool> engine_visible(const MaskSpec& m, int64_t row) {
   return visible;
 }
 
-}  // namespace attn::cli::quiz
+}  // namespace attn::teach::quiz

@@ -16,10 +16,9 @@
 #include <filesystem>
 #include <numeric>
 
-#include "args.h"
 #include "explain_internal.h"
 
-namespace attn::cli::explain {
+namespace attn::teach {
 namespace {
 
 const Tensor& param(const NamedParams& ps, const std::string& name) {
@@ -79,9 +78,27 @@ Mat apply_rope(const Mat& m, double base) {
 
 std::string cell(const std::string& tok) { return tok.size() > 24 ? tok.substr(0, 24) + "…" : tok; }
 
-}  // namespace
+// The numbers of one layer, head and query, from the model's own forward pass
+// and the arithmetic (compute_walk), and the sections of the text and the
+// JSON written from them.
+struct ModelWalk {
+  const ModelExample& ex;
+  const models::TransformerConfig& c;
+  int64_t L, C, H, D, Hkv, kvh, qi, layer, head, show;
+  std::string qw;
+  Mat X, Q, K, V;  // the layer's input [L, C]; this head's q, k, v [L, D]
+  bool rope;
+  std::vector<double> q, score, scaled, ex_, weight, z, captured;
+  double sqrt_d, mx, exp_sum, max_diff_model;
+  std::vector<int64_t> order;
 
-void model_walkthrough(const ModelExample& ex, Report& r) {
+  void intro_and_inputs(Page& r) const;  // the title, the sizes, step 1
+  void steps(Page& r) const;             // steps 2-6 and the ranking
+  json::Value engine(Page& r) const;     // the engine check; its JSON
+  void to_json(Page& r, json::Value engine_json) const;
+};
+
+ModelWalk compute_walk(const ModelExample& ex) {
   models::EncoderClassifier& m = *ex.model;
   const models::TransformerConfig& c = m.config();
   const int64_t L = static_cast<int64_t>(ex.ids.size()), C = c.d_model, H = c.heads, D = c.head_dim();
@@ -158,8 +175,39 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
   ATTN_CHECK(max_diff_model <= model_tol,
              "explain --model: the step-by-step weights differ from the model's ", "captured weights by ",
              max_diff_model, " (tolerance ", model_tol, "); this is a bug in attn");
+  return ModelWalk{ex,
+                   c,
+                   L,
+                   C,
+                   H,
+                   D,
+                   Hkv,
+                   kvh,
+                   qi,
+                   layer,
+                   head,
+                   show,
+                   qw,
+                   X,
+                   Q,
+                   K,
+                   V,
+                   rope,
+                   q,
+                   score,
+                   scaled,
+                   ex_,
+                   weight,
+                   z,
+                   captured,
+                   sqrt_d,
+                   mx,
+                   exp_sum,
+                   max_diff_model,
+                   order};
+}
 
-  // ---- text ----
+void ModelWalk::intro_and_inputs(Page& r) const {
   const std::string where =
       std::string("layer ") + std::to_string(layer) + std::string(", head ") + std::to_string(head);
   r.title("attn explain --model: real Q, K, V of " + ex.model_name + ", " + where);
@@ -168,8 +216,8 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
       "The same steps as `attn explain`, with the numbers of a trained model: its embeddings, the layers\n"
       "before this one and this head's rows of W_Q, W_K, W_V. Nothing here is hand-chosen.");
   r.line(std::string("Sentence:   ") + join_words(ex.tokens) + std::string("   (") + std::to_string(L) +
-         " tokens; [CLS] is position 1)");
-  r.line("Query:      " + qw + std::string("   (position ") + std::to_string(qi + 1) +
+         " tokens, numbered from 0: [CLS] is position 0)");
+  r.line("Query:      " + qw + std::string("   (position ") + std::to_string(qi) +
          "): which tokens does it attend to in " + where + "?");
   r.line(std::string("Sizes:      d_model = ") + std::to_string(C) + std::string(", ") + std::to_string(H) +
          " heads, d_k = " + std::to_string(D) +
@@ -208,17 +256,21 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
   {
     std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"token", text::Align::left}};
     for (int g = 0; g < 3; ++g)
-      for (int64_t d = 0; d < show; ++d) cols.push_back({std::string("d") + std::to_string(d), text::Align::right});
+      for (int64_t d = 0; d < show; ++d)
+        cols.push_back({std::string("d") + std::to_string(d), text::Align::right});
     text::Table t(cols);
     t.group("q", 2, static_cast<int>(show)).group("k", 2 + show, show).group("v", 2 + 2 * show, show);
     for (int64_t i = 0; i < L; ++i) {
-      std::vector<std::string> row = {std::to_string(i + 1), cell(ex.tokens[i])};
+      std::vector<std::string> row = {std::to_string(i), cell(ex.tokens[i])};
       for (const Mat* mm : std::initializer_list<const Mat*>{&Q, &K, &V})
         for (int64_t d = 0; d < show; ++d) row.push_back(fmt((*mm)(i, d), 3));
       t.row(row);
     }
     r.table(t);
   }
+}
+
+void ModelWalk::steps(Page& r) const {
   r.heading("Step 2-5. Scores, scale, exp, normalise");
   r.para("s_j = q(" + qw + std::string(")·k_j over all ") + std::to_string(D) +
          " dimensions;\ndivided by √d_k = " + fmt(sqrt_d, 3) +
@@ -226,14 +278,14 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
          std::string(" (the same weights, no overflow); weight_j = exp_j / ") + fmt(exp_sum, 4) + ".");
   {
     text::Table t({{"#", text::Align::right},
-             {"token", text::Align::left},
-             {"s_j = q·k_j", text::Align::right},
-             {std::string("s_j / ") + fmt(sqrt_d, 3), text::Align::right},
-             {"exp(· − max)", text::Align::right},
-             {"weight", text::Align::right},
-             {"captured", text::Align::right}});
+                   {"token", text::Align::left},
+                   {"s_j = q·k_j", text::Align::right},
+                   {std::string("s_j / ") + fmt(sqrt_d, 3), text::Align::right},
+                   {"exp(· − max)", text::Align::right},
+                   {"weight", text::Align::right},
+                   {"captured", text::Align::right}});
     for (int64_t j = 0; j < L; ++j)
-      t.row({std::to_string(j + 1), cell(ex.tokens[j]), fmt(score[j], 4), fmt(scaled[j], 4), fmt(ex_[j], 4),
+      t.row({std::to_string(j), cell(ex.tokens[j]), fmt(score[j], 4), fmt(scaled[j], 4), fmt(ex_[j], 4),
              fmt(weight[j], 4), fmt(captured[j], 4)});
     r.table(t);
   }
@@ -251,54 +303,79 @@ void model_walkthrough(const ModelExample& ex, Report& r) {
   r.heading("Which tokens win: the attention of " + qw + ", ranked");
   {
     text::Table t({{"rank", text::Align::right},
-             {"#", text::Align::right},
-             {"token", text::Align::left},
-             {"weight", text::Align::right},
-             {"", text::Align::left}});
+                   {"#", text::Align::right},
+                   {"token", text::Align::left},
+                   {"weight", text::Align::right},
+                   {"", text::Align::left}});
     for (int64_t k = 0; k < std::min<int64_t>(L, 10); ++k)
-      t.row({std::to_string(k + 1), std::to_string(order[k] + 1), cell(ex.tokens[order[k]]),
+      t.row({std::to_string(k + 1), std::to_string(order[k]), cell(ex.tokens[order[k]]),
              fmt(weight[order[k]], 4), bar(weight[order[k]], 30)});
     r.table(t);
   }
   r.para(
       "Attention is not explanation: a high weight says where this head looked, not what changed the\n"
       "prediction. `attn classify --explain` puts an attribution (integrated gradients) next to it.");
-  r.heading("Engine check: attn::attention with options.capture.enabled = true");
-  const auto runs = engine_check(Q, K, V, 1.0 / sqrt_d, qi, weight, z);
-  Json engine_json = report_engine(r, runs, "(steps 5 and 6)");
-
-  // ---- JSON ----
-  Json& j = r.json;
-  j.set("mode", "model");
-  j.set("model", ex.model_name);
-  j.set("tokens", Json::strings(ex.tokens));
-  j.set("layer", layer).set("head", head).set("kv_head", kvh);
-  Json jq = Json::object();
-  jq.set("token", qw).set("position", qi + 1);
-  j.set("query", std::move(jq));
-  j.set("d_model", C).set("d_k", D).set("pre_norm", c.pre_norm).set("rope", rope);
-  j.set("X", X.json()).set("Q", Q.json()).set("K", K.json()).set("V", V.json());
-  Json steps = Json::object();
-  steps.set("q", Json::numbers(q));
-  steps.set("scores", Json::numbers(score));
-  steps.set("sqrt_d_k", sqrt_d);
-  steps.set("scaled", Json::numbers(scaled));
-  steps.set("max", mx);
-  steps.set("exp", Json::numbers(ex_));
-  steps.set("exp_sum", exp_sum);
-  steps.set("weights", Json::numbers(weight));
-  steps.set("output", Json::numbers(z));
-  j.set("steps", std::move(steps));
-  j.set("captured_weights", Json::numbers(captured));
-  j.set("max_diff_captured", max_diff_model);
-  j.set("engine", std::move(engine_json));
 }
 
-void model_mode(const std::string& path, const std::string& sentence, const Args& args, Report& r) {
+json::Value ModelWalk::engine(Page& r) const {
+  r.heading("Engine check: attn::attention with options.capture.enabled = true");
+  const auto runs = engine_check(Q, K, V, 1.0 / sqrt_d, qi, weight, z);
+  json::Value engine_json = report_engine(r, runs, "(steps 5 and 6)");
+  return engine_json;
+}
+
+void ModelWalk::to_json(Page& r, json::Value engine_json) const {
+  json::Value& j = r.json;
+  j.set("mode", jv("model"));
+  j.set("model", jv(ex.model_name));
+  j.set("tokens", jv(strings(ex.tokens)));
+  j.set("layer", jv(layer));
+  j.set("head", jv(head));
+  j.set("kv_head", jv(kvh));
+  json::Value jq = json::Value::object();
+  jq.set("token", jv(qw));
+  jq.set("position", jv(qi));
+  j.set("query", jv(std::move(jq)));
+  j.set("d_model", jv(C));
+  j.set("d_k", jv(D));
+  j.set("pre_norm", jv(c.pre_norm));
+  j.set("rope", jv(rope));
+  j.set("X", jv(X.json()));
+  j.set("Q", jv(Q.json()));
+  j.set("K", jv(K.json()));
+  j.set("V", jv(V.json()));
+  json::Value steps = json::Value::object();
+  steps.set("q", jv(numbers(q)));
+  steps.set("scores", jv(numbers(score)));
+  steps.set("sqrt_d_k", jv(sqrt_d));
+  steps.set("scaled", jv(numbers(scaled)));
+  steps.set("max", jv(mx));
+  steps.set("exp", jv(numbers(ex_)));
+  steps.set("exp_sum", jv(exp_sum));
+  steps.set("weights", jv(numbers(weight)));
+  steps.set("output", jv(numbers(z)));
+  j.set("steps", jv(std::move(steps)));
+  j.set("captured_weights", jv(numbers(captured)));
+  j.set("max_diff_captured", jv(max_diff_model));
+  j.set("engine", jv(std::move(engine_json)));
+}
+
+}  // namespace
+
+void model_walkthrough(const ModelExample& ex, Page& r) {
+  const ModelWalk w = compute_walk(ex);
+  w.intro_and_inputs(r);
+  w.steps(r);
+  json::Value engine_json = w.engine(r);
+  w.to_json(r, std::move(engine_json));
+}
+
+Report explain_model(const ModelOptions& options) {
+  const std::string& path = options.path;
   ATTN_CHECK(std::filesystem::exists(path), "--model: file '", path,
              "' not found; train one with 'attn train classify'");
   auto clf = models::TextClassifier::load(path);
-  const models::Classification c = clf->classify({sentence}, false).at(0);
+  const models::Classification c = clf->classify({options.sentence}, false).at(0);
   ModelExample ex;
   ex.model = &clf->model();
   ex.model_name = std::filesystem::path(path).filename().string();
@@ -308,31 +385,38 @@ void model_mode(const std::string& path, const std::string& sentence, const Args
     ex.ids.push_back(clf->tokenizer().vocab().id(c.tokens[t]));
   const models::TransformerConfig& cfg = clf->model().config();
   ATTN_CHECK(cfg.encoder_layers >= 1, "--model: the model has no encoder layers (no attention to explain)");
-  ex.layer = args.has("layer") ? args.integer("layer", 0, cfg.encoder_layers - 1) : cfg.encoder_layers - 1;
-  ex.head = args.has("head") ? args.integer("head", 0, cfg.heads - 1) : 0;
-  if (args.has("dims")) ex.show_dims = args.integer("dims", 1, 4096);
+  ex.layer = options.layer.value_or(cfg.encoder_layers - 1);
+  ATTN_CHECK(ex.layer >= 0 && ex.layer < cfg.encoder_layers, "--layer must be in [0, ",
+             cfg.encoder_layers - 1, "]; got ", ex.layer);
+  ex.head = options.head;
+  ATTN_CHECK(ex.head >= 0 && ex.head < cfg.heads, "--head must be in [0, ", cfg.heads - 1, "]; got ",
+             ex.head);
+  ATTN_CHECK(options.show_dims >= 1 && options.show_dims <= 4096, "--dims must be in [1, 4096]; got ",
+             options.show_dims);
+  ex.show_dims = options.show_dims;
   const int64_t L = static_cast<int64_t>(ex.tokens.size());
   ex.query = 0;
-  if (args.has("word")) {
-    const std::string w = args.str("word");
+  if (!options.word.empty()) {
+    const std::string& w = options.word;
     const auto it = std::find(ex.tokens.begin(), ex.tokens.end(), w);
     if (it != ex.tokens.end()) {
       ex.query = it - ex.tokens.begin();
     } else {
-      const bool numeric =
-          !w.empty() && w.size() < 10 && w.find_first_not_of("0123456789") == std::string::npos;
+      const bool numeric = w.size() < 10 && w.find_first_not_of("0123456789") == std::string::npos;
       ATTN_CHECK(numeric, "--word: expected a token of the sentence [", join_words(ex.tokens),
-                 "] or a position 1..", L, "; got '", w, "'");
+                 "] or a position 0..", L - 1, "; got '", w, "'");
       const int64_t pos = std::stoll(w);
-      ATTN_CHECK(pos >= 1 && pos <= L, "--word: position must be in [1, ", L, "] for [",
+      ATTN_CHECK(pos < L, "--word: position (from 0, [CLS] = 0) must be in [0, ", L - 1, "] for [",
                  join_words(ex.tokens), "]; got ", pos);
-      ex.query = pos - 1;
+      ex.query = pos;
     }
   }
-  model_walkthrough(ex, r);
+  Page page;
+  model_walkthrough(ex, page);
   if (c.truncated)
-    r.para("(The sentence was cut to the model's max_len: " + std::to_string(L - 1) + " of " +
-           std::to_string(c.text_tokens) + " characters were read.)");
+    page.para("(The sentence was cut to the model's max_len: " + std::to_string(L - 1) + " of " +
+              std::to_string(c.text_tokens) + " characters were read.)");
+  return page;
 }
 
-}  // namespace attn::cli::explain
+}  // namespace attn::teach

@@ -1,7 +1,9 @@
-#include "attribution_report.h"
-
+// The attribution report (attn/teach/attribution.h).
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
+#include <attn/models/text_classifier.h>
+#include <attn/teach/attribution.h>
+#include <attn/text/table.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +11,8 @@
 #include <numeric>
 
 #include "explain_internal.h"
-#include <attn/text/table.h>
 
-namespace attn::cli::attrib {
+namespace attn::teach {
 
 const char* const kNotExplanation =
     "Attention is not explanation. The attention columns say where [CLS] looked; the attribution\n"
@@ -23,8 +24,6 @@ const char* const kNotExplanation =
 
 namespace {
 
-using explain::fmt;
-
 std::string signed_fmt(double v, int decimals) {
   const std::string s = fmt(v, decimals);
   return s[0] == '-' || s.find_first_not_of("0.") == std::string::npos ? s : "+" + s;
@@ -32,7 +31,7 @@ std::string signed_fmt(double v, int decimals) {
 
 // A bar of |v| / scale over `width` cells, '+' side right (█), '-' side left (▒).
 std::string signed_bar(double v, double scale, int width) {
-  const std::string b = explain::bar(scale > 0 ? std::fabs(v) / scale : 0.0, width);
+  const std::string b = bar(scale > 0 ? std::fabs(v) / scale : 0.0, width);
   if (v >= 0) return b;
   std::string s;
   for (std::size_t i = 0; i < b.size() / 3; ++i) s += "▒";
@@ -51,19 +50,21 @@ double rho(const std::vector<double>& att, const std::vector<double>& attributio
   return models::spearman(without_cls(att), without_cls(absolute(attribution)));
 }
 
-json::Value numbers(const std::vector<double>& v) {
+// The numbers of `what` as a JSON array. NaN or infinity (a model whose
+// outputs are not finite) is an error: JSON cannot hold it, and writing
+// anything else in its place would pass a broken report off as a real one.
+json::Value finite_numbers(const std::vector<double>& v, const char* what) {
   std::vector<json::Value> items;
-  for (double x : v) items.push_back(json::Value::number(std::isfinite(x) ? x : 0.0));
-  return json::Value::array(std::move(items));
-}
-json::Value strings(const std::vector<std::string>& v) {
-  std::vector<json::Value> items;
-  for (const auto& s : v) items.push_back(json::Value::string(s));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    ATTN_CHECK(std::isfinite(v[i]), "attribution: ", what, "[", i, "] is ", v[i],
+               "; expected a finite number (are the model's outputs finite?)");
+    items.push_back(json::Value::number(v[i]));
+  }
   return json::Value::array(std::move(items));
 }
 
 // Token indices sorted by decreasing |IG| ([CLS] included, last on ties).
-std::vector<int64_t> order_by_ig(const Result& r) {
+std::vector<int64_t> order_by_ig(const AttributionResult& r) {
   const auto& ig = r.a.integrated_gradients;
   std::vector<int64_t> idx(ig.size());
   std::iota(idx.begin(), idx.end(), 0);
@@ -74,7 +75,8 @@ std::vector<int64_t> order_by_ig(const Result& r) {
 
 }  // namespace
 
-Result run(models::EncoderClassifier& model, const Input& input, const Options& options) {
+AttributionResult attribute_prediction(models::EncoderClassifier& model, const AttributionInput& input,
+                                       const AttributionReportOptions& options) {
   ATTN_CHECK(input.tokens.size() == input.ids.size() && !input.ids.empty(),
              "attribution: expected one token per id (at least [CLS]); got ", input.tokens.size(),
              " tokens and ", input.ids.size(), " ids");
@@ -90,7 +92,7 @@ Result run(models::EncoderClassifier& model, const Input& input, const Options& 
                options.target, "'");
     o.target = it - input.labels.begin();
   }
-  Result r;
+  AttributionResult r;
   r.a = models::attribute(model, input.ids, o);
   const auto L = input.ids.size();
   r.attention_last = r.a.cls_attention.empty() ? std::vector<double>(L, 0.0) : r.a.cls_attention.back();
@@ -104,7 +106,7 @@ Result run(models::EncoderClassifier& model, const Input& input, const Options& 
   return r;
 }
 
-std::string format_report(const Input& input, const Result& r) {
+std::string attribution_text(const AttributionInput& input, const AttributionResult& r) {
   const auto& a = r.a;
   const std::string& target = input.labels[a.target];
   std::string s;
@@ -118,13 +120,13 @@ std::string format_report(const Input& input, const Result& r) {
   for (double v : a.integrated_gradients) max_ig = std::max(max_ig, std::fabs(v));
   const std::size_t layers = a.cls_attention.size();
   text::Table t({{"rank", text::Align::right},
-           {"#", text::Align::right},
-           {"char", text::Align::left},
-           {"last layer", text::Align::right},
-           {"mean of " + std::to_string(layers), text::Align::right},
-           {"IG", text::Align::right},
-           {"", text::Align::left},
-           {"input×grad", text::Align::right}});
+                 {"#", text::Align::right},
+                 {"char", text::Align::left},
+                 {"last layer", text::Align::right},
+                 {"mean of " + std::to_string(layers), text::Align::right},
+                 {"IG", text::Align::right},
+                 {"", text::Align::left},
+                 {"input×grad", text::Align::right}});
   t.group("attention of [CLS]", 3, 2).group("attribution to " + target, 5, 3);
   const auto order = order_by_ig(r);
   for (std::size_t k = 0; k < order.size(); ++k) {
@@ -158,28 +160,28 @@ std::string format_report(const Input& input, const Result& r) {
   return s;
 }
 
-json::Value report_json(const Input& input, const Result& r) {
+json::Value attribution_json(const AttributionInput& input, const AttributionResult& r) {
   const auto& a = r.a;
   json::Value j = json::Value::object();
   j.set("text", json::Value::string(input.text));
   j.set("label", json::Value::string(input.labels[a.predicted]));
   j.set("target", json::Value::string(input.labels[a.target]));
-  j.set("probabilities", numbers(a.probs));
-  j.set("logits", numbers(a.logits));
+  j.set("probabilities", finite_numbers(a.probs, "probabilities"));
+  j.set("logits", finite_numbers(a.logits, "logits"));
   j.set("labels", strings(input.labels));
   j.set("tokens", strings(input.tokens));
   j.set("truncated", json::Value::boolean(input.truncated));
   json::Value att = json::Value::object();
-  att.set("last_layer", numbers(r.attention_last));
-  att.set("mean_over_layers", numbers(r.attention_mean));
+  att.set("last_layer", finite_numbers(r.attention_last, "attention last layer"));
+  att.set("mean_over_layers", finite_numbers(r.attention_mean, "attention mean over layers"));
   std::vector<json::Value> per_layer;
-  for (const auto& l : a.cls_attention) per_layer.push_back(numbers(l));
+  for (const auto& l : a.cls_attention) per_layer.push_back(finite_numbers(l, "attention of a layer"));
   att.set("layers", json::Value::array(std::move(per_layer)));
   j.set("attention", std::move(att));
   json::Value at = json::Value::object();
-  at.set("ig", numbers(a.integrated_gradients));
-  at.set("input_x_grad", numbers(a.input_x_grad));
-  at.set("input_x_grad_norm", numbers(a.input_x_grad_norm));
+  at.set("ig", finite_numbers(a.integrated_gradients, "integrated gradients"));
+  at.set("input_x_grad", finite_numbers(a.input_x_grad, "input x gradient"));
+  at.set("input_x_grad_norm", finite_numbers(a.input_x_grad_norm, "input x gradient norm"));
   at.set("baseline", json::Value::string(models::baseline_name(a.baseline)));
   at.set("steps", json::Value::integer(a.steps));
   at.set("f_input", json::Value::number(a.f_input));
@@ -208,50 +210,17 @@ json::Value report_json(const Input& input, const Result& r) {
   return j;
 }
 
-view::Export make_export(models::EncoderClassifier& model, const Input& input, const Result& r,
-                         const std::string& model_name) {
-  const int64_t L = static_cast<int64_t>(input.ids.size());
-  view::Export e;
-  e.model = model_name;
-  e.text = input.text;
-  e.tokens = input.tokens;
-  view::AttentionSet set;
-  set.key = "attention";
-  set.label = "self-attention";
-  set.row_tokens = set.col_tokens = input.tokens;
-  {
-    NoGradGuard ng;
-    const bool was_training = model.is_training();
-    model.eval();
-    models::ClassifierCall call;
-    call.capture = true;
-    for (int64_t i = 0; i < L; ++i) call.capture_rows.push_back(i);
-    const models::ModelOutput out =
-        model.forward_embeddings(model.embed_tokens(Tensor::from(input.ids, {1, L})), call);
-    model.train(was_training);
-    for (const Tensor& w : out.attention) {  // w: [1, H, L, L]
-      view::Layer layer;
-      layer.heads = w.size(1);
-      layer.rows = layer.cols = L;
-      layer.w = w.to_vector();
-      set.layers.push_back(std::move(layer));
-    }
-  }
-  for (std::size_t l = 0; l < set.layers.size(); ++l) e.layer_names.push_back("layer " + std::to_string(l));
-  e.sets.push_back(std::move(set));
-  view::Attribution at;
-  at.tokens = input.tokens;
-  at.target = input.labels[r.a.target];
-  at.baseline = models::baseline_name(r.a.baseline);
-  at.steps = r.a.steps;
-  at.has_completeness = true;
-  at.completeness_error = r.a.completeness_error;
-  at.methods = {{"ig", r.a.integrated_gradients},
-                {"input_x_grad", r.a.input_x_grad},
-                {"input_x_grad_norm", r.a.input_x_grad_norm}};
-  e.attribution = std::move(at);
-  // The export is validated as `attn view` would read it (shapes, row sums).
-  return view::parse_export(view::export_json(e));
+AttributionInput attribution_input(const models::TextClassifier& model, const std::string& text,
+                                   const models::Classification& c) {
+  AttributionInput in;
+  in.text = text;
+  in.tokens = c.tokens;
+  in.labels = model.labels();
+  in.truncated = c.truncated;
+  in.ids.push_back(text::Vocab::kCls);
+  for (std::size_t t = 1; t < c.tokens.size(); ++t)
+    in.ids.push_back(model.tokenizer().vocab().id(c.tokens[t]));
+  return in;
 }
 
-}  // namespace attn::cli::attrib
+}  // namespace attn::teach

@@ -9,7 +9,7 @@
 
 #include "explain_internal.h"
 
-namespace attn::cli::explain {
+namespace attn::teach {
 
 // ---- matrices ---------------------------------------------------------------
 
@@ -23,6 +23,8 @@ Mat Mat::cols_slice(int64_t first, int64_t count) const {
     for (int64_t c = 0; c < count; ++c) m(r, c) = (*this)(r, first + c);
   return m;
 }
+
+json::Value Mat::json() const { return matrix(v, rows, cols); }
 
 Mat matmul(const Mat& a, const Mat& b) {
   ATTN_CHECK(a.cols == b.rows, "explain: matmul of [", a.rows, ", ", a.cols, "] by [", b.rows, ", ", b.cols,
@@ -48,7 +50,7 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 namespace {
 
 // Feature (row of X, row of every W) and projected-dimension names. The first
-// four dimensions form head 1 (the walkthrough's d_k = 4), the last four head 2.
+// four dimensions form head 0 (the walkthrough's d_k = 4), the last four head 1.
 const std::vector<std::string> kFeatures = {"time",     "weather", "punct",  "person",
                                             "negation", "action",  "object", "rain"};
 const std::vector<std::string> kDims = {"action", "object",  "rain",  "person",
@@ -69,8 +71,8 @@ Mat from_rows(const Rows& rows) {
 void set_projections(Example& ex) {
   ex.features = kFeatures;
   ex.dims = kDims;
-  // W_Q: what a word looks for. Head 1 (action, object, rain, person) finds
-  // grammatical partners; head 2 (time, weather, punct, negation) finds context.
+  // W_Q: what a word looks for. Head 0 (action, object, rain, person) finds
+  // grammatical partners; head 1 (time, weather, punct, negation) finds context.
   ex.WQ = from_rows({
       {"time", {0, 0, 1, 0, 0, 2, 0, 0}},        // 今天: what happened (rain, weather)?
       {"weather", {0, 0, 0, 0, 2, 0, 0, 0}},     // 下雨: when?
@@ -169,10 +171,24 @@ Example sentence_example(const std::vector<std::string>& words, uint64_t seed) {
   return ex;
 }
 
+Example example_of(const Sentence& s) {
+  if (s.words.empty()) return default_example();
+  ATTN_CHECK(s.words.size() <= kMaxSentenceWords, "--sentence: expected at most ", kMaxSentenceWords,
+             " tokens; got ", s.words.size());
+  return sentence_example(s.words, s.seed);
+}
+
+int64_t default_query(const Example& ex) {
+  for (int64_t i = 0; i < ex.n(); ++i)
+    if (ex.words[static_cast<std::size_t>(i)] == "没") return i;
+  return 0;  // another sentence without 没: its first word
+}
+
 int64_t resolve_query(const Example& ex, const std::string& query) {
+  if (query.empty()) return default_query(ex);
   for (int64_t i = 0; i < ex.n(); ++i)
     if (ex.words[static_cast<std::size_t>(i)] == query) return i;
-  const bool numeric = !query.empty() && query.find_first_not_of("0123456789") == std::string::npos;
+  const bool numeric = query.find_first_not_of("0123456789") == std::string::npos;
   if (numeric) {
     int64_t pos = 0;
     try {
@@ -180,13 +196,55 @@ int64_t resolve_query(const Example& ex, const std::string& query) {
     } catch (const std::exception&) {
       pos = -1;
     }
-    ATTN_CHECK(pos >= 1 && pos <= ex.n(), "--query: position must be in [1, ", ex.n(), "] for the sentence [",
-               join_words(ex.words), "]; got ", query);
-    return pos - 1;
+    ATTN_CHECK(pos >= 0 && pos < ex.n(), "--query: position (from 0) must be in [0, ", ex.n() - 1,
+               "] for the sentence [", join_words(ex.words), "]; got ", query);
+    return pos;
   }
-  ATTN_CHECK(false, "--query: expected a word of the sentence [", join_words(ex.words), "] or a position 1..",
-             ex.n(), "; got '", query, "'");
+  ATTN_CHECK(false, "--query: expected a word of the sentence [", join_words(ex.words), "] or a position 0..",
+             ex.n() - 1, "; got '", query, "'");
   return 0;
+}
+
+// ---- JSON values ----------------------------------------------------------------
+
+json::Value jv(double v) { return json::Value::number(v == 0 ? 0.0 : v); }
+
+json::Value numbers(const std::vector<double>& v) {
+  json::Value a = json::Value::array();
+  for (double x : v) a.push_back(jv(x));
+  return a;
+}
+
+json::Value integers(const std::vector<int64_t>& v) {
+  json::Value a = json::Value::array();
+  for (int64_t x : v) a.push_back(jv(x));
+  return a;
+}
+
+json::Value strings(const std::vector<std::string>& v) {
+  json::Value a = json::Value::array();
+  for (const auto& x : v) a.push_back(jv(x));
+  return a;
+}
+
+json::Value matrix(const std::vector<double>& v, int64_t rows, int64_t cols) {
+  ATTN_CHECK(static_cast<int64_t>(v.size()) == rows * cols, "json: matrix of ", rows, " x ", cols, " needs ",
+             rows * cols, " values; got ", v.size());
+  json::Value a = json::Value::array();
+  for (int64_t r = 0; r < rows; ++r)
+    a.push_back(numbers(std::vector<double>(v.begin() + r * cols, v.begin() + (r + 1) * cols)));
+  return a;
+}
+
+void put(json::Value& object, std::vector<json::Value::Member> members) {
+  for (auto& [k, v] : members) object.set(std::move(k), std::move(v));
+}
+
+std::string json_text(const json::Value& v) {
+  json::DumpOptions o;
+  o.indent = 2;
+  o.scalar_arrays_inline = true;
+  return json::dump(v, o);
 }
 
 // ---- text helpers -------------------------------------------------------------
@@ -248,19 +306,19 @@ std::string join_words(const std::vector<std::string>& words, const std::string&
 
 // ---- report -------------------------------------------------------------------
 
-void Report::title(const std::string& s) {
+void Page::title(const std::string& s) {
   text += s + "\n" + std::string(static_cast<std::size_t>(text::display_width(s)), '=') + "\n\n";
 }
 
-void Report::heading(const std::string& s) {
+void Page::heading(const std::string& s) {
   text += s + "\n" + std::string(static_cast<std::size_t>(text::display_width(s)), '-') + "\n";
 }
 
-void Report::para(const std::string& s) { text += s + "\n\n"; }
+void Page::para(const std::string& s) { text += s + "\n\n"; }
 
-void Report::line(const std::string& s) { text += s + "\n"; }
+void Page::line(const std::string& s) { text += s + "\n"; }
 
-void Report::table(const text::Table& t) { text += t.render("  ") + "\n"; }
+void Page::table(const text::Table& t) { text += t.render("  ") + "\n"; }
 
 // ---- the engine -----------------------------------------------------------------
 
@@ -342,13 +400,13 @@ std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, do
   return runs;
 }
 
-Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::string& what) {
+json::Value report_engine(Page& r, const std::vector<EngineRun>& runs, const std::string& what) {
   text::Table t({{"engine backend", text::Align::left},
-           {"max |diff| weights", text::Align::right},
-           {"max |diff| output", text::Align::right},
-           {"tolerance", text::Align::right},
-           {"", text::Align::left}});
-  Json arr = Json::array();
+                 {"max |diff| weights", text::Align::right},
+                 {"max |diff| output", text::Align::right},
+                 {"tolerance", text::Align::right},
+                 {"", text::Align::left}});
+  json::Value arr = json::Value::array();
   for (const auto& run : runs) {
     char w[32], o[32], tol[32];
     std::snprintf(w, sizeof w, "%.1e", run.max_diff_weights);
@@ -356,15 +414,15 @@ Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::str
     if (!run.compared_output) std::snprintf(o, sizeof o, "-");
     std::snprintf(tol, sizeof tol, "%.1e", run.tolerance);
     t.row({run.backend, w, o, tol, "agree"});
-    Json j = Json::object();
-    j.set("backend", run.backend)
-        .set("weights", Json::numbers(run.weights))
-        .set("output", Json::numbers(run.output))
-        .set("max_abs_diff_weights", run.max_diff_weights)
-        .set("max_abs_diff_output", run.compared_output ? Json(run.max_diff_output) : Json())
-        .set("tolerance", run.tolerance)
-        .set("agree", true);
-    arr.push(std::move(j));
+    json::Value j = json::Value::object();
+    j.set("backend", jv(run.backend));
+    j.set("weights", jv(numbers(run.weights)));
+    j.set("output", jv(numbers(run.output)));
+    j.set("max_abs_diff_weights", jv(run.max_diff_weights));
+    j.set("max_abs_diff_output", jv(run.compared_output ? jv(run.max_diff_output) : json::Value()));
+    j.set("tolerance", jv(run.tolerance));
+    j.set("agree", jv(true));
+    arr.push_back(std::move(j));
   }
   r.table(t);
   r.para("Engine agreement: the engine's exact weights and output agree with the step-by-step\narithmetic " +
@@ -380,4 +438,4 @@ Json report_engine(Report& r, const std::vector<EngineRun>& runs, const std::str
   return arr;
 }
 
-}  // namespace attn::cli::explain
+}  // namespace attn::teach

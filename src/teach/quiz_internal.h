@@ -1,5 +1,5 @@
-// Internals of `attn quiz`, shared by its files:
-//   quiz.cc            options, --help, the modes (interactive, --answers, --json, --print-answers)
+// Internals of the quiz (attn/teach/quiz.h), shared by its files:
+//   quiz.cc            the quiz, its texts (questions, results, the key) and its JSON; answers files
 //   quiz_generate.cc   the seeded generator: kinds, topics, random numbers
 //   quiz_numeric.cc    numeric questions: softmax weights, scaled scores, √d_k saturation
 //   quiz_structure.cc  structure questions: masks, cross-attention, parameters and FLOPs,
@@ -12,20 +12,16 @@
 // bank of facts behind the multiple-choice questions.
 #pragma once
 
+#include <attn/teach/quiz.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "explain_internal.h"  // fmt, with_commas, join_words (shared text helpers)
-#include "json.h"
+#include "explain_internal.h"  // fmt, with_commas, join_words, jv (shared helpers)
 
-namespace attn::cli::quiz {
-
-enum class Kind { numeric, structure, path };
-const char* kind_name(Kind k);
-// "numeric" | "structure" | "path" -> the kind; "all" -> nullopt. Throws otherwise.
-std::optional<Kind> parse_kind(const std::string& s);
+namespace attn::teach::quiz {
 
 // The seeded random stream (SplitMix64): same seed, same questions.
 class Rng {
@@ -46,61 +42,10 @@ class Rng {
   uint64_t state_;
 };
 
-enum class Form {
-  number,     // a decimal number within abs_tol (or rel_tol of the expected value)
-  positions,  // a set of 1-based positions: "1-4", "2,3,5", "3"
-  choice,     // a letter a, b, c... or the text of a choice (or one of its aliases)
-};
-
-struct Choice {
-  std::string text;
-  std::vector<std::string> aliases;  // other accepted answers, lower case ("encoder")
-};
-
-struct Question {
-  Kind kind = Kind::numeric;
-  std::string topic;  // e.g. "softmax-weight"
-  std::string text;   // the question as a person reads it (may hold '\n')
-  Form form = Form::number;
-
-  double number = 0;   // Form::number: the exact expected value
-  double abs_tol = 0;  // accepted |answer - number| (0: see rel_tol)
-  double rel_tol = 0;  // accepted |answer - number| / |number|
-  int decimals = 2;    // digits of the key
-
-  std::vector<int64_t> positions;  // Form::positions: sorted, 1-based
-  int64_t max_position = 0;        // answers must lie in [1, max_position]
-
-  std::vector<Choice> choices;  // Form::choice
-  int answer = -1;              // index into choices
-
-  std::string solution;        // the worked solution (may hold '\n')
-  Json data = Json::object();  // the question's inputs, for --json
-
-  // The expected answer as text that check() accepts ("0.24", "1-4", "b").
-  std::string key() const;
-  // How to answer and the tolerance, e.g. "a number; right within ±0.01".
-  std::string how_to_answer() const;
-  std::string tolerance_text() const;  // "±0.01", "within 0.1%", "exact"
-  Json expected_json() const;
-};
-
-// `count` questions of `kind` (all kinds in turn when nullopt) from `seed`.
-std::vector<Question> generate(std::optional<Kind> kind, int64_t count, uint64_t seed);
-
 // The generators of each kind; each draws from `rng` and fills one question.
 Question numeric_question(Rng& rng);
 Question structure_question(Rng& rng);
 Question path_question(Rng& rng);
-
-struct Verdict {
-  bool valid = false;    // the answer could be read
-  bool correct = false;  // ... and is right
-  std::string error;     // why it could not be read (when !valid)
-};
-// Reads `answer` in the question's form and compares it with the expected
-// answer. Never throws: a malformed answer gives valid = false and a message.
-Verdict check(const Question& q, const std::string& answer);
 
 // ---- helpers shared by the generators ------------------------------------------
 
@@ -121,14 +66,14 @@ struct MaskSpec {
 };
 std::vector<bool> engine_visible(const MaskSpec& m, int64_t row);
 
-// "1-4", "2, 5-6" from sorted 1-based positions.
+// "0-3", "1,4-5" from sorted positions.
 std::string positions_text(const std::vector<int64_t>& p);
 // "[1.2, -0.3, 0.8]" with each value in `decimals` digits.
 std::string list_text(const std::vector<double>& v, int decimals);
 // Fixed-point text, never "-0.00" (explain's helper).
-inline std::string fixed(double v, int decimals) { return explain::fmt(v, decimals); }
-using explain::with_commas;
+inline std::string fixed(double v, int decimals) { return teach::fmt(v, decimals); }
+using teach::with_commas;
 // Indents every line of `s` by `indent`.
 std::string indent_lines(const std::string& s, const std::string& indent);
 
-}  // namespace attn::cli::quiz
+}  // namespace attn::teach::quiz

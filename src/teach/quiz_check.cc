@@ -8,7 +8,7 @@
 
 #include "quiz_internal.h"
 
-namespace attn::cli::quiz {
+namespace attn::teach::quiz {
 namespace {
 
 std::string trim(const std::string& s) {
@@ -33,11 +33,11 @@ std::optional<double> read_number(const std::string& t) {
   return v;
 }
 
-// A whole number in [1, max] taking the whole text, or -1.
+// A whole number in [0, max] taking the whole text, or -1.
 int64_t read_position(const std::string& t, int64_t max) {
   if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return -1;
   const int64_t v = std::stoll(t);
-  return v >= 1 && v <= max ? v : -1;
+  return v >= 0 && v <= max ? v : -1;
 }
 
 Verdict invalid(std::string why) {
@@ -80,7 +80,7 @@ Verdict check_positions(const Question& q, const std::string& t) {
     }
     const int64_t lo = read_position(a, q.max_position), hi = read_position(b, q.max_position);
     if (lo < 0 || hi < 0 || lo > hi)
-      return "'" + item + "' is not a position or range of positions in 1.." + std::to_string(q.max_position);
+      return "'" + item + "' is not a position or range of positions in 0.." + std::to_string(q.max_position);
     for (int64_t p = lo; p <= hi; ++p) got.insert(p);
     item.clear();
     return "";
@@ -93,7 +93,7 @@ Verdict check_positions(const Question& q, const std::string& t) {
     }
   }
   if (auto e = flush(); !e.empty()) return invalid(e);
-  if (got.empty()) return invalid("expected positions such as 1-3 or 2,4; got nothing");
+  if (got.empty()) return invalid("expected positions such as 0-2 or 1,3; got nothing");
   Verdict r;
   r.valid = true;
   r.correct = std::vector<int64_t>(got.begin(), got.end()) == q.positions;
@@ -170,7 +170,7 @@ std::string Question::how_to_answer() const {
                            : "a whole number (commas allowed); must be exact";
       return "a number to " + std::to_string(decimals) + " decimals; accepted within " + tolerance_text();
     case Form::positions:
-      return "positions counted from 1, as a list or range (e.g. 1-3 or 1,2,3); must be exactly that set";
+      return "positions counted from 0, as a list or range (e.g. 0-2 or 0,1,2); must be exactly that set";
     case Form::choice:
       return std::string("a letter a..") + static_cast<char>('a' + choices.size() - 1) +
              " (or the choice's text)";
@@ -178,16 +178,16 @@ std::string Question::how_to_answer() const {
   return "";
 }
 
-Json Question::expected_json() const {
+json::Value Question::expected_json() const {
   switch (form) {
     case Form::number:
-      return Json(number);
+      return jv(number);
     case Form::positions:
-      return Json::integers(positions);
+      return integers(positions);
     case Form::choice:
-      return Json(choices[static_cast<std::size_t>(answer)].text);
+      return jv(choices[static_cast<std::size_t>(answer)].text);
   }
-  return Json();
+  return json::Value();
 }
 
 // ---- text helpers ---------------------------------------------------------------------
@@ -225,4 +225,4 @@ std::string indent_lines(const std::string& s, const std::string& indent) {
   return out;
 }
 
-}  // namespace attn::cli::quiz
+}  // namespace attn::teach::quiz

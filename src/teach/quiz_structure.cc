@@ -4,14 +4,14 @@
 // a classifier reads its label.
 #include <attn/core/error.h>
 #include <attn/ops/attention.h>
+#include <attn/text/table.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "quiz_internal.h"
-#include <attn/text/table.h>
 
-namespace attn::cli::quiz {
+namespace attn::teach::quiz {
 namespace {
 
 // "# # # . ." for a row of visibility.
@@ -24,34 +24,36 @@ std::string pattern(const std::vector<bool>& v) {
 std::vector<int64_t> visible_positions(const std::vector<bool>& v) {
   std::vector<int64_t> p;
   for (std::size_t j = 0; j < v.size(); ++j)
-    if (v[j]) p.push_back(static_cast<int64_t>(j) + 1);
+    if (v[j]) p.push_back(static_cast<int64_t>(j));
   return p;
 }
 
 Question mask_visibility(Rng& rng) {
   const int variant = static_cast<int>(rng.range(0, 3));
   MaskSpec m;
-  int64_t i = 0, lo = 0, hi = 0;  // query (1-based) and the rule's range of keys
+  // The query and the rule's range of keys, from 0 (the draws pick 1..N; the
+  // position is the draw - 1).
+  int64_t i = 0, lo = 0, hi = 0;
   std::string setup, rule;
   if (variant == 0) {
     m.lq = m.lk = rng.range(4, 8);
     m.causal = true;
-    i = rng.range(1, m.lq);
-    lo = 1, hi = i;
+    i = rng.range(1, m.lq) - 1;
+    lo = 0, hi = i;
     setup =
         "A causal mask over N = " + std::to_string(m.lq) + " positions (a decoder; query i sits at key i).";
-    rule = "Causal: query i sees keys j <= i, so query " + std::to_string(i) + " sees 1.." +
+    rule = "Causal: query i sees keys j <= i, so query " + std::to_string(i) + " sees 0.." +
            std::to_string(i) + ".";
   } else if (variant == 1) {
     m.lq = m.lk = rng.range(5, 8);
     const int64_t w = rng.range(1, 2);
     m.window_left = m.window_right = w;
-    i = rng.range(1, m.lq);
-    lo = std::max<int64_t>(1, i - w), hi = std::min(m.lk, i + w);
+    i = rng.range(1, m.lq) - 1;
+    lo = std::max<int64_t>(0, i - w), hi = std::min(m.lk - 1, i + w);
     setup = "A sliding-window mask of half-width w = " + std::to_string(w) +
             " over N = " + std::to_string(m.lq) +
             " positions (not causal:\neach query sees up to w keys on either side).";
-    rule = "Window: query i sees keys i-w..i+w clipped to 1..N: " + std::to_string(i) + "-" +
+    rule = "Window: query i sees keys i-w..i+w clipped to 0..N-1: " + std::to_string(i) + "-" +
            std::to_string(w) + ".." + std::to_string(i) + "+" + std::to_string(w) + " -> " +
            std::to_string(lo) + ".." + std::to_string(hi) + ".";
   } else if (variant == 2) {
@@ -59,12 +61,12 @@ Question mask_visibility(Rng& rng) {
     const int64_t w = rng.range(1, 3);
     m.causal = true;
     m.window_left = w, m.window_right = 0;
-    i = rng.range(1, m.lq);
-    lo = std::max<int64_t>(1, i - w), hi = i;
+    i = rng.range(1, m.lq) - 1;
+    lo = std::max<int64_t>(0, i - w), hi = i;
     setup = "A causal sliding-window mask looking back w = " + std::to_string(w) +
             " positions, over N = " + std::to_string(m.lq) +
             " positions\n(each query sees itself and the w keys before it).";
-    rule = "Causal window: query i sees keys i-w..i clipped at 1: " + std::to_string(i) + "-" +
+    rule = "Causal window: query i sees keys i-w..i clipped at 0: " + std::to_string(i) + "-" +
            std::to_string(w) + ".." + std::to_string(i) + " -> " + std::to_string(lo) + ".." +
            std::to_string(hi) + ".";
   } else {
@@ -72,8 +74,8 @@ Question mask_visibility(Rng& rng) {
     m.lq = rng.range(2, 3);
     m.causal = true;
     m.bottom_right = true;
-    i = rng.range(1, m.lq);
-    lo = 1, hi = i + m.lk - m.lq;
+    i = rng.range(1, m.lq) - 1;
+    lo = 0, hi = i + m.lk - m.lq;
     setup = "KV-cache decoding: " + std::to_string(m.lk - m.lq) + " tokens are in the cache and " +
             std::to_string(m.lq) + " new tokens arrive,\nso Lq = " + std::to_string(m.lq) +
             " queries attend to Lk = " + std::to_string(m.lk) +
@@ -82,7 +84,7 @@ Question mask_visibility(Rng& rng) {
     rule = "Bottom-right causal: query i sees keys j <= i + Lk - Lq = " + std::to_string(i) + " + " +
            std::to_string(m.lk) + " - " + std::to_string(m.lq) + " = " + std::to_string(hi) + ".";
   }
-  const std::vector<bool> vis = engine_visible(m, i - 1);
+  const std::vector<bool> vis = engine_visible(m, i);
   std::vector<int64_t> expect;
   for (int64_t j = lo; j <= hi; ++j) expect.push_back(j);
   const std::vector<int64_t> got = visible_positions(vis);
@@ -92,24 +94,27 @@ Question mask_visibility(Rng& rng) {
   Question q;
   q.kind = Kind::structure;
   q.topic = "mask-visibility";
-  q.text = setup + "\nWhich key positions may query " + std::to_string(i) + " attend to?";
+  q.text = setup + "\nPositions are numbered from 0. Which key positions may query " + std::to_string(i) +
+           " attend to?";
   q.form = Form::positions;
   q.positions = expect;
-  q.max_position = m.lk;
+  q.max_position = m.lk - 1;
   q.solution = rule + "\nThe engine agrees: attn::attention with this mask, all scores equal and query " +
                std::to_string(i) +
                "'s weights\ncaptured gives non-zero weight exactly to the visible keys:\n  key   " +
                [&] {
                  std::string s;
-                 for (int64_t j = 1; j <= m.lk; ++j) s += (j > 1 ? " " : "") + std::to_string(j % 10);
+                 for (int64_t j = 0; j < m.lk; ++j) s += (j > 0 ? " " : "") + std::to_string(j % 10);
                  return s;
                }() +
                "\n  seen  " + pattern(vis) + "   -> " + positions_text(got);
-  q.data.set("lq", m.lq)
-      .set("lk", m.lk)
-      .set("causal", m.causal)
-      .set("align", m.bottom_right ? "bottom_right" : "top_left");
-  q.data.set("window_left", m.window_left).set("window_right", m.window_right).set("query", i);
+  q.data.set("lq", jv(m.lq));
+  q.data.set("lk", jv(m.lk));
+  q.data.set("causal", jv(m.causal));
+  q.data.set("align", jv(m.bottom_right ? "bottom_right" : "top_left"));
+  q.data.set("window_left", jv(m.window_left));
+  q.data.set("window_right", jv(m.window_right));
+  q.data.set("query", jv(i));
   return q;
 }
 
@@ -152,7 +157,7 @@ Question cross_attention(Rng& rng) {
       shape_str(enc.shape()) + ") returns out " + shape_str(r.out.shape()) +
       " (one row per decoder position) and weights " + shape_str(r.weights.shape()) +
       "\n(each decoder position's distribution over the encoder positions).";
-  q.data.set("asked", part == 0 ? "Q" : part == 1 ? "K" : "V");
+  q.data.set("asked", jv(part == 0 ? "Q" : part == 1 ? "K" : "V"));
   return q;
 }
 
@@ -202,7 +207,10 @@ Question mha_params(Rng& rng) {
                (bias ? "Biases: 4 × d_model = " + with_commas(4 * s.d) + ". Total 4·d_model² + 4·d_model = "
                      : "No biases: total 4·d_model² = ") +
                with_commas(total) + ".\nN does not matter: the same weights serve every position.";
-  q.data.set("d_model", s.d).set("heads", s.h).set("n", s.n).set("bias", bias);
+  q.data.set("d_model", jv(s.d));
+  q.data.set("heads", jv(s.h));
+  q.data.set("n", jv(s.n));
+  q.data.set("bias", jv(bias));
   return q;
 }
 
@@ -238,7 +246,9 @@ Question mha_flops(Rng& rng) {
       .row({"total", "8·N·d² + 4·N²·d", with_commas(total)});
   q.solution = t.render("") + "(N = " + std::to_string(n) + ", d = d_model = " + std::to_string(d) +
                ", d_k = d/h = " + std::to_string(dk) + "; the head count cancels out.)";
-  q.data.set("d_model", d).set("heads", h).set("n", n);
+  q.data.set("d_model", jv(d));
+  q.data.set("heads", jv(h));
+  q.data.set("n", jv(n));
   return q;
 }
 
@@ -282,7 +292,7 @@ Question architecture(Rng& rng) {
                {"encoder and decoder (both)", {"both", "encoder-decoder", "encoder and decoder"}}};
   q.answer = t.answer;
   q.solution = std::string(t.why) + "\nAnswer: " + q.choices[static_cast<std::size_t>(t.answer)].text + ".";
-  q.data.set("task", t.text);
+  q.data.set("task", jv(t.text));
   return q;
 }
 
@@ -292,12 +302,12 @@ Question classifier_token(Rng& rng) {
   q.topic = "classifier-token";
   const int64_t n = rng.range(4, 8);
   if (rng.range(0, 1) == 0) {
-    // Encoder: no mask; position 1 ([CLS]) sees every token.
+    // Encoder: no mask; position 0 ([CLS]) sees every token.
     MaskSpec m;
     m.lq = m.lk = n;
     const std::vector<bool> vis = engine_visible(m, 0);
     ATTN_CHECK(std::all_of(vis.begin(), vis.end(), [](bool b) { return b; }),
-               "quiz: without a mask, the engine hides some keys from position 1");
+               "quiz: without a mask, the engine hides some keys from position 0");
     q.text = "An encoder classifier (BERT-style) reads a sentence of " + std::to_string(n) +
              " tokens, with a special token prepended.\nFrom which token's final output does its classifier "
              "read the label?";
@@ -308,8 +318,8 @@ Question classifier_token(Rng& rng) {
     q.answer = 0;
     shuffle_choices(q, rng);
     q.solution =
-        "BERT prepends [CLS] at position 1 and puts a linear classifier on its final output. With no mask\n"
-        "every position sees every token (engine: unmasked attention gives position 1 non-zero weight on\n"
+        "BERT prepends [CLS] at position 0 and puts a linear classifier on its final output. With no mask\n"
+        "every position sees every token (engine: unmasked attention gives position 0 non-zero weight on\n"
         "keys " +
         positions_text(visible_positions(vis)) +
         "), so after a few layers the [CLS] output summarises the whole sentence,\nand pre-training "
@@ -322,26 +332,27 @@ Question classifier_token(Rng& rng) {
     m.causal = true;
     std::vector<int64_t> all;
     std::string rows;
-    for (int64_t i = 1; i <= n; ++i) {
-      const std::vector<bool> vis = engine_visible(m, i - 1);
+    for (int64_t i = 0; i < n; ++i) {
+      const std::vector<bool> vis = engine_visible(m, i);
       rows += "\n  query " + std::to_string(i) + ": " + pattern(vis);
       if (std::all_of(vis.begin(), vis.end(), [](bool b) { return b; })) all.push_back(i);
     }
-    ATTN_CHECK(all == std::vector<int64_t>{n}, "quiz: with a causal mask the engine lets positions ",
-               positions_text(all), " see every token; expected only ", n);
+    ATTN_CHECK(all == std::vector<int64_t>{n - 1}, "quiz: with a causal mask the engine lets positions ",
+               positions_text(all), " see every token; expected only ", n - 1);
     q.text = "A decoder-only model (causal mask) reads a sequence of " + std::to_string(n) +
-             " tokens and classifies it from one position's\nfinal output. Which position's output has seen "
-             "every token?";
+             " tokens and classifies it from one position's\nfinal output. Which position's output (counting "
+             "from 0) "
+             "has seen every token?";
     q.form = Form::positions;
     q.positions = all;
-    q.max_position = n;
+    q.max_position = n - 1;
     q.solution =
-        "With a causal mask, position i sees only tokens 1..i (engine, all scores equal, # = non-zero "
+        "With a causal mask, position i sees only tokens 0..i (engine, all scores equal, # = non-zero "
         "weight):" +
-        rows + "\nOnly the last position, " + std::to_string(n) +
+        rows + "\nOnly the last position, " + std::to_string(n - 1) +
         ", has seen every token, so GPT-style classifiers read the label there.";
   }
-  q.data.set("n", n);
+  q.data.set("n", jv(n));
   return q;
 }
 
@@ -364,4 +375,4 @@ Question structure_question(Rng& rng) {
   }
 }
 
-}  // namespace attn::cli::quiz
+}  // namespace attn::teach::quiz

@@ -12,9 +12,26 @@
 
 #include "explain_internal.h"
 
-namespace attn::cli::explain {
+namespace attn::teach {
+namespace {
 
-void mask(const Example& ex, const MaskParams& p, Report& r) {
+// One mask over the example (compute_mask): its rule, the visibility the
+// engine gives, the masked weights; and the text and the JSON written from them.
+struct Masked {
+  const Example& ex;
+  const MaskOptions& p;
+  int64_t N;
+  std::string rule, why;
+  std::vector<std::vector<bool>> visible;  // [N][N]
+  std::vector<int64_t> count;              // visible keys per query
+  Tensor w;                                // the masked weights [1, 1, N, N]
+  double max_diff;                         // against a softmax over the visible keys
+
+  void text(Page& r) const;
+  void to_json(Page& r) const;
+};
+
+Masked compute_mask(const Example& ex, const MaskOptions& p) {
   const int64_t N = ex.n(), dk = kSingleHeadDk;
   AttentionOptions o;
   std::string rule, why;
@@ -27,7 +44,7 @@ void mask(const Example& ex, const MaskParams& p, Report& r) {
     ATTN_CHECK(p.length >= 0 && p.length <= N, "--length must be in [0, ", N, "] (the sentence has ", N,
                " tokens); got ", p.length);
     o.key_lengths = {p.length};
-    rule = "keys j > " + std::to_string(p.length) + " are padding, hidden from every query";
+    rule = "keys j >= " + std::to_string(p.length) + " are padding, hidden from every query";
     why =
         "Sentences of different lengths share one batch by padding the short ones; the padding keys must\n"
         "not attract attention. (Rows of padding queries are computed too; a model ignores their output.)";
@@ -85,7 +102,10 @@ void mask(const Example& ex, const MaskParams& p, Report& r) {
   ATTN_CHECK(max_diff <= kTol,
              "explain: the engine's masked weights disagree with the arithmetic: max |difference| = ",
              max_diff, "; expected <= ", kTol);
+  return Masked{ex, p, N, rule, why, visible, count, w, max_diff};
+}
 
+void Masked::text(Page& r) const {
   std::string title = "attn explain --mask " + p.kind;
   if (p.kind == "padding") title += " --length " + std::to_string(p.length);
   if (p.kind == "window") title += " --window " + std::to_string(p.window) + (p.causal ? " --causal" : "");
@@ -99,7 +119,7 @@ void mask(const Example& ex, const MaskParams& p, Report& r) {
     cols.push_back({weights ? "sum" : "sees", text::Align::right});
     text::Table t(cols);
     for (int64_t i = 0; i < N; ++i) {
-      std::vector<std::string> row = {std::to_string(i + 1) + " " + ex.words[i]};
+      std::vector<std::string> row = {std::to_string(i) + " " + ex.words[i]};
       double sum = 0;
       for (int64_t j = 0; j < N; ++j) {
         const double x = w.at({0, 0, i, j});
@@ -126,25 +146,38 @@ void mask(const Example& ex, const MaskParams& p, Report& r) {
                   "masked row has no weights at all and outputs 0). Engine agreement: the engine's masked\n"
                   "weights equal a softmax over the visible keys computed by arithmetic (max |difference| ") +
       diff + ").");
-
-  Json& j = r.json;
-  j.set("mode", "mask").set("mask", p.kind);
-  if (p.kind == "padding") j.set("length", p.length);
-  if (p.kind == "window") j.set("window", p.window).set("causal", p.causal);
-  j.set("rule", rule);
-  j.set("sentence", Json::strings(ex.words));
-  Json vis = Json::array(), wj = Json::array();
-  for (int64_t i = 0; i < N; ++i) {
-    Json row = Json::array(), wr = Json::array();
-    for (int64_t k = 0; k < N; ++k) {
-      row.push(static_cast<bool>(visible[i][k]));
-      wr.push(w.at({0, 0, i, k}));
-    }
-    vis.push(std::move(row));
-    wj.push(std::move(wr));
-  }
-  j.set("visible", std::move(vis)).set("visible_count", Json::integers(count)).set("weights", std::move(wj));
-  j.set("max_abs_diff_weights", max_diff);
 }
 
-}  // namespace attn::cli::explain
+void Masked::to_json(Page& r) const {
+  json::Value& j = r.json;
+  j.set("mode", jv("mask"));
+  j.set("mask", jv(p.kind));
+  if (p.kind == "padding") j.set("length", jv(p.length));
+  if (p.kind == "window") put(j, {{"window", jv(p.window)}, {"causal", jv(p.causal)}});
+  j.set("rule", jv(rule));
+  j.set("sentence", jv(strings(ex.words)));
+  json::Value vis = json::Value::array(), wj = json::Value::array();
+  for (int64_t i = 0; i < N; ++i) {
+    json::Value row = json::Value::array(), wr = json::Value::array();
+    for (int64_t k = 0; k < N; ++k) {
+      row.push_back(jv(static_cast<bool>(visible[i][k])));
+      wr.push_back(jv(w.at({0, 0, i, k})));
+    }
+    vis.push_back(std::move(row));
+    wj.push_back(std::move(wr));
+  }
+  j.set("visible", jv(std::move(vis)));
+  j.set("visible_count", jv(integers(count)));
+  j.set("weights", jv(std::move(wj)));
+  j.set("max_abs_diff_weights", jv(max_diff));
+}
+
+}  // namespace
+
+void mask(const Example& ex, const MaskOptions& p, Page& r) {
+  const Masked m = compute_mask(ex, p);
+  m.text(r);
+  m.to_json(r);
+}
+
+}  // namespace attn::teach

@@ -4,15 +4,15 @@
 // cross-checked against the arithmetic the worked solution shows.
 #include <attn/core/error.h>
 #include <attn/ops/attention.h>
+#include <attn/text/table.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "quiz_internal.h"
-#include <attn/text/table.h>
 
-namespace attn::cli::quiz {
+namespace attn::teach::quiz {
 namespace {
 
 // Four significant decimals, in scientific notation once the value is large (exp of big scores).
@@ -27,13 +27,13 @@ std::string num4(double v) {
 std::string softmax_table(const std::vector<double>& scores, const std::vector<double>& weights,
                           const std::string& score_name) {
   text::Table t({{"position", text::Align::right},
-           {score_name, text::Align::right},
-           {"exp", text::Align::right},
-           {"weight", text::Align::right}});
+                 {score_name, text::Align::right},
+                 {"exp", text::Align::right},
+                 {"weight", text::Align::right}});
   double sum = 0;
   for (double s : scores) sum += std::exp(s);
   for (std::size_t j = 0; j < scores.size(); ++j)
-    t.row({std::to_string(j + 1), fixed(scores[j], 2), num4(std::exp(scores[j])), fixed(weights[j], 4)});
+    t.row({std::to_string(j), fixed(scores[j], 2), num4(std::exp(scores[j])), fixed(weights[j], 4)});
   return t.render("  ") + "  sum of exp = " + num4(sum) + "; each weight = exp / sum\n";
 }
 
@@ -41,7 +41,7 @@ Question softmax_weight(Rng& rng) {
   const int64_t n = rng.range(3, 5);
   std::vector<double> s(static_cast<std::size_t>(n));
   for (double& x : s) x = rng.rounded(-2, 3, 1);
-  const int64_t j = rng.range(1, n);
+  const int64_t j = rng.range(1, n) - 1;  // the position asked for, from 0
   const std::vector<double> w = engine_softmax(s, 1.0);
 
   Question q;
@@ -49,19 +49,21 @@ Question softmax_weight(Rng& rng) {
   q.topic = "softmax-weight";
   q.text = "A query has the (already scaled) attention scores s = " + list_text(s, 1) + " for " +
            std::to_string(n) +
-           " positions.\nIts attention weights are softmax(s). What weight does position " +
+           " positions (numbered from 0).\nIts attention weights are softmax(s). What weight does position " +
            std::to_string(j) + " get?";
   q.form = Form::number;
-  q.number = w[static_cast<std::size_t>(j - 1)];
+  q.number = w[static_cast<std::size_t>(j)];
   q.abs_tol = 0.01;
   q.decimals = 2;
   double sum = 0;
   for (double x : s) sum += std::exp(x);
   q.solution = "softmax: weight_j = exp(s_j) / sum_k exp(s_k).\n" + softmax_table(s, w, "s") + "Position " +
-               std::to_string(j) + ": exp(" + fixed(s[static_cast<std::size_t>(j - 1)], 1) + ") / " +
-               num4(sum) + " = " + fixed(q.number, 4) + " ≈ " + q.key() +
+               std::to_string(j) + ": exp(" + fixed(s[static_cast<std::size_t>(j)], 1) + ") / " + num4(sum) +
+               " = " + fixed(q.number, 4) + " ≈ " + q.key() +
                ".\nThe engine (attn::attention, fp64 reference, weights captured) gives the same weights.";
-  q.data.set("scores", Json::numbers(s)).set("position", j).set("weights", Json::numbers(w));
+  q.data.set("scores", jv(numbers(s)));
+  q.data.set("position", jv(j));
+  q.data.set("weights", jv(numbers(w)));
   return q;
 }
 
@@ -113,7 +115,9 @@ Question scaled_score(Rng& rng) {
                "\nThe engine agrees: attn::attention with this one key (default scale 1/√D, fp64) returns\n"
                "log-sum-exp = " +
                fixed(score, 4) + ", and with a single key the log-sum-exp is that key's scaled score.";
-  q.data.set("q", Json::numbers(qv)).set("k", Json::numbers(kv)).set("d_k", d);
+  q.data.set("q", jv(numbers(qv)));
+  q.data.set("k", jv(numbers(kv)));
+  q.data.set("d_k", jv(d));
   return q;
 }
 
@@ -187,13 +191,13 @@ Question saturation(Rng& rng) {
       ", so softmax saturates: nearly all\nweight goes to the top score and the gradients through the "
       "others vanish. Dividing by √d_k\nbrings the scores back to variance 1 and the weights stay soft. "
       "(Weights by the engine, fp64,\ncross-checked against exp/sum.)";
-  q.data.set("d_k", dk)
-      .set("asked", variant == 0   ? "largest_unscaled"
-                    : variant == 1 ? "largest_scaled"
-                                   : "which_larger")
-      .set("dots", Json::numbers(dots))
-      .set("weights_unscaled", Json::numbers(raw))
-      .set("weights_scaled", Json::numbers(scaled));
+  q.data.set("d_k", jv(dk));
+  q.data.set("asked", jv(variant == 0   ? "largest_unscaled"
+                         : variant == 1 ? "largest_scaled"
+                                        : "which_larger"));
+  q.data.set("dots", jv(numbers(dots)));
+  q.data.set("weights_unscaled", jv(numbers(raw)));
+  q.data.set("weights_scaled", jv(numbers(scaled)));
   return q;
 }
 
@@ -212,4 +216,4 @@ Question numeric_question(Rng& rng) {
   }
 }
 
-}  // namespace attn::cli::quiz
+}  // namespace attn::teach::quiz

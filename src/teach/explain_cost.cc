@@ -11,7 +11,7 @@
 
 #include "explain_internal.h"
 
-namespace attn::cli::explain {
+namespace attn::teach {
 namespace {
 
 // The tile the memory model assumes for a fused kernel: Br query rows × Bc keys.
@@ -36,9 +36,32 @@ int64_t add(int64_t a, int64_t b) {
   return r;
 }
 
-}  // namespace
+// One cost row: a step of multi-head attention.
+struct Step {
+  std::string name, op, shape;
+  int64_t flops, bytes;
+};
 
-void cost(const CostParams& p, Report& r) {
+// The shapes, FLOPs, memory and backend of one set of sizes (compute_cost), and
+// the sections of the text and the JSON written from them.
+struct Cost {
+  const CostOptions& p;
+  int64_t B, N, D, H, dk;
+  int64_t pairs, bh_pairs;  // query-key pairs per (batch, head); over all of them
+  std::string sB, sN, sD, sH, sK;
+  std::vector<Step> steps;
+  int64_t total, exps;
+  int threads;
+  int64_t br, bc, tile_floats, fused_scratch, naive_scores, lse_bytes, qkv_bytes;
+  BackendChoice choice;
+  std::string backend;
+
+  void steps_text(Page& r) const;   // the sizes and every step
+  void memory_text(Page& r) const;  // the score matrix, naive against fused; the backend
+  void to_json(Page& r) const;
+};
+
+Cost compute_cost(const CostOptions& p) {
   ATTN_CHECK(p.heads >= 1 && p.d % p.heads == 0, "--heads must divide --d (d_model = ", p.d,
              "); got --heads ", p.heads, " (", p.d, " / ", p.heads, " is not a whole number)");
   const int64_t B = p.batch, N = p.n, D = p.d, H = p.heads, dk = D / H;
@@ -46,10 +69,6 @@ void cost(const CostParams& p, Report& r) {
   const int64_t pairs = p.causal ? mul(N, N + 1) / 2 : mul(N, N);
   const int64_t bh_pairs = mul({B, H, pairs});
 
-  struct Step {
-    std::string name, op, shape;
-    int64_t flops, bytes;
-  };
   const std::string sB = std::to_string(B), sN = std::to_string(N), sD = std::to_string(D),
                     sH = std::to_string(H), sK = std::to_string(dk);
   const std::vector<Step> steps = {
@@ -83,7 +102,35 @@ void cost(const CostParams& p, Report& r) {
   o.causal = p.causal;
   const BackendChoice choice = choose_backend(q, q, q, o);
   const std::string backend = choice.backend == Backend::fused ? "fused" : "reference";
+  return Cost{p,
+              B,
+              N,
+              D,
+              H,
+              dk,
+              pairs,
+              bh_pairs,
+              sB,
+              sN,
+              sD,
+              sH,
+              sK,
+              steps,
+              total,
+              exps,
+              threads,
+              br,
+              bc,
+              tile_floats,
+              fused_scratch,
+              naive_scores,
+              lse_bytes,
+              qkv_bytes,
+              choice,
+              backend};
+}
 
+void Cost::steps_text(Page& r) const {
   r.title("attn explain --cost: what attention costs at these sizes");
   r.line("Sizes: batch B = " + sB + ", sequence length N = " + with_commas(N) + ", d_model = " + sD +
          ", heads h = " + sH + ",\n       d_k = d_model / h = " + sK +
@@ -96,11 +143,11 @@ void cost(const CostParams& p, Report& r) {
   r.heading("Every step");
   {
     text::Table t({{"step", text::Align::left},
-             {"operation", text::Align::left},
-             {"result shape", text::Align::left},
-             {"FLOPs", text::Align::right},
-             {"", text::Align::right},
-             {"result size", text::Align::right}});
+                   {"operation", text::Align::left},
+                   {"result shape", text::Align::left},
+                   {"FLOPs", text::Align::right},
+                   {"", text::Align::right},
+                   {"result size", text::Align::right}});
     for (const auto& s : steps)
       t.row({s.name, s.op, s.shape, with_commas(s.flops), human_count(static_cast<double>(s.flops)),
              s.bytes ? human_bytes(static_cast<double>(s.bytes)) : "in place"});
@@ -115,10 +162,15 @@ void cost(const CostParams& p, Report& r) {
       " (one per computed score).\n"
       "Scores and weighted sum cost 2·B·h·pairs·d_k each, the projections 2·B·N·d_model² each: attention\n"
       "itself grows with N², the projections with N.");
+}
 
+void Cost::memory_text(Page& r) const {
   r.heading("Memory: the N x N score matrix");
   {
-    text::Table t({{"", text::Align::left}, {"formula", text::Align::left}, {"bytes", text::Align::right}, {"", text::Align::right}});
+    text::Table t({{"", text::Align::left},
+                   {"formula", text::Align::left},
+                   {"bytes", text::Align::right},
+                   {"", text::Align::right}});
     t.row({"naive: full score matrix", "B·h·N·N·4", with_commas(naive_scores),
            human_bytes(static_cast<double>(naive_scores))});
     t.row({"fused: per-thread tiles", "threads·(Br·Bc + Br·d_k + 2·Br)·4", with_commas(fused_scratch),
@@ -142,9 +194,9 @@ void cost(const CostParams& p, Report& r) {
                      : std::string("At this small N the naive matrix is smaller than the tiles.")));
   {
     text::Table t({{"N", text::Align::right},
-             {"naive scores", text::Align::right},
-             {"fused scratch", text::Align::right},
-             {"Q, K, V", text::Align::right}});
+                   {"naive scores", text::Align::right},
+                   {"fused scratch", text::Align::right},
+                   {"Q, K, V", text::Align::right}});
     for (int64_t f : {1, 2, 4, 8}) {
       int64_t n2 = 0;
       if (__builtin_mul_overflow(N, f, &n2)) break;
@@ -160,34 +212,52 @@ void cost(const CostParams& p, Report& r) {
 
   r.heading("Which kernel attn chooses (attn::choose_backend)");
   r.para("backend: " + backend + "\nreason:  " + choice.reason);
-
-  Json& j = r.json;
-  j.set("mode", "cost");
-  j.set("batch", B).set("n", N).set("d_model", D).set("heads", H).set("d_k", dk).set("causal", p.causal);
-  j.set("pairs_per_head", pairs);
-  Json js = Json::array();
-  for (const auto& s : steps) {
-    Json e = Json::object();
-    e.set("step", s.name)
-        .set("operation", s.op)
-        .set("shape", s.shape)
-        .set("flops", s.flops)
-        .set("bytes", s.bytes);
-    js.push(std::move(e));
-  }
-  j.set("steps", std::move(js));
-  j.set("flops_total", total).set("exp_count", exps);
-  Json mem = Json::object();
-  mem.set("naive_scores_bytes", naive_scores)
-      .set("fused_scratch_bytes", fused_scratch)
-      .set("threads", static_cast<int64_t>(threads))
-      .set("tile", Json::integers({br, bc}))
-      .set("lse_bytes", lse_bytes)
-      .set("qkv_bytes", qkv_bytes);
-  j.set("memory", std::move(mem));
-  Json be = Json::object();
-  be.set("backend", backend).set("reason", choice.reason);
-  j.set("backend", std::move(be));
 }
 
-}  // namespace attn::cli::explain
+void Cost::to_json(Page& r) const {
+  json::Value& j = r.json;
+  j.set("mode", jv("cost"));
+  j.set("batch", jv(B));
+  j.set("n", jv(N));
+  j.set("d_model", jv(D));
+  j.set("heads", jv(H));
+  j.set("d_k", jv(dk));
+  j.set("causal", jv(p.causal));
+  j.set("pairs_per_head", jv(pairs));
+  json::Value js = json::Value::array();
+  for (const auto& s : steps) {
+    json::Value e = json::Value::object();
+    e.set("step", jv(s.name));
+    e.set("operation", jv(s.op));
+    e.set("shape", jv(s.shape));
+    e.set("flops", jv(s.flops));
+    e.set("bytes", jv(s.bytes));
+    js.push_back(std::move(e));
+  }
+  j.set("steps", jv(std::move(js)));
+  j.set("flops_total", jv(total));
+  j.set("exp_count", jv(exps));
+  json::Value mem = json::Value::object();
+  mem.set("naive_scores_bytes", jv(naive_scores));
+  mem.set("fused_scratch_bytes", jv(fused_scratch));
+  mem.set("threads", jv(static_cast<int64_t>(threads)));
+  mem.set("tile", jv(integers({br, bc})));
+  mem.set("lse_bytes", jv(lse_bytes));
+  mem.set("qkv_bytes", jv(qkv_bytes));
+  j.set("memory", jv(std::move(mem)));
+  json::Value be = json::Value::object();
+  be.set("backend", jv(backend));
+  be.set("reason", jv(choice.reason));
+  j.set("backend", jv(std::move(be)));
+}
+
+}  // namespace
+
+void cost(const CostOptions& p, Page& r) {
+  const Cost c = compute_cost(p);
+  c.steps_text(r);
+  c.memory_text(r);
+  c.to_json(r);
+}
+
+}  // namespace attn::teach
