@@ -7,7 +7,7 @@
 #include <attn/models/task_model.h>
 #include <attn/models/transformer.h>
 #include <attn/text/vocab.h>
-#include <attn/train/checkpoint.h>
+#include <attn/train/trainer.h>
 #include <attn/train/optim.h>
 #include <attn/train/schedule.h>
 #include <unistd.h>

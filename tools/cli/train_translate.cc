@@ -12,7 +12,7 @@
 #include <attn/io/files.h>
 #include <attn/models/task_model.h>
 #include <attn/models/translation.h>
-#include <attn/train/checkpoint.h>
+#include <attn/train/trainer.h>
 #include <attn/train/optim.h>
 #include <attn/train/schedule.h>
 #include <unistd.h>
