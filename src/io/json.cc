@@ -616,7 +616,63 @@ void dump_value(std::string& out, const Value& v, int indent, int level) {
   }
 }
 
+void dump_rows_value(std::string& out, const Value& v, int indent, int level) {
+  switch (v.type()) {
+    case Type::number:
+      if (!v.is_integer()) {
+        const double d = v.as_double();
+        if (!std::isfinite(d)) {
+          out += "null";
+        } else if (d == 0) {
+          out += "0";
+        } else {
+          char buf[32];
+          const auto r = std::to_chars(buf, buf + sizeof buf, d);
+          out.append(buf, r.ptr);
+        }
+        return;
+      }
+      return dump_value(out, v, indent, level);
+    case Type::array: {
+      const auto& items = v.items();
+      bool flat = true;
+      for (const Value& x : items) flat = flat && !x.is_array() && !x.is_object();
+      out += '[';
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) out += flat ? ", " : ",";
+        if (!flat) newline(out, indent, level + 1);
+        dump_rows_value(out, items[i], indent, level + 1);
+      }
+      if (!flat && !items.empty()) newline(out, indent, level);
+      out += ']';
+      return;
+    }
+    case Type::object: {
+      out += '{';
+      const auto& members = v.members();
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (i) out += ',';
+        newline(out, indent, level + 1);
+        dump_string(out, members[i].first);
+        out += ": ";
+        dump_rows_value(out, members[i].second, indent, level + 1);
+      }
+      if (!members.empty()) newline(out, indent, level);
+      out += '}';
+      return;
+    }
+    default:
+      return dump_value(out, v, indent, level);
+  }
+}
+
 }  // namespace
+
+std::string dump_rows(const Value& v, int indent) {
+  std::string out;
+  dump_rows_value(out, v, indent < 0 ? 0 : indent, 0);
+  return out;
+}
 
 void write_string(std::string& out, std::string_view s) { dump_string(out, s); }
 

@@ -99,6 +99,12 @@ Value parse(std::string_view text, const ParseOptions& options = {});
 // escaped; doubles use the shortest form that reads back exactly.
 std::string dump(const Value& v, int indent = -1);
 
+// The layout of the command-line tools' JSON output: pretty-printed with
+// `indent` spaces, except that an array holding only scalars stays on one line
+// ("[0.1, 0.9]": a matrix reads as rows); NaN and infinities are written as null
+// and -0 as 0.
+std::string dump_rows(const Value& v, int indent = 2);
+
 // The writer's two primitives, for code that streams JSON without building a
 // Value: a quoted, escaped string (throws on invalid UTF-8) and the shortest
 // decimal form that reads back as the same double (throws on NaN/Inf, which
