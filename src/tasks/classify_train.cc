@@ -216,6 +216,38 @@ class BudgetSchedule final : public train::Schedule {
   const int64_t& warmup_;
 };
 
+// The naive Bayes baseline on the same split: character unigrams + bigrams.
+struct Baseline {
+  models::NaiveBayes nb;
+  models::Metrics valid, test;
+  double seconds = 0;
+};
+
+Baseline train_baseline(const data::Dataset& ds, const data::Split& split, const text::CharTokenizerOptions& to) {
+  const auto t_nb = Clock::now();
+  auto tokens_of = [&](int64_t i) { return text::char_tokenize(ds.examples[i].text, to); };
+  std::vector<std::vector<std::string>> nb_docs;
+  std::vector<int32_t> nb_labels;
+  for (int64_t i : split.train) {
+    nb_docs.push_back(tokens_of(i));
+    nb_labels.push_back(ds.examples[i].label);
+  }
+  const auto C = static_cast<int32_t>(ds.label_names.size());
+  Baseline b{models::NaiveBayes::train(nb_docs, nb_labels, C), {}, {}, 0};
+  auto nb_eval = [&](const std::vector<int64_t>& rows) {
+    std::vector<int32_t> truth, pred;
+    for (int64_t i : rows) {
+      truth.push_back(ds.examples[i].label);
+      pred.push_back(b.nb.predict(tokens_of(i)));
+    }
+    return models::classification_metrics(truth, pred, C);
+  };
+  b.valid = nb_eval(split.valid);
+  b.test = nb_eval(split.test);
+  b.seconds = seconds_since(t_nb);
+  return b;
+}
+
 // ---- progress -----------------------------------------------------------------------------------
 
 // "step 12/340", or "step 12" while the total is not known yet (0: a time budget's
@@ -408,26 +440,11 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
                 " characters are cut to the first " + std::to_string(s.max_len - 1));
 
   // ---- baseline ----
-  const auto t_nb = Clock::now();
-  auto tokens_of = [&](int64_t i) { return text::char_tokenize(ds.examples[i].text, to); };
-  std::vector<std::vector<std::string>> nb_docs;
-  std::vector<int32_t> nb_labels;
-  for (int64_t i : split.train) {
-    nb_docs.push_back(tokens_of(i));
-    nb_labels.push_back(ds.examples[i].label);
-  }
   const auto C = static_cast<int32_t>(ds.label_names.size());
-  const models::NaiveBayes nb = models::NaiveBayes::train(nb_docs, nb_labels, C);
-  auto nb_eval = [&](const std::vector<int64_t>& rows) {
-    std::vector<int32_t> truth, pred;
-    for (int64_t i : rows) {
-      truth.push_back(ds.examples[i].label);
-      pred.push_back(nb.predict(tokens_of(i)));
-    }
-    return models::classification_metrics(truth, pred, C);
-  };
-  const models::Metrics nb_valid = nb_eval(split.valid), nb_test = nb_eval(split.test);
-  const double nb_seconds = seconds_since(t_nb);
+  const Baseline base = train_baseline(ds, split, to);
+  const models::NaiveBayes& nb = base.nb;
+  const models::Metrics &nb_valid = base.valid, &nb_test = base.test;
+  const double nb_seconds = base.seconds;
   progress.note("baseline (naive Bayes, character unigrams + bigrams): valid accuracy " +
                 pct(nb_valid.accuracy) + ", trained in " + fmt("%.1f", nb_seconds) + " s");
 
