@@ -116,8 +116,8 @@ void check(const TranslateTrainOptions& o) {
 std::string data_file(const TranslateTrainOptions& o) {
   if (!o.data.empty()) return o.data;
   const std::string dir = data::find_data_dir(
-      {"tatoeba-cmn/cmn.txt"}, "translation data file",
-      "train translate: pass --data FILE (Tatoeba cmn.txt: English<TAB>Chinese<TAB>attribution, from "
+      {"tatoeba-cmn/cmn.txt"}, "translation data",
+      "the Tatoeba pairs are not in that download: pass --data FILE (Tatoeba cmn.txt: English<TAB>Chinese<TAB>attribution, from "
       "https://www.manythings.org/anki/) or set ATTN_DATA_DIR");
   return (fs::path(dir) / "tatoeba-cmn" / "cmn.txt").string();
 }
