@@ -371,31 +371,25 @@ class CreatedFolders {
   bool kept_ = false;
 };
 
-}  // namespace
+// Everything before training: the data read and deduplicated, its split, the
+// character vocabulary of the training split and the encoded texts.
+struct Prepared {
+  LoadedData d;
+  data::Split split;
+  text::CharTokenizerOptions to;
+  int64_t distinct_chars = 0;  // in the training split, before min_freq
+  text::CharTokenizer tokenizer;
+  data::EncodedDataset enc;
+  std::vector<int64_t> length;  // tokens per example incl. [CLS], at most max_len
+  int64_t trunc_train = 0, trunc_valid = 0, trunc_test = 0;
+};
 
-ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
-  ClassifyTrainOptions s = resolve(options);
-  const auto t_start = Clock::now();
-  StepProgress progress(s.progress);
-
-  // Output folder first: a run that cannot save should fail before training.
-  std::error_code ec;
-  CreatedFolders created(s.out);
-  fs::create_directories(s.out, ec);
-  ATTN_CHECK(!ec && fs::is_directory(s.out), "cannot create the output folder '", s.out, "'",
-             ec ? ": " + ec.message() : std::string());
-  {
-    const std::string probe = (fs::path(s.out) / ".write-test").string();
-    io::write_file_atomically(probe, "ok\n");
-    std::remove(probe.c_str());
-  }
-
-  // ---- data ----
+Prepared prepare(ClassifyTrainOptions& s, StepProgress& progress) {
   LoadedData d = load_data(s);
   const data::Dataset& ds = d.dataset;
   data::SplitOptions so;
   so.seed = s.seed;
-  const data::Split split = data::make_split(ds, so);
+  data::Split split = data::make_split(ds, so);
   data::check_split(split, ds);
   const int64_t overlap = data::count_text_overlap(ds, split.train, split.test) +
                           data::count_text_overlap(ds, split.train, split.valid) +
@@ -421,7 +415,7 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
                   std::to_string(counts.size()) + " distinct characters): " + e.what());
     }
   }();
-  const data::EncodedDataset enc = data::encode_dataset(ds, tokenizer);
+  data::EncodedDataset enc = data::encode_dataset(ds, tokenizer);
   std::vector<int64_t> length(static_cast<std::size_t>(enc.size()));
   for (int64_t i = 0; i < enc.size(); ++i)
     length[i] = std::min<int64_t>(static_cast<int64_t>(enc.text[i].size()) + 1, s.max_len);
@@ -438,6 +432,68 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
                 std::to_string(counts.size()) + "); " + std::to_string(trunc_total) + " of " +
                 std::to_string(ds.size()) + " texts longer than " + std::to_string(s.max_len - 1) +
                 " characters are cut to the first " + std::to_string(s.max_len - 1));
+
+  return Prepared{std::move(d),    split,       to,          static_cast<int64_t>(counts.size()),
+                  std::move(tokenizer), std::move(enc), std::move(length), trunc_train, trunc_valid, trunc_test};
+}
+
+// Everything is first written under a staging name (each file atomically), then
+// renamed into place; on an error the staged files are removed, so the folder
+// never holds a model without its report or the other way round.
+void write_outputs(const std::string& out, const models::TextClassifier& clf, const Value& extra,
+                   const data::Split& split, const std::string& sample_text, const Value& report,
+                   const std::string& md) {
+  std::error_code ec;
+  const std::string stage = ".new." + std::to_string(::getpid());
+  const std::vector<std::string> names = {"model.attn", "split.json", "test-sample.txt", "report.json",
+                                          "report.md"};
+  auto staged = [&](const std::string& name) { return (fs::path(out) / (name + stage)).string(); };
+  try {
+    clf.save(staged("model.attn"), extra);
+    split.save(staged("split.json"));
+    io::write_file_atomically(staged("test-sample.txt"), sample_text);
+    io::write_file_atomically(staged("report.json"), json::dump(report, 2) + "\n");
+    io::write_file_atomically(staged("report.md"), md);
+    for (const auto& n : names) {
+      fs::rename(staged(n), fs::path(out) / n, ec);
+      ATTN_CHECK(!ec, "cannot rename '", staged(n), "' to '", (fs::path(out) / n).string(), "': ", ec.message());
+    }
+  } catch (...) {
+    for (const auto& n : names) fs::remove(staged(n), ec);
+    throw;
+  }
+}
+
+}  // namespace
+
+ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
+  ClassifyTrainOptions s = resolve(options);
+  const auto t_start = Clock::now();
+  StepProgress progress(s.progress);
+
+  // Output folder first: a run that cannot save should fail before training.
+  std::error_code ec;
+  CreatedFolders created(s.out);
+  fs::create_directories(s.out, ec);
+  ATTN_CHECK(!ec && fs::is_directory(s.out), "cannot create the output folder '", s.out, "'",
+             ec ? ": " + ec.message() : std::string());
+  {
+    const std::string probe = (fs::path(s.out) / ".write-test").string();
+    io::write_file_atomically(probe, "ok\n");
+    std::remove(probe.c_str());
+  }
+
+  // ---- data ----
+  const Prepared prep = prepare(s, progress);
+  const LoadedData& d = prep.d;
+  const data::Dataset& ds = d.dataset;
+  const data::Split& split = prep.split;
+  const text::CharTokenizerOptions& to = prep.to;
+  const text::CharTokenizer& tokenizer = prep.tokenizer;
+  const data::EncodedDataset& enc = prep.enc;
+  const std::vector<int64_t>& length = prep.length;
+  const int64_t trunc_train = prep.trunc_train, trunc_valid = prep.trunc_valid, trunc_test = prep.trunc_test;
+  const int64_t trunc_total = trunc_train + trunc_valid + trunc_test;
 
   // ---- baseline ----
   const auto C = static_cast<int32_t>(ds.label_names.size());
@@ -748,28 +804,7 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
                                {"data", data_counts},
                                {"test_accuracy", Value::number(test.accuracy)},
                                {"baseline_test_accuracy", Value::number(nb_test.accuracy)}});
-  // Everything is first written under a staging name (each file atomically), then
-  // renamed into place; on an error the staged files are removed, so the folder
-  // never holds a model without its report or the other way round.
-  const std::string stage = ".new." + std::to_string(::getpid());
-  const std::vector<std::string> names = {"model.attn", "split.json", "test-sample.txt", "report.json",
-                                          "report.md"};
-  auto staged = [&](const std::string& name) { return (fs::path(s.out) / (name + stage)).string(); };
-  try {
-    clf.save(staged("model.attn"), extra);
-    split.save(staged("split.json"));
-    io::write_file_atomically(staged("test-sample.txt"), sample_text);
-    io::write_file_atomically(staged("report.json"), json::dump(report, 2) + "\n");
-    io::write_file_atomically(staged("report.md"), md);
-    for (const auto& n : names) {
-      fs::rename(staged(n), fs::path(s.out) / n, ec);
-      ATTN_CHECK(!ec, "cannot rename '", staged(n), "' to '", (fs::path(s.out) / n).string(),
-                 "': ", ec.message());
-    }
-  } catch (...) {
-    for (const auto& n : names) fs::remove(staged(n), ec);
-    throw;
-  }
+  write_outputs(s.out, clf, extra, split, sample_text, report, md);
   created.keep();
 
   ClassifyTrainResult result;
