@@ -20,6 +20,7 @@
 #include <attn/tasks/progress.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
