@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -464,6 +465,70 @@ Dataset deduplicate(const Dataset& dataset, DedupReport* report) {
   return out;
 }
 
-std::string default_data_dir() { return runtime_config().data_dir; }
+namespace {
+
+// $ATTN_DATA_DIR (read once, in core/config), or "" when it is not set or empty.
+const std::string& data_dir_setting() { return runtime_config().data_dir; }
+
+// The repository above the running program (build/<preset>/attn, a test binary):
+// the first ancestor folder that holds scripts/fetch-reviews.sh; empty when none does.
+std::filesystem::path repo_root() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  for (fs::path p = exe.parent_path(); !p.empty() && p != p.parent_path(); p = p.parent_path())
+    if (fs::exists(p / "scripts" / "fetch-reviews.sh", ec)) return p;
+  return {};
+}
+
+}  // namespace
+
+DataDirCandidates data_dir_candidates() {
+  DataDirCandidates c;
+  const std::string env = data_dir_setting();
+  if (!env.empty()) {
+    c.dirs = {env};
+    c.from_env = true;
+    return c;
+  }
+  c.dirs = {"../shared/data"};
+  const std::filesystem::path repo = repo_root();
+  if (!repo.empty()) {
+    c.dirs.push_back((repo / ".." / "shared" / "data").lexically_normal().string());
+    c.dirs.push_back((repo / "data").lexically_normal().string());
+  }
+  return c;
+}
+
+std::string find_data_dir(const std::vector<std::string>& required, const std::string& what,
+                          const std::string& hint) {
+  namespace fs = std::filesystem;
+  const DataDirCandidates c = data_dir_candidates();
+  for (const auto& d : c.dirs) {
+    bool all = true;
+    std::error_code ec;
+    for (const auto& r : required) all = all && fs::is_regular_file(fs::path(d) / r, ec);
+    if (all) return fs::path(d).lexically_normal().string();
+  }
+  std::string names, where;
+  for (std::size_t i = 0; i < required.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == required.size() ? " and " : ", ") + fs::path(required[i]).filename().string();
+  for (const auto& d : c.dirs)
+    for (const auto& r : required) where += "\n  " + (fs::path(d) / r).lexically_normal().string();
+  throw Error("no " + what + " found: looked for " + names + " at" + where +
+              (c.from_env ? " (from ATTN_DATA_DIR)" : "") +
+              "\nscripts/fetch-reviews.sh downloads the reviews (into <repo>/data); ATTN_DATA_DIR names "
+              "another data folder" +
+              (hint.empty() ? std::string() : "\n" + hint));
+}
+
+std::string default_data_dir() {
+  const DataDirCandidates c = data_dir_candidates();
+  std::error_code ec;
+  for (const auto& d : c.dirs)
+    if (std::filesystem::is_directory(d, ec)) return d;
+  return c.dirs.front();
+}
 
 }  // namespace attn::data

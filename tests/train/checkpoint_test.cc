@@ -3,6 +3,7 @@
 #include <attn/core/autograd.h>
 #include <attn/io/safetensors.h>
 #include <attn/train/checkpoint.h>
+#include <attn/train/trainer.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,7 +1,7 @@
 // The training loop: gradient accumulation equals one large batch, NaN/Inf
 // gradients skip the update, schedule drives the optimizer's lr.
 #include <attn/core/autograd.h>
-#include <attn/train/checkpoint.h>
+#include <attn/train/trainer.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,19 +1,17 @@
 // attn generate --model FILE "prompt": continues a prompt with a language
-// model trained by `attn train lm`, streaming characters as they are sampled.
-// See docs/generation.md.
+// model trained by `attn train lm` (tasks::generate_lm, include/attn/tasks/lm.h),
+// streaming characters as they are sampled. See docs/generation.md.
 #include <attn/core/error.h>
 #include <attn/models/generate.h>
-#include <attn/models/task_model.h>
+#include <attn/tasks/lm.h>
 #include <attn/text/vocab.h>
 
-#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "commands.h"
-#include "lm_text.h"
 
 namespace attn::cli {
 namespace {
@@ -74,39 +72,7 @@ std::vector<std::string> split_positional(const std::vector<std::string>& raw,
   return args;
 }
 
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> lines(1);
-  for (char c : s) {
-    if (c == '\n')
-      lines.emplace_back();
-    else
-      lines.back() += c;
-  }
-  return lines;
-}
-
-}  // namespace
-
-int run_generate_lm(const std::vector<std::string>& raw) {
-  std::string positional;
-  bool has_positional = false;
-  const Args a(split_positional(raw, generate_options(), &positional, &has_positional), generate_options());
-  if (a.has("help")) {
-    std::fputs(help_text().c_str(), stdout);
-    return 0;
-  }
-  ATTN_CHECK(a.has("model"), "--model FILE is required (a model file written by 'attn train lm')");
-  ATTN_CHECK(!(has_positional && a.has("prompt")), "give the prompt once: as an argument or with --prompt");
-  ATTN_CHECK(!(a.has("greedy") && a.has("beam")), "--greedy and --beam exclude each other");
-  const std::string prompt = a.has("prompt") ? a.str("prompt") : positional;
-  const std::string path = a.str("model");
-
-  const models::TaskModelHeader h = models::read_task_model(path, "lm");
-  const text::CharTokenizer tok = lm_tokenizer(h.data);
-  models::DecoderLM model(h.config);
-  models::load_task_model_weights(path, model.named_parameters());
-  model.eval();
-
+models::GenerateOptions parse_generate(const Args& a) {
   models::GenerateOptions o;
   o.eos_id = a.has("no-stop") ? -1 : text::Vocab::kEos;
   o.max_new_tokens = a.has("max-new") ? a.integer("max-new", 0, 1000000) : 100;
@@ -122,37 +88,43 @@ int run_generate_lm(const std::vector<std::string>& raw) {
     o.temperature = a.has("temperature") ? parse_number(a.str("temperature"), "--temperature") : 0.8;
     o.top_k = a.has("top-k") ? a.integer("top-k", 0, 100000000) : 20;
     o.top_p = a.has("top-p") ? parse_number(a.str("top-p"), "--top-p") : 0.9;
-    ATTN_CHECK(o.temperature > 0, "--temperature must be > 0 (use --greedy for the most likely text); got ",
-               o.temperature);
-    ATTN_CHECK(o.top_p > 0 && o.top_p <= 1, "--top-p must be in (0, 1]; got ", o.top_p);
   }
+  return o;
+}
 
-  const std::vector<int64_t> ids = lm_encode(tok, split_lines(prompt), false);
-  int64_t unknown = 0;
-  for (int64_t id : ids) unknown += id == text::Vocab::kUnk;
-  if (unknown > 0)
+}  // namespace
+
+int run_generate_lm(const std::vector<std::string>& raw) {
+  std::string positional;
+  bool has_positional = false;
+  const Args a(split_positional(raw, generate_options(), &positional, &has_positional), generate_options());
+  if (a.has("help")) {
+    std::fputs(help_text().c_str(), stdout);
+    return 0;
+  }
+  ATTN_CHECK(a.has("model"), "--model FILE is required (a model file written by 'attn train lm')");
+  ATTN_CHECK(!(has_positional && a.has("prompt")), "give the prompt once: as an argument or with --prompt");
+  ATTN_CHECK(!(a.has("greedy") && a.has("beam")), "--greedy and --beam exclude each other");
+  tasks::LmGenerateOptions o;
+  o.model = a.str("model");
+  o.prompt = a.has("prompt") ? a.str("prompt") : positional;
+  o.generate = parse_generate(a);
+  bool started = false;
+  o.stream = [&](const std::string& piece) {
+    if (!started) std::fputs(o.prompt.c_str(), stdout), started = true;
+    std::fputs(piece.c_str(), stdout);
+    std::fflush(stdout);
+  };
+  const tasks::LmGenerated g = tasks::generate_lm(o);
+  if (g.unknown_prompt_chars > 0)
     std::fprintf(stderr, "note: %lld prompt character(s) are not in the model's vocabulary ([UNK])\n",
-                 static_cast<long long>(unknown));
-  ATTN_CHECK(static_cast<int64_t>(ids.size()) < h.config.max_len, "the prompt has ", ids.size() - 1,
-             " characters; this model reads at most ", h.config.max_len - 2, " (max_len ", h.config.max_len,
-             " including the start token)");
-
-  std::fputs(prompt.c_str(), stdout);
-  std::fflush(stdout);
-  models::TokenCallback stream;
-  if (o.search != models::SearchKind::beam) {
-    stream = [&](int64_t, int64_t id) {
-      std::fputs(lm_piece(tok, id).c_str(), stdout);
-      std::fflush(stdout);
-    };
-  }
-  const models::Generated g = models::generate(model, {ids}, o, stream).at(0);
-  if (o.search == models::SearchKind::beam)
-    for (int64_t id : g.ids) std::fputs(lm_piece(tok, id).c_str(), stdout);
+                 static_cast<long long>(g.unknown_prompt_chars));
+  if (!started) std::fputs(o.prompt.c_str(), stdout);
+  if (o.generate.search == models::SearchKind::beam) std::fputs(g.text.c_str(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  std::fprintf(stderr, "(%zu characters, %s, log-prob %.3f)\n", g.ids.size(),
-               g.stop_token >= 0 ? "ended at </s>" : "length limit", g.log_prob);
+  std::fprintf(stderr, "(%zu characters, %s, log-prob %.3f)\n", g.generated.ids.size(),
+               g.generated.stop_token >= 0 ? "ended at </s>" : "length limit", g.generated.log_prob);
   return 0;
 }
 

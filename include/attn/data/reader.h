@@ -115,8 +115,25 @@ struct DedupReport {
 // before splitting so that no text can be in both training and test data.
 Dataset deduplicate(const Dataset& dataset, DedupReport* report = nullptr);
 
-// $ATTN_DATA_DIR when set (runtime_config().data_dir), else "../shared/data" (relative to the
-// working directory).
+// The one data-folder lookup (the reviews, the Tatoeba pairs, benchmarks' text).
+// Folders looked at, in order: $ATTN_DATA_DIR alone when it is set (an explicit
+// setting is never silently passed over); else ../shared/data (from the working
+// directory), <repo>/../shared/data and <repo>/data, where <repo> is the first
+// folder above the running program that holds scripts/fetch-reviews.sh.
+struct DataDirCandidates {
+  std::vector<std::string> dirs;
+  bool from_env = false;  // dirs is {$ATTN_DATA_DIR}
+};
+DataDirCandidates data_dir_candidates();
+
+// The first candidate folder holding every file in `required` (paths relative to
+// the folder, e.g. "reviews-zh/pos.txt"). Throws attn::Error "no <what> found"
+// naming every path looked at, scripts/fetch-reviews.sh and `hint` (what else the
+// caller accepts, e.g. "or give --data FILE") when none does.
+std::string find_data_dir(const std::vector<std::string>& required, const std::string& what,
+                          const std::string& hint = "");
+
+// The first candidate folder that exists, else the first candidate.
 std::string default_data_dir();
 
 }  // namespace attn::data

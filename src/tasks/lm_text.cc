@@ -1,13 +1,13 @@
-#include "lm_text.h"
-
+// The text of the character language model (include/attn/tasks/lm.h).
 #include <attn/core/error.h>
+#include <attn/tasks/lm.h>
 #include <attn/text/utf8.h>
 #include <attn/text/vocab.h>
 
 #include <fstream>
 #include <sstream>
 
-namespace attn::cli {
+namespace attn::tasks {
 namespace {
 
 // Removes ANSI escape sequences: ESC '[' parameters final-byte (e.g. "\x1b[32m", "\x1b[m").
@@ -116,4 +116,4 @@ std::string lm_piece(const text::CharTokenizer& tok, int64_t id) {
   return s;
 }
 
-}  // namespace attn::cli
+}  // namespace attn::tasks

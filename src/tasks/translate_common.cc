@@ -4,9 +4,9 @@
 #include <fstream>
 #include <string>
 
-#include "translate_internal.h"
+#include "tasks/translate_internal.h"
 
-namespace attn::cli {
+namespace attn::tasks::detail {
 
 TeacherForcing teacher_forcing(const data::PairBatch& b) {
   TeacherForcing t;
@@ -85,4 +85,4 @@ std::string translate_report_markdown(const json::Value& r) {
   return md;
 }
 
-}  // namespace attn::cli
+}  // namespace attn::tasks::detail

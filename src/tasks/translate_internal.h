@@ -1,5 +1,5 @@
-// Shared by `attn train translate` (train_translate.cc) and `attn translate`
-// (translate.cc); helpers in translate_common.cc.
+// Shared by tasks::train_translator (translate_train.cc) and tasks::translate_sentences
+// (translate.cc); helpers in translate_common.cc. Private to src/tasks.
 #pragma once
 
 #include <attn/core/tensor.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace attn::cli {
+namespace attn::tasks::detail {
 
 // A pair batch split for teacher forcing: the decoder reads tgt[:, :-1] and
 // predicts tgt[:, 1:] ([PAD] targets are ignored by the loss).
@@ -26,4 +26,4 @@ TeacherForcing teacher_forcing(const data::PairBatch& b);
 // report.md from the report.json object that train_translate builds.
 std::string translate_report_markdown(const json::Value& report);
 
-}  // namespace attn::cli
+}  // namespace attn::tasks::detail

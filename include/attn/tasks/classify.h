@@ -1,0 +1,111 @@
+// The review classifier as a library recipe: train it (`attn train classify`)
+// and run it (`attn classify`).
+//
+// train_classifier: read (strict UTF-8, normalise, count cut lines) -> deduplicate
+// -> stratified split (seeded, saved with hashes) -> char vocabulary from the
+// training split -> EncoderClassifier, AdamW + warmup-cosine, clipping,
+// length-bucketed batches, validation with early stopping (best weights kept;
+// train::fit) -> test metrics next to a naive Bayes baseline on the same split
+// -> <out>/model.attn, report.md, report.json, split.json, test-sample.txt.
+// Every output is written after training succeeded, each atomically: an error
+// leaves no half-written model or report behind, and removes the folders the
+// run created.
+//
+// Numbering: layers and heads are numbered from 0 in text and JSON ("layer 0" is
+// the first layer); token positions from 0 ([CLS] is position 0).
+#pragma once
+
+#include <attn/io/json.h>
+#include <attn/models/text_classifier.h>
+#include <attn/tasks/progress.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attn::tasks {
+
+struct ClassifyTrainOptions {
+  // Data: pos + neg (one example per line), or a table (data), or neither: the
+  // reviews from the data folder (data::find_data_dir).
+  std::string pos, neg;
+  std::string data, format;  // format: tsv, csv, jsonl or "" (from the file name)
+  std::string text_column = "text", label_column = "label";
+  std::string out = "runs/classify";
+  // Length of training: preset "quick" (3.5 minutes, at most 4 epochs) or "full"
+  // (8 minutes, at most 6 epochs); minutes / max_epochs > 0 override the preset's;
+  // epochs > 0 trains that many epochs instead of a time budget.
+  std::string preset = "full";
+  double minutes = 0;
+  int64_t epochs = 0;
+  int64_t max_epochs = 0;
+  uint64_t seed = 1;  // split, initialisation, dropout and batch order
+  int64_t max_len = 100, max_chars = 4096, min_freq = 2;
+  int64_t layers = 2, d_model = 128, heads = 4, d_ff = 0;  // d_ff 0: 4 x d_model
+  double dropout = 0.1, lr = 1e-3, weight_decay = 0.01, clip = 1.0;
+  int64_t batch_size = 32, patience = 3, eval_every = 0;  // eval_every 0: every epoch
+  std::string command;  // the command line, for the report
+  Progress progress;
+};
+
+struct ClassifyTrainResult {
+  json::Value report;      // report.json
+  std::string report_md;   // report.md
+  std::string summary;     // two lines: test accuracy vs the baseline; steps, time and files
+  double test_accuracy = 0, baseline_test_accuracy = 0;
+  int64_t test_count = 0;
+  std::string model_path;  // <out>/model.attn
+};
+
+ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options);
+
+// The default model of `attn classify`.
+inline constexpr const char* kDefaultClassifierModel = "runs/classify/model.attn";
+
+struct ClassifyFormat {
+  int64_t top = 5;     // characters listed per layer (and per head)
+  bool heads = false;  // also per head
+};
+
+struct ClassifyOptions {
+  std::string model = kDefaultClassifierModel;
+  std::vector<std::string> texts;
+  ClassifyFormat format;
+};
+
+struct ClassifyResult {
+  std::unique_ptr<models::TextClassifier> model;
+  std::vector<models::Classification> classifications;  // one per text, with attention
+  std::string text;   // the blocks of format_classification, separated by blank lines
+  json::Value json;   // {"model": path, "results": [classification_json, ...]}
+};
+
+// Loads the model (attn::Error naming the file and 'attn train classify' when it
+// is missing) and classifies every text.
+ClassifyResult classify_texts(const ClassifyOptions& options);
+
+// Non-blank lines of a UTF-8 text; invalid UTF-8 is an attn::Error naming `what`
+// and the line ("FILE line 2: invalid UTF-8 at byte 1 of the line").
+std::vector<std::string> nonblank_lines(const std::string& bytes, const std::string& what);
+
+// The characters [CLS] attended to most in one layer: indices into c.tokens
+// (never [CLS] itself), sorted by weight, at most `top`. `head` < 0: the mean over heads.
+std::vector<int64_t> top_attended(const models::Classification& c, int64_t layer, int64_t head, int64_t top);
+// The head-averaged attention of [CLS] in one layer, per token.
+std::vector<double> mean_over_heads(const models::Classification& c, int64_t layer);
+
+// Human-readable block for one text:
+//   text   这个东西质量很好
+//   label  pos  (p = 0.973, neg 0.027)
+//   [CLS] attended most to (weight, 9 positions incl. [CLS]):
+//     layer 0 (mean of 4 heads, [CLS] 0.101):  好 0.210  质 0.120 ...
+std::string format_classification(const std::string& text, const models::Classification& c,
+                                  const std::vector<std::string>& labels, const ClassifyFormat& format);
+// The same as JSON: {"text", "label", "probability", "probabilities": {...}, "tokens": [...],
+//   "unknown_tokens", "truncated", "text_tokens",
+//   "attention": [{"layer" (from 0), "mean": [...], "top": [...], "heads": [[...], ...]}]}
+json::Value classification_json(const std::string& text, const models::Classification& c,
+                                const std::vector<std::string>& labels, const ClassifyFormat& format);
+
+}  // namespace attn::tasks

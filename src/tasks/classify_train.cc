@@ -1,0 +1,830 @@
+// attn::tasks::train_classifier (include/attn/tasks/classify.h): the review
+// classifier, from text files to a saved model and a test report next to a
+// naive Bayes baseline trained on the same split.
+#include <attn/core/autograd.h>
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <attn/data/batch.h>
+#include <attn/core/random.h>
+#include <attn/data/reader.h>
+#include <attn/data/split.h>
+#include <attn/io/files.h>
+#include <attn/models/baseline.h>
+#include <attn/models/text_classifier.h>
+#include <attn/tasks/classify.h>
+#include <attn/train/fit.h>
+#include <attn/train/optim.h>
+#include <attn/train/schedule.h>
+#include <attn/train/trainer.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "tasks/util.h"
+
+namespace attn::tasks {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json::Value;
+using detail::Clock;
+using detail::duration;
+using detail::fmt;
+using detail::pct;
+using detail::seconds_since;
+
+// The options with the preset's defaults filled in, checked.
+ClassifyTrainOptions resolve(const ClassifyTrainOptions& o) {
+  ClassifyTrainOptions s = o;
+  ATTN_CHECK(s.preset == "quick" || s.preset == "full", "--preset must be quick or full; got '", s.preset, "'");
+  ATTN_CHECK(!(o.minutes > 0 && o.epochs > 0), "give --minutes or --epochs, not both");
+  ATTN_CHECK(!(o.max_epochs > 0 && o.epochs > 0), "--max-epochs goes with a time budget, not with --epochs");
+  if (s.minutes <= 0) s.minutes = s.preset == "quick" ? 3.5 : 8.0;
+  if (s.max_epochs <= 0) s.max_epochs = s.preset == "quick" ? 4 : 6;
+  if (!s.pos.empty() || !s.neg.empty()) {
+    ATTN_CHECK(!s.pos.empty() && !s.neg.empty(), "--pos and --neg go together; got only ",
+               !s.pos.empty() ? "--pos" : "--neg");
+    ATTN_CHECK(s.data.empty(), "give either --pos/--neg or --data, not both");
+  }
+  if (s.d_ff <= 0) s.d_ff = 4 * s.d_model;
+  ATTN_CHECK(s.epochs >= 0 && s.batch_size >= 1 && s.patience >= 1 && s.eval_every >= 0 && s.max_len >= 2 &&
+                 s.max_chars >= 1 && s.min_freq >= 1 && s.layers >= 1 && s.heads >= 1 && s.lr > 0 && s.clip > 0,
+             "train classify: an option is out of range (batch size ", s.batch_size, ", patience ", s.patience,
+             ", max_len ", s.max_len, ", layers ", s.layers, ", heads ", s.heads, ", lr ", s.lr, ", clip ", s.clip,
+             ")");
+  ATTN_CHECK(s.d_model % s.heads == 0, "--d-model (", s.d_model, ") must be a multiple of --heads (", s.heads,
+             ")");
+  return s;
+}
+
+// ---- data --------------------------------------------------------------------------------------
+
+struct LoadedData {
+  data::Dataset raw;      // as read
+  data::Dataset dataset;  // deduplicated
+  data::DedupReport dedup;
+  std::vector<std::string> sources;
+};
+
+data::TableFormat table_format(const ClassifyTrainOptions& s) {
+  std::string f = s.format;
+  if (f.empty()) {
+    const std::string ext = fs::path(s.data).extension().string();
+    f = ext == ".tsv" ? "tsv" : ext == ".csv" ? "csv" : ext == ".jsonl" ? "jsonl" : "";
+    ATTN_CHECK(!f.empty(), "cannot tell the format of '", s.data,
+               "' from its name; give --format tsv|csv|jsonl");
+  }
+  if (f == "tsv") return data::TableFormat::tsv;
+  if (f == "csv") return data::TableFormat::csv;
+  ATTN_CHECK(f == "jsonl", "--format must be tsv, csv or jsonl; got '", f, "'");
+  return data::TableFormat::jsonl;
+}
+
+LoadedData load_data(ClassifyTrainOptions& s) {
+  LoadedData d;
+  data::ReadOptions ro;
+  ro.normalize.lowercase_ascii = true;
+  ro.max_chars = s.max_chars;
+  if (!s.data.empty()) {
+    data::TableSpec spec;
+    spec.format = table_format(s);
+    spec.text_column = s.text_column;
+    spec.label_column = s.label_column;
+    spec.max_classes = 2;
+    d.raw = data::read_table(s.data, spec, ro);
+    d.sources = {s.data};
+    ATTN_CHECK(d.raw.label_names.size() == 2, s.data, ": the label column '", s.label_column,
+               "' must hold exactly two classes; found ", d.raw.label_names.size(),
+               d.raw.label_names.size() == 1 ? " ('" + d.raw.label_names[0] + "')" : std::string());
+  } else {
+    if (s.pos.empty()) {
+      const std::string dir = data::find_data_dir({"reviews-zh/pos.txt", "reviews-zh/neg.txt"}, "review data",
+                                                  "or give --pos FILE --neg FILE, or --data FILE");
+      s.pos = (fs::path(dir) / "reviews-zh" / "pos.txt").string();
+      s.neg = (fs::path(dir) / "reviews-zh" / "neg.txt").string();
+    }
+    d.raw = data::read_text_files({{s.neg, 0, "neg"}, {s.pos, 1, "pos"}}, ro);
+    d.sources = {s.neg, s.pos};
+  }
+  d.dataset = data::deduplicate(d.raw, &d.dedup);
+  const std::vector<int64_t> counts = d.dataset.class_counts();
+  for (std::size_t c = 0; c < counts.size(); ++c)
+    ATTN_CHECK(counts[c] >= 10, "class '", d.dataset.label_names[c], "' has ", counts[c],
+               " distinct examples after deduplication; expected at least 10 per class");
+  return d;
+}
+
+// ---- batches ------------------------------------------------------------------------------------
+
+// Length-bucketed batches for one epoch: the rows in a seeded random order are
+// cut into pools of 50 batches, each pool is sorted by length and cut into
+// batches, and the batches are shuffled; a batch is padded to its longest row.
+std::vector<std::vector<int64_t>> bucketed_batches(const std::vector<int64_t>& rows,
+                                                   const std::vector<int64_t>& length, int64_t batch_size,
+                                                   uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order = rows;
+  Rng rng(mix_seed(seed, static_cast<uint64_t>(epoch)));
+  rng.shuffle(order);
+  std::vector<std::vector<int64_t>> batches;
+  const std::size_t pool = static_cast<std::size_t>(batch_size) * 50;
+  for (std::size_t p0 = 0; p0 < order.size(); p0 += pool) {
+    const auto p1 = std::min(order.size(), p0 + pool);
+    std::stable_sort(order.begin() + p0, order.begin() + p1,
+                     [&](int64_t a, int64_t b) { return length[a] < length[b]; });
+    for (std::size_t b0 = p0; b0 < p1; b0 += batch_size)
+      batches.emplace_back(order.begin() + b0, order.begin() + std::min(p1, b0 + batch_size));
+  }
+  rng.shuffle(batches);
+  return batches;
+}
+
+struct EvalResult {
+  double loss = 0;
+  std::vector<int32_t> predicted;  // per row, in the order of `rows`
+  std::vector<int32_t> truth;
+  double accuracy = 0;
+};
+
+EvalResult evaluate(models::EncoderClassifier& model, const data::EncodedDataset& enc,
+                    const std::vector<int64_t>& rows, const std::vector<int64_t>& length, int64_t max_len) {
+  NoGradGuard ng;
+  model.eval();
+  std::vector<int64_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return length[rows[a]] < length[rows[b]]; });
+  EvalResult r;
+  r.predicted.assign(rows.size(), -1);
+  r.truth.resize(rows.size());
+  data::SequenceOptions so;
+  so.max_len = max_len;
+  so.pad_to_max = false;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (std::size_t b0 = 0; b0 < order.size(); b0 += 128) {
+    std::vector<int64_t> batch_rows;
+    for (std::size_t i = b0; i < std::min(order.size(), b0 + 128); ++i) batch_rows.push_back(rows[order[i]]);
+    data::Batch b = data::make_batch(enc, batch_rows, so);
+    const Tensor lens = b.lengths;
+    std::vector<int64_t> lengths(lens.data<int64_t>(), lens.data<int64_t>() + lens.numel());
+    models::ModelOutput o = model.forward(b.ids, lengths, b.labels);
+    loss_sum += o.loss.to_vector()[0] * static_cast<double>(batch_rows.size());
+    const Tensor logits = o.logits.contiguous();
+    for (std::size_t i = 0; i < batch_rows.size(); ++i) {
+      const auto k = static_cast<std::size_t>(order[b0 + i]);
+      int32_t best = 0;
+      for (int64_t c = 1; c < logits.size(1); ++c)
+        if (logits.at({static_cast<int64_t>(i), c}) > logits.at({static_cast<int64_t>(i), best}))
+          best = static_cast<int32_t>(c);
+      r.predicted[k] = best;
+      r.truth[k] = enc.labels[batch_rows[i]];
+      correct += best == r.truth[k];
+    }
+  }
+  r.loss = loss_sum / static_cast<double>(rows.size());
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(rows.size());
+  return r;
+}
+
+// The learning rate of a run: warmup + cosine to 2% over `total` steps; while the
+// total is not known yet (a time budget, before the pace is measured) a
+// provisional linear warmup over 100 steps. Reads total and warmup live.
+class BudgetSchedule final : public train::Schedule {
+ public:
+  BudgetSchedule(double lr, const int64_t& total, const int64_t& warmup) : lr_(lr), total_(total), warmup_(warmup) {}
+  double lr(int64_t t) const override {
+    if (total_ == 0) return lr_ * std::min(1.0, static_cast<double>(t) / 100.0);
+    return train::WarmupCosineSchedule(lr_, warmup_, total_, lr_ * 0.02).lr(t);
+  }
+  json::Value to_json() const override {
+    if (total_ == 0)
+      return Value::object({{"kind", Value::string("provisional_warmup")}, {"lr", Value::number(lr_)}});
+    return train::WarmupCosineSchedule(lr_, warmup_, total_, lr_ * 0.02).to_json();
+  }
+
+ private:
+  double lr_;
+  const int64_t& total_;
+  const int64_t& warmup_;
+};
+
+// The naive Bayes baseline on the same split: character unigrams + bigrams.
+struct Baseline {
+  models::NaiveBayes nb;
+  models::Metrics valid, test;
+  double seconds = 0;
+};
+
+Baseline train_baseline(const data::Dataset& ds, const data::Split& split, const text::CharTokenizerOptions& to) {
+  const auto t_nb = Clock::now();
+  auto tokens_of = [&](int64_t i) { return text::char_tokenize(ds.examples[i].text, to); };
+  std::vector<std::vector<std::string>> nb_docs;
+  std::vector<int32_t> nb_labels;
+  for (int64_t i : split.train) {
+    nb_docs.push_back(tokens_of(i));
+    nb_labels.push_back(ds.examples[i].label);
+  }
+  const auto C = static_cast<int32_t>(ds.label_names.size());
+  Baseline b{models::NaiveBayes::train(nb_docs, nb_labels, C), {}, {}, 0};
+  auto nb_eval = [&](const std::vector<int64_t>& rows) {
+    std::vector<int32_t> truth, pred;
+    for (int64_t i : rows) {
+      truth.push_back(ds.examples[i].label);
+      pred.push_back(b.nb.predict(tokens_of(i)));
+    }
+    return models::classification_metrics(truth, pred, C);
+  };
+  b.valid = nb_eval(split.valid);
+  b.test = nb_eval(split.test);
+  b.seconds = seconds_since(t_nb);
+  return b;
+}
+
+// ---- progress -----------------------------------------------------------------------------------
+
+// "step 12/340", or "step 12" while the total is not known yet (0: a time budget's
+// schedule is fitted after the first steps).
+std::string step_str(int64_t step, int64_t total) {
+  return "step " + std::to_string(step) + (total > 0 ? "/" + std::to_string(total) : std::string());
+}
+
+class StepProgress {
+ public:
+  explicit StepProgress(const Progress& sink) : sink_(sink) {}
+  // One training step done.
+  void step(int64_t step, int64_t total, int64_t epoch, double loss, double tokens_per_s, double eta_s) {
+    if (!sink_) return;
+    ema_ = step == 1 ? loss : 0.95 * ema_ + 0.05 * loss;
+    const double frac = total > 0 ? std::min(1.0, static_cast<double>(step) / total) : 0.0;
+    char line[256];
+    if (sink_.terminal) {
+      const int width = 24, filled = static_cast<int>(frac * width);
+      std::string bar = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
+      std::snprintf(line, sizeof line, "\r%s %3.0f%% %s epoch %lld loss %.4f %.0f tok/s ETA %s ", bar.c_str(),
+                    100 * frac, step_str(step, total).c_str(), static_cast<long long>(epoch + 1), ema_,
+                    tokens_per_s, total > 0 ? duration(eta_s).c_str() : "?");
+      sink_(line);
+      open_ = true;
+    } else if (step == 1 || step % 50 == 0 || step == total) {
+      std::snprintf(line, sizeof line, "%s epoch %lld loss %.4f %.0f tok/s ETA %s\n",
+                    step_str(step, total).c_str(), static_cast<long long>(epoch + 1), ema_, tokens_per_s,
+                    total > 0 ? duration(eta_s).c_str() : "?");
+      sink_(line);
+    }
+  }
+  // A line of its own (validation results, notes).
+  void note(const std::string& s) {
+    if (!sink_) return;
+    if (open_) sink_("\n");
+    open_ = false;
+    sink_(s + "\n");
+  }
+  void done() {
+    if (open_ && sink_) sink_("\n");
+    open_ = false;
+  }
+
+ private:
+  const Progress& sink_;
+  bool open_ = false;
+  double ema_ = 0;
+};
+
+Value int_array(const std::vector<int64_t>& v) {
+  Value a = Value::array();
+  for (int64_t x : v) a.push_back(Value::integer(x));
+  return a;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Markdown table of one set of metrics.
+std::string metrics_rows(const std::string& name, const models::Metrics& m) {
+  std::string s = "| " + name + " | " + pct(m.accuracy) + " | " + fmt("%.4f", m.macro_f1);
+  for (const auto& c : m.per_class)
+    s += " | " + fmt("%.4f", c.precision) + " / " + fmt("%.4f", c.recall) + " / " + fmt("%.4f", c.f1);
+  return s + " |\n";
+}
+
+std::string confusion_md(const std::string& name, const models::Metrics& m,
+                         const std::vector<std::string>& labels) {
+  std::string s = "\n";
+  s += name;
+  s += " (rows: true label, columns: predicted)\n\n| |";
+  for (const auto& l : labels) s += " " + l + " |";
+  s += "\n|---|";
+  for (std::size_t i = 0; i < labels.size(); ++i) s += "---:|";
+  s += "\n";
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    s += "| " + labels[r] + " |";
+    for (int64_t v : m.confusion[r]) {
+      s += ' ';
+      s += std::to_string(v);
+      s += " |";
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+// The folders that creating `path` will make (the missing ones, outermost first).
+// Unless keep() is called, the destructor removes those of them that are still
+// empty, innermost first: a failed run leaves no empty --out folder behind, but
+// never touches a folder that existed before or that holds anything.
+class CreatedFolders {
+ public:
+  explicit CreatedFolders(const std::string& path) {
+    std::error_code ec;
+    fs::path start = fs::path(path).lexically_normal();
+    if (!start.has_filename()) start = start.parent_path();  // "a/b/" -> "a/b"
+    for (fs::path p = start; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      missing_.insert(missing_.begin(), p);
+      if (p == p.parent_path() || !p.has_relative_path()) break;
+    }
+  }
+  CreatedFolders(const CreatedFolders&) = delete;
+  CreatedFolders& operator=(const CreatedFolders&) = delete;
+  ~CreatedFolders() {
+    if (kept_) return;
+    std::error_code ec;
+    for (auto it = missing_.rbegin(); it != missing_.rend(); ++it) {
+      if (!fs::is_directory(*it, ec) || !fs::is_empty(*it, ec) || ec) return;
+      fs::remove(*it, ec);
+    }
+  }
+  void keep() { kept_ = true; }
+
+ private:
+  std::vector<fs::path> missing_;
+  bool kept_ = false;
+};
+
+// Everything before training: the data read and deduplicated, its split, the
+// character vocabulary of the training split and the encoded texts.
+struct Prepared {
+  LoadedData d;
+  data::Split split;
+  text::CharTokenizerOptions to;
+  int64_t distinct_chars = 0;  // in the training split, before min_freq
+  text::CharTokenizer tokenizer;
+  data::EncodedDataset enc;
+  std::vector<int64_t> length;  // tokens per example incl. [CLS], at most max_len
+  int64_t trunc_train = 0, trunc_valid = 0, trunc_test = 0;
+};
+
+Prepared prepare(ClassifyTrainOptions& s, StepProgress& progress) {
+  LoadedData d = load_data(s);
+  const data::Dataset& ds = d.dataset;
+  data::SplitOptions so;
+  so.seed = s.seed;
+  data::Split split = data::make_split(ds, so);
+  data::check_split(split, ds);
+  const int64_t overlap = data::count_text_overlap(ds, split.train, split.test) +
+                          data::count_text_overlap(ds, split.train, split.valid) +
+                          data::count_text_overlap(ds, split.valid, split.test);
+  ATTN_CHECK(overlap == 0, "internal: ", overlap, " texts shared between splits after deduplication");
+  progress.note("data: " + std::to_string(d.raw.size()) + " examples read (" + d.raw.report.describe() +
+                "); " + std::to_string(ds.size()) + " after deduplication (" + d.dedup.describe() + ")");
+  progress.note("split: " + split.describe());
+
+  text::CharTokenizerOptions to;
+  to.normalize.lowercase_ascii = true;
+  std::vector<std::string> train_texts;
+  for (int64_t i : split.train) train_texts.push_back(ds.examples[i].text);
+  text::VocabOptions vo;
+  vo.min_freq = s.min_freq;
+  text::TokenCounts counts = text::CharTokenizer::count(train_texts, to);
+  text::CharTokenizer tokenizer = [&] {
+    try {
+      return text::CharTokenizer(text::Vocab::build(counts, vo), to);
+    } catch (const Error& e) {
+      throw Error(std::string("cannot build the vocabulary from the ") + std::to_string(train_texts.size()) +
+                  " training texts with --min-freq " + std::to_string(s.min_freq) + " (" +
+                  std::to_string(counts.size()) + " distinct characters): " + e.what());
+    }
+  }();
+  data::EncodedDataset enc = data::encode_dataset(ds, tokenizer);
+  std::vector<int64_t> length(static_cast<std::size_t>(enc.size()));
+  for (int64_t i = 0; i < enc.size(); ++i)
+    length[i] = std::min<int64_t>(static_cast<int64_t>(enc.text[i].size()) + 1, s.max_len);
+  auto truncated_in = [&](const std::vector<int64_t>& rows) {
+    int64_t n = 0;
+    for (int64_t i : rows) n += static_cast<int64_t>(enc.text[i].size()) > s.max_len - 1;
+    return n;
+  };
+  const int64_t trunc_train = truncated_in(split.train), trunc_valid = truncated_in(split.valid),
+                trunc_test = truncated_in(split.test);
+  const int64_t trunc_total = trunc_train + trunc_valid + trunc_test;
+  progress.note("vocabulary: " + std::to_string(tokenizer.vocab().size()) + " tokens (characters seen >= " +
+                std::to_string(s.min_freq) + " times in the training split, of " +
+                std::to_string(counts.size()) + "); " + std::to_string(trunc_total) + " of " +
+                std::to_string(ds.size()) + " texts longer than " + std::to_string(s.max_len - 1) +
+                " characters are cut to the first " + std::to_string(s.max_len - 1));
+
+  return Prepared{std::move(d),    split,       to,          static_cast<int64_t>(counts.size()),
+                  std::move(tokenizer), std::move(enc), std::move(length), trunc_train, trunc_valid, trunc_test};
+}
+
+// Everything is first written under a staging name (each file atomically), then
+// renamed into place; on an error the staged files are removed, so the folder
+// never holds a model without its report or the other way round.
+void write_outputs(const std::string& out, const models::TextClassifier& clf, const Value& extra,
+                   const data::Split& split, const std::string& sample_text, const Value& report,
+                   const std::string& md) {
+  std::error_code ec;
+  const std::string stage = ".new." + std::to_string(::getpid());
+  const std::vector<std::string> names = {"model.attn", "split.json", "test-sample.txt", "report.json",
+                                          "report.md"};
+  auto staged = [&](const std::string& name) { return (fs::path(out) / (name + stage)).string(); };
+  try {
+    clf.save(staged("model.attn"), extra);
+    split.save(staged("split.json"));
+    io::write_file_atomically(staged("test-sample.txt"), sample_text);
+    io::write_file_atomically(staged("report.json"), json::dump(report, 2) + "\n");
+    io::write_file_atomically(staged("report.md"), md);
+    for (const auto& n : names) {
+      fs::rename(staged(n), fs::path(out) / n, ec);
+      ATTN_CHECK(!ec, "cannot rename '", staged(n), "' to '", (fs::path(out) / n).string(), "': ", ec.message());
+    }
+  } catch (...) {
+    for (const auto& n : names) fs::remove(staged(n), ec);
+    throw;
+  }
+}
+
+}  // namespace
+
+ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
+  ClassifyTrainOptions s = resolve(options);
+  const auto t_start = Clock::now();
+  StepProgress progress(s.progress);
+
+  // Output folder first: a run that cannot save should fail before training.
+  std::error_code ec;
+  CreatedFolders created(s.out);
+  fs::create_directories(s.out, ec);
+  ATTN_CHECK(!ec && fs::is_directory(s.out), "cannot create the output folder '", s.out, "'",
+             ec ? ": " + ec.message() : std::string());
+  {
+    const std::string probe = (fs::path(s.out) / ".write-test").string();
+    io::write_file_atomically(probe, "ok\n");
+    std::remove(probe.c_str());
+  }
+
+  // ---- data ----
+  const Prepared prep = prepare(s, progress);
+  const LoadedData& d = prep.d;
+  const data::Dataset& ds = d.dataset;
+  const data::Split& split = prep.split;
+  const text::CharTokenizerOptions& to = prep.to;
+  const text::CharTokenizer& tokenizer = prep.tokenizer;
+  const data::EncodedDataset& enc = prep.enc;
+  const std::vector<int64_t>& length = prep.length;
+  const int64_t trunc_train = prep.trunc_train, trunc_valid = prep.trunc_valid, trunc_test = prep.trunc_test;
+  const int64_t trunc_total = trunc_train + trunc_valid + trunc_test;
+
+  // ---- baseline ----
+  const auto C = static_cast<int32_t>(ds.label_names.size());
+  const Baseline base = train_baseline(ds, split, to);
+  const models::NaiveBayes& nb = base.nb;
+  const models::Metrics &nb_valid = base.valid, &nb_test = base.test;
+  const double nb_seconds = base.seconds;
+  progress.note("baseline (naive Bayes, character unigrams + bigrams): valid accuracy " +
+                pct(nb_valid.accuracy) + ", trained in " + fmt("%.1f", nb_seconds) + " s");
+
+  // ---- model ----
+  models::TransformerConfig cfg;
+  cfg.src_vocab = tokenizer.vocab().size();
+  cfg.num_classes = C;
+  cfg.d_model = s.d_model;
+  cfg.heads = s.heads;
+  cfg.d_ff = s.d_ff;
+  cfg.encoder_layers = s.layers;
+  cfg.decoder_layers = 0;
+  cfg.dropout = s.dropout;
+  cfg.max_len = s.max_len;
+  cfg.pre_norm = true;
+  cfg.activation = nn::Activation::gelu;
+  cfg.positions = models::Positions::learned;
+  cfg.scale_embeddings = false;
+  cfg.tie_output = false;
+  cfg.share_embeddings = false;
+  cfg.seed = s.seed;
+  models::TextClassifier clf(cfg, tokenizer, ds.label_names, s.max_len);
+  models::EncoderClassifier& model = clf.model();
+  const NamedParams params = model.named_parameters();
+  train::AdamWOptions ao;
+  ao.lr = s.lr;
+  ao.weight_decay = s.weight_decay;
+  ao.no_decay = [](const std::string& n) {
+    return train::default_no_decay(n) || n.find("embed") != std::string::npos || n.rfind("pos.", 0) == 0;
+  };
+  train::AdamW opt(params, ao);
+  progress.note("model: " + std::to_string(s.layers) + " layers, d_model " + std::to_string(s.d_model) +
+                ", " + std::to_string(s.heads) + " heads, d_ff " + std::to_string(s.d_ff) + ", " +
+                std::to_string(model.num_parameters()) + " parameters; " +
+                (s.epochs > 0 ? std::to_string(s.epochs) + " epochs" : fmt("%.1f", s.minutes) + " minutes"));
+
+  const int64_t steps_per_epoch =
+      (static_cast<int64_t>(split.train.size()) + s.batch_size - 1) / s.batch_size;
+  const int64_t eval_every = s.eval_every > 0 ? s.eval_every : steps_per_epoch;
+  const double budget = s.minutes * 60.0;
+  int64_t total = s.epochs > 0 ? s.epochs * steps_per_epoch : 0;  // 0: estimated from the first steps
+  int64_t warmup = s.epochs > 0 ? std::max<int64_t>(1, total / 20) : 0;
+  const int64_t probe_steps = 20;
+  const BudgetSchedule schedule(s.lr, total, warmup);
+  train::TrainerOptions tro;
+  tro.clip_norm = s.clip;
+  train::Trainer trainer(opt, schedule, tro, s.seed);
+
+  struct HistoryRow {
+    int64_t step, epoch;
+    double train_loss, valid_loss, valid_accuracy, lr, seconds;
+  };
+  std::vector<HistoryRow> history;
+  int64_t step = 0, tokens = 0, skipped = 0;
+  double first_loss = 0;
+  data::SequenceOptions seq;
+  seq.max_len = s.max_len;
+  seq.pad_to_max = false;
+
+  std::vector<std::vector<int64_t>> batches;
+  train::FitHooks hooks;
+  hooks.epoch_batches = [&](int64_t epoch) {
+    batches = bucketed_batches(split.train, length, s.batch_size, s.seed, epoch);
+    return static_cast<int64_t>(batches.size());
+  };
+  hooks.loss = [&](int64_t, int64_t bi, const train::StepContext&) {
+    model.train();
+    data::Batch b = data::make_batch(enc, batches[static_cast<std::size_t>(bi)], seq);
+    const Tensor lens = b.lengths;
+    std::vector<int64_t> lengths(lens.data<int64_t>(), lens.data<int64_t>() + lens.numel());
+    for (int64_t l : lengths) tokens += l;
+    return model.forward(b.ids, lengths, b.labels).loss;
+  };
+  hooks.evaluate = [&] {
+    const EvalResult v = evaluate(model, enc, split.valid, length, s.max_len);
+    return train::EvalScore{v.accuracy, v.loss};
+  };
+  hooks.on_step = [&](train::FitStep& fs) {
+    const train::StepResult& r = fs.result;
+    step = r.step;
+    if (r.skipped || !std::isfinite(r.loss)) {
+      ++skipped;
+      progress.note("step " + std::to_string(step) + ": non-finite loss or gradient; update skipped");
+      ATTN_CHECK(skipped <= 20, "training diverged: ", skipped,
+                 " updates skipped for NaN/Inf (try a lower --lr)");
+    }
+    if (step == 1) first_loss = r.loss;
+    if (s.epochs == 0 && (step == probe_steps || (total > 0 && step % eval_every == 0))) {
+      // Fit the schedule to the time budget: steps left at the mean pace so far.
+      const double per_step = fs.seconds / static_cast<double>(step);
+      const int64_t est = step + static_cast<int64_t>((budget - fs.seconds) / per_step);
+      if (total == 0) warmup = std::max<int64_t>(probe_steps + 1, est / 20);
+      total = std::max(step + 1, std::min<int64_t>(est, s.max_epochs * steps_per_epoch));
+      // The warmup comes from the time estimate, the total may be capped by --max-epochs
+      // far below it (small data): the schedule needs warmup < total.
+      warmup = std::min(warmup, total - 1);
+      fs.max_steps = total;
+    }
+    const double eta = total > 0 ? fs.seconds / step * static_cast<double>(total - step) : 0;
+    progress.step(step, total, fs.epoch, r.loss, static_cast<double>(tokens) / std::max(1e-9, fs.seconds), eta);
+  };
+  hooks.on_eval = [&](const train::FitEval& e) {
+    history.push_back({e.step, e.epoch, e.train_loss, e.score.loss, e.score.score, e.lr, e.seconds});
+    progress.note("step " + std::to_string(e.step) + " epoch " + std::to_string(e.epoch + 1) + ": train loss " +
+                  fmt("%.4f", e.train_loss) + ", valid loss " + fmt("%.4f", e.score.loss) + ", valid accuracy " +
+                  pct(e.score.score) + (e.best ? " (best)" : ""));
+  };
+  train::FitOptions fo;
+  fo.epochs = s.epochs;
+  fo.time_budget_s = s.epochs > 0 ? 0.0 : budget;
+  fo.eval_every = s.eval_every;
+  fo.patience = s.patience;
+  fo.keep_best = true;
+  const train::FitResult fr = train::fit(trainer, hooks, fo, params);
+  progress.done();
+  const double train_seconds = fr.seconds;
+  const int64_t epoch = fr.epoch;
+  const int64_t best_step = fr.best_step;
+  const double best_acc = fr.best.score;
+  const std::string stop_reason =
+      fr.reason == train::StopReason::patience
+          ? "early stop: no better validation accuracy in " + std::to_string(s.patience) + " validations"
+      : s.epochs > 0                               ? std::string("all epochs done")
+      : total >= s.max_epochs * steps_per_epoch ? "schedule done (--max-epochs " + std::to_string(s.max_epochs) + ")"
+                                                : std::string("time budget reached");
+  progress.note(stop_reason + "; kept the weights of step " + std::to_string(best_step) +
+                " (valid accuracy " + pct(best_acc) + ")");
+
+  // ---- test ----
+  const EvalResult te = evaluate(model, enc, split.test, length, s.max_len);
+  const models::Metrics test = models::classification_metrics(te.truth, te.predicted, C);
+  const EvalResult va = evaluate(model, enc, split.valid, length, s.max_len);
+
+  // A few held-out test reviews, short ones, both classes, for `attn classify --file`.
+  std::vector<std::string> sample;
+  {
+    std::vector<int64_t> picks;
+    for (int32_t c = 0; c < C; ++c) {
+      int64_t taken = 0;
+      for (int64_t i : split.test)
+        if (ds.examples[i].label == c && length[i] >= 12 && length[i] <= 40 && taken < 3) {
+          picks.push_back(i);
+          ++taken;
+        }
+    }
+    for (int64_t i : picks) sample.push_back(ds.examples[i].text);
+  }
+
+  // ---- outputs ----
+  const double total_seconds = seconds_since(t_start);
+  Value data_counts = Value::object(
+      {{"sources",
+        [&] {
+          Value a2 = Value::array();
+          for (const auto& f : d.sources) a2.push_back(Value::string(f));
+          return a2;
+        }()},
+       {"records_read", Value::integer(d.raw.report.records)},
+       {"examples_read", Value::integer(d.raw.size())},
+       {"empty_skipped", Value::integer(d.raw.report.empty_skipped)},
+       {"lines_cut_to_max_chars", Value::integer(d.raw.report.truncated)},
+       {"max_chars", Value::integer(s.max_chars)},
+       {"duplicates_removed", Value::integer(d.dedup.duplicates_removed)},
+       {"conflicting_texts", Value::integer(d.dedup.conflicting_texts)},
+       {"conflicting_removed", Value::integer(d.dedup.conflicting_removed)},
+       {"distinct_examples", Value::integer(ds.size())},
+       {"class_counts", int_array(ds.class_counts())},
+       {"texts_cut_to_max_len", Value::object({{"train", Value::integer(trunc_train)},
+                                               {"valid", Value::integer(trunc_valid)},
+                                               {"test", Value::integer(trunc_test)}})},
+       {"unknown_token_rate", Value::number(enc.total_tokens > 0 ? static_cast<double>(enc.unknown_tokens) /
+                                                                       static_cast<double>(enc.total_tokens)
+                                                                 : 0.0)}});
+  Value split_summary = Value::object(
+      {{"description", Value::string(split.describe())},
+       {"method", Value::string(split.method)},
+       {"seed", Value::string(hex64(split.seed))},
+       {"fractions", Value::array({Value::number(split.fractions[0]), Value::number(split.fractions[1]),
+                                   Value::number(split.fractions[2])})},
+       {"num_examples", Value::integer(split.num_examples)},
+       {"input_hash", Value::string(hex64(split.input_hash))},
+       {"counts", Value::object({{"train", Value::integer(split.train.size())},
+                                 {"valid", Value::integer(split.valid.size())},
+                                 {"test", Value::integer(split.test.size())}})},
+       {"train_class_counts", int_array(data::class_counts(ds, split.train))},
+       {"test_class_counts", int_array(data::class_counts(ds, split.test))},
+       {"dedup", Value::string(d.dedup.describe())}});
+  Value hist = Value::array();
+  for (const auto& h : history)
+    hist.push_back(Value::object({{"step", Value::integer(h.step)},
+                                  {"epoch", Value::integer(h.epoch + 1)},
+                                  {"train_loss", Value::number(h.train_loss)},
+                                  {"valid_loss", Value::number(h.valid_loss)},
+                                  {"valid_accuracy", Value::number(h.valid_accuracy)},
+                                  {"lr", Value::number(h.lr)},
+                                  {"seconds", Value::number(h.seconds)}}));
+  Value training = Value::object(
+      {{"steps", Value::integer(step)},
+       {"epochs_started", Value::integer(epoch + 1)},
+       {"steps_per_epoch", Value::integer(steps_per_epoch)},
+       {"batch_size", Value::integer(s.batch_size)},
+       {"optimizer", Value::string("AdamW")},
+       {"lr", Value::number(s.lr)},
+       {"weight_decay", Value::number(s.weight_decay)},
+       {"clip", Value::number(s.clip)},
+       {"schedule",
+        total > 0 ? train::WarmupCosineSchedule(s.lr, warmup, total, s.lr * 0.02).to_json() : Value()},
+       {"budget_minutes", s.epochs > 0 ? Value() : Value::number(s.minutes)},
+       {"epochs_requested", s.epochs > 0 ? Value::integer(s.epochs) : Value()},
+       {"stop_reason", Value::string(stop_reason)},
+       {"best_step", Value::integer(best_step)},
+       {"skipped_steps", Value::integer(skipped)},
+       {"first_step_loss", Value::number(first_loss)},
+       {"train_seconds", Value::number(train_seconds)},
+       {"tokens_per_second", Value::number(static_cast<double>(tokens) / std::max(1e-9, train_seconds))},
+       {"threads", Value::integer(num_threads())},
+       {"history", hist}});
+  Value report = Value::object(
+      {{"task", Value::string("classify")},
+       {"command", Value::string(s.command)},
+       {"labels",
+        [&] {
+          Value l = Value::array();
+          for (const auto& n : ds.label_names) l.push_back(Value::string(n));
+          return l;
+        }()},
+       {"data", data_counts},
+       {"split", split_summary},
+       {"tokenizer", Value::object({{"options", models::char_tokenizer_options_json(to)},
+                                    {"vocab_size", Value::integer(tokenizer.vocab().size())},
+                                    {"min_freq", Value::integer(s.min_freq)},
+                                    {"max_len", Value::integer(s.max_len)}})},
+       {"model",
+        Value::object({{"config", cfg.to_json()}, {"parameters", Value::integer(model.num_parameters())}})},
+       {"training", training},
+       {"valid", Value::object({{"accuracy", Value::number(va.accuracy)}, {"loss", Value::number(va.loss)}})},
+       {"test", test.to_json(ds.label_names)},
+       {"baseline",
+        Value::object(
+            {{"name", Value::string("multinomial naive Bayes, character unigrams + bigrams, alpha 1")},
+             {"features", Value::integer(nb.num_features())},
+             {"seconds", Value::number(nb_seconds)},
+             {"valid_accuracy", Value::number(nb_valid.accuracy)},
+             {"test", nb_test.to_json(ds.label_names)}})},
+       {"total_seconds", Value::number(total_seconds)},
+       {"outputs",
+        Value::object({{"model", Value::string((fs::path(s.out) / "model.attn").string())},
+                       {"report_md", Value::string((fs::path(s.out) / "report.md").string())},
+                       {"split", Value::string((fs::path(s.out) / "split.json").string())},
+                       {"test_sample", Value::string((fs::path(s.out) / "test-sample.txt").string())}})}});
+
+  std::string md = "# Review classifier: test report\n\n";
+  md += "Command: `" + s.command + "`\n\n";
+  md += "## Test results (" + std::to_string(test.count) + " held-out examples)\n\n";
+  md += "| model | accuracy | macro F1";
+  for (const auto& l : ds.label_names) md += " | " + l + " P / R / F1";
+  md += " |\n|---|---:|---:";
+  for (std::size_t i = 0; i < ds.label_names.size(); ++i) md += "|---:";
+  md += "|\n";
+  md += metrics_rows("Transformer encoder", test);
+  md += metrics_rows("naive Bayes baseline", nb_test);
+  md += confusion_md("Transformer encoder", test, ds.label_names);
+  md += confusion_md("Naive Bayes baseline", nb_test, ds.label_names);
+  md += "\n## Data\n\n";
+  for (const auto& f : d.sources) md += "- source: `" + f + "`\n";
+  md += "- read: " + std::to_string(d.raw.size()) + " examples (" + d.raw.report.describe() + ")\n";
+  md += "- deduplicated: " + std::to_string(ds.size()) + " distinct examples (" + d.dedup.describe() +
+        "); a text seen with both labels is removed entirely\n";
+  md += "- split: " + split.describe() + "\n";
+  md += "- tokenizer: one token per character; vocabulary of " + std::to_string(tokenizer.vocab().size()) +
+        " from the training split only (min frequency " + std::to_string(s.min_freq) + ")\n";
+  md += "- max length " + std::to_string(s.max_len) + " tokens ([CLS] + " + std::to_string(s.max_len - 1) +
+        " characters): " + std::to_string(trunc_total) + " texts cut (train " + std::to_string(trunc_train) +
+        ", valid " + std::to_string(trunc_valid) + ", test " + std::to_string(trunc_test) + ")\n";
+  md += "\n## Model and training\n\n";
+  md += "- EncoderClassifier: " + std::to_string(s.layers) + " pre-norm layers, d_model " +
+        std::to_string(s.d_model) + ", " + std::to_string(s.heads) + " heads, d_ff " +
+        std::to_string(s.d_ff) + ", GELU, learned positions, dropout " + fmt("%.2f", s.dropout) + ", " +
+        std::to_string(model.num_parameters()) + " parameters\n";
+  md += "- AdamW (lr " + fmt("%g", s.lr) + ", weight decay " + fmt("%g", s.weight_decay) + "), warmup " +
+        std::to_string(warmup) + " steps + cosine to step " + std::to_string(total) + ", clipping at " +
+        fmt("%g", s.clip) + ", batches of " + std::to_string(s.batch_size) + " bucketed by length\n";
+  md += "- " + std::to_string(step) + " steps (" + fmt("%.2f", static_cast<double>(step) / steps_per_epoch) +
+        " epochs) in " + duration(train_seconds) + " on " + std::to_string(num_threads()) + " threads, " +
+        fmt("%.0f", static_cast<double>(tokens) / std::max(1e-9, train_seconds)) + " tokens/s; " +
+        stop_reason + "\n";
+  md += "- best validation accuracy " + pct(best_acc) + " at step " + std::to_string(best_step) +
+        " (those weights are saved); baseline validation accuracy " + pct(nb_valid.accuracy) + "\n";
+  md +=
+      "\n| step | epoch | train loss | valid loss | valid accuracy | lr |\n|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& h : history)
+    md += "| " + std::to_string(h.step) + " | " + std::to_string(h.epoch + 1) + " | " +
+          fmt("%.4f", h.train_loss) + " | " + fmt("%.4f", h.valid_loss) + " | " + pct(h.valid_accuracy) +
+          " | " + fmt("%.2e", h.lr) + " |\n";
+  md += "\nTotal time " + duration(total_seconds) + ". Classify with `attn classify --model " +
+        (fs::path(s.out) / "model.attn").string() + " \"...\"`.\n";
+
+  std::string sample_text;
+  for (const auto& t : sample) sample_text += t + "\n";
+  Value extra = Value::object({{"split", split_summary},
+                               {"data", data_counts},
+                               {"test_accuracy", Value::number(test.accuracy)},
+                               {"baseline_test_accuracy", Value::number(nb_test.accuracy)}});
+  write_outputs(s.out, clf, extra, split, sample_text, report, md);
+  created.keep();
+
+  ClassifyTrainResult result;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "test accuracy %s (macro F1 %.4f) vs naive Bayes baseline %s (macro F1 %.4f), on %lld held-out "
+                "reviews\n",
+                pct(test.accuracy).c_str(), test.macro_f1, pct(nb_test.accuracy).c_str(), nb_test.macro_f1,
+                static_cast<long long>(test.count));
+  result.summary = line;
+  result.summary += "trained " + std::to_string(step) + " steps in " + duration(train_seconds) + "; model " +
+                    (fs::path(s.out) / "model.attn").string() + ", report " +
+                    (fs::path(s.out) / "report.md").string() + "\n";
+  result.report = std::move(report);
+  result.report_md = std::move(md);
+  result.test_accuracy = test.accuracy;
+  result.baseline_test_accuracy = nb_test.accuracy;
+  result.test_count = test.count;
+  result.model_path = (fs::path(s.out) / "model.attn").string();
+  return result;
+}
+
+}  // namespace attn::tasks
