@@ -223,4 +223,36 @@ AttributionInput attribution_input(const models::TextClassifier& model, const st
   return in;
 }
 
+viz::Export attribution_export(models::EncoderClassifier& model, const AttributionInput& input,
+                               const AttributionResult& r, const std::string& model_name) {
+  const int64_t L = static_cast<int64_t>(input.ids.size());
+  viz::SelfAttentionInput in{model_name, input.text, input.tokens, {}};
+  {
+    NoGradGuard ng;
+    const bool was_training = model.is_training();
+    model.eval();
+    models::ClassifierCall call;
+    call.capture = true;
+    for (int64_t i = 0; i < L; ++i) call.capture_rows.push_back(i);
+    const models::ModelOutput out =
+        model.forward_embeddings(model.embed_tokens(Tensor::from(input.ids, {1, L})), call);
+    model.train(was_training);
+    for (const Tensor& w : out.attention) in.layers.push_back(viz::layer_from_weights(w));  // w: [1, H, L, L]
+  }
+  viz::Export e = viz::self_attention_export(std::move(in));
+  viz::Attribution at;
+  at.tokens = input.tokens;
+  at.target = input.labels[static_cast<std::size_t>(r.a.target)];
+  at.baseline = models::baseline_name(r.a.baseline);
+  at.steps = r.a.steps;
+  at.has_completeness = true;
+  at.completeness_error = r.a.completeness_error;
+  at.methods = {{"ig", r.a.integrated_gradients},
+                {"input_x_grad", r.a.input_x_grad},
+                {"input_x_grad_norm", r.a.input_x_grad_norm}};
+  e.attribution = std::move(at);
+  // Validated as `attn view` reads it (shapes, row sums).
+  return viz::parse_export(viz::export_json(e));
+}
+
 }  // namespace attn::teach

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "args.h"
-#include "view_internal.h"
 
 namespace attn::models {
 class EncoderClassifier;
@@ -18,12 +17,6 @@ struct Classification;
 }  // namespace attn::models
 
 namespace attn::cli::attrib {
-
-// A viewer export: every layer's full self-attention [1, H, L, L] (exact captured
-// weights) and the attribution (methods "ig", "input_x_grad", "input_x_grad_norm").
-// The one place that builds the attention-export format for classify --explain.
-view::Export make_export(models::EncoderClassifier& model, const teach::AttributionInput& input,
-                         const teach::AttributionResult& r, const std::string& model_name);
 
 // The options `attn classify --explain` adds to `attn classify`, and the run
 // (after the classification itself) for the texts and their results.

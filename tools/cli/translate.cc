@@ -7,6 +7,8 @@
 #include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/tasks/translate.h>
+#include <attn/viz/attention.h>
+#include <attn/viz/export.h>
 
 #include <cstdio>
 #include <iostream>
@@ -15,7 +17,6 @@
 
 #include "args.h"
 #include "commands.h"
-#include "view_internal.h"
 
 namespace attn::cli {
 namespace {
@@ -65,39 +66,10 @@ void split_positional(const std::vector<std::string>& argv, std::vector<std::str
   }
 }
 
-view::Layer to_layer(const Tensor& w) {  // w: [1, H, rows, cols]
-  const Tensor c = w.contiguous();
-  view::Layer l;
-  l.heads = c.size(1), l.rows = c.size(2), l.cols = c.size(3);
-  const float* p = c.data<float>();
-  l.w.assign(p, p + l.heads * l.rows * l.cols);
-  return l;
-}
-
-// The attention of the last translated sentence as an `attn view` export.
 void write_export(const tasks::TranslateResult& r, const std::string& model, const std::string& path) {
-  const models::Translation& t = r.translations.back();
-  view::Export e;
-  e.encoder_decoder = true;
-  e.model = "attn translate: " + model;
-  e.text = t.source + " -> " + t.text;
-  e.encoder_tokens = t.src_tokens;
-  e.decoder_tokens = {"<s>"};
-  e.decoder_tokens.insert(e.decoder_tokens.end(), t.tgt_tokens.begin(), t.tgt_tokens.end());
-  view::AttentionSet enc{
-      "encoder_attention", "encoder self-attention", e.encoder_tokens, e.encoder_tokens, {}};
-  view::AttentionSet dec{
-      "decoder_attention", "decoder self-attention", e.decoder_tokens, e.decoder_tokens, {}};
-  view::AttentionSet cross{"cross_attention", "cross-attention", e.decoder_tokens, e.encoder_tokens, {}};
-  for (const Tensor& w : r.last_capture.encoder) enc.layers.push_back(to_layer(w));
-  for (const Tensor& w : r.last_capture.decoder) dec.layers.push_back(to_layer(w));
-  for (const Tensor& w : r.last_capture.cross) cross.layers.push_back(to_layer(w));
-  e.sets = {std::move(enc), std::move(dec), std::move(cross)};
-  const std::string text = view::export_json(e);
-  view::parse_export(text);  // the same validation `attn view` applies
-  io::write_file_atomically(path, text + "\n");
-  std::fprintf(stderr, "wrote %s (open it with: attn view %s -o page.html)\n", path.c_str(),
-               path.c_str());
+  viz::save_export(path, viz::export_translation(r.translations.back(), r.last_capture, "attn translate: " + model),
+                   "--export");
+  std::fprintf(stderr, "wrote %s (open it with: attn view %s -o page.html)\n", path.c_str(), path.c_str());
 }
 
 }  // namespace

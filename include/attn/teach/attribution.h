@@ -8,6 +8,7 @@
 
 #include <attn/io/json.h>
 #include <attn/models/attribution.h>
+#include <attn/viz/export.h>
 
 #include <cstdint>
 #include <string>
@@ -54,6 +55,12 @@ AttributionResult attribute_prediction(models::EncoderClassifier& model, const A
 std::string attribution_text(const AttributionInput& input, const AttributionResult& r);
 // The same numbers as a JSON object.
 json::Value attribution_json(const AttributionInput& input, const AttributionResult& r);
+
+// A viewer export of the classified text: every layer's full self-attention
+// [1, H, L, L] (the exact captured weights) and the attribution (methods "ig",
+// "input_x_grad", "input_x_grad_norm"), checked by the export reader.
+viz::Export attribution_export(models::EncoderClassifier& model, const AttributionInput& input,
+                               const AttributionResult& r, const std::string& model_name);
 
 // The sentence shown with every report.
 extern const char* const kNotExplanation;
