@@ -16,6 +16,7 @@
 #include <attn/core/parallel.h>
 #include <attn/io/model_files.h>
 #include <attn/models/llama.h>
+#include <attn/models/llama_tuning.h>
 
 #include <algorithm>
 #include <chrono>
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
       a = b + 1;
     }
     for (const std::string& f : form_list) {
-      attn::models::LlamaOptions o;
+      attn::models::LlamaTuning o;
       if (f == "quantized") {
         o.prefill = o.decode = attn::models::WeightForm::quantized;
       } else if (f == "f32-on-load") {
@@ -83,9 +84,10 @@ int main(int argc, char** argv) {
       } else if (f != "default") {
         throw attn::Error("--forms: expected default, f32-act, kv-f32, quantized or f32-on-load, got " + f);
       }
-      o.max_context = P + G + 8;
+      attn::models::LlamaOptions lo;
+      lo.max_context = P + G + 8;
       const double tl = attn::bench::now_s();
-      attn::models::LlamaModel m = attn::models::LlamaModel::load(path, o);
+      attn::models::LlamaModel m = attn::models::LlamaModel::load(path, lo, o);
       const double load_s = attn::bench::now_s() - tl;
       std::string text;
       std::vector<int32_t> ids;

@@ -9,7 +9,7 @@
 //                [--min-time 2] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]
 //
 // --profile: instead of the timings, runs the batch × seq forward for --min-time seconds and prints
-// one JSON object per stage (BertRunOptions::profile): ms per forward, share of the forward, and
+// one JSON object per stage (BertModel::forward_profiled): ms per forward, share of the forward, and
 // GFLOP/s for the four matrix products and the attention.
 //
 // --precision bf16: matrix products on bf16 operands with fp32 accumulation (attn/core/precision.h).
@@ -73,11 +73,10 @@ int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertIn
   attn::models::BertProfile prof;
   attn::models::BertRunOptions opt;
   pool(enc.model().forward(in), sink);  // warm-up: allocations, BLAS buffers
-  opt.profile = &prof;
   double pool_s = 0, total = 0;
   while (total < min_time || prof.calls < 3) {
     const double t0 = attn::bench::now_s();
-    const attn::models::BertOutput r = enc.model().forward(in, opt);
+    const attn::models::BertOutput r = enc.model().forward_profiled(in, opt, prof);
     const double t1 = attn::bench::now_s();
     pool(r, sink);
     const double t2 = attn::bench::now_s();

@@ -290,6 +290,15 @@ void BertProfile::add(const char* stage, double s) {
 // forward
 // ============================================================================
 BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& options) const {
+  return run(input, options, nullptr);
+}
+
+BertOutput BertModel::forward_profiled(const BertInput& input, const BertRunOptions& options,
+                                       BertProfile& profile) const {
+  return run(input, options, &profile);
+}
+
+BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options, BertProfile* profile) const {
   const auto B = static_cast<int64_t>(input.ids.size());
   ATTN_CHECK(B > 0, "bert: empty batch; expected at least one sequence");
   const int64_t C = config_.hidden_size, F = config_.intermediate_size, H = config_.num_heads;
@@ -312,16 +321,16 @@ BertOutput BertModel::forward(const BertInput& input, const BertRunOptions& opti
              " tokens = ", B * L, " padded tokens; at most ", kMaxTokensPerCall,
              " per call (split it into smaller batches)");
   NoGradGuard no_grad;
-  // Stage timer (options.profile): mark(name) charges the time since the previous mark to `name`.
+  // Stage timer (forward_profiled): mark(name) charges the time since the previous mark to `name`.
   using Clock = std::chrono::steady_clock;
   Clock::time_point last = Clock::now();
   auto mark = [&](const char* stage) {
-    if (options.profile == nullptr) return;
+    if (profile == nullptr) return;
     const Clock::time_point now = Clock::now();
-    options.profile->add(stage, std::chrono::duration<double>(now - last).count());
+    profile->add(stage, std::chrono::duration<double>(now - last).count());
     last = now;
   };
-  if (options.profile != nullptr) ++options.profile->calls;
+  if (profile != nullptr) ++profile->calls;
   const int64_t T = B * L;
   const float eps = static_cast<float>(config_.layer_norm_eps);
 

@@ -4,6 +4,7 @@
 #include <attn/core/parallel.h>
 #include <attn/io/json.h>
 #include <attn/models/llama.h>
+#include <attn/models/llama_tuning.h>
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
@@ -222,14 +223,14 @@ LlamaTensorCheck check_llama_tensors(const io::GgufFile& f, const LlamaConfig& c
 
 // ---------------------------------------------------------------- model
 
-// Quantized products over at most this many rows use 8-bit activations (LlamaOptions::q8_activations).
+// Quantized products over at most this many rows use 8-bit activations (LlamaTuning::q8_activations).
 constexpr int64_t kQ8MaxRows = 16;
 
 struct LlamaModel::Impl {
   io::GgufFile file;
   LlamaConfig c;
   text::ByteBpeTokenizer tok;
-  LlamaOptions opt;
+  LlamaTuning opt;  // the measurement-only knobs (models/llama_tuning.h)
   int64_t cap = 0;
 
   Mat embed, output;  // output is empty (N == 0) when tied to embed
@@ -658,15 +659,19 @@ LlamaModel& LlamaModel::operator=(LlamaModel&&) noexcept = default;
 LlamaModel::~LlamaModel() = default;
 
 LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options) {
+  return load(path, options, LlamaTuning{});
+}
+
+LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options, const LlamaTuning& tuning) {
   auto impl = std::make_unique<Impl>(io::GgufFile::open(path));
   Impl& m = *impl;
   m.c = LlamaConfig::from_gguf(m.file);
-  m.opt = options;
+  m.opt = tuning;
   ATTN_CHECK(options.max_context >= 0, "llama: max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
   // The portable int8 loops are a fallback for tests, slower than the f32-activation kernels: without
   // AVX512-VNNI (or with ATTN_ISA below avx512) decoding keeps f32 activations.
-  m.q8 = options.q8_activations && !options.llama_cpp_rounding && ops::q8_dot_fast();
+  m.q8 = tuning.q8_activations && !tuning.llama_cpp_rounding && ops::q8_dot_fast();
   const LlamaTensorCheck chk = check_llama_tensors(m.file, m.c);
   ATTN_CHECK(chk.ok() && chk.unexpected.empty(), "llama: ", path, ": tensors do not match the config (",
              m.c.layers, " layers, dim ", m.c.dim, ", ffn ", m.c.ffn, ", heads ", m.c.heads, "/",

@@ -6,6 +6,7 @@
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
 #include <attn/models/llama.h>
+#include <attn/models/llama_tuning.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,8 +49,9 @@ LlamaModel* smollm(Variant v = Variant::defaults) {
   if (!slot) {
     const auto path = io::find_smollm2_gguf();
     if (!path) return nullptr;
-    LlamaOptions o;
-    o.max_context = 1024;
+    LlamaOptions lo;
+    lo.max_context = 1024;
+    LlamaTuning o;
     if (v == Variant::quantized || v == Variant::llama_cpp_rounding)
       o.prefill = o.decode = WeightForm::quantized;
     if (v == Variant::quantized || v == Variant::f32_act) o.q8_activations = false;
@@ -60,7 +62,7 @@ LlamaModel* smollm(Variant v = Variant::defaults) {
       o.prefill_f32_min_tokens = 2;
     }
     o.llama_cpp_rounding = v == Variant::llama_cpp_rounding;
-    slot = std::make_unique<LlamaModel>(LlamaModel::load(*path, o));
+    slot = std::make_unique<LlamaModel>(LlamaModel::load(*path, lo, o));
   }
   return slot.get();
 }
@@ -322,7 +324,7 @@ TEST(SmolLm2, QuantizedAndF32WeightsAgree) {
   REQUIRE_SMOLLM(Variant::quantized);
   const std::vector<int32_t> ids =
       model->tokenizer().encode("def fibonacci(n):\n    if n < 2:\n        return n\n    return");
-  ASSERT_GE(static_cast<int64_t>(ids.size()), LlamaOptions{}.prefill_f32_min_tokens);
+  ASSERT_GE(static_cast<int64_t>(ids.size()), LlamaTuning{}.prefill_f32_min_tokens);
   for (Variant v : {Variant::f32_on_load, Variant::f32_act}) {
     LlamaModel* other = smollm(v);
     model->clear();

@@ -71,7 +71,8 @@ struct BertOutput {
   std::vector<Tensor> hidden_states;
 };
 
-// Wall seconds per forward stage, summed over layers and calls (BertRunOptions::profile). Stage names:
+// Wall seconds per forward stage, summed over layers and calls (BertModel::forward_profiled; a
+// measurement-only tool, outside the stable API). Stage names:
 // embeddings, qkv_gemm (bias fill included), attention, head_merge, o_gemm, ln1, ffn_up_gemm, bias_gelu,
 // ffn_down_gemm, ln2; each stage ends at its parallel region's barrier.
 struct BertProfile {
@@ -83,7 +84,6 @@ struct BertProfile {
 struct BertRunOptions {
   bool capture_attention = false;
   bool trace = false;
-  BertProfile* profile = nullptr;  // when set, stage times are added to it (bench/minilm_bench --profile)
 };
 
 class BertModel {
@@ -101,8 +101,11 @@ class BertModel {
   // Throws attn::Error on an empty batch, empty or too long sequences, ids
   // outside the vocabulary and batches over kMaxTokensPerCall padded tokens.
   BertOutput forward(const BertInput& input, const BertRunOptions& options = {}) const;
+  // The same, adding each stage's wall time to `profile` (bench/minilm_bench --profile).
+  BertOutput forward_profiled(const BertInput& input, const BertRunOptions& options, BertProfile& profile) const;
 
  private:
+  BertOutput run(const BertInput& input, const BertRunOptions& options, BertProfile* profile) const;
   struct Weights;
   BertConfig config_;
   std::unique_ptr<Weights> w_;

@@ -15,8 +15,8 @@
 //
 // Weights: the 2-D matrices stay in their stored block format (Q4_1, Q8_0) and are multiplied in
 // that form (ops::quant_linear_rows in attn/ops/quantized.h, f32 activations), or, for decode steps, in
-// a repacked copy of it against 8-bit activations (ops::Q8Dot, LlamaOptions::q8_activations);
-// F32/F16/BF16 matrices are expanded to f32 and go through ops::gemm. LlamaOptions can instead expand
+// a repacked copy of it against 8-bit activations (ops::Q8Dot, LlamaTuning::q8_activations);
+// F32/F16/BF16 matrices are expanded to f32 and go through ops::gemm. LlamaTuning can instead expand
 // quantized matrices to f32 on load, per phase (prefill, decode), to compare the two (docs/models.md has
 // the measurement).
 #pragma once
@@ -53,41 +53,14 @@ struct LlamaConfig {
   void validate() const;
 };
 
-// How a pass multiplies by a quantized (Q4_1, Q8_0) matrix.
-enum class WeightForm {
-  quantized,  // in block form (attn/ops/quantized.h): every weight byte read once per pass
-  f32,        // expanded to f32 (on load when expand_on_load, else per pass into a scratch) + sgemm
-};
-
-// The defaults are the faster form per phase, measured (docs/models.md): decoding is memory bound and
-// multiplies in block form; prompt passes expand each matrix to f32 once per pass (K·N conversions,
-// ~1/L of the product's work) and use BLAS sgemm.
+// What a user chooses. The measurement-only knobs (weight forms per phase, 8-bit
+// activations, the f16 decode cache, llama.cpp's roundings) are in
+// attn/models/llama_tuning.h, outside the stable API.
 struct LlamaOptions {
-  WeightForm prefill = WeightForm::f32;       // passes over more than one token ...
-  int64_t prefill_f32_min_tokens = 16;        // ... of at least this many (shorter ones: quantized)
-  WeightForm decode = WeightForm::quantized;  // one-token steps
-  // Keep an f32 copy of every quantized matrix from load time on (4 bytes per weight instead of
-  // ~0.6); only for measuring "dequantize on load" against the per-pass expansion.
-  bool expand_on_load = false;
   // KV cache capacity in tokens; 0 = the model's context. Longer inputs throw.
   int64_t max_context = 0;
-  // Quantized products over few rows (decode steps, passes shorter than prefill_f32_min_tokens) first
-  // quantize the activation rows to 8 bits per block of 32 (ggml's Q8_1 against Q4_1 weights, Q8_0
-  // against Q8_0) and sum integer products (ops::Q8Dot; AVX512-VNNI where the CPU has it), as
-  // llama.cpp's CPU backend does; a decode step then runs as one parallel region with barriers between
-  // its phases. false keeps the activations f32 (the oracle path) and skips the repacked copy of the
-  // quantized weights (~0.63 bytes per weight). Ignored with llama_cpp_rounding, and where the CPU has
-  // no AVX512-VNNI (or ATTN_ISA is below avx512) at load time.
-  bool q8_activations = true;
-  // With q8_activations: decode steps read an f16 copy of the KV cache (llama.cpp's cache type, half the
-  // bytes of f32 per step; prompt passes keep the f32 cache). false: they read the f32 cache.
-  bool decode_kv_f16 = true;
-  // For parity measurements only: emulate the roundings llama.cpp's CPU backend applies — the
-  // activations quantized to 8 bits (ggml's Q8_1 blocks for Q4_1 weights, Q8_0 for Q8_0: per 32
-  // values q = round(x·127/max|x|), scale stored as f16) before every quantized product, and Q, K, V
-  // rounded to f16 (its KV cache type). Slower; off by default.
-  bool llama_cpp_rounding = false;
 };
+struct LlamaTuning;
 
 // The tensors a GGUF llama file must hold, checked all at once before any is used.
 struct LlamaTensorCheck {
@@ -112,6 +85,8 @@ class LlamaModel {
  public:
   // Opens and validates `path` (GGUF): config, tokenizer, tensor names, shapes and types.
   static LlamaModel load(const std::string& path, const LlamaOptions& options = {});
+  // The same with measurement-only knobs (attn/models/llama_tuning.h): benchmarks and parity tests.
+  static LlamaModel load(const std::string& path, const LlamaOptions& options, const LlamaTuning& tuning);
   LlamaModel(LlamaModel&&) noexcept;
   LlamaModel& operator=(LlamaModel&&) noexcept;
   ~LlamaModel();
