@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "testing/cli_runner.h"
+#include "testing/micro_classifier.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -33,52 +34,12 @@ using attn::testing::run_attn;
 using models::TextClassifier;
 using models::TransformerConfig;
 
-const std::vector<std::string> kTexts = {"这个东西质量很好，物流也快", "太差了，不会再买",
-                                         "房间干净，服务周到", "书的内容很一般"};
+using ModelCase = testing::MicroModelCase;
+const std::vector<std::string>& kTexts = testing::kMicroTexts;
 const std::string kSentence = "质量很好，物流也快";
-
-struct ModelCase {
-  std::string name;
-  bool pre_norm;
-  models::Positions positions;
-  int64_t kv_heads;
-};
 
 fs::path temp_path(const std::string& name) {
   return fs::path(::testing::TempDir()) / ("attn_attrib_" + std::to_string(::getpid()) + "_" + name);
-}
-
-// A seeded micro classifier saved as a task model file; returns its path.
-std::string save_model(const ModelCase& c) {
-  text::CharTokenizer tok = text::CharTokenizer::train(kTexts, {});
-  TransformerConfig cfg = TransformerConfig::preset("micro");
-  cfg.src_vocab = tok.vocab().size();
-  cfg.num_classes = 2;
-  cfg.encoder_layers = 2;
-  cfg.heads = 4;
-  cfg.kv_heads = c.kv_heads;
-  cfg.pre_norm = c.pre_norm;
-  cfg.positions = c.positions;
-  cfg.activation = nn::Activation::gelu;
-  cfg.max_len = 24;
-  cfg.seed = 17;
-  TextClassifier clf(cfg, tok, {"neg", "pos"}, 24);
-  // Non-zero biases and norm parameters, so that every term of the projections shows.
-  uint64_t seed = 900;
-  for (auto& [name, p] : clf.model().named_parameters()) {
-    if (name.find("bias") == std::string::npos && name.find("norm") == std::string::npos) continue;
-    const bool w = name.ends_with("weight");
-    p.detach().copy_from(testing::random_uniform(p.shape(), ++seed, w ? 0.7 : -0.2, w ? 1.3 : 0.2));
-  }
-  const std::string path = temp_path(c.name + ".attn").string();
-  clf.save(path);
-  return path;
-}
-
-std::vector<double> numbers(const json::Value& a) {
-  std::vector<double> v;
-  for (const auto& x : a.items()) v.push_back(x.as_double());
-  return v;
 }
 
 void expect_near(const std::vector<double>& a, const std::vector<double>& b, double tol,
@@ -87,18 +48,10 @@ void expect_near(const std::vector<double>& a, const std::vector<double>& b, dou
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " [" << i << "]";
 }
 
-// The ids the model reads for `text`: [CLS] + its characters.
-std::vector<int64_t> ids_of(TextClassifier& clf, const std::string& text) {
-  const auto c = clf.classify({text}, false).at(0);
-  std::vector<int64_t> ids = {text::Vocab::kCls};
-  for (std::size_t t = 1; t < c.tokens.size(); ++t) ids.push_back(clf.tokenizer().vocab().id(c.tokens[t]));
-  return ids;
-}
-
 class ClassifyExplainCli : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(ClassifyExplainCli, TextJsonAndExportForTheViewer) {
-  const std::string path = save_model(GetParam());
+  const std::string path = testing::save_micro_classifier(GetParam(), "attn_attrib");
   const fs::path exp = temp_path(GetParam().name + "_export.json"),
                  page = temp_path(GetParam().name + ".html");
   const CliRun r = run_attn("classify --model '" + path + "' --explain --export '" + exp.string() + "' '" +
@@ -109,7 +62,7 @@ TEST_P(ClassifyExplainCli, TextJsonAndExportForTheViewer) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " in\n" << r.out;
   // The first ranked row is the character with the largest |IG|.
   auto clf = TextClassifier::load(path);
-  const std::vector<int64_t> ids = ids_of(*clf, kSentence);
+  const std::vector<int64_t> ids = testing::micro_ids_of(*clf, kSentence);
   const models::Attribution a = models::attribute(clf->model(), ids, {});
   const auto best = std::max_element(a.integrated_gradients.begin(), a.integrated_gradients.end(),
                                      [](double x, double y) { return std::fabs(x) < std::fabs(y); }) -
@@ -136,15 +89,15 @@ TEST_P(ClassifyExplainCli, TextJsonAndExportForTheViewer) {
     std::vector<double> row0(L, 0.0);
     for (const auto& h : heads.items()) {
       ASSERT_EQ(h.size(), L);
-      const auto r0 = numbers(h.at(std::size_t{0}));
+      const auto r0 = testing::json_numbers(h.at(std::size_t{0}));
       for (std::size_t j = 0; j < L; ++j) row0[j] += r0[j] / static_cast<double>(heads.size());
     }
     expect_near(row0, a.cls_attention[l], 1e-6, "export row 0, layer " + std::to_string(l));
   }
   const json::Value& at = e.at("attribution");
   EXPECT_EQ(at.at("target").as_string(), a.target == 1 ? "pos" : "neg");
-  expect_near(numbers(at.at("methods").at("ig")), a.integrated_gradients, 1e-6, "export ig");
-  expect_near(numbers(at.at("methods").at("input_x_grad")), a.input_x_grad, 1e-6, "export input_x_grad");
+  expect_near(testing::json_numbers(at.at("methods").at("ig")), a.integrated_gradients, 1e-6, "export ig");
+  expect_near(testing::json_numbers(at.at("methods").at("input_x_grad")), a.input_x_grad, 1e-6, "export input_x_grad");
   // attn view accepts it.
   const CliRun v = run_attn("view '" + exp.string() + "' -o '" + page.string() + "'");
   EXPECT_EQ(v.status, 0) << v.err;
@@ -168,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ClassifyExplainCli,
                          [](const auto& info) { return info.param.name; });
 
 TEST(ClassifyExplainErrors, BadOptionsAreRefused) {
-  const std::string path = save_model({"errors", true, models::Positions::learned, 0});
+  const std::string path = testing::save_micro_classifier({"errors", true, models::Positions::learned, 0}, "attn_attrib");
   struct Bad {
     std::string args;
     std::vector<std::string> expected;

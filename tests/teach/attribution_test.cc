@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/micro_classifier.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -33,66 +34,14 @@ namespace teach = attn::teach;
 using models::TextClassifier;
 using models::TransformerConfig;
 
-const std::vector<std::string> kTexts = {"这个东西质量很好，物流也快", "太差了，不会再买",
-                                         "房间干净，服务周到", "书的内容很一般"};
+using ModelCase = testing::MicroModelCase;
+const std::vector<std::string>& kTexts = testing::kMicroTexts;
 const std::string kSentence = "质量很好，物流也快";
-
-struct ModelCase {
-  std::string name;
-  bool pre_norm;
-  models::Positions positions;
-  int64_t kv_heads;
-};
-
-fs::path temp_path(const std::string& name) {
-  return fs::path(::testing::TempDir()) / ("attn_teach_attrib_" + std::to_string(::getpid()) + "_" + name);
-}
-
-// A seeded micro classifier saved as a task model file; returns its path.
-std::string save_model(const ModelCase& c) {
-  text::CharTokenizer tok = text::CharTokenizer::train(kTexts, {});
-  TransformerConfig cfg = TransformerConfig::preset("micro");
-  cfg.src_vocab = tok.vocab().size();
-  cfg.num_classes = 2;
-  cfg.encoder_layers = 2;
-  cfg.heads = 4;
-  cfg.kv_heads = c.kv_heads;
-  cfg.pre_norm = c.pre_norm;
-  cfg.positions = c.positions;
-  cfg.activation = nn::Activation::gelu;
-  cfg.max_len = 24;
-  cfg.seed = 17;
-  TextClassifier clf(cfg, tok, {"neg", "pos"}, 24);
-  // Non-zero biases and norm parameters, so that every term of the projections shows.
-  uint64_t seed = 900;
-  for (auto& [name, p] : clf.model().named_parameters()) {
-    if (name.find("bias") == std::string::npos && name.find("norm") == std::string::npos) continue;
-    const bool w = name.ends_with("weight");
-    p.detach().copy_from(testing::random_uniform(p.shape(), ++seed, w ? 0.7 : -0.2, w ? 1.3 : 0.2));
-  }
-  const std::string path = temp_path(c.name + ".attn").string();
-  clf.save(path);
-  return path;
-}
-
-std::vector<double> numbers(const json::Value& a) {
-  std::vector<double> v;
-  for (const auto& x : a.items()) v.push_back(x.as_double());
-  return v;
-}
 
 void expect_near(const std::vector<double>& a, const std::vector<double>& b, double tol,
                  const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " [" << i << "]";
-}
-
-// The ids the model reads for `text`: [CLS] + its characters.
-std::vector<int64_t> ids_of(TextClassifier& clf, const std::string& text) {
-  const auto c = clf.classify({text}, false).at(0);
-  std::vector<int64_t> ids = {text::Vocab::kCls};
-  for (std::size_t t = 1; t < c.tokens.size(); ++t) ids.push_back(clf.tokenizer().vocab().id(c.tokens[t]));
-  return ids;
 }
 
 struct Report {
@@ -123,7 +72,7 @@ std::vector<double> head_mean(const models::Classification& c, std::size_t layer
 class ClassifyExplain : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(ClassifyExplain, JsonMatchesTheLibraryAndTheModel) {
-  const std::string path = save_model(GetParam());
+  const std::string path = testing::save_micro_classifier(GetParam(), "attn_teach_attrib");
   auto clf = TextClassifier::load(path);
   teach::AttributionReportOptions ro;
   ro.attribution.steps = 16;
@@ -131,7 +80,7 @@ TEST_P(ClassifyExplain, JsonMatchesTheLibraryAndTheModel) {
   const Report rep = report_of(*clf, kSentence, ro);
   // Through the writer and the strict reader, as --json prints it.
   const json::Value ex = json::parse(json::dump(teach::attribution_json(rep.input, rep.result), 2));
-  const std::vector<int64_t> ids = ids_of(*clf, kSentence);
+  const std::vector<int64_t> ids = testing::micro_ids_of(*clf, kSentence);
   models::AttributionOptions o;
   o.steps = 16;
   o.target = 1;  // "pos"
@@ -141,22 +90,22 @@ TEST_P(ClassifyExplain, JsonMatchesTheLibraryAndTheModel) {
   EXPECT_EQ(ex.at("tokens").size(), ids.size());
   EXPECT_EQ(rep.input.ids, ids);
   const json::Value& at = ex.at("attribution");
-  expect_near(numbers(at.at("ig")), a.integrated_gradients, 1e-6, "ig");
-  expect_near(numbers(at.at("input_x_grad")), a.input_x_grad, 1e-6, "input_x_grad");
-  expect_near(numbers(at.at("input_x_grad_norm")), a.input_x_grad_norm, 1e-6, "input_x_grad_norm");
+  expect_near(testing::json_numbers(at.at("ig")), a.integrated_gradients, 1e-6, "ig");
+  expect_near(testing::json_numbers(at.at("input_x_grad")), a.input_x_grad, 1e-6, "input_x_grad");
+  expect_near(testing::json_numbers(at.at("input_x_grad_norm")), a.input_x_grad_norm, 1e-6, "input_x_grad_norm");
   EXPECT_NEAR(at.at("completeness_error").as_double(), a.completeness_error, 1e-6);
   EXPECT_NEAR(at.at("ig_sum").as_double() - (at.at("f_input").as_double() - at.at("f_baseline").as_double()),
               at.at("completeness_error").as_double(), 1e-9);
   // The attention columns are classify's own [CLS] attention (head means), last layer and mean of layers.
   const std::size_t layers = rep.c.attention.size();
   const std::vector<double> last = head_mean(rep.c, layers - 1);
-  expect_near(numbers(ex.at("attention").at("last_layer")), last, 1e-6, "attention last layer");
+  expect_near(testing::json_numbers(ex.at("attention").at("last_layer")), last, 1e-6, "attention last layer");
   std::vector<double> mean(ids.size(), 0.0);
   for (std::size_t l = 0; l < layers; ++l) {
     const auto m = head_mean(rep.c, l);
     for (std::size_t j = 0; j < m.size(); ++j) mean[j] += m[j] / static_cast<double>(layers);
   }
-  expect_near(numbers(ex.at("attention").at("mean_over_layers")), mean, 1e-6, "attention mean");
+  expect_near(testing::json_numbers(ex.at("attention").at("mean_over_layers")), mean, 1e-6, "attention mean");
   // Rank correlation over the characters ([CLS] left out) of attention and |IG|.
   std::vector<double> att_w(last.begin() + 1, last.end()), ig_w;
   for (std::size_t j = 1; j < ids.size(); ++j) ig_w.push_back(std::fabs(a.integrated_gradients[j]));
@@ -175,7 +124,7 @@ TEST_P(ClassifyExplain, JsonMatchesTheLibraryAndTheModel) {
 }
 
 TEST_P(ClassifyExplain, TextTableRanksByAttribution) {
-  const std::string path = save_model(GetParam());
+  const std::string path = testing::save_micro_classifier(GetParam(), "attn_teach_attrib");
   auto clf = TextClassifier::load(path);
   const Report rep = report_of(*clf, kSentence, {});
   const std::string out = teach::attribution_text(rep.input, rep.result);
@@ -184,7 +133,7 @@ TEST_P(ClassifyExplain, TextTableRanksByAttribution) {
         "Attention is not explanation", "# is the position (0 = [CLS])"})
     EXPECT_NE(out.find(s), std::string::npos) << s << " in\n" << out;
   // The first ranked row is the character with the largest |IG|.
-  const std::vector<int64_t> ids = ids_of(*clf, kSentence);
+  const std::vector<int64_t> ids = testing::micro_ids_of(*clf, kSentence);
   const models::Attribution a = models::attribute(clf->model(), ids, {});
   const auto best = std::max_element(a.integrated_gradients.begin(), a.integrated_gradients.end(),
                                      [](double x, double y) { return std::fabs(x) < std::fabs(y); }) -
@@ -219,7 +168,7 @@ teach::Report explain_model(const std::string& path, const std::string& sentence
 // the weights are their softmax and equal what the model captured.
 TEST_P(ClassifyExplain, ExplainModelUsesTheRealProjections) {
   const ModelCase& mc = GetParam();
-  const std::string path = save_model(mc);
+  const std::string path = testing::save_micro_classifier(mc, "attn_teach_attrib");
   const int64_t layer = 1, head = 3;
   const json::Value j = json::parse(teach::json_text(explain_model(path, kSentence, layer, head, "好").json));
   EXPECT_EQ(j.at("mode").as_string(), "model");
@@ -230,7 +179,7 @@ TEST_P(ClassifyExplain, ExplainModelUsesTheRealProjections) {
   auto clf = TextClassifier::load(path);
   models::EncoderClassifier& m = clf->model();
   const TransformerConfig& c = m.config();
-  const std::vector<int64_t> ids = ids_of(*clf, kSentence);
+  const std::vector<int64_t> ids = testing::micro_ids_of(*clf, kSentence);
   const int64_t L = static_cast<int64_t>(ids.size()), D = c.head_dim();
   const int64_t kvh = head / (c.heads / (c.kv_heads == 0 ? c.heads : c.kv_heads));
   EXPECT_EQ(j.at("kv_head").as_int64(), kvh);
@@ -272,7 +221,7 @@ TEST_P(ClassifyExplain, ExplainModelUsesTheRealProjections) {
   expect_near(flat(j.at("K")), k.to_vector(), 2e-5, "K");
   expect_near(flat(j.at("V")), v.to_vector(), 2e-5, "V");
   const json::Value& st = j.at("steps");
-  const std::vector<double> scaled = numbers(st.at("scaled")), w = numbers(st.at("weights"));
+  const std::vector<double> scaled = testing::json_numbers(st.at("scaled")), w = testing::json_numbers(st.at("weights"));
   const double mx = *std::max_element(scaled.begin(), scaled.end());
   double z = 0;
   for (double s : scaled) z += std::exp(s - mx);
@@ -280,7 +229,7 @@ TEST_P(ClassifyExplain, ExplainModelUsesTheRealProjections) {
   const std::vector<double> captured =
       out.attention[layer].select(0, 0).select(0, head).select(0, 0).to_vector();
   expect_near(w, captured, 1e-5, "weights vs captured");
-  expect_near(numbers(j.at("captured_weights")), captured, 1e-7, "captured in JSON");
+  expect_near(testing::json_numbers(j.at("captured_weights")), captured, 1e-7, "captured in JSON");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ClassifyExplain,
@@ -303,7 +252,7 @@ std::string error_of(F f) {
 }
 
 TEST(ClassifyExplainErrors, BadOptionsAreRefused) {
-  const std::string path = save_model({"errors", true, models::Positions::learned, 0});
+  const std::string path = testing::save_micro_classifier({"errors", true, models::Positions::learned, 0}, "attn_teach_attrib");
   auto clf = TextClassifier::load(path);
   struct Bad {
     std::string what;
