@@ -46,7 +46,7 @@ TEST(RuntimeConfig, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.gemm_threads, GemmThreads::attn);
   EXPECT_EQ(c.linear_small_m, 48);
   EXPECT_EQ(c.linear_packed, 48);
-  EXPECT_EQ(c.data_dir, "../shared/data");
+  EXPECT_EQ(c.data_dir, "");  // unset: data::find_data_dir looks in its default places
   EXPECT_EQ(c.model_dir, "");
   EXPECT_EQ(c, RuntimeConfig{});
 }

@@ -57,8 +57,9 @@ struct RuntimeConfig {
   int64_t linear_small_m = 48;
   // ATTN_LINEAR_PACKED: most rows for decoding's pre-packed weights, [0, 1000000]; 0 = off.
   int64_t linear_packed = 48;
-  // ATTN_DATA_DIR: the folder of the data sets.
-  std::string data_dir = "../shared/data";
+  // ATTN_DATA_DIR: the folder of the data sets; "" = not set (data::find_data_dir then looks in
+  // ../shared/data, <repo>/../shared/data and <repo>/data).
+  std::string data_dir;
   // ATTN_MODEL_DIR: a folder searched first for pretrained model files; "" = none.
   std::string model_dir;
 
