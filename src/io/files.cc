@@ -73,9 +73,9 @@ Resolved resolve_for_writing(const std::string& target, const std::string& who) 
     }
     if (S_ISREG(st.st_mode)) return {p, st.st_mode & 07777};
     if (!S_ISLNK(st.st_mode))
-      throw Error(who + "cannot write '" + target + "'" + (p != target ? " (the link names '" + p + "')" : "") +
-                  ": expected a regular file or a new name; found " + kind_of(st.st_mode) +
-                  " (nothing was written)");
+      throw Error(
+          who + "cannot write '" + target + "'" + (p != target ? " (the link names '" + p + "')" : "") +
+          ": expected a regular file or a new name; found " + kind_of(st.st_mode) + " (nothing was written)");
     std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
     const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size() - 1);
     if (n < 0) throw Error(who + "cannot read the symbolic link '" + p + "': " + sys_error());
@@ -141,8 +141,9 @@ std::string mib(uint64_t bytes) {
 
 [[noreturn]] void too_large(const std::string& what, const std::string& path, uint64_t limit,
                             const std::string& found) {
-  throw Error(detail::concat(what, " '", path, "' is too large: expected at most ", limit, " bytes (", mib(limit),
-                             ", the input limit; attn --max-input-mb N raises it), found ", found));
+  throw Error(detail::concat(what, " '", path, "' is too large: expected at most ", limit, " bytes (",
+                             mib(limit), ", the input limit; attn --max-input-mb N raises it), found ",
+                             found));
 }
 
 }  // namespace
@@ -221,9 +222,9 @@ std::string read_file(const std::string& path, const std::string& what, uint64_t
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw Error(detail::concat("cannot inspect ", what, " '", path, "': ", sys_error()));
-  if (S_ISDIR(st.st_mode))
-    throw Error(detail::concat(what, " '", path, "' is a directory; expected a file"));
+  if (::fstat(fd, &st) != 0)
+    throw Error(detail::concat("cannot inspect ", what, " '", path, "': ", sys_error()));
+  if (S_ISDIR(st.st_mode)) throw Error(detail::concat(what, " '", path, "' is a directory; expected a file"));
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   std::string out;
@@ -275,7 +276,8 @@ bool read_line(std::istream& in, std::string& line, const std::string& what, uin
     any = true;
     if (c == '\n') return true;
     if (line.size() >= limit)
-      throw Error(detail::concat(what, ": a line is too long: expected at most ", limit, " bytes (", mib(limit),
+      throw Error(detail::concat(what, ": a line is too long: expected at most ", limit, " bytes (",
+                                 mib(limit),
                                  ", the input limit; attn --max-input-mb N raises it), found more"));
     line.push_back(static_cast<char>(c));
   }
@@ -329,11 +331,13 @@ StagedFolder::StagedFolder(const std::string& target, std::string who)
   if (S_ISDIR(st.st_mode)) remove_stale_temporaries(target_);
   static std::atomic<uint64_t> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    staging_ = target_ + ".staging." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+    staging_ =
+        target_ + ".staging." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     if (::mkdir(staging_.c_str(), 0777) == 0) return;
     if (errno != EEXIST) break;
   }
-  throw Error(who_ + "cannot create the staging folder '" + staging_ + "' for '" + target + "': " + sys_error());
+  throw Error(who_ + "cannot create the staging folder '" + staging_ + "' for '" + target +
+              "': " + sys_error());
 }
 
 StagedFolder::~StagedFolder() {

@@ -3,12 +3,11 @@
 #include <attn/core/error.h>
 #include <attn/io/files.h>
 #include <attn/teach/quiz.h>
-
 #include <unistd.h>
 
 #include <filesystem>
-#include <sstream>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 

@@ -95,11 +95,12 @@ TEST_F(ClassifyCli, ClassifySmoke) {
   EXPECT_NE(none.err.find("exactly one source"), std::string::npos) << none.err;
 }
 
-
 // Issue 18, item 11: control characters in a text are printed as '?', never sent to the terminal.
 TEST_F(ClassifyCli, ControlCharactersAreNotEchoedToTheTerminal) {
   ASSERT_EQ(train_.status, 0) << train_.err;
-  const CliRun r = testing::run_attn("classify --model " + model() + " -", "\x1b[2J\x1b]0;owned\x07好\xc2\x9b" "31m\n");
+  const CliRun r = testing::run_attn("classify --model " + model() + " -",
+                                     "\x1b[2J\x1b]0;owned\x07好\xc2\x9b"
+                                     "31m\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
@@ -124,13 +125,14 @@ TEST_F(ClassifyCli, TrainingAgainRemovesWhatAKilledRunLeft) {
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);  // a pid no process has now: a run that was killed
   const std::string dead = std::to_string(child);
-  for (const std::string& f : {"model.attn.new." + dead, "report.md.new." + dead, "report.json.tmp." + dead + ".0"})
+  for (const std::string& f :
+       {"model.attn.new." + dead, "report.md.new." + dead, "report.json.tmp." + dead + ".0"})
     std::ofstream(run / f) << "half";
   fs::create_directories(dir_ / ("again.staging." + dead + ".0"));
   std::ofstream(run / "mine.txt") << "kept";
-  const CliRun t = testing::run_attn("train classify --pos " + q(dir_ / "pos.txt") + " --neg " + q(dir_ / "neg.txt") +
-                                     " --out " + q(run) +
-                                     " --epochs 1 --layers 1 --d-model 16 --heads 2 --batch-size 16 --seed 4 --quiet");
+  const CliRun t = testing::run_attn(
+      "train classify --pos " + q(dir_ / "pos.txt") + " --neg " + q(dir_ / "neg.txt") + " --out " + q(run) +
+      " --epochs 1 --layers 1 --d-model 16 --heads 2 --batch-size 16 --seed 4 --quiet");
   ASSERT_EQ(t.status, 0) << t.err;
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(run)) names.insert(e.path().filename().string());

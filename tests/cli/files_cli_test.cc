@@ -24,9 +24,8 @@ using attn::testing::run_attn;
 class FilesCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("attn_files_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(::testing::TempDir()) / ("attn_files_cli_" + std::to_string(::getpid()) + "_" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -37,8 +36,8 @@ class FilesCli : public ::testing::Test {
   // `env` before the binary and a time limit around it (a hang fails instead of blocking ctest).
   CliRun run_limited(const std::string& env, const std::string& args) const {
     const std::string err = p("stderr.txt"), out = p("stdout.txt");
-    const std::string cmd = env + " timeout 60 '" + ATTN_CLI_PATH + "' " + args + " </dev/null >'" + out +
-                            "' 2>'" + err + "'";
+    const std::string cmd =
+        env + " timeout 60 '" + ATTN_CLI_PATH + "' " + args + " </dev/null >'" + out + "' 2>'" + err + "'";
     const int st = std::system(cmd.c_str());
     CliRun r;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -50,12 +49,13 @@ class FilesCli : public ::testing::Test {
 };
 
 TEST_F(FilesCli, WriteErrorsOnStandardOutputAreReported) {
-  for (const std::string& args : {std::string("version"), std::string("explain"), std::string("explain --json"),
-                                  std::string("quiz --seed 1 --print-answers"), std::string("view --demo --terminal"),
-                                  std::string("help")}) {
+  for (const std::string& args : {std::string("version"), std::string("explain"),
+                                  std::string("explain --json"), std::string("quiz --seed 1 --print-answers"),
+                                  std::string("view --demo --terminal"), std::string("help")}) {
     const CliRun r = run_attn(args + " >/dev/full");
     EXPECT_EQ(r.status, 1) << args << ": " << r.err;
-    EXPECT_NE(r.err.find("error: cannot write to standard output: No space left on device"), std::string::npos)
+    EXPECT_NE(r.err.find("error: cannot write to standard output: No space left on device"),
+              std::string::npos)
         << args << ": " << r.err;
   }
   // The same commands to a working stdout exit 0.
@@ -86,12 +86,11 @@ TEST_F(FilesCli, InputsAreReadWithALimit) {
   EXPECT_NE(a.err.find("'/dev/zero' is too large: expected at most 1048576 bytes (1 MiB"), std::string::npos)
       << a.err;
   EXPECT_NE(a.err.find("attn --max-input-mb N raises it"), std::string::npos) << a.err;
-  const CliRun t = run_limited("", "--max-input-mb=1 train classify --pos /dev/zero --neg /dev/zero --out " + q("run"));
+  const CliRun t =
+      run_limited("", "--max-input-mb=1 train classify --pos /dev/zero --neg /dev/zero --out " + q("run"));
   EXPECT_EQ(t.status, 1) << t.err;
   EXPECT_NE(t.err.find("is too large"), std::string::npos) << t.err;
-  {
-    std::ofstream(p("big.json"), std::ios::binary) << std::string((1 << 20) + 1, ' ');
-  }
+  { std::ofstream(p("big.json"), std::ios::binary) << std::string((1 << 20) + 1, ' '); }
   const CliRun v = run_limited("", "--max-input-mb 1 view " + q("big.json") + " --terminal");
   EXPECT_EQ(v.status, 1) << v.err;
   EXPECT_NE(v.err.find("found 1048577 bytes"), std::string::npos) << v.err;

@@ -31,7 +31,9 @@ class OutputFilesTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string p(const std::string& name) const { return (dir_ / name).string(); }
-  static void put(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+  static void put(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+  }
   fs::path dir_;
 };
 
@@ -56,13 +58,14 @@ TEST_F(OutputFilesTest, ReadFileRefusesAFileOverTheLimit) {
   put(p("big.txt"), std::string(1025, 'x'));
   EXPECT_EQ(io::read_file(p("big.txt"), "text file", 1025), std::string(1025, 'x'));
   EXPECT_ERROR_CONTAINS(io::read_file(p("big.txt"), "text file", 1024),
-                        {"text file '", "big.txt' is too large", "expected at most 1024 bytes", "found 1025 bytes",
-                         "attn --max-input-mb N raises it"});
+                        {"text file '", "big.txt' is too large", "expected at most 1024 bytes",
+                         "found 1025 bytes", "attn --max-input-mb N raises it"});
 }
 
 TEST_F(OutputFilesTest, ReadFileStopsAnEndlessDeviceAtTheLimit) {
-  EXPECT_ERROR_CONTAINS(io::read_file("/dev/zero", "--answers: answers file", 1 << 20),
-                        {"'/dev/zero' is too large", "expected at most 1048576 bytes (1 MiB", "found more than"});
+  EXPECT_ERROR_CONTAINS(
+      io::read_file("/dev/zero", "--answers: answers file", 1 << 20),
+      {"'/dev/zero' is too large", "expected at most 1048576 bytes (1 MiB", "found more than"});
   EXPECT_EQ(io::default_read_limit(), uint64_t{256} << 20);
   io::set_default_read_limit(1 << 20);
   EXPECT_ERROR_CONTAINS(io::read_file("/dev/zero", "input"), {"expected at most 1048576 bytes"});
@@ -97,10 +100,12 @@ TEST_F(OutputFilesTest, ReadLineHasTheLimitToo) {
 
 TEST_F(OutputFilesTest, ReadFileNamesADirectoryAndDoesNotHangOnAFifo) {
   fs::create_directories(p("pos"));
-  EXPECT_ERROR_CONTAINS(io::read_file(p("pos"), "data: data file"), {"'", "pos' is a directory; expected a file"});
+  EXPECT_ERROR_CONTAINS(io::read_file(p("pos"), "data: data file"),
+                        {"'", "pos' is a directory; expected a file"});
   ASSERT_EQ(::mkfifo(p("fifo").c_str(), 0600), 0);
   EXPECT_EQ(io::read_file(p("fifo"), "text file"), "");  // no writer: end of file, not a hang
-  EXPECT_ERROR_CONTAINS(io::require_regular_file(p("fifo"), "model"), {"expected a regular file; found a FIFO"});
+  EXPECT_ERROR_CONTAINS(io::require_regular_file(p("fifo"), "model"),
+                        {"expected a regular file; found a FIFO"});
   EXPECT_ERROR_CONTAINS(io::read_file(p("absent"), "text file"),
                         {"cannot open text file '", "absent' for reading: No such file"});
 }
@@ -167,7 +172,8 @@ TEST_F(OutputFilesTest, WriteErrorsCarryTheSystemsReason) {
   ::setrlimit(RLIMIT_FSIZE, &old);
   std::signal(SIGXFSZ, previous);
   EXPECT_NE(message.find("split: writing '"), std::string::npos) << message;
-  EXPECT_NE(message.find("failed: File too large (the previous file, if any, is unchanged)"), std::string::npos)
+  EXPECT_NE(message.find("failed: File too large (the previous file, if any, is unchanged)"),
+            std::string::npos)
       << message;
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), {}), 0) << "the temporary file was left behind";
 }
@@ -234,7 +240,8 @@ TEST_F(OutputFilesTest, AbandonedStagedFolderLeavesThePreviousOne) {
   EXPECT_EQ(testing::read_text(run + "/model.attn"), "old model");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), {}), 1);
   put(p("file"), "x");
-  EXPECT_ERROR_CONTAINS(io::StagedFolder(p("file"), "train"), {"expected a folder or a new name; found a file"});
+  EXPECT_ERROR_CONTAINS(io::StagedFolder(p("file"), "train"),
+                        {"expected a folder or a new name; found a file"});
 }
 
 TEST_F(OutputFilesTest, StagedFolderRemovesWhatKilledRunsLeft) {
