@@ -72,9 +72,14 @@ for t in "${targets[@]}"; do
     >"$log" 2>&1
   rc=$?
   set -e
-  runs=$(grep -E '^stat::number_of_executed_units' "$log" | tail -1 | awk '{print $2}')
-  rate=$(grep -E '^stat::average_exec_per_sec' "$log" | tail -1 | awk '{print $2}')
-  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | awk '{print $2}')
+  # The final stats (absent in fork mode, -fork=N, which prints only progress lines "#N ... exec/s: R"):
+  # a grep that finds nothing must not end the script (set -e -o pipefail).
+  last() { { grep -oE "$1" "$log" || true; } | tail -1 | awk '{print $NF}'; }
+  runs=$(last '^stat::number_of_executed_units: *[0-9]+')
+  rate=$(last '^stat::average_exec_per_sec: *[0-9]+')
+  [[ -z $runs ]] && runs=$(last '^#[0-9]+' | tr -d '#')
+  [[ -z $rate ]] && rate=$(last 'exec/s: [0-9]+')
+  cov=$(last 'cov: [0-9]+')
   line="fuzz_$t: ${seconds}s, ${runs:-?} executions, ${rate:-?} exec/s, cov ${cov:-?}, corpus $(ls "$corpus" | wc -l), rc $rc"
   echo "$line" | tee -a "$summary"
   if [[ $rc -ne 0 ]]; then

@@ -1,6 +1,7 @@
 #include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/data/reader.h>
+#include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/text/utf8.h>
 
@@ -26,12 +27,8 @@ struct FileText {
 };
 
 FileText read_validated(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ATTN_CHECK(in.good(), "data: cannot open '", path, "': ", std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
   FileText f;
-  f.bytes = ss.str();
+  f.bytes = io::read_file(path, "data: data file");
   f.start = text::starts_with_bom(f.bytes) ? 3 : 0;
   ATTN_CHECK(f.bytes.size() > f.start, "data: '", path, "' is empty (", f.bytes.size(), " bytes",
              f.start ? ", only a BOM" : "", "); expected at least one example");

@@ -1,6 +1,7 @@
 #include <attn/core/error.h>
 #include <attn/core/random.h>
 #include <attn/data/split.h>
+#include <attn/io/files.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -189,24 +190,13 @@ Split Split::from_json(const json::Value& v) {
 }
 
 void Split::save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ATTN_CHECK(out.good(), "split: cannot open '", tmp, "' for writing");
-    out << json::dump(to_json()) << '\n';
-    out.flush();
-    ATTN_CHECK(out.good(), "split: writing '", tmp, "' failed");
-  }
-  ATTN_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "split: cannot rename '", tmp, "' to '", path, "'");
+  io::write_file_atomically(path, json::dump(to_json()) + '\n', "split");
 }
 
 Split Split::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ATTN_CHECK(in.good(), "split: cannot open '", path, "' for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string bytes = io::read_file(path, "split: split file");
   try {
-    return from_json(json::parse(ss.str()));
+    return from_json(json::parse(bytes));
   } catch (const Error& e) {
     throw Error(detail::concat("split: '", path, "': ", e.what()));
   }

@@ -15,7 +15,8 @@ Mapping map_readonly(const std::string& path, const char* format, uint64_t min_s
   auto fail = [&](const std::string& problem) {
     throw Error(detail::concat(format, ": ", path, ": ", problem));
   };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not hang before the regular-file check below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(detail::concat(format, ": cannot open '", path, "': ", std::strerror(errno)));
   struct stat sb {};
   if (fstat(fd, &sb) != 0) {
@@ -25,7 +26,10 @@ Mapping map_readonly(const std::string& path, const char* format, uint64_t min_s
   }
   if (!S_ISREG(sb.st_mode)) {
     ::close(fd);
-    fail("not a regular file");
+    fail(S_ISDIR(sb.st_mode)    ? "not a regular file (expected one; found a directory)"
+         : S_ISFIFO(sb.st_mode) ? "not a regular file (expected one; found a FIFO)"
+         : S_ISCHR(sb.st_mode)  ? "not a regular file (expected one; found a character device)"
+                                : "not a regular file (expected one; found another kind)");
   }
   Mapping m;
   m.size = static_cast<uint64_t>(sb.st_size);

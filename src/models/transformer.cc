@@ -1,4 +1,5 @@
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/models/transformer.h>
 #include <attn/ops/basic.h>
 #include <attn/ops/linear.h>
@@ -222,20 +223,13 @@ TransformerConfig TransformerConfig::from_json(const json::Value& v) {
 }
 
 void TransformerConfig::save(const std::string& path) const {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  ATTN_CHECK(f.good(), "config: cannot open '", path, "' for writing");
-  f << json::dump(to_json(), 2) << "\n";
-  f.close();
-  ATTN_CHECK(f.good(), "config: writing '", path, "' failed");
+  io::write_file_atomically(path, json::dump(to_json(), 2) + "\n", "config");
 }
 
 TransformerConfig TransformerConfig::load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  ATTN_CHECK(f.good(), "config: cannot open '", path, "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string bytes = io::read_file(path, "config: model config");
   try {
-    return from_json(json::parse(ss.str()));
+    return from_json(json::parse(bytes));
   } catch (const Error& e) {
     MODELS_FAIL("config '", path, "': ", e.what());
   }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::tasks {
@@ -44,6 +45,27 @@ std::vector<int64_t> top_attended(const models::Classification& c, int64_t layer
 
 namespace {
 
+// Text for a terminal: control characters (U+0000..U+001F, U+007F and the C1 controls
+// U+0080..U+009F, which include the escape sequences' introducers) become '?', as in
+// `attn view --terminal`, so a text or a model file cannot drive the terminal.
+std::string printable(std::string_view t) {
+  std::string out;
+  out.reserve(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const auto b = static_cast<unsigned char>(t[i]);
+    if (b < 0x20 || b == 0x7F) {
+      out += '?';
+    } else if (b == 0xC2 && i + 1 < t.size() && static_cast<unsigned char>(t[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(t[i + 1]) <= 0x9F) {
+      out += '?';
+      ++i;
+    } else {
+      out += t[i];
+    }
+  }
+  return out;
+}
+
 // "  好 0.210  质 0.120 ..."; a character that occurs more than once in the
 // text is followed by its position ("好@7", [CLS] is position 0).
 std::string attended_line(const models::Classification& c, const std::vector<double>& w,
@@ -51,7 +73,7 @@ std::string attended_line(const models::Classification& c, const std::vector<dou
   std::string s;
   for (int64_t k : idx) {
     s += "  ";
-    s += c.tokens[k];
+    s += printable(c.tokens[k]);
     if (std::count(c.tokens.begin(), c.tokens.end(), c.tokens[k]) > 1) {
       s += '@';
       s += std::to_string(k);
@@ -66,10 +88,10 @@ std::string attended_line(const models::Classification& c, const std::vector<dou
 
 std::string format_classification(const std::string& text, const models::Classification& c,
                                   const std::vector<std::string>& labels, const ClassifyFormat& options) {
-  std::string s = "text   " + text + "\n";
-  s += "label  " + labels.at(c.label) + "  (p = " + fixed(c.probs[c.label], 3);
+  std::string s = "text   " + printable(text) + "\n";
+  s += "label  " + printable(labels.at(c.label)) + "  (p = " + fixed(c.probs[c.label], 3);
   for (std::size_t k = 0; k < labels.size(); ++k)
-    if (static_cast<int32_t>(k) != c.label) s += ", " + labels[k] + " " + fixed(c.probs[k], 3);
+    if (static_cast<int32_t>(k) != c.label) s += ", " + printable(labels[k]) + " " + fixed(c.probs[k], 3);
   s += ")\n";
   if (c.truncated)
     s += "note   the model read the first " + std::to_string(c.tokens.size() - 1) + " of " +

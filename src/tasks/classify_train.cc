@@ -437,31 +437,19 @@ Prepared prepare(ClassifyTrainOptions& s, StepProgress& progress) {
                   std::move(tokenizer), std::move(enc), std::move(length), trunc_train, trunc_valid, trunc_test};
 }
 
-// Everything is first written under a staging name (each file atomically), then
-// renamed into place; on an error the staged files are removed, so the folder
-// never holds a model without its report or the other way round.
+// The five files are written into a staging folder next to the run folder and swapped in with one
+// rename (io::StagedFolder): the folder never holds a model without its report or the other way
+// round, even when the run is killed; what a killed run left there is removed by the next one.
 void write_outputs(const std::string& out, const models::TextClassifier& clf, const Value& extra,
                    const data::Split& split, const std::string& sample_text, const Value& report,
                    const std::string& md) {
-  std::error_code ec;
-  const std::string stage = ".new." + std::to_string(::getpid());
-  const std::vector<std::string> names = {"model.attn", "split.json", "test-sample.txt", "report.json",
-                                          "report.md"};
-  auto staged = [&](const std::string& name) { return (fs::path(out) / (name + stage)).string(); };
-  try {
-    clf.save(staged("model.attn"), extra);
-    split.save(staged("split.json"));
-    io::write_file_atomically(staged("test-sample.txt"), sample_text);
-    io::write_file_atomically(staged("report.json"), json::dump(report, 2) + "\n");
-    io::write_file_atomically(staged("report.md"), md);
-    for (const auto& n : names) {
-      fs::rename(staged(n), fs::path(out) / n, ec);
-      ATTN_CHECK(!ec, "cannot rename '", staged(n), "' to '", (fs::path(out) / n).string(), "': ", ec.message());
-    }
-  } catch (...) {
-    for (const auto& n : names) fs::remove(staged(n), ec);
-    throw;
-  }
+  io::StagedFolder stage(out, "");
+  clf.save(stage.path("model.attn"), extra);
+  split.save(stage.path("split.json"));
+  io::write_file_atomically(stage.path("test-sample.txt"), sample_text);
+  io::write_file_atomically(stage.path("report.json"), json::dump(report, 2) + "\n");
+  io::write_file_atomically(stage.path("report.md"), md);
+  stage.commit();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The text of the character language model (include/attn/tasks/lm.h).
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/tasks/lm.h>
 #include <attn/text/utf8.h>
 #include <attn/text/vocab.h>
@@ -32,8 +33,7 @@ bool blank(const std::string& s) { return s.find_first_not_of(" \t\r") == std::s
 LmText read_lm_text(const std::string& path, const std::string& format) {
   ATTN_CHECK(format == "auto" || format == "plain" || format == "fortune",
              "--format must be auto, plain or fortune; got '", format, "'");
-  std::ifstream f(path, std::ios::binary);
-  ATTN_CHECK(f.good(), "cannot open text file '", path, "' for reading");
+  std::istringstream f(io::read_file(path, "text file"));
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(f, line)) {

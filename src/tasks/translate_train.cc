@@ -278,7 +278,10 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
                                      test_rows.size(), search.c_str(), ev.bleu.score, ev.bleu.describe().c_str());
 
   // ---- save ----------------------------------------------------------------------------------
-  fs::create_directories(out_dir);
+  if (const fs::path parent = fs::path(out_dir).lexically_normal().parent_path(); !parent.empty())
+    fs::create_directories(parent);
+  // All files go into a staging folder swapped in with one rename (io::StagedFolder).
+  io::StagedFolder stage(out_dir, "");
   json::Value data_json = tok.to_json();
   data_json.set("max_src_len", integer(o.max_len));
   data_json.set("max_tgt_len", integer(o.max_len));
@@ -292,7 +295,7 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   data_json.set("split_description", str(split.describe()));
   data_json.set("split", split.to_json());
   const std::string model_path = out_dir + "/model.attn";
-  models::save_task_model(model_path, models::kTranslateTask, cfg, data_json,
+  models::save_task_model(stage.path("model.attn"), models::kTranslateTask, cfg, data_json,
                           translator.model().named_parameters());
 
   json::Value examples = json::Value::array();
@@ -357,12 +360,13 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
     hyp_text += ev.hypotheses[i] + "\n";
     ref_text += ev.references[i] + "\n";
   }
-  io::write_file_atomically(out_dir + "/test_hypotheses.txt", hyp_text);
-  io::write_file_atomically(out_dir + "/test_references.txt", ref_text);
-  io::write_file_atomically(out_dir + "/report.json", json::dump(rep, 2) + "\n");
+  io::write_file_atomically(stage.path("test_hypotheses.txt"), hyp_text);
+  io::write_file_atomically(stage.path("test_references.txt"), ref_text);
+  io::write_file_atomically(stage.path("report.json"), json::dump(rep, 2) + "\n");
   TranslateTrainResult result;
   result.report_md = detail::translate_report_markdown(rep);
-  io::write_file_atomically(out_dir + "/report.md", result.report_md);
+  io::write_file_atomically(stage.path("report.md"), result.report_md);
+  stage.commit();
   result.summary = bleu_line + "saved " + model_path + ", " + out_dir + "/report.json, " + out_dir +
                    "/report.md\n";
   result.bleu = ev.bleu.score;

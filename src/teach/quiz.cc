@@ -1,10 +1,13 @@
 // The quiz as a whole (attn/teach/quiz.h): generating it from the options,
 // the texts a person reads, answers files and the JSON.
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/teach/quiz.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -114,8 +117,9 @@ std::vector<AnswerLine> read_answers(const std::string& path) {
   std::error_code ec;
   ATTN_CHECK(!std::filesystem::is_directory(path, ec), "--answers: expected a readable file; '", path,
              "' is a directory");
-  std::ifstream f(path);
-  ATTN_CHECK(f.is_open(), "--answers: cannot read '", path, "' (no such file or no permission)");
+  ATTN_CHECK(::access(path.c_str(), R_OK) == 0, "--answers: cannot read '", path,
+             "' (no such file or no permission)");
+  std::istringstream f(io::read_file(path, "--answers: answers file"));
   std::vector<AnswerLine> out;
   int64_t n = 0;
   for (std::string l; std::getline(f, l);) {

@@ -1,4 +1,5 @@
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/text/bpe.h>
 #include <attn/text/utf8.h>
 
@@ -306,26 +307,18 @@ std::string BpeTokenizer::decode(std::span<const int32_t> ids) const {
 }
 
 void BpeTokenizer::save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ATTN_CHECK(out.good(), "bpe: cannot open '", tmp, "' for writing");
+    std::ostringstream out;
     out << "attn-bpe 1\nlowercase " << (lowercase_ ? 1 : 0) << "\nalphabet " << alphabet_.size() << '\n';
     for (const std::string& c : alphabet_) out << c << '\n';
     out << "merges " << merges_.size() << '\n';
     for (const auto& [l, r] : merges_) out << l << ' ' << r << '\n';
-    out.flush();
-    ATTN_CHECK(out.good(), "bpe: writing '", tmp, "' failed");
+    io::write_file_atomically(path, out.str(), "bpe");
   }
-  ATTN_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "bpe: cannot rename '", tmp, "' to '", path, "'");
 }
 
 BpeTokenizer BpeTokenizer::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ATTN_CHECK(in.good(), "bpe: cannot open '", path, "' for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  const std::string bytes = io::read_file(path, "bpe: tokenizer");
   ATTN_CHECK(!bytes.empty(), "bpe: '", path, "' is empty");
   require_utf8(bytes, {path, 1, 0});
   std::vector<std::string> lines;

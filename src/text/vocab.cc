@@ -1,4 +1,5 @@
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/text/utf8.h>
 #include <attn/text/vocab.h>
 
@@ -56,11 +57,7 @@ Vocab Vocab::from_tokens(const std::vector<std::string>& tokens) {
 }
 
 Vocab Vocab::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ATTN_CHECK(in.good(), "vocab: cannot open '", path, "' for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  const std::string bytes = io::read_file(path, "vocab: vocabulary");
   ATTN_CHECK(!bytes.empty(), "vocab: '", path,
              "' is empty; a vocabulary file has one token per line, starting "
              "with the ",
@@ -96,15 +93,9 @@ Vocab Vocab::load(const std::string& path) {
 
 void Vocab::save(const std::string& path) const {
   ATTN_CHECK(size() > kNumSpecial, "vocab: cannot save an empty vocabulary to '", path, "'");
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ATTN_CHECK(out.good(), "vocab: cannot open '", tmp, "' for writing");
-    for (const std::string& t : tokens_) out << t << '\n';
-    out.flush();
-    ATTN_CHECK(out.good(), "vocab: writing '", tmp, "' failed");
-  }
-  ATTN_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "vocab: cannot rename '", tmp, "' to '", path, "'");
+  std::string text;
+  for (const std::string& t : tokens_) text += t + '\n';
+  io::write_file_atomically(path, text, "vocab");
 }
 
 int32_t Vocab::id(std::string_view token) const {

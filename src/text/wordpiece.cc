@@ -1,4 +1,5 @@
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/text/wordpiece.h>
 #include <sys/stat.h>
@@ -63,11 +64,7 @@ std::vector<Segment> split_specials(std::string_view text, const std::vector<std
 }
 
 std::string read_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  ATTN_CHECK(f.good(), "wordpiece: cannot open ", what, " '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return io::read_file(path, std::string("wordpiece: ") + what);
 }
 
 bool file_exists(const std::string& path) {

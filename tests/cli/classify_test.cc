@@ -5,6 +5,7 @@
 #include <attn/core/random.h>
 #include <attn/io/json.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -92,6 +93,53 @@ TEST_F(ClassifyCli, ClassifySmoke) {
   const CliRun none = testing::run_attn("classify --model " + model());
   EXPECT_EQ(none.status, 1);
   EXPECT_NE(none.err.find("exactly one source"), std::string::npos) << none.err;
+}
+
+// Issue 18, item 11: control characters in a text are printed as '?', never sent to the terminal.
+TEST_F(ClassifyCli, ControlCharactersAreNotEchoedToTheTerminal) {
+  ASSERT_EQ(train_.status, 0) << train_.err;
+  const CliRun r = testing::run_attn("classify --model " + model() + " -",
+                                     "\x1b[2J\x1b]0;owned\x07好\xc2\x9b"
+                                     "31m\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("text   ?[2J?]0;owned?好?31m"), std::string::npos) << r.out;
+  // The JSON keeps the text (escaped).
+  const CliRun j = testing::run_attn("classify --json --model " + model() + " -", "\x1b[2J好\n");
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_EQ(json::parse(j.out).at("results").at(0).at("text").as_string(), "\x1b[2J好");
+  // Standard output is checked: a full device is an error.
+  const CliRun full = testing::run_attn("classify --model " + model() + " '好' >/dev/full");
+  EXPECT_EQ(full.status, 1);
+  EXPECT_NE(full.err.find("cannot write to standard output"), std::string::npos) << full.err;
+}
+
+// Issue 18, item 5: a run folder is swapped in whole; what a killed run left there is removed.
+TEST_F(ClassifyCli, TrainingAgainRemovesWhatAKilledRunLeft) {
+  ASSERT_EQ(train_.status, 0) << train_.err;
+  const fs::path run = dir_ / "again";
+  fs::create_directories(run);
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // a pid no process has now: a run that was killed
+  const std::string dead = std::to_string(child);
+  for (const std::string& f :
+       {"model.attn.new." + dead, "report.md.new." + dead, "report.json.tmp." + dead + ".0"})
+    std::ofstream(run / f) << "half";
+  fs::create_directories(dir_ / ("again.staging." + dead + ".0"));
+  std::ofstream(run / "mine.txt") << "kept";
+  const CliRun t = testing::run_attn(
+      "train classify --pos " + q(dir_ / "pos.txt") + " --neg " + q(dir_ / "neg.txt") + " --out " + q(run) +
+      " --epochs 1 --layers 1 --d-model 16 --heads 2 --batch-size 16 --seed 4 --quiet");
+  ASSERT_EQ(t.status, 0) << t.err;
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(run)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"mine.txt", "model.attn", "report.json", "report.md", "split.json",
+                                          "test-sample.txt"}));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find("again."), std::string::npos) << e.path();
 }
 
 }  // namespace

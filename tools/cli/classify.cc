@@ -4,6 +4,7 @@
 // from the exact weights the attention kernel computed. --json for
 // machine-readable output. The work is tasks::classify_texts (attn/tasks/classify.h).
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/tasks/classify.h>
 
@@ -36,12 +37,6 @@ const std::vector<OptionSpec>& classify_options() {
     return v;
   }();
   return specs;
-}
-
-std::string read_all(std::istream& in) {
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -85,12 +80,10 @@ int run_classify(const std::vector<std::string>& raw) {
              sources);
   if (opts.has("file")) {
     const std::string path = opts.str("file");
-    std::ifstream f(path, std::ios::binary);
-    ATTN_CHECK(f.good(), "cannot open '", path, "' for reading");
-    texts = tasks::nonblank_lines(read_all(f), path);
+    texts = tasks::nonblank_lines(io::read_file(path, "text file"), path);
     ATTN_CHECK(!texts.empty(), path, ": no text to classify (the file is empty or blank)");
   } else if (from_stdin) {
-    texts = tasks::nonblank_lines(read_all(std::cin), "stdin");
+    texts = tasks::nonblank_lines(io::read_stream(std::cin, "standard input"), "stdin");
     ATTN_CHECK(!texts.empty(), "stdin: no text to classify");
   }
   for (const auto& o : attrib::explain_options())

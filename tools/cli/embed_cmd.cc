@@ -71,9 +71,7 @@ std::vector<std::string> embed_texts(const Args& opts, const std::vector<std::st
     return tasks::texts_from_lines(io::read_file(opts.str("file"), "text file"), "'" + opts.str("file") + "'");
   }
   if (positionals.size() == 1 && positionals[0] == "-") {
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    return tasks::texts_from_lines(ss.str(), "standard input");
+    return tasks::texts_from_lines(io::read_stream(std::cin, "standard input"), "standard input");
   }
   ATTN_CHECK(!positionals.empty(), "no texts given; expected TEXT..., --file FILE or - (standard input)");
   return positionals;

@@ -154,7 +154,7 @@ int run_chat(const std::vector<std::string>& args) {
   std::fprintf(stderr, "(SmolLM2 chat; an empty line ends it, /reset starts over)\n");
   while (true) {
     std::fprintf(stderr, "> ");
-    if (!std::getline(std::cin, line) || line.empty()) break;
+    if (!io::read_line(std::cin, line, "standard input") || line.empty()) break;
     if (line == "/reset") {
       chat.reset();
       continue;

@@ -7,6 +7,7 @@
 // with --answers the results, as one JSON object), --print-answers (the key,
 // in the format --answers reads).
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/teach/quiz.h>
 #include <attn/teach/report.h>
 #include <unistd.h>
@@ -90,7 +91,7 @@ bool ask(const teach::Quiz& quiz, std::size_t i, bool echo, int64_t& answered, i
   for (int tries = 1; tries <= kMaxTries; ++tries) {
     std::cout << "answer> " << std::flush;
     std::string line;
-    if (!std::getline(std::cin, line)) return false;
+    if (!io::read_line(std::cin, line, "standard input")) return false;
     if (echo) std::cout << line << "\n";  // piped input: show it, so the transcript reads well
     if (trim(line) == "quit") return false;
     const Verdict v = quiz::check(q, line);

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,8 @@ int run_translate(const std::vector<std::string>& argv) {
   }
   if (sentences.size() == 1 && sentences[0] == "-") {
     sentences.clear();
-    for (std::string line; std::getline(std::cin, line);)
+    std::istringstream in(io::read_stream(std::cin, "standard input"));
+    for (std::string line; std::getline(in, line);)
       if (line.find_first_not_of(" \t\r") != std::string::npos) sentences.push_back(line);
   }
   tasks::TranslateOptions o;

@@ -48,7 +48,7 @@ struct Split {
   std::string describe() const;
   json::Value to_json() const;
   static Split from_json(const json::Value& v);
-  void save(const std::string& path) const;  // written to path.tmp, then renamed
+  void save(const std::string& path) const;  // written atomically (io::write_file_atomically)
   static Split load(const std::string& path);
   bool operator==(const Split& o) const;
 };

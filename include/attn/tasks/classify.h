@@ -100,6 +100,9 @@ std::vector<double> mean_over_heads(const models::Classification& c, int64_t lay
 //   label  pos  (p = 0.973, neg 0.027)
 //   [CLS] attended most to (weight, 9 positions incl. [CLS]):
 //     layer 0 (mean of 4 heads, [CLS] 0.101):  好 0.210  质 0.120 ...
+// Control characters in the text, the tokens and the labels (U+0000..U+001F, U+007F, U+0080..U+009F)
+// are printed as '?', as `attn view --terminal` does, so nothing read can drive the terminal; the JSON
+// keeps them (escaped).
 std::string format_classification(const std::string& text, const models::Classification& c,
                                   const std::vector<std::string>& labels, const ClassifyFormat& format);
 // The same as JSON: {"text", "label", "probability", "probabilities": {...}, "tokens": [...],

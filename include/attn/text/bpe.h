@@ -60,7 +60,7 @@ class BpeTokenizer : public Tokenizer {
   static BpeTokenizer from_parts(bool lowercase, std::vector<std::string> alphabet,
                                  std::vector<std::pair<std::string, std::string>> merges,
                                  const char* what = "from_parts");
-  void save(const std::string& path) const;  // written to path.tmp, then renamed
+  void save(const std::string& path) const;  // written atomically (io::write_file_atomically)
 
   std::vector<std::string> tokenize(std::string_view text) const override;
   std::vector<int32_t> encode(std::string_view text) const override;

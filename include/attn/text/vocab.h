@@ -57,7 +57,7 @@ class Vocab {
   static Vocab from_tokens(const std::vector<std::string>& tokens);
 
   static Vocab load(const std::string& path);
-  void save(const std::string& path) const;  // written to path.tmp, then renamed
+  void save(const std::string& path) const;  // written atomically (io::write_file_atomically)
 
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
   bool empty() const { return tokens_.empty(); }
