@@ -136,7 +136,29 @@ std::string Split::describe() const {
                         ", valid ", valid.size(), ", test ", test.size());
 }
 
+namespace {
+// Everything but the checksum (version 2).
+json::Value split_body(const Split& s);
+std::string checksum_of(const Split& s) { return hex64(fnv1a64(json::dump(split_body(s)))); }
+}  // namespace
+
 json::Value Split::to_json() const {
+  json::Value o = split_body(*this);
+  o.set("checksum", json::Value::string(checksum_of(*this)));
+  return o;
+}
+
+namespace {
+json::Value split_body(const Split& s) {
+  const auto& method = s.method;
+  const auto& seed = s.seed;
+  const auto& fractions = s.fractions;
+  const auto& stratified = s.stratified;
+  const auto& num_examples = s.num_examples;
+  const auto& input_hash = s.input_hash;
+  const auto& train = s.train;
+  const auto& valid = s.valid;
+  const auto& test = s.test;
   const auto list = [](const std::vector<int64_t>& v) {
     json::Value a = json::Value::array();
     for (const int64_t i : v) a.push_back(json::Value::integer(i));
@@ -144,7 +166,7 @@ json::Value Split::to_json() const {
   };
   json::Value o = json::Value::object();
   o.set("format", json::Value::string("attn-split"));
-  o.set("version", json::Value::integer(1));
+  o.set("version", json::Value::integer(2));
   o.set("method", json::Value::string(method));
   o.set("seed", json::Value::string(hex64(seed)));
   json::Value fr = json::Value::array();
@@ -163,13 +185,14 @@ json::Value Split::to_json() const {
   o.set("test", list(test));
   return o;
 }
+}  // namespace
 
 Split Split::from_json(const json::Value& v) {
   ATTN_CHECK(v.is_object(), "split: expected a JSON object; got ", json::type_name(v.type()));
   ATTN_CHECK(v.find("format") && v.at("format").is_string() && v.at("format").as_string() == "attn-split",
              "split: not an attn split (\"format\" must be \"attn-split\")");
-  ATTN_CHECK(v.at("version").as_int64() == 1, "split: version ", v.at("version").as_int64(),
-             " is not supported (expected 1)");
+  const int64_t version = v.at("version").as_int64();
+  ATTN_CHECK(version == 1 || version == 2, "split: version ", version, " is not supported (expected 1 or 2)");
   Split s;
   s.method = v.at("method").as_string();
   s.seed = parse_hex64(v.at("seed").as_string(), "seed");
@@ -185,6 +208,14 @@ Split Split::from_json(const json::Value& v) {
     const int64_t count = v.at("counts").at(kNames[k]).as_int64();
     ATTN_CHECK(count == static_cast<int64_t>(lists[k]->size()), "split: counts.", kNames[k], " says ", count,
                " but the list holds ", lists[k]->size());
+  }
+  // Version 2 carries a checksum over all the other fields (version 1 files, which have none, still read).
+  if (version >= 2) {
+    const json::Value* sum = v.find("checksum");
+    ATTN_CHECK(sum && sum->is_string(), "split: version 2 lacks its \"checksum\"");
+    const std::string got = checksum_of(s);
+    ATTN_CHECK(got == sum->as_string(), "split: the content is corrupt: its checksum is ", got, ", recorded ",
+               sum->as_string(), " (a changed seed, fraction, hash or index)");
   }
   return s;
 }

@@ -3,6 +3,7 @@
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 #include <attn/io/files.h>
+#include <attn/io/finite.h>
 #include <attn/io/model_files.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/bert.h>
@@ -243,12 +244,18 @@ BertModel::BertModel(const BertConfig& config, const std::string& path) : config
       msg += "; mis-shaped " + std::to_string(misshaped.size()) + ": " + join(misshaped);
     throw Error(msg);
   }
+  // Every tensor is checked to be finite as it is read (one pass; the error names the tensor).
+  const auto load = [&](const std::string& name) {
+    Tensor t = file.load(name);
+    io::check_finite(t, "bert: " + path + ": tensor '" + name + "'");
+    return t;
+  };
   w_ = std::make_unique<Weights>();
-  w_->word = file.load(prefix + "embeddings.word_embeddings.weight");
-  w_->pos = file.load(prefix + "embeddings.position_embeddings.weight");
-  w_->type = file.load(prefix + "embeddings.token_type_embeddings.weight");
-  w_->emb_ln_w = file.load(prefix + "embeddings.LayerNorm.weight");
-  w_->emb_ln_b = file.load(prefix + "embeddings.LayerNorm.bias");
+  w_->word = load(prefix + "embeddings.word_embeddings.weight");
+  w_->pos = load(prefix + "embeddings.position_embeddings.weight");
+  w_->type = load(prefix + "embeddings.token_type_embeddings.weight");
+  w_->emb_ln_w = load(prefix + "embeddings.LayerNorm.weight");
+  w_->emb_ln_b = load(prefix + "embeddings.LayerNorm.bias");
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     const std::string p = prefix + "encoder.layer." + std::to_string(i) + ".";
     Weights::Layer l;
@@ -256,19 +263,19 @@ BertModel::BertModel(const BertConfig& config, const std::string& path) : config
     l.bqkv = Tensor::empty({3 * C});
     const char* qkv[] = {"attention.self.query", "attention.self.key", "attention.self.value"};
     for (int64_t j = 0; j < 3; ++j) {
-      l.wqkv.slice(1, j * C, (j + 1) * C).copy_from(file.load(p + qkv[j] + ".weight").transpose(0, 1));
-      l.bqkv.slice(0, j * C, (j + 1) * C).copy_from(file.load(p + qkv[j] + ".bias"));
+      l.wqkv.slice(1, j * C, (j + 1) * C).copy_from(load(p + qkv[j] + ".weight").transpose(0, 1));
+      l.bqkv.slice(0, j * C, (j + 1) * C).copy_from(load(p + qkv[j] + ".bias"));
     }
-    l.wo = transposed(file.load(p + "attention.output.dense.weight"));
-    l.bo = file.load(p + "attention.output.dense.bias");
-    l.ln1_w = file.load(p + "attention.output.LayerNorm.weight");
-    l.ln1_b = file.load(p + "attention.output.LayerNorm.bias");
-    l.w1 = transposed(file.load(p + "intermediate.dense.weight"));
-    l.b1 = file.load(p + "intermediate.dense.bias");
-    l.w2 = transposed(file.load(p + "output.dense.weight"));
-    l.b2 = file.load(p + "output.dense.bias");
-    l.ln2_w = file.load(p + "output.LayerNorm.weight");
-    l.ln2_b = file.load(p + "output.LayerNorm.bias");
+    l.wo = transposed(load(p + "attention.output.dense.weight"));
+    l.bo = load(p + "attention.output.dense.bias");
+    l.ln1_w = load(p + "attention.output.LayerNorm.weight");
+    l.ln1_b = load(p + "attention.output.LayerNorm.bias");
+    l.w1 = transposed(load(p + "intermediate.dense.weight"));
+    l.b1 = load(p + "intermediate.dense.bias");
+    l.w2 = transposed(load(p + "output.dense.weight"));
+    l.b2 = load(p + "output.dense.bias");
+    l.ln2_w = load(p + "output.LayerNorm.weight");
+    l.ln2_b = load(p + "output.LayerNorm.bias");
     w_->layers.push_back(std::move(l));
   }
 }

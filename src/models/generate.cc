@@ -2,6 +2,7 @@
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 #include <attn/core/random.h>
+#include <attn/io/finite.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
 #include <attn/ops/inference.h>
@@ -253,6 +254,14 @@ std::vector<Rng> source_rngs(const GenerateOptions& o, int64_t B) {
 }
 
 // Greedy and sampling: every row is one sequence; rngs: one generator per source.
+// A NaN or inf logit would pick a token silently (or none): an error naming the row and the step.
+void check_logits(const LogitRows& logits, std::size_t rows, int64_t V, int64_t step) {
+  for (std::size_t r = 0; r < rows; ++r)
+    io::check_finite(logits.data + static_cast<int64_t>(r) * logits.stride, V,
+                     "generate: the logits of row " + std::to_string(r) + " at step " + std::to_string(step) +
+                         " (the model's weights or its input produced them)");
+}
+
 std::vector<Generated> run_simple(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
                                   const Problem& p, const TokenCallback& on_token,
                                   std::vector<Rng>& rngs) {
@@ -261,7 +270,8 @@ std::vector<Generated> run_simple(Stepper& model, LogitRows logits, Tensor cross
   std::vector<std::optional<Generated>> done(static_cast<std::size_t>(B));
   std::vector<int64_t> feed;
   std::vector<ops::ArgmaxLse> best;  // greedy: per row the argmax and log-sum-exp of its logits
-  while (!rows.empty()) {
+  for (int64_t step = 0; !rows.empty(); ++step) {
+    check_logits(logits, rows.size(), p.V, step);
     std::vector<int64_t> keep;
     feed.clear();
     std::vector<Hyp> next;
@@ -337,7 +347,8 @@ std::vector<Generated> run_beam(Stepper& model, LogitRows logits, Tensor cross, 
     if (static_cast<int64_t>(f.size()) > K) f.pop_back();
   };
   std::vector<int64_t> feed;
-  while (!rows.empty()) {
+  for (int64_t step = 0; !rows.empty(); ++step) {
+    check_logits(logits, rows.size(), p.V, step);
     std::vector<int64_t> keep;
     std::vector<Hyp> next;
     feed.clear();

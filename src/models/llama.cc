@@ -2,6 +2,7 @@
 #include <attn/core/error.h>
 #include <attn/core/f16.h>
 #include <attn/core/parallel.h>
+#include <attn/io/finite.h>
 #include <attn/io/json.h>
 #include <attn/models/llama.h>
 #include <attn/models/llama_tuning.h>
@@ -108,6 +109,12 @@ LlamaConfig LlamaConfig::from_gguf(const io::GgufFile& f) {
   c.context = positive_key(f, "llama.context_length");
   c.dim = positive_key(f, "llama.embedding_length");
   c.layers = positive_key(f, "llama.block_count");
+  // Each block holds 9 tensors: a block count the tensors cannot back fails before anything is
+  // allocated from it (0xFFFFFFFF would otherwise build a 3.5 GB list of expected names).
+  const int64_t stored = static_cast<int64_t>(f.tensor_names().size());
+  ATTN_CHECK(c.layers <= stored / 9, "llama: ", f.path(), ": llama.block_count is ", c.layers,
+             " but the file holds ", stored, " tensors; expected at most ", stored / 9,
+             " blocks (9 tensors each)");
   c.ffn = positive_key(f, "llama.feed_forward_length");
   c.heads = positive_key(f, "llama.attention.head_count");
   c.kv_heads =
@@ -285,11 +292,37 @@ struct LlamaModel::Impl {
     if (!m.quant || opt.expand_on_load) {
       Tensor w = file.load(name);
       m.f32.assign(w.data<float>(), w.data<float>() + w.numel());
+      io::check_finite(m.f32.data(), static_cast<int64_t>(m.f32.size()), "llama: " + file.path() + ": tensor '" + name + "'");
+    } else {
+      check_quant_scales(file.view(name), name);
     }
+  }
+
+  // The f16 scales (and Q4_1 minima) of the quantized blocks: a NaN or inf there is a NaN weight.
+  void check_quant_scales(const io::GgufTensorView& v, const std::string& name) const {
+    const int64_t fields = v.type == GgmlType::Q4_1 ? 2 : 1;
+    uint16_t any = 0;
+    for (int64_t b = 0; b < v.n_blocks; ++b)
+      for (int64_t k = 0; k < fields; ++k) {
+        uint16_t h;
+        std::memcpy(&h, v.data + b * v.block_bytes + 2 * k, 2);
+        any |= static_cast<uint16_t>((h & 0x7c00) == 0x7c00);
+      }
+    if (!any) return;
+    for (int64_t b = 0; b < v.n_blocks; ++b)
+      for (int64_t k = 0; k < fields; ++k) {
+        uint16_t h;
+        std::memcpy(&h, v.data + b * v.block_bytes + 2 * k, 2);
+        ATTN_CHECK((h & 0x7c00) != 0x7c00, "llama: ", file.path(), ": tensor '", name,
+                   "' holds a non-finite value: the ", k ? "minimum" : "scale", " of quantized block ", b,
+                   " (flat indices ", b * v.block_elems, "..", (b + 1) * v.block_elems - 1, ") is ",
+                   (h & 0x3ff) ? "nan" : "inf", "; expected every value finite");
+      }
   }
 
   std::vector<float> load_vec(const std::string& name) {
     Tensor w = file.load(name);
+    io::check_finite(w, "llama: " + file.path() + ": tensor '" + name + "'");
     return std::vector<float>(w.data<float>(), w.data<float>() + w.numel());
   }
 

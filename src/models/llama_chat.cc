@@ -2,6 +2,7 @@
 #include <attn/core/error.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama_chat.h>
+#include <attn/text/utf8.h>
 
 #include <chrono>
 
@@ -9,17 +10,7 @@ namespace attn::models {
 
 namespace {
 
-// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
-std::size_t complete_utf8(const std::string& s) {
-  const std::size_t n = s.size();
-  for (std::size_t back = 1; back <= 4 && back <= n; ++back) {
-    const auto c = static_cast<unsigned char>(s[n - back]);
-    if ((c & 0xc0) == 0x80) continue;  // continuation byte
-    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    return len > back ? n - back : n;
-  }
-  return n;
-}
+std::size_t complete_utf8(const std::string& s) { return text::complete_utf8_prefix(s); }
 
 GenerateOptions search_options(const LlamaModel& model, const LlamaTextOptions& o) {
   ATTN_CHECK(o.temperature >= 0, "llama: temperature must be >= 0 (0 = greedy); got ", o.temperature);
@@ -81,7 +72,11 @@ LlamaReply llama_generate_text(LlamaModel& model, const std::vector<int32_t>& pr
     r.ids.push_back(static_cast<int32_t>(out.stop_token));
     r.stopped = true;
   }
-  emit(tok.decode(r.ids, false));  // what is left (an incomplete UTF-8 tail, the stop token's text)
+  // What is left: the stop token's text. When max_new_tokens ran out inside a multi-token UTF-8
+  // character, its partial bytes are dropped (r.ids still holds every token): the reply never ends in
+  // the middle of a character.
+  const std::string all = tok.decode(r.ids, false);
+  emit(all.substr(0, complete_utf8(all)));
   r.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
   r.generate_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   return r;
@@ -95,7 +90,7 @@ void LlamaChat::reset() {
   first_ = true;
 }
 
-LlamaChat::Turn LlamaChat::say(const std::string& user_text) {
+std::vector<int32_t> LlamaChat::turn_ids(const std::string& user_text) const {
   std::string turn;
   if (first_) {
     std::vector<LlamaModel::Message> msgs;
@@ -108,13 +103,25 @@ LlamaChat::Turn LlamaChat::say(const std::string& user_text) {
     const std::string sys = model_.apply_chat_template({{"system", ""}}, false);
     turn = both.substr(sys.size());
   }
-  const std::vector<int32_t> ids = model_.tokenizer().encode(turn, false, true);
+  return model_.tokenizer().encode(turn, false, true);
+}
+
+LlamaChat::Turn LlamaChat::say(const std::string& user_text) {
+  std::vector<int32_t> ids = turn_ids(user_text);
   Turn t;
   if (model_.position() + static_cast<int64_t>(ids.size()) + 2 > model_.capacity()) {
+    // The conversation is full: clear it and answer the turn as the first of a new one (with the
+    // system prompt). A turn that does not fit even an empty context is reported, never dropped.
     reset();
     t.context_full = true;
-    return t;
+    ids = turn_ids(user_text);
+    t.turn_tokens = static_cast<int64_t>(ids.size());
+    if (t.turn_tokens + 2 > model_.capacity()) {
+      t.too_long = true;
+      return t;
+    }
   }
+  t.turn_tokens = static_cast<int64_t>(ids.size());
   t.reply = llama_generate_text(model_, ids, options_, rng_);
   // Close the assistant turn in the cache as the template writes it: <|im_end|>\n. The last generated
   // token (the stop token, or the last one when max_new_tokens ran out) is not in the cache yet.

@@ -1,4 +1,5 @@
 #include <attn/core/error.h>
+#include <attn/io/finite.h>
 #include <attn/models/task_model.h>
 #include <attn/train/checkpoint.h>
 
@@ -24,8 +25,9 @@ void save_task_model(const std::string& path, const std::string& task, const Tra
   train::save_checkpoint(path, params, /*optimizer=*/nullptr, /*schedule=*/nullptr, state, header);
 }
 
-TaskModelHeader read_task_model(const std::string& path, const std::string& expected_task) {
-  const json::Value h = train::read_checkpoint_model_config(path);
+namespace {
+
+TaskModelHeader parse_header(const json::Value& h, const std::string& path, const std::string& expected_task) {
   const json::Value* fmt = h.is_object() ? h.find("format") : nullptr;
   ATTN_CHECK(fmt && fmt->is_string() && fmt->as_string() == kFormat, "'", path,
              "' is an attn checkpoint but not a task model (expected model_config.format \"", kFormat,
@@ -49,8 +51,50 @@ TaskModelHeader read_task_model(const std::string& path, const std::string& expe
   return out;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The config's sizes against the stored tensors, before any model is allocated from them.
+void check_config_against_tensors(const io::SafeTensorsFile& file, const TransformerConfig& c,
+                                  const std::string& path) {
+  bool has_pos = false;
+  for (const std::string& name : file.names()) {
+    const Shape& shape = file.info(name).shape;
+    if (ends_with(name, "pos.weight")) {
+      has_pos = true;
+      ATTN_CHECK(shape == Shape({c.max_len, c.d_model}), "'", path, "': the config says max_len ", c.max_len,
+                 " and d_model ", c.d_model, ", so tensor '", name, "' should be ",
+                 shape_str({c.max_len, c.d_model}), "; the file holds ", shape_str(shape));
+    } else if (ends_with(name, "embed.weight")) {
+      ATTN_CHECK(shape.size() == 2 && shape[1] == c.d_model, "'", path, "': the config says d_model ", c.d_model,
+                 ", so tensor '", name, "' should be [*, ", c.d_model, "]; the file holds ", shape_str(shape));
+    }
+  }
+  ATTN_CHECK(c.positions != Positions::learned || has_pos, "'", path,
+             "': the config asks for learned positions but the file holds no positions table");
+}
+
+}  // namespace
+
+TaskModelFile TaskModelFile::open(const std::string& path, const std::string& expected_task) {
+  io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
+  TaskModelHeader h = parse_header(train::read_checkpoint_model_config(file), path, expected_task);
+  check_config_against_tensors(file, h.config, path);
+  return TaskModelFile(std::move(file), std::move(h));
+}
+
+void TaskModelFile::load_weights(const NamedParams& params) const {
+  train::load_checkpoint(file_, params, /*optimizer=*/nullptr);
+  for (const auto& [name, p] : params) io::check_finite(p, "'" + path() + "': weight '" + name + "'");
+}
+
+TaskModelHeader read_task_model(const std::string& path, const std::string& expected_task) {
+  return TaskModelFile::open(path, expected_task).header();
+}
+
 void load_task_model_weights(const std::string& path, const NamedParams& params) {
-  train::load_checkpoint(path, params, /*optimizer=*/nullptr);
+  TaskModelFile::open(path).load_weights(params);
 }
 
 }  // namespace attn::models

@@ -70,7 +70,8 @@ void TextClassifier::save(const std::string& path, const json::Value& extra) con
 }
 
 std::unique_ptr<TextClassifier> TextClassifier::load(const std::string& path) {
-  const TaskModelHeader h = read_task_model(path, kClassifyTask);
+  const TaskModelFile file = TaskModelFile::open(path, kClassifyTask);  // opened and mapped once
+  const TaskModelHeader& h = file.header();
   const json::Value& d = h.data;
   std::vector<std::string> tokens;
   for (const auto& t : d.at("vocab").items()) tokens.push_back(t.as_string());
@@ -87,7 +88,7 @@ std::unique_ptr<TextClassifier> TextClassifier::load(const std::string& path) {
   for (const auto& l : d.at("labels").items()) labels.push_back(l.as_string());
   auto c = std::make_unique<TextClassifier>(h.config, std::move(tok), std::move(labels),
                                             d.at("max_len").as_int64());
-  load_task_model_weights(path, c->model_->named_parameters());
+  file.load_weights(c->model_->named_parameters());
   c->model_->eval();
   return c;
 }
@@ -140,6 +141,9 @@ std::vector<Classification> TextClassifier::classify(const std::vector<std::stri
       double sum = 0;
       for (double v : r.logits) sum += std::exp(v - m);
       for (double v : r.logits) r.probs.push_back(std::exp(v - m) / sum);
+      for (std::size_t c = 0; c < r.probs.size(); ++c)  // a NaN weight or input: an error, never "p = nan"
+        ATTN_CHECK(std::isfinite(r.probs[c]), "classifier: the probability of class ", c, " for text ", i + 1,
+                   " is ", r.probs[c], " (logit ", r.logits[c], "); expected a finite value");
       r.label = static_cast<int32_t>(std::max_element(r.probs.begin(), r.probs.end()) - r.probs.begin());
       for (const Tensor& w : o.cls_attention) {  // [B, H, L]
         std::vector<std::vector<double>> per_head(static_cast<std::size_t>(w.size(1)));

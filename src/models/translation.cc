@@ -163,10 +163,11 @@ Translator::Translator(std::unique_ptr<EncoderDecoder> model, TranslationTokeniz
 }
 
 std::unique_ptr<Translator> Translator::load(const std::string& path) {
-  const TaskModelHeader h = read_task_model(path, kTranslateTask);
+  const TaskModelFile file = TaskModelFile::open(path, kTranslateTask);  // opened and mapped once
+  const TaskModelHeader& h = file.header();
   TranslationTokenizers tok = TranslationTokenizers::from_json(h.data);
   auto model = std::make_unique<EncoderDecoder>(h.config);
-  load_task_model_weights(path, model->named_parameters());
+  file.load_weights(model->named_parameters());
   return std::make_unique<Translator>(std::move(model), std::move(tok),
                                       member(h.data, "max_src_len", "the model's data").as_int64(),
                                       member(h.data, "max_tgt_len", "the model's data").as_int64());

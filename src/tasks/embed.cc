@@ -2,6 +2,7 @@
 // over a corpus with its vectors cached (include/attn/tasks/embed.h).
 #include <attn/core/error.h>
 #include <attn/io/files.h>
+#include <attn/io/finite.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <attn/tasks/embed.h>
@@ -14,6 +15,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <string_view>
 #include <utility>
 
 namespace attn::tasks {
@@ -58,6 +61,20 @@ std::string cache_path(const std::string& corpus, const std::string& cache_dir,
          ".attn-emb";
 }
 
+// FNV-1a 64 over the cache's vectors, seeded with its model, corpus hash and line count.
+std::string cache_checksum(std::span<const std::byte> vectors, const std::string& fingerprint,
+                           const std::string& corpus_hash, const std::string& lines) {
+  const uint64_t seed = models::fnv1a64(fingerprint + "\n" + corpus_hash + "\n" + lines);
+  return hex64(models::fnv1a64(
+      std::string_view(reinterpret_cast<const char*>(vectors.data()), vectors.size()), seed));
+}
+
+// Embeddings about to be printed, written or scored: a NaN or inf is an error, never output.
+void check_vectors(const Tensor& v, const std::string& what) {
+  io::check_finite(v, what + " (rows are texts, columns dimensions; the model's weights or the input "
+                             "produced it)");
+}
+
 // The cached vectors when the cache matches the corpus hash, the model and the line count; else
 // an undefined tensor (and `why` says what was stale).
 Tensor read_cache(const std::string& path, const std::string& corpus_hash, const std::string& fingerprint,
@@ -91,6 +108,19 @@ Tensor read_cache(const std::string& path, const std::string& corpus_hash, const
       why = "its shape does not match the corpus";
       return Tensor();
     }
+    if (get("checksum").empty()) {
+      why = "it has no checksum (made by an older attn)";
+      return Tensor();
+    }
+    const std::string sum = cache_checksum(f.bytes("embeddings"), fingerprint, corpus_hash, get("lines"));
+    if (get("checksum") != sum) {
+      why = "it is corrupt (checksum " + sum + ", recorded " + get("checksum") + ")";
+      return Tensor();
+    }
+    if (io::first_non_finite(v.contiguous().data<float>(), v.numel()) >= 0) {
+      why = "it holds a non-finite value";
+      return Tensor();
+    }
     return v;
   } catch (const Error& e) {
     why = std::string("unreadable (") + e.what() + ")";
@@ -114,15 +144,19 @@ Tensor corpus_vectors(const SearchOptions& o, const models::SentenceEncoder& enc
   }
   std::vector<std::string> texts;
   for (const auto& l : lines) texts.push_back(l.text);
-  vecs = enc.embed(texts).vectors;
+  vecs = enc.embed(texts).vectors.contiguous();
+  check_vectors(vecs, "search: the corpus embeddings");
   if (!cpath.empty()) {
     try {
+      const std::span<const std::byte> raw(static_cast<const std::byte*>(vecs.raw_data()),
+                                           static_cast<std::size_t>(vecs.numel()) * sizeof(float));
       io::save_safetensors(cpath, {{"embeddings", vecs}},
                            {{"format", kSearchCacheFormat},
                             {"model", enc.fingerprint()},
                             {"corpus_fnv1a64", corpus_hash},
                             {"corpus", o.corpus},
-                            {"lines", std::to_string(N)}});
+                            {"lines", std::to_string(N)},
+                            {"checksum", cache_checksum(raw, enc.fingerprint(), corpus_hash, std::to_string(N))}});
       if (o.note) o.note("cached the corpus embeddings in " + cpath);
     } catch (const Error& err) {
       if (o.note) o.note(std::string("note: could not write the cache (") + err.what() + "); continuing without it");
@@ -239,6 +273,7 @@ std::string embed(const EmbedOptions& o) {
   models::EmbedOptions eo;
   eo.batch_size = o.batch_size;
   const models::Embeddings e = enc.embed(o.texts, eo);
+  check_vectors(e.vectors, "embed: the embeddings");
   note_truncated(o.note, o.texts, e, enc);
   switch (o.format) {
     case EmbedFormat::npy:
@@ -255,10 +290,13 @@ double similarity(const SimilarityOptions& o) {
   const models::SentenceEncoder& enc = load_encoder(o.model);
   const std::vector<std::string> texts = {o.a, o.b};
   const models::Embeddings e = enc.embed(texts);
+  check_vectors(e.vectors, "similarity: the embeddings");
   note_truncated(o.note, texts, e, enc);
   const Tensor c = e.vectors.contiguous();
   const float* p = c.data<float>();
-  return cosine(p, p + enc.dim(), enc.dim());
+  const double sim = cosine(p, p + enc.dim(), enc.dim());
+  ATTN_CHECK(std::isfinite(sim), "similarity: the cosine is ", sim, "; expected a finite value");
+  return sim;
 }
 
 std::vector<SearchHit> search(const SearchOptions& o) {
@@ -271,6 +309,7 @@ std::vector<SearchHit> search(const SearchOptions& o) {
   const Tensor vecs = corpus_vectors(o, enc, bytes, lines).contiguous();
   const std::vector<std::string> query = {o.query};
   const models::Embeddings q = enc.embed(query);
+  check_vectors(q.vectors, "search: the query embedding");
   note_truncated(o.note, query, q, enc);
   const Tensor qc = q.vectors.contiguous();
   const float* qp = qc.data<float>();

@@ -229,10 +229,11 @@ LmGenerated generate_lm(const LmGenerateOptions& o) {
                g.temperature);
     ATTN_CHECK(g.top_p > 0 && g.top_p <= 1, "--top-p must be in (0, 1]; got ", g.top_p);
   }
-  const models::TaskModelHeader h = models::read_task_model(o.model, "lm");
+  const models::TaskModelFile file = models::TaskModelFile::open(o.model, "lm");  // opened and mapped once
+  const models::TaskModelHeader& h = file.header();
   const text::CharTokenizer tok = lm_tokenizer(h.data);
   models::DecoderLM model(h.config);
-  models::load_task_model_weights(o.model, model.named_parameters());
+  file.load_weights(model.named_parameters());
   model.eval();
   LmGenerated out;
   const std::vector<int64_t> ids = lm_encode(tok, split_lines(o.prompt), false);

@@ -165,4 +165,15 @@ std::string_view strip_bom(std::string_view bytes) {
   return starts_with_bom(bytes) ? bytes.substr(3) : bytes;
 }
 
+std::size_t complete_utf8_prefix(std::string_view s) {
+  const std::size_t n = s.size();
+  for (std::size_t back = 1; back <= 4 && back <= n; ++back) {
+    const auto c = static_cast<unsigned char>(s[n - back]);
+    if ((c & 0xc0) == 0x80) continue;  // continuation byte
+    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    return len > back ? n - back : n;
+  }
+  return n;
+}
+
 }  // namespace attn::text

@@ -1,12 +1,15 @@
 #include <attn/core/error.h>
 #include <attn/io/files.h>
 #include <attn/io/json.h>
+#include <attn/text/utf8.h>
 #include <attn/text/wordpiece.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "text/unicode_ucd.h"
 
@@ -101,13 +104,26 @@ WordPieceTokenizer WordPieceTokenizer::from_vocab(std::vector<std::string> vocab
 
 WordPieceTokenizer WordPieceTokenizer::from_vocab_file(const std::string& path, WordPieceOptions options) {
   const std::string text = read_file(path, "vocabulary");
+  // Ids are line numbers, so a bad line would shift or shadow ids silently: invalid UTF-8, a NUL
+  // byte or a token that an earlier line already holds is an error naming the line.
+  require_utf8(text, Location{path, 1, 0});
   std::vector<std::string> vocab;
+  std::unordered_map<std::string_view, int64_t> first_line;
   std::size_t start = 0;
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(start, end - start);
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    const int64_t number = static_cast<int64_t>(vocab.size()) + 1;
+    const std::size_t nul = line.find('\0');
+    ATTN_CHECK(nul == std::string::npos, "wordpiece: '", path, "' line ", number, " (id ", number - 1,
+               ") holds a NUL byte at column ", nul + 1, "; expected one token per line without NUL bytes");
+    if (!line.empty()) {
+      const auto [it, fresh] = first_line.emplace(std::string_view(text).substr(start, line.size()), number);
+      ATTN_CHECK(fresh, "wordpiece: '", path, "' line ", number, " repeats the token \"", line, "\" of line ",
+                 it->second, "; expected every token once (ids are line numbers)");
+    }
     vocab.push_back(std::move(line));
     start = end + 1;
   }

@@ -17,6 +17,10 @@ namespace {
 constexpr const char* kFormat = "attn.checkpoint";
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kOptimPrefix = "optim.";
+// The __metadata__ entry holding FNV-1a 64 of the kFormat entry's text (version 2 on): the text
+// holds the model config (a task model's vocabulary, labels, ...), the training state and every
+// tensor's checksum, so together they cover all of the file's content.
+constexpr const char* kMetaChecksum = "attn.checkpoint.checksum";
 
 std::string hex64(uint64_t x) {
   char buf[17];
@@ -112,7 +116,9 @@ void save_checkpoint(const std::string& path, const NamedParams& model, const Op
   meta.set("schedule", schedule ? schedule->to_json() : json::Value());
   meta.set("model_config", model_config);
   meta.set("checksums", std::move(sums));
-  io::save_safetensors(path, tensors, {{"format", kFormat}, {kFormat, json::dump(meta)}});
+  const std::string text = json::dump(meta);
+  io::save_safetensors(path, tensors,
+                       {{"format", kFormat}, {kFormat, text}, {kMetaChecksum, hex64(fnv1a64(text))}});
 }
 
 // ---- load ---------------------------------------------------------------------------------------
@@ -128,28 +134,52 @@ json::Value checkpoint_metadata(const io::SafeTensorsFile& file, const std::stri
              fmt == md.end() ? std::string("nothing") : "\"" + fmt->second + "\"", ")");
   auto text = md.find(kFormat);
   ATTN_CHECK(text != md.end(), "checkpoint: '", path, "' lacks the '", kFormat, "' metadata entry");
+  auto recorded = md.find(kMetaChecksum);
   json::Value meta;
   try {
     meta = json::parse(text->second);
   } catch (const Error& e) {
+    if (recorded != md.end()) {
+      const uint64_t got = fnv1a64(text->second);
+      ATTN_CHECK(hex64(got) == recorded->second, "checkpoint: '", path,
+                 "' is corrupt: its metadata (config, vocabulary, labels, training state) has checksum ",
+                 hex64(got), ", recorded ", recorded->second);
+    }
     throw Error("checkpoint: '" + path + "': bad metadata JSON: " + e.what());
   }
   ATTN_CHECK(meta.is_object(), "checkpoint: '", path, "': metadata must be a JSON object");
   const int64_t version = int_member(meta, "version");
+  ATTN_CHECK(version != 1, "checkpoint: '", path,
+             "' was written by an older version of attn (checkpoint version 1, whose checksums cover the "
+             "tensors only); this build reads version ", kCheckpointVersion,
+             ": retrain the model (or rerun the training) with this version");
   ATTN_CHECK(version == kCheckpointVersion, "checkpoint: '", path, "' has version ", version,
              "; this build reads version ", kCheckpointVersion);
+  ATTN_CHECK(recorded != md.end(), "checkpoint: '", path, "' lacks the '", kMetaChecksum,
+             "' metadata entry (the checksum of its config and training state)");
+  const uint64_t got = fnv1a64(text->second);
+  ATTN_CHECK(hex64(got) == recorded->second, "checkpoint: '", path,
+             "' is corrupt: its metadata (config, vocabulary, labels, training state) has checksum ", hex64(got),
+             ", recorded ", recorded->second);
   return meta;
 }
 
 }  // namespace
 
 json::Value read_checkpoint_model_config(const std::string& path) {
-  const io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
-  return member(checkpoint_metadata(file, path), "model_config");
+  return read_checkpoint_model_config(io::SafeTensorsFile::open(path));
+}
+
+json::Value read_checkpoint_model_config(const io::SafeTensorsFile& file) {
+  return member(checkpoint_metadata(file, file.path()), "model_config");
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& path, const NamedParams& model, Optimizer* optimizer) {
-  const io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
+  return load_checkpoint(io::SafeTensorsFile::open(path), model, optimizer);
+}
+
+LoadedCheckpoint load_checkpoint(const io::SafeTensorsFile& file, const NamedParams& model, Optimizer* optimizer) {
+  const std::string& path = file.path();
   const json::Value meta = checkpoint_metadata(file, path);
 
   // Expected tensors: name -> (live tensor).

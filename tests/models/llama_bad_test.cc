@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <variant>
@@ -297,6 +299,29 @@ TEST_F(LlamaBad, ChatTemplates) {
   f.erase("tokenizer.chat_template");
   LlamaModel none = LlamaModel::load(write("chat", f.bytes()));
   EXPECT_ERROR_CONTAINS(none.apply_chat_template({{"user", "x"}}, true), {"no tokenizer.chat_template"});
+}
+
+// ---- issue 18, items 2 and 3 -------------------------------------------------------------------
+
+TEST_F(LlamaBad, HugeBlockCountFailsFastWithoutAllocating) {
+  TinyFile f = tiny();
+  f.set("llama.block_count", 0xFFFFFFFFu);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("blocks", f.bytes())),
+                        {"llama.block_count is 4294967295", "tensors", "9 tensors each"});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+}
+
+TEST_F(LlamaBad, NanNormWeightIsNamedAtLoad) {
+  std::string b = tiny().bytes();
+  // Norm weights are all 1.0f: overwrite the 6th value of the first norm in the data section.
+  const float one = 1.0f, nan = std::numeric_limits<float>::quiet_NaN();
+  std::string ones;
+  for (int i = 0; i < 32; ++i) ones.append(reinterpret_cast<const char*>(&one), 4);
+  const std::size_t at = b.find(ones);
+  ASSERT_NE(at, std::string::npos);
+  std::memcpy(b.data() + at + 5 * 4, &nan, 4);
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("nan", b)), {"norm.weight", "non-finite", "[5]", "nan"});
 }
 
 }  // namespace

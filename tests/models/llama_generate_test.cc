@@ -7,6 +7,7 @@
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
 #include <attn/models/llama_chat.h>
+#include <attn/text/utf8.h>
 
 #include <algorithm>
 #include <memory>
@@ -178,6 +179,51 @@ TEST(LlamaChat, ATurnThatDoesNotFitClearsTheConversation) {
   EXPECT_TRUE(t.context_full);
   EXPECT_TRUE(t.reply.ids.empty());
   EXPECT_EQ(model->position(), 0);
+}
+
+}  // namespace
+}  // namespace attn
+
+// ---- issue 18, item 11 ------------------------------------------------------------------------
+
+namespace attn {
+namespace {
+
+TEST(LlamaText, MaxNewNeverEndsInsideACharacter) {
+  REQUIRE_SMOLLM(256);
+  const std::vector<int32_t> ids = model->tokenizer().encode(
+      models::llama_prompt_text(*model, "Write the Chinese word for hello, 你好, three times.", true), false, true);
+  for (int64_t max_new = 2; max_new <= 8; ++max_new) {
+    models::LlamaTextOptions o;
+    o.max_new_tokens = max_new;
+    Rng rng(0);
+    model->clear();
+    const models::LlamaReply r = models::llama_generate_text(*model, ids, o, rng);
+    EXPECT_EQ(text::complete_utf8_prefix(r.text), r.text.size()) << "max_new " << max_new << ": " << r.text;
+    EXPECT_TRUE(text::check_utf8(r.text).ok()) << "max_new " << max_new;
+  }
+}
+
+TEST(LlamaChat, ATurnThatFitsAnEmptyContextIsAnsweredAfterClearing) {
+  REQUIRE_SMOLLM(128);
+  models::LlamaTextOptions o;
+  o.max_new_tokens = 48;
+  models::LlamaChat chat(*model, "", o, 0);
+  EXPECT_FALSE(chat.say("Count from one to fifty in English words, separated by commas.").context_full);
+  const models::LlamaChat::Turn t = chat.say(
+      "Now please tell me, in one short and simple sentence, what the capital city of France is called, "
+      "why it is famous all over the world, and which river flows through the middle of it.");
+  if (!t.context_full) GTEST_SKIP() << "the second turn fit (position " << model->position() << ")";
+  EXPECT_FALSE(t.too_long);
+  EXPECT_FALSE(t.reply.ids.empty()) << "the turn is answered in a new conversation, not dropped";
+}
+
+TEST(LlamaChat, ATurnLongerThanTheContextIsReported) {
+  REQUIRE_SMOLLM(16);
+  models::LlamaChat chat(*model, "", {}, 0);
+  const models::LlamaChat::Turn t = chat.say("This message is much too long for a context of sixteen tokens.");
+  EXPECT_TRUE(t.too_long);
+  EXPECT_GT(t.turn_tokens + 2, model->capacity());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <attn/core/error.h>
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
+#include <attn/io/safetensors.h>
 #include <attn/tasks/embed.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -237,6 +238,82 @@ TEST(EmbedInputs, FormatsWithoutAModel) {
   const float a[] = {1, 0}, c[] = {1, 1}, z[] = {0, 0};
   EXPECT_NEAR(cosine(a, c, 2), 1 / std::sqrt(2.0), 1e-12);
   EXPECT_EQ(cosine(a, z, 2), 0.0);
+}
+
+// ---- issue 18, items 2 and 10 ------------------------------------------------------------------
+
+// The corpus cache carries a checksum: NaN written over one vector, or one vector copied over
+// another, is found on the next search, which rebuilds the cache with a note and ranks as before.
+TEST(Search, CorruptCacheIsRebuiltWithANote) {
+  REQUIRE_MINILM();
+  Dir d;
+  const std::string corpus = d.file("c.txt",
+                                    "How do I reset my password?\n"
+                                    "Where is the nearest train station?\n"
+                                    "The weather will be sunny tomorrow.\n");
+  SearchOptions o;
+  o.corpus = corpus;
+  o.query = "I forgot my login credentials";
+  o.top_k = 3;
+  o.cache_dir = d / "";
+  const std::vector<SearchHit> first = search(o);
+  std::string cache;
+  for (const auto& e : fs::directory_iterator(d.path))
+    if (e.path().extension() == ".attn-emb") cache = e.path().string();
+  ASSERT_FALSE(cache.empty());
+  std::string bytes;
+  {
+    std::ifstream in(cache, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+  }
+  const std::size_t dim_bytes = 384 * 4, data = bytes.size() - 3 * dim_bytes;
+  for (int variant = 0; variant < 2; ++variant) {
+    std::string bad = bytes;
+    if (variant == 0) {
+      const float nan = NAN;
+      std::memcpy(bad.data() + data + dim_bytes, &nan, 4);  // line 2's first value
+    } else {
+      std::memcpy(bad.data() + data + 2 * dim_bytes, bytes.data() + data, dim_bytes);  // line 1 over line 3
+    }
+    std::ofstream(cache, std::ios::binary | std::ios::trunc) << bad;
+    Notes n;
+    o.note = n.fn();
+    const std::vector<SearchHit> again = search(o);
+    EXPECT_NE(n.all.find("corrupt"), std::string::npos) << "variant " << variant << ": " << n.all;
+    ASSERT_EQ(again.size(), first.size());
+    for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(again[i].line, first[i].line) << "variant " << variant;
+  }
+}
+
+// NaN in a LayerNorm weight of the model: a load error naming the tensor, never [nan, ...] output.
+TEST(Embed, NanWeightIsALoadErrorNamingTheTensor) {
+  REQUIRE_MINILM();
+  Dir d;
+  const fs::path src = io::find_minilm()->dir;
+  const fs::path dst = d.path / "model";
+  fs::copy(src, dst, fs::copy_options::recursive);
+  const std::string st = (dst / "model.safetensors").string();
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::string target;
+  {
+    const io::SafeTensorsFile f = io::SafeTensorsFile::open(st);
+    for (const std::string& name : f.names()) {
+      Tensor t = f.load(name);
+      if (target.empty() && name.find("LayerNorm.weight") != std::string::npos) {
+        target = name;
+        t.data<float>()[7] = NAN;
+      }
+      tensors.emplace_back(name, t);
+    }
+  }
+  ASSERT_FALSE(target.empty());
+  io::save_safetensors(st, tensors);
+  EmbedOptions o;
+  o.model = dst.string();
+  o.texts = {"hello"};
+  EXPECT_ERROR_CONTAINS(embed(o), {target, "non-finite", "[7]", "nan"});
 }
 
 }  // namespace

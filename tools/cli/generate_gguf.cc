@@ -160,10 +160,15 @@ int run_chat(const std::vector<std::string>& args) {
       continue;
     }
     const models::LlamaChat::Turn t = chat.say(line);
-    if (t.context_full) {
-      std::fprintf(stderr, "(context full: starting over)\n");
+    if (t.too_long) {
+      std::fprintf(stderr,
+                   "error: this turn is %lld tokens with the chat template; the context holds %lld (reply "
+                   "included): it was not answered. Shorten it or raise --max-context (at most %lld)\n",
+                   static_cast<long long>(t.turn_tokens), static_cast<long long>(s.model.capacity()),
+                   static_cast<long long>(s.model.config().context));
       continue;
     }
+    if (t.context_full) std::fprintf(stderr, "(context full: the conversation starts over with this turn)\n");
     print_stats(s, t.reply);
     std::printf("\n");
     std::fflush(stdout);

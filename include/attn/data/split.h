@@ -12,10 +12,13 @@
 // dataset_hash() of them, and the sorted index lists. check_split() refuses a
 // split whose hash or size does not match the data it is applied to.
 // Saved as JSON (attn::json):
-//   {"format": "attn-split", "version": 1, "method": "...", "seed": "0x...",
+//   {"format": "attn-split", "version": 2, "method": "...", "seed": "0x...",
 //    "fractions": [0.8, 0.1, 0.1], "stratified": true, "num_examples": N,
 //    "input_hash": "0x...", "counts": {"train": a, "valid": b, "test": c},
-//    "train": [...], "valid": [...], "test": [...]}
+//    "train": [...], "valid": [...], "test": [...],
+//    "checksum": "0x<FNV-1a 64 of the canonical JSON of every other field>"}
+// from_json() refuses a version-2 split whose checksum does not match; version 1
+// files (no checksum) still read.
 #pragma once
 
 #include <attn/data/reader.h>

@@ -28,7 +28,10 @@ struct LlamaTextOptions {
 struct LlamaReply {
   std::vector<int32_t> ids;  // generated tokens, the stop token included when one ended the reply
   bool stopped = false;      // a stop token (llama_is_stop) ended it
-  std::string text;          // everything on_text received: ids decoded, control tokens not rendered
+  // Everything on_text received: ids decoded, control tokens not rendered. Never ends inside a UTF-8
+  // character: when max_new_tokens runs out in the middle of a multi-token character, its partial
+  // bytes are dropped (ids keeps every generated token).
+  std::string text;
   int64_t prompt_tokens = 0;
   double prompt_seconds = 0;    // the prompt pass (prefill)
   double generate_seconds = 0;  // from the end of the prompt pass to the last token
@@ -57,7 +60,13 @@ class LlamaChat {
   LlamaChat(LlamaModel& model, std::string system, LlamaTextOptions options, uint64_t seed);
 
   struct Turn {
-    bool context_full = false;  // the turn did not fit: the conversation was cleared, the turn dropped
+    // The turn did not fit after the conversation so far: the conversation was cleared and the turn
+    // answered as the first of a new one, unless too_long.
+    bool context_full = false;
+    // The turn (templated, with the system prompt, plus 2 tokens of reply) does not fit even an empty
+    // context: nothing was generated (reply empty); turn_tokens and the model's capacity() say by how much.
+    bool too_long = false;
+    int64_t turn_tokens = 0;  // the templated turn's tokens
     LlamaReply reply;
   };
   // One user turn: templated, generated (streamed to options.on_text), then closed in the cache as the
@@ -67,6 +76,7 @@ class LlamaChat {
   void reset();
 
  private:
+  std::vector<int32_t> turn_ids(const std::string& user_text) const;  // this turn, templated
   LlamaModel& model_;
   std::string system_;
   LlamaTextOptions options_;

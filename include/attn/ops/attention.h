@@ -26,6 +26,12 @@
 //    float. Both broadcast (numpy rules) to [B, H, Lq, Lk].
 //  * A fully masked query row gives output 0, lse −inf and zero gradients;
 //    never NaN.
+//  * NaN propagates: a NaN logit at an unmasked position (a NaN in q, k or
+//    the bias) makes that query row's output and lse NaN in every backend and
+//    on every instruction set, also when every logit of the row is NaN; a NaN
+//    at a masked position is ignored. A NaN in v reaches the output through
+//    the weighted sum. Nothing is clamped to 0. (Inference-only decode kernels
+//    follow the same rule.)
 //  * Dropout (training only) drops probabilities after the softmax with
 //    probability p and scales survivors by 1/(1−p). The keep decision is a
 //    pure function of (seed, b, h, i, j), so every backend and the backward

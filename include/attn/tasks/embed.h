@@ -76,7 +76,12 @@ double similarity(const SimilarityOptions& o);
 // The corpus vectors are kept in "<corpus>.<model fingerprint>.attn-emb" next to
 // the corpus (or "<cache_dir>/<name>.<hash of the corpus path>.<fingerprint>.attn-emb"),
 // a safetensors file keyed by a hash of the corpus bytes and the model; a cache
-// whose corpus, model or line count changed is rebuilt.
+// whose corpus, model or line count changed is rebuilt. Its "checksum" entry
+// (FNV-1a 64 of the vectors, seeded with the model, the corpus hash and the line
+// count) is verified on every read: a corrupt cache, one without a checksum or
+// one holding a non-finite value is rebuilt with a note (SearchOptions::note).
+// Embeddings, similarities and search scores are checked to be finite before
+// they are returned: a NaN or inf is an attn::Error, never output.
 inline constexpr const char* kSearchCacheFormat = "attn-search-cache-1";
 
 struct SearchOptions {

@@ -63,6 +63,13 @@ std::string code_point_name(char32_t cp);
 void append_utf8(std::string& out, char32_t cp);
 std::string encode_utf8(std::u32string_view cps);
 
+// Length of the longest prefix of `bytes` that does not end inside a UTF-8
+// sequence: a lead byte whose continuation bytes are still missing (at most
+// 3 bytes) is cut off; anything else is kept. What a stream of decoded tokens
+// may show once generation stops (a character split over tokens is never
+// shown half).
+std::size_t complete_utf8_prefix(std::string_view bytes);
+
 // The UTF-8 byte order mark EF BB BF (U+FEFF at the start of a file).
 bool starts_with_bom(std::string_view bytes);
 // `bytes` without a leading BOM (unchanged when there is none).

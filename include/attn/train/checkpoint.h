@@ -9,8 +9,9 @@
 //   tensors:  "model.<param name>"          the weights, in the model's dtype
 //             "optim.<slot>.<param name>"   optimizer state (Optimizer::state_tensors)
 //   __metadata__["format"] = "attn.checkpoint"
+//   __metadata__["attn.checkpoint.checksum"] = "<16 hex FNV-1a 64 of the JSON text below>"
 //   __metadata__["attn.checkpoint"] = JSON text:
-//     {"version": 1, "step", "epoch", "batch_in_epoch", "skipped_steps",
+//     {"version": 2, "step", "epoch", "batch_in_epoch", "skipped_steps",
 //      "rng": {"seed": "<16 hex>", "counter": "<16 hex>"},
 //      "optimizer": {"kind", "steps", "lr"}, "schedule": {...} or null,
 //      "model_config": <any JSON, passed through untouched>,
@@ -20,9 +21,14 @@
 // copying anything: every missing, unexpected, mis-shaped or mis-typed tensor
 // is listed in one attn::Error; a truncated file, bad JSON, a wrong version or
 // a checksum mismatch (corrupt data) is an attn::Error too, never a crash.
+// The metadata checksum covers the config (a task model's vocabulary, labels,
+// ...), the training state and the tensor checksums, so one flipped bit
+// anywhere in the file is an error that names what does not match. Version 1
+// files (tensor checksums only) are refused with a message to retrain.
 #pragma once
 
 #include <attn/io/json.h>
+#include <attn/io/safetensors.h>
 #include <attn/train/optim.h>
 #include <attn/core/params.h>
 #include <attn/train/schedule.h>
@@ -33,7 +39,7 @@
 
 namespace attn::train {
 
-inline constexpr int kCheckpointVersion = 1;
+inline constexpr int kCheckpointVersion = 2;
 
 // Counter-based random numbers for training: output i is a mix of (seed, i),
 // so the whole state is (seed, counter) and is saved exactly.
@@ -86,9 +92,13 @@ void save_checkpoint(const std::string& path, const NamedParams& model, const Op
 // must match), then copies weights and state in and returns the metadata.
 // Throws attn::Error (see above); on error nothing was modified.
 LoadedCheckpoint load_checkpoint(const std::string& path, const NamedParams& model, Optimizer* optimizer);
+// The same on a file already open (read_checkpoint_model_config and
+// load_checkpoint on one SafeTensorsFile: one open and one mapping per load).
+LoadedCheckpoint load_checkpoint(const io::SafeTensorsFile& file, const NamedParams& model, Optimizer* optimizer);
 
 // The model_config stored in the checkpoint at `path`, without reading any
 // tensor (format and version are validated; throws attn::Error otherwise).
 json::Value read_checkpoint_model_config(const std::string& path);
+json::Value read_checkpoint_model_config(const io::SafeTensorsFile& file);
 
 }  // namespace attn::train

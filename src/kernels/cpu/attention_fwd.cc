@@ -319,17 +319,18 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   }
 }
 
-// out = O / l, lse = m + log l (0 and −inf for a fully masked row).
+// out = O / l, lse = m + log l (0 and −inf for a fully masked row; NaN when a
+// logit was NaN: l is then NaN and the row stays NaN, as in the reference).
 void finalize(const AttnArgs<float>& a, const TileRows& t, const Geometry& g, const Scratch& s,
               AttnOut<float>& o) {
   for (int r = 0; r < t.n; ++r) {
     const int64_t row = (t.b * a.H + t.h[r]) * a.Lq + t.i[r];
     float* out = o.out + row * a.D;
     const float l = s.l[r];
-    const float inv = l > 0 ? 1.f / l : 0.f;
+    const float inv = l == 0.f ? 0.f : 1.f / l;  // NaN l: NaN row
     const float* orow = s.o.get() + static_cast<int64_t>(r) * g.ldo;
     for (int64_t d = 0; d < a.D; ++d) out[d] = orow[d] * inv;
-    o.lse[row] = l > 0 ? s.m[r] + std::log(l) : kNegInf;
+    o.lse[row] = l == 0.f ? kNegInf : s.m[r] + std::log(l);
   }
 }
 
@@ -540,8 +541,17 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
             return partial.data() + ((tile * nsplit + sp) * g.Br + r) * part_row;
           };
           float M = kNegInf;
-          for (int64_t sp = 0; sp < nsplit; ++sp) M = std::max(M, part(sp)[0]);
+          bool nan = false;  // a NaN logit in any split makes the row NaN, as in the reference
+          for (int64_t sp = 0; sp < nsplit; ++sp) {
+            M = std::max(M, part(sp)[0]);
+            nan |= std::isnan(part(sp)[0]) || std::isnan(part(sp)[1]);
+          }
           float* out = o.out + row * a.D;
+          if (nan) {
+            std::fill(out, out + a.D, std::numeric_limits<float>::quiet_NaN());
+            o.lse[row] = std::numeric_limits<float>::quiet_NaN();
+            continue;
+          }
           std::fill(out, out + a.D, 0.f);
           if (M == kNegInf) {
             o.lse[row] = kNegInf;

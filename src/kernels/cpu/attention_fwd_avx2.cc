@@ -14,12 +14,13 @@ namespace {
 
 // exp(x) for 8 floats: x = n·ln2 + r, |r| <= ln2/2, degree-6 polynomial, times
 // 2^n built in the exponent field. Inputs below -87.3 give 0 (−inf included);
-// inputs are clamped above at 88.37 so that n <= 127.
+// inputs are clamped above at 88.37 so that n <= 127; NaN stays NaN (max/min
+// return their second operand when either is NaN, so x goes second).
 inline __m256 exp256(__m256 x) {
   const __m256 lo = _mm256_set1_ps(-87.3365478515625f);
   const __m256 hi = _mm256_set1_ps(88.37626266479492f);
   const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);

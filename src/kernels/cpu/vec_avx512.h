@@ -16,7 +16,8 @@ inline __mmask16 tail_mask(int64_t n) {
 }
 
 // exp(x) for 16 floats, relative error ~2 ulp on [-87, 88]; exp(-inf) = 0,
-// inputs below -87.3 flush to 0, above 88.7 saturate to +inf.
+// inputs below -87.3 flush to 0, above 88.7 saturate to +inf, NaN stays NaN
+// (max/min return their second operand when either is NaN, so x goes second).
 // Range reduction x = n·ln2 + r with |r| <= ln2/2, then a degree-6 polynomial.
 inline __m512 exp_ps(__m512 x) {
   const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
@@ -25,7 +26,7 @@ inline __m512 exp_ps(__m512 x) {
   const __m512 lo = _mm512_set1_ps(-87.3365478515625f);
   const __m512 hi = _mm512_set1_ps(88.72283935546875f);
   const __mmask16 underflow = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-  x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+  x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
   const __m512 n =
       _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);

@@ -54,9 +54,15 @@ void attention_forward(const AttnArgs<T>& a, AttnOut<T>& o) {
       for (int64_t i = 0; i < a.Lq; ++i) {
         row_logits(a, b, h, i, s);
         T m = neg_inf;
-        for (T x : s) m = std::max(m, x);
+        bool nan = false;
+        for (T x : s) nan |= std::isnan(x), m = std::max(m, x);
         T* out = o.out + ((b * a.H + h) * a.Lq + i) * a.D;
         T* lse = o.lse + (b * a.H + h) * a.Lq + i;
+        if (nan) {  // a NaN logit makes the whole row NaN (out and lse), even when every logit is NaN
+          for (int64_t d = 0; d < a.D; ++d) out[d] = std::numeric_limits<T>::quiet_NaN();
+          *lse = std::numeric_limits<T>::quiet_NaN();
+          continue;
+        }
         for (int64_t d = 0; d < a.D; ++d) out[d] = 0;
         if (m == neg_inf) {  // fully masked row
           *lse = neg_inf;
