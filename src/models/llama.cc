@@ -233,6 +233,9 @@ LlamaTensorCheck check_llama_tensors(const io::GgufFile& f, const LlamaConfig& c
 // Quantized products over at most this many rows use 8-bit activations (LlamaTuning::q8_activations).
 constexpr int64_t kQ8MaxRows = 16;
 
+// The most bytes load() allocates for the KV caches (f32 + f16 copies, all layers).
+constexpr int64_t kMaxKvCacheBytes = int64_t{16} << 30;
+
 struct LlamaModel::Impl {
   io::GgufFile file;
   LlamaConfig c;
@@ -702,6 +705,16 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
   m.opt = tuning;
   ATTN_CHECK(options.max_context >= 0, "llama: max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
+  {
+    // The KV caches (f32, and f16 for decode steps) are allocated from cap: bound them before
+    // anything is allocated, so a hostile llama.context_length cannot drive the allocation.
+    const double bytes = static_cast<double>(m.cap) * static_cast<double>(m.c.layers) *
+                         static_cast<double>(m.c.kv_heads) * static_cast<double>(m.c.head_dim) * (8.0 + 4.0);
+    ATTN_CHECK(bytes <= static_cast<double>(kMaxKvCacheBytes), "llama: ", path, ": a KV cache of ", m.cap,
+               " tokens (llama.context_length ", m.c.context, ") would take ", bytes / (1 << 30), " GiB for ",
+               m.c.layers, " layers x ", m.c.kv_heads, " KV heads x ", m.c.head_dim,
+               " dims; at most 16 GiB: give a smaller LlamaOptions::max_context (attn --max-context)");
+  }
   // The portable int8 loops are a fallback for tests, slower than the f32-activation kernels: without
   // AVX512-VNNI (or with ATTN_ISA below avx512) decoding keeps f32 activations.
   m.q8 = tuning.q8_activations && !tuning.llama_cpp_rounding && ops::q8_dot_fast();

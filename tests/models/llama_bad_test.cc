@@ -312,6 +312,18 @@ TEST_F(LlamaBad, HugeBlockCountFailsFastWithoutAllocating) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
 }
 
+TEST_F(LlamaBad, HugeContextLengthFailsFastWithoutAllocating) {
+  TinyFile f = tiny();
+  f.set("llama.context_length", 0x7FFFFFFFu);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(write("context", f.bytes())),
+                        {"KV cache of 2147483647 tokens", "llama.context_length 2147483647", "max_context"});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  LlamaOptions small;
+  small.max_context = 64;  // an explicit capacity loads the same file
+  EXPECT_NO_THROW(LlamaModel::load(write("context_small", f.bytes()), small));
+}
+
 TEST_F(LlamaBad, NanNormWeightIsNamedAtLoad) {
   std::string b = tiny().bytes();
   // Norm weights are all 1.0f: overwrite the 6th value of the first norm in the data section.
