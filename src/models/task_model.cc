@@ -73,6 +73,22 @@ void check_config_against_tensors(const io::SafeTensorsFile& file, const Transfo
   }
   ATTN_CHECK(c.positions != Positions::learned || has_pos, "'", path,
              "': the config asks for learned positions but the file holds no positions table");
+  // Layer counts: a stack whose layers the file holds must hold exactly the config's number of them
+  // (the model allocates one block per configured layer).
+  for (const auto& [stack, want] : {std::pair<std::string, int64_t>{"encoder", c.encoder_layers},
+                                    std::pair<std::string, int64_t>{"decoder", c.decoder_layers}}) {
+    const std::string prefix = "model." + stack + ".layers.";  // checkpoint names: "model." + parameter
+    int64_t held = 0;
+    for (const std::string& name : file.names()) {
+      if (name.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::size_t dot = name.find('.', prefix.size());
+      const std::string index = name.substr(prefix.size(), dot - prefix.size());
+      if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) continue;
+      held = std::max<int64_t>(held, std::stoll(index) + 1);
+    }
+    ATTN_CHECK(held == 0 || held == want, "'", path, "': the config says ", stack, "_layers ", want,
+               "; the file holds ", held, " ", stack, " layers");
+  }
 }
 
 }  // namespace

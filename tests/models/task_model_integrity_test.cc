@@ -131,6 +131,19 @@ TEST(TaskModelIntegrity, HugeMaxLenFailsFastBeforeAllocating) {
   fs::remove(path);
 }
 
+TEST(TaskModelIntegrity, HugeLayerCountFailsFastBeforeAllocating) {
+  const std::string path = save_micro("layers.attn");
+  rewrite_metadata(path, [](std::string t) {
+    return replace_once(t, "\"encoder_layers\":" + std::to_string(micro_config().encoder_layers),
+                        "\"encoder_layers\":100000");
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERROR_CONTAINS(models::TaskModelFile::open(path, "classify"),
+                        {"encoder_layers 100000", "the file holds " + std::to_string(micro_config().encoder_layers)});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  fs::remove(path);
+}
+
 TEST(TaskModelIntegrity, NonFiniteWeightIsNamedWithItsIndex) {
   const TransformerConfig c = micro_config();
   models::EncoderClassifier m(c);
