@@ -2,7 +2,10 @@
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 
@@ -48,6 +51,24 @@ TEST(GenerateGguf, ChatFromStdin) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Berlin"), std::string::npos) << r.out;
+}
+
+// A chat whose GGUF is truncated in place while it runs (the mapping's pages are gone: SIGBUS) ends
+// with a clear error and exit 1, not a bare signal. Truncation during the load gives the same error.
+TEST(GenerateGguf, ModelFileOverwrittenWhileInUseIsAnError) {
+  REQUIRE_SMOLLM();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("attn_sigbus_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string model = (dir / "m.gguf").string(), err = (dir / "stderr").string();
+  fs::copy_file(*io::find_smollm2_gguf(), model, fs::copy_options::overwrite_existing);
+  const std::string cmd = "( sleep 3; : > '" + model + "'; printf 'Hi\\n' ) | '" + ATTN_CLI_PATH +
+                          "' chat --model '" + model + "' --max-new 4 >/dev/null 2>'" + err + "'";
+  const int st = std::system(cmd.c_str());
+  const std::string e = attn::testing::read_text(err);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << st << "\n" << e;
+  EXPECT_NE(e.find("truncated or overwritten in place while in use (SIGBUS)"), std::string::npos) << e;
+  fs::remove_all(dir);
 }
 
 TEST(GenerateGguf, SaveAttentionForView) {

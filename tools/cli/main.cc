@@ -5,6 +5,9 @@
 #include <attn/io/files.h>
 #include <attn/version.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +63,24 @@ int finish(int rc, const std::string& cmd) {
   std::fprintf(stderr, "attn%s%s: error: cannot write to standard output: %s\n", cmd.empty() ? "" : " ",
                cmd.c_str(), err ? std::strerror(err) : "a write failed");
   return rc != 0 ? rc : 1;
+}
+
+// Model files are memory-mapped. When one is truncated or rewritten in place while attn runs, the
+// next read of a page that is gone raises SIGBUS: report it as an error (exit 1) instead of dying
+// with a bare signal. Only async-signal-safe calls here.
+extern "C" void on_mapped_file_fault(int) {
+  static const char msg[] =
+      "attn: error: a model file that attn was reading (memory-mapped) was truncated or overwritten in place "
+      "while in use (SIGBUS); replace model files by writing a new file and renaming it over the old one\n";
+  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+  _exit(1);
+}
+
+void report_mapped_file_faults() {
+  struct sigaction sa {};
+  sa.sa_handler = on_mapped_file_fault;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, nullptr);
 }
 
 // The global options before the command; throws attn::Error for a bad one.
@@ -124,6 +145,7 @@ int run(std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  report_mapped_file_faults();
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string cmd;  // for the message of a failed write: the command after the global options
   for (std::size_t i = 0; i < args.size(); ++i) {
