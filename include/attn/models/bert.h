@@ -102,7 +102,8 @@ class BertModel {
   // outside the vocabulary and batches over kMaxTokensPerCall padded tokens.
   BertOutput forward(const BertInput& input, const BertRunOptions& options = {}) const;
   // The same, adding each stage's wall time to `profile` (bench/minilm_bench --profile).
-  BertOutput forward_profiled(const BertInput& input, const BertRunOptions& options, BertProfile& profile) const;
+  BertOutput forward_profiled(const BertInput& input, const BertRunOptions& options,
+                              BertProfile& profile) const;
 
  private:
   BertOutput run(const BertInput& input, const BertRunOptions& options, BertProfile* profile) const;

@@ -45,14 +45,14 @@ struct ClassifyTrainOptions {
   int64_t layers = 2, d_model = 128, heads = 4, d_ff = 0;  // d_ff 0: 4 x d_model
   double dropout = 0.1, lr = 1e-3, weight_decay = 0.01, clip = 1.0;
   int64_t batch_size = 32, patience = 3, eval_every = 0;  // eval_every 0: every epoch
-  std::string command;  // the command line, for the report
+  std::string command;                                    // the command line, for the report
   Progress progress;
 };
 
 struct ClassifyTrainResult {
-  json::Value report;      // report.json
-  std::string report_md;   // report.md
-  std::string summary;     // two lines: test accuracy vs the baseline; steps, time and files
+  json::Value report;     // report.json
+  std::string report_md;  // report.md
+  std::string summary;    // two lines: test accuracy vs the baseline; steps, time and files
   double test_accuracy = 0, baseline_test_accuracy = 0;
   int64_t test_count = 0;
   std::string model_path;  // <out>/model.attn
@@ -77,8 +77,8 @@ struct ClassifyOptions {
 struct ClassifyResult {
   std::unique_ptr<models::TextClassifier> model;
   std::vector<models::Classification> classifications;  // one per text, with attention
-  std::string text;   // the blocks of format_classification, separated by blank lines
-  json::Value json;   // {"model": path, "results": [classification_json, ...]}
+  std::string text;  // the blocks of format_classification, separated by blank lines
+  json::Value json;  // {"model": path, "results": [classification_json, ...]}
 };
 
 // Loads the model (attn::Error naming the file and 'attn train classify' when it

@@ -52,7 +52,7 @@ std::string lm_piece(const text::CharTokenizer& tok, int64_t id);
 // ---- training --------------------------------------------------------------------------------------
 
 struct LmTrainOptions {
-  std::string data;            // UTF-8 text to train on (required)
+  std::string data;             // UTF-8 text to train on (required)
   std::string format = "auto";  // auto, plain or fortune (read_lm_text)
   std::string out = "lm.attn";  // the model file to write
   int64_t steps = 0;            // optimizer steps (0 with minutes 0: 1000)
@@ -62,11 +62,11 @@ struct LmTrainOptions {
   int64_t batch = 16;           // windows per step
   double lr = 2e-3;             // peak rate (warmup, then cosine to 10%)
   double dropout = 0.1;
-  int64_t min_freq = 2;         // rarer characters become [UNK]
-  double val_fraction = 0.05;   // the last fraction of the token stream is held out
-  int64_t eval_windows = 64;    // held-out windows evaluated
-  int64_t log_every = 20;       // progress line every N steps
-  uint64_t seed = 1;            // initialisation, data order and dropout
+  int64_t min_freq = 2;        // rarer characters become [UNK]
+  double val_fraction = 0.05;  // the last fraction of the token stream is held out
+  int64_t eval_windows = 64;   // held-out windows evaluated
+  int64_t log_every = 20;      // progress line every N steps
+  uint64_t seed = 1;           // initialisation, data order and dropout
   Progress progress;
 };
 
@@ -85,17 +85,17 @@ LmTrainResult train_lm(const LmTrainOptions& options);
 // ---- generation ------------------------------------------------------------------------------------
 
 struct LmGenerateOptions {
-  std::string model;   // a file written by train_lm (required)
-  std::string prompt;  // "": the start of a new entry; "\n" separates lines
+  std::string model;                 // a file written by train_lm (required)
+  std::string prompt;                // "": the start of a new entry; "\n" separates lines
   models::GenerateOptions generate;  // search, sampling, max_new_tokens, eos_id, seed
   // Called with the text of each sampled character as it is produced (not for beam search).
   std::function<void(const std::string&)> stream;
 };
 
 struct LmGenerated {
-  std::string text;             // the continuation (without the prompt)
+  std::string text;                  // the continuation (without the prompt)
   int64_t unknown_prompt_chars = 0;  // prompt characters not in the vocabulary ([UNK])
-  models::Generated generated;  // ids, log-prob, stop token
+  models::Generated generated;       // ids, log-prob, stop token
 };
 
 LmGenerated generate_lm(const LmGenerateOptions& options);

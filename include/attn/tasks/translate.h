@@ -30,20 +30,20 @@ struct TranslateTrainOptions {
   // the data folder (data::find_data_dir).
   std::string data;
   std::string out = "runs/translate";
-  double minutes = 15;    // time budget
-  int64_t max_steps = 0;  // > 0: stop after this many updates (or the budget, whichever first)
+  double minutes = 15;          // time budget
+  int64_t max_steps = 0;        // > 0: stop after this many updates (or the budget, whichever first)
   std::string preset = "tiny";  // micro, tiny, small, base
   int64_t layers = 0;           // > 0: encoder and decoder layers instead of the preset's
   int64_t batch_size = 64, warmup = 400;
   double lr_scale = 0.5, dropout = 0.1;
   models::TranslationTokenizerOptions tokenizer;
-  int64_t max_len = 48;     // tokens per sentence incl. <s>/</s>
-  int64_t max_pairs = 0;    // > 0: only the first N pairs of the file
-  int64_t eval_pairs = 0;   // > 0: BLEU on the first N test pairs
-  int64_t beam = 1;         // beam width of the final BLEU (1: greedy)
-  double alpha = 0.6;       // length penalty of beam search
+  int64_t max_len = 48;    // tokens per sentence incl. <s>/</s>
+  int64_t max_pairs = 0;   // > 0: only the first N pairs of the file
+  int64_t eval_pairs = 0;  // > 0: BLEU on the first N test pairs
+  int64_t beam = 1;        // beam width of the final BLEU (1: greedy)
+  double alpha = 0.6;      // length penalty of beam search
   uint64_t seed = 1;
-  std::string command;      // the command line, for the report
+  std::string command;  // the command line, for the report
   Progress progress;
 };
 
@@ -62,11 +62,11 @@ inline constexpr const char* kDefaultTranslatorModel = "runs/translate/model.att
 struct TranslateOptions {
   std::string model = kDefaultTranslatorModel;
   std::vector<std::string> sentences;
-  int64_t beam = 4;      // 1: greedy
-  double alpha = 0.6;    // length penalty ((5+n)/6)^alpha
-  int64_t max_new = 0;   // 0: the model's max length - 1
-  int64_t top = 2;       // source tokens listed per character
-  bool layers = false;   // also the strongest source token of every decoder layer (teacher-forced)
+  int64_t beam = 4;     // 1: greedy
+  double alpha = 0.6;   // length penalty ((5+n)/6)^alpha
+  int64_t max_new = 0;  // 0: the model's max length - 1
+  int64_t top = 2;      // source tokens listed per character
+  bool layers = false;  // also the strongest source token of every decoder layer (teacher-forced)
   // Capture every layer's attention (teacher-forced) of each sentence, as layers does,
   // for an export: the table then lists every decoder layer too.
   bool capture = false;
@@ -75,9 +75,9 @@ struct TranslateOptions {
 struct TranslateResult {
   std::unique_ptr<models::Translator> translator;
   std::vector<models::Translation> translations;
-  std::string search;  // "greedy" or "beam 4, alpha 0.6"
-  std::string text;    // per sentence: the translation and the alignment table
-  json::Value json;    // one object per sentence (the object itself when there is one)
+  std::string search;                     // "greedy" or "beam 4, alpha 0.6"
+  std::string text;                       // per sentence: the translation and the alignment table
+  json::Value json;                       // one object per sentence (the object itself when there is one)
   models::AttentionCapture last_capture;  // with layers or capture: of the last sentence
 };
 

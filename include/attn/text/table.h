@@ -9,10 +9,10 @@
 // Every rendered line has the same display width (trailing cells are padded).
 #pragma once
 
+#include <attn/text/width.h>
+
 #include <string>
 #include <vector>
-
-#include <attn/text/width.h>
 
 namespace attn::text {
 

@@ -27,10 +27,10 @@
 // files (tensor checksums only) are refused with a message to retrain.
 #pragma once
 
+#include <attn/core/params.h>
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <attn/train/optim.h>
-#include <attn/core/params.h>
 #include <attn/train/schedule.h>
 
 #include <cstdint>
@@ -94,7 +94,8 @@ void save_checkpoint(const std::string& path, const NamedParams& model, const Op
 LoadedCheckpoint load_checkpoint(const std::string& path, const NamedParams& model, Optimizer* optimizer);
 // The same on a file already open (read_checkpoint_model_config and
 // load_checkpoint on one SafeTensorsFile: one open and one mapping per load).
-LoadedCheckpoint load_checkpoint(const io::SafeTensorsFile& file, const NamedParams& model, Optimizer* optimizer);
+LoadedCheckpoint load_checkpoint(const io::SafeTensorsFile& file, const NamedParams& model,
+                                 Optimizer* optimizer);
 
 // The model_config stored in the checkpoint at `path`, without reading any
 // tensor (format and version are validated; throws attn::Error otherwise).

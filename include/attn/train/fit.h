@@ -20,8 +20,8 @@
 // the time budget counts from the start of this call.
 #pragma once
 
-#include <attn/core/tensor.h>
 #include <attn/core/params.h>
+#include <attn/core/tensor.h>
 #include <attn/train/trainer.h>
 
 #include <cstdint>
@@ -93,14 +93,14 @@ struct FitHooks {
 
 struct FitResult {
   StopReason reason = StopReason::steps;
-  int64_t steps = 0;              // updates done in all (trainer.state().step)
-  int64_t epoch = 0;              // epoch of the last update (0-based)
-  bool epoch_complete = false;    // the last update was its epoch's last batch
+  int64_t steps = 0;            // updates done in all (trainer.state().step)
+  int64_t epoch = 0;            // epoch of the last update (0-based)
+  bool epoch_complete = false;  // the last update was its epoch's last batch
   int64_t evaluations = 0;
   bool has_best = false;
-  int64_t best_step = 0;          // step of the best evaluation
+  int64_t best_step = 0;  // step of the best evaluation
   EvalScore best;
-  double seconds = 0;             // of this call (evaluations included)
+  double seconds = 0;  // of this call (evaluations included)
 };
 
 // Trains until a limit is reached; at least one limit (epochs, max_steps,

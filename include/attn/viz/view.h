@@ -21,7 +21,7 @@ std::string page_html(const Export& e);
 // ---- the terminal ----------------------------------------------------------------
 
 struct TerminalOptions {
-  std::string set;  // key of the attention set; "" = the first one
+  std::string set;              // key of the attention set; "" = the first one
   int64_t layer = 0, head = 0;  // from 0
 };
 // A heatmap of one layer and head in Unicode block shading with token labels.
