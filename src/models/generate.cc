@@ -263,8 +263,7 @@ void check_logits(const LogitRows& logits, std::size_t rows, int64_t V, int64_t 
 }
 
 std::vector<Generated> run_simple(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
-                                  const Problem& p, const TokenCallback& on_token,
-                                  std::vector<Rng>& rngs) {
+                                  const Problem& p, const TokenCallback& on_token, std::vector<Rng>& rngs) {
   const GenerateOptions& o = p.o;
   const int64_t B = static_cast<int64_t>(p.caps.size());
   std::vector<std::optional<Generated>> done(static_cast<std::size_t>(B));

@@ -19,7 +19,6 @@
 #include <set>
 #include <sstream>
 
-
 namespace attn::models {
 namespace {
 
@@ -295,7 +294,8 @@ struct LlamaModel::Impl {
     if (!m.quant || opt.expand_on_load) {
       Tensor w = file.load(name);
       m.f32.assign(w.data<float>(), w.data<float>() + w.numel());
-      io::check_finite(m.f32.data(), static_cast<int64_t>(m.f32.size()), "llama: " + file.path() + ": tensor '" + name + "'");
+      io::check_finite(m.f32.data(), static_cast<int64_t>(m.f32.size()),
+                       "llama: " + file.path() + ": tensor '" + name + "'");
     } else {
       check_quant_scales(file.view(name), name);
     }

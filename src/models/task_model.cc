@@ -27,7 +27,8 @@ void save_task_model(const std::string& path, const std::string& task, const Tra
 
 namespace {
 
-TaskModelHeader parse_header(const json::Value& h, const std::string& path, const std::string& expected_task) {
+TaskModelHeader parse_header(const json::Value& h, const std::string& path,
+                             const std::string& expected_task) {
   const json::Value* fmt = h.is_object() ? h.find("format") : nullptr;
   ATTN_CHECK(fmt && fmt->is_string() && fmt->as_string() == kFormat, "'", path,
              "' is an attn checkpoint but not a task model (expected model_config.format \"", kFormat,
@@ -67,8 +68,9 @@ void check_config_against_tensors(const io::SafeTensorsFile& file, const Transfo
                  " and d_model ", c.d_model, ", so tensor '", name, "' should be ",
                  shape_str({c.max_len, c.d_model}), "; the file holds ", shape_str(shape));
     } else if (ends_with(name, "embed.weight")) {
-      ATTN_CHECK(shape.size() == 2 && shape[1] == c.d_model, "'", path, "': the config says d_model ", c.d_model,
-                 ", so tensor '", name, "' should be [*, ", c.d_model, "]; the file holds ", shape_str(shape));
+      ATTN_CHECK(shape.size() == 2 && shape[1] == c.d_model, "'", path, "': the config says d_model ",
+                 c.d_model, ", so tensor '", name, "' should be [*, ", c.d_model, "]; the file holds ",
+                 shape_str(shape));
     }
   }
   ATTN_CHECK(c.positions != Positions::learned || has_pos, "'", path,
@@ -83,7 +85,8 @@ void check_config_against_tensors(const io::SafeTensorsFile& file, const Transfo
       if (name.compare(0, prefix.size(), prefix) != 0) continue;
       const std::size_t dot = name.find('.', prefix.size());
       const std::string index = name.substr(prefix.size(), dot - prefix.size());
-      if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos)
+        continue;
       held = std::max<int64_t>(held, std::stoll(index) + 1);
     }
     ATTN_CHECK(held == 0 || held == want, "'", path, "': the config says ", stack, "_layers ", want,

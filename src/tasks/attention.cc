@@ -45,7 +45,8 @@ Export model_attention(const ModelAttentionOptions& o) {
   bool truncated = false;
   Export e = viz::export_bert_attention(enc, minilm ? "all-MiniLM-L6-v2" : model, o.text, &truncated);
   if (truncated && o.note)
-    o.note("note: the text is longer than " + std::to_string(enc.max_seq_length()) + " tokens and was truncated");
+    o.note("note: the text is longer than " + std::to_string(enc.max_seq_length()) +
+           " tokens and was truncated");
   return e;
 }
 

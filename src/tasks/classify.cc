@@ -154,7 +154,6 @@ json::Value classification_json(const std::string& text, const models::Classific
                         {"attention", layers}});
 }
 
-
 // Non-blank lines of a UTF-8 text (invalid UTF-8 is an error naming `what` and the line).
 std::vector<std::string> nonblank_lines(const std::string& bytes, const std::string& what) {
   std::vector<std::string> out;
@@ -175,7 +174,6 @@ std::vector<std::string> nonblank_lines(const std::string& bytes, const std::str
   return out;
 }
 
-
 ClassifyResult classify_texts(const ClassifyOptions& options) {
   ATTN_CHECK(std::filesystem::exists(options.model), "model file '", options.model,
              "' not found; train one with 'attn train classify' or pass --model FILE");
@@ -186,8 +184,10 @@ ClassifyResult classify_texts(const ClassifyOptions& options) {
   json::Value arr = json::Value::array();
   for (std::size_t i = 0; i < options.texts.size(); ++i) {
     if (i > 0) r.text += "\n";
-    r.text += format_classification(options.texts[i], r.classifications[i], r.model->labels(), options.format);
-    arr.push_back(classification_json(options.texts[i], r.classifications[i], r.model->labels(), options.format));
+    r.text +=
+        format_classification(options.texts[i], r.classifications[i], r.model->labels(), options.format);
+    arr.push_back(
+        classification_json(options.texts[i], r.classifications[i], r.model->labels(), options.format));
   }
   r.json = json::Value::object({{"model", json::Value::string(options.model)}, {"results", arr}});
   return r;

@@ -4,8 +4,8 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
-#include <attn/data/batch.h>
 #include <attn/core/random.h>
+#include <attn/data/batch.h>
 #include <attn/data/reader.h>
 #include <attn/data/split.h>
 #include <attn/io/files.h>
@@ -34,17 +34,18 @@ namespace attn::tasks {
 namespace {
 
 namespace fs = std::filesystem;
-using json::Value;
 using detail::Clock;
 using detail::duration;
 using detail::fmt;
 using detail::pct;
 using detail::seconds_since;
+using json::Value;
 
 // The options with the preset's defaults filled in, checked.
 ClassifyTrainOptions resolve(const ClassifyTrainOptions& o) {
   ClassifyTrainOptions s = o;
-  ATTN_CHECK(s.preset == "quick" || s.preset == "full", "--preset must be quick or full; got '", s.preset, "'");
+  ATTN_CHECK(s.preset == "quick" || s.preset == "full", "--preset must be quick or full; got '", s.preset,
+             "'");
   ATTN_CHECK(!(o.minutes > 0 && o.epochs > 0), "give --minutes or --epochs, not both");
   ATTN_CHECK(!(o.max_epochs > 0 && o.epochs > 0), "--max-epochs goes with a time budget, not with --epochs");
   if (s.minutes <= 0) s.minutes = s.preset == "quick" ? 3.5 : 8.0;
@@ -56,10 +57,11 @@ ClassifyTrainOptions resolve(const ClassifyTrainOptions& o) {
   }
   if (s.d_ff <= 0) s.d_ff = 4 * s.d_model;
   ATTN_CHECK(s.epochs >= 0 && s.batch_size >= 1 && s.patience >= 1 && s.eval_every >= 0 && s.max_len >= 2 &&
-                 s.max_chars >= 1 && s.min_freq >= 1 && s.layers >= 1 && s.heads >= 1 && s.lr > 0 && s.clip > 0,
-             "train classify: an option is out of range (batch size ", s.batch_size, ", patience ", s.patience,
-             ", max_len ", s.max_len, ", layers ", s.layers, ", heads ", s.heads, ", lr ", s.lr, ", clip ", s.clip,
-             ")");
+                 s.max_chars >= 1 && s.min_freq >= 1 && s.layers >= 1 && s.heads >= 1 && s.lr > 0 &&
+                 s.clip > 0,
+             "train classify: an option is out of range (batch size ", s.batch_size, ", patience ",
+             s.patience, ", max_len ", s.max_len, ", layers ", s.layers, ", heads ", s.heads, ", lr ", s.lr,
+             ", clip ", s.clip, ")");
   ATTN_CHECK(s.d_model % s.heads == 0, "--d-model (", s.d_model, ") must be a multiple of --heads (", s.heads,
              ")");
   return s;
@@ -199,7 +201,8 @@ EvalResult evaluate(models::EncoderClassifier& model, const data::EncodedDataset
 // provisional linear warmup over 100 steps. Reads total and warmup live.
 class BudgetSchedule final : public train::Schedule {
  public:
-  BudgetSchedule(double lr, const int64_t& total, const int64_t& warmup) : lr_(lr), total_(total), warmup_(warmup) {}
+  BudgetSchedule(double lr, const int64_t& total, const int64_t& warmup)
+      : lr_(lr), total_(total), warmup_(warmup) {}
   double lr(int64_t t) const override {
     if (total_ == 0) return lr_ * std::min(1.0, static_cast<double>(t) / 100.0);
     return train::WarmupCosineSchedule(lr_, warmup_, total_, lr_ * 0.02).lr(t);
@@ -223,7 +226,8 @@ struct Baseline {
   double seconds = 0;
 };
 
-Baseline train_baseline(const data::Dataset& ds, const data::Split& split, const text::CharTokenizerOptions& to) {
+Baseline train_baseline(const data::Dataset& ds, const data::Split& split,
+                        const text::CharTokenizerOptions& to) {
   const auto t_nb = Clock::now();
   auto tokens_of = [&](int64_t i) { return text::char_tokenize(ds.examples[i].text, to); };
   std::vector<std::vector<std::string>> nb_docs;
@@ -433,8 +437,16 @@ Prepared prepare(ClassifyTrainOptions& s, StepProgress& progress) {
                 std::to_string(ds.size()) + " texts longer than " + std::to_string(s.max_len - 1) +
                 " characters are cut to the first " + std::to_string(s.max_len - 1));
 
-  return Prepared{std::move(d),    split,       to,          static_cast<int64_t>(counts.size()),
-                  std::move(tokenizer), std::move(enc), std::move(length), trunc_train, trunc_valid, trunc_test};
+  return Prepared{std::move(d),
+                  split,
+                  to,
+                  static_cast<int64_t>(counts.size()),
+                  std::move(tokenizer),
+                  std::move(enc),
+                  std::move(length),
+                  trunc_train,
+                  trunc_valid,
+                  trunc_test};
 }
 
 // The five files are written into a staging folder next to the run folder and swapped in with one
@@ -588,13 +600,14 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
       fs.max_steps = total;
     }
     const double eta = total > 0 ? fs.seconds / step * static_cast<double>(total - step) : 0;
-    progress.step(step, total, fs.epoch, r.loss, static_cast<double>(tokens) / std::max(1e-9, fs.seconds), eta);
+    progress.step(step, total, fs.epoch, r.loss, static_cast<double>(tokens) / std::max(1e-9, fs.seconds),
+                  eta);
   };
   hooks.on_eval = [&](const train::FitEval& e) {
     history.push_back({e.step, e.epoch, e.train_loss, e.score.loss, e.score.score, e.lr, e.seconds});
-    progress.note("step " + std::to_string(e.step) + " epoch " + std::to_string(e.epoch + 1) + ": train loss " +
-                  fmt("%.4f", e.train_loss) + ", valid loss " + fmt("%.4f", e.score.loss) + ", valid accuracy " +
-                  pct(e.score.score) + (e.best ? " (best)" : ""));
+    progress.note("step " + std::to_string(e.step) + " epoch " + std::to_string(e.epoch + 1) +
+                  ": train loss " + fmt("%.4f", e.train_loss) + ", valid loss " + fmt("%.4f", e.score.loss) +
+                  ", valid accuracy " + pct(e.score.score) + (e.best ? " (best)" : ""));
   };
   train::FitOptions fo;
   fo.epochs = s.epochs;
@@ -611,9 +624,10 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   const std::string stop_reason =
       fr.reason == train::StopReason::patience
           ? "early stop: no better validation accuracy in " + std::to_string(s.patience) + " validations"
-      : s.epochs > 0                               ? std::string("all epochs done")
-      : total >= s.max_epochs * steps_per_epoch ? "schedule done (--max-epochs " + std::to_string(s.max_epochs) + ")"
-                                                : std::string("time budget reached");
+      : s.epochs > 0 ? std::string("all epochs done")
+      : total >= s.max_epochs * steps_per_epoch
+          ? "schedule done (--max-epochs " + std::to_string(s.max_epochs) + ")"
+          : std::string("time budget reached");
   progress.note(stop_reason + "; kept the weights of step " + std::to_string(best_step) +
                 " (valid accuracy " + pct(best_acc) + ")");
 
@@ -797,11 +811,12 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
 
   ClassifyTrainResult result;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "test accuracy %s (macro F1 %.4f) vs naive Bayes baseline %s (macro F1 %.4f), on %lld held-out "
-                "reviews\n",
-                pct(test.accuracy).c_str(), test.macro_f1, pct(nb_test.accuracy).c_str(), nb_test.macro_f1,
-                static_cast<long long>(test.count));
+  std::snprintf(
+      line, sizeof line,
+      "test accuracy %s (macro F1 %.4f) vs naive Bayes baseline %s (macro F1 %.4f), on %lld held-out "
+      "reviews\n",
+      pct(test.accuracy).c_str(), test.macro_f1, pct(nb_test.accuracy).c_str(), nb_test.macro_f1,
+      static_cast<long long>(test.count));
   result.summary = line;
   result.summary += "trained " + std::to_string(step) + " steps in " + duration(train_seconds) + "; model " +
                     (fs::path(s.out) / "model.attn").string() + ", report " +

@@ -38,8 +38,8 @@ void note_truncated(const NoteFn& note, const std::vector<std::string>& texts, c
   for (std::size_t i = 0; i < texts.size(); ++i)
     if (e.truncated[i])
       note("note: text " + std::to_string(i + 1) + " (\"" + texts[i].substr(0, 40) +
-           (texts[i].size() > 40 ? "..." : "") + "\") is longer than " + std::to_string(enc.max_seq_length()) +
-           " tokens and was truncated");
+           (texts[i].size() > 40 ? "..." : "") + "\") is longer than " +
+           std::to_string(enc.max_seq_length()) + " tokens and was truncated");
 }
 
 std::string hex64(uint64_t h) {
@@ -65,14 +65,15 @@ std::string cache_path(const std::string& corpus, const std::string& cache_dir,
 std::string cache_checksum(std::span<const std::byte> vectors, const std::string& fingerprint,
                            const std::string& corpus_hash, const std::string& lines) {
   const uint64_t seed = models::fnv1a64(fingerprint + "\n" + corpus_hash + "\n" + lines);
-  return hex64(models::fnv1a64(
-      std::string_view(reinterpret_cast<const char*>(vectors.data()), vectors.size()), seed));
+  return hex64(
+      models::fnv1a64(std::string_view(reinterpret_cast<const char*>(vectors.data()), vectors.size()), seed));
 }
 
 // Embeddings about to be printed, written or scored: a NaN or inf is an error, never output.
 void check_vectors(const Tensor& v, const std::string& what) {
-  io::check_finite(v, what + " (rows are texts, columns dimensions; the model's weights or the input "
-                             "produced it)");
+  io::check_finite(v, what +
+                          " (rows are texts, columns dimensions; the model's weights or the input "
+                          "produced it)");
 }
 
 // The cached vectors when the cache matches the corpus hash, the model and the line count; else
@@ -150,16 +151,18 @@ Tensor corpus_vectors(const SearchOptions& o, const models::SentenceEncoder& enc
     try {
       const std::span<const std::byte> raw(static_cast<const std::byte*>(vecs.raw_data()),
                                            static_cast<std::size_t>(vecs.numel()) * sizeof(float));
-      io::save_safetensors(cpath, {{"embeddings", vecs}},
-                           {{"format", kSearchCacheFormat},
-                            {"model", enc.fingerprint()},
-                            {"corpus_fnv1a64", corpus_hash},
-                            {"corpus", o.corpus},
-                            {"lines", std::to_string(N)},
-                            {"checksum", cache_checksum(raw, enc.fingerprint(), corpus_hash, std::to_string(N))}});
+      io::save_safetensors(
+          cpath, {{"embeddings", vecs}},
+          {{"format", kSearchCacheFormat},
+           {"model", enc.fingerprint()},
+           {"corpus_fnv1a64", corpus_hash},
+           {"corpus", o.corpus},
+           {"lines", std::to_string(N)},
+           {"checksum", cache_checksum(raw, enc.fingerprint(), corpus_hash, std::to_string(N))}});
       if (o.note) o.note("cached the corpus embeddings in " + cpath);
     } catch (const Error& err) {
-      if (o.note) o.note(std::string("note: could not write the cache (") + err.what() + "); continuing without it");
+      if (o.note)
+        o.note(std::string("note: could not write the cache (") + err.what() + "); continuing without it");
     }
   }
   return vecs;

@@ -61,9 +61,11 @@ std::string line(const char* f, ...) {
 
 void check(const LmTrainOptions& o) {
   ATTN_CHECK(!o.data.empty(), "--data FILE is required (a UTF-8 text file)");
-  ATTN_CHECK(o.preset == "tiny" || o.preset == "small", "--preset must be tiny or small; got '", o.preset, "'");
-  ATTN_CHECK(o.steps >= 0 && o.minutes >= 0 && o.seq_len >= 2 && o.batch >= 1 && o.lr > 0 && o.min_freq >= 1 &&
-                 o.val_fraction > 0 && o.val_fraction < 1 && o.eval_windows >= 1 && o.log_every >= 1,
+  ATTN_CHECK(o.preset == "tiny" || o.preset == "small", "--preset must be tiny or small; got '", o.preset,
+             "'");
+  ATTN_CHECK(o.steps >= 0 && o.minutes >= 0 && o.seq_len >= 2 && o.batch >= 1 && o.lr > 0 &&
+                 o.min_freq >= 1 && o.val_fraction > 0 && o.val_fraction < 1 && o.eval_windows >= 1 &&
+                 o.log_every >= 1,
              "train lm: an option is out of range (steps ", o.steps, ", minutes ", o.minutes, ", seq_len ",
              o.seq_len, ", batch ", o.batch, ", lr ", o.lr, ")");
 }
@@ -123,9 +125,10 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
              L, " and a held-out part");
   const std::vector<int64_t> train_ids(stream.begin(), stream.end() - n_val);
   const std::vector<int64_t> val_ids(stream.end() - n_val, stream.end());
-  progress(line("%s: %lld lines, %zu entries (%s format), %zu tokens (%zu train, %zu held out), vocabulary %lld\n",
-                o.data.c_str(), static_cast<long long>(t.lines), t.entries.size(), t.format.c_str(),
-                stream.size(), train_ids.size(), val_ids.size(), static_cast<long long>(vocab.size())));
+  progress(
+      line("%s: %lld lines, %zu entries (%s format), %zu tokens (%zu train, %zu held out), vocabulary %lld\n",
+           o.data.c_str(), static_cast<long long>(t.lines), t.entries.size(), t.format.c_str(), stream.size(),
+           train_ids.size(), val_ids.size(), static_cast<long long>(vocab.size())));
 
   models::TransformerConfig cfg = models::TransformerConfig::preset(o.preset);
   cfg.src_vocab = 0;
@@ -144,7 +147,8 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
   ao.weight_decay = 0.01;
   ao.no_decay = train::default_no_decay;
   train::AdamW opt(params, ao);
-  const int64_t sched_total = steps > 0 ? steps : (int64_t{1} << 40);  // --minutes alone: constant after warmup
+  const int64_t sched_total =
+      steps > 0 ? steps : (int64_t{1} << 40);  // --minutes alone: constant after warmup
   const int64_t warmup = std::min<int64_t>(100, std::max<int64_t>(1, sched_total / 10));
   train::WarmupCosineSchedule sched(o.lr, warmup, sched_total, o.lr * 0.1);
   train::TrainerOptions to;
@@ -182,8 +186,8 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
       if (o.minutes > 0) left = steps > 0 ? std::min(left, o.minutes * 60 - secs) : o.minutes * 60 - secs;
       char of[32] = "";
       if (steps > 0) std::snprintf(of, sizeof of, "/%lld", static_cast<long long>(steps));
-      progress(line("step %lld%s  loss %.4f  lr %.2e  %.0f tokens/s  ETA %s%s", static_cast<long long>(done), of,
-                    r.loss, r.lr, tps, detail::duration(left).c_str(), tty ? "   \r" : "\n"));
+      progress(line("step %lld%s  loss %.4f  lr %.2e  %.0f tokens/s  ETA %s%s", static_cast<long long>(done),
+                    of, r.loss, r.lr, tps, detail::duration(left).c_str(), tty ? "   \r" : "\n"));
     }
   };
   train::FitOptions fo;
@@ -198,9 +202,9 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
                 static_cast<long long>(res.steps), res.loss_after, std::exp(res.loss_after), res.train_loss,
                 res.seconds));
   model.eval();
-  models::save_task_model(o.out, "lm", cfg,
-                          model_data(o, t, vocab, res.steps, train_ids.size(), val_ids.size(), res.loss_after),
-                          params);
+  models::save_task_model(
+      o.out, "lm", cfg, model_data(o, t, vocab, res.steps, train_ids.size(), val_ids.size(), res.loss_after),
+      params);
   progress("wrote " + o.out + "\n");
   res.out = o.out;
   return res;

@@ -73,8 +73,8 @@ Value source_entry(const models::Translation& t, const std::vector<float>& row, 
 }
 
 Value translation_json(const models::Translation& t, const std::vector<std::string>& rows,
-                       const std::vector<std::vector<std::vector<float>>>& per_layer, const std::string& search,
-                       int64_t alignment_layer, const TranslateOptions& o) {
+                       const std::vector<std::vector<std::vector<float>>>& per_layer,
+                       const std::string& search, int64_t alignment_layer, const TranslateOptions& o) {
   Value j = Value::object();
   j.set("source", Value::string(t.source));
   j.set("translation", Value::string(t.text));
@@ -114,7 +114,8 @@ std::string translation_text(const models::Translation& t, const std::vector<std
   std::snprintf(head, sizeof head, "English: %s\n中文:    %s\n(%s, log p %.3f%s)\n\n", t.source.c_str(),
                 t.text.c_str(), search.c_str(), t.log_prob, t.stopped ? "" : ", stopped at the length limit");
   std::string s = head;
-  std::snprintf(head, sizeof head, "cross-attention of the last decoder layer (%lld), averaged over %lld heads:\n",
+  std::snprintf(head, sizeof head,
+                "cross-attention of the last decoder layer (%lld), averaged over %lld heads:\n",
                 static_cast<long long>(cfg.decoder_layers - 1), static_cast<long long>(cfg.heads));
   s += head;
   std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"char", text::Align::left}};

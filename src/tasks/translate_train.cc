@@ -2,8 +2,8 @@
 // EncoderDecoder on Tatoeba English -> Chinese (docs/translate.md).
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
-#include <attn/data/batch.h>
 #include <attn/core/random.h>
+#include <attn/data/batch.h>
 #include <attn/data/reader.h>
 #include <attn/data/split.h>
 #include <attn/io/files.h>
@@ -115,10 +115,10 @@ void check(const TranslateTrainOptions& o) {
 
 std::string data_file(const TranslateTrainOptions& o) {
   if (!o.data.empty()) return o.data;
-  const std::string dir = data::find_data_dir(
-      {"tatoeba-cmn/cmn.txt"}, "translation data",
-      "the Tatoeba pairs are not in that download: pass --data FILE (Tatoeba cmn.txt: English<TAB>Chinese<TAB>attribution, from "
-      "https://www.manythings.org/anki/) or set ATTN_DATA_DIR");
+  const std::string dir = data::find_data_dir({"tatoeba-cmn/cmn.txt"}, "translation data",
+                                              "the Tatoeba pairs are not in that download: pass --data FILE "
+                                              "(Tatoeba cmn.txt: English<TAB>Chinese<TAB>attribution, from "
+                                              "https://www.manythings.org/anki/) or set ATTN_DATA_DIR");
   return (fs::path(dir) / "tatoeba-cmn" / "cmn.txt").string();
 }
 
@@ -179,13 +179,14 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   po.max_src_len = o.max_len;
   po.max_tgt_len = o.max_len;
   po.pad_to_max = false;
-  progress(strf("model: EncoderDecoder preset %s, %lld+%lld layers, d_model %lld, %lld heads, d_ff %lld, %lld "
-                "parameters; batch %lld, Noam warmup %lld x %.3g (peak lr %.2e)\n",
-                o.preset.c_str(), static_cast<long long>(cfg.encoder_layers),
-                static_cast<long long>(cfg.decoder_layers), static_cast<long long>(cfg.d_model),
-                static_cast<long long>(cfg.heads), static_cast<long long>(cfg.d_ff),
-                static_cast<long long>(model->num_parameters()), static_cast<long long>(o.batch_size),
-                static_cast<long long>(o.warmup), o.lr_scale, schedule.lr(o.warmup)));
+  progress(
+      strf("model: EncoderDecoder preset %s, %lld+%lld layers, d_model %lld, %lld heads, d_ff %lld, %lld "
+           "parameters; batch %lld, Noam warmup %lld x %.3g (peak lr %.2e)\n",
+           o.preset.c_str(), static_cast<long long>(cfg.encoder_layers),
+           static_cast<long long>(cfg.decoder_layers), static_cast<long long>(cfg.d_model),
+           static_cast<long long>(cfg.heads), static_cast<long long>(cfg.d_ff),
+           static_cast<long long>(model->num_parameters()), static_cast<long long>(o.batch_size),
+           static_cast<long long>(o.warmup), o.lr_scale, schedule.lr(o.warmup)));
 
   // ---- training: train::fit, validation loss after every epoch -----------------------------
   const bool tty = progress.terminal;
@@ -227,9 +228,10 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
       const double eta_time = budget - t;
       const double eta_steps = o.max_steps > 0 ? (o.max_steps - step) * t / static_cast<double>(step) : 1e300;
       progress(strf("%sstep %lld  epoch %lld  loss %.3f (avg %.3f)  lr %.2e  %.0f tok/s  %s  ETA %s%s",
-                    tty ? "\r" : "", static_cast<long long>(step), static_cast<long long>(fs.epoch + 1), r.loss,
-                    loss_ema, r.lr, static_cast<double>(tokens_seen) / std::max(t, 1e-9), clock_text(t).c_str(),
-                    clock_text(std::min(eta_time, eta_steps)).c_str(), tty ? "   " : "\n"));
+                    tty ? "\r" : "", static_cast<long long>(step), static_cast<long long>(fs.epoch + 1),
+                    r.loss, loss_ema, r.lr, static_cast<double>(tokens_seen) / std::max(t, 1e-9),
+                    clock_text(t).c_str(), clock_text(std::min(eta_time, eta_steps)).c_str(),
+                    tty ? "   " : "\n"));
     }
   };
   // The validation loss is logged, not used to stop or to pick weights.
@@ -249,8 +251,8 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
     e.set("seconds", num(ev.seconds));
     epochs.push_back(std::move(e));
     progress(strf("%sepoch %lld: train loss %.3f, validation loss %.3f (%lld pairs)%s\n", tty ? "\n" : "",
-                  static_cast<long long>(ev.epoch + 1), epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0, vloss,
-                  static_cast<long long>(split.valid.size()),
+                  static_cast<long long>(ev.epoch + 1), epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0,
+                  vloss, static_cast<long long>(split.valid.size()),
                   done ? " (stopped within the epoch)" : ""));
   };
   train::FitOptions fo;
@@ -274,8 +276,9 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   const std::string search = o.beam > 1 ? "beam " + std::to_string(o.beam) : "greedy";
   progress(strf("test: translating %zu held-out pairs (%s)...\n", test_rows.size(), search.c_str()));
   const models::BleuEvaluation ev = models::evaluate_bleu(translator, ds, test_rows, go, 64);
-  const std::string bleu_line = strf("test BLEU (sacreBLEU -tok zh, %zu pairs, %s): %.2f\n  %s\n",
-                                     test_rows.size(), search.c_str(), ev.bleu.score, ev.bleu.describe().c_str());
+  const std::string bleu_line =
+      strf("test BLEU (sacreBLEU -tok zh, %zu pairs, %s): %.2f\n  %s\n", test_rows.size(), search.c_str(),
+           ev.bleu.score, ev.bleu.describe().c_str());
 
   // ---- save ----------------------------------------------------------------------------------
   if (const fs::path parent = fs::path(out_dir).lexically_normal().parent_path(); !parent.empty())
@@ -317,8 +320,8 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
            str(std::string("tok:zh|smooth:exp|case:mixed|nrefs:1 (sacreBLEU-compatible, attn)")));
   bleu.set("detail", str(ev.bleu.describe()));
   bleu.set("pairs", integer(static_cast<int64_t>(test_rows.size())));
-  bleu.set("search",
-           str(o.beam > 1 ? "beam " + std::to_string(o.beam) + " alpha " + json::dump(num(o.alpha)) : "greedy"));
+  bleu.set("search", str(o.beam > 1 ? "beam " + std::to_string(o.beam) + " alpha " + json::dump(num(o.alpha))
+                                    : "greedy"));
   bleu.set("seconds", num(ev.seconds));
   json::Value rep = json::Value::object();
   rep.set("task", str("translate"));
@@ -367,8 +370,8 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   result.report_md = detail::translate_report_markdown(rep);
   io::write_file_atomically(stage.path("report.md"), result.report_md);
   stage.commit();
-  result.summary = bleu_line + "saved " + model_path + ", " + out_dir + "/report.json, " + out_dir +
-                   "/report.md\n";
+  result.summary =
+      bleu_line + "saved " + model_path + ", " + out_dir + "/report.json, " + out_dir + "/report.md\n";
   result.bleu = ev.bleu.score;
   result.model_path = model_path;
   result.report = std::move(rep);

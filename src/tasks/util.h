@@ -30,7 +30,8 @@ inline std::string duration(double s) {
   if (!std::isfinite(s)) return "?";
   const auto t = static_cast<int64_t>(std::lround(std::max(0.0, s)));
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(t / 60), static_cast<long long>(t % 60));
+  std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(t / 60),
+                static_cast<long long>(t % 60));
   return buf;
 }
 

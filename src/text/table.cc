@@ -1,6 +1,5 @@
-#include <attn/text/table.h>
-
 #include <attn/core/error.h>
+#include <attn/text/table.h>
 
 #include <algorithm>
 

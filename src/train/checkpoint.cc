@@ -151,16 +151,16 @@ json::Value checkpoint_metadata(const io::SafeTensorsFile& file, const std::stri
   const int64_t version = int_member(meta, "version");
   ATTN_CHECK(version != 1, "checkpoint: '", path,
              "' was written by an older version of attn (checkpoint version 1, whose checksums cover the "
-             "tensors only); this build reads version ", kCheckpointVersion,
-             ": retrain the model (or rerun the training) with this version");
+             "tensors only); this build reads version ",
+             kCheckpointVersion, ": retrain the model (or rerun the training) with this version");
   ATTN_CHECK(version == kCheckpointVersion, "checkpoint: '", path, "' has version ", version,
              "; this build reads version ", kCheckpointVersion);
   ATTN_CHECK(recorded != md.end(), "checkpoint: '", path, "' lacks the '", kMetaChecksum,
              "' metadata entry (the checksum of its config and training state)");
   const uint64_t got = fnv1a64(text->second);
   ATTN_CHECK(hex64(got) == recorded->second, "checkpoint: '", path,
-             "' is corrupt: its metadata (config, vocabulary, labels, training state) has checksum ", hex64(got),
-             ", recorded ", recorded->second);
+             "' is corrupt: its metadata (config, vocabulary, labels, training state) has checksum ",
+             hex64(got), ", recorded ", recorded->second);
   return meta;
 }
 
@@ -178,7 +178,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const NamedParams& mod
   return load_checkpoint(io::SafeTensorsFile::open(path), model, optimizer);
 }
 
-LoadedCheckpoint load_checkpoint(const io::SafeTensorsFile& file, const NamedParams& model, Optimizer* optimizer) {
+LoadedCheckpoint load_checkpoint(const io::SafeTensorsFile& file, const NamedParams& model,
+                                 Optimizer* optimizer) {
   const std::string& path = file.path();
   const json::Value meta = checkpoint_metadata(file, path);
 

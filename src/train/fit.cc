@@ -10,10 +10,14 @@ namespace attn::train {
 
 const char* stop_reason_name(StopReason r) {
   switch (r) {
-    case StopReason::epochs: return "epochs";
-    case StopReason::steps: return "steps";
-    case StopReason::time: return "time";
-    case StopReason::patience: return "patience";
+    case StopReason::epochs:
+      return "epochs";
+    case StopReason::steps:
+      return "steps";
+    case StopReason::time:
+      return "time";
+    case StopReason::patience:
+      return "patience";
   }
   return "?";
 }

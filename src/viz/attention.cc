@@ -26,8 +26,8 @@ std::string clip(const std::string& s, std::size_t n) {
 std::string top_keys(const AttentionSet& s, std::size_t l, int64_t head, int64_t top) {
   const Layer& layer = s.layers[l];
   const auto N = static_cast<int64_t>(s.row_tokens.size());
-  std::string out = "\nlayer " + std::to_string(l) + ", head " + std::to_string(head) + ": each token's top " +
-                    std::to_string(top) + " keys\n";
+  std::string out = "\nlayer " + std::to_string(l) + ", head " + std::to_string(head) +
+                    ": each token's top " + std::to_string(top) + " keys\n";
   for (int64_t i = 0; i < N; ++i) {
     std::vector<int64_t> idx(static_cast<std::size_t>(N));
     for (int64_t j = 0; j < N; ++j) idx[static_cast<std::size_t>(j)] = j;
@@ -38,8 +38,8 @@ std::string top_keys(const AttentionSet& s, std::size_t l, int64_t head, int64_t
     for (std::ptrdiff_t r = 0; r < k; ++r) {
       char w[32];
       std::snprintf(w, sizeof w, " %.2f", layer.at(head, i, idx[static_cast<std::size_t>(r)]));
-      line += std::string(r ? "," : "") + " " + s.col_tokens[static_cast<std::size_t>(idx[static_cast<std::size_t>(r)])] +
-              w;
+      line += std::string(r ? "," : "") + " " +
+              s.col_tokens[static_cast<std::size_t>(idx[static_cast<std::size_t>(r)])] + w;
     }
     out += line + "\n";
   }
@@ -53,7 +53,8 @@ std::string layer_table(const AttentionSet& s, std::size_t l, int64_t only_head)
   const auto N = static_cast<int64_t>(s.row_tokens.size());
   std::vector<text::Table::Column> cols = {{"token", text::Align::left}};
   for (int64_t h = 0; h < layer.heads; ++h)
-    if (only_head < 0 || h == only_head) cols.push_back({std::string("h").append(std::to_string(h)), text::Align::left});
+    if (only_head < 0 || h == only_head)
+      cols.push_back({std::string("h").append(std::to_string(h)), text::Align::left});
   text::Table t(cols);
   for (int64_t i = 0; i < N; ++i) {
     std::vector<std::string> row = {clip(s.row_tokens[static_cast<std::size_t>(i)], 10)};
@@ -85,7 +86,8 @@ Export export_llama_attention(const models::LlamaAttention& a, const std::string
   ATTN_CHECK(a.tokens.size() == a.ids.size(), "attention export: ", a.tokens.size(), " tokens for ",
              a.ids.size(), " ids; expected one per id");
   SelfAttentionInput in{model_name, text, a.tokens, {}};
-  for (const std::vector<float>& layer : a.layers) in.layers.push_back(layer_from_floats(layer, a.heads, N, N));
+  for (const std::vector<float>& layer : a.layers)
+    in.layers.push_back(layer_from_floats(layer, a.heads, N, N));
   return self_attention_export(std::move(in));
 }
 
@@ -115,7 +117,8 @@ Export export_bert_attention(const models::SentenceEncoder& enc, const std::stri
 }
 
 std::string attention_summary(const Export& e, const SummaryOptions& o) {
-  ATTN_CHECK(!e.sets.empty() && !e.sets.front().layers.empty(), "attention summary: the export has no layers");
+  ATTN_CHECK(!e.sets.empty() && !e.sets.front().layers.empty(),
+             "attention summary: the export has no layers");
   const AttentionSet& s = e.sets.front();
   const auto L = static_cast<int64_t>(s.layers.size());
   const int64_t H = s.layers.front().heads;
@@ -123,7 +126,8 @@ std::string attention_summary(const Export& e, const SummaryOptions& o) {
   ATTN_CHECK(o.head < H, "--head: expected a head in 0..", H - 1, "; got ", o.head);
   ATTN_CHECK(o.top >= 1, "--top: expected at least 1; got ", o.top);
   char head[256];
-  std::snprintf(head, sizeof head, ": %lld tokens, %zu layers x %lld heads (exact weights from the fused kernel)\n",
+  std::snprintf(head, sizeof head,
+                ": %lld tokens, %zu layers x %lld heads (exact weights from the fused kernel)\n",
                 static_cast<long long>(s.row_tokens.size()), s.layers.size(), static_cast<long long>(H));
   std::string out = e.model + head;
   for (std::size_t l = 0; l < s.layers.size(); ++l) {

@@ -361,8 +361,8 @@ void save_export(const std::string& path, const Export& e, const std::string& wh
 }
 
 Layer layer_from_weights(const Tensor& w) {
-  ATTN_CHECK(w.rank() == 4 && w.size(0) == 1, "attention export: expected captured weights [1, H, rows, cols]; got ",
-             shape_str(w.shape()));
+  ATTN_CHECK(w.rank() == 4 && w.size(0) == 1,
+             "attention export: expected captured weights [1, H, rows, cols]; got ", shape_str(w.shape()));
   Layer l;
   l.heads = w.size(1), l.rows = w.size(2), l.cols = w.size(3);
   l.w = w.to_vector();
@@ -405,7 +405,8 @@ Export encoder_decoder_export(EncoderDecoderInput in) {
   if (!in.cross.empty())
     e.sets.push_back(
         {"cross_attention", "cross-attention", e.decoder_tokens, e.encoder_tokens, std::move(in.cross)});
-  ATTN_CHECK(!e.sets.empty(), "attention export: an encoder-decoder export needs encoder, decoder or "
+  ATTN_CHECK(!e.sets.empty(),
+             "attention export: an encoder-decoder export needs encoder, decoder or "
              "cross-attention layers; got none");
   return e;
 }

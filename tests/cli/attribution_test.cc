@@ -97,7 +97,8 @@ TEST_P(ClassifyExplainCli, TextJsonAndExportForTheViewer) {
   const json::Value& at = e.at("attribution");
   EXPECT_EQ(at.at("target").as_string(), a.target == 1 ? "pos" : "neg");
   expect_near(testing::json_numbers(at.at("methods").at("ig")), a.integrated_gradients, 1e-6, "export ig");
-  expect_near(testing::json_numbers(at.at("methods").at("input_x_grad")), a.input_x_grad, 1e-6, "export input_x_grad");
+  expect_near(testing::json_numbers(at.at("methods").at("input_x_grad")), a.input_x_grad, 1e-6,
+              "export input_x_grad");
   // attn view accepts it.
   const CliRun v = run_attn("view '" + exp.string() + "' -o '" + page.string() + "'");
   EXPECT_EQ(v.status, 0) << v.err;
@@ -121,7 +122,8 @@ INSTANTIATE_TEST_SUITE_P(Models, ClassifyExplainCli,
                          [](const auto& info) { return info.param.name; });
 
 TEST(ClassifyExplainErrors, BadOptionsAreRefused) {
-  const std::string path = testing::save_micro_classifier({"errors", true, models::Positions::learned, 0}, "attn_attrib");
+  const std::string path =
+      testing::save_micro_classifier({"errors", true, models::Positions::learned, 0}, "attn_attrib");
   struct Bad {
     std::string args;
     std::vector<std::string> expected;

@@ -47,9 +47,9 @@ class ClassifyCli : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     write_reviews(dir_);
-    train_ = testing::run_attn("train classify --pos " + q(dir_ / "pos.txt") + " --neg " + q(dir_ / "neg.txt") +
-                               " --out " + q(dir_ / "run") +
-                               " --epochs 1 --layers 1 --d-model 32 --heads 2 --batch-size 16 --seed 3 --quiet");
+    train_ = testing::run_attn(
+        "train classify --pos " + q(dir_ / "pos.txt") + " --neg " + q(dir_ / "neg.txt") + " --out " +
+        q(dir_ / "run") + " --epochs 1 --layers 1 --d-model 32 --heads 2 --batch-size 16 --seed 3 --quiet");
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
   static std::string model() { return q(dir_ / "run" / "model.attn"); }

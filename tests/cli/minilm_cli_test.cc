@@ -47,10 +47,12 @@ struct Dir {
                << attn::io::kModelDirEnv << ")"
 
 // Exit status 1 and every part in the error.
-void expect_error(const std::string& args, const std::vector<std::string>& parts, const std::string& input = "") {
+void expect_error(const std::string& args, const std::vector<std::string>& parts,
+                  const std::string& input = "") {
   const CliRun r = run_attn(args, input);
   EXPECT_EQ(r.status, 1) << args << "\n" << r.out << r.err;
-  for (const auto& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
+  for (const auto& p : parts)
+    EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
 }
 
 TEST(EmbedCli, Smoke) {
@@ -63,7 +65,8 @@ TEST(EmbedCli, Smoke) {
   REQUIRE_MINILM();
   Dir d;
   // Standard input to a .npy file, written atomically (no temporary file left behind).
-  CliRun r = run_attn("embed - --format npy -o '" + (d / "v.npy") + "'", "first line\n\n  \nsecond line\nthird\n");
+  CliRun r =
+      run_attn("embed - --format npy -o '" + (d / "v.npy") + "'", "first line\n\n  \nsecond line\nthird\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("wrote " + (d / "v.npy") + " (3 texts, npy)"), std::string::npos) << r.err;
   const std::string b = attn::testing::read_text(d / "v.npy");

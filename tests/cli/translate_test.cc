@@ -24,11 +24,12 @@ using testing::run_attn;
 // 7 subjects x 5 verbs x 8 objects = 280 pairs, English <TAB> Chinese <TAB> attribution.
 void write_corpus(const fs::path& p) {
   const std::vector<std::pair<std::string, std::string>> subj = {
-      {"I", "我"}, {"You", "你"}, {"He", "他"}, {"She", "她"}, {"We", "我们"}, {"They", "他们"}, {"Tom", "汤姆"}};
+      {"I", "我"},    {"You", "你"},    {"He", "他"},   {"She", "她"},
+      {"We", "我们"}, {"They", "他们"}, {"Tom", "汤姆"}};
   const std::vector<std::pair<std::string, std::string>> verb = {
       {"like", "喜欢"}, {"see", "看见"}, {"want", "想要"}, {"have", "有"}, {"buy", "买"}};
   const std::vector<std::pair<std::string, std::string>> obj = {
-      {"cats", "猫"}, {"dogs", "狗"}, {"books", "书"}, {"tea", "茶"},
+      {"cats", "猫"},     {"dogs", "狗"}, {"books", "书"}, {"tea", "茶"},
       {"apples", "苹果"}, {"cars", "车"}, {"water", "水"}, {"rice", "米饭"}};
   std::ofstream f(p, std::ios::binary);
   int n = 0;

@@ -47,7 +47,7 @@ TEST(ViewCli, Smoke) {
   ASSERT_EQ(x.status, 0) << x.err;
   const attn::json::Value ex = attn::json::parse(x.out);
   const std::size_t q = static_cast<std::size_t>(ex.at("query").at("position").as_int64());  // from 0
-  const auto& layer0 = e.at("attention").at(std::size_t{0}).at(std::size_t{0});  // [H, N, N]
+  const auto& layer0 = e.at("attention").at(std::size_t{0}).at(std::size_t{0});              // [H, N, N]
   EXPECT_EQ(layer0.size(), 4u);
   for (std::size_t h = 0; h < 2; ++h) {
     const auto& want = ex.at("head_weights").at(h);
@@ -58,7 +58,8 @@ TEST(ViewCli, Smoke) {
   }
   // The saved export is a valid export (read back by `attn view`), here the translation demo's.
   const fs::path tr = temp_path("demo_translation.json");
-  r = run_attn("view --demo-translation --terminal --set cross_attention --save-export '" + tr.string() + "'");
+  r = run_attn("view --demo-translation --terminal --set cross_attention --save-export '" + tr.string() +
+               "'");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.rfind("cross-attention, layer 0 of 0..1", 0), 0u) << r.out;
   r = run_attn("view '" + tr.string() + "' --terminal --set decoder_attention --layer 1 --head 3");
@@ -70,7 +71,8 @@ TEST(ViewCli, Smoke) {
   fs::remove(bad_page);
   r = run_attn("view '" + bad.string() + "' -o '" + bad_page.string() + "'");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("attn view: error: export: attention layer 0, head 0, row 0 (query 'a'): weights sum to 0.9"),
+  EXPECT_NE(r.err.find(
+                "attn view: error: export: attention layer 0, head 0, row 0 (query 'a'): weights sum to 0.9"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.out, "");

@@ -46,9 +46,9 @@ TEST(DataDir, AMissNamesEveryPathAndTheScript) {
     parts.push_back((fs::path(d) / "no-such-folder" / "y.txt").lexically_normal().string());
   }
   if (c.from_env) parts.push_back("(from ATTN_DATA_DIR)");
-  EXPECT_ERROR_CONTAINS(
-      data::find_data_dir({"no-such-folder/x.txt", "no-such-folder/y.txt"}, "test data", "or give --data FILE"),
-      parts);
+  EXPECT_ERROR_CONTAINS(data::find_data_dir({"no-such-folder/x.txt", "no-such-folder/y.txt"}, "test data",
+                                            "or give --data FILE"),
+                        parts);
 }
 
 TEST(DataDir, FindsTheFirstFolderHoldingEveryFile) {

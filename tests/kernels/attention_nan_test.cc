@@ -54,7 +54,8 @@ TEST_P(AttentionNan, FusedMatchesReferenceNanPattern) {
     const std::vector<double> glse = r.lse.to_vector(), wlse = ref.lse.to_vector();
     int64_t nan_rows = 0;
     for (std::size_t row = 0; row < wlse.size(); ++row) {
-      ASSERT_EQ(std::isnan(glse[row]), std::isnan(wlse[row])) << "lse of row " << row << " threads " << threads;
+      ASSERT_EQ(std::isnan(glse[row]), std::isnan(wlse[row]))
+          << "lse of row " << row << " threads " << threads;
       nan_rows += std::isnan(wlse[row]);
       for (int64_t d = 0; d < c.D; ++d) {
         const std::size_t x = row * static_cast<std::size_t>(c.D) + static_cast<std::size_t>(d);
@@ -72,21 +73,21 @@ TEST_P(AttentionNan, FusedMatchesReferenceNanPattern) {
 INSTANTIATE_TEST_SUITE_P(
     Table, AttentionNan,
     ::testing::Combine(
-        ::testing::Values(NanCase{.name = "TileNanKey", .H = 2, .Lq = 20, .Lk = 31, .D = 24, .nan_key = 7},
-                          NanCase{.name = "TileNanQueryRow", .H = 2, .Lq = 20, .Lk = 31, .D = 24, .nan_query = 4},
-                          NanCase{.name = "RowsNanKey", .H = 2, .Lq = 1, .Lk = 100, .D = 33, .nan_key = 99},
-                          NanCase{.name = "RowsNanQuery", .H = 2, .Lq = 2, .Lk = 40, .D = 16, .nan_query = 1},
-                          NanCase{.name = "SplitKeysNanKey", .H = 2, .Lq = 1, .Lk = 5000, .D = 128, .nan_key = 4321},
-                          NanCase{.name = "CausalNanKeyMaskedForEarlyRows",
-                                  .H = 1,
-                                  .Lq = 40,
-                                  .Lk = 40,
-                                  .D = 16,
-                                  .causal = true,
-                                  .nan_key = 30}),
+        ::testing::Values(
+            NanCase{.name = "TileNanKey", .H = 2, .Lq = 20, .Lk = 31, .D = 24, .nan_key = 7},
+            NanCase{.name = "TileNanQueryRow", .H = 2, .Lq = 20, .Lk = 31, .D = 24, .nan_query = 4},
+            NanCase{.name = "RowsNanKey", .H = 2, .Lq = 1, .Lk = 100, .D = 33, .nan_key = 99},
+            NanCase{.name = "RowsNanQuery", .H = 2, .Lq = 2, .Lk = 40, .D = 16, .nan_query = 1},
+            NanCase{.name = "SplitKeysNanKey", .H = 2, .Lq = 1, .Lk = 5000, .D = 128, .nan_key = 4321},
+            NanCase{.name = "CausalNanKeyMaskedForEarlyRows",
+                    .H = 1,
+                    .Lq = 40,
+                    .Lk = 40,
+                    .D = 16,
+                    .causal = true,
+                    .nan_key = 30}),
         ::testing::ValuesIn(testing::available_isas())),
     testing::isa_case_name<NanCase>);
-
 
 TEST(DecodeAttentionNan, NanKeyMakesItsGroupNanOnEveryIsa) {
   const int64_t B = 1, H = 4, Hkv = 2, L = 37, D = 32;
@@ -122,10 +123,10 @@ TEST(GroupDecodeAttentionNan, MatchesReferenceNanPatternOnEveryIsa) {
     kernels::cpu::force_isa(isa);
     Tensor out = Tensor::full({G, D}, 777.0), ref = Tensor::zeros({G, D});
     std::vector<float> scratch(G * Lk, 0.f);
-    kernels::cpu::group_decode_attention(q.data<float>(), G, k.data<float>(), v.data<float>(), D, Lk, D, 0.125f,
-                                         scratch.data(), out.data<float>());
-    kernels::ref::group_decode_attention(q.data<float>(), G, k.data<float>(), v.data<float>(), D, Lk, D, 0.125f,
-                                         ref.data<float>());
+    kernels::cpu::group_decode_attention(q.data<float>(), G, k.data<float>(), v.data<float>(), D, Lk, D,
+                                         0.125f, scratch.data(), out.data<float>());
+    kernels::ref::group_decode_attention(q.data<float>(), G, k.data<float>(), v.data<float>(), D, Lk, D,
+                                         0.125f, ref.data<float>());
     for (int64_t x = 0; x < G * D; ++x) {
       ASSERT_TRUE(std::isnan(ref.data<float>()[x])) << "the reference propagates NaN";
       ASSERT_TRUE(std::isnan(out.data<float>()[x])) << kernels::cpu::isa_str(isa) << " element " << x;

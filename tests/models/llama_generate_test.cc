@@ -192,7 +192,8 @@ namespace {
 TEST(LlamaText, MaxNewNeverEndsInsideACharacter) {
   REQUIRE_SMOLLM(256);
   const std::vector<int32_t> ids = model->tokenizer().encode(
-      models::llama_prompt_text(*model, "Write the Chinese word for hello, 你好, three times.", true), false, true);
+      models::llama_prompt_text(*model, "Write the Chinese word for hello, 你好, three times.", true), false,
+      true);
   for (int64_t max_new = 2; max_new <= 8; ++max_new) {
     models::LlamaTextOptions o;
     o.max_new_tokens = max_new;
@@ -221,7 +222,8 @@ TEST(LlamaChat, ATurnThatFitsAnEmptyContextIsAnsweredAfterClearing) {
 TEST(LlamaChat, ATurnLongerThanTheContextIsReported) {
   REQUIRE_SMOLLM(16);
   models::LlamaChat chat(*model, "", {}, 0);
-  const models::LlamaChat::Turn t = chat.say("This message is much too long for a context of sixteen tokens.");
+  const models::LlamaChat::Turn t =
+      chat.say("This message is much too long for a context of sixteen tokens.");
   EXPECT_TRUE(t.too_long);
   EXPECT_GT(t.turn_tokens + 2, model->capacity());
 }

@@ -47,7 +47,8 @@ TEST(NonFiniteOutput, GenerationLogitsAreAnError) {
     models::GenerateOptions o;
     o.max_new_tokens = 4;
     o.search = search;
-    EXPECT_ERROR_CONTAINS(models::generate(lm, {{1, 7, 9}}, o), {"generate: the logits of row 0 at step 0", "nan"});
+    EXPECT_ERROR_CONTAINS(models::generate(lm, {{1, 7, 9}}, o),
+                          {"generate: the logits of row 0 at step 0", "nan"});
   }
 }
 

@@ -94,10 +94,10 @@ TEST(TaskModelIntegrity, ChangedConfigVocabularyOrLabelIsAnError) {
   const std::string bytes = read_all(path);
   // One changed character each in the config (heads 4 -> 8), the vocabulary and the labels; the
   // byte count stays the same, so only the checksum can tell.
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"\\\"heads\\\":4", "\\\"heads\\\":8"},
-           {"\\\"a\\\",\\\"b\\\"", "\\\"a\\\",\\\"c\\\""},
-           {"\\\"neg\\\"", "\\\"nag\\\""}}) {
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{"\\\"heads\\\":4", "\\\"heads\\\":8"},
+                                                        {"\\\"a\\\",\\\"b\\\"", "\\\"a\\\",\\\"c\\\""},
+                                                        {"\\\"neg\\\"", "\\\"nag\\\""}}) {
     const std::size_t at = bytes.find(from);
     ASSERT_NE(at, std::string::npos) << from << " not found in the file";
     std::string c = bytes;
@@ -123,7 +123,8 @@ TEST(TaskModelIntegrity, VersionOneFilesAskForRetraining) {
 
 TEST(TaskModelIntegrity, HugeMaxLenFailsFastBeforeAllocating) {
   const std::string path = save_micro("maxlen.attn");
-  rewrite_metadata(path, [](std::string t) { return replace_once(t, "\"max_len\":64", "\"max_len\":4000000"); });
+  rewrite_metadata(path,
+                   [](std::string t) { return replace_once(t, "\"max_len\":64", "\"max_len\":4000000"); });
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_ERROR_CONTAINS(models::TaskModelFile::open(path, "classify"),
                         {"max_len 4000000", "pos.weight", "[4000000, 32]", "[64, 32]"});
@@ -138,8 +139,9 @@ TEST(TaskModelIntegrity, HugeLayerCountFailsFastBeforeAllocating) {
                         "\"encoder_layers\":100000");
   });
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_ERROR_CONTAINS(models::TaskModelFile::open(path, "classify"),
-                        {"encoder_layers 100000", "the file holds " + std::to_string(micro_config().encoder_layers)});
+  EXPECT_ERROR_CONTAINS(
+      models::TaskModelFile::open(path, "classify"),
+      {"encoder_layers 100000", "the file holds " + std::to_string(micro_config().encoder_layers)});
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
   fs::remove(path);
 }
@@ -182,7 +184,8 @@ TEST(TaskModelIntegrity, OneOpenFileServesHeaderAndWeightsEvenIfThePathIsReplace
   file.load_weights(live.named_parameters());
   const auto pa = a.named_parameters(), pl = live.named_parameters();
   for (std::size_t i = 0; i < pa.size(); ++i)
-    EXPECT_EQ(pa[i].second.to_vector(), pl[i].second.to_vector()) << pa[i].first << ": weights of the first file";
+    EXPECT_EQ(pa[i].second.to_vector(), pl[i].second.to_vector())
+        << pa[i].first << ": weights of the first file";
   fs::remove(path);
 }
 

@@ -1,6 +1,7 @@
 // The inference-only attention entry points (include/attn/ops/inference.h) against attn::attention
 // with Backend::reference (in double, from the same seeded inputs), and their validation errors.
 // Table-driven: sizes off the SIMD width, D = 1, GQA, per-row key lengths, strided (cache-like) views.
+#include <attn/core/f16.h>
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 
@@ -8,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <attn/core/f16.h>
 #include "testing/testing.h"
 
 namespace attn {

@@ -402,15 +402,17 @@ INSTANTIATE_TEST_SUITE_P(
                   o.neg = (dir / "neg.txt").string();
                 },
                 {"{dir}/nope.txt"}},
-        BadCase{"empty_file", {{"pos.txt", good_lines()}, {"neg.txt", ""}}, pos_neg, {"{dir}/neg.txt", "empty"}},
+        BadCase{
+            "empty_file", {{"pos.txt", good_lines()}, {"neg.txt", ""}}, pos_neg, {"{dir}/neg.txt", "empty"}},
         BadCase{"invalid_utf8",
                 {{"pos.txt", good_lines()}, {"neg.txt", "差\n烂\nab\xff\xfe\n"}},
                 pos_neg,
                 {"neg.txt", "line 3"}},
-        BadCase{"pos_without_neg",
-                {},
-                [](tasks::ClassifyTrainOptions& o, const fs::path& dir) { o.pos = (dir / "pos.txt").string(); },
-                {"--pos and --neg go together"}},
+        BadCase{
+            "pos_without_neg",
+            {},
+            [](tasks::ClassifyTrainOptions& o, const fs::path& dir) { o.pos = (dir / "pos.txt").string(); },
+            {"--pos and --neg go together"}},
         BadCase{"three_labels",
                 {{"d.tsv", "text\tlabel\n好\tpos\n差\tneg\n一般\tmeh\n"}},
                 table("d.tsv"),
@@ -419,7 +421,8 @@ INSTANTIATE_TEST_SUITE_P(
                 {{"d.csv", "text,label\n好,pos\n很好,pos\n"}},
                 table("d.csv"),
                 {"exactly two classes", "'pos'"}},
-        BadCase{"missing_column", {{"d.jsonl", "{\"text\": \"好\", \"y\": 1}\n"}}, table("d.jsonl"), {"label"}},
+        BadCase{
+            "missing_column", {{"d.jsonl", "{\"text\": \"好\", \"y\": 1}\n"}}, table("d.jsonl"), {"label"}},
         BadCase{"unknown_format", {{"d.txt", "x\n"}}, table("d.txt"), {"--format tsv|csv|jsonl"}},
         BadCase{"empty_vocabulary",
                 {{"pos.txt", good_lines()}, {"neg.txt", synthetic(30, 0).second}},
@@ -470,8 +473,9 @@ TEST(Classify, BadInput) {
   co.model = (dir / "missing.attn").string();
   EXPECT_ERROR_CONTAINS(tasks::classify_texts(co), {"missing.attn' not found"});
   write_file(dir / "bad.txt", "好\n\xc3\x28\n");
-  EXPECT_ERROR_CONTAINS(tasks::nonblank_lines(testing::read_text(dir / "bad.txt"), (dir / "bad.txt").string()),
-                        {"bad.txt line 2: invalid UTF-8"});
+  EXPECT_ERROR_CONTAINS(
+      tasks::nonblank_lines(testing::read_text(dir / "bad.txt"), (dir / "bad.txt").string()),
+      {"bad.txt line 2: invalid UTF-8"});
   fs::remove_all(dir);
 }
 

@@ -157,7 +157,8 @@ TEST(Search, FindsTheRightLineAndCachesTheCorpus) {
   EXPECT_GE(first[0].score, first[1].score);
   const std::string out = format_hits(first);
   EXPECT_EQ(out.rfind("1. ", 0), 0u) << out;
-  EXPECT_NE(out.substr(0, out.find('\n')).find("line 1: How do I reset my password?"), std::string::npos) << out;
+  EXPECT_NE(out.substr(0, out.find('\n')).find("line 1: How do I reset my password?"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("\n2. "), std::string::npos) << out;
   EXPECT_EQ(out.find("3. "), std::string::npos) << out;
   EXPECT_NE(n1.all.find("no cache yet"), std::string::npos) << n1.all;
@@ -199,7 +200,8 @@ TEST(Search, FindsTheRightLineAndCachesTheCorpus) {
 TEST(EmbedInputs, ErrorsNameTheProblem) {
   EXPECT_ERROR_CONTAINS(parse_embed_format("xml"), {"--format must be json, npy or csv", "xml"});
   EXPECT_EQ(parse_embed_format("npy"), EmbedFormat::npy);
-  EXPECT_ERROR_CONTAINS(texts_from_lines("\n  \n", "standard input"), {"standard input has no non-empty lines"});
+  EXPECT_ERROR_CONTAINS(texts_from_lines("\n  \n", "standard input"),
+                        {"standard input has no non-empty lines"});
   EXPECT_ERROR_CONTAINS(load_encoder("/nonexistent/model"), {"/nonexistent/model"});
   auto query = [](const std::string& corpus, int64_t top_k) {
     SearchOptions o;
@@ -283,7 +285,8 @@ TEST(Search, CorruptCacheIsRebuiltWithANote) {
     const std::vector<SearchHit> again = search(o);
     EXPECT_NE(n.all.find("corrupt"), std::string::npos) << "variant " << variant << ": " << n.all;
     ASSERT_EQ(again.size(), first.size());
-    for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(again[i].line, first[i].line) << "variant " << variant;
+    for (std::size_t i = 0; i < first.size(); ++i)
+      EXPECT_EQ(again[i].line, first[i].line) << "variant " << variant;
   }
 }
 

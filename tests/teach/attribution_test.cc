@@ -92,7 +92,8 @@ TEST_P(ClassifyExplain, JsonMatchesTheLibraryAndTheModel) {
   const json::Value& at = ex.at("attribution");
   expect_near(testing::json_numbers(at.at("ig")), a.integrated_gradients, 1e-6, "ig");
   expect_near(testing::json_numbers(at.at("input_x_grad")), a.input_x_grad, 1e-6, "input_x_grad");
-  expect_near(testing::json_numbers(at.at("input_x_grad_norm")), a.input_x_grad_norm, 1e-6, "input_x_grad_norm");
+  expect_near(testing::json_numbers(at.at("input_x_grad_norm")), a.input_x_grad_norm, 1e-6,
+              "input_x_grad_norm");
   EXPECT_NEAR(at.at("completeness_error").as_double(), a.completeness_error, 1e-6);
   EXPECT_NEAR(at.at("ig_sum").as_double() - (at.at("f_input").as_double() - at.at("f_baseline").as_double()),
               at.at("completeness_error").as_double(), 1e-9);
@@ -221,7 +222,8 @@ TEST_P(ClassifyExplain, ExplainModelUsesTheRealProjections) {
   expect_near(flat(j.at("K")), k.to_vector(), 2e-5, "K");
   expect_near(flat(j.at("V")), v.to_vector(), 2e-5, "V");
   const json::Value& st = j.at("steps");
-  const std::vector<double> scaled = testing::json_numbers(st.at("scaled")), w = testing::json_numbers(st.at("weights"));
+  const std::vector<double> scaled = testing::json_numbers(st.at("scaled")),
+                            w = testing::json_numbers(st.at("weights"));
   const double mx = *std::max_element(scaled.begin(), scaled.end());
   double z = 0;
   for (double s : scaled) z += std::exp(s - mx);
@@ -252,7 +254,8 @@ std::string error_of(F f) {
 }
 
 TEST(ClassifyExplainErrors, BadOptionsAreRefused) {
-  const std::string path = testing::save_micro_classifier({"errors", true, models::Positions::learned, 0}, "attn_teach_attrib");
+  const std::string path =
+      testing::save_micro_classifier({"errors", true, models::Positions::learned, 0}, "attn_teach_attrib");
   auto clf = TextClassifier::load(path);
   struct Bad {
     std::string what;

@@ -15,7 +15,7 @@
 namespace attn::testing {
 
 inline const std::vector<std::string> kMicroTexts = {"这个东西质量很好，物流也快", "太差了，不会再买",
-                                                      "房间干净，服务周到", "书的内容很一般"};
+                                                     "房间干净，服务周到", "书的内容很一般"};
 
 struct MicroModelCase {
   std::string name;

@@ -199,7 +199,8 @@ TEST(Fit, PatienceStopsAndTheBestWeightsAreRestored) {
 }
 
 TEST(Fit, ACheckpointResumesToTheSameWeights) {
-  const std::string path = ::testing::TempDir() + "attn_fit_resume_" + std::to_string(::getpid()) + ".safetensors";
+  const std::string path =
+      ::testing::TempDir() + "attn_fit_resume_" + std::to_string(::getpid()) + ".safetensors";
   FitRun whole;
   train::FitOptions o;
   o.epochs = 3;  // 9 updates

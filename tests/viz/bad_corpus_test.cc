@@ -57,7 +57,8 @@ const std::vector<BadExport>& corpus() {
       {"view_no_heads.export.json", kFirst, "expected a non-empty array of heads"},
       {"view_heads_differ.export.json", kFirst, "attention layer 1 has 2 heads; expected 1 like layer 0"},
       {"view_many_heads_few_bytes.export.json", kFirst, "head 0: expected a [2000, 2000] matrix; got number"},
-      {"view_nan_as_null.export.json", kFirst, "expected a number; got null (NaN or infinity written as null?)"},
+      {"view_nan_as_null.export.json", kFirst,
+       "expected a number; got null (NaN or infinity written as null?)"},
       {"view_negative_weight.export.json", kFirst, "weight -0.5 is negative"},
       {"view_row_sum.export.json", kFirst, "weights sum to 0.7; expected 1 within 0.001"},
       {"view_weight_string.export.json", kFirst, "expected a number; got string"},
@@ -68,8 +69,7 @@ const std::vector<BadExport>& corpus() {
       // A valid export with a layer, head or set it does not have.
       {"view_valid.export.json", view("", 5, 0), "--layer: expected a layer in 0..0"},
       {"view_valid.export.json", view("", 0, 3), "--head: expected a head in 0..0"},
-      {"view_valid.export.json", view("cross_attention", 0, 0),
-       "export has no \"cross_attention\""},
+      {"view_valid.export.json", view("cross_attention", 0, 0), "export has no \"cross_attention\""},
   };
   return files;
 }
@@ -87,8 +87,8 @@ TEST_P(ViewBadCorpus, ClearErrorNoCrash) {
 INSTANTIATE_TEST_SUITE_P(Files, ViewBadCorpus, ::testing::ValuesIn(corpus()),
                          [](const ::testing::TestParamInfo<BadExport>& info) {
                            const TerminalOptions& v = info.param.view;
-                           std::string n = info.param.file + "_" + v.set + "_" + std::to_string(v.layer) + "_" +
-                                           std::to_string(v.head);
+                           std::string n = info.param.file + "_" + v.set + "_" + std::to_string(v.layer) +
+                                           "_" + std::to_string(v.head);
                            std::replace_if(
                                n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
                            return n;

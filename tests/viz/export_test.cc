@@ -151,8 +151,9 @@ TEST(ExportRoundTrip, ParsedTextWithAllOptionalFields) {
     const double a = 1.0 / 3 + 0.01 * (l + h), b = (1 - a) / 3;
     return j == i ? a : b;
   };
-  const std::string text = "{\"model\":\"m <b>\",\"text\":\"t\",\"layer_names\":[\"x\",\"y\"],\"tokens\":" +
-                           tokens_json(tokens) + ",\"attention\":" + layers_json(2, 3, 4, 4, w) + "}";
+  const std::string text =
+      "{\"model\":\"m <b>\",\"text\":\"t\",\"layer_names\":[\"x\",\"y\"],\"tokens\":" + tokens_json(tokens) +
+      ",\"attention\":" + layers_json(2, 3, 4, 4, w) + "}";
   const Export e = parse_export(text);
   EXPECT_EQ(e.model, "m <b>");
   EXPECT_EQ(e.layer_names, (std::vector<std::string>{"x", "y"}));
@@ -183,7 +184,8 @@ TEST(ExportRoundTrip, SelfAttentionFromCapturedTensors) {
   EXPECT_EQ(e.layer_names, (std::vector<std::string>{"layer 0", "layer 1"}));
   EXPECT_EQ(e.sets[0].key, "attention");
   expect_round_trip(e);
-  EXPECT_ERROR_CONTAINS(layer_from_weights(Tensor::zeros({2, 3, 3})), {"expected captured weights [1, H, rows, cols]"});
+  EXPECT_ERROR_CONTAINS(layer_from_weights(Tensor::zeros({2, 3, 3})),
+                        {"expected captured weights [1, H, rows, cols]"});
   EXPECT_ERROR_CONTAINS(layer_from_floats({1, 2}, 1, 1, 1), {"expected 1 x 1 x 1 = 1 weights; got 2"});
 }
 
@@ -275,9 +277,9 @@ TEST(ExportRoundTrip, Translation) {
   expect_round_trip(e);
   // A capture that does not fit the tokens is refused by the writer.
   cap.cross = {uniform(3, 2, 1)};
-  EXPECT_ERROR_CONTAINS(save_export(temp_path("bad_translation.json").string(),
-                                    export_translation(t, cap, "m")),
-                        {"cross_attention layer 0, head 0, row 0 (decoder (target) '<s>'): expected 3 columns"});
+  EXPECT_ERROR_CONTAINS(
+      save_export(temp_path("bad_translation.json").string(), export_translation(t, cap, "m")),
+      {"cross_attention layer 0, head 0, row 0 (decoder (target) '<s>'): expected 3 columns"});
 }
 
 TEST(ExportRoundTrip, Attribution) {
@@ -306,8 +308,9 @@ TEST(ExportWriter, RefusesWhatTheReaderWouldRefuseAndWritesNothing) {
   fs::remove(p);
   Export e = parse_export(self_export({"a", "b", "c"}, 1, 1, uniform3));
   e.sets[0].layers[0].w[4] = std::nan("");  // written as null, refused naming where
-  EXPECT_ERROR_CONTAINS(save_export(p.string(), e),
-                        {"attention layer 0, head 0, row 1 (query 'b'), column 1: expected a number; got null"});
+  EXPECT_ERROR_CONTAINS(
+      save_export(p.string(), e),
+      {"attention layer 0, head 0, row 1 (query 'b'), column 1: expected a number; got null"});
   e.sets[0].layers[0].w[4] = 2;
   EXPECT_ERROR_CONTAINS(save_export(p.string(), e), {"row 1 (query 'b'): weights sum to"});
   EXPECT_FALSE(fs::exists(p));
@@ -317,7 +320,8 @@ TEST(ExportWriter, WritesNothingWhenTheDirectoryIsMissing) {
   const fs::path out = temp_path("no_such_dir") / "export.json";
   const Export e = parse_export(self_export({"a"}, 1, 1, one));
   EXPECT_ERROR_CONTAINS(save_export(out.string(), e), {"cannot create the temporary file", out.string()});
-  EXPECT_ERROR_CONTAINS(save_export(out.string(), e, "--save-attention"), {"--save-attention: cannot create"});
+  EXPECT_ERROR_CONTAINS(save_export(out.string(), e, "--save-attention"),
+                        {"--save-attention: cannot create"});
   EXPECT_FALSE(fs::exists(out.parent_path()));
 }
 

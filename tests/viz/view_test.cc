@@ -61,7 +61,8 @@ TEST(ViewTerminal, ShadingFollowsTheWeightsAndColumnsAlignWithCjkLabels) {
   const std::string out = terminal_heatmap(e, {.set = "", .layer = 0, .head = 1});
   const auto lines = lines_of(out);
   // The header names layer and head from 0.
-  EXPECT_EQ(lines.at(0), "self-attention, layer 0 of 0..0, head 1 of 0..1: 4 queries (rows) x 4 keys (columns)");
+  EXPECT_EQ(lines.at(0),
+            "self-attention, layer 0 of 0..0, head 1 of 0..1: 4 queries (rows) x 4 keys (columns)");
   // The heatmap rows are the lines starting with "<i> <token>" (positions from 0).
   std::vector<std::string> rows;
   for (const auto& l : lines)
@@ -107,13 +108,17 @@ TEST(ViewTerminal, ShadingFollowsTheWeightsAndColumnsAlignWithCjkLabels) {
 
 TEST(ViewTerminal, RejectsLayerAndHeadOutOfRange) {
   const Export e = parse_export(self_export({"a", "b", "c"}, 2, 2, uniform3));
-  EXPECT_ERROR_CONTAINS(terminal_heatmap(e, {.set = "", .layer = 2, .head = 0}), {"--layer: expected a layer in 0..1"});
-  EXPECT_ERROR_CONTAINS(terminal_heatmap(e, {.set = "", .layer = 0, .head = 5}), {"--head: expected a head in 0..1"});
-  EXPECT_ERROR_CONTAINS(terminal_heatmap(e, {.set = "", .layer = -1, .head = 0}), {"--layer: expected a layer in 0..1"});
+  EXPECT_ERROR_CONTAINS(terminal_heatmap(e, {.set = "", .layer = 2, .head = 0}),
+                        {"--layer: expected a layer in 0..1"});
+  EXPECT_ERROR_CONTAINS(terminal_heatmap(e, {.set = "", .layer = 0, .head = 5}),
+                        {"--head: expected a head in 0..1"});
+  EXPECT_ERROR_CONTAINS(terminal_heatmap(e, {.set = "", .layer = -1, .head = 0}),
+                        {"--layer: expected a layer in 0..1"});
   EXPECT_ERROR_CONTAINS(terminal_heatmap(e, {.set = "cross_attention", .layer = 0, .head = 0}),
                         {"export has no \"cross_attention\""});
   // The last layer and head are in range.
-  EXPECT_NE(terminal_heatmap(e, {.set = "attention", .layer = 1, .head = 1}).find("layer 1 of 0..1, head 1 of 0..1"),
+  EXPECT_NE(terminal_heatmap(e, {.set = "attention", .layer = 1, .head = 1})
+                .find("layer 1 of 0..1, head 1 of 0..1"),
             std::string::npos);
 }
 
@@ -219,7 +224,8 @@ std::vector<double> head_row(const DemoExample& ex, int h, int i) {
   const int64_t N = static_cast<int64_t>(ex.words.size()), d = ex.d_model;
   auto proj = [&](const std::vector<double>& w, int64_t row, int c) {
     double s = 0;
-    for (int64_t k = 0; k < d; ++k) s += ex.x[static_cast<std::size_t>(row * d + k)] * w[static_cast<std::size_t>(k * d + h * 4 + c)];
+    for (int64_t k = 0; k < d; ++k)
+      s += ex.x[static_cast<std::size_t>(row * d + k)] * w[static_cast<std::size_t>(k * d + h * 4 + c)];
     return s;
   };
   std::vector<double> scores;
@@ -248,7 +254,8 @@ TEST(ViewDemo, HeadsZeroAndOneUseTheExamplesProjections) {
   for (int h = 0; h < 2; ++h)
     for (int i = 0; i < 7; ++i) {
       const std::vector<double> want = head_row(ex, h, i);
-      for (int j = 0; j < 7; ++j) EXPECT_NEAR(l0.at(h, i, j), want[static_cast<std::size_t>(j)], 2e-6) << h << i << j;
+      for (int j = 0; j < 7; ++j)
+        EXPECT_NEAR(l0.at(h, i, j), want[static_cast<std::size_t>(j)], 2e-6) << h << i << j;
     }
   // The same example gives the same export (seeded heads are a pure function of the seed).
   EXPECT_EQ(export_json(demo_self_attention(ex)), export_json(e));

@@ -1,13 +1,12 @@
 #include "args.h"
 
 #include <attn/core/error.h>
+#include <attn/text/width.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-
-#include <attn/text/width.h>
 
 namespace attn::cli {
 namespace {

@@ -68,7 +68,8 @@ std::string embed_help() {
 std::vector<std::string> embed_texts(const Args& opts, const std::vector<std::string>& positionals) {
   if (opts.has("file")) {
     ATTN_CHECK(positionals.empty(), "give texts on the command line or --file FILE, not both");
-    return tasks::texts_from_lines(io::read_file(opts.str("file"), "text file"), "'" + opts.str("file") + "'");
+    return tasks::texts_from_lines(io::read_file(opts.str("file"), "text file"),
+                                   "'" + opts.str("file") + "'");
   }
   if (positionals.size() == 1 && positionals[0] == "-") {
     return tasks::texts_from_lines(io::read_stream(std::cin, "standard input"), "standard input");
@@ -141,8 +142,8 @@ int run_similarity(const std::vector<std::string>& raw) {
   }
   ATTN_CHECK(sa.positionals.size() == 2, "expected exactly two texts; got ", sa.positionals.size());
   apply_threads(opts);
-  const double s =
-      tasks::similarity({sa.positionals[0], sa.positionals[1], model_dir(opts), note_to_stderr("similarity")});
+  const double s = tasks::similarity(
+      {sa.positionals[0], sa.positionals[1], model_dir(opts), note_to_stderr("similarity")});
   std::printf("%.6f\n", s);
   return 0;
 }

@@ -123,8 +123,8 @@ int run_generate_gguf(const std::vector<std::string>& args) {
     ATTN_CHECK(static_cast<int64_t>(ids.size()) <= 512, "--save-attention: the prompt has ", ids.size(),
                " tokens; at most 512 (the export holds layers x heads x N x N weights)");
     const models::LlamaAttention att = s.model.attention_weights(ids);
-    viz::save_export(a.str("save-attention"), viz::export_llama_attention(att, "SmolLM2-135M-Instruct", prompt),
-                     "--save-attention");
+    viz::save_export(a.str("save-attention"),
+                     viz::export_llama_attention(att, "SmolLM2-135M-Instruct", prompt), "--save-attention");
     s.model.clear();
   }
   ATTN_CHECK(static_cast<int64_t>(ids.size()) <= s.model.capacity(), "the prompt has ", ids.size(),

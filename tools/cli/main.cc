@@ -4,7 +4,6 @@
 #include <attn/core/error.h>
 #include <attn/io/files.h>
 #include <attn/version.h>
-
 #include <signal.h>
 #include <unistd.h>
 

@@ -65,7 +65,8 @@ tasks::LmTrainOptions parse_options(const Args& a) {
   o.data = a.str("data");
   if (a.has("out")) o.out = a.str("out");
   if (a.has("preset")) o.preset = a.str("preset");
-  ATTN_CHECK(o.preset == "tiny" || o.preset == "small", "--preset must be tiny or small; got '", o.preset, "'");
+  ATTN_CHECK(o.preset == "tiny" || o.preset == "small", "--preset must be tiny or small; got '", o.preset,
+             "'");
   o.minutes = num(a, "minutes", 0, 0, 1e6);
   if (a.has("steps")) o.steps = a.integer("steps", 1, 100000000);
   if (a.has("seq-len")) o.seq_len = a.integer("seq-len", 8, 4096);

@@ -68,7 +68,8 @@ void split_positional(const std::vector<std::string>& argv, std::vector<std::str
 }
 
 void write_export(const tasks::TranslateResult& r, const std::string& model, const std::string& path) {
-  viz::save_export(path, viz::export_translation(r.translations.back(), r.last_capture, "attn translate: " + model),
+  viz::save_export(path,
+                   viz::export_translation(r.translations.back(), r.last_capture, "attn translate: " + model),
                    "--export");
   std::fprintf(stderr, "wrote %s (open it with: attn view %s -o page.html)\n", path.c_str(), path.c_str());
 }
