@@ -255,11 +255,17 @@ std::vector<Rng> source_rngs(const GenerateOptions& o, int64_t B) {
 
 // Greedy and sampling: every row is one sequence; rngs: one generator per source.
 // A NaN or inf logit would pick a token silently (or none): an error naming the row and the step.
+void check_logits_row(const LogitRows& logits, int64_t r, int64_t V, int64_t step) {
+  io::check_finite(logits.data + r * logits.stride, V,
+                   "generate: the logits of row " + std::to_string(r) + " at step " + std::to_string(step) +
+                       " (the model's weights or its input produced them)");
+}
+
+// Every row, rows over the threads (a step's logits are rows x V floats).
 void check_logits(const LogitRows& logits, std::size_t rows, int64_t V, int64_t step) {
-  for (std::size_t r = 0; r < rows; ++r)
-    io::check_finite(logits.data + static_cast<int64_t>(r) * logits.stride, V,
-                     "generate: the logits of row " + std::to_string(r) + " at step " + std::to_string(step) +
-                         " (the model's weights or its input produced them)");
+  parallel_for(static_cast<int64_t>(rows), 4, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) check_logits_row(logits, r, V, step);
+  });
 }
 
 std::vector<Generated> run_simple(Stepper& model, LogitRows logits, Tensor cross, std::vector<Hyp> rows,
@@ -270,15 +276,19 @@ std::vector<Generated> run_simple(Stepper& model, LogitRows logits, Tensor cross
   std::vector<int64_t> feed;
   std::vector<ops::ArgmaxLse> best;  // greedy: per row the argmax and log-sum-exp of its logits
   for (int64_t step = 0; !rows.empty(); ++step) {
-    check_logits(logits, rows.size(), p.V, step);
     std::vector<int64_t> keep;
     feed.clear();
     std::vector<Hyp> next;
-    if (o.search == SearchKind::greedy) {  // one fused pass per row, rows over the threads
+    if (o.search == SearchKind::greedy) {  // the check and one fused pass per row, rows over the threads
       best.resize(rows.size());
       parallel_for(static_cast<int64_t>(rows.size()), 4, [&](int64_t r0, int64_t r1, int) {
-        for (int64_t r = r0; r < r1; ++r) best[r] = ops::row_argmax_logsumexp(row_ptr(logits, r), p.V);
+        for (int64_t r = r0; r < r1; ++r) {
+          check_logits_row(logits, r, p.V, step);
+          best[r] = ops::row_argmax_logsumexp(row_ptr(logits, r), p.V);
+        }
       });
+    } else {
+      check_logits(logits, rows.size(), p.V, step);
     }
     for (std::size_t r = 0; r < rows.size(); ++r) {
       Hyp& h = rows[r];

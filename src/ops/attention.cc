@@ -171,18 +171,6 @@ Prepared<T> make_args(const Tensor& q, const Tensor& k, const Tensor& v, const D
   return p;
 }
 
-const char* backend_name(Backend b) {
-  switch (b) {
-    case Backend::automatic:
-      return "automatic";
-    case Backend::reference:
-      return "reference";
-    case Backend::fused:
-      return "fused";
-  }
-  return "?";
-}
-
 Backend resolve(const Tensor& q, const AttentionOptions& o) {
   if (o.backend == Backend::fused) {
     ATTN_CHECK(q.dtype() != DType::f64,
@@ -299,6 +287,18 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
   const Backend be = resolve(q, options);
   if (q.dtype() == DType::f64) return backward_t<double>(q, k, v, out, lse, dout, d, options, be);
   return backward_t<float>(q, k, v, out, lse, dout, d, options, be);
+}
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::automatic:
+      return "automatic";
+    case Backend::reference:
+      return "reference";
+    case Backend::fused:
+      return "fused";
+  }
+  return "?";
 }
 
 BackendChoice choose_backend(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -47,16 +46,6 @@ double held_out_loss(models::DecoderLM& model, const std::vector<int64_t>& strea
   }
   model.train(was);
   return total / static_cast<double>(n);
-}
-
-std::string line(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string line(const char* f, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(buf, sizeof buf, f, ap);
-  va_end(ap);
-  return buf;
 }
 
 void check(const LmTrainOptions& o) {
@@ -125,10 +114,10 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
              L, " and a held-out part");
   const std::vector<int64_t> train_ids(stream.begin(), stream.end() - n_val);
   const std::vector<int64_t> val_ids(stream.end() - n_val, stream.end());
-  progress(
-      line("%s: %lld lines, %zu entries (%s format), %zu tokens (%zu train, %zu held out), vocabulary %lld\n",
-           o.data.c_str(), static_cast<long long>(t.lines), t.entries.size(), t.format.c_str(), stream.size(),
-           train_ids.size(), val_ids.size(), static_cast<long long>(vocab.size())));
+  progress(detail::strf(
+      "%s: %lld lines, %zu entries (%s format), %zu tokens (%zu train, %zu held out), vocabulary %lld\n",
+      o.data.c_str(), static_cast<long long>(t.lines), t.entries.size(), t.format.c_str(), stream.size(),
+      train_ids.size(), val_ids.size(), static_cast<long long>(vocab.size())));
 
   models::TransformerConfig cfg = models::TransformerConfig::preset(o.preset);
   cfg.src_vocab = 0;
@@ -157,8 +146,8 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
 
   LmTrainResult res;
   res.loss_before = held_out_loss(model, val_ids, L, o.eval_windows);
-  progress(line("held-out before training: loss %.4f, perplexity %.2f\n", res.loss_before,
-                std::exp(res.loss_before)));
+  progress(detail::strf("held-out before training: loss %.4f, perplexity %.2f\n", res.loss_before,
+                        std::exp(res.loss_before)));
   const int64_t max_start = static_cast<int64_t>(train_ids.size()) - L - 1;
   const bool tty = progress.terminal;
   res.train_loss = std::nan("");
@@ -186,8 +175,9 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
       if (o.minutes > 0) left = steps > 0 ? std::min(left, o.minutes * 60 - secs) : o.minutes * 60 - secs;
       char of[32] = "";
       if (steps > 0) std::snprintf(of, sizeof of, "/%lld", static_cast<long long>(steps));
-      progress(line("step %lld%s  loss %.4f  lr %.2e  %.0f tokens/s  ETA %s%s", static_cast<long long>(done),
-                    of, r.loss, r.lr, tps, detail::duration(left).c_str(), tty ? "   \r" : "\n"));
+      progress(detail::strf("step %lld%s  loss %.4f  lr %.2e  %.0f tokens/s  ETA %s%s",
+                            static_cast<long long>(done), of, r.loss, r.lr, tps,
+                            detail::duration(left).c_str(), tty ? "   \r" : "\n"));
     }
   };
   train::FitOptions fo;
@@ -198,9 +188,9 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
   res.seconds = fr.seconds;
   if (tty) progress("\n");
   res.loss_after = held_out_loss(model, val_ids, L, o.eval_windows);
-  progress(line("held-out after %lld steps: loss %.4f, perplexity %.2f (train loss %.4f, %.0f s)\n",
-                static_cast<long long>(res.steps), res.loss_after, std::exp(res.loss_after), res.train_loss,
-                res.seconds));
+  progress(detail::strf("held-out after %lld steps: loss %.4f, perplexity %.2f (train loss %.4f, %.0f s)\n",
+                        static_cast<long long>(res.steps), res.loss_after, std::exp(res.loss_after),
+                        res.train_loss, res.seconds));
   model.eval();
   models::save_task_model(
       o.out, "lm", cfg, model_data(o, t, vocab, res.steps, train_ids.size(), val_ids.size(), res.loss_after),

@@ -18,13 +18,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "tasks/translate_internal.h"
+#include "tasks/util.h"
 
 namespace attn::tasks {
 namespace {
@@ -37,23 +37,8 @@ struct Stopwatch {
   double seconds() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 };
 
-std::string clock_text(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  const long t = std::lround(s);
-  char b[32];
-  std::snprintf(b, sizeof b, "%ld:%02ld", t / 60, t % 60);
-  return b;
-}
-
-std::string strf(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string strf(const char* f, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(buf, sizeof buf, f, ap);
-  va_end(ap);
-  return buf;
-}
+// m:ss, "?" for a negative or non-finite time.
+std::string clock_text(double s) { return s < 0 ? "?" : detail::duration(s); }
 
 // Mean target-token loss (with the model's label smoothing) over `rows`.
 double mean_loss(models::EncoderDecoder& m, const data::EncodedDataset& enc, const std::vector<int64_t>& rows,
@@ -145,13 +130,13 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   const models::TranslationTokenizers tok =
       models::TranslationTokenizers::train(train_src, train_tgt, o.tokenizer);
   const data::EncodedDataset enc = data::encode_dataset(ds, tok.src(), &tok.tgt());
-  progress(strf("data: %s: %lld pairs read, %s, %lld kept\nsplit: %s\n", data_path.c_str(),
-                static_cast<long long>(corpus.lines_read), corpus.dedup.describe().c_str(),
-                static_cast<long long>(ds.size()), split.describe().c_str()));
-  progress(strf("tokenizers: English BPE %lld tokens, Chinese characters %lld tokens; [UNK] %.2f%%\n",
-                static_cast<long long>(tok.src().vocab().size()),
-                static_cast<long long>(tok.tgt().vocab().size()),
-                100.0 * static_cast<double>(enc.unknown_tokens) / std::max<int64_t>(1, enc.total_tokens)));
+  progress(detail::strf("data: %s: %lld pairs read, %s, %lld kept\nsplit: %s\n", data_path.c_str(),
+                        static_cast<long long>(corpus.lines_read), corpus.dedup.describe().c_str(),
+                        static_cast<long long>(ds.size()), split.describe().c_str()));
+  progress(detail::strf(
+      "tokenizers: English BPE %lld tokens, Chinese characters %lld tokens; [UNK] %.2f%%\n",
+      static_cast<long long>(tok.src().vocab().size()), static_cast<long long>(tok.tgt().vocab().size()),
+      100.0 * static_cast<double>(enc.unknown_tokens) / std::max<int64_t>(1, enc.total_tokens)));
 
   // ---- model -------------------------------------------------------------------------------
   models::TransformerConfig cfg = models::TransformerConfig::preset(o.preset);
@@ -179,14 +164,14 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   po.max_src_len = o.max_len;
   po.max_tgt_len = o.max_len;
   po.pad_to_max = false;
-  progress(
-      strf("model: EncoderDecoder preset %s, %lld+%lld layers, d_model %lld, %lld heads, d_ff %lld, %lld "
-           "parameters; batch %lld, Noam warmup %lld x %.3g (peak lr %.2e)\n",
-           o.preset.c_str(), static_cast<long long>(cfg.encoder_layers),
-           static_cast<long long>(cfg.decoder_layers), static_cast<long long>(cfg.d_model),
-           static_cast<long long>(cfg.heads), static_cast<long long>(cfg.d_ff),
-           static_cast<long long>(model->num_parameters()), static_cast<long long>(o.batch_size),
-           static_cast<long long>(o.warmup), o.lr_scale, schedule.lr(o.warmup)));
+  progress(detail::strf(
+      "model: EncoderDecoder preset %s, %lld+%lld layers, d_model %lld, %lld heads, d_ff %lld, %lld "
+      "parameters; batch %lld, Noam warmup %lld x %.3g (peak lr %.2e)\n",
+      o.preset.c_str(), static_cast<long long>(cfg.encoder_layers),
+      static_cast<long long>(cfg.decoder_layers), static_cast<long long>(cfg.d_model),
+      static_cast<long long>(cfg.heads), static_cast<long long>(cfg.d_ff),
+      static_cast<long long>(model->num_parameters()), static_cast<long long>(o.batch_size),
+      static_cast<long long>(o.warmup), o.lr_scale, schedule.lr(o.warmup)));
 
   // ---- training: train::fit, validation loss after every epoch -----------------------------
   const bool tty = progress.terminal;
@@ -227,11 +212,11 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
       last_print = t;
       const double eta_time = budget - t;
       const double eta_steps = o.max_steps > 0 ? (o.max_steps - step) * t / static_cast<double>(step) : 1e300;
-      progress(strf("%sstep %lld  epoch %lld  loss %.3f (avg %.3f)  lr %.2e  %.0f tok/s  %s  ETA %s%s",
-                    tty ? "\r" : "", static_cast<long long>(step), static_cast<long long>(fs.epoch + 1),
-                    r.loss, loss_ema, r.lr, static_cast<double>(tokens_seen) / std::max(t, 1e-9),
-                    clock_text(t).c_str(), clock_text(std::min(eta_time, eta_steps)).c_str(),
-                    tty ? "   " : "\n"));
+      progress(detail::strf(
+          "%sstep %lld  epoch %lld  loss %.3f (avg %.3f)  lr %.2e  %.0f tok/s  %s  ETA %s%s", tty ? "\r" : "",
+          static_cast<long long>(step), static_cast<long long>(fs.epoch + 1), r.loss, loss_ema, r.lr,
+          static_cast<double>(tokens_seen) / std::max(t, 1e-9), clock_text(t).c_str(),
+          clock_text(std::min(eta_time, eta_steps)).c_str(), tty ? "   " : "\n"));
     }
   };
   // The validation loss is logged, not used to stop or to pick weights.
@@ -250,10 +235,10 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
     e.set("valid_loss", num(vloss));
     e.set("seconds", num(ev.seconds));
     epochs.push_back(std::move(e));
-    progress(strf("%sepoch %lld: train loss %.3f, validation loss %.3f (%lld pairs)%s\n", tty ? "\n" : "",
-                  static_cast<long long>(ev.epoch + 1), epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0,
-                  vloss, static_cast<long long>(split.valid.size()),
-                  done ? " (stopped within the epoch)" : ""));
+    progress(detail::strf(
+        "%sepoch %lld: train loss %.3f, validation loss %.3f (%lld pairs)%s\n", tty ? "\n" : "",
+        static_cast<long long>(ev.epoch + 1), epoch_steps > 0 ? epoch_loss / epoch_steps : 0.0, vloss,
+        static_cast<long long>(split.valid.size()), done ? " (stopped within the epoch)" : ""));
   };
   train::FitOptions fo;
   fo.time_budget_s = budget;
@@ -274,11 +259,11 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   go.length_alpha = o.alpha;
   go.max_new_tokens = o.max_len - 1;
   const std::string search = o.beam > 1 ? "beam " + std::to_string(o.beam) : "greedy";
-  progress(strf("test: translating %zu held-out pairs (%s)...\n", test_rows.size(), search.c_str()));
+  progress(detail::strf("test: translating %zu held-out pairs (%s)...\n", test_rows.size(), search.c_str()));
   const models::BleuEvaluation ev = models::evaluate_bleu(translator, ds, test_rows, go, 64);
   const std::string bleu_line =
-      strf("test BLEU (sacreBLEU -tok zh, %zu pairs, %s): %.2f\n  %s\n", test_rows.size(), search.c_str(),
-           ev.bleu.score, ev.bleu.describe().c_str());
+      detail::strf("test BLEU (sacreBLEU -tok zh, %zu pairs, %s): %.2f\n  %s\n", test_rows.size(),
+                   search.c_str(), ev.bleu.score, ev.bleu.describe().c_str());
 
   // ---- save ----------------------------------------------------------------------------------
   if (const fs::path parent = fs::path(out_dir).lexically_normal().parent_path(); !parent.empty())

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -20,6 +21,17 @@ inline double seconds_since(Clock::time_point t0) {
 inline std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// printf into a string (at most 1023 bytes: the progress and report lines).
+inline std::string strf(const char* f, ...) __attribute__((format(printf, 1, 2)));
+inline std::string strf(const char* f, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
   return buf;
 }
 

@@ -335,18 +335,6 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return m;
 }
 
-const char* backend_word(Backend b) {
-  switch (b) {
-    case Backend::automatic:
-      return "automatic";
-    case Backend::reference:
-      return "reference";
-    case Backend::fused:
-      return "fused";
-  }
-  return "?";
-}
-
 }  // namespace
 
 double engine_tolerance(double base, double max_abs_logit, double max_abs_value) {
@@ -381,7 +369,7 @@ std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, do
     const BackendChoice choice = choose_backend(q, k, v, o);
     const AttentionResult res = attention(q, k, v, o);
     EngineRun run;
-    run.backend = std::string(backend_word(choice.backend)) + (c.dtype == DType::f32 ? " (fp32)" : " (fp64)");
+    run.backend = std::string(backend_name(choice.backend)) + (c.dtype == DType::f32 ? " (fp32)" : " (fp64)");
     if (c.backend == Backend::automatic) run.backend = "automatic -> " + run.backend;
     run.weights = res.weights.to_vector();                                        // weights: [1, 1, 1, Lk]
     run.output = res.out.select(0, 0).select(0, 0).select(0, query).to_vector();  // out row: [D]

@@ -107,6 +107,8 @@ struct BackendChoice {
 };
 BackendChoice choose_backend(const Tensor& q, const Tensor& k, const Tensor& v,
                              const AttentionOptions& options);
+// "automatic", "reference" or "fused".
+const char* backend_name(Backend b);
 
 // The dropout keep rule, exposed so tests and other backends share it:
 // true when element (b, h, i, j) survives dropout with probability 1 − p.
