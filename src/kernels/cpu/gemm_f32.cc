@@ -1,0 +1,208 @@
+// sgemm_f32: validation, blocking and threading (shared by every path), and the scalar oracle
+// path. See gemm_f32.h for the semantics and the packed layout.
+#include "kernels/cpu/gemm_f32.h"
+
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kernels/cpu/isa.h"
+
+namespace attn::kernels::cpu {
+namespace detail {
+namespace {
+
+// ---- the scalar oracle ------------------------------------------------------
+
+void pack_rows_scalar(const float* src, int64_t ld, int kc, int w, int W, float* out) {
+  const int npanels = (w + W - 1) / W;
+  for (int q = 0; q < npanels; ++q)
+    for (int k = 0; k < kc; ++k)
+      for (int c = 0; c < W; ++c) {
+        const int col = q * W + c;
+        out[(int64_t{q} * kc + k) * W + c] = col < w ? src[int64_t{k} * ld + col] : 0.f;
+      }
+}
+
+void pack_cols_scalar(const float* src, int64_t ld, int kc, int w, int W, float* out) {
+  const int npanels = (w + W - 1) / W;
+  for (int q = 0; q < npanels; ++q)
+    for (int k = 0; k < kc; ++k)
+      for (int c = 0; c < W; ++c) {
+        const int col = q * W + c;
+        out[(int64_t{q} * kc + k) * W + c] = col < w ? src[int64_t{col} * ld + k] : 0.f;
+      }
+}
+
+constexpr int kScalarMr = 4, kScalarNr = 16;
+
+void block_scalar(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
+                  float beta) {
+  float acc[kScalarMr][kScalarNr] = {};
+  for (int k = 0; k < kc; ++k)
+    for (int r = 0; r < kScalarMr; ++r)
+      for (int j = 0; j < kScalarNr; ++j)
+        acc[r][j] = std::fma(a[k * kScalarMr + r], b[k * kScalarNr + j], acc[r][j]);
+  for (int r = 0; r < m; ++r)
+    for (int j = 0; j < n; ++j) {
+      float& out = c[r * ldc + j];
+      out = beta == 0 ? alpha * acc[r][j] : std::fma(beta, out, alpha * acc[r][j]);
+    }
+}
+
+constexpr F32GemmKernels kScalar{kScalarMr, kScalarNr, pack_rows_scalar, pack_cols_scalar, block_scalar};
+
+// ---- blocking and threading -------------------------------------------------
+
+constexpr int64_t kMcPanels = 12;  // A panels per thread block: 144 rows (AVX-512), 144 · 256 · 4 = 144 KiB
+constexpr int64_t kNcMax = 2048;   // columns per shared packed B block: 256 · 2048 · 4 bytes (2 MiB)
+
+constexpr double kSerialMacs = 1 << 20;  // ~10 µs of one core: below that, one thread
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A grow-only, 64-byte aligned scratch buffer (one per thread, kept between calls so small
+// products do not pay for page faults on every call).
+float* scratch(std::vector<float>& buf, int64_t n) {
+  if (static_cast<int64_t>(buf.size()) < n + 16) buf.resize(static_cast<size_t>(n + 16));
+  auto addr = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<float*>((addr + 63) & ~uintptr_t{63});
+}
+
+void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+         const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const int64_t Mr = kern.mr, Nr = kern.nr;
+  // Small products (and calls inside a parallel_for) run on the calling thread.
+  const bool serial = in_parallel_for() || num_threads() == 1 ||
+                      static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSerialMacs;
+  const int64_t threads = serial ? 1 : num_threads();
+  auto for_each = [&](int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn) {
+    if (serial)
+      fn(0, n, 0);
+    else
+      parallel_for(n, grain, fn);
+  };
+  // k blocks of (nearly) equal size, from K alone (gemm_f32.h: the same bits for every split).
+  const int64_t nkb = ceil_div(K, kF32Kc);
+  const int64_t kc = ceil_div(K, nkb);
+  const int64_t nc = std::min(kNcMax / Nr * Nr, ceil_div(N, Nr) * Nr);
+  // Row blocks: a multiple of the thread count when there are several, each a run of whole
+  // Mr-row panels, the panels spread evenly (the blocks differ by at most one panel).
+  const int64_t panels = ceil_div(M, Mr);
+  int64_t mb = ceil_div(panels, kMcPanels);
+  if (mb > 1) mb = std::min(panels, ceil_div(mb, threads) * threads);
+  const int64_t mc = ceil_div(panels, mb) * Mr;  // rows of the largest block
+
+  static thread_local std::vector<float> b_buf;
+  float* bpack = scratch(b_buf, nc * kc);
+  for (int64_t jc = 0; jc < N; jc += nc) {
+    const int64_t ncur = std::min(nc, N - jc), npan = ceil_div(ncur, Nr);
+    // Few row blocks: split the panels too, so that every thread has work.
+    int64_t n_split = 1;
+    if (threads > 1 && mb < 2 * threads) n_split = std::min(npan, ceil_div(4 * threads, mb));
+    const int64_t per_split = ceil_div(npan, n_split);
+    n_split = ceil_div(npan, per_split);
+    for (int64_t pc = 0; pc < K; pc += kc) {
+      const int kcur = static_cast<int>(std::min(kc, K - pc));
+      // B: chunks of panels (each a contiguous run of columns), shared by all threads.
+      const int64_t pan_chunk = std::max<int64_t>(1, ceil_div(npan, 2 * threads));
+      for_each(ceil_div(npan, pan_chunk), 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t ch = b; ch < e; ++ch) {
+          const int64_t j = jc + ch * pan_chunk * Nr;
+          const int w = static_cast<int>(std::min(pan_chunk * Nr, jc + ncur - j));
+          float* out = bpack + ch * pan_chunk * kcur * Nr;
+          if (trans_b)
+            kern.pack_cols(B + j * ldb + pc, ldb, kcur, w, static_cast<int>(Nr),
+                           out);  // op(B)(k, j) = B[j, k]
+          else
+            kern.pack_rows(B + pc * ldb + j, ldb, kcur, w, static_cast<int>(Nr),
+                           out);  // op(B)(k, j) = B[k, j]
+        }
+      });
+      const float beta_k = pc == 0 ? beta : 1.f;  // later k blocks add to what the first wrote
+      for_each(mb * n_split, 1, [&](int64_t b, int64_t e, int) {
+        static thread_local std::vector<float> a_buf;
+        float* apack = scratch(a_buf, mc * kcur);
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t ib = t / n_split, js = t % n_split;
+          const int64_t i0 = ib * panels / mb * Mr;
+          const int64_t mcur = std::min(M, (ib + 1) * panels / mb * Mr) - i0, nmp = ceil_div(mcur, Mr);
+          const int w = static_cast<int>(mcur);
+          if (trans_a)
+            kern.pack_rows(A + pc * lda + i0, lda, kcur, w, static_cast<int>(Mr),
+                           apack);  // op(A)(i, k) = A[k, i]
+          else
+            kern.pack_cols(A + i0 * lda + pc, lda, kcur, w, static_cast<int>(Mr),
+                           apack);  // op(A)(i, k) = A[i, k]
+          const int64_t pn_end = std::min(npan, (js + 1) * per_split);
+          for (int64_t pn = js * per_split; pn < pn_end; ++pn) {
+            const int64_t j = jc + pn * Nr;
+            const int n = static_cast<int>(std::min(Nr, N - j));
+            for (int64_t q = 0; q < nmp; ++q) {
+              const int64_t i = i0 + q * Mr;
+              kern.block(kcur, apack + q * kcur * Mr, bpack + pn * kcur * Nr, C + i * ldc + j, ldc,
+                         static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+const F32GemmKernels& kernels_of(F32GemmPath path) {
+  switch (path) {
+    case F32GemmPath::avx512:
+      return f32_gemm_avx512_kernels();
+    case F32GemmPath::avx2:
+      return f32_gemm_avx2_kernels();
+    case F32GemmPath::scalar:
+      break;
+  }
+  return kScalar;
+}
+
+}  // namespace
+
+const F32GemmKernels& f32_gemm_scalar_kernels() { return kScalar; }
+
+void sgemm_f32_path(F32GemmPath path, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                    float* C, int64_t ldc) {
+  ATTN_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm_f32: sizes must be >= 0; got M ", M, ", N ", N, ", K ", K);
+  ATTN_CHECK(lda >= (trans_a ? M : K) && ldb >= (trans_b ? K : N) && ldc >= N,
+             "sgemm_f32: leading dimensions too small: lda ", lda, ", ldb ", ldb, ", ldc ", ldc, " for M ", M,
+             ", N ", N, ", K ", K, (trans_a ? " (A transposed)" : ""), (trans_b ? " (B transposed)" : ""));
+  const Isa need = path == F32GemmPath::avx512 ? Isa::avx512
+                   : path == F32GemmPath::avx2 ? Isa::avx2
+                                               : Isa::scalar;
+  ATTN_CHECK(isa_available(need), "sgemm_f32: the ", isa_str(need), " path needs a CPU with ", isa_str(need),
+             "; this one has ", isa_str(detected_isa()));
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // op(A)·op(B) is all zeros
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0.f : beta * C[i * ldc + j];
+    return;
+  }
+  run(kernels_of(path), trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace detail
+
+bool f32_gemm_fast() { return active_isa() != Isa::scalar; }
+
+void sgemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+               int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const Isa isa = active_isa();
+  const detail::F32GemmPath path = isa == Isa::avx512 ? detail::F32GemmPath::avx512
+                                   : isa == Isa::avx2 ? detail::F32GemmPath::avx2
+                                                      : detail::F32GemmPath::scalar;
+  detail::sgemm_f32_path(path, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace attn::kernels::cpu

@@ -1,0 +1,69 @@
+// attn's own single-precision matrix product (AVX-512 and AVX2 micro-kernels), so that the speed
+// and the result of a product do not depend on which kernel OpenBLAS's CPU detection picks.
+//
+// sgemm_f32 has exactly the semantics of kernels::cpu::sgemm (gemm.h): row-major,
+// C = alpha · op(A) · op(B) + beta · C, fp32 in and out, all four transpose combinations, any
+// leading dimensions, beta = 0 never reads C (it may be uninitialised or NaN).
+//
+// Goto-style blocking: op(B) is packed once per (k, n) block into panels of Nr columns, shared
+// by all threads; each thread packs Mr-row panels of op(A) and runs an Mr × Nr register block
+// (AVX-512: 12 × 32, 24 zmm accumulators; AVX2: 6 × 16, 12 ymm accumulators; scalar: 4 × 16).
+//
+// Results are the same bits on every path and for every split: element C[i, j] is
+//   acc_b = fma(a[i, k], b[k, j], acc_b) over k in order, within k blocks whose bounds depend
+//           on K only (kF32Kc),
+//   C = fma(beta_b, C, alpha · acc_b) per k block (beta_b = beta for the first, 1 after; beta = 0:
+//       C = alpha · acc_b),
+// whatever the instruction set, the thread count or the rows and columns a call is given. That is
+// what lets the tests assert bit-identity between the paths and between split and unsplit products.
+#pragma once
+
+#include <cstdint>
+
+namespace attn::kernels::cpu {
+
+void sgemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+               int64_t lda,                         // A: [M, K] or, transposed, [K, M]
+               const float* B, int64_t ldb,         // B: [K, N] or, transposed, [N, K]
+               float beta, float* C, int64_t ldc);  // C: [M, N]
+
+// True when sgemm_f32 runs a vectorised body (the active instruction set is AVX2 or AVX-512);
+// otherwise it runs the scalar oracle, correct but slow.
+bool f32_gemm_fast();
+
+namespace detail {
+
+enum class F32GemmPath { scalar, avx2, avx512 };
+
+// sgemm_f32 through one path (the tests compare every path with the reference and with each
+// other). Throws attn::Error when the path's instruction set is not available here.
+void sgemm_f32_path(F32GemmPath path, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float* A, int64_t lda,  // A: [M, K] or, transposed, [K, M]
+                    const float* B, int64_t ldb,               // B: [K, N] or, transposed, [N, K]
+                    float beta, float* C, int64_t ldc);        // C: [M, N]
+
+// Values of k per block (the k blocks are ceil(K / kF32Kc) nearly equal runs).
+inline constexpr int64_t kF32Kc = 256;
+
+// The packing and register-block functions of one path.
+//
+// Packed layout: a panel of W columns (W = nr for op(B), mr for op(A)) over kc values of k is
+// out[k * W + c] = x[k, c] (0 for columns c >= w). Panel q of a call starts at out + q · kc · W.
+struct F32GemmKernels {
+  int mr, nr;
+  // Element (k, c) at src[k * ld + c] (rows of k contiguous over c). out: [ceil(w/W), kc, W]
+  void (*pack_rows)(const float* src, int64_t ld, int kc, int w, int W, float* out);
+  // Element (k, c) at src[c * ld + k] (each column contiguous over k). out: [ceil(w/W), kc, W]
+  void (*pack_cols)(const float* src, int64_t ld, int kc, int w, int W, float* out);
+  // The mr × nr block: acc = Σ_k a[k, r] · b[k, j] (fma, k in order), then for the m × n valid
+  // part C = fma(beta, C, alpha · acc) (beta = 0: C = alpha · acc, C not read).
+  // a: [kc, mr]  b: [kc, nr]  c: [m, n] with row stride ldc
+  void (*block)(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
+                float beta);
+};
+const F32GemmKernels& f32_gemm_scalar_kernels();
+const F32GemmKernels& f32_gemm_avx2_kernels();    // only call when AVX2 and FMA are available
+const F32GemmKernels& f32_gemm_avx512_kernels();  // only call when AVX-512 is available
+
+}  // namespace detail
+}  // namespace attn::kernels::cpu

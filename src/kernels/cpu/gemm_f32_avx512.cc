@@ -1,0 +1,146 @@
+// sgemm_f32's AVX-512 building blocks (gemm_f32.h): packing with masked loads and 16 × 16
+// register transposes, and the 12 × 32 register block (24 zmm accumulators, the A value
+// broadcast from memory into the FMA).
+// GCC 12 reports the intrinsics' deliberately undefined pass-through operands as maybe-uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "kernels/cpu/gemm_f32.h"
+#include "kernels/cpu/vec_avx512.h"
+
+namespace attn::kernels::cpu::detail {
+namespace {
+
+#define ATTN_INLINE inline __attribute__((always_inline))
+
+using avx512::tail_mask;
+
+constexpr int kMr = 12, kNr = 32;
+
+// Rows of k contiguous over the columns: for each k, every panel takes its W columns of row k,
+// so the rows are read once, front to back.
+void pack_rows(const float* src, int64_t ld, int kc, int w, int W, float* out) {
+  const int npanels = (w + W - 1) / W;
+  for (int k = 0; k < kc; ++k) {
+    const float* row = src + int64_t{k} * ld;
+    if (k + 4 < kc) {
+      const float* f = row + 4 * ld;
+      for (int c = 0; c < w; c += 16) _mm_prefetch(reinterpret_cast<const char*>(f + c), _MM_HINT_T0);
+    }
+    for (int q = 0; q < npanels; ++q) {
+      const int c0 = q * W;
+      float* o = out + (int64_t{q} * kc + k) * W;
+      for (int c = 0; c < W; c += 16) {
+        const __m512 v = _mm512_maskz_loadu_ps(tail_mask(w - c0 - c), row + c0 + c);
+        _mm512_mask_storeu_ps(o + c, tail_mask(W - c), v);
+      }
+    }
+  }
+}
+
+// In place: r[i] lane j becomes r[j] lane i (a 16 × 16 transpose of 32-bit elements).
+ATTN_INLINE void transpose16(__m512 r[16]) {
+  __m512 a[16], b[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {
+    a[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    a[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // b[4g + s], 128-bit lane L: rows 4g..4g+3 at column 4L + s.
+#pragma GCC unroll 4
+  for (int g = 0; g < 16; g += 4) {
+    const __m512d a0 = _mm512_castps_pd(a[g]), a1 = _mm512_castps_pd(a[g + 1]);
+    const __m512d a2 = _mm512_castps_pd(a[g + 2]), a3 = _mm512_castps_pd(a[g + 3]);
+    b[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+    b[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+    b[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+    b[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+  }
+  // A 4 × 4 transpose of 128-bit lanes for each s.
+#pragma GCC unroll 4
+  for (int s = 0; s < 4; ++s) {
+    const __m512 c0 = _mm512_shuffle_f32x4(b[s], b[4 + s], 0x44),
+                 c1 = _mm512_shuffle_f32x4(b[s], b[4 + s], 0xee);
+    const __m512 c2 = _mm512_shuffle_f32x4(b[8 + s], b[12 + s], 0x44);
+    const __m512 c3 = _mm512_shuffle_f32x4(b[8 + s], b[12 + s], 0xee);
+    r[s] = _mm512_shuffle_f32x4(c0, c2, 0x88);
+    r[4 + s] = _mm512_shuffle_f32x4(c0, c2, 0xdd);
+    r[8 + s] = _mm512_shuffle_f32x4(c1, c3, 0x88);
+    r[12 + s] = _mm512_shuffle_f32x4(c1, c3, 0xdd);
+  }
+}
+
+// Columns contiguous over k: groups of up to 16 columns of one panel, 16 values of k at a time,
+// transposed in registers and stored as rows of the panel.
+void pack_cols(const float* src, int64_t ld, int kc, int w, int W, float* out) {
+  const int npanels = (w + W - 1) / W;
+  for (int q = 0; q < npanels; ++q)
+    for (int g0 = 0; g0 < W; g0 += 16) {
+      const int G = W - g0 < 16 ? W - g0 : 16, c0 = q * W + g0;
+      const __mmask16 store = tail_mask(G);
+      float* o = out + int64_t{q} * kc * W + g0;
+      for (int k0 = 0; k0 < kc; k0 += 16) {
+        const __mmask16 m = tail_mask(kc - k0);
+        __m512 r[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i)
+          r[i] = i < G && c0 + i < w ? _mm512_maskz_loadu_ps(m, src + int64_t{c0 + i} * ld + k0)
+                                     : _mm512_setzero_ps();
+        transpose16(r);
+        const int nk = kc - k0 < 16 ? kc - k0 : 16;
+        for (int t = 0; t < nk; ++t) _mm512_mask_storeu_ps(o + int64_t{k0 + t} * W, store, r[t]);
+      }
+    }
+}
+
+void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
+           float beta) {
+  __m512 acc[kMr][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) {
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    // C is read (beta != 0) or written after the k loop: start fetching it now.
+    if (r < m) {
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 31), _MM_HINT_T0);
+    }
+  }
+  for (int k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+    _mm_prefetch(reinterpret_cast<const char*>(b + 8 * kNr), _MM_HINT_T0);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r]);
+      acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
+    }
+    a += kMr;
+    b += kNr;
+  }
+  const __mmask16 m0 = tail_mask(n), m1 = tail_mask(n - 16);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) {
+    if (r >= m) break;
+    float* row = c + r * ldc;
+    __m512 v0 = _mm512_mul_ps(acc[r][0], va), v1 = _mm512_mul_ps(acc[r][1], va);
+    if (beta != 0) {
+      v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), v0);
+      v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), v1);
+    }
+    _mm512_mask_storeu_ps(row, m0, v0);
+    _mm512_mask_storeu_ps(row + 16, m1, v1);
+  }
+}
+
+constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block};
+
+#undef ATTN_INLINE
+
+}  // namespace
+
+const F32GemmKernels& f32_gemm_avx512_kernels() { return kKernels; }
+
+}  // namespace attn::kernels::cpu::detail
+#pragma GCC diagnostic pop
