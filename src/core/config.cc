@@ -44,7 +44,7 @@ const std::vector<std::string>& runtime_config_variables() {
   static const std::vector<std::string> names = {
       "ATTN_NUM_THREADS",      "ATTN_SPIN_US",  "ATTN_ALLOCATOR",    "ATTN_ALLOCATOR_CACHE_MB",
       "ATTN_MATMUL_PRECISION", "ATTN_ISA",      "ATTN_GEMM_THREADS", "ATTN_LINEAR_SMALL_M",
-      "ATTN_LINEAR_PACKED",    "ATTN_DATA_DIR", "ATTN_MODEL_DIR"};
+      "ATTN_LINEAR_PACKED",    "ATTN_DATA_DIR", "ATTN_MODEL_DIR",    "ATTN_SGEMM"};
   return names;
 }
 
@@ -80,6 +80,16 @@ RuntimeConfig parse_runtime_config(const EnvLookup& lookup) {
       c.gemm_threads = GemmThreads::blas;
     else
       bad_value("ATTN_GEMM_THREADS", "attn or blas", *v);
+  }
+  if (const auto v = value_of(lookup, "ATTN_SGEMM")) {
+    if (*v == "auto")
+      c.sgemm = SgemmKernel::automatic;
+    else if (*v == "attn")
+      c.sgemm = SgemmKernel::attn;
+    else if (*v == "blas")
+      c.sgemm = SgemmKernel::blas;
+    else
+      bad_value("ATTN_SGEMM", "auto, attn or blas", *v);
   }
   read_whole(lookup, "ATTN_LINEAR_SMALL_M", 0, 1000000, c.linear_small_m);
   read_whole(lookup, "ATTN_LINEAR_PACKED", 0, 1000000, c.linear_packed);

@@ -9,6 +9,8 @@
 // inside a parallel_for, see sync_threads()). Each element of C is computed by the same kernel with the
 // same K order however it is split, so results do not depend on the split.
 // ATTN_GEMM_THREADS=blas hands the whole product to OpenBLAS's threads instead.
+// Products that kernels::cpu::sgemm gives attn's own fp32 GEMM or the bf16 kernel are not split
+// here: those kernels thread themselves over the pool and share one packed op(B) between threads.
 #include <attn/core/config.h>
 #include <attn/core/parallel.h>
 
@@ -42,9 +44,10 @@ void sgemm_threaded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
   // and that duplicated packing is the smaller one.
   const bool split_m = M >= N;
   const int64_t along = split_m ? M : N;
-  // The bf16 kernel (MatmulPrecision::bf16) threads itself and shares its packed B between threads.
-  if (!split_enabled() || T == 1 || kernels::cpu::sgemm_uses_bf16(M, N) || in_parallel_for() ||
-      M * N * K < kMinSplitWork || along < 2 * kAlign) {
+  const kernels::cpu::SgemmPath path = kernels::cpu::sgemm_path(M, N);
+  if (!split_enabled() || T == 1 || path == kernels::cpu::SgemmPath::bf16 ||
+      path == kernels::cpu::SgemmPath::own_f32 || in_parallel_for() || M * N * K < kMinSplitWork ||
+      along < 2 * kAlign) {
     kernels::cpu::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }

@@ -65,7 +65,7 @@ TEST(RuntimeConfig, ReadsEveryListedVariableOnce) {
     return std::nullopt;
   });
   const std::vector<std::string>& names = runtime_config_variables();
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 12u);
   EXPECT_EQ(asked, std::multiset<std::string>(names.begin(), names.end()));
   for (const std::string& n : names) EXPECT_EQ(n.rfind("ATTN_", 0), 0u) << n;
 }
@@ -105,6 +105,9 @@ TEST(RuntimeConfig, AcceptedValues) {
        [](const RuntimeConfig& c) { return c.gemm_threads == GemmThreads::attn; }},
       {"ATTN_GEMM_THREADS", "blas",
        [](const RuntimeConfig& c) { return c.gemm_threads == GemmThreads::blas; }},
+      {"ATTN_SGEMM", "auto", [](const RuntimeConfig& c) { return c.sgemm == SgemmKernel::automatic; }},
+      {"ATTN_SGEMM", "attn", [](const RuntimeConfig& c) { return c.sgemm == SgemmKernel::attn; }},
+      {"ATTN_SGEMM", "blas", [](const RuntimeConfig& c) { return c.sgemm == SgemmKernel::blas; }},
       {"ATTN_LINEAR_SMALL_M", "0", [](const RuntimeConfig& c) { return c.linear_small_m == 0; }},
       {"ATTN_LINEAR_SMALL_M", "128", [](const RuntimeConfig& c) { return c.linear_small_m == 128; }},
       {"ATTN_LINEAR_PACKED", "0", [](const RuntimeConfig& c) { return c.linear_packed == 0; }},
@@ -129,6 +132,7 @@ TEST(RuntimeConfig, AcceptedValues) {
                                    {"ATTN_MATMUL_PRECISION", "bf16"},
                                    {"ATTN_ISA", "avx2"},
                                    {"ATTN_GEMM_THREADS", "blas"},
+                                   {"ATTN_SGEMM", "blas"},
                                    {"ATTN_LINEAR_SMALL_M", "9"},
                                    {"ATTN_LINEAR_PACKED", "10"},
                                    {"ATTN_DATA_DIR", "d"},
@@ -141,6 +145,7 @@ TEST(RuntimeConfig, AcceptedValues) {
   want.matmul_precision = MatmulPrecision::bf16;
   want.isa = IsaLimit::avx2;
   want.gemm_threads = GemmThreads::blas;
+  want.sgemm = SgemmKernel::blas;
   want.linear_small_m = 9;
   want.linear_packed = 10;
   want.data_dir = "d";
@@ -182,6 +187,7 @@ TEST(RuntimeConfig, BadValuesNameTheVariableTheExpectationAndTheValue) {
       {"ATTN_ISA", "AVX2", "ATTN_ISA: expected scalar, avx2 or avx512; got 'AVX2'"},
       {"ATTN_GEMM_THREADS", "openblas", "ATTN_GEMM_THREADS: expected attn or blas; got 'openblas'"},
       {"ATTN_GEMM_THREADS", "4", "ATTN_GEMM_THREADS: expected attn or blas; got '4'"},
+      {"ATTN_SGEMM", "openblas", "ATTN_SGEMM: expected auto, attn or blas; got 'openblas'"},
       {"ATTN_LINEAR_SMALL_M", "-1", "ATTN_LINEAR_SMALL_M: expected a whole number in [0, 1000000]; got '-1'"},
       {"ATTN_LINEAR_SMALL_M", "many",
        "ATTN_LINEAR_SMALL_M: expected a whole number in [0, 1000000]; got 'many'"},

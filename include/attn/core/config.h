@@ -38,6 +38,13 @@ enum class GemmThreads {
   blas,  // one call, threaded by the BLAS library itself
 };
 
+// Which kernel runs fp32 matrix products (ATTN_SGEMM).
+enum class SgemmKernel {
+  automatic,  // attn's own where it measured at least as fast as OpenBLAS (kernels/cpu/gemm.cc)
+  attn,       // attn's own (kernels/cpu/gemm_f32.h) for every product it takes (not matrix-vector)
+  blas,       // OpenBLAS for every product
+};
+
 struct RuntimeConfig {
   // ATTN_NUM_THREADS: threads of attn's pool, [1, 1024]. Unset: one per hardware thread.
   std::optional<int> num_threads;
@@ -53,6 +60,8 @@ struct RuntimeConfig {
   std::optional<IsaLimit> isa;
   // ATTN_GEMM_THREADS: attn | blas.
   GemmThreads gemm_threads = GemmThreads::attn;
+  // ATTN_SGEMM: auto | attn | blas.
+  SgemmKernel sgemm = SgemmKernel::automatic;
   // ATTN_LINEAR_SMALL_M: most rows for inference linear's small-M kernel, [0, 1000000]; 0 = off.
   int64_t linear_small_m = 48;
   // ATTN_LINEAR_PACKED: most rows for decoding's pre-packed weights, [0, 1000000]; 0 = off.

@@ -1,5 +1,6 @@
 #include "kernels/cpu/gemm.h"
 
+#include <attn/core/config.h>
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 #include <attn/core/precision.h>
@@ -10,6 +11,7 @@
 #include <mutex>
 
 #include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_f32.h"
 
 namespace attn::kernels::cpu {
 namespace {
@@ -42,6 +44,21 @@ bool sgemm_uses_bf16(int64_t M, int64_t N) {
   return M >= kBf16MinRows && N >= 2 && matmul_precision() == MatmulPrecision::bf16 && bf16_gemm_available();
 }
 
+// Fewer rows or columns than this stay on OpenBLAS under ATTN_SGEMM=auto: the own kernel packs all
+// of op(B) on every call, which a few rows do not pay for (gemm_f32_bench, 1 thread: M = 16 at
+// 0.64-0.80x OpenBLAS, M = 4 at 0.54-0.73x; M >= 32 at 0.95-1.17x on every shape measured).
+constexpr int64_t kOwnMinRowsCols = 32;
+
+SgemmPath sgemm_path(int64_t M, int64_t N) {
+  if (sgemm_uses_bf16(M, N)) return SgemmPath::bf16;
+  if (M == 1 || N == 1) return SgemmPath::blas_gemv;
+  static const SgemmKernel choice = runtime_config().sgemm;
+  if (choice == SgemmKernel::blas || !f32_gemm_fast()) return SgemmPath::blas;
+  if (choice == SgemmKernel::attn || (M >= kOwnMinRowsCols && N >= kOwnMinRowsCols))
+    return SgemmPath::own_f32;
+  return SgemmPath::blas;
+}
+
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   ATTN_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm: sizes must be >= 0; got M ", M, ", N ", N, ", K ", K);
@@ -59,8 +76,13 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   }
   // MatmulPrecision::bf16: products of at least kBf16MinRows rows go to the bf16 kernel (gemm_bf16.h);
   // matrix-vector products stay on sgemv below.
-  if (sgemm_uses_bf16(M, N)) {
+  const SgemmPath path = sgemm_path(M, N);
+  if (path == SgemmPath::bf16) {
     sgemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  if (path == SgemmPath::own_f32) {  // threads itself over attn's pool (serially inside a parallel_for)
+    sgemm_f32(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   sync_threads();

@@ -1,4 +1,5 @@
-// Single-precision matrix product through BLAS (OpenBLAS cblas_sgemm).
+// Single-precision matrix product: attn's own fp32 GEMM (gemm_f32.h) or OpenBLAS (cblas_sgemm,
+// cblas_sgemv), chosen per product by sgemm_path below; the bf16 kernel under MatmulPrecision::bf16.
 //
 // Row-major: C = alpha · op(A) · op(B) + beta · C with op(A) [M, K], op(B) [K, N], C [M, N].
 // Without a transpose A is stored [M, K] with row stride lda (>= K); with trans_a it is
@@ -19,6 +20,18 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 // True when sgemm sends an [M, N] product to the bf16 kernel (MatmulPrecision::bf16 is set, the CPU
 // has AVX512_BF16, M >= 16 and N >= 2). That kernel splits the work over attn's pool itself.
 bool sgemm_uses_bf16(int64_t M, int64_t N);
+
+// Which kernel sgemm gives an [M, N] product (for the tests, explain and the benchmarks):
+//   bf16      sgemm_uses_bf16(M, N);
+//   blas_gemv M == 1 or N == 1 (OpenBLAS's sgemv streams the matrix once; nothing is packed);
+//   own_f32   attn's own fp32 GEMM (gemm_f32.h) when its vectorised body runs here and, under
+//             ATTN_SGEMM=auto (the default), M >= 32 and N >= 32, where it measured as fast as
+//             OpenBLAS or faster (bench/gemm/gemm_f32_bench.cc, docs/benchmarks.md); ATTN_SGEMM=attn:
+//             every product that is not a matrix-vector one;
+//   blas      the rest (OpenBLAS cblas_sgemm; fewer rows than 32 pack too little to pay for the own
+//             kernel's packing of op(B), and ATTN_SGEMM=blas).
+enum class SgemmPath { bf16, blas_gemv, own_f32, blas };
+SgemmPath sgemm_path(int64_t M, int64_t N);
 
 // Name of the BLAS behind sgemm (for explain and benchmarks).
 const char* blas_name();
