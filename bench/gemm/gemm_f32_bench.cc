@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../bench_util.h"
+#include "kernels/cpu/encoder_kernels.h"
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/isa.h"
 
@@ -130,7 +131,18 @@ int main(int argc, char** argv) {
       tb = std::min(tb, bench::time_median(blas, min_time));
       to = std::min(to, bench::time_median(own, min_time));
     }
+    // BERT's small-M kernel (kernels/cpu/encoder_kernels.h, T <= 256 tokens) on the NN shapes it takes.
+    double ts = 0;
+    if (!s.ta && !s.tb && M <= 256 && kernels::cpu::linear_small_m_fast()) {
+      std::vector<float> Cs(size_t(M) * N);
+      auto small = [&] {
+        kernels::cpu::linear_small_m(A.data(), K, B.data(), nullptr, Cs.data(), N, M, N, K);
+      };
+      ts = 1e30;
+      for (int r = 0; r < reps; ++r) ts = std::min(ts, bench::time_median(small, min_time));
+    }
     const double flop = 2.0 * M * N * K;
+    if (ts > 0) std::fprintf(stderr, "%s: linear_small_m %.1f GFLOP/s\n", s.what, flop / ts / 1e9);
     std::printf(
         "{\"shape\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"op\":\"%s%s\",\"threads\":%d,\"openblas\":\"%s\","
         "\"blas_gflops\":%.1f,\"own_gflops\":%.1f,\"own_over_blas\":%.2f}\n",

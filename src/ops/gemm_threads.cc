@@ -44,7 +44,7 @@ void sgemm_threaded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
   // and that duplicated packing is the smaller one.
   const bool split_m = M >= N;
   const int64_t along = split_m ? M : N;
-  const kernels::cpu::SgemmPath path = kernels::cpu::sgemm_path(M, N);
+  const kernels::cpu::SgemmPath path = kernels::cpu::sgemm_path(M, N, tb);
   if (!split_enabled() || T == 1 || path == kernels::cpu::SgemmPath::bf16 ||
       path == kernels::cpu::SgemmPath::own_f32 || in_parallel_for() || M * N * K < kMinSplitWork ||
       along < 2 * kAlign) {

@@ -1,9 +1,9 @@
 // sgemm_f32 (attn's own fp32 GEMM) against the fp64 product of the same operands on every
 // path the CPU has (scalar oracle, AVX2, AVX-512), 1 to 3 threads, all four transposes,
 // alpha/beta (beta = 0 with NaN in C), sizes off every register block and k block, padded
-// leading dimensions and guard columns; then bit for bit between the paths, between thread
-// counts and between a product and its row or column blocks, which gemm_f32.h guarantees by
-// construction (per element: fma over k in order, k blocks from K alone).
+// leading dimensions and guard columns, op(B) packed and read in place (few rows); then bit for bit between
+// the paths, between thread counts and between a product and its row or column blocks, which gemm_f32.h
+// guarantees by construction (per element: fma over k in order, k blocks from K alone).
 #include "kernels/cpu/gemm_f32.h"
 
 #include <attn/core/parallel.h>
@@ -173,8 +173,10 @@ std::vector<F32Case> cases() {
     add("blocks", 12, 32, 16, 0, 1.f, 0.f);
     add("off_blocks", 25, 49, 257, 1, -1.5f, 0.75f);  // K past one k block (256): two blocks
     add("long_k", 7, 20, 600, 0, 1.f, 1.f);
-    add("threads", 150, 130, 70, 2, 1.f, 0.f);  // past one 144-row block, several panels
-    add("wide", 30, 2100, 24, 0, 2.f, -1.f);    // past one 2048-column B block
+    add("threads", 150, 130, 70, 2, 1.f, 0.f);        // past one 144-row block, several panels
+    add("wide", 30, 2100, 24, 0, 2.f, -1.f);          // past one 2048-column B block
+    add("in_place_b", 90, 75, 300, 1, 1.f, 0.5f);     // at most 96 rows: op(B) NN read in place
+    add("in_place_wide", 17, 2200, 40, 2, 1.f, 0.f);  // ... over several column blocks
   }
   v.push_back({"NN_k0", false, false, 5, 6, 0, 1, 1.f, 0.5f});
   return v;

@@ -67,7 +67,7 @@ TEST_P(GemmThreaded, MatchesReferenceAndTheUnsplitProduct) {
   Tensor U = C0.clone();
   kernels::cpu::sgemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data<float>(), lda, B.data<float>(), ldb,
                       static_cast<float>(c.beta), U.data<float>(), ldc);
-  if (kernels::cpu::sgemm_path(c.M, c.N) == kernels::cpu::SgemmPath::own_f32)
+  if (kernels::cpu::sgemm_path(c.M, c.N, c.tb) == kernels::cpu::SgemmPath::own_f32)
     EXPECT_EQ(std::memcmp(C.data<float>(), U.data<float>(), sizeof(float) * c.M * ldc), 0)
         << "attn's own kernel: 1 and " << c.threads << " threads must give the same bits";
   else

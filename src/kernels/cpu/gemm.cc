@@ -44,19 +44,21 @@ bool sgemm_uses_bf16(int64_t M, int64_t N) {
   return M >= kBf16MinRows && N >= 2 && matmul_precision() == MatmulPrecision::bf16 && bf16_gemm_available();
 }
 
-// Fewer rows or columns than this stay on OpenBLAS under ATTN_SGEMM=auto: the own kernel packs all
-// of op(B) on every call, which a few rows do not pay for (gemm_f32_bench, 1 thread: M = 16 at
-// 0.64-0.80x OpenBLAS, M = 4 at 0.54-0.73x; M >= 32 at 0.95-1.17x on every shape measured).
-constexpr int64_t kOwnMinRowsCols = 32;
+// Under ATTN_SGEMM=auto, products with fewer rows than this stay on OpenBLAS: the own kernel packs
+// all of op(B) on every call, which a few rows do not pay for (gemm_f32_bench, 1 thread, NT: M = 16
+// at 0.64-0.92x OpenBLAS, M = 4 at 0.54-0.73x; M >= 32 at 0.95-1.17x on every shape measured).
+// A non-transposed op(B) is read in place for up to kF32InPlaceBMaxRows rows, which measured
+// 0.94-1.42x OpenBLAS from M = 8 (M = 4: 0.94x).
+constexpr int64_t kOwnMinRows = 32, kOwnMinRowsInPlaceB = 8, kOwnMinCols = 32;
 
-SgemmPath sgemm_path(int64_t M, int64_t N) {
+SgemmPath sgemm_path(int64_t M, int64_t N, bool trans_b) {
   if (sgemm_uses_bf16(M, N)) return SgemmPath::bf16;
   if (M == 1 || N == 1) return SgemmPath::blas_gemv;
   static const SgemmKernel choice = runtime_config().sgemm;
   if (choice == SgemmKernel::blas || !f32_gemm_fast()) return SgemmPath::blas;
-  if (choice == SgemmKernel::attn || (M >= kOwnMinRowsCols && N >= kOwnMinRowsCols))
-    return SgemmPath::own_f32;
-  return SgemmPath::blas;
+  if (choice == SgemmKernel::attn) return SgemmPath::own_f32;
+  const int64_t min_rows = trans_b ? kOwnMinRows : kOwnMinRowsInPlaceB;
+  return M >= min_rows && N >= kOwnMinCols ? SgemmPath::own_f32 : SgemmPath::blas;
 }
 
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -76,7 +78,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   }
   // MatmulPrecision::bf16: products of at least kBf16MinRows rows go to the bf16 kernel (gemm_bf16.h);
   // matrix-vector products stay on sgemv below.
-  const SgemmPath path = sgemm_path(M, N);
+  const SgemmPath path = sgemm_path(M, N, trans_b);
   if (path == SgemmPath::bf16) {
     sgemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;

@@ -21,17 +21,19 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 // has AVX512_BF16, M >= 16 and N >= 2). That kernel splits the work over attn's pool itself.
 bool sgemm_uses_bf16(int64_t M, int64_t N);
 
-// Which kernel sgemm gives an [M, N] product (for the tests, explain and the benchmarks):
+// Which kernel sgemm gives an [M, N] product with op(B) transposed or not (for the tests, explain
+// and the benchmarks):
 //   bf16      sgemm_uses_bf16(M, N);
 //   blas_gemv M == 1 or N == 1 (OpenBLAS's sgemv streams the matrix once; nothing is packed);
 //   own_f32   attn's own fp32 GEMM (gemm_f32.h) when its vectorised body runs here and, under
-//             ATTN_SGEMM=auto (the default), M >= 32 and N >= 32, where it measured as fast as
-//             OpenBLAS or faster (bench/gemm/gemm_f32_bench.cc, docs/benchmarks.md); ATTN_SGEMM=attn:
-//             every product that is not a matrix-vector one;
-//   blas      the rest (OpenBLAS cblas_sgemm; fewer rows than 32 pack too little to pay for the own
-//             kernel's packing of op(B), and ATTN_SGEMM=blas).
+//             ATTN_SGEMM=auto (the default), N >= 32 and M >= 32, or M >= 8 when op(B) is not
+//             transposed (read in place, not packed): where it measured as fast as OpenBLAS or
+//             faster (bench/gemm/gemm_f32_bench.cc, docs/benchmarks.md); ATTN_SGEMM=attn: every
+//             product that is not a matrix-vector one;
+//   blas      the rest (OpenBLAS cblas_sgemm: a few rows do not pay for packing op(B)), and
+//             everything under ATTN_SGEMM=blas.
 enum class SgemmPath { bf16, blas_gemv, own_f32, blas };
-SgemmPath sgemm_path(int64_t M, int64_t N);
+SgemmPath sgemm_path(int64_t M, int64_t N, bool trans_b);
 
 // Name of the BLAS behind sgemm (for explain and benchmarks).
 const char* blas_name();

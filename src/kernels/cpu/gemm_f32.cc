@@ -55,7 +55,24 @@ void block_scalar(int kc, const float* a, const float* b, float* c, int64_t ldc,
     }
 }
 
-constexpr F32GemmKernels kScalar{kScalarMr, kScalarNr, pack_rows_scalar, pack_cols_scalar, block_scalar};
+void block_b_scalar(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m, int n,
+                    float alpha, float beta) {
+  float panel[kScalarNr] = {};
+  float acc[kScalarMr][kScalarNr] = {};
+  for (int k = 0; k < kc; ++k) {
+    for (int j = 0; j < kScalarNr; ++j) panel[j] = j < n ? b[k * ldb + j] : 0.f;
+    for (int r = 0; r < kScalarMr; ++r)
+      for (int j = 0; j < kScalarNr; ++j) acc[r][j] = std::fma(a[k * kScalarMr + r], panel[j], acc[r][j]);
+  }
+  for (int r = 0; r < m; ++r)
+    for (int j = 0; j < n; ++j) {
+      float& out = c[r * ldc + j];
+      out = beta == 0 ? alpha * acc[r][j] : std::fma(beta, out, alpha * acc[r][j]);
+    }
+}
+
+constexpr F32GemmKernels kScalar{kScalarMr,        kScalarNr,    pack_rows_scalar,
+                                 pack_cols_scalar, block_scalar, block_b_scalar};
 
 // ---- blocking and threading -------------------------------------------------
 
@@ -98,8 +115,11 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
   if (mb > 1) mb = std::min(panels, ceil_div(mb, threads) * threads);
   const int64_t mc = ceil_div(panels, mb) * Mr;  // rows of the largest block
 
+  // Few rows and op(B) not transposed: the register block reads op(B) in place (packing it would
+  // cost about as much as the product).
+  const bool b_in_place = !trans_b && M <= kF32InPlaceBMaxRows;
   static thread_local std::vector<float> b_buf;
-  float* bpack = scratch(b_buf, nc * kc);
+  float* bpack = b_in_place ? nullptr : scratch(b_buf, nc * kc);
   for (int64_t jc = 0; jc < N; jc += nc) {
     const int64_t ncur = std::min(nc, N - jc), npan = ceil_div(ncur, Nr);
     // Few row blocks: split the panels too, so that every thread has work.
@@ -111,19 +131,20 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
       const int kcur = static_cast<int>(std::min(kc, K - pc));
       // B: chunks of panels (each a contiguous run of columns), shared by all threads.
       const int64_t pan_chunk = std::max<int64_t>(1, ceil_div(npan, 2 * threads));
-      for_each(ceil_div(npan, pan_chunk), 1, [&](int64_t b, int64_t e, int) {
-        for (int64_t ch = b; ch < e; ++ch) {
-          const int64_t j = jc + ch * pan_chunk * Nr;
-          const int w = static_cast<int>(std::min(pan_chunk * Nr, jc + ncur - j));
-          float* out = bpack + ch * pan_chunk * kcur * Nr;
-          if (trans_b)
-            kern.pack_cols(B + j * ldb + pc, ldb, kcur, w, static_cast<int>(Nr),
-                           out);  // op(B)(k, j) = B[j, k]
-          else
-            kern.pack_rows(B + pc * ldb + j, ldb, kcur, w, static_cast<int>(Nr),
-                           out);  // op(B)(k, j) = B[k, j]
-        }
-      });
+      if (!b_in_place)
+        for_each(ceil_div(npan, pan_chunk), 1, [&](int64_t b, int64_t e, int) {
+          for (int64_t ch = b; ch < e; ++ch) {
+            const int64_t j = jc + ch * pan_chunk * Nr;
+            const int w = static_cast<int>(std::min(pan_chunk * Nr, jc + ncur - j));
+            float* out = bpack + ch * pan_chunk * kcur * Nr;
+            if (trans_b)
+              kern.pack_cols(B + j * ldb + pc, ldb, kcur, w, static_cast<int>(Nr),
+                             out);  // op(B)(k, j) = B[j, k]
+            else
+              kern.pack_rows(B + pc * ldb + j, ldb, kcur, w, static_cast<int>(Nr),
+                             out);  // op(B)(k, j) = B[k, j]
+          }
+        });
       const float beta_k = pc == 0 ? beta : 1.f;  // later k blocks add to what the first wrote
       for_each(mb * n_split, 1, [&](int64_t b, int64_t e, int) {
         static thread_local std::vector<float> a_buf;
@@ -145,6 +166,11 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
             const int n = static_cast<int>(std::min(Nr, N - j));
             for (int64_t q = 0; q < nmp; ++q) {
               const int64_t i = i0 + q * Mr;
+              if (b_in_place) {
+                kern.block_b(kcur, apack + q * kcur * Mr, B + pc * ldb + j, ldb, C + i * ldc + j, ldc,
+                             static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
+                continue;
+              }
               kern.block(kcur, apack + q * kcur * Mr, bpack + pn * kcur * Nr, C + i * ldc + j, ldc,
                          static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
             }

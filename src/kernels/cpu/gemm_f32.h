@@ -60,7 +60,15 @@ struct F32GemmKernels {
   // a: [kc, mr]  b: [kc, nr]  c: [m, n] with row stride ldc
   void (*block)(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
                 float beta);
+  // The same block with op(B) read in place (not transposed): row k of the block's columns at
+  // b + k · ldb, only columns [0, n) read. For few rows, where packing op(B) would cost as much as
+  // the product. The same arithmetic per element as block.
+  void (*block_b)(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m, int n,
+                  float alpha, float beta);
 };
+
+// Most rows for which sgemm_f32 reads a non-transposed op(B) in place instead of packing it.
+inline constexpr int64_t kF32InPlaceBMaxRows = 96;
 const F32GemmKernels& f32_gemm_scalar_kernels();
 const F32GemmKernels& f32_gemm_avx2_kernels();    // only call when AVX2 and FMA are available
 const F32GemmKernels& f32_gemm_avx512_kernels();  // only call when AVX-512 is available

@@ -39,14 +39,29 @@ void pack_cols(const float* src, int64_t ld, int kc, int w, int W, float* out) {
   }
 }
 
-void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
-           float beta) {
+// kStrided: b is op(B) in place (row k at b + k · ldb, columns [0, n) read); else a packed panel.
+template <bool kStrided>
+inline __attribute__((always_inline)) void block_impl(int kc, const float* a, const float* b, int64_t ldb,
+                                                      float* c, int64_t ldc, int m, int n, float alpha,
+                                                      float beta) {
+  // Lanes [0, n) and [8, n) of the two column vectors (the strided loads read no further).
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+  const __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lane);
   __m256 acc[kMr][2];
 #pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    _mm_prefetch(reinterpret_cast<const char*>(b + 8 * kNr), _MM_HINT_T0);
+    __m256 b0, b1;
+    if constexpr (kStrided) {
+      b0 = _mm256_maskload_ps(b, k0);
+      b1 = _mm256_maskload_ps(b + 8, k1);
+      _mm_prefetch(reinterpret_cast<const char*>(b + 4 * ldb), _MM_HINT_T0);
+    } else {
+      b0 = _mm256_load_ps(b);
+      b1 = _mm256_load_ps(b + 8);
+      _mm_prefetch(reinterpret_cast<const char*>(b + 8 * kNr), _MM_HINT_T0);
+    }
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
       const __m256 ar = _mm256_broadcast_ss(a + r);
@@ -54,7 +69,7 @@ void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m,
       acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
     }
     a += kMr;
-    b += kNr;
+    b += kStrided ? ldb : kNr;
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
   if (m == kMr && n == kNr) {
@@ -83,7 +98,17 @@ void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m,
     }
 }
 
-constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block};
+void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
+           float beta) {
+  block_impl<false>(kc, a, b, 0, c, ldc, m, n, alpha, beta);
+}
+
+void block_b(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m, int n,
+             float alpha, float beta) {
+  block_impl<true>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
+}
+
+constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block, block_b};
 
 }  // namespace
 

@@ -94,8 +94,11 @@ void pack_cols(const float* src, int64_t ld, int kc, int w, int W, float* out) {
     }
 }
 
-void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
-           float beta) {
+// kStrided: b is op(B) in place (row k at b + k · ldb, columns [0, n) read); else a packed panel.
+template <bool kStrided>
+ATTN_INLINE void block_impl(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m,
+                            int n, float alpha, float beta) {
+  const __mmask16 m0 = tail_mask(n), m1 = tail_mask(n - 16);
   __m512 acc[kMr][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kMr; ++r) {
@@ -107,8 +110,16 @@ void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m,
     }
   }
   for (int k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-    _mm_prefetch(reinterpret_cast<const char*>(b + 8 * kNr), _MM_HINT_T0);
+    __m512 b0, b1;
+    if constexpr (kStrided) {
+      b0 = _mm512_maskz_loadu_ps(m0, b);
+      b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+      _mm_prefetch(reinterpret_cast<const char*>(b + 4 * ldb), _MM_HINT_T0);
+    } else {
+      b0 = _mm512_load_ps(b);
+      b1 = _mm512_load_ps(b + 16);
+      _mm_prefetch(reinterpret_cast<const char*>(b + 8 * kNr), _MM_HINT_T0);
+    }
 #pragma GCC unroll 12
     for (int r = 0; r < kMr; ++r) {
       const __m512 ar = _mm512_set1_ps(a[r]);
@@ -116,9 +127,8 @@ void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m,
       acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
     }
     a += kMr;
-    b += kNr;
+    b += kStrided ? ldb : kNr;
   }
-  const __mmask16 m0 = tail_mask(n), m1 = tail_mask(n - 16);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 #pragma GCC unroll 12
   for (int r = 0; r < kMr; ++r) {
@@ -134,7 +144,17 @@ void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m,
   }
 }
 
-constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block};
+void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
+           float beta) {
+  block_impl<false>(kc, a, b, 0, c, ldc, m, n, alpha, beta);
+}
+
+void block_b(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m, int n,
+             float alpha, float beta) {
+  block_impl<true>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
+}
+
+constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block, block_b};
 
 #undef ATTN_INLINE
 
