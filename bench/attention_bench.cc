@@ -10,7 +10,8 @@
 //
 // FLOP counts: forward 4·B·H·Lq·Lk·D (halved for causal, for a window of w keys
 // 4·B·H·Lq·min(Lk, w+1)·D), backward 2.5× forward. --decode-lk runs Lq = 1
-// against the listed Lk (--decode-lq: other short query lengths). --peak prints the measured FMA peak first.
+// against the listed Lk (--decode-lq: other short query lengths). --peak prints the measured fp32 FMA
+// peak and the bf16 dot-product (vdpbf16ps) peak first.
 // --memory reports the growth of peak resident memory during one call.
 // --bandwidth prints one thread's streaming-read bandwidth (GB/s) first.
 // --clock thread times in the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID;
@@ -184,6 +185,11 @@ int main(int argc, char** argv) {
     const double p = bench::measure_fma_peak_gflops();
     std::printf("{\"engine\":\"fma-peak\",\"threads\":%d,\"gflops\":%.4g}\n", num_threads(), p);
     std::fprintf(stderr, "measured fp32 FMA peak on %d threads: %.1f GFLOP/s\n", num_threads(), p);
+    // The ceiling of the bf16 kernels (--dtype bf16): vdpbf16ps, two products per lane.
+    const double pb = bench::measure_bf16_dot_peak_gflops();
+    std::printf("{\"engine\":\"bf16-dot-peak\",\"threads\":%d,\"gflops\":%.4g}\n", num_threads(), pb);
+    std::fprintf(stderr, "measured bf16 dot-product (vdpbf16ps) peak on %d threads: %.1f GFLOP/s%s\n",
+                 num_threads(), pb, pb == 0 ? " (no AVX512_BF16)" : "");
   }
   if (bandwidth) {
     const double bw = bench::measure_read_bandwidth_gbs();

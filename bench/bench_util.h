@@ -88,6 +88,35 @@ inline double measure_fma_peak_gflops() {
   return 2.0 * 16 * 12 * static_cast<double>(iters) * threads / sec / 1e9;
 }
 
+// One thread's share of the bf16 dot-product peak loop: 12 independent vdpbf16ps chains
+// (AVX512_BF16). Each instruction is 16 lanes x 2 products + 2 adds = 64 FLOP.
+__attribute__((target("avx512f,avx512bf16"))) inline void dpbf16_chains(int64_t iters, float* sink16) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80);  // (1.0, 1.0) as bf16 pairs
+  const __m512bh b = (__m512bh)_mm512_set1_epi32(0x33d633d6);  // ~1e-7 each
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  _mm512_storeu_ps(sink16, s);
+}
+
+// Measured bf16 dot-product (vdpbf16ps) peak on num_threads() threads, in GFLOP/s (2 FLOP per
+// bf16 product-add), or 0 when the CPU has no AVX512_BF16. What a bf16 kernel's throughput is
+// a fraction of (the fp32 FMA peak is not its ceiling: one vdpbf16ps does twice an FMA's work).
+inline double measure_bf16_dot_peak_gflops() {
+  if (!__builtin_cpu_supports("avx512bf16")) return 0.0;
+  const int64_t iters = 20'000'000;
+  const int threads = num_threads();
+  std::vector<float> sink(threads * 16, 0.f);
+  auto run = [&] {
+    parallel_for(threads, 1, [&](int64_t b, int64_t, int) { dpbf16_chains(iters, &sink[b * 16]); });
+  };
+  const double sec = time_median(run, 0.3, 3);
+  return 64.0 * 12 * static_cast<double>(iters) * threads / sec / 1e9;
+}
+
 // Streaming-read bandwidth of one thread in GB/s (1e9 bytes/s): sums a 512 MiB
 // buffer (far beyond the caches) with 4 independent AVX-512 accumulators.
 __attribute__((target("avx512f"))) inline float sum_buffer(const float* p, int64_t n) {
