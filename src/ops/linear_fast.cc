@@ -78,7 +78,7 @@ Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       x.size(-1) != w.size(1) || w.size(1) == 0 ||
       (b.defined() &&
        (b.dtype() != DType::f32 || b.rank() != 1 || b.size(0) != w.size(0) || !b.is_contiguous())) ||
-      kernels::cpu::active_isa() != kernels::cpu::Isa::avx512)
+      kernels::cpu::active_isa() == kernels::cpu::Isa::scalar)
     return linear(x, w, b);  // validates and reports bad shapes
   const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
   // One row stays on linear(): its matrix-vector product streams the weight in place, and packing

@@ -50,17 +50,18 @@ void linear_packed_scalar(const float* x, int64_t ldx, const float* packed, cons
 
 void linear_packed(const float* x, int64_t ldx, const float* packed, const float* bias, float* y, int64_t ldy,
                    int64_t M, int64_t N, int64_t K) {
-  const bool v = active_isa() == Isa::avx512;
+  const Isa isa = active_isa();
+  const auto body = isa == Isa::avx512 ? detail::linear_packed_avx512
+                    : isa == Isa::avx2 ? detail::linear_packed_avx2
+                                       : detail::linear_packed_scalar;
   const int64_t P = (N + kPackedPanel - 1) / kPackedPanel;
   // At least ~kMinChunkWork multiply-adds per chunk: a one-row product through a d×d weight is a few
   // microseconds of work, and waking the pool for it cost more than it saved (decode_bench batch 1 on
   // 2 threads: 1,419 tokens/s with one panel per chunk against 2,414 on the old path).
   constexpr int64_t kMinChunkWork = int64_t{1} << 18;
   const int64_t grain = std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(1, M * K * kPackedPanel));
-  parallel_for(P, grain, [&](int64_t p0, int64_t p1, int) {
-    (v ? detail::linear_packed_avx512 : detail::linear_packed_scalar)(x, ldx, packed, bias, y, ldy, M, N, K,
-                                                                      p0, p1);
-  });
+  parallel_for(P, grain,
+               [&](int64_t p0, int64_t p1, int) { body(x, ldx, packed, bias, y, ldy, M, N, K, p0, p1); });
 }
 
 }  // namespace attn::kernels::cpu

@@ -5,8 +5,8 @@
 //
 // Packed layout of a weight w [N, K] (nn::Linear's [out, in]): panel p (columns 32p..32p+31
 // of y) is K x 32 floats, packed[p * K * 32 + k * 32 + j] = w[32p + j, k], zero past N.
-// Raw pointers; linear_packed splits panels over attn::parallel_for and picks the AVX-512
-// body when active_isa() allows it, else the scalar one (the tests' oracle with double).
+// Raw pointers; linear_packed splits panels over attn::parallel_for and picks the AVX-512 or the
+// AVX2 body as active_isa() allows, else the scalar one (the tests' oracle with double).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,8 @@ void linear_packed_scalar(const float* x, int64_t ldx, const float* packed, cons
                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
 void linear_packed_avx512(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
+void linear_packed_avx2(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
+                        int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
 }  // namespace detail
 
 }  // namespace attn::kernels::cpu

@@ -1,0 +1,77 @@
+// AVX2 body of the pre-packed small-M linear (src/kernels/cpu/linear_packed.h): each 32-column
+// panel is done as two halves of 16 columns, up to 6 rows at a time (12 ymm accumulators, the
+// half-panel's 2 vectors per k loaded once for all rows, one broadcast of x per row and k).
+#include <immintrin.h>
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/linear_packed.h"
+
+namespace attn::kernels::cpu::detail {
+namespace {
+
+// Lanes [0, n) of 8 as a maskload/maskstore mask.
+inline __attribute__((always_inline)) __m256i lanes(int64_t n) {
+  const int c = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int>(n);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Rows [0, R) of x times 16 columns of a packed panel (row stride 32 floats); `cols` of them valid.
+template <int R>
+void half_block(const float* x, int64_t ldx, const float* panel, const float* bias, float* y, int64_t ldy,
+                int64_t K, int64_t cols) {
+  const __m256i k0 = lanes(cols), k1 = lanes(cols - 8);
+  const __m256 b0 = bias ? _mm256_maskload_ps(bias, k0) : _mm256_setzero_ps();
+  const __m256 b1 = bias ? _mm256_maskload_ps(bias + 8, k1) : _mm256_setzero_ps();
+  __m256 acc0[R], acc1[R];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) acc0[r] = b0, acc1[r] = b1;
+  for (int64_t k = 0; k < K; ++k, panel += kPackedPanel) {
+    const __m256 w0 = _mm256_load_ps(panel), w1 = _mm256_load_ps(panel + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 xr = _mm256_broadcast_ss(x + r * ldx + k);
+      acc0[r] = _mm256_fmadd_ps(xr, w0, acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(xr, w1, acc1[r]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm256_maskstore_ps(y + r * ldy, k0, acc0[r]);
+    _mm256_maskstore_ps(y + r * ldy + 8, k1, acc1[r]);
+  }
+}
+
+constexpr int kRows = 6;  // 2 x 6 accumulators + 2 panel vectors + 1 broadcast of the 16 registers
+
+using HalfFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t);
+
+template <int... Rs>
+constexpr std::array<HalfFn, sizeof...(Rs)> half_table(std::integer_sequence<int, Rs...>) {
+  return {&half_block<Rs + 1>...};
+}
+
+}  // namespace
+
+void linear_packed_avx2(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
+                        int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1) {
+  static constexpr auto table = half_table(std::make_integer_sequence<int, kRows>{});
+  const int64_t nb = (M + kRows - 1) / kRows;  // balanced row blocks
+  for (int64_t p = p0; p < p1; ++p) {
+    const float* panel = packed + p * K * kPackedPanel;
+    for (int64_t h = 0; h < kPackedPanel; h += 16) {
+      const int64_t n = p * kPackedPanel + h;
+      if (n >= N) break;
+      for (int64_t i = 0, m = 0; i < nb; ++i) {
+        const int64_t r = M / nb + (i < M % nb ? 1 : 0);
+        table[static_cast<std::size_t>(r - 1)](x + m * ldx, ldx, panel + h, bias ? bias + n : nullptr,
+                                               y + m * ldy + n, ldy, K, N - n);
+        m += r;
+      }
+    }
+  }
+}
+
+}  // namespace attn::kernels::cpu::detail
