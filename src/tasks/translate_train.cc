@@ -10,6 +10,7 @@
 #include <attn/models/task_model.h>
 #include <attn/models/translation.h>
 #include <attn/tasks/translate.h>
+#include <attn/train/comm.h>
 #include <attn/train/fit.h>
 #include <attn/train/optim.h>
 #include <attn/train/schedule.h>
@@ -151,6 +152,22 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   cfg.pad_id = text::Vocab::kPad;
   cfg.seed = o.seed;
   cfg.validate("encdec");
+  // Data parallel: every rank must have read the same pairs and built the same vocabularies and
+  // model (the trainer then copies rank 0's initial weights to all).
+  train::Communicator& comm = o.comm ? *o.comm : train::single_process();
+  if (comm.size() > 1) {
+    uint64_t data_hash = kFnvOffset;
+    for (const auto& e : ds.examples) data_hash = fnv1a64(e.pair, fnv1a64(e.text + '\t', data_hash));
+    train::check_same_on_all_ranks(
+        comm, {{"the pairs read from the data file " + data_path, data_hash},
+               {"the vocabularies", fnv1a64(json::dump(tok.to_json()))},
+               {"the model configuration", fnv1a64(json::dump(cfg.to_json()))},
+               {"the training options (--batch-size, --warmup, --lr-scale, --seed, --minutes, --max-steps)",
+                fnv1a64(detail::strf("%lld %lld %.17g %llu %.17g %lld", static_cast<long long>(o.batch_size),
+                                     static_cast<long long>(o.warmup), o.lr_scale,
+                                     static_cast<unsigned long long>(o.seed), o.minutes,
+                                     static_cast<long long>(o.max_steps)))}});
+  }
   auto model = std::make_unique<models::EncoderDecoder>(cfg);
   model->train();
   train::AdamWOptions ao;
@@ -159,6 +176,7 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   const train::NoamSchedule schedule(cfg.d_model, o.warmup, o.lr_scale);
   train::TrainerOptions tro;
   tro.clip_norm = 1.0;
+  tro.comm = &comm;
   train::Trainer trainer(opt, schedule, tro, o.seed);
   data::PairOptions po;
   po.max_src_len = o.max_len;
@@ -172,6 +190,10 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
       static_cast<long long>(cfg.heads), static_cast<long long>(cfg.d_ff),
       static_cast<long long>(model->num_parameters()), static_cast<long long>(o.batch_size),
       static_cast<long long>(o.warmup), o.lr_scale, schedule.lr(o.warmup)));
+  if (comm.size() > 1)
+    progress(detail::strf("data parallel: %d ranks (%s), about %lld pairs of each batch per rank\n",
+                          comm.size(), comm.name().c_str(),
+                          static_cast<long long>((o.batch_size + comm.size() - 1) / comm.size())));
 
   // ---- training: train::fit, validation loss after every epoch -----------------------------
   const bool tty = progress.terminal;
@@ -189,15 +211,27 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
     return static_cast<int64_t>(batches.size());
   };
   int64_t batch_tokens = 0;
-  hooks.loss = [&](int64_t, int64_t bi, const train::StepContext&) {
-    const data::PairBatch b = data::make_pair_batch(enc, batches[static_cast<std::size_t>(bi)], po);
+  hooks.loss = [&](int64_t, int64_t bi, const train::StepContext& ctx) -> train::Loss {
+    // This rank's shard of the batch (all of it in one process); the loss is the mean over its
+    // target tokens, weighted by their number (trainer.h): the batch mean one process computes.
+    const std::vector<int64_t> rows =
+        train::shard_rows(batches[static_cast<std::size_t>(bi)], ctx.rank, ctx.world);
+    batch_tokens = 0;
+    if (rows.empty()) return train::Loss{Tensor(), 0.0};
+    const data::PairBatch b = data::make_pair_batch(enc, rows, po);
     const detail::TeacherForcing tf = detail::teacher_forcing(b);
     batch_tokens = tf.source_tokens + tf.target_tokens;
-    return model->forward(b.src, tf.src_lengths, tf.tgt_in, tf.targets).loss;
+    return train::Loss{model->forward(b.src, tf.src_lengths, tf.tgt_in, tf.targets).loss,
+                       static_cast<double>(tf.target_tokens)};
   };
   hooks.on_step = [&](train::FitStep& fs) {
     const train::StepResult& r = fs.result;
     const int64_t step = r.step;
+    if (comm.size() > 1) {  // the tokens of the whole batch (every rank runs on_step)
+      double t = static_cast<double>(batch_tokens);
+      comm.allreduce_sum(&t, 1);
+      batch_tokens = static_cast<int64_t>(t);
+    }
     tokens_seen += batch_tokens;
     last_loss = r.loss;
     loss_ema = step == 1 ? r.loss : 0.98 * loss_ema + 0.02 * r.loss;
@@ -247,6 +281,7 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   const int64_t step = fr.steps;
   const int64_t epoch_count = fr.epoch + 1;
   const double train_seconds = fr.seconds;
+  if (comm.rank() != 0) return TranslateTrainResult{};  // rank 0 scores and writes
 
   // ---- held-out BLEU -----------------------------------------------------------------------
   models::Translator translator(std::move(model), tok, o.max_len, o.max_len);

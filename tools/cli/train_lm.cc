@@ -3,6 +3,7 @@
 // UTF-8 text file, saved as one task model file (task "lm"). See docs/generation.md.
 #include <attn/core/error.h>
 #include <attn/tasks/lm.h>
+#include <attn/train/comm.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -96,6 +97,8 @@ int run_train_lm(const std::vector<std::string>& args) {
     std::fflush(stderr);
   };
   o.progress.terminal = isatty(fileno(stderr)) != 0;
+  o.comm = train_communicator();  // mpirun -np N: rank 0 alone prints
+  if (o.comm && o.comm->rank() > 0) o.progress = {};
   tasks::train_lm(o);
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <attn/models/generate.h>
 #include <attn/tasks/progress.h>
 #include <attn/text/tokenizer.h>
+#include <attn/train/comm.h>
 
 #include <cstdint>
 #include <functional>
@@ -68,6 +69,11 @@ struct LmTrainOptions {
   int64_t log_every = 20;      // progress line every N steps
   uint64_t seed = 1;           // initialisation, data order and dropout
   Progress progress;
+  // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
+  // With N ranks every rank calls this with the same options; each trains on 1/N of every
+  // batch, and rank 0 alone reports progress and writes the outputs (the result is empty on
+  // the others). Ranks whose configuration, vocabulary or data differ are refused at start.
+  train::Communicator* comm = nullptr;
 };
 
 struct LmTrainResult {
