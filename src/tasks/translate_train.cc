@@ -199,6 +199,8 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   const bool tty = progress.terminal;
   const double budget = o.minutes * 60.0;
   int64_t tokens_seen = 0, epoch_steps = 0;
+  double allreduce_seconds = 0, allreduce_bytes = 0,
+         wait_seconds = 0;  // data parallel: the gradient all-reduce
   double loss_ema = 0, last_print = -1e9, epoch_loss = 0, last_loss = 0;
   json::Value loss_history = json::Value::array(), epochs = json::Value::array();
   std::vector<double> first_losses;
@@ -233,6 +235,9 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
       batch_tokens = static_cast<int64_t>(t);
     }
     tokens_seen += batch_tokens;
+    allreduce_seconds += r.comm_seconds;
+    wait_seconds += r.comm_wait_seconds;
+    allreduce_bytes = static_cast<double>(r.comm_bytes);
     last_loss = r.loss;
     loss_ema = step == 1 ? r.loss : 0.98 * loss_ema + 0.02 * r.loss;
     epoch_loss += r.loss;
@@ -246,11 +251,17 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
       last_print = t;
       const double eta_time = budget - t;
       const double eta_steps = o.max_steps > 0 ? (o.max_steps - step) * t / static_cast<double>(step) : 1e300;
+      const std::string reduce =
+          comm.size() > 1
+              ? detail::strf("  all-reduce %.1f ms/step (%.2f MB), wait %.1f ms/step",
+                             1e3 * allreduce_seconds / static_cast<double>(step), allreduce_bytes / 1e6,
+                             1e3 * wait_seconds / static_cast<double>(step))
+              : std::string();
       progress(detail::strf(
-          "%sstep %lld  epoch %lld  loss %.3f (avg %.3f)  lr %.2e  %.0f tok/s  %s  ETA %s%s", tty ? "\r" : "",
-          static_cast<long long>(step), static_cast<long long>(fs.epoch + 1), r.loss, loss_ema, r.lr,
-          static_cast<double>(tokens_seen) / std::max(t, 1e-9), clock_text(t).c_str(),
-          clock_text(std::min(eta_time, eta_steps)).c_str(), tty ? "   " : "\n"));
+          "%sstep %lld  epoch %lld  loss %.3f (avg %.3f)  lr %.2e  %.0f tok/s%s  %s  ETA %s%s",
+          tty ? "\r" : "", static_cast<long long>(step), static_cast<long long>(fs.epoch + 1), r.loss,
+          loss_ema, r.lr, static_cast<double>(tokens_seen) / std::max(t, 1e-9), reduce.c_str(),
+          clock_text(t).c_str(), clock_text(std::min(eta_time, eta_steps)).c_str(), tty ? "   " : "\n"));
     }
   };
   // The validation loss is logged, not used to stop or to pick weights.
@@ -367,6 +378,16 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   tr.set("optimizer", str("AdamW beta1 0.9 beta2 0.98 eps 1e-9 weight decay 0, clip 1.0"));
   tr.set("seconds", num(train_seconds));
   tr.set("tokens_per_second", num(static_cast<double>(tokens_seen) / std::max(train_seconds, 1e-9)));
+  if (comm.size() > 1) {
+    json::Value dp = json::Value::object();
+    dp.set("ranks", integer(comm.size()));
+    dp.set("communicator", str(comm.name()));
+    dp.set("allreduce_bytes_per_step", num(allreduce_bytes));
+    dp.set("allreduce_seconds_per_step",
+           num(allreduce_seconds / static_cast<double>(std::max<int64_t>(1, step))));
+    dp.set("wait_seconds_per_step", num(wait_seconds / static_cast<double>(std::max<int64_t>(1, step))));
+    tr.set("data_parallel", dp);
+  }
   double first = 0;
   for (double l : first_losses) first += l / static_cast<double>(first_losses.size());
   tr.set("first_loss", num(first));

@@ -141,7 +141,10 @@ void Trainer::reduce_gradients(double& loss_sum, StepResult& r) {
   comm_->allreduce_sum(head.data(), head.size());
   loss_sum = head.back();
 
+  const double t_wait = seconds_now();
+  comm_->barrier();  // the wait for the slowest rank, timed apart from the reduction
   const double t0 = seconds_now();
+  r.comm_wait_seconds = t0 - t_wait;
   std::vector<Tensor> grads;
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (head[i] == 0) continue;

@@ -75,7 +75,9 @@ struct StepResult {
   bool skipped = false;                // NaN/Inf gradient: no update
   std::vector<std::string> nonfinite;  // parameters with NaN/Inf gradients
   double weight = 0;                   // sum of the micro-batches' weights over all ranks
-  // Data parallel: the gradient all-reduce of this update (0 for one process).
+  // Data parallel: the gradient all-reduce of this update (0 for one process), and before it the
+  // wait at a barrier for the slowest rank to finish its backward (load imbalance, not transfer).
+  double comm_wait_seconds = 0;
   double comm_seconds = 0;
   std::size_t comm_bytes = 0;  // bytes each rank contributed (4 per gradient element)
   int64_t buckets = 0;
