@@ -5,7 +5,7 @@
 #   1 rank x 1 thread, 2 ranks x 1 thread (mpirun), 1 rank x 2 threads,
 # the best of REPEATS runs each, and the gradient all-reduce's time and bytes per update.
 #
-#   bench/mpi_train_scaling.sh [STEPS (30)] [REPEATS (3)] [ATTN binary (build/release/attn)]
+#   [MPI_FLAGS=...] bench/mpi_train_scaling.sh [STEPS (30)] [REPEATS (3)] [ATTN binary (build/release/attn)]
 #
 # Needs the Tatoeba pairs (ATTN_DATA_DIR or ../shared/data) and an attn built with MPI.
 # tok/s is read from the last progress line (tokens of every update so far / seconds since the
@@ -20,7 +20,10 @@ command -v mpirun >/dev/null || { echo "mpirun not found (apt-get install openmp
 export ATTN_DATA_DIR=${ATTN_DATA_DIR:-$(cd .. && pwd)/shared/data}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x ATTN_DATA_DIR -x ATTN_NUM_THREADS)
+# MPI_FLAGS: more mpirun flags, e.g. "--mca mpi_yield_when_idle 1" (a rank waiting in the
+# all-reduce yields its core instead of spinning: helps on a loaded machine).
+read -r -a extra <<<"${MPI_FLAGS:-}"
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none "${extra[@]}" -x ATTN_DATA_DIR -x ATTN_NUM_THREADS)
 
 # run RANKS THREADS -> "tok/s allreduce_ms allreduce_MB" of the last progress line
 run() {
@@ -39,7 +42,7 @@ run() {
 }
 
 echo "CPU: $(lscpu | sed -nE 's/^Model name: *//p'), $(nproc) cores; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "attn train translate --steps $steps (preset tiny, batch 64), best of $repeats"
+echo "attn train translate --steps $steps (preset tiny, batch 64), best of $repeats; mpirun flags: ${MPI_FLAGS:-none}"
 declare -A best best_ms best_mb best_wait
 for cfg in "1 1" "2 1" "1 2"; do
   read -r r t <<<"$cfg"
