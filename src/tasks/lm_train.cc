@@ -165,6 +165,32 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
   to.comm = &comm;
   train::Trainer trainer(opt, sched, to, o.seed);
 
+  // What a checkpoint must match to be resumed: the model, the vocabulary and the text.
+  json::Value ckpt_config = json::Value::object();
+  ckpt_config.set("task", json::Value::string("lm"));
+  ckpt_config.set("config", cfg.to_json());
+  {
+    std::string vocab_text;
+    for (const auto& tkn : vocab.tokens()) vocab_text += tkn + '\n';
+    uint64_t text_hash = kFnvOffset;
+    for (int64_t id : stream) text_hash = fnv1a64(std::to_string(id) + ",", text_hash);
+    ckpt_config.set("vocab_hash", json::Value::string(detail::strf(
+                                      "%016llx", static_cast<unsigned long long>(fnv1a64(vocab_text)))));
+    ckpt_config.set("text_hash",
+                    json::Value::string(detail::strf("%016llx", static_cast<unsigned long long>(text_hash))));
+  }
+  if (!o.resume.empty()) {
+    const json::Value saved = trainer.load(o.resume);
+    for (const char* key : {"task", "config", "vocab_hash", "text_hash"}) {
+      const json::Value* v = saved.is_object() ? saved.find(key) : nullptr;
+      ATTN_CHECK(v && json::dump(*v) == json::dump(*ckpt_config.find(key)), "--resume ", o.resume,
+                 ": the checkpoint was written for another ", key, " (expected ",
+                 json::dump(*ckpt_config.find(key)), ", the file has ",
+                 v ? json::dump(*v) : std::string("none"), "): resume with the same --data and options");
+    }
+    progress(detail::strf("resumed %s at step %lld\n", o.resume.c_str(),
+                          static_cast<long long>(trainer.state().step)));
+  }
   LmTrainResult res;
   res.loss_before = held_out_loss(model, val_ids, L, o.eval_windows);
   progress(detail::strf("held-out before training: loss %.4f, perplexity %.2f\n", res.loss_before,
@@ -207,7 +233,10 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
                             detail::duration(left).c_str(), tty ? "   \r" : "\n"));
     }
   };
+  if (!o.checkpoint.empty() && o.checkpoint_every > 0)
+    hooks.checkpoint = [&](const train::FitStep&) { trainer.save(o.checkpoint, ckpt_config); };
   train::FitOptions fo;
+  fo.checkpoint_every = o.checkpoint.empty() ? 0 : o.checkpoint_every;
   fo.max_steps = steps;
   fo.time_budget_s = o.minutes * 60;
   const train::FitResult fr = train::fit(trainer, hooks, fo);

@@ -296,6 +296,31 @@ TEST_F(Mpi, TrainLmOnTwoRanksMatchesOneRank) {
   EXPECT_LT(d.max, 1e-2);
 }
 
+TEST_F(Mpi, TrainLmResumedOnTwoRanksContinuesTheOneRankRun) {
+  SKIP_WITHOUT_MPI();
+  const std::string data = write_poems(dir_, "poems.txt", 40), ckpt = (dir_ / "ckpt.attn").string();
+  const std::string args = std::string(ATTN_CLI_PATH) + " train lm --data " + data +
+                           " --steps 6 --seq-len 16 --batch 8 --log-every 1 --min-freq 1 --eval-windows 4"
+                           " --dropout 0 --out ";
+  // One rank: 6 steps, a checkpoint after step 4 (the only multiple of 4).
+  const Job one = shell(mpirun(1) + args + (dir_ / "one.attn").string() + " --checkpoint " + ckpt +
+                        " --checkpoint-every 4");
+  ASSERT_EQ(one.status, 0) << one.output;
+  const Job two = shell(mpirun(2) + args + (dir_ / "two.attn").string() + " --resume " + ckpt);
+  ASSERT_EQ(two.status, 0) << two.output;
+  EXPECT_NE(two.output.find("resumed " + ckpt + " at step 4"), std::string::npos) << two.output;
+  const std::vector<std::string> a = step_lines(one.output), b = step_lines(two.output);
+  ASSERT_EQ(a.size(), 6u) << one.output;
+  ASSERT_EQ(b.size(), 2u) << two.output;
+  EXPECT_EQ(b[0], a[4]);
+  EXPECT_EQ(b[1], a[5]);
+  // Another seed is another run: refused, naming what differs.
+  const Job other = shell(mpirun(2) + args + (dir_ / "x.attn").string() + " --seed 2 --resume " + ckpt);
+  EXPECT_NE(other.status, 0);
+  EXPECT_NE(other.output.find("the checkpoint was written for another config"), std::string::npos)
+      << other.output;
+}
+
 TEST_F(Mpi, TrainLmRefusesRanksWithDifferentData) {
   SKIP_WITHOUT_MPI();
   const std::string a = write_poems(dir_, "a.txt", 40), b = write_poems(dir_, "b.txt", 41);

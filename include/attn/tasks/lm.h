@@ -68,6 +68,12 @@ struct LmTrainOptions {
   int64_t eval_windows = 64;   // held-out windows evaluated
   int64_t log_every = 20;      // progress line every N steps
   uint64_t seed = 1;           // initialisation, data order and dropout
+  // Checkpoints (train/checkpoint.h; written by rank 0 alone, atomically): every checkpoint_every
+  // steps to `checkpoint`; `resume` continues the run saved there (same data and options), on any
+  // number of ranks.
+  std::string checkpoint;
+  int64_t checkpoint_every = 0;
+  std::string resume;
   Progress progress;
   // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
   // With N ranks every rank calls this with the same options; each trains on 1/N of every
