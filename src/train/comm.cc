@@ -93,8 +93,8 @@ std::vector<int64_t> shard_rows(const std::vector<int64_t>& rows, int rank, int 
 }
 
 int launcher_world_size() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    const char* v = std::getenv(var);
+  // Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; MPICH's and other PMI launchers set PMI_SIZE.
+  for (const char* v : {std::getenv("OMPI_COMM_WORLD_SIZE"), std::getenv("PMI_SIZE")}) {
     if (v && *v) {
       const int n = std::atoi(v);
       if (n >= 1) return n;
