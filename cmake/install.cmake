@@ -14,6 +14,9 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/attn DESTINATION ${CMAKE_INSTALL
 install(FILES ${ATTN_GENERATED_INCLUDE}/attn/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/attn)
 install(TARGETS ${ATTN_FLOOR_TARGETS} attn_all EXPORT attnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(ATTN_MPI)  # attn::mpi (data parallel over MPI); attnConfig.cmake then finds MPI
+  install(TARGETS attn_mpi EXPORT attnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 if(ATTN_BUILD_CLI)
   install(TARGETS attn_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

@@ -3,6 +3,9 @@
 # Nothing else is downloaded: no vendored code, no fetch at build or run time.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libopenblas-dev)
+# Data-parallel training (attn::mpi, mpirun -np N attn train ...; tests/mpi run under mpirun).
+# Without them attn builds without MPI (ATTN_MPI=OFF) and the MPI tests skip.
+pkgs+=(openmpi-bin libopenmpi-dev)
 # Optional: the browser tests of `attn view` (ctest label "browser"; skipped
 # without them): headless Chromium, its driver, Selenium, and a CJK font so
 # screenshots show the Chinese example. Installed with ATTN_BROWSER_TESTS=1 or in CI.

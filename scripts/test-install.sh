@@ -97,6 +97,37 @@ CMAKE
   echo "  find_package(attn $wanted) refused, as expected"
 done
 
+# ---- 2b. attn::mpi (data-parallel training), when attn was built with MPI ------------------
+if [[ -f $libdir/libattn_mpi.a ]]; then
+  step "find_package(attn) + attn::mpi: a one-process MPI communicator"
+  mkdir -p "$tmp/mpi-consumer"
+  cat > "$tmp/mpi-consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(attn_mpi_check LANGUAGES CXX)
+find_package(attn 0.1 REQUIRED)
+add_executable(app main.cc)
+target_link_libraries(app PRIVATE attn::mpi)
+CMAKE
+  cat > "$tmp/mpi-consumer/main.cc" <<'CC'
+#include <attn/train/mpi.h>
+#include <cstdio>
+int main(int argc, char** argv) {
+  auto comm = attn::train::mpi_communicator(&argc, &argv);
+  double x = 2.5;
+  comm->allreduce_sum(&x, 1);
+  std::printf("mpi rank %d of %d, sum %.1f\n", comm->rank(), comm->size(), x);
+  return 0;
+}
+CC
+  cmake -S "$tmp/mpi-consumer" -B "$tmp/mpi-consumer/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$tmp/mpi-consumer.log" 2>&1 \
+    || { cat "$tmp/mpi-consumer.log"; fail "configuring the attn::mpi consumer"; }
+  cmake --build "$tmp/mpi-consumer/build" -j "$jobs" || fail "building the attn::mpi consumer"
+  out=$("$tmp/mpi-consumer/build/app") || { echo "$out"; fail "the attn::mpi consumer exited non-zero"; }
+  grep -q "^mpi rank 0 of 1, sum 2.5$" <<< "$out" || { echo "$out"; fail "unexpected attn::mpi consumer output"; }
+  echo "  $out"
+fi
+
 # ---- 3. pkg-config ----------------------------------------------------------------
 step "examples/pkgconfig/check.cc with pkg-config --cflags --libs attn"
 command -v pkg-config >/dev/null || fail "pkg-config is not installed (Debian: apt-get install pkg-config)"

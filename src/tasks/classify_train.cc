@@ -12,6 +12,7 @@
 #include <attn/models/baseline.h>
 #include <attn/models/text_classifier.h>
 #include <attn/tasks/classify.h>
+#include <attn/train/comm.h>
 #include <attn/train/fit.h>
 #include <attn/train/optim.h>
 #include <attn/train/schedule.h>
@@ -471,13 +472,16 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   const auto t_start = Clock::now();
   StepProgress progress(s.progress);
 
+  // Data parallel: rank 0 alone writes (and probes) the output folder.
+  train::Communicator& comm = s.comm ? *s.comm : train::single_process();
+  const bool writer = comm.rank() == 0;
   // Output folder first: a run that cannot save should fail before training.
   std::error_code ec;
-  CreatedFolders created(s.out);
-  fs::create_directories(s.out, ec);
-  ATTN_CHECK(!ec && fs::is_directory(s.out), "cannot create the output folder '", s.out, "'",
+  CreatedFolders created(writer ? s.out : std::string());
+  if (writer) fs::create_directories(s.out, ec);
+  ATTN_CHECK(!writer || (!ec && fs::is_directory(s.out)), "cannot create the output folder '", s.out, "'",
              ec ? ": " + ec.message() : std::string());
-  {
+  if (writer) {
     const std::string probe = (fs::path(s.out) / ".write-test").string();
     io::write_file_atomically(probe, "ok\n");
     std::remove(probe.c_str());
@@ -522,6 +526,24 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   cfg.tie_output = false;
   cfg.share_embeddings = false;
   cfg.seed = s.seed;
+  if (comm.size() > 1) {  // every rank must have read the same data and built the same model
+    uint64_t data_hash = kFnvOffset;
+    for (const auto& e : ds.examples)
+      data_hash = fnv1a64(e.text + '\t' + std::to_string(e.label) + '\n', data_hash);
+    std::string vocab_text;
+    for (const auto& tkn : tokenizer.vocab().tokens()) vocab_text += tkn + '\n';
+    train::check_same_on_all_ranks(
+        comm, {{"the examples read from the data files", data_hash},
+               {"the vocabulary", fnv1a64(vocab_text)},
+               {"the model configuration", fnv1a64(json::dump(cfg.to_json()))},
+               {"the training options (--batch-size, --lr, --epochs, --minutes, --seed, --clip)",
+                fnv1a64(detail::strf("%lld %.17g %lld %.17g %llu %.17g", static_cast<long long>(s.batch_size),
+                                     s.lr, static_cast<long long>(s.epochs), s.minutes,
+                                     static_cast<unsigned long long>(s.seed), s.clip))}});
+    progress.note("data parallel: " + std::to_string(comm.size()) + " ranks (" + comm.name() + "), about " +
+                  std::to_string((s.batch_size + comm.size() - 1) / comm.size()) +
+                  " examples of each batch per rank");
+  }
   models::TextClassifier clf(cfg, tokenizer, ds.label_names, s.max_len);
   models::EncoderClassifier& model = clf.model();
   const NamedParams params = model.named_parameters();
@@ -547,6 +569,7 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   const BudgetSchedule schedule(s.lr, total, warmup);
   train::TrainerOptions tro;
   tro.clip_norm = s.clip;
+  tro.comm = &comm;
   train::Trainer trainer(opt, schedule, tro, s.seed);
 
   struct HistoryRow {
@@ -566,13 +589,18 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
     batches = bucketed_batches(split.train, length, s.batch_size, s.seed, epoch);
     return static_cast<int64_t>(batches.size());
   };
-  hooks.loss = [&](int64_t, int64_t bi, const train::StepContext&) {
+  int64_t step_tokens = 0;  // this rank's tokens of the update
+  hooks.loss = [&](int64_t, int64_t bi, const train::StepContext& ctx) -> train::Loss {
     model.train();
-    data::Batch b = data::make_batch(enc, batches[static_cast<std::size_t>(bi)], seq);
+    // This rank's shard; the loss is the mean over its examples, weighted by their number.
+    const std::vector<int64_t> rows =
+        train::shard_rows(batches[static_cast<std::size_t>(bi)], ctx.rank, ctx.world);
+    if (rows.empty()) return train::Loss{Tensor(), 0.0};
+    data::Batch b = data::make_batch(enc, rows, seq);
     const Tensor lens = b.lengths;
     std::vector<int64_t> lengths(lens.data<int64_t>(), lens.data<int64_t>() + lens.numel());
-    for (int64_t l : lengths) tokens += l;
-    return model.forward(b.ids, lengths, b.labels).loss;
+    for (int64_t l : lengths) step_tokens += l;
+    return train::Loss{model.forward(b.ids, lengths, b.labels).loss, static_cast<double>(rows.size())};
   };
   hooks.evaluate = [&] {
     const EvalResult v = evaluate(model, enc, split.valid, length, s.max_len);
@@ -581,6 +609,10 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   hooks.on_step = [&](train::FitStep& fs) {
     const train::StepResult& r = fs.result;
     step = r.step;
+    double t = static_cast<double>(step_tokens);
+    comm.allreduce_sum(&t, 1);  // the whole batch's tokens (every rank runs on_step)
+    tokens += static_cast<int64_t>(t);
+    step_tokens = 0;
     if (r.skipped || !std::isfinite(r.loss)) {
       ++skipped;
       progress.note("step " + std::to_string(step) + ": non-finite loss or gradient; update skipped");
@@ -617,6 +649,7 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   fo.keep_best = true;
   const train::FitResult fr = train::fit(trainer, hooks, fo, params);
   progress.done();
+  if (!writer) return ClassifyTrainResult{};  // rank 0 tests and writes
   const double train_seconds = fr.seconds;
   const int64_t epoch = fr.epoch;
   const int64_t best_step = fr.best_step;

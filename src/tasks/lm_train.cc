@@ -8,6 +8,7 @@
 #include <attn/models/transformer.h>
 #include <attn/tasks/lm.h>
 #include <attn/text/vocab.h>
+#include <attn/train/comm.h>
 #include <attn/train/fit.h>
 #include <attn/train/optim.h>
 #include <attn/train/schedule.h>
@@ -128,6 +129,25 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
   cfg.share_embeddings = false;
   cfg.seed = o.seed;
   cfg.label_smoothing = 0.0;
+  // Data parallel: every rank must have read the same text and built the same vocabulary and model.
+  train::Communicator& comm = o.comm ? *o.comm : train::single_process();
+  if (comm.size() > 1) {
+    uint64_t text_hash = kFnvOffset;
+    for (int64_t id : stream) text_hash = fnv1a64(std::to_string(id) + ",", text_hash);
+    std::string vocab_text;
+    for (const auto& tkn : vocab.tokens()) vocab_text += tkn + '\n';
+    train::check_same_on_all_ranks(
+        comm,
+        {{"the text of the data file " + o.data, text_hash},
+         {"the vocabulary", fnv1a64(vocab_text)},
+         {"the model configuration", fnv1a64(json::dump(cfg.to_json()))},
+         {"the training options (--steps, --minutes, --batch, --lr, --seed)",
+          fnv1a64(detail::strf("%lld %.17g %lld %.17g %llu", static_cast<long long>(steps), o.minutes,
+                               static_cast<long long>(B), o.lr, static_cast<unsigned long long>(o.seed)))}});
+    progress(detail::strf("data parallel: %d ranks (%s), about %lld windows of each batch per rank\n",
+                          comm.size(), comm.name().c_str(),
+                          static_cast<long long>((B + comm.size() - 1) / comm.size())));
+  }
   models::DecoderLM model(cfg);
   model.train();
   const NamedParams params = model.named_parameters();
@@ -142,8 +162,35 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
   train::WarmupCosineSchedule sched(o.lr, warmup, sched_total, o.lr * 0.1);
   train::TrainerOptions to;
   to.clip_norm = 1.0;
+  to.comm = &comm;
   train::Trainer trainer(opt, sched, to, o.seed);
 
+  // What a checkpoint must match to be resumed: the model, the vocabulary and the text.
+  json::Value ckpt_config = json::Value::object();
+  ckpt_config.set("task", json::Value::string("lm"));
+  ckpt_config.set("config", cfg.to_json());
+  {
+    std::string vocab_text;
+    for (const auto& tkn : vocab.tokens()) vocab_text += tkn + '\n';
+    uint64_t text_hash = kFnvOffset;
+    for (int64_t id : stream) text_hash = fnv1a64(std::to_string(id) + ",", text_hash);
+    ckpt_config.set("vocab_hash", json::Value::string(detail::strf(
+                                      "%016llx", static_cast<unsigned long long>(fnv1a64(vocab_text)))));
+    ckpt_config.set("text_hash",
+                    json::Value::string(detail::strf("%016llx", static_cast<unsigned long long>(text_hash))));
+  }
+  if (!o.resume.empty()) {
+    const json::Value saved = trainer.load(o.resume);
+    for (const char* key : {"task", "config", "vocab_hash", "text_hash"}) {
+      const json::Value* v = saved.is_object() ? saved.find(key) : nullptr;
+      ATTN_CHECK(v && json::dump(*v) == json::dump(*ckpt_config.find(key)), "--resume ", o.resume,
+                 ": the checkpoint was written for another ", key, " (expected ",
+                 json::dump(*ckpt_config.find(key)), ", the file has ",
+                 v ? json::dump(*v) : std::string("none"), "): resume with the same --data and options");
+    }
+    progress(detail::strf("resumed %s at step %lld\n", o.resume.c_str(),
+                          static_cast<long long>(trainer.state().step)));
+  }
   LmTrainResult res;
   res.loss_before = held_out_loss(model, val_ids, L, o.eval_windows);
   progress(detail::strf("held-out before training: loss %.4f, perplexity %.2f\n", res.loss_before,
@@ -154,15 +201,21 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
   // One endless epoch of random windows: the window starts of step t come from (seed, t).
   train::FitHooks hooks;
   hooks.epoch_batches = [](int64_t) { return int64_t{0}; };
-  hooks.loss = [&](int64_t, int64_t, const train::StepContext& ctx) {
+  // Data parallel: every rank draws the same B starts and keeps windows rank, rank + N, ...
+  hooks.loss = [&](int64_t, int64_t, const train::StepContext& ctx) -> train::Loss {
     Rng rng(train::step_seed(o.seed, ctx.step, ctx.micro));
     std::vector<int64_t> x, y;
+    int64_t rows = 0;
     for (int64_t b = 0; b < B; ++b) {
       const int64_t s = static_cast<int64_t>(rng.below(static_cast<uint64_t>(max_start + 1)));
+      if (b % ctx.world != ctx.rank) continue;
       x.insert(x.end(), train_ids.begin() + s, train_ids.begin() + s + L);
       y.insert(y.end(), train_ids.begin() + s + 1, train_ids.begin() + s + L + 1);
+      ++rows;
     }
-    return model.forward(Tensor::from(x, {B, L}), Tensor::from(y, {B, L})).loss;
+    if (rows == 0) return train::Loss{Tensor(), 0.0};
+    return train::Loss{model.forward(Tensor::from(x, {rows, L}), Tensor::from(y, {rows, L})).loss,
+                       static_cast<double>(rows * L)};
   };
   hooks.on_step = [&](train::FitStep& fs) {
     const train::StepResult& r = fs.result;
@@ -180,13 +233,17 @@ LmTrainResult train_lm(const LmTrainOptions& o) {
                             detail::duration(left).c_str(), tty ? "   \r" : "\n"));
     }
   };
+  if (!o.checkpoint.empty() && o.checkpoint_every > 0)
+    hooks.checkpoint = [&](const train::FitStep&) { trainer.save(o.checkpoint, ckpt_config); };
   train::FitOptions fo;
+  fo.checkpoint_every = o.checkpoint.empty() ? 0 : o.checkpoint_every;
   fo.max_steps = steps;
   fo.time_budget_s = o.minutes * 60;
   const train::FitResult fr = train::fit(trainer, hooks, fo);
   res.steps = fr.steps;
   res.seconds = fr.seconds;
   if (tty) progress("\n");
+  if (comm.rank() != 0) return res;  // rank 0 evaluates and writes the model
   res.loss_after = held_out_loss(model, val_ids, L, o.eval_windows);
   progress(detail::strf("held-out after %lld steps: loss %.4f, perplexity %.2f (train loss %.4f, %.0f s)\n",
                         static_cast<long long>(res.steps), res.loss_after, std::exp(res.loss_after),

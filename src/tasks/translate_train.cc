@@ -10,6 +10,7 @@
 #include <attn/models/task_model.h>
 #include <attn/models/translation.h>
 #include <attn/tasks/translate.h>
+#include <attn/train/comm.h>
 #include <attn/train/fit.h>
 #include <attn/train/optim.h>
 #include <attn/train/schedule.h>
@@ -151,6 +152,22 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   cfg.pad_id = text::Vocab::kPad;
   cfg.seed = o.seed;
   cfg.validate("encdec");
+  // Data parallel: every rank must have read the same pairs and built the same vocabularies and
+  // model (the trainer then copies rank 0's initial weights to all).
+  train::Communicator& comm = o.comm ? *o.comm : train::single_process();
+  if (comm.size() > 1) {
+    uint64_t data_hash = kFnvOffset;
+    for (const auto& e : ds.examples) data_hash = fnv1a64(e.pair, fnv1a64(e.text + '\t', data_hash));
+    train::check_same_on_all_ranks(
+        comm, {{"the pairs read from the data file " + data_path, data_hash},
+               {"the vocabularies", fnv1a64(json::dump(tok.to_json()))},
+               {"the model configuration", fnv1a64(json::dump(cfg.to_json()))},
+               {"the training options (--batch-size, --warmup, --lr-scale, --seed, --minutes, --max-steps)",
+                fnv1a64(detail::strf("%lld %lld %.17g %llu %.17g %lld", static_cast<long long>(o.batch_size),
+                                     static_cast<long long>(o.warmup), o.lr_scale,
+                                     static_cast<unsigned long long>(o.seed), o.minutes,
+                                     static_cast<long long>(o.max_steps)))}});
+  }
   auto model = std::make_unique<models::EncoderDecoder>(cfg);
   model->train();
   train::AdamWOptions ao;
@@ -159,6 +176,7 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   const train::NoamSchedule schedule(cfg.d_model, o.warmup, o.lr_scale);
   train::TrainerOptions tro;
   tro.clip_norm = 1.0;
+  tro.comm = &comm;
   train::Trainer trainer(opt, schedule, tro, o.seed);
   data::PairOptions po;
   po.max_src_len = o.max_len;
@@ -172,11 +190,17 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
       static_cast<long long>(cfg.heads), static_cast<long long>(cfg.d_ff),
       static_cast<long long>(model->num_parameters()), static_cast<long long>(o.batch_size),
       static_cast<long long>(o.warmup), o.lr_scale, schedule.lr(o.warmup)));
+  if (comm.size() > 1)
+    progress(detail::strf("data parallel: %d ranks (%s), about %lld pairs of each batch per rank\n",
+                          comm.size(), comm.name().c_str(),
+                          static_cast<long long>((o.batch_size + comm.size() - 1) / comm.size())));
 
   // ---- training: train::fit, validation loss after every epoch -----------------------------
   const bool tty = progress.terminal;
   const double budget = o.minutes * 60.0;
   int64_t tokens_seen = 0, epoch_steps = 0;
+  double allreduce_seconds = 0, allreduce_bytes = 0,
+         wait_seconds = 0;  // data parallel: the gradient all-reduce
   double loss_ema = 0, last_print = -1e9, epoch_loss = 0, last_loss = 0;
   json::Value loss_history = json::Value::array(), epochs = json::Value::array();
   std::vector<double> first_losses;
@@ -189,16 +213,31 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
     return static_cast<int64_t>(batches.size());
   };
   int64_t batch_tokens = 0;
-  hooks.loss = [&](int64_t, int64_t bi, const train::StepContext&) {
-    const data::PairBatch b = data::make_pair_batch(enc, batches[static_cast<std::size_t>(bi)], po);
+  hooks.loss = [&](int64_t, int64_t bi, const train::StepContext& ctx) -> train::Loss {
+    // This rank's shard of the batch (all of it in one process); the loss is the mean over its
+    // target tokens, weighted by their number (trainer.h): the batch mean one process computes.
+    const std::vector<int64_t> rows =
+        train::shard_rows(batches[static_cast<std::size_t>(bi)], ctx.rank, ctx.world);
+    batch_tokens = 0;
+    if (rows.empty()) return train::Loss{Tensor(), 0.0};
+    const data::PairBatch b = data::make_pair_batch(enc, rows, po);
     const detail::TeacherForcing tf = detail::teacher_forcing(b);
     batch_tokens = tf.source_tokens + tf.target_tokens;
-    return model->forward(b.src, tf.src_lengths, tf.tgt_in, tf.targets).loss;
+    return train::Loss{model->forward(b.src, tf.src_lengths, tf.tgt_in, tf.targets).loss,
+                       static_cast<double>(tf.target_tokens)};
   };
   hooks.on_step = [&](train::FitStep& fs) {
     const train::StepResult& r = fs.result;
     const int64_t step = r.step;
+    if (comm.size() > 1) {  // the tokens of the whole batch (every rank runs on_step)
+      double t = static_cast<double>(batch_tokens);
+      comm.allreduce_sum(&t, 1);
+      batch_tokens = static_cast<int64_t>(t);
+    }
     tokens_seen += batch_tokens;
+    allreduce_seconds += r.comm_seconds;
+    wait_seconds += r.comm_wait_seconds;
+    allreduce_bytes = static_cast<double>(r.comm_bytes);
     last_loss = r.loss;
     loss_ema = step == 1 ? r.loss : 0.98 * loss_ema + 0.02 * r.loss;
     epoch_loss += r.loss;
@@ -212,11 +251,17 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
       last_print = t;
       const double eta_time = budget - t;
       const double eta_steps = o.max_steps > 0 ? (o.max_steps - step) * t / static_cast<double>(step) : 1e300;
+      const std::string reduce =
+          comm.size() > 1
+              ? detail::strf("  all-reduce %.1f ms/step (%.2f MB), wait %.1f ms/step",
+                             1e3 * allreduce_seconds / static_cast<double>(step), allreduce_bytes / 1e6,
+                             1e3 * wait_seconds / static_cast<double>(step))
+              : std::string();
       progress(detail::strf(
-          "%sstep %lld  epoch %lld  loss %.3f (avg %.3f)  lr %.2e  %.0f tok/s  %s  ETA %s%s", tty ? "\r" : "",
-          static_cast<long long>(step), static_cast<long long>(fs.epoch + 1), r.loss, loss_ema, r.lr,
-          static_cast<double>(tokens_seen) / std::max(t, 1e-9), clock_text(t).c_str(),
-          clock_text(std::min(eta_time, eta_steps)).c_str(), tty ? "   " : "\n"));
+          "%sstep %lld  epoch %lld  loss %.3f (avg %.3f)  lr %.2e  %.0f tok/s%s  %s  ETA %s%s",
+          tty ? "\r" : "", static_cast<long long>(step), static_cast<long long>(fs.epoch + 1), r.loss,
+          loss_ema, r.lr, static_cast<double>(tokens_seen) / std::max(t, 1e-9), reduce.c_str(),
+          clock_text(t).c_str(), clock_text(std::min(eta_time, eta_steps)).c_str(), tty ? "   " : "\n"));
     }
   };
   // The validation loss is logged, not used to stop or to pick weights.
@@ -247,6 +292,7 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   const int64_t step = fr.steps;
   const int64_t epoch_count = fr.epoch + 1;
   const double train_seconds = fr.seconds;
+  if (comm.rank() != 0) return TranslateTrainResult{};  // rank 0 scores and writes
 
   // ---- held-out BLEU -----------------------------------------------------------------------
   models::Translator translator(std::move(model), tok, o.max_len, o.max_len);
@@ -332,6 +378,16 @@ TranslateTrainResult train_translator(const TranslateTrainOptions& o) {
   tr.set("optimizer", str("AdamW beta1 0.9 beta2 0.98 eps 1e-9 weight decay 0, clip 1.0"));
   tr.set("seconds", num(train_seconds));
   tr.set("tokens_per_second", num(static_cast<double>(tokens_seen) / std::max(train_seconds, 1e-9)));
+  if (comm.size() > 1) {
+    json::Value dp = json::Value::object();
+    dp.set("ranks", integer(comm.size()));
+    dp.set("communicator", str(comm.name()));
+    dp.set("allreduce_bytes_per_step", num(allreduce_bytes));
+    dp.set("allreduce_seconds_per_step",
+           num(allreduce_seconds / static_cast<double>(std::max<int64_t>(1, step))));
+    dp.set("wait_seconds_per_step", num(wait_seconds / static_cast<double>(std::max<int64_t>(1, step))));
+    tr.set("data_parallel", dp);
+  }
   double first = 0;
   for (double l : first_losses) first += l / static_cast<double>(first_losses.size());
   tr.set("first_loss", num(first));

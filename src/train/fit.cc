@@ -4,6 +4,7 @@
 #include <attn/train/fit.h>
 
 #include <chrono>
+#include <cstdint>
 #include <vector>
 
 namespace attn::train {
@@ -47,6 +48,11 @@ FitResult fit(Trainer& trainer, const FitHooks& hooks, const FitOptions& o, cons
   auto elapsed = [&] { return clock() - t0; };
 
   TrainState& st = trainer.state();
+  // Data parallel: every decision below is taken from the same numbers on every
+  // rank (rank 0's clock and evaluation, the smallest epoch), so that all ranks
+  // run the same updates and stop together.
+  Communicator& comm = trainer.comm();
+  const bool multi = comm.size() > 1;
   FitResult res;
   int64_t max_steps = o.max_steps;
   int64_t since_best = 0, window_n = 0;
@@ -59,7 +65,12 @@ FitResult fit(Trainer& trainer, const FitHooks& hooks, const FitOptions& o, cons
       break;
     }
     const int64_t epoch = st.epoch;
-    const int64_t batches = hooks.epoch_batches(epoch);
+    int64_t batches = hooks.epoch_batches(epoch);
+    if (multi) {  // a rank that runs out of data ends the epoch for all
+      int64_t neg = batches == 0 ? INT64_MIN + 1 : -batches;  // max of -n: the smallest n (0: endless)
+      comm.allreduce_max(&neg, 1);
+      batches = neg == INT64_MIN + 1 ? 0 : -neg;
+    }
     ATTN_CHECK(batches >= 0, "fit: epoch ", epoch, " has ", batches, " batches");
     ATTN_CHECK(batches > 0 || o.max_steps > 0 || o.time_budget_s > 0,
                "fit: an endless epoch (0 batches) needs max_steps or time_budget_s");
@@ -70,11 +81,13 @@ FitResult fit(Trainer& trainer, const FitHooks& hooks, const FitOptions& o, cons
       fs.batch = b;
       fs.batches = batches;
       fs.seconds = elapsed();
+      if (multi) comm.broadcast(&fs.seconds, sizeof fs.seconds, 0);
       fs.max_steps = max_steps;
       const bool last_of_epoch = batches > 0 && b + 1 == batches;
       st.batch_in_epoch = last_of_epoch ? 0 : b + 1;
       if (last_of_epoch) st.epoch = epoch + 1;
       if (hooks.on_step) hooks.on_step(fs);
+      if (multi) comm.broadcast(&fs.max_steps, sizeof fs.max_steps, 0);
       max_steps = fs.max_steps;
       const int64_t step = fs.result.step;
       window_loss += fs.result.loss;
@@ -102,7 +115,12 @@ FitResult fit(Trainer& trainer, const FitHooks& hooks, const FitOptions& o, cons
         ev.epoch_complete = last_of_epoch;
         ev.train_loss = window_loss / static_cast<double>(window_n);
         ev.lr = fs.result.lr;
-        ev.score = hooks.evaluate();
+        if (!multi || comm.rank() == 0) ev.score = hooks.evaluate();
+        if (multi) {  // rank 0 evaluates (the weights are the same on every rank)
+          double sc[2] = {ev.score.score, ev.score.loss};
+          comm.broadcast(sc, sizeof sc, 0);
+          ev.score = EvalScore{sc[0], sc[1]};
+        }
         ev.seconds = elapsed();
         window_loss = 0;
         window_n = 0;

@@ -3,6 +3,7 @@
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 #include <attn/tasks/classify.h>
+#include <attn/train/comm.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -135,6 +136,8 @@ int run_train_classify(const std::vector<std::string>& args) {
     s.progress.write = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
     s.progress.terminal = ::isatty(2) != 0;
   }
+  s.comm = train_communicator();  // mpirun -np N: rank 0 alone prints
+  if (s.comm && s.comm->rank() > 0) s.progress = {};
   const tasks::ClassifyTrainResult r = tasks::train_classifier(s);
   std::fputs(r.summary.c_str(), stdout);
   return 0;

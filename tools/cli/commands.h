@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace attn::train {
+class Communicator;
+}
+
 namespace attn::cli {
 
 struct Command {
@@ -35,5 +39,11 @@ int run_attention(const std::vector<std::string>& args);
 
 // `attn train <task>`: one entry per task (train.cc lists them).
 const std::vector<Command>& train_tasks();
+
+// ---- data parallel over MPI (train.cc) ----
+// The communicator of `mpirun -np N attn train <task>` (N > 1); null in one process.
+// Tasks pass it in their options; only rank 0 prints progress and writes files.
+train::Communicator* train_communicator();
+// ---- end data parallel over MPI
 
 }  // namespace attn::cli

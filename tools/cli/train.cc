@@ -3,8 +3,14 @@
 // listed in train_tasks().
 #include <attn/core/error.h>
 #include <attn/core/precision.h>
+#include <attn/train/comm.h>
+#if ATTN_HAVE_MPI
+#include <attn/train/mpi.h>
+#endif
 
 #include <cstdio>
+#include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +29,39 @@ const std::vector<Command>& train_tasks() {
 
 namespace {
 
+// ---- data parallel over MPI ----
+std::unique_ptr<train::Communicator>& world() {
+  static std::unique_ptr<train::Communicator> c;
+  return c;
+}
+
+// Under mpirun with N > 1 processes: the MPI communicator (MPI is finalised when
+// the command returns); an error on any rank prints that rank's message and ends
+// the whole job (MPI_Abort), so no rank waits forever for one that gave up.
+int run_task(const Command& task, const std::vector<std::string>& args) {
+  const int n = train::launcher_world_size();
+  if (n <= 1) return task.run(args);
+#if ATTN_HAVE_MPI
+  world() = train::mpi_communicator();
+  struct Finalize {
+    ~Finalize() { world().reset(); }
+  } finalize;
+  try {
+    return task.run(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attn train %s: error (rank %d of %d): %s\n", task.name, world()->rank(),
+                 world()->size(), e.what());
+    world()->abort(1);
+  }
+  return 1;  // not reached: abort ends the process
+#else
+  throw Error("attn train was started by mpirun as one of " + std::to_string(n) +
+              " processes, but this attn was built without MPI (ATTN_MPI=OFF); install openmpi-bin and "
+              "libopenmpi-dev and rebuild, or run one process");
+#endif
+}
+// ---- end data parallel over MPI
+
 void train_usage(FILE* f) {
   std::fprintf(f, "usage: attn train <task> [options]\n\ntasks:\n");
   for (const auto& t : train_tasks()) std::fprintf(f, "  %-10s %s\n", t.name, t.summary);
@@ -30,6 +69,9 @@ void train_usage(FILE* f) {
   std::fprintf(f,
                "\nEvery task also takes --precision fp32|bf16: fp32 (default) or bf16 matrix products\n"
                "(bf16 operands, fp32 accumulation, on CPUs with AVX512_BF16; about 2x the GEMM speed).\n");
+  std::fprintf(f,
+               "\nData parallel: mpirun -np N attn train <task> ... trains one model with N processes\n"
+               "(each takes 1/N of every batch; rank 0 prints and writes; docs/training.md).\n");
 }
 
 // Removes `--precision P` / `--precision=P` from a task's arguments and applies it.
@@ -53,6 +95,8 @@ std::vector<std::string> take_precision(const std::vector<std::string>& args) {
 
 }  // namespace
 
+train::Communicator* train_communicator() { return world().get(); }
+
 int run_train(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     train_usage(args.empty() ? stderr : stdout);
@@ -60,7 +104,7 @@ int run_train(const std::vector<std::string>& args) {
   }
   for (const auto& t : train_tasks())
     if (args[0] == t.name)
-      return t.run(take_precision(std::vector<std::string>(args.begin() + 1, args.end())));
+      return run_task(t, take_precision(std::vector<std::string>(args.begin() + 1, args.end())));
   std::string names;
   for (const auto& t : train_tasks()) names += std::string(names.empty() ? "" : ", ") + t.name;
   throw Error("unknown task '" + args[0] + "'; expected one of: " + (names.empty() ? "(none built)" : names));

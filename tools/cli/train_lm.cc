@@ -3,6 +3,7 @@
 // UTF-8 text file, saved as one task model file (task "lm"). See docs/generation.md.
 #include <attn/core/error.h>
 #include <attn/tasks/lm.h>
+#include <attn/train/comm.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -33,6 +34,11 @@ const std::vector<OptionSpec>& train_lm_options() {
       {"eval-windows", "N", "held-out windows evaluated (default 64)"},
       {"log-every", "N", "progress line every N steps (default 20)"},
       {"seed", "S", "initialisation, data order and dropout (default 1)"},
+      {"checkpoint", "FILE",
+       "write a checkpoint (weights, optimizer, step) to FILE every\n--checkpoint-every steps"},
+      {"checkpoint-every", "N", "steps between checkpoints (default 100 with --checkpoint)"},
+      {"resume", "FILE",
+       "continue the run saved in checkpoint FILE (same --data and options;\nany number of mpirun ranks)"},
       {"help", "", "this text"},
   };
   return specs;
@@ -79,6 +85,12 @@ tasks::LmTrainOptions parse_options(const Args& a) {
   if (a.has("log-every")) o.log_every = a.integer("log-every", 1, 100000000);
   if (a.has("seed")) o.seed = static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX));
   if (a.has("format")) o.format = a.str("format");
+  if (a.has("checkpoint")) {
+    o.checkpoint = a.str("checkpoint");
+    o.checkpoint_every = a.has("checkpoint-every") ? a.integer("checkpoint-every", 1, 100000000) : 100;
+  }
+  ATTN_CHECK(!a.has("checkpoint-every") || a.has("checkpoint"), "--checkpoint-every needs --checkpoint FILE");
+  if (a.has("resume")) o.resume = a.str("resume");
   return o;
 }
 
@@ -96,6 +108,8 @@ int run_train_lm(const std::vector<std::string>& args) {
     std::fflush(stderr);
   };
   o.progress.terminal = isatty(fileno(stderr)) != 0;
+  o.comm = train_communicator();  // mpirun -np N: rank 0 alone prints
+  if (o.comm && o.comm->rank() > 0) o.progress = {};
   tasks::train_lm(o);
   return 0;
 }

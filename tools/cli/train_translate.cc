@@ -3,6 +3,7 @@
 // See docs/translate.md.
 #include <attn/core/error.h>
 #include <attn/tasks/translate.h>
+#include <attn/train/comm.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -96,6 +97,8 @@ int run_train_translate(const std::vector<std::string>& argv) {
     };
     o.progress.terminal = isatty(STDERR_FILENO) != 0;
   }
+  o.comm = train_communicator();  // mpirun -np N: rank 0 alone prints
+  if (o.comm && o.comm->rank() > 0) o.progress = {};
   const tasks::TranslateTrainResult r = tasks::train_translator(o);
   std::fputs(r.summary.c_str(), stdout);
   return 0;

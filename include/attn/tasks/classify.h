@@ -18,6 +18,7 @@
 #include <attn/io/json.h>
 #include <attn/models/text_classifier.h>
 #include <attn/tasks/progress.h>
+#include <attn/train/comm.h>
 
 #include <cstdint>
 #include <memory>
@@ -47,6 +48,11 @@ struct ClassifyTrainOptions {
   int64_t batch_size = 32, patience = 3, eval_every = 0;  // eval_every 0: every epoch
   std::string command;                                    // the command line, for the report
   Progress progress;
+  // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
+  // With N ranks every rank calls this with the same options; each trains on 1/N of every
+  // batch, and rank 0 alone reports progress and writes the outputs (the result is empty on
+  // the others). Ranks whose configuration, vocabulary or data differ are refused at start.
+  train::Communicator* comm = nullptr;
 };
 
 struct ClassifyTrainResult {

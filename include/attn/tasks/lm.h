@@ -12,6 +12,7 @@
 #include <attn/models/generate.h>
 #include <attn/tasks/progress.h>
 #include <attn/text/tokenizer.h>
+#include <attn/train/comm.h>
 
 #include <cstdint>
 #include <functional>
@@ -67,7 +68,18 @@ struct LmTrainOptions {
   int64_t eval_windows = 64;   // held-out windows evaluated
   int64_t log_every = 20;      // progress line every N steps
   uint64_t seed = 1;           // initialisation, data order and dropout
+  // Checkpoints (train/checkpoint.h; written by rank 0 alone, atomically): every checkpoint_every
+  // steps to `checkpoint`; `resume` continues the run saved there (same data and options), on any
+  // number of ranks.
+  std::string checkpoint;
+  int64_t checkpoint_every = 0;
+  std::string resume;
   Progress progress;
+  // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
+  // With N ranks every rank calls this with the same options; each trains on 1/N of every
+  // batch, and rank 0 alone reports progress and writes the outputs (the result is empty on
+  // the others). Ranks whose configuration, vocabulary or data differ are refused at start.
+  train::Communicator* comm = nullptr;
 };
 
 struct LmTrainResult {

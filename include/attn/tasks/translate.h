@@ -17,6 +17,7 @@
 #include <attn/io/json.h>
 #include <attn/models/translation.h>
 #include <attn/tasks/progress.h>
+#include <attn/train/comm.h>
 
 #include <cstdint>
 #include <memory>
@@ -45,6 +46,11 @@ struct TranslateTrainOptions {
   uint64_t seed = 1;
   std::string command;  // the command line, for the report
   Progress progress;
+  // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
+  // With N ranks every rank calls this with the same options; each trains on 1/N of every
+  // batch, and rank 0 alone reports progress and writes the outputs (the result is empty on
+  // the others). Ranks whose configuration, vocabulary or data differ are refused at start.
+  train::Communicator* comm = nullptr;
 };
 
 struct TranslateTrainResult {

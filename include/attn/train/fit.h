@@ -18,6 +18,13 @@
 // a new fit on the restored trainer continues with the same batches. Step and
 // epoch limits count from the start of training (they include resumed steps);
 // the time budget counts from the start of this call.
+//
+// Data parallel (a Trainer over a communicator of several ranks, train/comm.h):
+// fit runs on every rank; epoch_batches is the smallest over the ranks (a rank
+// that runs out of data ends the epoch for all), FitStep::seconds is rank 0's
+// clock on every rank (so the time budget and on_step's decisions agree),
+// max_steps after on_step is rank 0's, and hooks.evaluate runs on rank 0 only:
+// its score is sent to the others, whose on_eval sees the same FitEval.
 #pragma once
 
 #include <attn/core/params.h>
@@ -84,7 +91,8 @@ struct FitHooks {
   // epoch never ends and only max_steps or the time budget stop training).
   std::function<int64_t(int64_t epoch)> epoch_batches;
   // The loss of batch `batch` of `epoch` (a one-element tensor); ctx as Trainer::step gives it.
-  std::function<Tensor(int64_t epoch, int64_t batch, const StepContext& ctx)> loss;
+  // A Loss carries this rank's weight (tokens, examples) for data parallel training.
+  std::function<Loss(int64_t epoch, int64_t batch, const StepContext& ctx)> loss;
   std::function<EvalScore()> evaluate;             // optional: no evaluations without it
   std::function<void(FitStep&)> on_step;           // optional
   std::function<void(const FitEval&)> on_eval;     // optional
