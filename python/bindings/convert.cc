@@ -33,7 +33,7 @@ DType dtype_of_array(const nb::dlpack::dtype& t, const char* what) {
 }
 
 bool names_a_file_problem(std::string_view m) {
-  for (std::string_view s : {"cannot open", "not found", "No such file", "could not read", "could not write",
+  for (std::string_view s : {"cannot open", "not found", "No such file", "does not hold", "does not exist", "could not read", "could not write",
                              "cannot write", "cannot read", "cannot create", "Permission denied"})
     if (m.find(s) != std::string_view::npos) return true;
   return false;
