@@ -17,22 +17,19 @@ def _is_torch(x):
 
 
 def _as_input(x, name):
-    """A numpy array or a CPU torch tensor the compiled module can borrow."""
+    """A numpy array or a CPU torch tensor the compiled module can borrow (it
+    copies float16 to float32 and negative strides itself)."""
     if isinstance(x, np.ndarray):
-        if x.dtype == np.float16:
-            return x.astype(np.float32)
-        if any(s < 0 for s in x.strides):
-            return np.ascontiguousarray(x)
         return x
     if _is_torch(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name}: attn runs on the CPU; got a tensor on {x.device}")
-        x = x.detach()
-        if x.is_conj() or x.is_neg():
-            x = x.resolve_conj().resolve_neg()
-        if x.dtype.is_floating_point and x.dtype.itemsize == 2 and str(x.dtype) != "torch.bfloat16":
-            x = x.float()
-        return x
+        if x.requires_grad:
+            x = x.detach()
+        try:
+            return x.numpy()  # a view (float32, float64, bool, ...): cheaper than DLPack
+        except (TypeError, RuntimeError):
+            return x  # bfloat16 (numpy has none) and other dtypes: through DLPack
     if hasattr(x, "__dlpack__"):
         return np.from_dlpack(x)
     return np.asarray(x)
@@ -150,21 +147,24 @@ class _Prepared:
         self.seed = int(seed)
         self.backend = backend
 
-    def options(self):
-        return dict(allow=self.allow, bias=self.bias, causal=self.causal, align=self.align, scale=self.scale,
-                    key_lengths=self.key_lengths, window_left=self.window_left,
-                    window_right=self.window_right, softcap=self.softcap, dropout_p=self.dropout_p,
-                    seed=self.seed, backend=self.backend)
-
     def out_shape(self, x):
         """x [B, H, Lq, ...] back to the caller's leading dimensions."""
         return x.reshape(self.shape[:-2] + tuple(x.shape[2:]))
 
 
+    def args(self):
+        """The options as positional arguments of _attn.attention / attention_backward."""
+        return (self.allow, self.bias, self.causal, self.align, self.scale, self.key_lengths, self.window_left,
+                self.window_right, self.softcap, self.dropout_p, self.seed, self.backend)
+
+
 def _run(p, capture):
     enabled, batches, heads, rows = capture
-    return _attn.attention(p.q, p.k, p.v, **p.options(), capture=enabled, batches=batches, heads=heads,
-                           rows=rows)
+    return _attn.attention(p.q, p.k, p.v, *p.args(), enabled, batches, heads, rows)
+
+
+_ndarray = np.ndarray
+_NONE = ()
 
 
 def attention(q, k, v, *, attn_mask=None, is_causal=False, align="top_left", scale=None, enable_gqa=False,
@@ -177,6 +177,20 @@ def attention(q, k, v, *, attn_mask=None, is_causal=False, align="top_left", sca
     bfloat16 runs the bf16 kernel where the CPU has one). Returns out (numpy,
     float32, or float64 for float64 inputs), then lse and/or weights when asked.
     """
+    # The common call (numpy [B, H, L, D], no mask tensor, no weights) goes
+    # straight to the binding: a few microseconds of Python per call.
+    if type(q) is not _ndarray:
+        q = _as_input(q, "q")
+    if type(k) is not _ndarray:
+        k = _as_input(k, "k")
+    if type(v) is not _ndarray:
+        v = _as_input(v, "v")
+    if (type(q) is _ndarray and type(k) is _ndarray and type(v) is _ndarray and attn_mask is None
+            and key_lengths is None and window is None and softcap is None and return_weights is False
+            and q.ndim == 4 and k.ndim == 4 and v.ndim == 4 and (enable_gqa or q.shape[1] == k.shape[1])):
+        out, lse, _ = _attn.attention(q, k, v, None, None, bool(is_causal), align, scale, _NONE, -1, -1, 0.0,
+                                      dropout_p, seed, backend, False, _NONE, _NONE, _NONE)
+        return (out, lse) if return_lse else out
     p = _Prepared(q, k, v, attn_mask, is_causal, align, scale, enable_gqa, key_lengths, window, softcap,
                   dropout_p, seed, backend)
     sel = _selection(return_weights)
@@ -204,5 +218,5 @@ def attention_backward(q, k, v, out, lse, dout, *, attn_mask=None, is_causal=Fal
     out = _reshape(out, tuple(q4))
     dout = _reshape(dout, tuple(q4))
     lse = _reshape(lse, tuple(q4[:3]))
-    dq, dk, dv = _attn.attention_backward(p.q, p.k, p.v, out, lse, dout, **p.options())
+    dq, dk, dv = _attn.attention_backward(p.q, p.k, p.v, out, lse, dout, *p.args())
     return p.out_shape(dq), dk.reshape(p.kshape), dv.reshape(p.kshape)

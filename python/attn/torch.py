@@ -20,7 +20,6 @@ run torch's own implementation.
 import contextlib
 import threading
 
-import numpy as np
 import torch
 
 from . import _attn
@@ -70,8 +69,7 @@ class _AttnSDPA(torch.autograd.Function):
         p = _Prepared(q, k, v, attn_mask, is_causal, "top_left", scale, enable_gqa, None, None, None, dropout_p,
                       seed, "automatic")
         enabled, batches, heads, rows = selection
-        out, lse, weights = _attn.attention(p.q, p.k, p.v, **p.options(), capture=enabled, batches=batches,
-                                            heads=heads, rows=rows)
+        out, lse, weights = _attn.attention(p.q, p.k, p.v, *p.args(), enabled, batches, heads, rows)
         ctx.prepared = p
         ctx.dtypes = (q.dtype, k.dtype, v.dtype)
         _last_weights.value = weights
@@ -89,7 +87,7 @@ class _AttnSDPA(torch.autograd.Function):
         if d.dtype != out_t.dtype:
             d = d.to(out_t.dtype)
         d = d.reshape(tuple(p.q.shape))
-        dq, dk, dv = _attn.attention_backward(p.q, p.k, p.v, out_t, lse_t, d, **p.options())
+        dq, dk, dv = _attn.attention_backward(p.q, p.k, p.v, out_t, lse_t, d, *p.args())
         qd, kd, vd = ctx.dtypes
         return (_as_torch(p.out_shape(dq), qd), _as_torch(dk.reshape(p.kshape), kd),
                 _as_torch(dv.reshape(p.kshape), vd), None, None, None, None, None, None, None)

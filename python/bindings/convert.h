@@ -3,7 +3,8 @@
 //  * to_tensor: a numpy array or any object with __dlpack__ (a CPU torch tensor)
 //    becomes a Tensor that borrows its memory (no copy, any non-negative strides);
 //    the Python object is kept alive until the last Tensor using it goes.
-//    dtypes: float32, float64, bfloat16, bool (as u8), uint8, int32, int64.
+//    dtypes: float32, float64, bfloat16, bool (as u8), uint8, int32, int64;
+//    float16 and negative strides are copied (float16 to float32).
 //  * to_numpy: a Tensor becomes a numpy array that owns it (no copy when it is
 //    contiguous).
 //  * Errors: attn::Error raised from the library becomes ValueError (bad

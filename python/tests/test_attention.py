@@ -108,3 +108,16 @@ def test_threads():
 
 def test_version():
     assert attn.__version__.count(".") == 2
+
+
+def test_float16_and_negative_strides_are_copied():
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((2, 3, 10, 8)).astype(np.float32)
+    h = q.astype(np.float16)
+    np.testing.assert_array_equal(attn.attention(h, h, h), attn.attention(*(h.astype(np.float32),) * 3))
+    flipped = q[:, ::-1, ::-2]
+    want = attn.attention(*(np.ascontiguousarray(flipped),) * 3)
+    np.testing.assert_array_equal(attn.attention(flipped, flipped, flipped), want)
+    out, lse = attn.attention(flipped, flipped, flipped, return_lse=True)
+    dq, dk, dv = attn.attention_backward(flipped, flipped, flipped, out, lse, out[:, ::-1][:, ::-1])
+    assert dq.shape == flipped.shape
