@@ -29,14 +29,13 @@ else
   "$py" -m venv "$venv"
 fi
 vpy=$venv/bin/python
-"$vpy" -m pip install -q --upgrade pip >/dev/null
 
 if command -v ccache >/dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
 fi
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 stamp "building and installing the wheel (pip install .)"
-"$vpy" -m pip install -q . 
+"$vpy" -m pip install -q .
 stamp "installed"
 # With numpy alone (before any test dependency is added).
 (cd "$venv" && ./bin/python -c "import attn; print('attn', attn.__version__, 'imports with numpy alone')")
@@ -48,7 +47,6 @@ if [[ $deps != system ]]; then
     rm -rf "$deps"
     mkdir -p "$deps"
     "$py" -m venv "$deps/venv"
-    "$deps/venv/bin/python" -m pip install -q --upgrade pip >/dev/null
     "$deps/venv/bin/python" -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu
     "$deps/venv/bin/python" -m pip install -q pytest transformers sentence-transformers
     echo "$want" >"$deps/.complete"

@@ -75,14 +75,15 @@ class _AttnSDPA(torch.autograd.Function):
         _last_weights.value = weights
         out_t = torch.from_numpy(out)
         lse_t = torch.from_numpy(lse)
-        ctx.save_for_backward(out_t, lse_t)
+        # q, k, v are saved too so that torch's version check catches an in-place change before backward
+        ctx.save_for_backward(q, k, v, out_t, lse_t)
         return _as_torch(p.out_shape(out), q.dtype)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dout):
         p = ctx.prepared
-        out_t, lse_t = ctx.saved_tensors
+        _, _, _, out_t, lse_t = ctx.saved_tensors
         d = dout.detach()
         if d.dtype != out_t.dtype:
             d = d.to(out_t.dtype)

@@ -243,3 +243,13 @@ def test_bert_training_step_gradients_match():
     for n, p in model.named_parameters():
         if n in want:
             torch.testing.assert_close(p.grad, want[n], atol=1e-5, rtol=1e-4, msg=n)
+
+
+def test_in_place_change_before_backward_is_caught():
+    q = torch.randn(1, 2, 5, 4, requires_grad=True)
+    x = q * 1.0
+    out = at.scaled_dot_product_attention(x, x, x)
+    with torch.no_grad():
+        x.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
