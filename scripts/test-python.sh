@@ -34,8 +34,12 @@ if command -v ccache >/dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
 fi
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
-stamp "building and installing the wheel (pip install .)"
-"$vpy" -m pip install -q .
+# The build requirements go into the environment itself (--no-build-isolation), so
+# nanobind's sources sit at the same path every run and ccache hits for them too.
+stamp "installing the build requirements (scikit-build-core, nanobind)"
+"$vpy" -m pip install -q scikit-build-core nanobind
+stamp "building and installing the wheel (pip install --no-build-isolation .)"
+"$vpy" -m pip install -q --no-build-isolation .
 stamp "installed"
 # With numpy alone (before any test dependency is added).
 (cd "$venv" && ./bin/python -c "import attn; print('attn', attn.__version__, 'imports with numpy alone')")
