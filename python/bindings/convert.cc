@@ -67,14 +67,16 @@ DType dtype_of_array(const nb::dlpack::dtype& t, const char* what) {
                      : code == Code::Bool    ? "bool"
                      : code == Code::Complex ? "complex"
                                              : "unknown";
-  throw nb::value_error(detail::concat(what, ": dtype ", kind, int(t.bits),
-                                       " is not supported; expected float32, float64, bfloat16, float16 or bool")
-                            .c_str());
+  throw nb::value_error(
+      detail::concat(what, ": dtype ", kind, int(t.bits),
+                     " is not supported; expected float32, float64, bfloat16, float16 or bool")
+          .c_str());
 }
 
 bool names_a_file_problem(std::string_view m) {
-  for (std::string_view s : {"cannot open", "not found", "No such file", "does not hold", "does not exist", "could not read", "could not write",
-                             "cannot write", "cannot read", "cannot create", "Permission denied"})
+  for (std::string_view s :
+       {"cannot open", "not found", "No such file", "does not hold", "does not exist", "could not read",
+        "could not write", "cannot write", "cannot read", "cannot create", "Permission denied"})
     if (m.find(s) != std::string_view::npos) return true;
   return false;
 }
