@@ -12,6 +12,13 @@ pkgs+=(openmpi-bin libopenmpi-dev)
 if [[ ${ATTN_BROWSER_TESTS:-0} == 1 || ${CI:-} == true ]]; then
   pkgs+=(chromium chromium-driver python3-selenium fonts-wqy-zenhei)
 fi
+# ---- python (issue 12) ----
+# The Python package's test (scripts/test-python.sh, run by CI): venv and the
+# Python headers for the nanobind module. The C++ build needs neither.
+if [[ ${ATTN_PYTHON_TESTS:-0} == 1 || ${CI:-} == true ]]; then
+  pkgs+=(python3-venv python3-dev)
+fi
+# ---- end python ----
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,7 +23,18 @@ std::string shape_str(const Shape& s) {
 // aligned, uninitialised, reused across training steps.
 Storage::Storage(std::size_t bytes) : bytes_(bytes) { data_ = core::storage_allocator().allocate(bytes); }
 
-Storage::~Storage() { core::storage_allocator().deallocate(data_, bytes_); }
+Storage::Storage(void* data, std::size_t bytes, std::function<void()> release)
+    : data_(data), bytes_(bytes), release_(std::move(release)) {
+  if (!release_) release_ = [] {};
+}
+
+Storage::~Storage() {
+  if (release_) {
+    release_();
+  } else {
+    core::storage_allocator().deallocate(data_, bytes_);
+  }
+}
 
 Shape contiguous_strides(const Shape& shape) {
   Shape st(shape.size());
@@ -97,6 +108,26 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype) {
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   Tensor t = empty(shape, dtype);
   t.fill(value);
+  return t;
+}
+
+Tensor Tensor::borrow(void* data, DType dtype, const Shape& shape, const Shape& strides,
+                      std::function<void()> release) {
+  ATTN_CHECK(shape.size() == strides.size(), "tensor: borrow() got shape ", shape_str(shape), " and strides ",
+             shape_str(strides), " of different ranks");
+  const int64_t n = checked_numel(shape);
+  int64_t last = 0;  // the largest element offset
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    ATTN_CHECK(strides[d] >= 0, "tensor: borrow() needs strides >= 0; got strides ", shape_str(strides));
+    if (n > 0) last += (shape[d] - 1) * strides[d];
+  }
+  Tensor t;
+  const std::size_t bytes = n > 0 ? static_cast<std::size_t>(last + 1) * dtype_size(dtype) : 0;
+  t.storage_ = std::make_shared<Storage>(data, bytes, std::move(release));
+  t.shape_ = shape;
+  t.strides_ = strides;
+  t.dtype_ = dtype;
+  t.autograd_ = std::make_shared<AutogradMeta>();
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include <attn/core/error.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -29,6 +30,11 @@ std::string shape_str(const Shape& s);
 class Storage {
  public:
   explicit Storage(std::size_t bytes);
+  // Adopts `bytes` bytes at `data` that someone else owns (a numpy array or a
+  // DLPack tensor in the Python package): nothing is allocated or copied, and
+  // `release` runs when the last tensor using the storage is destroyed. The
+  // memory need not be 64-byte aligned.
+  Storage(void* data, std::size_t bytes, std::function<void()> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -38,6 +44,7 @@ class Storage {
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
+  std::function<void()> release_;  // set for adopted memory
 };
 
 class Tensor {
@@ -51,6 +58,13 @@ class Tensor {
   // Copies `values` (numel must match) into a new contiguous tensor.
   template <typename T>
   static Tensor from(const std::vector<T>& values, const Shape& shape);
+  // A view of memory someone else owns (zero-copy): element [i0, i1, ...] is at
+  // data + sum(i_d * strides[d]) elements (strides may be 0 or any positive
+  // value; negative strides are rejected). `release` runs when the last tensor
+  // using the memory goes. Throws attn::Error on a rank mismatch between shape
+  // and strides or a negative size or stride.
+  static Tensor borrow(void* data, DType dtype, const Shape& shape, const Shape& strides,
+                       std::function<void()> release);
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }

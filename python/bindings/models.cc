@@ -1,0 +1,329 @@
+// The model front-ends of the Python package: the same library calls as
+// `attn embed`, `attn classify`, `attn generate --model smollm2`,
+// `attn explain --json` and `attn train classify` (include/attn/tasks/,
+// include/attn/teach/, include/attn/models/llama_chat.h). JSON results travel
+// as text (io/json.h dump) and are parsed by the Python side.
+#include <attn/io/json.h>
+#include <attn/io/model_files.h>
+#include <attn/models/llama_chat.h>
+#include <attn/tasks/classify.h>
+#include <attn/tasks/embed.h>
+#include <attn/teach/explain.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace attn::python {
+
+namespace {
+
+// Thrown from a library callback to stop a long call (Ctrl-C, a closed stream).
+struct Stop {
+  bool signal = false;  // a Python signal handler raised (the error is set)
+};
+
+// Called from library callbacks with the GIL released: runs the Python signal
+// handlers (Ctrl-C), throwing Stop when one raised.
+void check_signals() {
+  nb::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw Stop{true};
+}
+
+// Runs fn without the GIL; Stop becomes the pending Python error (KeyboardInterrupt)
+// or, for a requested stop, a normal return of `stopped`.
+template <typename Fn>
+auto interruptible(ErrorKind kind, Fn&& fn) -> decltype(fn()) {
+  try {
+    return without_gil(kind, std::forward<Fn>(fn));
+  } catch (const Stop& s) {
+    if (s.signal) throw nb::python_error();
+    throw;
+  }
+}
+
+class Encoder {
+ public:
+  explicit Encoder(const std::string& name) {
+    const std::string dir = name == "minilm" || name == "all-MiniLM-L6-v2" ? "" : name;
+    enc_ = without_gil(ErrorKind::runtime, [&] { return &tasks::load_encoder(dir); });
+  }
+  nb::object encode(const std::vector<std::string>& texts, int64_t batch_size, bool normalize) const {
+    models::EmbedOptions o;
+    o.batch_size = batch_size;
+    o.normalize = normalize;
+    models::Embeddings e = without_gil(ErrorKind::value, [&] { return enc_->embed(texts, o); });
+    return to_numpy(e.vectors);
+  }
+  std::vector<int32_t> tokenize(const std::string& text) const {
+    return without_gil(ErrorKind::value, [&] { return enc_->encode(text); });
+  }
+  int64_t dim() const { return enc_->dim(); }
+  int64_t max_seq_length() const { return enc_->max_seq_length(); }
+  std::string dir() const { return enc_->dir(); }
+
+ private:
+  const models::SentenceEncoder* enc_ = nullptr;
+};
+
+class Classifier {
+ public:
+  explicit Classifier(const std::string& path) {
+    model_ = without_gil(ErrorKind::runtime, [&] { return models::TextClassifier::load(path); });
+  }
+  // JSON text: [classification_json, ...]
+  std::string predict(const std::vector<std::string>& texts, int64_t top, bool heads, int64_t batch_size) {
+    std::lock_guard<std::mutex> lock(busy_);
+    return without_gil(ErrorKind::value, [&] {
+      ATTN_CHECK(!texts.empty(), "predict: expected at least one text; got none");
+      ATTN_CHECK(top >= 1, "predict: top must be >= 1; got ", top);
+      const std::vector<models::Classification> cs = model_->classify(texts, true, batch_size);
+      tasks::ClassifyFormat f;
+      f.top = top;
+      f.heads = heads;
+      json::Value all = json::Value::array();
+      for (std::size_t i = 0; i < cs.size(); ++i)
+        all.push_back(tasks::classification_json(texts[i], cs[i], model_->labels(), f));
+      return json::dump(all);
+    });
+  }
+  std::vector<std::string> labels() const { return model_->labels(); }
+  int64_t max_len() const { return model_->max_len(); }
+
+ private:
+  std::mutex busy_;
+  std::unique_ptr<models::TextClassifier> model_;
+};
+
+class Generator {
+ public:
+  Generator(const std::string& name, int64_t max_context) {
+    model_ = without_gil(ErrorKind::runtime, [&] {
+      const std::string path =
+          name == "smollm2" ? io::require_smollm2_gguf() : io::require_smollm2_gguf(name);
+      models::LlamaOptions o;
+      o.max_context = max_context;
+      return std::make_unique<models::LlamaModel>(models::LlamaModel::load(path, o));
+    });
+  }
+  // (text, ids, stopped, prompt_tokens, prompt_seconds, generate_seconds). on_text(piece) is called
+  // with the GIL held for every piece; a true return stops generation early.
+  nb::tuple generate(const std::string& prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
+                     double top_p, uint64_t seed, bool chat, std::optional<std::string> system,
+                     std::optional<nb::callable> on_text) {
+    std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
+    if (!lock.owns_lock())
+      throw std::runtime_error(
+          "Generator: another generate() on this model is running (a stream not yet "
+          "finished or closed); finish or close it first");
+    if (max_new_tokens < 0) throw nb::value_error("max_new_tokens must be >= 0");
+    if (!(temperature >= 0)) throw nb::value_error("temperature must be >= 0");
+    if (top_k < 0) throw nb::value_error("top_k must be >= 0");
+    if (!(top_p > 0 && top_p <= 1)) throw nb::value_error("top_p must be in (0, 1]");
+    models::LlamaTextOptions o;
+    o.max_new_tokens = max_new_tokens;
+    o.temperature = temperature;
+    o.top_k = top_k;
+    o.top_p = top_p;
+    bool stopped_by_caller = false;
+    o.on_text = [&](const std::string& piece) {
+      nb::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) throw Stop{true};
+      if (on_text) {
+        bool stop = false;
+        try {
+          stop = nb::cast<bool>((*on_text)(nb::bytes(piece.data(), piece.size())));
+        } catch (nb::python_error& e) {
+          e.restore();  // raised again once the call has unwound
+          throw Stop{true};
+        }
+        if (stop) {
+          stopped_by_caller = true;
+          throw Stop{false};
+        }
+      }
+    };
+    models::LlamaReply r;
+    try {
+      r = interruptible(ErrorKind::value, [&] {
+        model_->clear();
+        const std::string text = models::llama_prompt_text(*model_, prompt, chat, system);
+        const std::vector<int32_t> ids = model_->tokenizer().encode(text, false, true);
+        ATTN_CHECK(!ids.empty(), "generate: the prompt encodes to no tokens");
+        ATTN_CHECK(static_cast<int64_t>(ids.size()) <= model_->capacity(), "generate: the prompt has ",
+                   ids.size(), " tokens; the context holds ", model_->capacity());
+        Rng rng(seed);
+        return models::llama_generate_text(*model_, ids, o, rng);
+      });
+    } catch (const Stop&) {
+      // stopped_by_caller: a closed stream; nothing to return
+    }
+    return nb::make_tuple(nb::bytes(r.text.data(), r.text.size()), r.ids, r.stopped || stopped_by_caller,
+                          r.prompt_tokens, r.prompt_seconds, r.generate_seconds);
+  }
+  int64_t capacity() const { return model_->capacity(); }
+
+ private:
+  std::mutex busy_;
+  std::unique_ptr<models::LlamaModel> model_;
+};
+
+teach::Sentence sentence_of(const std::optional<std::vector<std::string>>& words,
+                            std::optional<uint64_t> seed) {
+  teach::Sentence s;
+  if (words) s.words = *words;
+  if (seed) s.seed = *seed;
+  return s;
+}
+
+// (text, json) of one explain mode, chosen as `attn explain` does.
+nb::tuple explain(const std::string& mode, std::optional<std::vector<std::string>> sentence,
+                  std::optional<uint64_t> seed, std::string query, std::vector<double> scores,
+                  std::vector<std::string> tokens, int64_t heads, int64_t n, int64_t d, int64_t batch,
+                  bool causal, std::string mask, int64_t length, int64_t window, std::string model,
+                  std::string text, std::optional<int64_t> layer, int64_t head, std::string word,
+                  int64_t dims) {
+  teach::Report r = without_gil(ErrorKind::value, [&] {
+    if (mode == "scores") {
+      teach::ScoresOptions o;
+      o.scores = scores;
+      o.tokens = tokens;
+      return teach::softmax_scores(o);
+    }
+    if (mode == "cost") {
+      teach::CostOptions o;
+      o.n = n;
+      o.d = d;
+      o.heads = heads;
+      o.batch = batch;
+      o.causal = causal;
+      return teach::cost(o);
+    }
+    if (mode == "mask") {
+      teach::MaskOptions o;
+      o.sentence = sentence_of(sentence, seed);
+      o.kind = mask;
+      o.length = length;
+      o.window = window;
+      o.causal = causal;
+      return teach::mask(o);
+    }
+    if (mode == "model") {
+      teach::ModelOptions o;
+      o.path = model;
+      o.sentence = text;
+      o.layer = layer;
+      o.head = head;
+      o.word = word;
+      o.show_dims = dims;
+      return teach::explain_model(o);
+    }
+    if (mode == "multi-head") {
+      teach::MultiHeadOptions o;
+      o.sentence = sentence_of(sentence, seed);
+      o.query = query;
+      o.heads = heads;
+      return teach::multi_head(o);
+    }
+    ATTN_CHECK(mode == "walkthrough", "explain: unknown mode '", mode, "'");
+    teach::WalkthroughOptions o;
+    o.sentence = sentence_of(sentence, seed);
+    o.query = query;
+    return teach::walkthrough(o);
+  });
+  return nb::make_tuple(r.text, teach::json_text(r.json));
+}
+
+// (summary, report_md, report json text, model_path, test_accuracy, baseline_test_accuracy)
+nb::tuple train_classifier(tasks::ClassifyTrainOptions o, std::optional<nb::callable> progress) {
+  if (progress) {
+    o.progress.write = [&progress](const std::string& text) {
+      nb::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) throw Stop{true};
+      try {
+        (*progress)(text);
+      } catch (nb::python_error& e) {
+        e.restore();
+        throw Stop{true};
+      }
+    };
+  } else {
+    o.progress.write = [](const std::string&) { check_signals(); };
+  }
+  const tasks::ClassifyTrainResult r =
+      interruptible(ErrorKind::value, [&] { return tasks::train_classifier(o); });
+  return nb::make_tuple(r.summary, r.report_md, json::dump(r.report), r.model_path, r.test_accuracy,
+                        r.baseline_test_accuracy);
+}
+
+}  // namespace
+
+void bind_models(nb::module_& m) {
+  nb::class_<Encoder>(m, "SentenceEncoder")
+      .def(nb::init<const std::string&>(), "name"_a)
+      .def("encode", &Encoder::encode, "texts"_a, "batch_size"_a, "normalize"_a)
+      .def("tokenize", &Encoder::tokenize, "text"_a)
+      .def_prop_ro("dim", &Encoder::dim)
+      .def_prop_ro("max_seq_length", &Encoder::max_seq_length)
+      .def_prop_ro("dir", &Encoder::dir);
+  nb::class_<Classifier>(m, "TextClassifier")
+      .def(nb::init<const std::string&>(), "path"_a)
+      .def("predict", &Classifier::predict, "texts"_a, "top"_a, "heads"_a, "batch_size"_a)
+      .def_prop_ro("labels", &Classifier::labels)
+      .def_prop_ro("max_len", &Classifier::max_len);
+  nb::class_<Generator>(m, "Generator")
+      .def(nb::init<const std::string&, int64_t>(), "name"_a, "max_context"_a)
+      .def("generate", &Generator::generate, "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a,
+           "top_p"_a, "seed"_a, "chat"_a, "system"_a.none(), "on_text"_a.none())
+      .def_prop_ro("capacity", &Generator::capacity);
+  m.def("explain", &explain, "mode"_a, "sentence"_a.none(), "seed"_a.none(), "query"_a, "scores"_a,
+        "tokens"_a, "heads"_a, "n"_a, "d"_a, "batch"_a, "causal"_a, "mask"_a, "length"_a, "window"_a,
+        "model"_a, "text"_a, "layer"_a.none(), "head"_a, "word"_a, "dims"_a);
+
+  nb::class_<tasks::ClassifyTrainOptions> opts(m, "ClassifyTrainOptions");
+  opts.def(nb::init<>());
+#define ATTN_FIELD(name) opts.def_rw(#name, &tasks::ClassifyTrainOptions::name)
+  ATTN_FIELD(pos);
+  ATTN_FIELD(neg);
+  ATTN_FIELD(data);
+  ATTN_FIELD(format);
+  ATTN_FIELD(text_column);
+  ATTN_FIELD(label_column);
+  ATTN_FIELD(out);
+  ATTN_FIELD(preset);
+  ATTN_FIELD(minutes);
+  ATTN_FIELD(epochs);
+  ATTN_FIELD(max_epochs);
+  ATTN_FIELD(seed);
+  ATTN_FIELD(max_len);
+  ATTN_FIELD(max_chars);
+  ATTN_FIELD(min_freq);
+  ATTN_FIELD(layers);
+  ATTN_FIELD(d_model);
+  ATTN_FIELD(heads);
+  ATTN_FIELD(d_ff);
+  ATTN_FIELD(dropout);
+  ATTN_FIELD(lr);
+  ATTN_FIELD(weight_decay);
+  ATTN_FIELD(clip);
+  ATTN_FIELD(batch_size);
+  ATTN_FIELD(patience);
+  ATTN_FIELD(eval_every);
+  ATTN_FIELD(command);
+#undef ATTN_FIELD
+  m.def("train_classifier", &train_classifier, "options"_a, "progress"_a.none());
+}
+
+}  // namespace attn::python
