@@ -88,6 +88,9 @@ serve::ServerOptions server_options(const Args& a) {
   return o;
 }
 
+volatile sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
 }  // namespace
 
 int run_serve(const std::vector<std::string>& raw) {
@@ -98,25 +101,28 @@ int run_serve(const std::vector<std::string>& raw) {
   }
   serve::ServerOptions o = server_options(a);
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
-  // SIGINT and SIGTERM are taken by this thread (sigtimedwait below): blocked here, before the
-  // server's threads start, so that none of them is interrupted by one.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT and SIGTERM set a flag that this thread polls. (Blocking them and waiting with sigwait
+  // would not do: threads started before main, e.g. OpenBLAS's, do not block them, and a signal
+  // delivered to one of those would end the process at once.)
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   serve::Server server(o);
   server.start();
   std::printf("attn serve: listening on %s\n", server.url().c_str());
   std::fflush(stdout);
   server.load_models();
-  std::printf("attn serve: ready\n");
-  std::fflush(stdout);
-  int sig = 0;
-  while (sig <= 0) {
-    const timespec wait{1, 0};
-    sig = sigtimedwait(&stop_signals, nullptr, &wait);
+  if (g_stop_signal == 0) {
+    std::printf("attn serve: ready\n");
+    std::fflush(stdout);
   }
+  while (g_stop_signal == 0) {
+    const timespec wait{0, 50 * 1000 * 1000};
+    nanosleep(&wait, nullptr);
+  }
+  const int sig = g_stop_signal;
   std::fprintf(stderr, "attn serve: %s: finishing the requests in flight\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM");
   server.stop();
