@@ -62,7 +62,7 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
       throw bad_request(too_long(static_cast<int64_t>(ids.size()), l.max_attention_tokens), "input",
                         "context_length_exceeded");
     const auto lease = std::make_shared<SlotLease>(
-        SlotLease{&slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s)});
+        slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s));
     models::LlamaModel& m = *slots[lease->index];
     GateHold hold(gate);
     e = viz::export_llama_attention(m.attention_weights(ids), generate_id, text);

@@ -261,8 +261,8 @@ void Impl::completions(const httplib::Request& req, httplib::Response& res, bool
                           " prompt tokens and max_tokens " + std::to_string(r->max_tokens),
                       "attention", "context_length_exceeded");
 
-  const auto lease = std::make_shared<SlotLease>(
-      SlotLease{&slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s)});
+  const auto lease =
+      std::make_shared<SlotLease>(slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s));
   // The attention of prompt + reply, on the request's own slot.
   const auto attention_of = [this](models::LlamaModel& m, const GenRequest& q, const GenResult& g) {
     std::vector<int32_t> ids = q.prompt_ids;

@@ -67,9 +67,12 @@ class SlotPool {
 
 // A slot held for one request (released when the last copy goes: the handler's or the stream's).
 struct SlotLease {
+  SlotLease(SlotPool& p, std::size_t i) : pool(&p), index(i) {}
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+  ~SlotLease() { pool->release(index); }
   SlotPool* pool;
   std::size_t index;
-  ~SlotLease() { pool->release(index); }
 };
 
 // A parsed generation request (chat or completion).

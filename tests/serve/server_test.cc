@@ -430,12 +430,12 @@ Sse parse_sse(const std::string& body) {
 }
 
 const char* kChat =
-    R"({"messages": [{"role": "user", "content": "What is the capital of France?"}], "temperature": 0, "max_tokens": 24)";
+    R"({"messages": [{"role": "user", "content": "What is the capital of France?"}], "temperature": 0, "max_tokens": 12)";
 
 TEST(ServeGenerate, ChatEqualsTheLibraryWithAndWithoutStreaming) {
   REQUIRE_SMOLLM2();
   Running s(generate_options());
-  const std::string ref = library_greedy("What is the capital of France?", 24);
+  const std::string ref = library_greedy("What is the capital of France?", 12);
   const auto r = s.post("/v1/chat/completions", std::string(kChat) + "}");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -446,7 +446,7 @@ TEST(ServeGenerate, ChatEqualsTheLibraryWithAndWithoutStreaming) {
   EXPECT_EQ(choice.at("message").at("content").as_string(), ref);
   const int64_t completion = b.at("usage").at("completion_tokens").as_int64();
   EXPECT_GT(completion, 0);
-  EXPECT_LE(completion, 24);
+  EXPECT_LE(completion, 12);
   EXPECT_EQ(b.at("usage").at("total_tokens").as_int64(),
             b.at("usage").at("prompt_tokens").as_int64() + completion);
   const auto st =
@@ -465,7 +465,7 @@ TEST(ServeGenerate, ChatEqualsTheLibraryWithAndWithoutStreaming) {
 TEST(ServeGenerate, StopStringsEndTheReplyBeforeThem) {
   REQUIRE_SMOLLM2();
   Running s(generate_options());
-  const std::string ref = library_greedy("What is the capital of France?", 24);
+  const std::string ref = library_greedy("What is the capital of France?", 12);
   ASSERT_GT(ref.size(), 6u);
   const std::string stop = ref.substr(ref.size() / 2, 3);
   const std::string expected = ref.substr(0, ref.find(stop));
@@ -581,6 +581,52 @@ TEST(ServeGenerate, AClientThatHangsUpStopsItsGeneration) {
   std::smatch t;
   ASSERT_TRUE(std::regex_search(m, t, std::regex("attn_tokens_total\\{kind=\"completion\"\\} (\\d+)"))) << m;
   EXPECT_LT(std::stoi(t[1]), 200) << m;
+}
+
+TEST(ServeGenerate, ChatAttentionCoversPromptAndReplyCausally) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  const auto r =
+      s.post("/v1/chat/completions",
+             R"({"messages": [{"role": "user", "content": "Hi"}], "temperature": 0, "max_tokens": 4,
+                            "attention": {"layers": [0, 29], "heads": [8]}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+  const json::Value b = body_of(r);
+  const viz::Export e = viz::parse_export(json::dump(b.at("attention")));
+  const int64_t n =
+      b.at("usage").at("prompt_tokens").as_int64() + b.at("usage").at("completion_tokens").as_int64();
+  EXPECT_EQ(static_cast<int64_t>(e.tokens.size()), n);
+  EXPECT_EQ(e.layer_names, (std::vector<std::string>{"layer 0", "layer 29"}));
+  for (const viz::Layer& l : e.sets.at(0).layers) {
+    ASSERT_EQ(l.heads, 1);
+    for (int64_t i = 0; i < l.rows; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < l.cols; ++j) {
+        sum += l.at(0, i, j);
+        if (j > i) {
+          EXPECT_EQ(l.at(0, i, j), 0.0) << "causal: query " << i << " key " << j;
+        }
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+  }
+  expect_error(s.post("/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "Hi"}], "attention": {"heads": [9]}})"),
+               400, "invalid_value", "9 heads");
+}
+
+TEST(ServeGenerate, AFullQueueIs429AtOnce) {
+  REQUIRE_SMOLLM2();
+  ServerOptions o = generate_options();
+  o.limits.max_queued_generations = 0;
+  Running s(o);
+  RawRequest busy(s.server.port(), "/v1/completions",
+                  R"({"prompt": "1, 2, 3,", "max_tokens": 200, "temperature": 0, "stream": true})");
+  ASSERT_TRUE(busy.read_until("data: "));  // holds the only slot
+  const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 1})");
+  expect_error(r, 429, "queue_full", "--max-queued-generations");
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
 }
 
 TEST(ServeGenerate, StopFinishesTheStreamsInFlight) {
