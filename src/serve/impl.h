@@ -97,11 +97,17 @@ struct GenResult {
   std::string finish_reason;  // "stop" or "length" ("cancelled": the client went away)
 };
 
+// httplib's server with its listening socket reachable (to raise the listen backlog).
+class HttpServer : public httplib::Server {
+ public:
+  int listening_socket() const { return svr_sock_; }
+};
+
 struct Impl {
   explicit Impl(ServerOptions o) : options(std::move(o)) {}
 
   ServerOptions options;
-  httplib::Server http;
+  HttpServer http;
   std::thread listen_thread;
   int port = 0;
   std::atomic<bool> started{false}, loaded{false}, stopping{false}, stopped{false};

@@ -5,6 +5,7 @@
 #include <attn/serve/server.h>
 #include <attn/tasks/embed.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <new>
@@ -222,6 +223,9 @@ void Server::start() {
                ":", s.options.port, " (in use, or not an address of this machine)");
     s.port = s.options.port;
   }
+  // httplib listens with a backlog of 5: clients connecting at once past that wait for a SYN
+  // retransmission (1 s). Listening again on the bound socket sets a larger one.
+  ::listen(s.http.listening_socket(), 1024);
   s.started.store(true);
   s.listen_thread = std::thread([&s] { s.http.listen_after_bind(); });
   // stop() acts only on a running httplib server: wait until it runs.
