@@ -167,6 +167,7 @@ GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
 }
 
 void Impl::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const auto in_flight = std::make_shared<InFlight>(generations_in_flight);  // before the check stop() makes
   require_ready();
   const json::Value body = parse_body(req);
   const Limits& l = options.limits;
@@ -303,39 +304,39 @@ void Impl::completions(const httplib::Request& req, httplib::Response& res, bool
 
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, r, lease, P, attention_of](std::size_t, httplib::DataSink& sink) {
-        const auto write = [&sink](const std::string& data) {
-          const std::string line = "data: " + data + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
-        try {
-          models::LlamaModel& m = *slots[lease->index];
-          if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
-          const GenResult g = generate(
-              m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
-          if (g.finish_reason == "cancelled") return false;  // the client went away: close
-          std::string last = chunk_json(*r, "", g.finish_reason, false);
-          if (r->attention) {
-            last.pop_back();
-            last += ",\"attention\":" + attention_of(m, *r, g) + "}";
-          }
-          if (!write(last)) return false;
-          if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
-                                         usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
-            return false;
-          if (!write("[DONE]")) return false;
-        } catch (const HttpError& e) {
-          write(error_body(e));
-          write("[DONE]");
-        } catch (const std::exception& e) {
-          log(std::string("error in a stream: ") + e.what());
-          write(error_body(HttpError(500, std::string("internal error: ") + e.what())));
-          write("[DONE]");
-        }
-        sink.done();
-        return true;
-      });
+  res.set_chunked_content_provider("text/event-stream", [this, r, lease, in_flight, P, attention_of](
+                                                            std::size_t, httplib::DataSink& sink) {
+    const auto write = [&sink](const std::string& data) {
+      const std::string line = "data: " + data + "\n\n";
+      return sink.write(line.data(), line.size());
+    };
+    try {
+      models::LlamaModel& m = *slots[lease->index];
+      if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
+      const GenResult g =
+          generate(m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
+      if (g.finish_reason == "cancelled") return false;  // the client went away: close
+      std::string last = chunk_json(*r, "", g.finish_reason, false);
+      if (r->attention) {
+        last.pop_back();
+        last += ",\"attention\":" + attention_of(m, *r, g) + "}";
+      }
+      if (!write(last)) return false;
+      if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
+                                     usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
+        return false;
+      if (!write("[DONE]")) return false;
+    } catch (const HttpError& e) {
+      write(error_body(e));
+      write("[DONE]");
+    } catch (const std::exception& e) {
+      log(std::string("error in a stream: ") + e.what());
+      write(error_body(HttpError(500, std::string("internal error: ") + e.what())));
+      write("[DONE]");
+    }
+    sink.done();
+    return true;
+  });
 }
 
 }  // namespace attn::serve::detail

@@ -103,6 +103,17 @@ class HttpServer : public httplib::Server {
   int listening_socket() const { return svr_sock_; }
 };
 
+// Counts a generation request in flight for its lifetime (shared by the handler and its stream).
+struct InFlight {
+  explicit InFlight(std::atomic<int64_t>& n) : n_(n) { n_.fetch_add(1); }
+  ~InFlight() { n_.fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int64_t>& n_;
+};
+
 struct Impl {
   explicit Impl(ServerOptions o) : options(std::move(o)) {}
 
@@ -111,6 +122,9 @@ struct Impl {
   std::thread listen_thread;
   int port = 0;
   std::atomic<bool> started{false}, loaded{false}, stopping{false}, stopped{false};
+  // Generation requests between their arrival and their last byte (streams included): stop() waits
+  // for them before it stops httplib, which would no longer run a stream's content provider.
+  std::atomic<int64_t> generations_in_flight{0};
   std::mutex stop_mu;
   Metrics metrics;
   ComputeGate gate;

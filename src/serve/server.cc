@@ -343,7 +343,13 @@ void Server::stop() {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lk(s.stop_mu);
   if (s.stopped.load()) return;
-  s.stopping.store(true);
+  s.stopping.store(true);  // new requests for the models get 503 shutting_down from here on
+  // Let the generation requests in flight finish first (those waiting for a slot included):
+  // once httplib is stopped it no longer calls a stream's content provider.
+  const auto limit = std::chrono::steady_clock::now() +
+                     std::chrono::duration<double>(s.options.limits.max_queue_wait_s + 600);
+  while (s.generations_in_flight.load() > 0 && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   if (s.started.load()) {
     s.http.stop();  // stops accepting; listen_after_bind returns once every connection's request is done
     if (s.listen_thread.joinable()) s.listen_thread.join();

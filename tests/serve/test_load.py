@@ -6,8 +6,9 @@ Phase 1: 16 concurrent clients send 2,000 embedding requests in all (keep-alive 
 bounded, and /metrics counts every request.
 Phase 2: clients keep sending embedding requests and 4 streams run while the server gets SIGTERM:
 every response that had begun (status line received) must arrive whole (streams end with
-`data: [DONE]`); connections refused or closed before a response began are the server no longer
-accepting, not losses. The server exits with status 0.
+`data: [DONE]`, those still waiting for a generation slot included); connections refused or closed
+before a response began, and 503 shutting_down answers, are the server no longer accepting, not
+losses. The server exits with status 0.
 
 usage: test_load.py ATTN_BINARY   (exits 77, skipped, when a model is not installed)
 """
@@ -91,6 +92,9 @@ def embed_client(port, ids, counts, stop_on_refusal=False):
             resp = conn.getresponse()
             begun = True
             data = resp.read()
+            if resp.status == 503 and stop_on_refusal and b'"shutting_down"' in data:
+                counts.add("not_begun")  # refused after SIGTERM, with Retry-After: no work was lost
+                return
             if resp.status != 200:
                 counts.error("status %d: %s" % (resp.status, data[:200]))
                 continue
