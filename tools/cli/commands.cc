@@ -17,6 +17,9 @@ const std::vector<Command>& commands() {
       {"similarity", "cosine similarity of two texts (all-MiniLM-L6-v2)", run_similarity},
       {"search", "semantic search over the lines of a file (all-MiniLM-L6-v2)", run_search},
       {"attention", "a pretrained model's attention on a text: summary and export", run_attention},
+#ifdef ATTN_HAVE_SERVE
+      {"serve", "an OpenAI-compatible HTTP server: embeddings, chat, classification, attention", run_serve},
+#endif
   };
   return list;
 }

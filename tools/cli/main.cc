@@ -37,6 +37,9 @@ void usage(FILE* f) {
       "  similarity  cosine similarity of two texts (all-MiniLM-L6-v2)\n"
       "  search    semantic search over the lines of a file: attn search --corpus FILE QUERY\n"
       "  attention a pretrained model's attention on a text: attn attention --model minilm TEXT\n"
+#ifdef ATTN_HAVE_SERVE
+      "  serve     an OpenAI-compatible HTTP server: attn serve --embed minilm --generate smollm2\n"
+#endif
       "  version   print the version (also: attn --version)\n"
       "  help      this text\n\n"
       "Run 'attn <command> --help' for the options of one command.\n\n"

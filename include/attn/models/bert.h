@@ -139,6 +139,11 @@ class SentenceEncoder {
   // Throws attn::Error on an empty list and on invalid UTF-8 (naming the text).
   Embeddings embed(const std::vector<std::string>& texts, const EmbedOptions& options = {}) const;
 
+  // The same from token ids already made (each 1..max_seq_length() ids, [CLS] and [SEP] included
+  // when the caller wants them, ids < the vocabulary): what embed() runs after tokenizing, for callers
+  // that tokenize themselves (the server's batches). Throws attn::Error naming the sequence.
+  Embeddings embed_ids(const std::vector<std::vector<int32_t>>& ids, const EmbedOptions& options = {}) const;
+
   // [CLS] text [SEP] ids truncated as embed() does; `truncated` (optional) is set.
   std::vector<int32_t> encode(const std::string& text, bool* truncated = nullptr) const;
 

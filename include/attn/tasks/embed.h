@@ -24,6 +24,16 @@ using NoteFn = std::function<void(const std::string&)>;
 // process and kept (thread-safe). Throws attn::Error naming the folder.
 const models::SentenceEncoder& load_encoder(const std::string& dir = "");
 
+// A sentence encoder by name or folder, with the id people see (the server's model id, reports):
+// "minilm" / "all-MiniLM-L6-v2" (found automatically, id "all-MiniLM-L6-v2"), or a BERT
+// sentence-encoder folder (id: the folder's last component). Loaded through load_encoder. A new
+// named encoder is added here, and every front-end (the CLI, `attn serve`) gets it.
+struct NamedEncoder {
+  std::string id;
+  const models::SentenceEncoder* encoder = nullptr;
+};
+NamedEncoder find_encoder(const std::string& name_or_dir);
+
 // The non-empty lines of `text` (a trailing "\r" dropped) with their line numbers
 // (from 1, as editors count lines).
 struct Line {

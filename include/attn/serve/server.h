@@ -1,0 +1,94 @@
+// `attn serve`: an OpenAI-compatible HTTP server over the library's tasks (docs/serve.md).
+//
+// Endpoints (OpenAI's wire format, so the official `openai` client and curl work unchanged):
+//   POST /v1/embeddings        {model, input: string | [string] | [int] | [[int]], encoding_format}
+//   POST /v1/chat/completions  {model, messages, max_tokens, temperature, top_p, stop, seed, stream}
+//   POST /v1/completions       {model, prompt, ...the same}
+//   POST /v1/classify          {model, input: string | [string]} -> [[{label, score}], ...]
+//   POST /v1/attention         {model, input: string} -> the attention export (docs/viewer.md)
+//   GET  /v1/models, /health (503 until the models are loaded), /metrics (Prometheus text),
+//   GET  /  the attention viewer: type a text, see the model's attention (GET /view?model=&text=)
+// Any request may add "attention": {"layers": [...], "heads": [...]} (numbered from 0; absent or
+// empty: all) and gets the exact attention weights captured from the kernels, in the viewer's
+// export layout (attn/viz/export.h), filtered to those layers and heads.
+//
+// Embedding and classification requests are batched dynamically: a batch closes when it holds
+// max_batch_tokens tokens or max_wait_ms after its first input arrived. Generation runs on
+// `generate_slots` model instances (one sequence each); further requests wait in a bounded queue.
+// All model compute goes through one first-come-first-served gate (a batch, a prompt pass, one
+// decoding step at a time), so streams and batches interleave and never oversubscribe the cores.
+//
+// Errors are OpenAI-style bodies {"error": {"message", "type", "param", "code"}}: 413 body too
+// large, 400 malformed JSON or UTF-8 and every limit (the message names it), 404 unknown model or
+// path, 429 (queue full) and 503 (loading, draining, queue wait too long) with Retry-After.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace attn::serve {
+
+namespace detail {
+struct Impl;
+}
+
+struct Limits {
+  int64_t max_body_bytes = 8 << 20;        // request bodies (413 beyond)
+  int64_t max_inputs = 2048;               // inputs per embedding / classification request
+  int64_t max_input_bytes = 1 << 20;       // bytes of one text input
+  int64_t max_batch_tokens = 8192;         // tokens per embedding / classification batch
+  double max_wait_ms = 3;                  // how long a batch waits for more inputs
+  int64_t max_queued_inputs = 16384;       // embedding / classification inputs waiting (429 beyond)
+  int64_t max_tokens = 512;                // largest max_tokens of a generation request
+  int64_t default_max_tokens = 128;        // when the request gives none
+  int64_t context = 2048;                  // KV cache per generation slot: prompt + completion tokens
+  int64_t max_queued_generations = 64;     // generation requests waiting for a slot (429 beyond)
+  double max_queue_wait_s = 120;           // a generation waiting longer gets 503
+  int64_t max_attention_tokens = 256;      // tokens of a text whose attention is captured
+  int64_t max_attention_values = 4 << 20;  // numbers in one attention export (layers x heads x N x N)
+  int64_t http_threads = 64;               // connections served at once (more wait in the backlog)
+  double read_timeout_s = 30;              // reading a request
+  double write_timeout_s = 30;             // a client that does not read its response
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;             // 0: an ephemeral port (Server::port() says which)
+  std::string embed;           // "" none; "minilm", or a BERT folder (tasks::find_encoder)
+  std::string generate;        // "" none; "smollm2", or a Llama .gguf file
+  std::string classify;        // "" none; a model file from `attn train classify`
+  int64_t generate_slots = 1;  // generation sequences decoded at once (each a model instance)
+  Limits limits;
+  // Log lines for people (a model loaded, a request failed on the server's side); none by default.
+  std::function<void(const std::string&)> log;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();  // stops (as stop()) when still running
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the socket (throws attn::Error naming host and port when it cannot) and starts serving
+  // on background threads; /health answers 503 until load_models() has finished. Ignores SIGPIPE
+  // for the process (a client that goes away must not kill the server).
+  void start();
+  int port() const;         // the bound port (after start)
+  std::string url() const;  // "http://HOST:PORT"
+
+  // Loads the models named in the options (throws attn::Error naming the one that failed).
+  void load_models();
+  bool ready() const;
+
+  // Stops accepting connections, lets every request in flight finish (streams included), then
+  // stops the batchers. Safe to call more than once and from any thread but a handler's.
+  void stop();
+
+ private:
+  std::unique_ptr<detail::Impl> impl_;
+};
+
+}  // namespace attn::serve

@@ -1,0 +1,342 @@
+// POST /v1/chat/completions and POST /v1/completions: a generation slot (one LlamaModel) per
+// request, models::generate_from's loop with the compute gate given up between tokens, stop
+// strings, and server-sent events when "stream" is true.
+#include <attn/core/error.h>
+#include <attn/core/random.h>
+#include <attn/models/generate.h>
+#include <attn/text/utf8.h>
+#include <attn/viz/attention.h>
+
+#include <algorithm>
+#include <random>
+
+#include "serve/impl.h"
+
+namespace attn::serve::detail {
+namespace {
+
+struct StopGenerating {};
+
+// The text of a message's content: a string, or a list of {"type": "text", "text": ...} parts.
+std::string content_text(const json::Value& msg, std::size_t i) {
+  const json::Value* c = member(msg, "content");
+  if (!c) return "";
+  if (c->is_string()) return c->as_string();
+  if (c->is_array()) {
+    std::string out;
+    for (const json::Value& part : c->items()) {
+      const json::Value* type = part.find("type");
+      const json::Value* text = part.find("text");
+      if (!part.is_object() || !type || !type->is_string() || type->as_string() != "text" || !text ||
+          !text->is_string())
+        throw bad_request(
+            "messages[" + std::to_string(i) +
+                "].content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported",
+            "messages", "invalid_content");
+      out += text->as_string();
+    }
+    return out;
+  }
+  throw bad_request("messages[" + std::to_string(i) + "].content must be a string or a list of text parts",
+                    "messages", "invalid_type");
+}
+
+std::string chunk_prefix(const GenRequest& r) {
+  std::string out = "{\"id\":";
+  json::write_string(out, r.id);
+  out += r.chat ? ",\"object\":\"chat.completion.chunk\"" : ",\"object\":\"text_completion\"";
+  out += ",\"created\":" + std::to_string(r.created) + ",\"model\":";
+  json::write_string(out, r.model);
+  return out;
+}
+
+std::string usage_json(int64_t prompt, int64_t completion) {
+  return "{\"prompt_tokens\":" + std::to_string(prompt) +
+         ",\"completion_tokens\":" + std::to_string(completion) +
+         ",\"total_tokens\":" + std::to_string(prompt + completion) + "}";
+}
+
+// One streamed chunk: a piece of text (finish empty) or the last one (finish set, text empty).
+std::string chunk_json(const GenRequest& r, const std::string& text, const std::string& finish, bool role) {
+  std::string out = chunk_prefix(r) + ",\"choices\":[{\"index\":0,";
+  if (r.chat) {
+    out += "\"delta\":{";
+    if (role) out += "\"role\":\"assistant\",";
+    if (finish.empty()) {
+      out += "\"content\":";
+      json::write_string(out, text);
+    } else if (role) {
+      out.pop_back();
+    }
+    out += "}";
+  } else {
+    out += "\"text\":";
+    json::write_string(out, text);
+  }
+  out += ",\"logprobs\":null,\"finish_reason\":";
+  if (finish.empty())
+    out += "null";
+  else
+    json::write_string(out, finish);
+  out += "}]}";
+  return out;
+}
+
+}  // namespace
+
+GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
+                         const std::function<bool(const std::string&)>& on_piece) {
+  const text::ByteBpeTokenizer& tok = m.tokenizer();
+  models::GenerateOptions g;
+  g.max_new_tokens = r.max_tokens;
+  g.search = r.temperature > 0 ? models::SearchKind::sample : models::SearchKind::greedy;
+  g.temperature = r.temperature > 0 ? r.temperature : 1.0;
+  g.top_k = r.top_k;
+  g.top_p = r.top_p;
+  g.eos_id = tok.eos_id();
+  const auto& types = tok.vocab().types;
+  for (std::size_t id = 0; id < types.size(); ++id)
+    if (types[id] == text::BpeTokenType::control && static_cast<int64_t>(id) != g.eos_id)
+      g.stop_ids.push_back(static_cast<int64_t>(id));
+  Rng rng(r.seed);
+  std::size_t longest_stop = 0;
+  for (const std::string& s : r.stop) longest_stop = std::max(longest_stop, s.size());
+
+  GenResult out;
+  std::string full;  // the complete UTF-8 prefix of the decoded reply
+  std::size_t emitted = 0;
+  bool cancelled = false, stop_string = false;
+  const auto emit = [&](std::size_t upto) {
+    if (upto <= emitted) return true;
+    const std::string piece = full.substr(emitted, upto - emitted);
+    emitted = upto;
+    out.text += piece;
+    return !on_piece || on_piece(piece);
+  };
+  // After each token: false ends the generation (a stop string, or the client went away).
+  const auto advance = [&](bool last) {
+    full = tok.decode(out.ids, false);
+    full.resize(text::complete_utf8_prefix(full));
+    if (!r.stop.empty()) {
+      std::size_t best = std::string::npos;
+      for (const std::string& s : r.stop) best = std::min(best, full.find(s));
+      if (best != std::string::npos) {
+        stop_string = true;
+        if (!emit(best)) cancelled = true;
+        return false;
+      }
+      // Hold back what could still become the start of a stop string (never a split character).
+      std::size_t safe = last                              ? full.size()
+                         : full.size() >= longest_stop - 1 ? full.size() - (longest_stop - 1)
+                                                           : 0;
+      while (safe > emitted && safe < full.size() && (static_cast<unsigned char>(full[safe]) & 0xC0) == 0x80)
+        --safe;
+      if (!emit(safe)) {
+        cancelled = true;
+        return false;
+      }
+      return true;
+    }
+    if (!emit(full.size())) {
+      cancelled = true;
+      return false;
+    }
+    return true;
+  };
+
+  GateHold hold(gate);
+  m.clear();
+  const std::span<const float> logits = m.prefill(r.prompt_ids);
+  metrics.tokens("prompt", static_cast<int64_t>(r.prompt_ids.size()));
+  try {
+    const models::Generated gen = models::generate_from(m, logits, g, rng, [&](int64_t, int64_t token) {
+      out.ids.push_back(static_cast<int32_t>(token));
+      hold.release();  // the next request's unit runs while this one decodes and writes its text
+      if (!advance(false)) throw StopGenerating{};
+      hold.acquire();
+    });
+    hold.release();
+    out.finish_reason = gen.stop_token >= 0 ? "stop" : "length";
+    if (!advance(true)) out.finish_reason = cancelled ? "cancelled" : "stop";
+  } catch (const StopGenerating&) {
+    out.finish_reason = cancelled ? "cancelled" : "stop";
+  }
+  (void)stop_string;
+  metrics.tokens("completion", static_cast<int64_t>(out.ids.size()));
+  return out;
+}
+
+void Impl::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const auto in_flight = std::make_shared<InFlight>(generations_in_flight);  // before the check stop() makes
+  require_ready();
+  const json::Value body = parse_body(req);
+  const Limits& l = options.limits;
+  auto r = std::make_shared<GenRequest>();
+  r->chat = chat;
+  r->model = check_model(body, "generation", generate_id, {options.generate, "smollm2"});
+  r->id = new_id(chat ? "chatcmpl" : "cmpl");
+  r->created = unix_time();
+  models::LlamaModel& any = *slots[0];
+  // The prompt.
+  if (chat) {
+    const json::Value* msgs = member(body, "messages");
+    if (!msgs || !msgs->is_array() || msgs->size() == 0)
+      throw bad_request("'messages' is required: a non-empty list of {\"role\", \"content\"}", "messages",
+                        "missing_messages");
+    if (msgs->size() > 1024)
+      throw bad_request("too many messages (the limit is 1024)", "messages", "too_many_messages");
+    std::vector<models::LlamaModel::Message> turns;
+    for (std::size_t i = 0; i < msgs->size(); ++i) {
+      const json::Value& m = msgs->at(i);
+      if (!m.is_object())
+        throw bad_request("messages[" + std::to_string(i) + "] must be an object", "messages");
+      const json::Value* role = m.find("role");
+      if (!role || !role->is_string())
+        throw bad_request("messages[" + std::to_string(i) + "].role is required (system, user or assistant)",
+                          "messages", "invalid_role");
+      std::string rl = role->as_string();
+      if (rl == "developer") rl = "system";
+      if (rl != "system" && rl != "user" && rl != "assistant")
+        throw bad_request(
+            "messages[" + std::to_string(i) + "].role must be system, user or assistant; got '" + rl + "'",
+            "messages", "invalid_role");
+      turns.push_back({rl, content_text(m, i)});
+    }
+    r->prompt_text = any.apply_chat_template(turns, true);
+  } else {
+    const json::Value* p = member(body, "prompt");
+    if (!p) throw bad_request("'prompt' is required: a string", "prompt", "missing_prompt");
+    if (p->is_array() && p->size() == 1 && p->at(std::size_t{0}).is_string()) p = &p->at(std::size_t{0});
+    if (!p->is_string())
+      throw bad_request("'prompt' must be a string (or a list of one string)", "prompt", "invalid_type");
+    r->prompt_text = p->as_string();
+  }
+  if (static_cast<int64_t>(r->prompt_text.size()) > l.max_input_bytes)
+    throw bad_request("the prompt has " + std::to_string(r->prompt_text.size()) + " bytes; the limit is " +
+                          std::to_string(l.max_input_bytes) + " (--max-input-bytes)",
+                      chat ? "messages" : "prompt", "input_too_large");
+  r->prompt_ids = any.tokenizer().encode(r->prompt_text, false, true);
+  if (r->prompt_ids.empty())
+    throw bad_request("the prompt is empty (no tokens)", chat ? "messages" : "prompt", "empty_prompt");
+  // Options.
+  if (const auto n = opt_integer(body, "n", 1, 1, " (one choice per request)"); n) (void)n;
+  std::optional<int64_t> mt = opt_integer(body, "max_completion_tokens", 1, l.max_tokens, " (--max-tokens)");
+  if (!mt) mt = opt_integer(body, "max_tokens", 1, l.max_tokens, " (--max-tokens)");
+  r->max_tokens = mt.value_or(std::min(l.default_max_tokens, l.max_tokens));
+  r->temperature = opt_number(body, "temperature", 0, 2).value_or(1.0);
+  r->top_p = opt_number(body, "top_p", 1e-9, 1).value_or(1.0);
+  r->top_k = opt_integer(body, "top_k", 0, int64_t{1} << 30).value_or(0);
+  if (const auto seed = opt_integer(body, "seed", INT64_MIN, INT64_MAX))
+    r->seed = static_cast<uint64_t>(*seed);
+  else
+    r->seed = std::random_device{}() * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(unix_time());
+  if (const json::Value* stop = member(body, "stop")) {
+    std::vector<const json::Value*> items;
+    if (stop->is_string())
+      items.push_back(stop);
+    else if (stop->is_array() && stop->size() <= 4)
+      for (const json::Value& s : stop->items()) items.push_back(&s);
+    else
+      throw bad_request("'stop' must be a string or a list of at most 4 strings", "stop", "invalid_type");
+    for (const json::Value* s : items) {
+      if (!s->is_string() || s->as_string().empty() || s->as_string().size() > 256)
+        throw bad_request("'stop' strings must be non-empty strings of at most 256 bytes", "stop",
+                          "invalid_value");
+      r->stop.push_back(s->as_string());
+    }
+  }
+  r->stream = opt_bool(body, "stream").value_or(false);
+  if (const json::Value* so = member(body, "stream_options"); so && so->is_object())
+    r->include_usage = opt_bool(*so, "include_usage").value_or(false);
+  r->attention = opt_attention(body);
+  const auto P = static_cast<int64_t>(r->prompt_ids.size());
+  if (P + r->max_tokens > any.capacity())
+    throw bad_request("this request has " + std::to_string(P) + " prompt tokens and asks for up to " +
+                          std::to_string(r->max_tokens) + " more; the context holds " +
+                          std::to_string(any.capacity()) +
+                          " tokens (--context): shorten the prompt or max_tokens",
+                      chat ? "messages" : "prompt", "context_length_exceeded");
+  if (r->attention && P + r->max_tokens > l.max_attention_tokens)
+    throw bad_request("'attention' is captured for at most " + std::to_string(l.max_attention_tokens) +
+                          " tokens (--max-attention-tokens); this request has " + std::to_string(P) +
+                          " prompt tokens and max_tokens " + std::to_string(r->max_tokens),
+                      "attention", "context_length_exceeded");
+
+  const auto lease =
+      std::make_shared<SlotLease>(slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s));
+  // The attention of prompt + reply, on the request's own slot.
+  const auto attention_of = [this](models::LlamaModel& m, const GenRequest& q, const GenResult& g) {
+    std::vector<int32_t> ids = q.prompt_ids;
+    ids.insert(ids.end(), g.ids.begin(), g.ids.end());
+    viz::Export e;
+    {
+      GateHold hold(gate);
+      e = viz::export_llama_attention(m.attention_weights(ids), generate_id, q.prompt_text + g.text);
+    }
+    return json::dump(
+        export_value(filter_export(std::move(e), *q.attention, options.limits.max_attention_values)));
+  };
+
+  if (!r->stream) {
+    models::LlamaModel& m = *slots[lease->index];
+    const GenResult g = generate(m, *r, nullptr);
+    std::string out = chunk_prefix(*r);
+    // chunk_prefix names the chunk object; the whole reply is a chat.completion / text_completion.
+    out.replace(out.find(r->chat ? "chat.completion.chunk" : "text_completion"), r->chat ? 21 : 15,
+                r->chat ? "chat.completion" : "text_completion");
+    out += ",\"choices\":[{\"index\":0,";
+    if (r->chat) {
+      out += "\"message\":{\"role\":\"assistant\",\"content\":";
+      json::write_string(out, g.text);
+      out += "}";
+    } else {
+      out += "\"text\":";
+      json::write_string(out, g.text);
+    }
+    out += ",\"logprobs\":null,\"finish_reason\":";
+    json::write_string(out, g.finish_reason);
+    out += "}],\"usage\":" + usage_json(P, static_cast<int64_t>(g.ids.size()));
+    if (r->attention) out += ",\"attention\":" + attention_of(m, *r, g);
+    out += "}";
+    send_json(res, 200, out);
+    return;
+  }
+
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider("text/event-stream", [this, r, lease, in_flight, P, attention_of](
+                                                            std::size_t, httplib::DataSink& sink) {
+    const auto write = [&sink](const std::string& data) {
+      const std::string line = "data: " + data + "\n\n";
+      return sink.write(line.data(), line.size());
+    };
+    try {
+      models::LlamaModel& m = *slots[lease->index];
+      if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
+      const GenResult g =
+          generate(m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
+      if (g.finish_reason == "cancelled") return false;  // the client went away: close
+      std::string last = chunk_json(*r, "", g.finish_reason, false);
+      if (r->attention) {
+        last.pop_back();
+        last += ",\"attention\":" + attention_of(m, *r, g) + "}";
+      }
+      if (!write(last)) return false;
+      if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
+                                     usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
+        return false;
+      if (!write("[DONE]")) return false;
+    } catch (const HttpError& e) {
+      write(error_body(e));
+      write("[DONE]");
+    } catch (const std::exception& e) {
+      log(std::string("error in a stream: ") + e.what());
+      write(error_body(HttpError(500, std::string("internal error: ") + e.what())));
+      write("[DONE]");
+    }
+    sink.done();
+    return true;
+  });
+}
+
+}  // namespace attn::serve::detail

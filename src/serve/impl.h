@@ -1,0 +1,199 @@
+// The server's state and the handlers' shared helpers (include/attn/serve/server.h). Private to the
+// serve floor; only the files of src/serve include httplib.h.
+#pragma once
+
+#include <attn/io/json.h>
+#include <attn/models/bert.h>
+#include <attn/models/llama.h>
+#include <attn/models/text_classifier.h>
+#include <attn/serve/server.h>
+#include <attn/viz/export.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "serve/batcher.h"
+#include "serve/metrics.h"
+#include "serve/util.h"
+
+namespace attn::serve::detail {
+
+// "attention": {"layers": [...], "heads": [...]} of a request (empty: all).
+struct AttentionSpec {
+  std::vector<int64_t> layers, heads;
+};
+
+// One embedding input, tokenized.
+struct EmbedInput {
+  std::vector<int32_t> ids;
+};
+using EmbedOutput = std::vector<float>;  // [dim]
+
+struct ClassifyInput {
+  std::string text;
+};
+struct ClassifyOutput {
+  models::Classification c;
+  std::string error;  // this input could not be classified (the others of its batch were)
+};
+
+// The generation slots: one LlamaModel (one sequence) each; requests wait in a bounded queue.
+class SlotPool {
+ public:
+  void init(std::size_t n, Metrics* metrics) {
+    busy_.assign(n, false);
+    metrics_ = metrics;
+  }
+  std::size_t size() const { return busy_.size(); }
+  // A free slot's index; HttpError 429 when max_waiting requests wait already, 503 after max_wait_s.
+  std::size_t acquire(int64_t max_waiting, double max_wait_s);
+  void release(std::size_t i);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<bool> busy_;
+  int64_t waiting_ = 0, active_ = 0;
+  Metrics* metrics_ = nullptr;
+};
+
+// A slot held for one request (released when the last copy goes: the handler's or the stream's).
+struct SlotLease {
+  SlotLease(SlotPool& p, std::size_t i) : pool(&p), index(i) {}
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+  ~SlotLease() { pool->release(index); }
+  SlotPool* pool;
+  std::size_t index;
+};
+
+// A parsed generation request (chat or completion).
+struct GenRequest {
+  bool chat = true;
+  bool stream = false, include_usage = false;
+  std::string id, model;
+  int64_t created = 0;
+  std::vector<int32_t> prompt_ids;
+  std::string prompt_text;  // as templated (the attention export's text)
+  int64_t max_tokens = 128;
+  double temperature = 1, top_p = 1;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;
+  std::optional<AttentionSpec> attention;
+};
+
+struct GenResult {
+  std::string text;
+  std::vector<int32_t> ids;   // generated, without a stop token
+  std::string finish_reason;  // "stop" or "length" ("cancelled": the client went away)
+};
+
+// httplib's server with its listening socket reachable (to raise the listen backlog).
+class HttpServer : public httplib::Server {
+ public:
+  int listening_socket() const { return svr_sock_; }
+};
+
+// Counts a generation request in flight for its lifetime (shared by the handler and its stream).
+struct InFlight {
+  explicit InFlight(std::atomic<int64_t>& n) : n_(n) { n_.fetch_add(1); }
+  ~InFlight() { n_.fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int64_t>& n_;
+};
+
+struct Impl {
+  explicit Impl(ServerOptions o) : options(std::move(o)) {}
+
+  ServerOptions options;
+  HttpServer http;
+  std::thread listen_thread;
+  int port = 0;
+  std::atomic<bool> started{false}, loaded{false}, stopping{false}, stopped{false};
+  // Generation requests between their arrival and their last byte (streams included): stop() waits
+  // for them before it stops httplib, which would no longer run a stream's content provider.
+  std::atomic<int64_t> generations_in_flight{0};
+  std::mutex stop_mu;
+  Metrics metrics;
+  ComputeGate gate;
+
+  // Embeddings.
+  std::string embed_id;
+  const models::SentenceEncoder* encoder = nullptr;
+  std::unique_ptr<Batcher<EmbedInput, EmbedOutput>> embed_batcher;
+  // Classification.
+  std::string classify_id;
+  std::unique_ptr<models::TextClassifier> classifier;
+  std::unique_ptr<Batcher<ClassifyInput, ClassifyOutput>> classify_batcher;
+  // Generation.
+  std::string generate_id;
+  std::vector<std::unique_ptr<models::LlamaModel>> slots;
+  SlotPool slot_pool;
+
+  void log(const std::string& line) const {
+    if (options.log) options.log(line);
+  }
+  void routes();
+  void require_ready() const;
+
+  // Handlers (each may throw HttpError; the wrapper answers it).
+  void embeddings(const httplib::Request& req, httplib::Response& res);
+  void classify(const httplib::Request& req, httplib::Response& res);
+  void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+  void attention(const httplib::Request& req, httplib::Response& res);
+  void view(const httplib::Request& req, httplib::Response& res);
+  void models_list(const httplib::Request& req, httplib::Response& res);
+  void index_page(const httplib::Request& req, httplib::Response& res);
+
+  // The attention export of `text` under the model `model_id` (embed, generate or classify).
+  viz::Export model_export(const std::string& model_id, const std::string& text, const AttentionSpec& spec);
+  GenResult generate(models::LlamaModel& m, const GenRequest& r,
+                     const std::function<bool(const std::string&)>& on_piece);
+};
+
+// ---- request helpers (request.cc) ----------------------------------------------------------------
+
+// The body as a JSON object: 400 for malformed JSON, invalid UTF-8 or another type.
+json::Value parse_body(const httplib::Request& req);
+// Optional members with their types checked (400 naming the parameter); null counts as absent.
+const json::Value* member(const json::Value& body, const char* name);
+std::optional<std::string> opt_string(const json::Value& body, const char* name);
+std::optional<int64_t> opt_integer(const json::Value& body, const char* name, int64_t lo, int64_t hi,
+                                   const std::string& limit_note = "");
+std::optional<double> opt_number(const json::Value& body, const char* name, double lo, double hi);
+std::optional<bool> opt_bool(const json::Value& body, const char* name);
+std::optional<AttentionSpec> opt_attention(const json::Value& body);
+// The request's model: the given one if it is `id` or one of `aliases`, else 404 model_not_found.
+std::string check_model(const json::Value& body, const std::string& what, const std::string& id,
+                        const std::vector<std::string>& aliases);
+
+// Filters the export to the spec's layers and heads (400 naming a layer or head out of range) and
+// checks the numbers it holds against max_values (400 naming the limit).
+viz::Export filter_export(viz::Export e, const AttentionSpec& spec, int64_t max_values);
+json::Value export_value(const viz::Export& e);
+
+// Responses.
+void send_json(httplib::Response& res, int status, const std::string& body);
+void send_error(httplib::Response& res, const HttpError& e);
+std::string error_body(const HttpError& e);
+std::string base64(const void* data, std::size_t n);
+void append_float(std::string& out, float v);
+int64_t unix_time();
+std::string new_id(const char* prefix);
+
+// The page at / (page.cc): a form that sends a text to /view.
+std::string index_html(const std::vector<std::pair<std::string, std::string>>& models);
+
+}  // namespace attn::serve::detail

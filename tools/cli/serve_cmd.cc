@@ -1,0 +1,133 @@
+// `attn serve`: the OpenAI-compatible HTTP server (include/attn/serve/server.h, docs/serve.md).
+// Flags -> serve::ServerOptions -> serve::Server; SIGINT / SIGTERM stop it gracefully.
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <attn/serve/server.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+
+namespace attn::cli {
+namespace {
+
+const std::vector<OptionSpec>& serve_options() {
+  static const std::vector<OptionSpec> specs = {
+      {"host", "ADDR", "address to listen on (default 127.0.0.1: this machine only)"},
+      {"port", "N", "port (default 8080; 0: any free port, printed)"},
+      {"embed", "MODEL", "serve embeddings: minilm (all-MiniLM-L6-v2) or a BERT sentence-encoder folder"},
+      {"generate", "MODEL",
+       "serve chat and completions: smollm2 (SmolLM2-135M-Instruct) or a Llama .gguf file"},
+      {"classify", "FILE", "serve classification: a model file from 'attn train classify'"},
+      {"threads", "N", "compute threads (default: ATTN_NUM_THREADS or all cores)"},
+      {"parallel", "N", "generation sequences decoded at once, each with its own KV cache (default 1)"},
+      {"context", "N", "KV cache per generation sequence, prompt + reply tokens (default 2048)"},
+      {"max-tokens", "N", "largest max_tokens a request may ask for (default 512)"},
+      {"max-body-bytes", "N", "largest request body (default 8388608; 413 beyond)"},
+      {"max-inputs", "N", "inputs per embedding or classification request (default 2048)"},
+      {"max-input-bytes", "N", "bytes of one text input or prompt (default 1048576)"},
+      {"max-batch-tokens", "N", "tokens per embedding or classification batch (default 8192)"},
+      {"max-wait-ms", "MS", "how long a batch waits for more inputs (default 3)"},
+      {"max-queued-inputs", "N", "embedding or classification inputs waiting (default 16384; 429 beyond)"},
+      {"max-queued-generations", "N", "generation requests waiting for a sequence (default 64; 429 beyond)"},
+      {"max-attention-tokens", "N", "longest text whose attention a request may ask for (default 256)"},
+      {"http-threads", "N", "connections served at once (default 64)"},
+      {"help", "", "this text"},
+  };
+  return specs;
+}
+
+std::string serve_help() {
+  return "usage: attn serve [--embed minilm] [--generate smollm2] [--classify FILE] [--port N] [...]\n\n"
+         "An OpenAI-compatible HTTP server: POST /v1/embeddings, /v1/chat/completions, /v1/completions,\n"
+         "/v1/classify, /v1/attention; GET /v1/models, /health, /metrics, and / (the attention viewer).\n"
+         "Any request may add \"attention\": {\"layers\": [...], \"heads\": [...]} for the exact attention\n"
+         "weights. It listens on 127.0.0.1 unless --host says otherwise, prints its URL, answers /health\n"
+         "with 503 until the models are loaded, and stops on SIGINT or SIGTERM after finishing the\n"
+         "requests in flight. See docs/serve.md.\n\n"
+         "Options:\n" +
+         format_options(serve_options()) +
+         "\nExamples:\n"
+         "  attn serve --embed minilm --generate smollm2\n"
+         "  curl -s localhost:8080/v1/embeddings -d '{\"input\": \"A man is eating food.\"}'\n";
+}
+
+serve::ServerOptions server_options(const Args& a) {
+  serve::ServerOptions o;
+  serve::Limits& l = o.limits;
+  if (a.has("host")) o.host = a.str("host");
+  if (a.has("port")) o.port = static_cast<int>(a.integer("port", 0, 65535));
+  if (a.has("embed")) o.embed = a.str("embed");
+  if (a.has("generate")) o.generate = a.str("generate");
+  if (a.has("classify")) o.classify = a.str("classify");
+  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty(),
+             "nothing to serve: give --embed minilm, --generate smollm2 or --classify FILE");
+  if (a.has("parallel")) o.generate_slots = a.integer("parallel", 1, 64);
+  if (a.has("context")) l.context = a.integer("context", 16, int64_t{1} << 20);
+  if (a.has("max-tokens")) l.max_tokens = a.integer("max-tokens", 1, int64_t{1} << 20);
+  l.default_max_tokens = std::min(l.default_max_tokens, l.max_tokens);
+  if (a.has("max-body-bytes")) l.max_body_bytes = a.integer("max-body-bytes", 1024, int64_t{1} << 32);
+  if (a.has("max-inputs")) l.max_inputs = a.integer("max-inputs", 1, 1 << 20);
+  if (a.has("max-input-bytes")) l.max_input_bytes = a.integer("max-input-bytes", 1, int64_t{1} << 32);
+  if (a.has("max-batch-tokens")) l.max_batch_tokens = a.integer("max-batch-tokens", 1, 1 << 24);
+  if (a.has("max-wait-ms")) l.max_wait_ms = static_cast<double>(a.integer("max-wait-ms", 0, 1000));
+  if (a.has("max-queued-inputs")) l.max_queued_inputs = a.integer("max-queued-inputs", 1, 1 << 24);
+  if (a.has("max-queued-generations"))
+    l.max_queued_generations = a.integer("max-queued-generations", 0, 1 << 20);
+  if (a.has("max-attention-tokens")) l.max_attention_tokens = a.integer("max-attention-tokens", 1, 4096);
+  if (a.has("http-threads")) l.http_threads = a.integer("http-threads", 2, 4096);
+  o.log = [](const std::string& line) {
+    std::fprintf(stderr, "attn serve: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
+  return o;
+}
+
+volatile sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+}  // namespace
+
+int run_serve(const std::vector<std::string>& raw) {
+  const Args a(raw, serve_options());
+  if (a.has("help")) {
+    std::fputs(serve_help().c_str(), stdout);
+    return 0;
+  }
+  serve::ServerOptions o = server_options(a);
+  if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
+  // SIGINT and SIGTERM set a flag that this thread polls. (Blocking them and waiting with sigwait
+  // would not do: threads started before main, e.g. OpenBLAS's, do not block them, and a signal
+  // delivered to one of those would end the process at once.)
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  serve::Server server(o);
+  server.start();
+  std::printf("attn serve: listening on %s\n", server.url().c_str());
+  std::fflush(stdout);
+  server.load_models();
+  if (g_stop_signal == 0) {
+    std::printf("attn serve: ready\n");
+    std::fflush(stdout);
+  }
+  while (g_stop_signal == 0) {
+    const timespec wait{0, 50 * 1000 * 1000};
+    nanosleep(&wait, nullptr);
+  }
+  const int sig = g_stop_signal;
+  std::fprintf(stderr, "attn serve: %s: finishing the requests in flight\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM");
+  server.stop();
+  std::fprintf(stderr, "attn serve: stopped\n");
+  return 0;
+}
+
+}  // namespace attn::cli
