@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -219,15 +220,24 @@ class BudgetSchedule final : public train::Schedule {
   const int64_t& warmup_;
 };
 
-// The naive Bayes baseline on the same split: character unigrams + bigrams.
+// The baselines on the same split: naive Bayes and logistic regression over
+// character unigrams + bigrams of the whole text (not cut to max_len).
 struct Baseline {
   models::NaiveBayes nb;
-  models::Metrics valid, test;
-  double seconds = 0;
+  models::LogisticRegression lr;
+  models::Metrics valid, test, lr_valid, lr_test;
+  std::optional<models::Metrics> eval, lr_eval;  // on the second test set, when given
+  double seconds = 0, lr_seconds = 0;
 };
 
+models::LogisticRegressionOptions lr_options(uint64_t seed) {
+  models::LogisticRegressionOptions o;
+  o.seed = seed;
+  return o;
+}
+
 Baseline train_baseline(const data::Dataset& ds, const data::Split& split,
-                        const text::CharTokenizerOptions& to) {
+                        const text::CharTokenizerOptions& to, const data::Dataset* eval_set, uint64_t seed) {
   const auto t_nb = Clock::now();
   auto tokens_of = [&](int64_t i) { return text::char_tokenize(ds.examples[i].text, to); };
   std::vector<std::vector<std::string>> nb_docs;
@@ -237,19 +247,49 @@ Baseline train_baseline(const data::Dataset& ds, const data::Split& split,
     nb_labels.push_back(ds.examples[i].label);
   }
   const auto C = static_cast<int32_t>(ds.label_names.size());
-  Baseline b{models::NaiveBayes::train(nb_docs, nb_labels, C), {}, {}, 0};
-  auto nb_eval = [&](const std::vector<int64_t>& rows) {
+  Baseline b{models::NaiveBayes::train(nb_docs, nb_labels, C), {}, {}, {}, {}, {}, {}, {}, 0, 0};
+  auto score = [&](const auto& model, const data::Dataset& set, const std::vector<int64_t>& rows) {
     std::vector<int32_t> truth, pred;
     for (int64_t i : rows) {
-      truth.push_back(ds.examples[i].label);
-      pred.push_back(b.nb.predict(tokens_of(i)));
+      truth.push_back(set.examples[i].label);
+      pred.push_back(model.predict(text::char_tokenize(set.examples[i].text, to)));
     }
     return models::classification_metrics(truth, pred, C);
   };
-  b.valid = nb_eval(split.valid);
-  b.test = nb_eval(split.test);
+  std::vector<int64_t> eval_rows;
+  if (eval_set)
+    for (int64_t i = 0; i < eval_set->size(); ++i) eval_rows.push_back(i);
+  b.valid = score(b.nb, ds, split.valid);
+  b.test = score(b.nb, ds, split.test);
+  if (eval_set) b.eval = score(b.nb, *eval_set, eval_rows);
   b.seconds = seconds_since(t_nb);
+  const auto t_lr = Clock::now();
+  b.lr = models::LogisticRegression::train(nb_docs, nb_labels, C, lr_options(seed));
+  b.lr_valid = score(b.lr, ds, split.valid);
+  b.lr_test = score(b.lr, ds, split.test);
+  if (eval_set) b.lr_eval = score(b.lr, *eval_set, eval_rows);
+  b.lr_seconds = seconds_since(t_lr);
   return b;
+}
+
+// The second test set (ClassifyTrainOptions::eval), read with the training data's label names.
+std::optional<data::Dataset> load_eval_set(const ClassifyTrainOptions& s,
+                                           const std::vector<std::string>& labels) {
+  if (s.eval.empty()) return std::nullopt;
+  data::ReadOptions ro;
+  ro.normalize.lowercase_ascii = true;
+  ro.max_chars = s.max_chars;
+  data::TableSpec spec;
+  ClassifyTrainOptions f = s;
+  f.data = s.eval;
+  f.format = "";
+  spec.format = table_format(f);
+  spec.text_column = s.text_column;
+  spec.label_column = s.label_column;
+  spec.labels = labels;
+  data::Dataset d = data::read_table(s.eval, spec, ro);
+  ATTN_CHECK(d.size() > 0, s.eval, ": the evaluation set (--eval) holds no examples");
+  return d;
 }
 
 // ---- progress -----------------------------------------------------------------------------------
@@ -497,12 +537,15 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
 
   // ---- baseline ----
   const auto C = static_cast<int32_t>(ds.label_names.size());
-  const Baseline base = train_baseline(ds, split, to);
+  const std::optional<data::Dataset> eval_set = load_eval_set(s, ds.label_names);
+  const Baseline base = train_baseline(ds, split, to, eval_set ? &*eval_set : nullptr, s.seed);
   const models::NaiveBayes& nb = base.nb;
   const models::Metrics &nb_valid = base.valid, &nb_test = base.test;
   const double nb_seconds = base.seconds;
   progress.note("baseline (naive Bayes, character unigrams + bigrams): valid accuracy " +
                 pct(nb_valid.accuracy) + ", trained in " + fmt("%.1f", nb_seconds) + " s");
+  progress.note("baseline (logistic regression, character unigrams + bigrams): valid accuracy " +
+                pct(base.lr_valid.accuracy) + ", trained in " + fmt("%.1f", base.lr_seconds) + " s");
 
   // ---- model ----
   models::TransformerConfig cfg;
@@ -635,6 +678,16 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   const EvalResult te = evaluate(model, enc, split.test, length, s.max_len);
   const models::Metrics test = models::classification_metrics(te.truth, te.predicted, C);
   const EvalResult va = evaluate(model, enc, split.valid, length, s.max_len);
+  std::optional<models::Metrics> eval_metrics;
+  if (eval_set) {
+    std::vector<int32_t> truth, pred;
+    const std::vector<models::Classification> cs = clf.classify(eval_set->texts());
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      truth.push_back(eval_set->examples[i].label);
+      pred.push_back(cs[i].label);
+    }
+    eval_metrics = models::classification_metrics(truth, pred, C);
+  }
 
   // A few held-out test reviews, short ones, both classes, for `attn classify --file`.
   std::vector<std::string> sample;
@@ -747,6 +800,22 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
              {"seconds", Value::number(nb_seconds)},
              {"valid_accuracy", Value::number(nb_valid.accuracy)},
              {"test", nb_test.to_json(ds.label_names)}})},
+       {"logistic_regression",
+        Value::object(
+            {{"name", Value::string("logistic regression (softmax, L2 " + fmt("%g", base.lr.options().l2) +
+                                    "), binary character unigrams + bigrams, unit-norm rows, SGD " +
+                                    std::to_string(base.lr.options().epochs) + " epochs")},
+             {"features", Value::integer(base.lr.num_features())},
+             {"seconds", Value::number(base.lr_seconds)},
+             {"valid_accuracy", Value::number(base.lr_valid.accuracy)},
+             {"test", base.lr_test.to_json(ds.label_names)}})},
+       {"clean_eval", eval_set
+                          ? Value::object({{"file", Value::string(s.eval)},
+                                           {"count", Value::integer(eval_set->size())},
+                                           {"model", eval_metrics->to_json(ds.label_names)},
+                                           {"baseline", base.eval->to_json(ds.label_names)},
+                                           {"logistic_regression", base.lr_eval->to_json(ds.label_names)}})
+                          : Value()},
        {"total_seconds", Value::number(total_seconds)},
        {"outputs",
         Value::object({{"model", Value::string((fs::path(s.out) / "model.attn").string())},
@@ -764,8 +833,23 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   md += "|\n";
   md += metrics_rows("Transformer encoder", test);
   md += metrics_rows("naive Bayes baseline", nb_test);
+  md += metrics_rows("logistic regression baseline", base.lr_test);
   md += confusion_md("Transformer encoder", test, ds.label_names);
   md += confusion_md("Naive Bayes baseline", nb_test, ds.label_names);
+  md += confusion_md("Logistic regression baseline", base.lr_test, ds.label_names);
+  if (eval_set) {
+    md +=
+        "\n## Clean evaluation set (" + std::to_string(eval_set->size()) + " examples, `" + s.eval + "`)\n\n";
+    md += "| model | accuracy | macro F1";
+    for (const auto& l : ds.label_names) md += " | " + l + " P / R / F1";
+    md += " |\n|---|---:|---:";
+    for (std::size_t i = 0; i < ds.label_names.size(); ++i) md += "|---:";
+    md += "|\n";
+    md += metrics_rows("Transformer encoder", *eval_metrics);
+    md += metrics_rows("naive Bayes baseline", *base.eval);
+    md += metrics_rows("logistic regression baseline", *base.lr_eval);
+    md += confusion_md("Transformer encoder", *eval_metrics, ds.label_names);
+  }
   md += "\n## Data\n\n";
   for (const auto& f : d.sources) md += "- source: `" + f + "`\n";
   md += "- read: " + std::to_string(d.raw.size()) + " examples (" + d.raw.report.describe() + ")\n";
@@ -818,6 +902,12 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
       pct(test.accuracy).c_str(), test.macro_f1, pct(nb_test.accuracy).c_str(), nb_test.macro_f1,
       static_cast<long long>(test.count));
   result.summary = line;
+  result.summary +=
+      "logistic regression baseline " + pct(base.lr_test.accuracy) + " on the same test split\n";
+  if (eval_set)
+    result.summary += "clean set (" + std::to_string(eval_set->size()) + " reviews, " + s.eval + "): model " +
+                      pct(eval_metrics->accuracy) + ", naive Bayes " + pct(base.eval->accuracy) +
+                      ", logistic regression " + pct(base.lr_eval->accuracy) + "\n";
   result.summary += "trained " + std::to_string(step) + " steps in " + duration(train_seconds) + "; model " +
                     (fs::path(s.out) / "model.attn").string() + ", report " +
                     (fs::path(s.out) / "report.md").string() + "\n";
@@ -825,6 +915,12 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   result.report_md = std::move(md);
   result.test_accuracy = test.accuracy;
   result.baseline_test_accuracy = nb_test.accuracy;
+  result.lr_test_accuracy = base.lr_test.accuracy;
+  if (eval_set) {
+    result.eval_accuracy = eval_metrics->accuracy;
+    result.baseline_eval_accuracy = base.eval->accuracy;
+    result.lr_eval_accuracy = base.lr_eval->accuracy;
+  }
   result.test_count = test.count;
   result.model_path = (fs::path(s.out) / "model.attn").string();
   return result;

@@ -25,6 +25,8 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"text-column", "C", "column (header name) or JSON member of the text (default text)"},
       {"label-column", "L", "column or JSON member of the label (default label)"},
       {"out", "DIR", "output folder (default runs/classify)"},
+      {"eval", "FILE",
+       "a second labelled test set (TSV/CSV/JSONL, same columns and labels), e.g. eval/reviews-zh-clean.tsv"},
       {"preset", "NAME",
        "quick (3.5 minutes, at most 4 epochs) or full (8 minutes, at most 6 epochs; the default)"},
       {"minutes", "M", "training time budget in minutes (the schedule is fitted to it)"},
@@ -85,6 +87,7 @@ void read_data_flags(const Args& a, tasks::ClassifyTrainOptions& s) {
   if (a.has("text-column")) s.text_column = a.str("text-column");
   if (a.has("label-column")) s.label_column = a.str("label-column");
   if (a.has("out")) s.out = a.str("out");
+  if (a.has("eval")) s.eval = a.str("eval");
 }
 
 tasks::ClassifyTrainOptions parse_options(const Args& a) {
@@ -124,7 +127,8 @@ int run_train_classify(const std::vector<std::string>& args) {
         "                           [--preset quick|full | --minutes M | --epochs E] [--seed S] ...\n\n"
         "Trains a Transformer encoder to classify texts (by default the Chinese product reviews,\n"
         "from $ATTN_DATA_DIR or ../shared/data or <repo>/data: scripts/fetch-reviews.sh gets them),\n"
-        "and a naive Bayes baseline on the same split. Writes DIR/model.attn (for 'attn classify'),\n"
+        "and naive Bayes and logistic-regression baselines on the same split. Writes DIR/model.attn (for "
+        "'attn classify'),\n"
         "DIR/report.md, DIR/report.json, DIR/split.json and DIR/test-sample.txt.\n\n%s",
         format_options(train_classify_options()).c_str());
     return 0;

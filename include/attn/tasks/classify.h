@@ -5,7 +5,8 @@
 // -> stratified split (seeded, saved with hashes) -> char vocabulary from the
 // training split -> EncoderClassifier, AdamW + warmup-cosine, clipping,
 // length-bucketed batches, validation with early stopping (best weights kept;
-// train::fit) -> test metrics next to a naive Bayes baseline on the same split
+// train::fit) -> test metrics next to naive Bayes and logistic-regression baselines
+// on the same split (and on an optional second test set, ClassifyTrainOptions::eval)
 // -> <out>/model.attn, report.md, report.json, split.json, test-sample.txt.
 // Every output is written after training succeeded, each atomically: an error
 // leaves no half-written model or report behind, and removes the folders the
@@ -45,7 +46,11 @@ struct ClassifyTrainOptions {
   int64_t layers = 2, d_model = 128, heads = 4, d_ff = 0;  // d_ff 0: 4 x d_model
   double dropout = 0.1, lr = 1e-3, weight_decay = 0.01, clip = 1.0;
   int64_t batch_size = 32, patience = 3, eval_every = 0;  // eval_every 0: every epoch
-  std::string command;                                    // the command line, for the report
+  // A second labelled test set (TSV/CSV/JSONL with the same text and label columns and the
+  // same label names, e.g. eval/reviews-zh-clean.tsv): every model (the Transformer, naive
+  // Bayes and logistic regression) is also scored on it, in the report under "clean_eval".
+  std::string eval;
+  std::string command;  // the command line, for the report
   Progress progress;
 };
 
@@ -53,7 +58,9 @@ struct ClassifyTrainResult {
   json::Value report;     // report.json
   std::string report_md;  // report.md
   std::string summary;    // two lines: test accuracy vs the baseline; steps, time and files
-  double test_accuracy = 0, baseline_test_accuracy = 0;
+  double test_accuracy = 0, baseline_test_accuracy = 0, lr_test_accuracy = 0;
+  // On ClassifyTrainOptions::eval (-1 without one).
+  double eval_accuracy = -1, baseline_eval_accuracy = -1, lr_eval_accuracy = -1;
   int64_t test_count = 0;
   std::string model_path;  // <out>/model.attn
 };
