@@ -22,7 +22,8 @@ std::string shape_text(const Shape& s) {
 }  // namespace
 
 TransformerConfig bert_classifier_config(const BertConfig& bert, int64_t num_classes, int64_t max_len,
-                                         int64_t position_offset, double dropout, uint64_t seed) {
+                                         int64_t position_offset, double dropout, uint64_t seed,
+                                         bool mean_pool) {
   bert.validate();
   ATTN_CHECK(
       position_offset >= 0 && max_len >= 2 && max_len + position_offset <= bert.max_position_embeddings,
@@ -51,6 +52,7 @@ TransformerConfig bert_classifier_config(const BertConfig& bert, int64_t num_cla
   c.pad_id = bert.pad_token_id;
   c.num_classes = num_classes;
   c.seed = seed;
+  c.mean_pool = mean_pool;
   c.validate("classifier");
   return c;
 }

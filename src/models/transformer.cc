@@ -148,6 +148,7 @@ json::Value TransformerConfig::to_json() const {
   o.set("tie_output", Value::boolean(tie_output));
   o.set("scale_embeddings", Value::boolean(scale_embeddings));
   if (embed_norm) o.set("embed_norm", Value::boolean(true));
+  if (mean_pool) o.set("mean_pool", Value::boolean(true));
   o.set("pad_id", Value::integer(pad_id));
   o.set("label_smoothing", Value::number(label_smoothing));
   o.set("num_classes", Value::integer(num_classes));
@@ -207,6 +208,8 @@ TransformerConfig TransformerConfig::from_json(const json::Value& v) {
         bln(c.scale_embeddings);
       else if (key == "embed_norm")
         bln(c.embed_norm);
+      else if (key == "mean_pool")
+        bln(c.mean_pool);
       else if (key == "pad_id")
         i64(c.pad_id);
       else if (key == "label_smoothing")
@@ -441,8 +444,7 @@ ModelOutput EncoderClassifier::forward_embeddings(const Tensor& tokens, const Cl
   ModelOutput out;
   std::vector<Tensor> weights;
   Tensor h = encoder_->forward(x, acall, call.trace, "encoder.", call.capture ? &weights : nullptr);
-  Tensor cls = slice(h, 1, 0, 1);                                    // [B, 1, C]
-  out.logits = classifier_->forward(reshape(cls, {B, c_.d_model}));  // [B, classes]
+  out.logits = classifier_->forward(pool(h, call.lengths));  // [B, classes]
   if (call.trace != nullptr) call.trace->emplace_back("logits", out.logits);
   // cls_attention: the row of query 0, when it was captured.
   const auto row0 = std::find(rows.begin(), rows.end(), int64_t{0});
@@ -452,6 +454,18 @@ ModelOutput EncoderClassifier::forward_embeddings(const Tensor& tokens, const Cl
   }
   add_loss(out, labels, B);
   return out;
+}
+
+Tensor EncoderClassifier::pool(const Tensor& h, const std::vector<int64_t>& lengths) const {
+  // h: [B, L, C]
+  const int64_t B = h.size(0), L = h.size(1);
+  if (!c_.mean_pool) return reshape(slice(h, 1, 0, 1), {B, c_.d_model});  // [CLS]
+  std::vector<float> w(static_cast<std::size_t>(B * L), 0.0f);  // 1 / length on real tokens, 0 on padding
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = lengths.empty() ? L : lengths[static_cast<std::size_t>(b)];
+    for (int64_t l = 0; l < n; ++l) w[static_cast<std::size_t>(b * L + l)] = 1.0f / static_cast<float>(n);
+  }
+  return sum(mul(h, Tensor::from(w, {B, L, 1})), 1);  // [B, C]
 }
 
 Tensor EncoderClassifier::embed_input(const Tensor& tokens) {
@@ -493,7 +507,7 @@ ModelOutput EncoderClassifier::forward_from(const Tensor& hidden, int64_t first_
   acall.key_lengths = lengths;
   const Tensor h = encoder_->forward_layers(hidden, acall, first_layer, encoder_->num_layers());
   ModelOutput out;
-  out.logits = classifier_->forward(reshape(slice(h, 1, 0, 1), {B, c_.d_model}));  // [B, classes]
+  out.logits = classifier_->forward(pool(h, lengths));  // [B, classes]
   add_loss(out, labels, B);
   return out;
 }

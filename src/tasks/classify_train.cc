@@ -9,6 +9,7 @@
 #include <attn/data/batch.h>
 #include <attn/data/reader.h>
 #include <attn/data/split.h>
+#include <attn/io/e5_container.h>
 #include <attn/io/files.h>
 #include <attn/io/model_files.h>
 #include <attn/io/safetensors.h>
@@ -518,12 +519,13 @@ struct PretrainedEncoder {
   int64_t position_offset = 0;
   models::TensorLookup weights;
   std::shared_ptr<const models::PieceTokenizer> tokenizer;
+  bool mean_pool = false;  // the head reads the mean over tokens (as the model was trained), else [CLS]
 };
 
-PretrainedEncoder open_encoder(const std::string& name) {
+PretrainedEncoder open_encoder(const std::string& name, const std::string& file) {
   PretrainedEncoder e;
   if (name == "minilm") {
-    const io::MiniLmFiles f = io::require_minilm();
+    const io::MiniLmFiles f = io::require_minilm(file);
     e.name = "all-MiniLM-L6-v2";
     e.source = f.weights;
     e.config = models::BertConfig::from_file(f.config);
@@ -531,7 +533,29 @@ PretrainedEncoder open_encoder(const std::string& name) {
     e.tokenizer = models::wordpiece_piece_tokenizer(f.dir);
     return e;
   }
-  throw Error("--encoder must be minilm; got '" + name + "'");
+  if (name == "e5") {
+    const io::E5Container c = io::E5Container::open(io::require_e5(file));
+    const io::E5HfConfig h = c.hf_config();
+    e.name = "multilingual-e5-small";
+    e.source = c.path();
+    e.config.vocab_size = h.vocab_size;
+    e.config.hidden_size = h.hidden_size;
+    e.config.num_layers = h.num_hidden_layers;
+    e.config.num_heads = h.num_attention_heads;
+    e.config.intermediate_size = h.intermediate_size;
+    e.config.max_position_embeddings = h.max_position_embeddings;
+    e.config.type_vocab_size = h.type_vocab_size;
+    e.config.layer_norm_eps = h.layer_norm_eps;
+    e.config.pad_token_id = h.pad_token_id;
+    e.config.hidden_act = h.hidden_act;
+    e.position_offset = h.position_offset;
+    e.weights = [c](const std::string& n) { return c.load_hf(n); };
+    e.tokenizer = models::e5_piece_tokenizer(c.path());
+    e.mean_pool = true;  // multilingual-e5 is trained with mean pooling (sentence-transformers' Pooling)
+    return e;
+  }
+  throw Error("--encoder must be e5 (multilingual-e5-small) or minilm (all-MiniLM-L6-v2); got '" + name +
+              "'");
 }
 
 // One example as the encoder reads it.
@@ -663,11 +687,13 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
 
   // ---- the pretrained encoder as nn modules ----
   const auto t_load = Clock::now();
-  const PretrainedEncoder pe = open_encoder(s.encoder);
+  const PretrainedEncoder pe = open_encoder(s.encoder, s.encoder_file);
   const int64_t max_len = std::min(s.encoder_max_len, pe.config.max_position_embeddings - pe.position_offset);
-  const models::TransformerConfig cfg =
-      models::bert_classifier_config(pe.config, C, max_len, pe.position_offset, s.dropout, s.seed);
+  const models::TransformerConfig cfg = models::bert_classifier_config(
+      pe.config, C, max_len, pe.position_offset, s.dropout, s.seed, pe.mean_pool);
   models::TextClassifier clf(cfg, pe.tokenizer, ds.label_names, max_len);
+  // Frozen embeddings stay as the base model has them: the saved file leaves them out.
+  clf.set_embeddings_from_base(s.freeze_embeddings && pe.tokenizer->has_embeddings());
   models::EncoderClassifier& model = clf.model();
   models::load_bert_weights(model, pe.config, pe.weights, pe.position_offset);
   const int64_t n_layers = cfg.encoder_layers;

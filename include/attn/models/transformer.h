@@ -50,6 +50,9 @@ struct TransformerConfig {
   // EncoderClassifier: a LayerNorm (norm_eps) over token + position embeddings, before the
   // dropout, as BERT's embeddings.LayerNorm (param embed_norm.*). Written to JSON only when set.
   bool embed_norm = false;
+  // EncoderClassifier: the head reads the mean of the final vectors over the real tokens
+  // (padding left out) instead of position 0 ([CLS]); multilingual-e5 is pooled so. JSON only when set.
+  bool mean_pool = false;
   int64_t pad_id = 0;  // ignored by the loss
   double label_smoothing = 0.0;
   int64_t num_classes = 0;  // EncoderClassifier
@@ -174,6 +177,7 @@ class EncoderClassifier : public nn::Module {
 
  private:
   Tensor embed_input(const Tensor& tokens);  // + positions, embed_norm, dropout
+  Tensor pool(const Tensor& h, const std::vector<int64_t>& lengths) const;  // [B, L, C] -> [B, C]
   void add_loss(ModelOutput& out, const Tensor& labels, int64_t B) const;
   TransformerConfig c_;
   nn::InitRng rng_;

@@ -60,6 +60,7 @@ struct ClassifyTrainOptions {
   // weight_decay, clip, patience, seed, dropout (of the trained layers); layers, d_model,
   // heads, d_ff, min_freq, preset, max_len and lr do not apply.
   std::string encoder;
+  std::string encoder_file;      // the encoder's file or folder ("": the installed package's)
   int64_t encoder_max_len = 64;  // pieces per example, [CLS] and [SEP] included
   double encoder_lr = 1e-4;
   int64_t encoder_epochs = 3;
