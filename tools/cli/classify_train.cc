@@ -57,7 +57,6 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"train-embeddings", "", "with --encoder: train the embeddings too (nothing frozen, no cache; slow)"},
       {"max-train", "N", "with --encoder: fine-tune on N training examples (seeded pick; default all)"},
       {"max-valid", "N", "with --encoder: validate on N examples (seeded pick; default all)"},
-      {"bf16", "", "with --encoder: bf16 matrix products while training"},
       {"threads", "N", "worker threads (default: all cores)"},
       {"quiet", "", "no progress output"},
       {"help", "", "this text"},
@@ -132,10 +131,9 @@ tasks::ClassifyTrainOptions parse_options(const Args& a) {
     s.freeze_embeddings = !a.has("train-embeddings");
     if (a.has("max-train")) s.max_train = a.integer("max-train", 1, INT64_MAX);
     if (a.has("max-valid")) s.max_valid = a.integer("max-valid", 1, INT64_MAX);
-    s.bf16 = a.has("bf16");
   } else {
     for (const char* o :
-         {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid", "bf16"})
+         {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid"})
       ATTN_CHECK(!a.has(o), "--", o, " goes with --encoder NAME");
   }
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 256)));
