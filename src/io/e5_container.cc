@@ -434,8 +434,30 @@ Tensor E5Container::load(const std::string& name) const {
     std::memcpy(o, src, static_cast<std::size_t>(t.bytes));
   else
     dequantize(GgmlType::Q4_0, src, t.numel, o);
-  check_finite(out, "e5 container: " + state_->path + ": tensor '" + name + "'");
+  io::check_finite(out, "e5 container: " + state_->path + ": tensor '" + name + "'");
   return out;
+}
+
+void E5Container::check_finite(const std::string& name) const {
+  const E5TensorInfo& t = info(name);
+  const std::byte* src = state_->map + t.offset;
+  if (t.dtype == E5DType::f32) {
+    for (int64_t i = 0; i < t.numel; ++i) {
+      float x;
+      std::memcpy(&x, src + 4 * i, 4);
+      ATTN_CHECK(std::isfinite(x), "e5 container: ", state_->path, ": tensor '", name,
+                 "' holds a non-finite value at flat index ", i, " (", x, "); expected every value finite");
+    }
+    return;
+  }
+  for (int64_t b = 0; b < t.numel / 32; ++b) {
+    uint16_t d;
+    std::memcpy(&d, src + b * kQ4BlockBytes, 2);
+    const float x = f16_to_f32(d);
+    ATTN_CHECK(std::isfinite(x), "e5 container: ", state_->path, ": tensor '", name,
+               "' holds a non-finite value: the scale of Q4_0 block ", b, " (elements ", b * 32, "..",
+               b * 32 + 31, ") is ", x, "; expected every value finite");
+  }
 }
 
 E5HfConfig E5Container::hf_config() const {
@@ -489,7 +511,7 @@ Tensor E5Container::word_embedding_rows(std::span<const int32_t> ids) const {
                " is outside [0, ", V, ")");
     word_embedding_row(ids[i], out.data<float>() + static_cast<int64_t>(i) * C);
   }
-  check_finite(out, "e5 container: " + state_->path + ": word embedding rows");
+  io::check_finite(out, "e5 container: " + state_->path + ": word embedding rows");
   return out;
 }
 

@@ -6,7 +6,8 @@
 //   st_*.safetensors  SafeTensorsFile::open, then load() of every tensor
 //   gguf_*.gguf       GgufFile::open, then load() of every tensor
 //   tok_*.gguf        GgufFile::open, then ByteBpeTokenizer::from_gguf
-//   e5_*.bin          E5Container::open, load() of every tensor, UnigramTokenizer::from_container
+//   e5_*.bin          E5Container::open, check_finite() and load() of every tensor,
+//                     UnigramTokenizer::from_container
 // (view_*.export.json are read by `attn view` in tests/cli/view_bad_corpus_test.cc.)
 #include "testing/bad_corpus.h"
 
@@ -39,6 +40,7 @@ void read_all(const std::string& name, const std::string& path) {
     for (const std::string& t : f.names()) f.load(t);
   } else if (starts_with(name, "e5_")) {
     const E5Container c = E5Container::open(path);
+    for (const std::string& t : c.names()) c.check_finite(t);
     for (const std::string& t : c.names()) c.load(t);
     text::UnigramTokenizer::from_container(c);
   } else if (starts_with(name, "tok_")) {
@@ -222,7 +224,7 @@ const std::vector<BadFile>& corpus() {
       {"e5_dtype_unknown.bin", {"tensor 'emb.pos': unknown dtype 7; expected 0 (F32) or 1 (Q4_0)"}},
       {"e5_dtype_wrong.bin", {"tensor 'emb.pos': dtype Q4_0; expected F32"}},
       {"e5_eps_nan.bin", {"layer_norm_eps: expected a number in (0, 1); got nan"}},
-      {"e5_f32_value_inf.bin", {"tensor 'emb.pos' holds a non-finite value", "is inf"}},
+      {"e5_f32_value_inf.bin", {"tensor 'emb.pos' holds a non-finite value at flat index 0 (inf)"}},
       {"e5_heads_not_dividing.bin", {"hidden (32) must be divisible by heads (3)"}},
       {"e5_hidden_not_block_multiple.bin",
        {"hidden (48) and intermediate (64) must be multiples of block (32)"}},
@@ -247,7 +249,8 @@ const std::vector<BadFile>& corpus() {
       {"e5_piece_empty.bin", {"piece 5 is empty"}},
       {"e5_piece_invalid_utf8.bin", {"piece 5 is not valid UTF-8: byte 0xc3 at index 0"}},
       {"e5_pieces_over_vocab_rows.bin", {"n_pieces: expected a count in [4, vocab_rows = 8]; got 10"}},
-      {"e5_q4_scale_nan.bin", {"tensor 'emb.word' holds a non-finite value", "is nan"}},
+      {"e5_q4_scale_nan.bin",
+       {"tensor 'emb.word' holds a non-finite value: the scale of Q4_0 block 0", "is nan"}},
       {"e5_score_nan.bin", {"score of piece 5 is not finite (nan)"}},
       {"e5_tensor_duplicate.bin", {"duplicate tensor name 'l0.oln.b'"}},
       {"e5_tensor_empty_name.bin", {"tensor #0: empty name"}},

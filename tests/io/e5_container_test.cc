@@ -78,6 +78,7 @@ TEST(E5Container, DequantizesQ4BlocksAndReadsF32) {
     for (int64_t k = 0; k < 32; ++k)
       EXPECT_EQ(rows.data<float>()[static_cast<int64_t>(i) * 32 + k], w.data<float>()[ids[i] * 32 + k]);
   EXPECT_THROW(c.word_embedding_rows(std::vector<int32_t>{12}), Error);
+  for (const std::string& n : c.names()) EXPECT_NO_THROW(c.check_finite(n)) << n;
 }
 
 TEST(E5Container, HuggingFaceView) {

@@ -146,6 +146,9 @@ class E5Container {
   std::span<const std::byte> bytes(const std::string& name) const;
   // A new f32 tensor of the schema's shape (Q4_0 dequantized); values checked finite.
   Tensor load(const std::string& name) const;
+  // Throws, naming the tensor and element, unless every value is finite (for Q4_0: every
+  // block scale), without allocating.
+  void check_finite(const std::string& name) const;
 
   // ---- Hugging Face view (see the header comment) ----
   E5HfConfig hf_config() const;
