@@ -132,8 +132,7 @@ tasks::ClassifyTrainOptions parse_options(const Args& a) {
     if (a.has("max-train")) s.max_train = a.integer("max-train", 1, INT64_MAX);
     if (a.has("max-valid")) s.max_valid = a.integer("max-valid", 1, INT64_MAX);
   } else {
-    for (const char* o :
-         {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid"})
+    for (const char* o : {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid"})
       ATTN_CHECK(!a.has(o), "--", o, " goes with --encoder NAME");
   }
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 256)));
