@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start: install what is missing, build Release, then the main job on real
 # data (about six minutes on 2 cores, build excluded):
-#   1. a character Transformer trained from scratch on the reviews (~1.2 min), next to
+#   1. a character Transformer trained from scratch on the reviews (~1 min), next to
 #      naive Bayes and logistic-regression baselines on the same split;
 #   2. multilingual-e5-small fine-tuned on the same split (attn train classify --encoder e5):
 #      its embeddings and lowest 10 layers frozen and computed once, the top 2 layers and a
@@ -33,8 +33,8 @@ fi
 CLEAN=eval/reviews-zh-clean.tsv
 
 echo
-echo "== 1. attn train classify --minutes 1.2: a character Transformer from scratch (reviews from $ATTN_DATA_DIR) =="
-build/release/attn train classify --preset quick --minutes 1.2 --eval "$CLEAN" --out runs/classify-scratch
+echo "== 1. attn train classify --minutes 1: a character Transformer from scratch (reviews from $ATTN_DATA_DIR) =="
+build/release/attn train classify --preset quick --minutes 1 --eval "$CLEAN" --out runs/classify-scratch
 
 echo
 echo "== 2. attn train classify --encoder e5: fine-tune multilingual-e5-small on the same split =="
