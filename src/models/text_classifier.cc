@@ -330,7 +330,11 @@ std::vector<Classification> TextClassifier::classify(const std::vector<std::stri
     try {
       ids[i] = input_ids(texts[i], r);
     } catch (const Error& e) {
-      throw Error("classifier: text " + std::to_string(i + 1) + ": " + e.what());
+      const std::string what = e.what();
+      throw Error("classifier: text " + std::to_string(i + 1) +
+                  (what == "the text is empty after normalisation"
+                       ? std::string(" is empty after normalisation")
+                       : ": " + what));
     }
     r.ids = ids[i];
   }

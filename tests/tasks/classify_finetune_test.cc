@@ -123,7 +123,7 @@ TEST(ClassifyFinetune, LongTextsAreCutAndSaidSoEmptyTextIsAnError) {
   EXPECT_TRUE(c.truncated);
   EXPECT_EQ(c.text_tokens, 10);
   EXPECT_EQ(c.tokens.size(), 8u);
-  EXPECT_ERROR_CONTAINS(clf->classify({"a", "   "}), {"text 2", "empty after normalisation"});
+  EXPECT_ERROR_CONTAINS(clf->classify({"a", "   "}), {"text 2 is empty after normalisation"});
   fs::remove_all(dir);
 }
 
