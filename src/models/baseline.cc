@@ -1,9 +1,11 @@
 #include <attn/core/error.h>
+#include <attn/core/random.h>
 #include <attn/models/baseline.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace attn::models {
 
@@ -80,6 +82,159 @@ std::vector<double> NaiveBayes::probabilities(const std::vector<std::string>& to
 int32_t NaiveBayes::predict(const std::vector<std::string>& tokens) const {
   const std::vector<double> s = log_scores(tokens);
   return static_cast<int32_t>(std::max_element(s.begin(), s.end()) - s.begin());
+}
+
+// ---- logistic regression ---------------------------------------------------------------------
+
+namespace {
+
+void softmax_in_place(std::vector<double>& s) {
+  const double m = *std::max_element(s.begin(), s.end());
+  double sum = 0;
+  for (double& v : s) sum += (v = std::exp(v - m));
+  for (double& v : s) v /= sum;
+}
+
+}  // namespace
+
+std::vector<int64_t> LogisticRegression::rows_of(const std::vector<std::string>& tokens) const {
+  std::vector<int64_t> rows;
+  for (const auto& f : ngram_features(tokens, options_.bigrams)) {
+    const auto it = index_.find(f);
+    if (it != index_.end()) rows.push_back(it->second);
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+LogisticRegression LogisticRegression::train(const std::vector<std::vector<std::string>>& docs,
+                                             const std::vector<int32_t>& labels, int32_t num_classes,
+                                             const LogisticRegressionOptions& options) {
+  ATTN_CHECK(!docs.empty(), "LogisticRegression: no training documents");
+  ATTN_CHECK(docs.size() == labels.size(), "LogisticRegression: ", docs.size(), " documents but ",
+             labels.size(), " labels");
+  ATTN_CHECK(num_classes >= 2, "LogisticRegression: expected at least 2 classes; got ", num_classes);
+  ATTN_CHECK(options.l2 >= 0 && std::isfinite(options.l2), "LogisticRegression: l2 must be >= 0; got ",
+             options.l2);
+  ATTN_CHECK(options.lr > 0 && std::isfinite(options.lr), "LogisticRegression: lr must be > 0; got ",
+             options.lr);
+  ATTN_CHECK(options.epochs >= 1 && options.min_count >= 1,
+             "LogisticRegression: epochs and min_count must be >= 1; got ", options.epochs, " and ",
+             options.min_count);
+  LogisticRegression lr;
+  lr.options_ = options;
+  lr.num_classes_ = num_classes;
+  const auto C = static_cast<std::size_t>(num_classes);
+  // Document frequency of each feature, in order of first appearance (deterministic ids).
+  {
+    std::unordered_map<std::string, int64_t> df;
+    std::vector<std::string> order;
+    for (std::size_t d = 0; d < docs.size(); ++d) {
+      ATTN_CHECK(labels[d] >= 0 && labels[d] < num_classes, "LogisticRegression: label of document ", d,
+                 " must be in [0, ", num_classes, "); got ", labels[d]);
+      std::vector<std::string> f = ngram_features(docs[d], options.bigrams);
+      std::sort(f.begin(), f.end());
+      f.erase(std::unique(f.begin(), f.end()), f.end());
+      for (auto& x : f) {
+        auto [it, added] = df.try_emplace(x, 0);
+        if (added) order.push_back(x);
+        ++it->second;
+      }
+    }
+    for (const auto& x : order)
+      if (df[x] >= options.min_count) lr.index_.emplace(x, static_cast<int64_t>(lr.index_.size()));
+  }
+  std::vector<std::vector<int64_t>> rows(docs.size());
+  for (std::size_t d = 0; d < docs.size(); ++d) rows[d] = lr.rows_of(docs[d]);
+
+  // w = scale * v; the penalty's shrink multiplies the scale, a step touches only the document's rows.
+  std::vector<double> v(lr.index_.size() * C, 0.0);
+  lr.bias_.assign(C, 0.0);
+  double scale = 1.0;
+  std::vector<std::size_t> order(docs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<double> p(C);
+  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+    Rng rng(mix_seed(options.seed, static_cast<uint64_t>(epoch)));
+    rng.shuffle(order);
+    const double eta = options.lr / (1.0 + static_cast<double>(epoch));
+    for (std::size_t d : order) {
+      const std::vector<int64_t>& r = rows[d];
+      const double x = r.empty() ? 0.0 : 1.0 / std::sqrt(static_cast<double>(r.size()));
+      for (std::size_t c = 0; c < C; ++c) {
+        double z = lr.bias_[c];
+        for (int64_t f : r) z += scale * v[static_cast<std::size_t>(f) * C + c] * x;
+        p[c] = z;
+      }
+      softmax_in_place(p);
+      p[static_cast<std::size_t>(labels[d])] -= 1.0;  // dLoss/dz
+      scale *= 1.0 - eta * options.l2;
+      for (std::size_t c = 0; c < C; ++c) {
+        lr.bias_[c] -= eta * p[c];
+        const double g = eta * p[c] * x / scale;
+        for (int64_t f : r) v[static_cast<std::size_t>(f) * C + c] -= g;
+      }
+      if (scale < 1e-9) {
+        for (double& w : v) w *= scale;
+        scale = 1.0;
+      }
+    }
+  }
+  for (double& w : v) w *= scale;
+  lr.weight_ = std::move(v);
+  return lr;
+}
+
+std::vector<double> LogisticRegression::logits(const std::vector<std::string>& tokens) const {
+  ATTN_CHECK(num_classes_ > 0, "LogisticRegression: not trained");
+  const auto C = static_cast<std::size_t>(num_classes_);
+  const std::vector<int64_t> r = rows_of(tokens);
+  const double x = r.empty() ? 0.0 : 1.0 / std::sqrt(static_cast<double>(r.size()));
+  std::vector<double> z = bias_;
+  for (int64_t f : r)
+    for (std::size_t c = 0; c < C; ++c) z[c] += weight_[static_cast<std::size_t>(f) * C + c] * x;
+  return z;
+}
+
+std::vector<double> LogisticRegression::probabilities(const std::vector<std::string>& tokens) const {
+  std::vector<double> z = logits(tokens);
+  softmax_in_place(z);
+  return z;
+}
+
+int32_t LogisticRegression::predict(const std::vector<std::string>& tokens) const {
+  const std::vector<double> z = logits(tokens);
+  return static_cast<int32_t>(std::max_element(z.begin(), z.end()) - z.begin());
+}
+
+double LogisticRegression::objective(const std::vector<std::vector<std::string>>& docs,
+                                     const std::vector<int32_t>& labels) const {
+  ATTN_CHECK(!docs.empty() && docs.size() == labels.size(), "LogisticRegression::objective: ", docs.size(),
+             " documents and ", labels.size(), " labels");
+  double loss = 0;
+  for (std::size_t d = 0; d < docs.size(); ++d) {
+    ATTN_CHECK(labels[d] >= 0 && labels[d] < num_classes_, "LogisticRegression::objective: label ", labels[d],
+               " of document ", d, " outside [0, ", num_classes_, ")");
+    std::vector<double> z = logits(docs[d]);
+    const double m = *std::max_element(z.begin(), z.end());
+    double sum = 0;
+    for (double v : z) sum += std::exp(v - m);
+    loss += m + std::log(sum) - z[static_cast<std::size_t>(labels[d])];
+  }
+  double w2 = 0;
+  for (double w : weight_) w2 += w * w;
+  return loss / static_cast<double>(docs.size()) + 0.5 * options_.l2 * w2;
+}
+
+double LogisticRegression::weight(const std::string& f, int32_t c) const {
+  ATTN_CHECK(c >= 0 && c < num_classes_, "LogisticRegression::weight: class ", c, " outside [0, ",
+             num_classes_, ")");
+  const auto it = index_.find(f);
+  return it == index_.end()
+             ? 0.0
+             : weight_[static_cast<std::size_t>(it->second) * static_cast<std::size_t>(num_classes_) +
+                       static_cast<std::size_t>(c)];
 }
 
 Metrics classification_metrics(const std::vector<int32_t>& truth, const std::vector<int32_t>& predicted,

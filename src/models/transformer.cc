@@ -147,6 +147,8 @@ json::Value TransformerConfig::to_json() const {
   o.set("share_embeddings", Value::boolean(share_embeddings));
   o.set("tie_output", Value::boolean(tie_output));
   o.set("scale_embeddings", Value::boolean(scale_embeddings));
+  if (embed_norm) o.set("embed_norm", Value::boolean(true));
+  if (mean_pool) o.set("mean_pool", Value::boolean(true));
   o.set("pad_id", Value::integer(pad_id));
   o.set("label_smoothing", Value::number(label_smoothing));
   o.set("num_classes", Value::integer(num_classes));
@@ -204,6 +206,10 @@ TransformerConfig TransformerConfig::from_json(const json::Value& v) {
         bln(c.tie_output);
       else if (key == "scale_embeddings")
         bln(c.scale_embeddings);
+      else if (key == "embed_norm")
+        bln(c.embed_norm);
+      else if (key == "mean_pool")
+        bln(c.mean_pool);
       else if (key == "pad_id")
         i64(c.pad_id);
       else if (key == "label_smoothing")
@@ -386,6 +392,10 @@ EncoderClassifier::EncoderClassifier(const TransformerConfig& config)
     pos_ = std::make_unique<nn::Embedding>(c_.max_len, c_.d_model, 0.02, rng_);
     register_module("pos", pos_.get());
   }
+  if (c_.embed_norm) {
+    embed_norm_ = std::make_unique<nn::Norm>(c_.norm, c_.d_model, c_.norm_eps);
+    register_module("embed_norm", embed_norm_.get());
+  }
   encoder_ = std::make_unique<nn::Encoder>(c_.layer_config(), c_.encoder_layers, rng_, c_.seed + 1);
   register_module("encoder", encoder_.get());
   classifier_ = std::make_unique<nn::Linear>(c_.d_model, c_.num_classes, true, rng_);
@@ -425,7 +435,7 @@ ModelOutput EncoderClassifier::forward_embeddings(const Tensor& tokens, const Cl
   for (std::size_t r = 0; r < rows.size(); ++r)
     ATTN_CHECK(rows[r] >= 0 && rows[r] < L, "EncoderClassifier: capture_rows[", r, "] must be in [0, ", L,
                "); got ", rows[r]);
-  Tensor x = TokenEmbedder(c_, embed_.get(), pos_.get()).add_positions(tokens, 0, is_training(), seeds_);
+  Tensor x = embed_input(tokens);
   if (call.trace != nullptr) call.trace->emplace_back("encoder.embed", x);
   nn::AttentionCall acall;
   acall.key_lengths = call.lengths;
@@ -434,8 +444,7 @@ ModelOutput EncoderClassifier::forward_embeddings(const Tensor& tokens, const Cl
   ModelOutput out;
   std::vector<Tensor> weights;
   Tensor h = encoder_->forward(x, acall, call.trace, "encoder.", call.capture ? &weights : nullptr);
-  Tensor cls = slice(h, 1, 0, 1);                                    // [B, 1, C]
-  out.logits = classifier_->forward(reshape(cls, {B, c_.d_model}));  // [B, classes]
+  out.logits = classifier_->forward(pool(h, call.lengths));  // [B, classes]
   if (call.trace != nullptr) call.trace->emplace_back("logits", out.logits);
   // cls_attention: the row of query 0, when it was captured.
   const auto row0 = std::find(rows.begin(), rows.end(), int64_t{0});
@@ -443,13 +452,63 @@ ModelOutput EncoderClassifier::forward_embeddings(const Tensor& tokens, const Cl
     if (row0 != rows.end()) out.cls_attention.push_back(w.select(2, row0 - rows.begin()));  // [B, H, Lk]
     out.attention.push_back(w);  // [B, H, rows, Lk]
   }
-  if (labels.defined()) {
-    ATTN_CHECK(labels.rank() == 1 && labels.size(0) == B, "EncoderClassifier: labels must be [", B, "]; got ",
-               labels.str());
-    CrossEntropyOptions o;
-    o.label_smoothing = c_.label_smoothing;
-    out.loss = cross_entropy(out.logits, labels, o);
+  add_loss(out, labels, B);
+  return out;
+}
+
+Tensor EncoderClassifier::pool(const Tensor& h, const std::vector<int64_t>& lengths) const {
+  // h: [B, L, C]
+  const int64_t B = h.size(0), L = h.size(1);
+  if (!c_.mean_pool) return reshape(slice(h, 1, 0, 1), {B, c_.d_model});  // [CLS]
+  std::vector<float> w(static_cast<std::size_t>(B * L), 0.0f);  // 1 / length on real tokens, 0 on padding
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = lengths.empty() ? L : lengths[static_cast<std::size_t>(b)];
+    for (int64_t l = 0; l < n; ++l) w[static_cast<std::size_t>(b * L + l)] = 1.0f / static_cast<float>(n);
   }
+  return sum(mul(h, Tensor::from(w, {B, L, 1})), 1);  // [B, C]
+}
+
+Tensor EncoderClassifier::embed_input(const Tensor& tokens) {
+  const TokenEmbedder te(c_, embed_.get(), pos_.get());
+  if (!embed_norm_) return te.add_positions(tokens, 0, is_training(), seeds_);
+  Tensor x = embed_norm_->forward(te.add_positions(tokens, 0, false, seeds_));
+  if (is_training() && c_.dropout > 0) x = dropout(x, c_.dropout, true, seeds_.next());
+  return x;
+}
+
+void EncoderClassifier::add_loss(ModelOutput& out, const Tensor& labels, int64_t B) const {
+  if (!labels.defined()) return;
+  ATTN_CHECK(labels.rank() == 1 && labels.size(0) == B, "EncoderClassifier: labels must be [", B, "]; got ",
+             labels.str());
+  CrossEntropyOptions o;
+  o.label_smoothing = c_.label_smoothing;
+  out.loss = cross_entropy(out.logits, labels, o);
+}
+
+Tensor EncoderClassifier::hidden_after(const Tensor& ids, const std::vector<int64_t>& lengths,
+                                       int64_t layers) {
+  nn::check_token_ids(ids, c_.src_vocab, "EncoderClassifier");
+  check_length(c_, 0, ids.size(1), "EncoderClassifier");
+  check_lengths(lengths, ids.size(0), ids.size(1), "EncoderClassifier");
+  nn::AttentionCall acall;
+  acall.key_lengths = lengths;
+  const Tensor x = embed_input(TokenEmbedder(c_, embed_.get(), pos_.get()).tokens(ids));
+  return encoder_->forward_layers(x, acall, 0, layers);
+}
+
+ModelOutput EncoderClassifier::forward_from(const Tensor& hidden, int64_t first_layer,
+                                            const std::vector<int64_t>& lengths, const Tensor& labels) {
+  ATTN_CHECK(hidden.defined() && hidden.rank() == 3 && hidden.size(2) == c_.d_model && hidden.size(1) >= 1,
+             "EncoderClassifier::forward_from: hidden states must be [B, L, ", c_.d_model, "]; got ",
+             hidden.defined() ? hidden.str() : "none");
+  const int64_t B = hidden.size(0);
+  check_lengths(lengths, B, hidden.size(1), "EncoderClassifier");
+  nn::AttentionCall acall;
+  acall.key_lengths = lengths;
+  const Tensor h = encoder_->forward_layers(hidden, acall, first_layer, encoder_->num_layers());
+  ModelOutput out;
+  out.logits = classifier_->forward(pool(h, lengths));  // [B, classes]
+  add_loss(out, labels, B);
   return out;
 }
 

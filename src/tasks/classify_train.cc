@@ -4,13 +4,20 @@
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
+#include <attn/core/precision.h>
 #include <attn/core/random.h>
 #include <attn/data/batch.h>
 #include <attn/data/reader.h>
 #include <attn/data/split.h>
+#include <attn/io/e5_container.h>
 #include <attn/io/files.h>
+#include <attn/io/model_files.h>
+#include <attn/io/safetensors.h>
 #include <attn/models/baseline.h>
+#include <attn/models/bert.h>
+#include <attn/models/bert_classifier.h>
 #include <attn/models/text_classifier.h>
+#include <attn/ops/basic.h>
 #include <attn/tasks/classify.h>
 #include <attn/train/comm.h>
 #include <attn/train/fit.h>
@@ -25,6 +32,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -220,15 +228,24 @@ class BudgetSchedule final : public train::Schedule {
   const int64_t& warmup_;
 };
 
-// The naive Bayes baseline on the same split: character unigrams + bigrams.
+// The baselines on the same split: naive Bayes and logistic regression over
+// character unigrams + bigrams of the whole text (not cut to max_len).
 struct Baseline {
   models::NaiveBayes nb;
-  models::Metrics valid, test;
-  double seconds = 0;
+  models::LogisticRegression lr;
+  models::Metrics valid, test, lr_valid, lr_test;
+  std::optional<models::Metrics> eval, lr_eval;  // on the second test set, when given
+  double seconds = 0, lr_seconds = 0;
 };
 
+models::LogisticRegressionOptions lr_options(uint64_t seed) {
+  models::LogisticRegressionOptions o;
+  o.seed = seed;
+  return o;
+}
+
 Baseline train_baseline(const data::Dataset& ds, const data::Split& split,
-                        const text::CharTokenizerOptions& to) {
+                        const text::CharTokenizerOptions& to, const data::Dataset* eval_set, uint64_t seed) {
   const auto t_nb = Clock::now();
   auto tokens_of = [&](int64_t i) { return text::char_tokenize(ds.examples[i].text, to); };
   std::vector<std::vector<std::string>> nb_docs;
@@ -238,19 +255,49 @@ Baseline train_baseline(const data::Dataset& ds, const data::Split& split,
     nb_labels.push_back(ds.examples[i].label);
   }
   const auto C = static_cast<int32_t>(ds.label_names.size());
-  Baseline b{models::NaiveBayes::train(nb_docs, nb_labels, C), {}, {}, 0};
-  auto nb_eval = [&](const std::vector<int64_t>& rows) {
+  Baseline b{models::NaiveBayes::train(nb_docs, nb_labels, C), {}, {}, {}, {}, {}, {}, {}, 0, 0};
+  auto score = [&](const auto& model, const data::Dataset& set, const std::vector<int64_t>& rows) {
     std::vector<int32_t> truth, pred;
     for (int64_t i : rows) {
-      truth.push_back(ds.examples[i].label);
-      pred.push_back(b.nb.predict(tokens_of(i)));
+      truth.push_back(set.examples[i].label);
+      pred.push_back(model.predict(text::char_tokenize(set.examples[i].text, to)));
     }
     return models::classification_metrics(truth, pred, C);
   };
-  b.valid = nb_eval(split.valid);
-  b.test = nb_eval(split.test);
+  std::vector<int64_t> eval_rows;
+  if (eval_set)
+    for (int64_t i = 0; i < eval_set->size(); ++i) eval_rows.push_back(i);
+  b.valid = score(b.nb, ds, split.valid);
+  b.test = score(b.nb, ds, split.test);
+  if (eval_set) b.eval = score(b.nb, *eval_set, eval_rows);
   b.seconds = seconds_since(t_nb);
+  const auto t_lr = Clock::now();
+  b.lr = models::LogisticRegression::train(nb_docs, nb_labels, C, lr_options(seed));
+  b.lr_valid = score(b.lr, ds, split.valid);
+  b.lr_test = score(b.lr, ds, split.test);
+  if (eval_set) b.lr_eval = score(b.lr, *eval_set, eval_rows);
+  b.lr_seconds = seconds_since(t_lr);
   return b;
+}
+
+// The second test set (ClassifyTrainOptions::eval), read with the training data's label names.
+std::optional<data::Dataset> load_eval_set(const ClassifyTrainOptions& s,
+                                           const std::vector<std::string>& labels) {
+  if (s.eval.empty()) return std::nullopt;
+  data::ReadOptions ro;
+  ro.normalize.lowercase_ascii = true;
+  ro.max_chars = s.max_chars;
+  data::TableSpec spec;
+  ClassifyTrainOptions f = s;
+  f.data = s.eval;
+  f.format = "";
+  spec.format = table_format(f);
+  spec.text_column = s.text_column;
+  spec.label_column = s.label_column;
+  spec.labels = labels;
+  data::Dataset d = data::read_table(s.eval, spec, ro);
+  ATTN_CHECK(d.size() > 0, s.eval, ": the evaluation set (--eval) holds no examples");
+  return d;
 }
 
 // ---- progress -----------------------------------------------------------------------------------
@@ -465,6 +512,534 @@ void write_outputs(const std::string& out, const models::TextClassifier& clf, co
   stage.commit();
 }
 
+// ---- fine-tuning a pretrained encoder (ClassifyTrainOptions::encoder) -------------------------
+
+struct PretrainedEncoder {
+  std::string name, source;
+  models::BertConfig config;
+  int64_t position_offset = 0;
+  models::TensorLookup weights;
+  std::shared_ptr<const models::PieceTokenizer> tokenizer;
+  bool mean_pool = false;  // the head reads the mean over tokens (as the model was trained), else [CLS]
+};
+
+PretrainedEncoder open_encoder(const std::string& name, const std::string& file) {
+  PretrainedEncoder e;
+  if (name == "minilm") {
+    const io::MiniLmFiles f = io::require_minilm(file);
+    e.name = "all-MiniLM-L6-v2";
+    e.source = f.weights;
+    e.config = models::BertConfig::from_file(f.config);
+    e.weights = models::safetensors_lookup(io::SafeTensorsFile::open(f.weights));
+    e.tokenizer = models::wordpiece_piece_tokenizer(f.dir);
+    return e;
+  }
+  if (name == "e5") {
+    const io::E5Container c = io::E5Container::open(io::require_e5(file));
+    const io::E5HfConfig h = c.hf_config();
+    e.name = "multilingual-e5-small";
+    e.source = c.path();
+    e.config = models::BertConfig::from_e5(h);
+    e.position_offset = e.config.position_offset;
+    e.weights = [c](const std::string& n) { return c.load_hf(n); };
+    e.tokenizer = models::e5_piece_tokenizer(c.path());
+    e.mean_pool = true;  // multilingual-e5 is trained with mean pooling (sentence-transformers' Pooling)
+    return e;
+  }
+  throw Error("--encoder must be e5 (multilingual-e5-small) or minilm (all-MiniLM-L6-v2); got '" + name +
+              "'");
+}
+
+// One example as the encoder reads it.
+struct PieceExample {
+  std::vector<int32_t> ids;
+  bool truncated = false;
+};
+
+// Hidden states of `rows` after the frozen part (embeddings + layers [0, k)), one [len, C]
+// tensor per row, computed once in eval mode in length-sorted batches.
+std::vector<Tensor> frozen_prefix(models::EncoderClassifier& model, const std::vector<PieceExample>& ex,
+                                  const std::vector<int64_t>& rows, int64_t k, int64_t& tokens) {
+  NoGradGuard ng;
+  model.eval();
+  std::vector<std::size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return ex[rows[a]].ids.size() < ex[rows[b]].ids.size();
+  });
+  std::vector<Tensor> out(rows.size());
+  const int64_t pad = model.config().pad_id;
+  for (std::size_t b0 = 0; b0 < order.size(); b0 += 32) {
+    const std::size_t b1 = std::min(order.size(), b0 + 32);
+    int64_t L = 0;
+    for (std::size_t i = b0; i < b1; ++i)
+      L = std::max<int64_t>(L, static_cast<int64_t>(ex[rows[order[i]]].ids.size()));
+    const auto B = static_cast<int64_t>(b1 - b0);
+    std::vector<int64_t> flat(static_cast<std::size_t>(B * L), pad), lengths;
+    for (std::size_t i = b0; i < b1; ++i) {
+      const auto& ids = ex[rows[order[i]]].ids;
+      std::copy(ids.begin(), ids.end(), flat.begin() + static_cast<int64_t>(i - b0) * L);
+      lengths.push_back(static_cast<int64_t>(ids.size()));
+      tokens += static_cast<int64_t>(ids.size());
+    }
+    const Tensor h = model.hidden_after(Tensor::from(flat, {B, L}), lengths, k);  // [B, L, C]
+    for (std::size_t i = b0; i < b1; ++i)
+      out[order[i]] = slice(h.select(0, static_cast<int64_t>(i - b0)), 0, 0, lengths[i - b0]).contiguous();
+  }
+  return out;
+}
+
+// A batch of cached hidden states, padded with zeros: [B, L, C] and the lengths.
+Tensor stack_hidden(const std::vector<Tensor>& cache, const std::vector<int64_t>& idx,
+                    std::vector<int64_t>& lengths) {
+  int64_t L = 0;
+  for (int64_t i : idx) L = std::max(L, cache[i].size(0));
+  const int64_t C = cache[idx[0]].size(1), B = static_cast<int64_t>(idx.size());
+  Tensor x = Tensor::zeros({B, L, C});
+  float* dst = x.data<float>();
+  lengths.clear();
+  for (int64_t b = 0; b < B; ++b) {
+    const Tensor& t = cache[idx[b]];
+    std::copy(t.data<float>(), t.data<float>() + t.numel(), dst + b * L * C);
+    lengths.push_back(t.size(0));
+  }
+  return x;
+}
+
+// Accuracy, loss and predictions of the trained part over cached rows (eval mode).
+EvalResult evaluate_cached(models::EncoderClassifier& model, const std::vector<Tensor>& cache,
+                           const std::vector<int32_t>& labels, int64_t k) {
+  NoGradGuard ng;
+  model.eval();
+  EvalResult r;
+  r.predicted.assign(cache.size(), -1);
+  r.truth = labels;
+  std::vector<int64_t> order(cache.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return cache[a].size(0) < cache[b].size(0); });
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (std::size_t b0 = 0; b0 < order.size(); b0 += 64) {
+    const std::vector<int64_t> idx(order.begin() + b0, order.begin() + std::min(order.size(), b0 + 64));
+    std::vector<int64_t> lengths, y;
+    for (int64_t i : idx) y.push_back(labels[i]);
+    const Tensor h = stack_hidden(cache, idx, lengths);
+    const models::ModelOutput o =
+        model.forward_from(h, k, lengths, Tensor::from(y, {static_cast<int64_t>(idx.size())}));
+    loss_sum += o.loss.to_vector()[0] * static_cast<double>(idx.size());
+    const Tensor logits = o.logits.contiguous();
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      int32_t best = 0;
+      for (int64_t c = 1; c < logits.size(1); ++c)
+        if (logits.at({static_cast<int64_t>(i), c}) > logits.at({static_cast<int64_t>(i), best}))
+          best = static_cast<int32_t>(c);
+      r.predicted[idx[i]] = best;
+      correct += best == labels[idx[i]];
+    }
+  }
+  r.loss = loss_sum / static_cast<double>(cache.size());
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(cache.size());
+  return r;
+}
+
+// A seeded pick of at most n rows (n <= 0: all), in a random order.
+std::vector<int64_t> pick_rows(const std::vector<int64_t>& rows, int64_t n, uint64_t seed) {
+  std::vector<int64_t> r = rows;
+  Rng rng(seed);
+  rng.shuffle(r);
+  if (n > 0 && static_cast<int64_t>(r.size()) > n) r.resize(static_cast<std::size_t>(n));
+  return r;
+}
+
+ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
+                                        const std::chrono::steady_clock::time_point t_start,
+                                        StepProgress& progress, CreatedFolders& created) {
+  ATTN_CHECK(s.encoder_max_len >= 3 && s.encoder_lr > 0 && s.encoder_epochs >= 1,
+             "train classify --encoder: max_len must be >= 3, lr > 0, epochs >= 1; got ", s.encoder_max_len,
+             ", ", s.encoder_lr, ", ", s.encoder_epochs);
+  // ---- data and baselines (as for the Transformer) ----
+  LoadedData d = load_data(s);
+  const data::Dataset& ds = d.dataset;
+  data::SplitOptions so;
+  so.seed = s.seed;
+  const data::Split split = data::make_split(ds, so);
+  data::check_split(split, ds);
+  progress.note("data: " + std::to_string(d.raw.size()) + " examples read; " + std::to_string(ds.size()) +
+                " after deduplication (" + d.dedup.describe() + ")");
+  progress.note("split: " + split.describe());
+  const auto C = static_cast<int32_t>(ds.label_names.size());
+  const std::optional<data::Dataset> eval_set = load_eval_set(s, ds.label_names);
+  text::CharTokenizerOptions to;
+  to.normalize.lowercase_ascii = true;
+  const Baseline base = train_baseline(ds, split, to, eval_set ? &*eval_set : nullptr, s.seed);
+  progress.note("baselines on the same split: naive Bayes valid " + pct(base.valid.accuracy) +
+                ", logistic regression valid " + pct(base.lr_valid.accuracy) + " (" +
+                fmt("%.1f", base.seconds + base.lr_seconds) + " s)");
+
+  // ---- the pretrained encoder as nn modules ----
+  const auto t_load = Clock::now();
+  const PretrainedEncoder pe = open_encoder(s.encoder, s.encoder_file);
+  const int64_t max_len = std::min(s.encoder_max_len, pe.config.max_position_embeddings - pe.position_offset);
+  const models::TransformerConfig cfg = models::bert_classifier_config(
+      pe.config, C, max_len, pe.position_offset, s.dropout, s.seed, pe.mean_pool);
+  models::TextClassifier clf(cfg, pe.tokenizer, ds.label_names, max_len);
+  // Frozen embeddings stay as the base model has them: the saved file leaves them out.
+  clf.set_embeddings_from_base(s.freeze_embeddings && pe.tokenizer->has_embeddings());
+  models::EncoderClassifier& model = clf.model();
+  models::load_bert_weights(model, pe.config, pe.weights, pe.position_offset);
+  const int64_t n_layers = cfg.encoder_layers;
+  const int64_t k = !s.freeze_embeddings  ? 0
+                    : s.freeze_layers < 0 ? std::max<int64_t>(0, n_layers - 2)
+                                          : s.freeze_layers;
+  ATTN_CHECK(k <= n_layers, "--freeze-layers must be at most the encoder's ", n_layers, " layers; got ", k);
+  ATTN_CHECK(s.freeze_embeddings || s.freeze_layers <= 0,
+             "--freeze-layers needs frozen embeddings (the frozen part is computed once from them)");
+  NamedParams trainable;
+  int64_t n_trainable = 0;
+  for (auto& [name, p] : model.named_parameters()) {
+    bool frozen = false;
+    if (s.freeze_embeddings && (name.rfind("embed", 0) == 0 || name.rfind("pos.", 0) == 0)) frozen = true;
+    for (int64_t i = 0; i < k && !frozen; ++i)
+      frozen = name.rfind("encoder.layers." + std::to_string(i) + ".", 0) == 0;
+    if (frozen) {
+      Tensor q = p;
+      q.set_requires_grad(false);
+    } else {
+      trainable.emplace_back(name, p);
+      n_trainable += p.numel();
+    }
+  }
+  progress.note("encoder: " + pe.name + " (" + pe.source + "), " + std::to_string(n_layers) +
+                " layers, hidden " + std::to_string(cfg.d_model) + "; " +
+                std::to_string(model.num_parameters()) + " parameters, " + std::to_string(n_trainable) +
+                " trained (" +
+                (s.freeze_embeddings ? "embeddings and layers 0-" + std::to_string(k - 1) + " frozen"
+                                     : std::string("nothing frozen")) +
+                "); loaded in " + fmt("%.1f", seconds_since(t_load)) + " s");
+
+  // ---- pieces ----
+  std::vector<PieceExample> ex(static_cast<std::size_t>(ds.size()));
+  std::vector<int32_t> labels_of(static_cast<std::size_t>(ds.size()));
+  int64_t truncated = 0, unknown = 0, pieces = 0;
+  for (int64_t i = 0; i < ds.size(); ++i) {
+    models::Classification c;
+    ex[i].ids = clf.input_ids(ds.examples[i].text, c);
+    ex[i].truncated = c.truncated;
+    truncated += c.truncated;
+    for (bool u : c.unknown) unknown += u;
+    pieces += static_cast<int64_t>(ex[i].ids.size());
+    labels_of[i] = ds.examples[i].label;
+  }
+  const std::vector<int64_t> train_rows = pick_rows(split.train, s.max_train, mix_seed(s.seed, 11));
+  const std::vector<int64_t> valid_rows = pick_rows(split.valid, s.max_valid, mix_seed(s.seed, 12));
+  const std::vector<int64_t>& test_rows = split.test;
+  progress.note("pieces: " + std::to_string(truncated) + " of " + std::to_string(ds.size()) +
+                " texts longer than " + std::to_string(max_len - 2) +
+                " pieces are cut (truncation reported); " +
+                fmt("%.2f", 100.0 * static_cast<double>(unknown) / std::max<int64_t>(1, pieces)) +
+                "% of pieces are unknown; fine-tuning on " + std::to_string(train_rows.size()) + " of " +
+                std::to_string(split.train.size()) + " training examples, validating on " +
+                std::to_string(valid_rows.size()));
+
+  // ---- the frozen part, once ----
+  const auto t_prefix = Clock::now();
+  int64_t prefix_tokens = 0;
+  const std::vector<Tensor> train_cache = frozen_prefix(model, ex, train_rows, k, prefix_tokens);
+  const std::vector<Tensor> valid_cache = frozen_prefix(model, ex, valid_rows, k, prefix_tokens);
+  const std::vector<Tensor> test_cache = frozen_prefix(model, ex, test_rows, k, prefix_tokens);
+  const double prefix_seconds = seconds_since(t_prefix);
+  progress.note("frozen part (embeddings + " + std::to_string(k) + " layers) computed once for " +
+                std::to_string(train_rows.size() + valid_rows.size() + test_rows.size()) + " examples, " +
+                std::to_string(prefix_tokens) + " tokens, in " + duration(prefix_seconds) + " (" +
+                fmt("%.0f", static_cast<double>(prefix_tokens) / std::max(1e-9, prefix_seconds)) +
+                " tokens/s)");
+  auto labels_for = [&](const std::vector<int64_t>& rows) {
+    std::vector<int32_t> y;
+    for (int64_t i : rows) y.push_back(labels_of[i]);
+    return y;
+  };
+  const std::vector<int32_t> valid_y = labels_for(valid_rows), test_y = labels_for(test_rows);
+
+  // ---- training the layers above ----
+  std::vector<int64_t> train_len(train_cache.size());
+  std::vector<int64_t> train_idx(train_cache.size());
+  for (std::size_t i = 0; i < train_cache.size(); ++i)
+    train_len[i] = train_cache[i].size(0), train_idx[i] = static_cast<int64_t>(i);
+  const int64_t steps_per_epoch = (static_cast<int64_t>(train_idx.size()) + s.batch_size - 1) / s.batch_size;
+  const int64_t total = s.encoder_epochs * steps_per_epoch;
+  const int64_t warmup = std::max<int64_t>(1, total / 10);
+  const train::WarmupCosineSchedule schedule(s.encoder_lr, warmup, total, s.encoder_lr * 0.02);
+  train::AdamWOptions ao;
+  ao.lr = s.encoder_lr;
+  ao.weight_decay = s.weight_decay;
+  train::AdamW opt(trainable, ao);
+  train::TrainerOptions tro;
+  tro.clip_norm = s.clip;
+  train::Trainer trainer(opt, schedule, tro, s.seed);
+  std::vector<std::vector<int64_t>> batches;
+  int64_t step = 0, tokens = 0, skipped = 0;
+  double first_loss = 0;
+  struct HistoryRow {
+    int64_t step, epoch;
+    double train_loss, valid_loss, valid_accuracy, lr, seconds;
+  };
+  std::vector<HistoryRow> history;
+  const MatmulPrecision prec_before = matmul_precision();
+  if (s.bf16) set_matmul_precision(MatmulPrecision::bf16);
+  train::FitHooks hooks;
+  hooks.epoch_batches = [&](int64_t epoch) {
+    batches = bucketed_batches(train_idx, train_len, s.batch_size, s.seed, epoch);
+    return static_cast<int64_t>(batches.size());
+  };
+  hooks.loss = [&](int64_t, int64_t bi, const train::StepContext&) {
+    model.train();
+    const std::vector<int64_t>& idx = batches[static_cast<std::size_t>(bi)];
+    std::vector<int64_t> lengths, y;
+    for (int64_t i : idx) y.push_back(labels_of[train_rows[i]]);
+    const Tensor h = stack_hidden(train_cache, idx, lengths);
+    for (int64_t l : lengths) tokens += l;
+    return model.forward_from(h, k, lengths, Tensor::from(y, {static_cast<int64_t>(idx.size())})).loss;
+  };
+  hooks.evaluate = [&] {
+    const EvalResult v = evaluate_cached(model, valid_cache, valid_y, k);
+    return train::EvalScore{v.accuracy, v.loss};
+  };
+  hooks.on_step = [&](train::FitStep& fs) {
+    step = fs.result.step;
+    if (fs.result.skipped || !std::isfinite(fs.result.loss)) ++skipped;
+    ATTN_CHECK(skipped <= 20, "fine-tuning diverged: ", skipped,
+               " updates skipped for NaN/Inf (try a lower --lr)");
+    if (step == 1) first_loss = fs.result.loss;
+    progress.step(step, total, fs.epoch, fs.result.loss,
+                  static_cast<double>(tokens) / std::max(1e-9, fs.seconds),
+                  fs.seconds / static_cast<double>(step) * static_cast<double>(total - step));
+  };
+  hooks.on_eval = [&](const train::FitEval& e) {
+    history.push_back({e.step, e.epoch, e.train_loss, e.score.loss, e.score.score, e.lr, e.seconds});
+    progress.note("step " + std::to_string(e.step) + " epoch " + std::to_string(e.epoch + 1) +
+                  ": train loss " + fmt("%.4f", e.train_loss) + ", valid loss " + fmt("%.4f", e.score.loss) +
+                  ", valid accuracy " + pct(e.score.score) + (e.best ? " (best)" : ""));
+  };
+  train::FitOptions fo;
+  fo.epochs = s.encoder_epochs;
+  fo.time_budget_s = s.minutes > 0 ? s.minutes * 60.0 : 0.0;
+  fo.eval_every = s.eval_every;
+  fo.patience = s.patience;
+  fo.keep_best = true;
+  train::FitResult fr;
+  try {
+    fr = train::fit(trainer, hooks, fo, trainable);
+  } catch (...) {
+    set_matmul_precision(prec_before);
+    throw;
+  }
+  set_matmul_precision(prec_before);
+  progress.done();
+  const double train_seconds = fr.seconds;
+  const std::string stop_reason =
+      fr.reason == train::StopReason::patience
+          ? "early stop: no better validation accuracy in " + std::to_string(s.patience) + " validations"
+      : fo.time_budget_s > 0 && step < total ? std::string("time budget reached")
+                                             : std::string("all epochs done");
+  progress.note(stop_reason + "; kept the weights of step " + std::to_string(fr.best_step) +
+                " (valid accuracy " + pct(fr.best.score) + ")");
+
+  // ---- test, clean set ----
+  const auto t_test = Clock::now();
+  const EvalResult te = evaluate_cached(model, test_cache, test_y, k);
+  const models::Metrics test = models::classification_metrics(te.truth, te.predicted, C);
+  std::optional<models::Metrics> eval_metrics;
+  if (eval_set) {
+    std::vector<int32_t> truth, pred;
+    const std::vector<models::Classification> cs = clf.classify(eval_set->texts());
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      truth.push_back(eval_set->examples[i].label);
+      pred.push_back(cs[i].label);
+    }
+    eval_metrics = models::classification_metrics(truth, pred, C);
+  }
+  const double test_seconds = seconds_since(t_test);
+
+  // Held-out test reviews for `attn classify --file`: short ones, both classes.
+  std::string sample_text;
+  for (int32_t c = 0; c < C; ++c) {
+    int64_t taken = 0;
+    for (int64_t i : split.test) {
+      const auto n = static_cast<int64_t>(ex[i].ids.size());
+      if (ds.examples[i].label == c && n >= 10 && n <= 30 && taken < 3) {
+        sample_text += ds.examples[i].text + "\n";
+        ++taken;
+      }
+    }
+  }
+
+  // ---- outputs ----
+  const double total_seconds = seconds_since(t_start);
+  const double tok_s = static_cast<double>(tokens) / std::max(1e-9, train_seconds);
+  Value split_summary =
+      Value::object({{"description", Value::string(split.describe())},
+                     {"seed", Value::string(hex64(split.seed))},
+                     {"input_hash", Value::string(hex64(split.input_hash))},
+                     {"counts", Value::object({{"train", Value::integer(split.train.size())},
+                                               {"valid", Value::integer(split.valid.size())},
+                                               {"test", Value::integer(split.test.size())}})},
+                     {"fine_tune_rows", Value::object({{"train", Value::integer(train_rows.size())},
+                                                       {"valid", Value::integer(valid_rows.size())},
+                                                       {"test", Value::integer(test_rows.size())}})},
+                     {"dedup", Value::string(d.dedup.describe())}});
+  Value hist = Value::array();
+  for (const auto& h : history)
+    hist.push_back(Value::object({{"step", Value::integer(h.step)},
+                                  {"epoch", Value::integer(h.epoch + 1)},
+                                  {"train_loss", Value::number(h.train_loss)},
+                                  {"valid_loss", Value::number(h.valid_loss)},
+                                  {"valid_accuracy", Value::number(h.valid_accuracy)},
+                                  {"lr", Value::number(h.lr)},
+                                  {"seconds", Value::number(h.seconds)}}));
+  Value encoder = Value::object(
+      {{"name", Value::string(pe.name)},
+       {"source", Value::string(pe.source)},
+       {"layers", Value::integer(n_layers)},
+       {"frozen_embeddings", Value::boolean(s.freeze_embeddings)},
+       {"frozen_layers", Value::integer(k)},
+       {"trained_parameters", Value::integer(n_trainable)},
+       {"max_len", Value::integer(max_len)},
+       {"texts_truncated", Value::integer(truncated)},
+       {"unknown_piece_rate", Value::number(static_cast<double>(unknown) / std::max<int64_t>(1, pieces))},
+       {"prefix_tokens", Value::integer(prefix_tokens)},
+       {"prefix_seconds", Value::number(prefix_seconds)}});
+  Value training = Value::object({{"steps", Value::integer(step)},
+                                  {"steps_per_epoch", Value::integer(steps_per_epoch)},
+                                  {"batch_size", Value::integer(s.batch_size)},
+                                  {"optimizer", Value::string("AdamW")},
+                                  {"lr", Value::number(s.encoder_lr)},
+                                  {"weight_decay", Value::number(s.weight_decay)},
+                                  {"schedule", schedule.to_json()},
+                                  {"bf16", Value::boolean(s.bf16)},
+                                  {"stop_reason", Value::string(stop_reason)},
+                                  {"best_step", Value::integer(fr.best_step)},
+                                  {"skipped_steps", Value::integer(skipped)},
+                                  {"first_step_loss", Value::number(first_loss)},
+                                  {"train_seconds", Value::number(train_seconds)},
+                                  {"tokens_per_second", Value::number(tok_s)},
+                                  {"threads", Value::integer(num_threads())},
+                                  {"history", hist}});
+  Value report = Value::object(
+      {{"task", Value::string("classify")},
+       {"command", Value::string(s.command)},
+       {"labels",
+        [&] {
+          Value l = Value::array();
+          for (const auto& n : ds.label_names) l.push_back(Value::string(n));
+          return l;
+        }()},
+       {"split", split_summary},
+       {"encoder", encoder},
+       {"model",
+        Value::object({{"config", cfg.to_json()}, {"parameters", Value::integer(model.num_parameters())}})},
+       {"training", training},
+       {"valid",
+        Value::object({{"accuracy", Value::number(fr.best.score)}, {"loss", Value::number(fr.best.loss)}})},
+       {"test", test.to_json(ds.label_names)},
+       {"baseline",
+        Value::object({{"name", Value::string("multinomial naive Bayes, character unigrams + bigrams")},
+                       {"test", base.test.to_json(ds.label_names)}})},
+       {"logistic_regression",
+        Value::object({{"name", Value::string("logistic regression, character 1-2-grams")},
+                       {"test", base.lr_test.to_json(ds.label_names)}})},
+       {"clean_eval", eval_set
+                          ? Value::object({{"file", Value::string(s.eval)},
+                                           {"count", Value::integer(eval_set->size())},
+                                           {"model", eval_metrics->to_json(ds.label_names)},
+                                           {"baseline", base.eval->to_json(ds.label_names)},
+                                           {"logistic_regression", base.lr_eval->to_json(ds.label_names)}})
+                          : Value()},
+       {"total_seconds", Value::number(total_seconds)}});
+
+  std::string md = "# Review classifier (fine-tuned " + pe.name + "): test report\n\n";
+  md += "Command: `" + s.command + "`\n\n";
+  md += "## Test results (" + std::to_string(test.count) + " held-out examples)\n\n";
+  md += "| model | accuracy | macro F1";
+  for (const auto& l : ds.label_names) md += " | " + l + " P / R / F1";
+  md += " |\n|---|---:|---:";
+  for (std::size_t i = 0; i < ds.label_names.size(); ++i) md += "|---:";
+  md += "|\n";
+  md += metrics_rows("fine-tuned " + pe.name, test);
+  md += metrics_rows("naive Bayes baseline", base.test);
+  md += metrics_rows("logistic regression baseline", base.lr_test);
+  md += confusion_md("Fine-tuned " + pe.name, test, ds.label_names);
+  md += confusion_md("Logistic regression baseline", base.lr_test, ds.label_names);
+  if (eval_set) {
+    md +=
+        "\n## Clean evaluation set (" + std::to_string(eval_set->size()) + " examples, `" + s.eval + "`)\n\n";
+    md += "| model | accuracy | macro F1 |\n|---|---:|---:|\n";
+    md += "| fine-tuned " + pe.name + " | " + pct(eval_metrics->accuracy) + " | " +
+          fmt("%.4f", eval_metrics->macro_f1) + " |\n";
+    md += "| naive Bayes baseline | " + pct(base.eval->accuracy) + " | " + fmt("%.4f", base.eval->macro_f1) +
+          " |\n";
+    md += "| logistic regression baseline | " + pct(base.lr_eval->accuracy) + " | " +
+          fmt("%.4f", base.lr_eval->macro_f1) + " |\n";
+    md += confusion_md("Fine-tuned " + pe.name, *eval_metrics, ds.label_names);
+  }
+  md += "\n## Encoder and training\n\n";
+  md += "- " + pe.name + " from `" + pe.source + "`: " + std::to_string(n_layers) +
+        " post-norm layers, hidden " + std::to_string(cfg.d_model) + ", " + std::to_string(cfg.heads) +
+        " heads; a [CLS] head (Linear) on top\n";
+  md += "- frozen: " +
+        std::string(s.freeze_embeddings ? "embeddings and layers 0-" + std::to_string(k - 1) : "nothing") +
+        ", computed once per example (" + std::to_string(prefix_tokens) + " tokens in " +
+        duration(prefix_seconds) + "); trained: " + std::to_string(n_trainable) + " parameters\n";
+  md += "- max length " + std::to_string(max_len) + " pieces: " + std::to_string(truncated) + " of " +
+        std::to_string(ds.size()) + " texts cut\n";
+  md += "- fine-tuned on " + std::to_string(train_rows.size()) + " of " + std::to_string(split.train.size()) +
+        " training examples, validated on " + std::to_string(valid_rows.size()) +
+        "; the test split is whole\n";
+  md += "- AdamW (lr " + fmt("%g", s.encoder_lr) + "), warmup " + std::to_string(warmup) + " + cosine over " +
+        std::to_string(total) + " steps, batches of " + std::to_string(s.batch_size) +
+        (s.bf16 ? ", bf16 products" : "") + "\n";
+  md += "- " + std::to_string(step) + " steps in " + duration(train_seconds) + " on " +
+        std::to_string(num_threads()) + " threads, " + fmt("%.0f", tok_s) +
+        " tokens/s through the trained layers; " + stop_reason + "\n";
+  md +=
+      "- best validation accuracy " + pct(fr.best.score) + " at step " + std::to_string(fr.best_step) + "\n";
+  md += "\nTotal time " + duration(total_seconds) + ".\n";
+
+  Value extra = Value::object({{"split", split_summary},
+                               {"encoder", encoder},
+                               {"test_accuracy", Value::number(test.accuracy)},
+                               {"baseline_test_accuracy", Value::number(base.test.accuracy)}});
+  write_outputs(s.out, clf, extra, split, sample_text, report, md);
+  created.keep();
+
+  ClassifyTrainResult result;
+  result.summary = "fine-tuned " + pe.name + ": test accuracy " + pct(test.accuracy) + " (macro F1 " +
+                   fmt("%.4f", test.macro_f1) + ") on " + std::to_string(test.count) +
+                   " held-out reviews; naive Bayes " + pct(base.test.accuracy) + ", logistic regression " +
+                   pct(base.lr_test.accuracy) + "\n";
+  if (eval_set)
+    result.summary += "clean set (" + std::to_string(eval_set->size()) + " reviews, " + s.eval +
+                      "): fine-tuned " + pct(eval_metrics->accuracy) + ", naive Bayes " +
+                      pct(base.eval->accuracy) + ", logistic regression " + pct(base.lr_eval->accuracy) +
+                      "\n";
+  result.summary += "fine-tuned " + std::to_string(step) + " steps in " + duration(train_seconds) + " (" +
+                    fmt("%.0f", tok_s) + " tokens/s), frozen part " + duration(prefix_seconds) + ", test " +
+                    duration(test_seconds) + "; model " + (fs::path(s.out) / "model.attn").string() + "\n";
+  result.report = std::move(report);
+  result.report_md = std::move(md);
+  result.test_accuracy = test.accuracy;
+  result.baseline_test_accuracy = base.test.accuracy;
+  result.lr_test_accuracy = base.lr_test.accuracy;
+  if (eval_set) {
+    result.eval_accuracy = eval_metrics->accuracy;
+    result.baseline_eval_accuracy = base.eval->accuracy;
+    result.lr_eval_accuracy = base.lr_eval->accuracy;
+  }
+  result.test_count = test.count;
+  result.model_path = (fs::path(s.out) / "model.attn").string();
+  return result;
+}
+
 }  // namespace
 
 ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
@@ -487,6 +1062,8 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
     std::remove(probe.c_str());
   }
 
+  if (!s.encoder.empty()) return finetune_classifier(s, t_start, progress, created);
+
   // ---- data ----
   const Prepared prep = prepare(s, progress);
   const LoadedData& d = prep.d;
@@ -501,12 +1078,15 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
 
   // ---- baseline ----
   const auto C = static_cast<int32_t>(ds.label_names.size());
-  const Baseline base = train_baseline(ds, split, to);
+  const std::optional<data::Dataset> eval_set = load_eval_set(s, ds.label_names);
+  const Baseline base = train_baseline(ds, split, to, eval_set ? &*eval_set : nullptr, s.seed);
   const models::NaiveBayes& nb = base.nb;
   const models::Metrics &nb_valid = base.valid, &nb_test = base.test;
   const double nb_seconds = base.seconds;
   progress.note("baseline (naive Bayes, character unigrams + bigrams): valid accuracy " +
                 pct(nb_valid.accuracy) + ", trained in " + fmt("%.1f", nb_seconds) + " s");
+  progress.note("baseline (logistic regression, character unigrams + bigrams): valid accuracy " +
+                pct(base.lr_valid.accuracy) + ", trained in " + fmt("%.1f", base.lr_seconds) + " s");
 
   // ---- model ----
   models::TransformerConfig cfg;
@@ -668,6 +1248,16 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   const EvalResult te = evaluate(model, enc, split.test, length, s.max_len);
   const models::Metrics test = models::classification_metrics(te.truth, te.predicted, C);
   const EvalResult va = evaluate(model, enc, split.valid, length, s.max_len);
+  std::optional<models::Metrics> eval_metrics;
+  if (eval_set) {
+    std::vector<int32_t> truth, pred;
+    const std::vector<models::Classification> cs = clf.classify(eval_set->texts());
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      truth.push_back(eval_set->examples[i].label);
+      pred.push_back(cs[i].label);
+    }
+    eval_metrics = models::classification_metrics(truth, pred, C);
+  }
 
   // A few held-out test reviews, short ones, both classes, for `attn classify --file`.
   std::vector<std::string> sample;
@@ -780,6 +1370,22 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
              {"seconds", Value::number(nb_seconds)},
              {"valid_accuracy", Value::number(nb_valid.accuracy)},
              {"test", nb_test.to_json(ds.label_names)}})},
+       {"logistic_regression",
+        Value::object(
+            {{"name", Value::string("logistic regression (softmax, L2 " + fmt("%g", base.lr.options().l2) +
+                                    "), binary character unigrams + bigrams, unit-norm rows, SGD " +
+                                    std::to_string(base.lr.options().epochs) + " epochs")},
+             {"features", Value::integer(base.lr.num_features())},
+             {"seconds", Value::number(base.lr_seconds)},
+             {"valid_accuracy", Value::number(base.lr_valid.accuracy)},
+             {"test", base.lr_test.to_json(ds.label_names)}})},
+       {"clean_eval", eval_set
+                          ? Value::object({{"file", Value::string(s.eval)},
+                                           {"count", Value::integer(eval_set->size())},
+                                           {"model", eval_metrics->to_json(ds.label_names)},
+                                           {"baseline", base.eval->to_json(ds.label_names)},
+                                           {"logistic_regression", base.lr_eval->to_json(ds.label_names)}})
+                          : Value()},
        {"total_seconds", Value::number(total_seconds)},
        {"outputs",
         Value::object({{"model", Value::string((fs::path(s.out) / "model.attn").string())},
@@ -797,8 +1403,23 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   md += "|\n";
   md += metrics_rows("Transformer encoder", test);
   md += metrics_rows("naive Bayes baseline", nb_test);
+  md += metrics_rows("logistic regression baseline", base.lr_test);
   md += confusion_md("Transformer encoder", test, ds.label_names);
   md += confusion_md("Naive Bayes baseline", nb_test, ds.label_names);
+  md += confusion_md("Logistic regression baseline", base.lr_test, ds.label_names);
+  if (eval_set) {
+    md +=
+        "\n## Clean evaluation set (" + std::to_string(eval_set->size()) + " examples, `" + s.eval + "`)\n\n";
+    md += "| model | accuracy | macro F1";
+    for (const auto& l : ds.label_names) md += " | " + l + " P / R / F1";
+    md += " |\n|---|---:|---:";
+    for (std::size_t i = 0; i < ds.label_names.size(); ++i) md += "|---:";
+    md += "|\n";
+    md += metrics_rows("Transformer encoder", *eval_metrics);
+    md += metrics_rows("naive Bayes baseline", *base.eval);
+    md += metrics_rows("logistic regression baseline", *base.lr_eval);
+    md += confusion_md("Transformer encoder", *eval_metrics, ds.label_names);
+  }
   md += "\n## Data\n\n";
   for (const auto& f : d.sources) md += "- source: `" + f + "`\n";
   md += "- read: " + std::to_string(d.raw.size()) + " examples (" + d.raw.report.describe() + ")\n";
@@ -851,6 +1472,12 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
       pct(test.accuracy).c_str(), test.macro_f1, pct(nb_test.accuracy).c_str(), nb_test.macro_f1,
       static_cast<long long>(test.count));
   result.summary = line;
+  result.summary +=
+      "logistic regression baseline " + pct(base.lr_test.accuracy) + " on the same test split\n";
+  if (eval_set)
+    result.summary += "clean set (" + std::to_string(eval_set->size()) + " reviews, " + s.eval + "): model " +
+                      pct(eval_metrics->accuracy) + ", naive Bayes " + pct(base.eval->accuracy) +
+                      ", logistic regression " + pct(base.lr_eval->accuracy) + "\n";
   result.summary += "trained " + std::to_string(step) + " steps in " + duration(train_seconds) + "; model " +
                     (fs::path(s.out) / "model.attn").string() + ", report " +
                     (fs::path(s.out) / "report.md").string() + "\n";
@@ -858,6 +1485,12 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
   result.report_md = std::move(md);
   result.test_accuracy = test.accuracy;
   result.baseline_test_accuracy = nb_test.accuracy;
+  result.lr_test_accuracy = base.lr_test.accuracy;
+  if (eval_set) {
+    result.eval_accuracy = eval_metrics->accuracy;
+    result.baseline_eval_accuracy = base.eval->accuracy;
+    result.lr_eval_accuracy = base.lr_eval->accuracy;
+  }
   result.test_count = test.count;
   result.model_path = (fs::path(s.out) / "model.attn").string();
   return result;

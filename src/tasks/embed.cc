@@ -6,6 +6,7 @@
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <attn/tasks/embed.h>
+#include <attn/text/utf8.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -32,13 +33,18 @@ std::string float_str(float v) {
   return buf;
 }
 
+// The first 40 bytes of a text for a note, never cutting a UTF-8 sequence.
+std::string shown_prefix(const std::string& text) {
+  if (text.size() <= 40) return text;
+  return text.substr(0, text::complete_utf8_prefix(std::string_view(text).substr(0, 40))) + "...";
+}
+
 void note_truncated(const NoteFn& note, const std::vector<std::string>& texts, const models::Embeddings& e,
                     const models::SentenceEncoder& enc) {
   if (!note) return;
   for (std::size_t i = 0; i < texts.size(); ++i)
     if (e.truncated[i])
-      note("note: text " + std::to_string(i + 1) + " (\"" + texts[i].substr(0, 40) +
-           (texts[i].size() > 40 ? "..." : "") + "\") is longer than " +
+      note("note: text " + std::to_string(i + 1) + " (\"" + shown_prefix(texts[i]) + "\") is longer than " +
            std::to_string(enc.max_seq_length()) + " tokens and was truncated");
 }
 
@@ -145,8 +151,19 @@ Tensor corpus_vectors(const SearchOptions& o, const models::SentenceEncoder& enc
   }
   std::vector<std::string> texts;
   for (const auto& l : lines) texts.push_back(l.text);
-  vecs = enc.embed(texts).vectors.contiguous();
+  models::EmbedOptions eo;
+  eo.role = models::TextRole::passage;  // e5: "passage: " for the documents searched
+  const models::Embeddings e = enc.embed(texts, eo);
+  vecs = e.vectors.contiguous();
   check_vectors(vecs, "search: the corpus embeddings");
+  std::size_t mostly_unknown = 0;
+  for (double u : e.unknown_share) mostly_unknown += u >= models::kMostlyUnknownShare ? 1 : 0;
+  if (mostly_unknown > 0 && o.note)
+    o.note(
+        "warning: " + std::to_string(mostly_unknown) + " of " + std::to_string(N) +
+        " corpus lines are mostly unknown pieces (" + enc.tokenizer().id_to_token(enc.tokenizer().unk_id()) +
+        ") for " + enc.name() + ": the model does not read them" +
+        (enc.name() == "multilingual-e5-small" ? "" : " (for Chinese and other languages try --model e5)"));
   if (!cpath.empty()) {
     try {
       const std::span<const std::byte> raw(static_cast<const std::byte*>(vecs.raw_data()),
@@ -170,23 +187,43 @@ Tensor corpus_vectors(const SearchOptions& o, const models::SentenceEncoder& enc
 
 }  // namespace
 
-const models::SentenceEncoder& load_encoder(const std::string& dir) {
+const models::SentenceEncoder& load_encoder(const std::string& model) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<models::SentenceEncoder>> cache;
+  const bool e5 = model == "e5" || model == "multilingual-e5-small";
+  const std::string key = e5 ? "e5" : (model == "minilm" || model == "all-MiniLM-L6-v2") ? "" : model;
   const std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[dir];
-  if (!slot) slot = std::make_unique<models::SentenceEncoder>(models::SentenceEncoder::load(dir));
+  auto& slot = cache[key];
+  if (!slot)
+    slot = std::make_unique<models::SentenceEncoder>(e5 ? models::SentenceEncoder::load_e5()
+                                                        : models::SentenceEncoder::load(key));
   return *slot;
 }
 
 NamedEncoder find_encoder(const std::string& name_or_dir) {
   if (name_or_dir.empty() || name_or_dir == "minilm" || name_or_dir == "all-MiniLM-L6-v2")
     return {"all-MiniLM-L6-v2", &load_encoder("")};
+  if (name_or_dir == "e5" || name_or_dir == "multilingual-e5-small")
+    return {"multilingual-e5-small", &load_encoder("e5")};
   std::string id = name_or_dir;
   while (id.size() > 1 && id.back() == '/') id.pop_back();
   const std::size_t slash = id.find_last_of('/');
   if (slash != std::string::npos && slash + 1 < id.size()) id = id.substr(slash + 1);
   return {id, &load_encoder(name_or_dir)};
+}
+
+void note_unknown(const std::function<void(const std::string&)>& note, const std::vector<std::string>& texts,
+                  const std::vector<double>& unknown_share, const models::SentenceEncoder& enc) {
+  if (!note) return;
+  for (std::size_t i = 0; i < texts.size() && i < unknown_share.size(); ++i) {
+    if (unknown_share[i] < models::kMostlyUnknownShare) continue;
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * unknown_share[i]);
+    note("warning: text " + std::to_string(i + 1) + " (\"" + shown_prefix(texts[i]) + "\") is " + pct +
+         " unknown pieces (" + enc.tokenizer().id_to_token(enc.tokenizer().unk_id()) + ") for " + enc.name() +
+         ": the model does not read most of it" +
+         (enc.name() == "multilingual-e5-small" ? "" : " (for Chinese and other languages try --model e5)"));
+  }
 }
 
 std::vector<Line> nonempty_lines(std::string_view text) {
@@ -285,9 +322,11 @@ std::string embed(const EmbedOptions& o) {
   const models::SentenceEncoder& enc = load_encoder(o.model);
   models::EmbedOptions eo;
   eo.batch_size = o.batch_size;
+  eo.role = o.role;
   const models::Embeddings e = enc.embed(o.texts, eo);
   check_vectors(e.vectors, "embed: the embeddings");
   note_truncated(o.note, o.texts, e, enc);
+  note_unknown(o.note, o.texts, e.unknown_share, enc);
   switch (o.format) {
     case EmbedFormat::npy:
       return npy_bytes(e.vectors);
@@ -302,9 +341,12 @@ std::string embed(const EmbedOptions& o) {
 double similarity(const SimilarityOptions& o) {
   const models::SentenceEncoder& enc = load_encoder(o.model);
   const std::vector<std::string> texts = {o.a, o.b};
-  const models::Embeddings e = enc.embed(texts);
+  models::EmbedOptions eo;
+  eo.role = o.role;
+  const models::Embeddings e = enc.embed(texts, eo);
   check_vectors(e.vectors, "similarity: the embeddings");
   note_truncated(o.note, texts, e, enc);
+  note_unknown(o.note, texts, e.unknown_share, enc);
   const Tensor c = e.vectors.contiguous();
   const float* p = c.data<float>();
   const double sim = cosine(p, p + enc.dim(), enc.dim());
@@ -321,9 +363,12 @@ std::vector<SearchHit> search(const SearchOptions& o) {
   const auto N = static_cast<int64_t>(lines.size());
   const Tensor vecs = corpus_vectors(o, enc, bytes, lines).contiguous();
   const std::vector<std::string> query = {o.query};
-  const models::Embeddings q = enc.embed(query);
+  models::EmbedOptions qo;
+  qo.role = models::TextRole::query;
+  const models::Embeddings q = enc.embed(query, qo);
   check_vectors(q.vectors, "search: the query embedding");
   note_truncated(o.note, query, q, enc);
+  note_unknown(o.note, query, q.unknown_share, enc);
   const Tensor qc = q.vectors.contiguous();
   const float* qp = qc.data<float>();
   const float* vp = vecs.data<float>();

@@ -217,9 +217,12 @@ AttributionInput attribution_input(const models::TextClassifier& model, const st
   in.tokens = c.tokens;
   in.labels = model.labels();
   in.truncated = c.truncated;
-  in.ids.push_back(text::Vocab::kCls);
-  for (std::size_t t = 1; t < c.tokens.size(); ++t)
-    in.ids.push_back(model.tokenizer().vocab().id(c.tokens[t]));
+  in.ids.assign(c.ids.begin(), c.ids.end());  // what the model read (characters or pretrained pieces)
+  if (in.ids.empty()) {                       // a Classification made by hand: the character vocabulary
+    in.ids.push_back(text::Vocab::kCls);
+    for (std::size_t t = 1; t < c.tokens.size(); ++t)
+      in.ids.push_back(model.tokenizer().vocab().id(c.tokens[t]));
+  }
   return in;
 }
 

@@ -380,9 +380,7 @@ Report explain_model(const ModelOptions& options) {
   ex.model = &clf->model();
   ex.model_name = std::filesystem::path(path).filename().string();
   ex.tokens = c.tokens;
-  ex.ids.push_back(text::Vocab::kCls);
-  for (std::size_t t = 1; t < c.tokens.size(); ++t)
-    ex.ids.push_back(clf->tokenizer().vocab().id(c.tokens[t]));
+  ex.ids.assign(c.ids.begin(), c.ids.end());  // characters or a pretrained encoder's pieces, as read
   const models::TransformerConfig& cfg = clf->model().config();
   ATTN_CHECK(cfg.encoder_layers >= 1, "--model: the model has no encoder layers (no attention to explain)");
   ex.layer = options.layer.value_or(cfg.encoder_layers - 1);

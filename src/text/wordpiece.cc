@@ -320,6 +320,18 @@ Encoding WordPieceTokenizer::encode(std::string_view text, bool add_special_toke
   return e;
 }
 
+std::vector<int32_t> WordPieceTokenizer::encode_for_model(std::string_view text, int64_t max_length,
+                                                          bool* truncated) const {
+  ATTN_CHECK(max_length >= 2, "wordpiece: max_length ", max_length, " leaves no room for [CLS] and [SEP]");
+  std::vector<int32_t> ids = tokenize_ids(text);
+  const bool cut = static_cast<int64_t>(ids.size()) > max_length - 2;
+  if (cut) ids.resize(static_cast<std::size_t>(max_length - 2));
+  if (truncated != nullptr) *truncated = cut;
+  ids.insert(ids.begin(), require(options_.cls_token, "classifier"));
+  ids.push_back(require(options_.sep_token, "separator"));
+  return ids;
+}
+
 Encoding WordPieceTokenizer::encode_pair(std::string_view a, std::string_view b, bool truncate) const {
   std::vector<int32_t> ia = tokenize_ids(a), ib = tokenize_ids(b);
   const int32_t cls = require(options_.cls_token, "classifier");

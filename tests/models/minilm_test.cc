@@ -10,6 +10,7 @@
 #include <attn/models/bert.h>
 
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <random>
 #include <string>
@@ -250,11 +251,17 @@ struct TinyModel {
     throw Error("no tensor " + n);
   }
   std::string config_json() const { return tiny_config_json(); }
-  // A model folder usable by SentenceEncoder::load.
-  std::string folder(const std::string& vocab) const {
+  // A model folder usable by SentenceEncoder::load, pooled by mean unless `pooling` (the
+  // 1_Pooling/config.json text; "" writes none) says otherwise.
+  std::string folder(const std::string& vocab,
+                     const std::string& pooling = R"({"pooling_mode_mean_tokens": true})") const {
     write();
     dir.file("config.json", config_json());
     dir.file("vocab.txt", vocab);
+    if (!pooling.empty()) {
+      std::filesystem::create_directories(dir.path("1_Pooling"));
+      dir.file("1_Pooling/config.json", pooling);
+    }
     return dir.path("");
   }
 };
@@ -479,6 +486,74 @@ TEST(TinyBertEncoder, EmbedsPoolsNormalisesAndTruncates) {
   EXPECT_EQ(short_enc.max_seq_length(), 4);
   EXPECT_NE(short_enc.fingerprint(), enc.fingerprint());
   EXPECT_EQ(short_enc.encode("the cat sat on"), (std::vector<int32_t>{2, 5, 6, 3}));
+}
+
+// Pooling as the folder's 1_Pooling/config.json (or modules.json) says, never assumed.
+TEST(TinyBertEncoder, PoolsAsTheFolderSays) {
+  TinyModel m;
+  const std::string text = "the cat sat.";
+  auto normalised = [](std::vector<double> v) {
+    double n = 0;
+    for (double x : v) n += x * x;
+    for (double& x : v) x /= std::sqrt(n);
+    return Tensor::from(v, {8}).to(DType::f32);
+  };
+  {
+    const SentenceEncoder enc = SentenceEncoder::load(
+        m.folder(kTinyVocab, R"({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false})"));
+    EXPECT_EQ(enc.pooling(), models::Pooling::cls);
+    const auto ref = tiny_reference(m, enc.encode(text));
+    EXPECT_ALL_CLOSE(enc.embed({text}).vectors.select(0, 0), normalised(ref.front()),
+                     testing::tol::kTorchParity);
+  }
+  {
+    const SentenceEncoder enc =
+        SentenceEncoder::load(m.folder(kTinyVocab, R"({"pooling_mode_lasttoken": true})"));
+    EXPECT_EQ(enc.pooling(), models::Pooling::last);
+    const auto ref = tiny_reference(m, enc.encode(text));
+    EXPECT_ALL_CLOSE(enc.embed({text}).vectors.select(0, 0), normalised(ref.back()),
+                     testing::tol::kTorchParity);
+  }
+  {
+    // modules.json points at another folder: that config counts, not 1_Pooling's.
+    const std::string dir = m.folder(kTinyVocab, R"({"pooling_mode_mean_tokens": true})");
+    std::filesystem::create_directories(m.dir.path("pool"));
+    m.dir.file("pool/config.json", R"({"pooling_mode_cls_token": true})");
+    m.dir.file("modules.json", R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "path": "pool", "type": "sentence_transformers.models.Pooling"}])");
+    EXPECT_EQ(SentenceEncoder::load(dir).pooling(), models::Pooling::cls);
+    std::filesystem::remove(m.dir.path("modules.json"));
+  }
+  // A CLS model is never mean-pooled: the CLS and mean vectors differ.
+  const SentenceEncoder mean = SentenceEncoder::load(m.folder(kTinyVocab));
+  const SentenceEncoder cls =
+      SentenceEncoder::load(m.folder(kTinyVocab, R"({"pooling_mode_cls_token": true})"));
+  EXPECT_NE(mean.fingerprint(), cls.fingerprint());
+  const Tensor a = mean.embed({text}).vectors, b = cls.embed({text}).vectors;
+  double diff = 0;
+  for (int64_t c = 0; c < 8; ++c)
+    diff = std::max(diff, std::abs(double(a.at({0, c})) - double(b.at({0, c}))));
+  EXPECT_GT(diff, 1e-3);
+}
+
+TEST(TinyBertEncoder, RefusesPoolingItCannotDoOrIsNotTold) {
+  TinyModel m;
+  EXPECT_ERROR_CONTAINS(SentenceEncoder::load(m.folder(kTinyVocab, "")),
+                        {"does not say how to pool", "1_Pooling/config.json"});
+  EXPECT_ERROR_CONTAINS(SentenceEncoder::load(m.folder(kTinyVocab, R"({"pooling_mode_max_tokens": true})")),
+                        {"1_Pooling/config.json", "pooling_mode_max_tokens is not supported"});
+  EXPECT_ERROR_CONTAINS(
+      SentenceEncoder::load(
+          m.folder(kTinyVocab, R"({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": true})")),
+      {"2 pooling modes are on"});
+  EXPECT_ERROR_CONTAINS(SentenceEncoder::load(m.folder(kTinyVocab, R"({"pooling_mode_mean_tokens": false})")),
+                        {"no pooling mode is on"});
+  EXPECT_ERROR_CONTAINS(SentenceEncoder::load(m.folder(kTinyVocab, "{")),
+                        {"1_Pooling/config.json", "malformed JSON"});
+  // The caller may say it.
+  models::SentenceEncoderOptions o;
+  o.pooling = models::Pooling::cls;
+  EXPECT_EQ(SentenceEncoder::load(m.folder(kTinyVocab, ""), o).pooling(), models::Pooling::cls);
 }
 
 TEST(TinyBertEncoder, RejectsBadInput) {

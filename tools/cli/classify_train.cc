@@ -26,6 +26,8 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"text-column", "C", "column (header name) or JSON member of the text (default text)"},
       {"label-column", "L", "column or JSON member of the label (default label)"},
       {"out", "DIR", "output folder (default runs/classify)"},
+      {"eval", "FILE",
+       "a second labelled test set (TSV/CSV/JSONL, same columns and labels), e.g. eval/reviews-zh-clean.tsv"},
       {"preset", "NAME",
        "quick (3.5 minutes, at most 4 epochs) or full (8 minutes, at most 6 epochs; the default)"},
       {"minutes", "M", "training time budget in minutes (the schedule is fitted to it)"},
@@ -47,6 +49,15 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"clip", "X", "global gradient-norm clipping (default 1.0)"},
       {"patience", "N", "stop after N validations without a better accuracy (default 3)"},
       {"eval-every", "N", "validate every N steps (default: every epoch)"},
+      {"encoder", "NAME",
+       "fine-tune a pretrained encoder instead: e5 (multilingual-e5-small) or minilm; with it --max-len "
+       "(default 64),\n"
+       "--lr (default 1e-4) and --epochs (default 3) apply to the fine-tune"},
+      {"encoder-file", "PATH", "with --encoder: the model file or folder (default: the installed package's)"},
+      {"freeze-layers", "K", "with --encoder: freeze the lowest K layers (default: all but the top 2)"},
+      {"train-embeddings", "", "with --encoder: train the embeddings too (nothing frozen, no cache; slow)"},
+      {"max-train", "N", "with --encoder: fine-tune on N training examples (seeded pick; default all)"},
+      {"max-valid", "N", "with --encoder: validate on N examples (seeded pick; default all)"},
       {"threads", "N", "worker threads (default: all cores)"},
       {"quiet", "", "no progress output"},
       {"help", "", "this text"},
@@ -86,6 +97,7 @@ void read_data_flags(const Args& a, tasks::ClassifyTrainOptions& s) {
   if (a.has("text-column")) s.text_column = a.str("text-column");
   if (a.has("label-column")) s.label_column = a.str("label-column");
   if (a.has("out")) s.out = a.str("out");
+  if (a.has("eval")) s.eval = a.str("eval");
 }
 
 tasks::ClassifyTrainOptions parse_options(const Args& a) {
@@ -110,6 +122,20 @@ tasks::ClassifyTrainOptions parse_options(const Args& a) {
   if (a.has("batch-size")) s.batch_size = a.integer("batch-size", 1, 4096);
   if (a.has("patience")) s.patience = a.integer("patience", 1, 1000);
   if (a.has("eval-every")) s.eval_every = a.integer("eval-every", 1, 1 << 30);
+  if (a.has("encoder")) {
+    s.encoder = a.str("encoder");
+    if (a.has("max-len")) s.encoder_max_len = s.max_len, s.max_len = 100;
+    if (a.has("lr")) s.encoder_lr = s.lr, s.lr = 1e-3;
+    if (a.has("epochs")) s.encoder_epochs = s.epochs, s.epochs = 0;
+    if (a.has("encoder-file")) s.encoder_file = a.str("encoder-file");
+    if (a.has("freeze-layers")) s.freeze_layers = a.integer("freeze-layers", 0, 64);
+    s.freeze_embeddings = !a.has("train-embeddings");
+    if (a.has("max-train")) s.max_train = a.integer("max-train", 1, INT64_MAX);
+    if (a.has("max-valid")) s.max_valid = a.integer("max-valid", 1, INT64_MAX);
+  } else {
+    for (const char* o : {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid"})
+      ATTN_CHECK(!a.has(o), "--", o, " goes with --encoder NAME");
+  }
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 256)));
   return s;
 }
@@ -125,7 +151,8 @@ int run_train_classify(const std::vector<std::string>& args) {
         "                           [--preset quick|full | --minutes M | --epochs E] [--seed S] ...\n\n"
         "Trains a Transformer encoder to classify texts (by default the Chinese product reviews,\n"
         "from $ATTN_DATA_DIR or ../shared/data or <repo>/data: scripts/fetch-reviews.sh gets them),\n"
-        "and a naive Bayes baseline on the same split. Writes DIR/model.attn (for 'attn classify'),\n"
+        "and naive Bayes and logistic-regression baselines on the same split. Writes DIR/model.attn (for "
+        "'attn classify'),\n"
         "DIR/report.md, DIR/report.json, DIR/split.json and DIR/test-sample.txt.\n\n%s",
         format_options(train_classify_options()).c_str());
     return 0;

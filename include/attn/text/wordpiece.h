@@ -20,6 +20,8 @@
 // Invalid UTF-8 input throws attn::Error with the byte offset.
 #pragma once
 
+#include <attn/text/encoder_tokenizer.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,7 +54,7 @@ struct Encoding {
   std::vector<std::string> tokens;      // the vocabulary strings of ids
 };
 
-class WordPieceTokenizer {
+class WordPieceTokenizer : public EncoderTokenizer {
  public:
   // `vocab` lists the tokens in id order. Throws attn::Error when the
   // vocabulary is empty or lacks options.unk_token.
@@ -66,11 +68,13 @@ class WordPieceTokenizer {
   static WordPieceTokenizer from_model_dir(const std::string& dir);
 
   const WordPieceOptions& options() const { return options_; }
-  int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
+  int64_t vocab_size() const override { return static_cast<int64_t>(vocab_.size()); }
   // The id of a vocabulary string, or -1.
   int32_t token_to_id(std::string_view token) const;
   // Throws when id is out of range.
-  const std::string& id_to_token(int32_t id) const;
+  const std::string& id_to_token(int32_t id) const override;
+  int32_t unk_id() const override { return unk_id_; }
+  const char* kind() const override { return "wordpiece"; }
 
   // Steps 2–6: the normalized words (special tokens in the text kept as is).
   std::vector<std::string> pre_tokenize(std::string_view text) const;
@@ -83,6 +87,9 @@ class WordPieceTokenizer {
   // [CLS] a [SEP] b [SEP]; truncation takes tokens from the longer text first
   // (the shorter keeps min(its length, budget / 2), the longer gets the rest).
   Encoding encode_pair(std::string_view a, std::string_view b, bool truncate = true) const;
+  // EncoderTokenizer: [CLS] text [SEP] cut to max_length (this one, not options().max_length).
+  std::vector<int32_t> encode_for_model(std::string_view text, int64_t max_length,
+                                        bool* truncated = nullptr) const override;
   // Appends [PAD] (type 0, mask 0) up to `length`; no-op when already as long.
   void pad(Encoding& e, int64_t length) const;
 
