@@ -6,7 +6,10 @@
 // pooling, L2 norm).
 //
 //   e5_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128] [--min-time 2]
-//            [--model FILE] [--engine SO] [--clock wall|thread]
+//            [--model FILE] [--engine SO] [--clock wall|thread] [--repeats 3]
+//
+// --repeats: each case times attn then the engine this many times, alternating, and keeps each
+// one's best median (so both see the same phases of a shared machine's load).
 //
 // --clock thread (with --threads 1: both engines then compute on the calling thread) measures
 // the caller's CPU time, which other processes on a busy machine do not inflate.
@@ -105,7 +108,7 @@ std::string cpu_model() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 2;
+  int threads = 2, repeats = 3;
   int64_t batch = 32, seq = 128;
   double min_time = 2.0;
   std::vector<int64_t> latency_seqs = {16, 128};
@@ -131,6 +134,8 @@ int main(int argc, char** argv) {
       model = next();
     else if (a == "--engine")
       engine_path = next();
+    else if (a == "--repeats")
+      repeats = std::max(1, std::atoi(next().c_str()));
     else if (a == "--clock")
       attn::bench::use_thread_clock() = next() == "thread";
     else if (a == "--latency-seqs")
@@ -209,7 +214,7 @@ int main(int argc, char** argv) {
     std::vector<float> out(static_cast<std::size_t>(batch * dim));
     // Interleaved repeats (best of 3 medians each) so both see the same machine load.
     double ta = 1e30, te = 1e30;
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < repeats; ++r) {
       ta = std::min(ta, attn::bench::time_median([&] { (void)enc.embed(texts, eo); }, min_time, 3));
       te = std::min(
           te, attn::bench::time_median(
@@ -224,7 +229,7 @@ int main(int argc, char** argv) {
     check_counts(one, L);
     std::vector<float> out(static_cast<std::size_t>(dim));
     double ta = 1e30, te = 1e30;
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < repeats; ++r) {
       ta = std::min(ta, attn::bench::time_median([&] { (void)enc.embed(one, eo); }, min_time / 2, 5));
       te = std::min(te, attn::bench::time_median([&] { eng.embed(eng.model, one[0].c_str(), 0, out.data()); },
                                                  min_time / 2, 5));

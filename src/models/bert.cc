@@ -470,8 +470,8 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
           const float* wr = word + id * C;
           for (int64_t c = 0; c < C; ++c) o[c] = wr[c] + pr[c] + type[c];
         } else {
-          w_->word_rows(id, o);
-          for (int64_t c = 0; c < C; ++c) o[c] += pr[c] + type[c];
+          w_->word_rows(id, o);  // the same sum, in the same order, as the f32 table's
+          for (int64_t c = 0; c < C; ++c) o[c] = o[c] + pr[c] + type[c];
         }
       }
     });
