@@ -323,8 +323,8 @@ struct Gemma3Model::Impl {
                  " is out of range [0, ", c.vocab, ")");
     if (caches.empty()) {
       for (int64_t l = 0; l < c.layers; ++l) {
-        const int64_t w = (!full_cache && c.sliding(l) && c.window < cap) ? c.window : 0;
-        caches.emplace_back(c.kv_heads, c.head_dim, cap, w);
+        const int64_t w = (c.sliding(l) && c.window < cap) ? c.window : 0;
+        caches.emplace_back(c.kv_heads, c.head_dim, cap, w, !full_cache);
       }
     }
     const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim;

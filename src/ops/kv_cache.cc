@@ -9,17 +9,27 @@
 
 namespace attn::ops {
 
-KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t window)
-    : Hkv_(kv_heads), D_(head_dim), capacity_(capacity), window_(window) {
+KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t window, bool ring)
+    : Hkv_(kv_heads), D_(head_dim), capacity_(capacity), window_(window), ring_(ring) {
   ATTN_CHECK(kv_heads > 0 && head_dim > 0 && capacity > 0,
              "KvCache: kv_heads, head_dim and capacity must be > 0; got ", kv_heads, ", ", head_dim, ", ",
              capacity);
   ATTN_CHECK(window >= 0, "KvCache: window must be >= 0 (0 = full), got ", window);
   ATTN_CHECK(window <= capacity, "KvCache: sliding window of ", window,
              " tokens is larger than the context of ", capacity, " tokens");
-  slots_ = window ? window : capacity;
+  slots_ = window && ring ? window : capacity;
   k_.assign(static_cast<std::size_t>(Hkv_ * slots_ * D_), 0.0f);
   v_.assign(k_.size(), 0.0f);
+}
+
+void KvCache::visible_rows(int64_t* first, int64_t* count) const {
+  if (window_ && !ring_ && length_ > window_) {
+    *first = length_ - window_;
+    *count = window_;
+  } else {
+    *first = 0;
+    *count = held();
+  }
 }
 
 int64_t KvCache::bytes() const { return 2 * Hkv_ * slots_ * D_ * static_cast<int64_t>(sizeof(float)); }
@@ -115,8 +125,11 @@ void cached_decode_attention(const KvCache& cache, int64_t h, const float* q, in
              cache.kv_heads(), ")");
   ATTN_CHECK(cache.held() >= 1,
              "cached_decode_attention: the cache is empty (append the new position first)");
-  group_decode_attention(q, G, cache.k_rows(h), cache.v_rows(h), cache.head_dim(), cache.held(),
-                         cache.head_dim(), scale, scratch, out);
+  int64_t first = 0, count = 0;
+  cache.visible_rows(&first, &count);
+  const int64_t D = cache.head_dim();
+  group_decode_attention(q, G, cache.k_rows(h) + first * D, cache.v_rows(h) + first * D, D, count, D, scale,
+                         scratch, out);
 }
 
 }  // namespace attn::ops

@@ -21,8 +21,10 @@ class KvCache {
   KvCache() = default;
   // kv_heads Hkv, head_dim D, capacity (the longest sequence), window (0: full; else W >= 1).
   // Throws for non-positive sizes or a window larger than the capacity (a window that could never
-  // fill: the caller should make the layer global, or the context longer).
-  KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t window);
+  // fill: the caller should make the layer global, or the context longer). ring = false keeps every
+  // position of a windowed layer (slots = capacity; the attention still sees only the window): the
+  // full cache the ring buffer is measured and tested against.
+  KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t window, bool ring = true);
 
   void clear() { length_ = 0; }
   int64_t length() const { return length_; }  // positions appended so far
@@ -40,13 +42,16 @@ class KvCache {
   void append(const float* k, const float* v, int64_t L);
   // Positions [p0, p1) (each still held) in order: k_out, v_out [Hkv, p1 − p0, D].
   void gather(int64_t p0, int64_t p1, float* k_out, float* v_out) const;
-  // The held rows of kv head h, in slot order (not position order: the attention of one query over
-  // all of them does not depend on the order): [held(), D] contiguous.
+  // The rows of kv head h, in slot order (a ring's slot order is not position order: the attention
+  // of one query over them does not depend on the order): [slots(), D] contiguous.
   const float* k_rows(int64_t h) const { return k_.data() + h * slots_ * D_; }
   const float* v_rows(int64_t h) const { return v_.data() + h * slots_ * D_; }
+  // The rows the last appended position attends: [first, first + count) of k_rows / v_rows.
+  void visible_rows(int64_t* first, int64_t* count) const;
 
  private:
   int64_t Hkv_ = 0, D_ = 0, capacity_ = 0, window_ = 0, slots_ = 0, length_ = 0;
+  bool ring_ = true;
   std::vector<float> k_, v_;
 };
 
