@@ -22,9 +22,13 @@ std::string tiny(const std::string& name = "gemma3_tiny.gguf") {
   return testing::source_path("tests/models/data/" + name);
 }
 
-// attn and llama.cpp differ in rounding (llama.cpp quantizes activations to 8 bits, keeps an f16 KV
-// cache and tabulates GELU in f16): the largest top-20 logit gap seen was ~0.3 (docs/models.md).
-constexpr double kLogitTol = 0.75;
+// attn and llama.cpp differ in rounding (llama.cpp quantizes activations to 8 bits before every
+// quantized product, keeps an f16 KV cache and tabulates GELU in f16). llama.cpp disagrees with itself
+// (prompt batched vs one token at a time) by up to 0.60 on these top logits (the fixture's
+// self_variance); attn differs from it by up to 1.09 (docs/models.md).
+constexpr double kLogitTol = 1.5;
+// Below this top-2 margin llama.cpp's own pick is a near-tie: either engine may take either token.
+constexpr double kNearTie = 0.5;
 
 int32_t argmax(std::span<const float> l) {
   return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
@@ -159,7 +163,9 @@ TEST(Gemma3Real, IdsAndTopLogitsMatchLlamaCpp) {
     for (std::size_t i = 0; i < top.size(); ++i)
       worst = std::max(worst, std::fabs(l[top[i].as_int64()] - vals[i].as_double()));
     EXPECT_LT(worst, kLogitTol) << text << ": top logits differ from llama.cpp by up to " << worst;
-    EXPECT_EQ(argmax(l), top[0].as_int64()) << text;
+    if (c.at("margins").items()[0].as_double() > kNearTie) {
+      EXPECT_EQ(argmax(l), top[0].as_int64()) << text;
+    }
   }
 }
 
