@@ -53,7 +53,8 @@ def llama(path, case, n, threads, extra=0):
     llm.eval(ids)
     t0 = time.perf_counter()
     for _ in range(extra):
-        nxt = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        # without logits_all, llama-cpp-python leaves llm.scores unfilled: read the last row from the context
+        nxt = int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm._n_vocab,))))
         llm.eval([nxt])
     dt = time.perf_counter() - t0
     kv = 2 * 2 * (n + extra + 8) * 18 * 256  # f16 K and V, every layer n_ctx rows (full-size SWA cache)
