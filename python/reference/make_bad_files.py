@@ -241,7 +241,7 @@ def write_gguf():
     b["duplicate_tensor"] = gguf([], [tinfo("w", [4], 0, 0), tinfo("w", [4], 0, 32)], f32s(16))
     b["empty_tensor_name"] = gguf([], [tinfo("", [4], 0, 0)], f32s(4))
     b["tensor_name_invalid_utf8"] = gguf([], [tinfo(b"w\xff", [4], 0, 0)], f32s(4))
-    b["unsupported_load_type"] = gguf([], [tinfo("w", [256], 14, 0)], b"\0" * 210)
+    b["unsupported_load_type"] = gguf([], [tinfo("w", [256], 10, 0)], b"\0" * 84)
     for name, data in b.items():
         put(IO_BAD, f"gguf_{name}.gguf", data)
 

@@ -120,20 +120,110 @@ bool ggml_can_dequantize(GgmlType t) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
       return true;
   }
   return false;
 }
 
+namespace {
+// ggml's get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block.
+void scale_min_k4(int j, const uint8_t* q, int* sc, int* mn) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *mn = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+    *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_K (qh == nullptr) and Q5_K: one super-block of 256.
+void dequant_k45(const std::byte* blk, const uint8_t* scales, const uint8_t* qh, const uint8_t* qs,
+                 float* out) {
+  const float d = f16_to_f32(load_le<uint16_t>(blk));
+  const float dmin = f16_to_f32(load_le<uint16_t>(blk + 2));
+  for (int j = 0; j < 8; ++j) {
+    int sc, mn;
+    scale_min_k4(j, scales, &sc, &mn);
+    const float dl = d * static_cast<float>(sc);
+    const float ml = dmin * static_cast<float>(mn);
+    const uint8_t* q = qs + 32 * (j / 2);
+    const int shift = 4 * (j % 2);
+    for (int l = 0; l < 32; ++l) {
+      int v = (q[l] >> shift) & 0xf;
+      if (qh) v |= ((qh[l] >> j) & 1) << 4;
+      const float p = dl * static_cast<float>(v);
+      out[32 * j + l] = p - ml;
+    }
+  }
+}
+}  // namespace
+
 void dequantize(GgmlType type, const std::byte* src, int64_t n, float* dst) {
   ATTN_CHECK(ggml_can_dequantize(type), "gguf: cannot dequantize tensor type ", ggml_type_name(type), " (id ",
-             static_cast<uint32_t>(type), "); supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1");
+             static_cast<uint32_t>(type),
+             "); supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K");
   const int64_t be = ggml_block_elems(type);
   const int64_t bb = ggml_block_bytes(type);
   ATTN_CHECK(n >= 0 && n % be == 0, "gguf: dequantize ", ggml_type_name(type), ": element count ", n,
              " must be a non-negative multiple of the block size ", be);
   const int64_t blocks = n / be;
   switch (type) {
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+      for (int64_t b = 0; b < blocks; ++b) {
+        const std::byte* blk = src + b * bb;
+        const bool q51 = type == GgmlType::Q5_1;
+        const float d = f16_to_f32(load_le<uint16_t>(blk));
+        const float m = q51 ? f16_to_f32(load_le<uint16_t>(blk + 2)) : 0.0f;
+        const uint32_t qh = load_le<uint32_t>(blk + (q51 ? 4 : 2));
+        const auto* qs = reinterpret_cast<const uint8_t*>(blk + (q51 ? 8 : 6));
+        float* out = dst + b * 32;
+        for (int i = 0; i < 32; ++i) {
+          const int lo = (i < 16 ? qs[i] : qs[i - 16] >> 4) & 0x0f;
+          const int q = lo | static_cast<int>(((qh >> i) & 1u) << 4);
+          if (q51) {
+            const float p = d * static_cast<float>(q);
+            out[i] = p + m;
+          } else {
+            out[i] = d * static_cast<float>(q - 16);
+          }
+        }
+      }
+      return;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      for (int64_t b = 0; b < blocks; ++b) {
+        const std::byte* blk = src + b * bb;
+        const auto* scales = reinterpret_cast<const uint8_t*>(blk + 4);
+        const bool q5 = type == GgmlType::Q5_K;
+        const auto* qh = q5 ? reinterpret_cast<const uint8_t*>(blk + 16) : nullptr;
+        const auto* qs = reinterpret_cast<const uint8_t*>(blk + (q5 ? 48 : 16));
+        dequant_k45(blk, scales, qh, qs, dst + b * 256);
+      }
+      return;
+    case GgmlType::Q6_K:
+      for (int64_t b = 0; b < blocks; ++b) {
+        const std::byte* blk = src + b * bb;
+        const auto* ql = reinterpret_cast<const uint8_t*>(blk);
+        const auto* qh = reinterpret_cast<const uint8_t*>(blk + 128);
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
+        const float d = f16_to_f32(load_le<uint16_t>(blk + 208));
+        float* out = dst + b * 256;
+        for (int e = 0; e < 256; ++e) {
+          const int h = e / 128, t = (e % 128) / 32, l = e % 32;
+          const int lo = (ql[64 * h + 32 * (t % 2) + l] >> (4 * (t / 2))) & 0xf;
+          const int q = lo | (((qh[32 * h + l] >> (2 * t)) & 3) << 4);
+          const float dl = d * static_cast<float>(sc[e / 16]);
+          out[e] = dl * static_cast<float>(q - 32);
+        }
+      }
+      return;
     case GgmlType::F32:
       std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
       return;
@@ -694,7 +784,8 @@ Tensor GgufFile::load(std::string_view name) const {
   const GgufTensorInfo& t = tensor(name);
   if (!ggml_can_dequantize(t.type))
     Where{state_->path}.fail("tensor '", name, "': cannot load type ", ggml_type_name(t.type), " (id ",
-                             static_cast<uint32_t>(t.type), "); supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1");
+                             static_cast<uint32_t>(t.type),
+                             "); supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K");
   Tensor out = Tensor::empty(t.shape, DType::f32);
   if (t.numel > 0)
     dequantize(t.type, state_->map + state_->data_offset + t.offset, t.numel, out.data<float>());

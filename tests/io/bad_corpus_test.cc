@@ -186,7 +186,7 @@ const std::vector<BadFile>& corpus() {
       {"gguf_duplicate_tensor.gguf", {"duplicate tensor name 'w'"}},
       {"gguf_empty_tensor_name.gguf", {"tensor info #0: empty tensor name"}},
       {"gguf_tensor_name_invalid_utf8.gguf", {"tensor info #0 name is not valid UTF-8: byte 0xff"}},
-      {"gguf_unsupported_load_type.gguf", {"tensor 'w': cannot load type Q6_K (id 14)"}},
+      {"gguf_unsupported_load_type.gguf", {"tensor 'w': cannot load type Q2_K (id 10)"}},
 
       // ---- GGUF tokenizer metadata (byte-level BPE)
       {"tok_model_llama.gguf", {"tokenizer.ggml.model is \"llama\"; expected \"gpt2\""}},

@@ -31,6 +31,9 @@ int run_classify(const std::vector<std::string>& args);
 int run_translate(const std::vector<std::string>& args);
 int run_train_translate(const std::vector<std::string>& args);
 int run_generate_gguf(const std::vector<std::string>& args);
+// Gemma 3 (generate_gemma3.cc): --model gemma3, or a .gguf whose architecture is gemma3.
+int run_generate_gemma3(const std::vector<std::string>& args);
+bool is_gemma3_model_arg(const std::string& model);
 int run_chat(const std::vector<std::string>& args);
 int run_embed(const std::vector<std::string>& args);
 int run_similarity(const std::vector<std::string>& args);

@@ -5,6 +5,7 @@
 // --cost, --mask, --model. Each is one library call (attn/teach/explain.h)
 // that returns a Report: text for people, JSON for programs.
 #include <attn/core/error.h>
+#include <attn/io/model_files.h>
 #include <attn/teach/explain.h>
 
 #include <cstdio>
@@ -52,7 +53,9 @@ const std::vector<OptionSpec>& explain_options() {
       {"window", "W", "with --mask window: each query sees keys at most W positions away"},
       {"model", "FILE",
        "a trained classifier (attn train classify): the walkthrough with its real\n"
-       "Q, K, V for the sentence given as an argument (or --sentence, as is)"},
+       "Q, K, V for the sentence given as an argument (or --sentence, as is);\n"
+       "with --cost: gemma3 (or a Gemma 3 .gguf): windowed vs global attention FLOPs and KV\n"
+       "memory in its real shapes, N up to --n (default 32768)"},
       {"layer", "L", "with --model: the encoder layer, from 0 (default: the last)"},
       {"head", "H", "with --model: the head, from 0 (default 0)"},
       {"word", "W",
@@ -179,6 +182,17 @@ teach::Report scores_mode(const Args& args) {
   return teach::softmax_scores(o);
 }
 
+teach::Report gemma3_cost_mode(const Args& args) {
+  for (const auto& name : args.given())
+    ATTN_CHECK(name == "cost" || name == "model" || name == "n" || name == "json", "option --", name,
+               " does not apply to --cost --model (it takes --n, the longest sequence, default 32768)");
+  teach::ModelCostOptions o;
+  const std::string m = args.str("model");
+  o.gguf = (m == "gemma3" || m == "gemma-3-270m") ? io::require_gemma3_gguf() : m;
+  if (args.has("n")) o.max_n = args.integer("n", 1, int64_t{1} << 40);
+  return teach::gemma3_cost(o);
+}
+
 teach::Report cost_mode(const Args& args) {
   teach::CostOptions o;
   for (const char* need : {"n", "d", "heads"})
@@ -252,7 +266,10 @@ int run_explain(const std::vector<std::string>& raw) {
     std::fputs(help_text().c_str(), stdout);
     return 0;
   }
-  const teach::Report report = run_mode(pick_mode(args), args, positional);
+  // --cost --model gemma3|FILE.gguf: windowed vs global attention in Gemma 3's real shapes.
+  const bool gemma_cost = args.has("cost") && args.has("model");
+  const teach::Report report =
+      gemma_cost ? gemma3_cost_mode(args) : run_mode(pick_mode(args), args, positional);
   if (args.has("json")) {
     std::fputs((teach::json_text(report.json) + "\n").c_str(), stdout);
   } else {

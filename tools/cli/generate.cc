@@ -150,6 +150,7 @@ int run_generate(const std::vector<std::string>& args) {
     std::fputs("\n", stdout);
     return run_generate_lm({"--help"});
   }
+  if (!model.empty() && is_gemma3_model_arg(model)) return run_generate_gemma3(args);
   return gguf ? run_generate_gguf(args) : run_generate_lm(args);
 }
 

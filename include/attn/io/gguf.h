@@ -70,7 +70,12 @@ enum class GgmlType : uint32_t {
   F16 = 1,
   Q4_0 = 2,
   Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
   Q8_0 = 8,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
   BF16 = 30,
 };
 // "F32", "Q4_1", "Q6_K", ... for any id ggml defines; "?" otherwise.
@@ -78,14 +83,30 @@ const char* ggml_type_name(GgmlType t);
 // Elements per block and bytes per block; 0 for ids ggml does not define.
 int64_t ggml_block_elems(GgmlType t);
 int64_t ggml_block_bytes(GgmlType t);
-// True for the types load() and dequantize() handle: F32 F16 BF16 Q8_0 Q4_0 Q4_1.
+// True for the types load() and dequantize() handle:
+// F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K.
 bool ggml_can_dequantize(GgmlType t);
 
 // Block layouts (32 elements per quantized block; d, m are IEEE halves):
 //   Q8_0 (34 bytes): d, int8 q[32];           x[i] = d·q[i]
 //   Q4_0 (18 bytes): d, u8 qs[16];            x[i] = d·(lo(qs[i]) − 8), x[i+16] = d·(hi(qs[i]) − 8)
 //   Q4_1 (20 bytes): d, m, u8 qs[16];         x[i] = d·lo(qs[i]) + m,   x[i+16] = d·hi(qs[i]) + m
+//   Q5_0 (22 bytes): d, u32 qh, u8 qs[16];    x[i] = d·((lo(qs[i]) | bit i of qh << 4) − 16),
+//                                             x[i+16] = d·((hi(qs[i]) | bit i+16 of qh << 4) − 16)
+//   Q5_1 (24 bytes): d, m, u32 qh, u8 qs[16]; the same 5-bit quants q, x = d·q + m
 // with lo = the low nibble, hi = the high nibble, i in [0, 16).
+// K-quants: super-blocks of 256 elements, sub-blocks j of 32 (Q6_K: scales per 16):
+//   Q4_K (144 bytes): d, dmin, u8 scales[12], u8 qs[128];  6-bit scale sc[j] and min mn[j] packed in
+//                     `scales` (ggml's get_scale_min_k4); sub-block j = 2c + h (c in [0, 4)) takes the
+//                     low (h = 0) or high (h = 1) nibbles of qs[32c .. 32c+31]:
+//                     x = (d·sc[j])·q − (dmin·mn[j])
+//   Q5_K (176 bytes): d, dmin, scales[12], u8 qh[32], qs[128]; as Q4_K with bit j of qh[l] as the
+//                     fifth bit of element l of sub-block j
+//   Q6_K (210 bytes): u8 ql[128], u8 qh[64], i8 scales[16], d; element e = 128h + 32t + l
+//                     (h in [0, 2), t in [0, 4), l in [0, 32)): q = (nibble t/2 of ql[64h + 32(t%2) + l])
+//                     | ((qh[32h + l] >> 2t) & 3) << 4, x = (d·scales[e / 16])·(q − 32)
+// Every product and difference is one f32 operation in this order (no fused multiply-add), the
+// arithmetic of the gguf Python package's numpy dequantizer, so the results are bit-identical to it.
 // Dequantizes `n` elements (a multiple of the block size) starting at block
 // `src` to `dst`. Throws for types ggml_can_dequantize() rejects.
 // src: [n / block_elems blocks of block_bytes], dst: [n]

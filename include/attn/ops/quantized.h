@@ -20,19 +20,30 @@
 
 namespace attn::ops {
 
-enum class QuantFormat { q4_1, q8_0 };
+// q4_1 and q8_0 have every product below; the other formats (issue 19: the K-quants and 5-bit
+// formats of llama.cpp's Q4_K_M files, layouts in include/attn/io/gguf.h) have the f32-activation
+// products and quant_unpack_rows only (no pack_q8 / Q8Dot).
+enum class QuantFormat { q4_1, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k };
 inline constexpr int64_t kQuantBlock = 32;
-// Bytes of one stored block (20 for Q4_1, 34 for Q8_0).
+// Bytes of one stored block (20 for Q4_1, 34 for Q8_0, 144 for Q4_K, ...).
 int64_t quant_block_bytes(QuantFormat format);
+// Elements of one stored block: 32, or 256 for the K-quants (K must be a multiple of it).
+int64_t quant_block_elems(QuantFormat format);
+const char* quant_format_name(QuantFormat format);  // "Q4_K", ...
+// The format of a GGUF tensor type (ggml_type id, io::GgmlType); false when it is not quantized
+// in one of the formats above.
+bool quant_format_of_ggml(uint32_t ggml_type, QuantFormat* out);
 
 // W [N, K]: a view of N stored rows of K / 32 blocks (the GGUF tensor's bytes, not owned), and
 // optionally the repacked copy the 8-bit products read (owned).
 class QuantMatrix {
  public:
   QuantMatrix() = default;
-  // blocks: [N, K / 32 blocks] contiguous, alive as long as this; K a positive multiple of 32.
+  // blocks: [N, K / block_elems blocks] contiguous, alive as long as this; K a positive multiple of
+  // quant_block_elems(format).
   QuantMatrix(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K);
   // Builds the repacked copy for Q8Dot (rows split over the thread pool); ~0.63 bytes per weight.
+  // Q4_1 and Q8_0 only (throws for the other formats).
   void pack_q8();
   bool has_q8() const { return !packed_.empty(); }
 
@@ -54,6 +65,14 @@ class QuantMatrix {
 //   x [M, K] row stride ldx >= K;  y [M, N] row stride ldy >= N (columns n0..n1-1 written).
 void quant_linear_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const float* x, int64_t M, int64_t ldx,
                        float* y, int64_t ldy);
+// The same for every format, with accumulate: y += the product (residual adds fused), else y = it.
+// Each weight row is unpacked once to f32 (exactly io::dequantize's values) and multiplied with the M
+// rows of X (AVX-512 or AVX2 FMAs, or a portable loop; tests compare with a double oracle).
+void quant_linear_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const float* x, int64_t M, int64_t ldx,
+                       float* y, int64_t ldy, bool accumulate);
+// Rows [n0, n1) of W as f32: out [n1 - n0, K] (row stride K), bit-identical to io::dequantize (for a
+// prompt pass that multiplies many rows of X through ops::gemm).
+void quant_unpack_rows(const QuantMatrix& w, int64_t n0, int64_t n1, float* out);
 
 // M rows of K activations quantized to 8 bits per block of 32 (per block: d = f16(max|x| / 127),
 // q = round(x / d)), in buffers kept between calls (no allocation once they are large enough).

@@ -116,6 +116,18 @@ struct CostOptions {
 // Shapes, FLOPs and memory of every step; naive against fused; the backend attn chooses.
 Report cost(const CostOptions& options);
 
+// `attn explain --cost --model gemma3`: the windowed-attention remedy for O(N²) in a real model's
+// numbers. The shapes come from the GGUF metadata of a Gemma 3 file (layers, heads, kv heads, head
+// size, sliding window and which layers slide); for each sequence length N (512 .. max_n, doubling):
+// the attention FLOPs of one causal pass (QKᵀ and PV: 4·H·D per visible query-key pair) of the
+// sliding layers, the global ones and the same model with every layer global, and the f32 KV-cache
+// memory with ring-buffered windows against a full cache.
+struct ModelCostOptions {
+  std::string gguf;       // path of a gemma3 GGUF file
+  int64_t max_n = 32768;  // the longest N shown (at most the model's context)
+};
+Report gemma3_cost(const ModelCostOptions& options);
+
 struct MaskOptions {
   Sentence sentence;
   std::string kind;     // causal | padding | window

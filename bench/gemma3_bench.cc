@@ -1,0 +1,112 @@
+// Gemma 3 270M (GGUF Q4_K_M) speed: prompt tokens/s, generated tokens/s, and generated tokens/s at a
+// long context with the KV-cache memory (sliding-window ring buffers vs a full cache). One JSON line
+// per case; bench/run_gemma3.py runs llama.cpp (llama-cpp-python) on the same file, same threads,
+// side by side.
+//
+//   gemma3_bench [--model PATH] [--threads N] greedy "PROMPT" N   greedy continuation (text + ids)
+//   gemma3_bench ... prompt N [reps]       prefill of N tokens: tokens/s (best of reps)
+//   gemma3_bench ... decode N              N generated tokens after a 16-token prompt: tokens/s
+//   gemma3_bench ... context CTX N [full]  N generated tokens after CTX tokens of context
+#include <attn/core/parallel.h>
+#include <attn/io/model_files.h>
+#include <attn/models/gemma3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace attn;
+
+namespace {
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+int32_t argmax(std::span<const float> l) {
+  return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+}
+// A deterministic stream of ordinary token ids (no control tokens) for long contexts.
+std::vector<int32_t> filler(const models::Gemma3Model& m, int64_t n) {
+  const std::string text =
+      "The history of the city goes back many centuries. 这座城市的历史可以追溯到许多世纪以前。 ";
+  std::vector<int32_t> one = m.tokenizer().encode(text, false, false), out = {m.tokenizer().bos_id()};
+  while (static_cast<int64_t>(out.size()) < n) out.insert(out.end(), one.begin(), one.end());
+  out.resize(n);
+  return out;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path;
+  int a = 1;
+  for (; a + 1 < argc && std::strncmp(argv[a], "--", 2) == 0; a += 2) {
+    if (!std::strcmp(argv[a], "--model")) model_path = argv[a + 1];
+    if (!std::strcmp(argv[a], "--threads")) set_num_threads(std::atoi(argv[a + 1]));
+  }
+  if (a >= argc) {
+    std::fprintf(stderr,
+                 "usage: gemma3_bench [--model PATH] [--threads N] greedy|prompt|decode|context ...\n");
+    return 2;
+  }
+  const std::string mode = argv[a];
+  const std::string path = io::require_gemma3_gguf(model_path);
+  try {
+    if (mode == "greedy") {
+      models::Gemma3Model m = models::Gemma3Model::load(path, {4096, false});
+      const std::vector<int32_t> ids = m.tokenizer().encode(argv[a + 1], true, true);
+      const int n = std::atoi(argv[a + 2]);
+      std::span<const float> l = m.prefill(ids);
+      std::vector<int32_t> out;
+      for (int i = 0; i < n; ++i) {
+        out.push_back(argmax(l));
+        if (out.back() == m.tokenizer().eos_id()) break;
+        l = m.step(out.back());
+      }
+      std::printf("%s\n", m.tokenizer().decode(out).c_str());
+      for (int32_t id : out) std::printf("%d ", id);
+      std::printf("\n");
+    } else if (mode == "prompt") {
+      const int64_t n = std::atoll(argv[a + 1]);
+      const int reps = a + 2 < argc ? std::atoi(argv[a + 2]) : 3;
+      models::Gemma3Model m = models::Gemma3Model::load(path, {n, false});
+      const std::vector<int32_t> ids = filler(m, n);
+      double best = 1e30;
+      for (int r = 0; r < reps; ++r) {
+        m.clear();
+        const double t0 = now();
+        m.prefill(ids);
+        best = std::min(best, now() - t0);
+      }
+      std::printf(
+          "{\"engine\": \"attn\", \"case\": \"prompt\", \"tokens\": %lld, \"threads\": %d, \"seconds\": "
+          "%.4f, "
+          "\"tokens_per_s\": %.1f}\n",
+          static_cast<long long>(n), num_threads(), best, n / best);
+    } else if (mode == "decode" || mode == "context") {
+      const bool ctx = mode == "context";
+      const int64_t context = ctx ? std::atoll(argv[a + 1]) : 16;
+      const int64_t n = std::atoll(argv[a + (ctx ? 2 : 1)]);
+      const bool full = ctx && a + 3 < argc && !std::strcmp(argv[a + 3], "full");
+      models::Gemma3Model m = models::Gemma3Model::load(path, {context + n + 1, full});
+      const std::vector<int32_t> ids = filler(m, context);
+      std::span<const float> l = m.prefill(ids);
+      const double t0 = now();
+      for (int64_t i = 0; i < n; ++i) l = m.step(argmax(l));
+      const double dt = now() - t0;
+      std::printf(
+          "{\"engine\": \"attn\", \"case\": \"%s\", \"context\": %lld, \"generated\": %lld, \"threads\": %d, "
+          "\"seconds\": %.4f, \"tokens_per_s\": %.2f, \"kv_cache_mib\": %.1f, \"full_cache\": %s}\n",
+          mode.c_str(), static_cast<long long>(context), static_cast<long long>(n), num_threads(), dt, n / dt,
+          static_cast<double>(m.kv_cache_bytes()) / (1 << 20), full ? "true" : "false");
+    } else {
+      std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+      return 2;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,111 @@
+// Gemma 3 (text) read from a GGUF file (llama.cpp's `gemma3` architecture): Gemma 3 270M and its
+// family. Every size comes from the file's metadata; the forward pass is llama.cpp's:
+//
+//   x = embed[token] · sqrt(C)
+//   per layer l:
+//     n = rms_norm(x)·attn_norm
+//     q, k, v = Wq·n, Wk·n, Wv·n;  q, k per head: rms_norm(·)·attn_{q,k}_norm (QK normalisation)
+//     q, k = rope(q), rope(k)      NeoX halves (x[i], x[i+D/2]), base: local (sliding) or global
+//     a = attention(q, k, v)       causal, GQA (H query heads over Hkv kv heads), scale 1/sqrt(s)
+//                                  with s = query_pre_attn_scalar (default the key length);
+//                                  sliding layers see the last W keys (i − W < j ≤ i)
+//     x += rms_norm(Wo·a)·post_attention_norm
+//     n = rms_norm(x)·ffn_norm
+//     x += rms_norm(Wdown·(gelu_tanh(Wgate·n) ⊙ Wup·n))·post_ffw_norm
+//   logits = Wout · rms_norm(x)·output_norm    (Wout = embed unless the file has output.weight),
+//   then c·tanh(logits / c) when final_logit_softcapping c is in the metadata.
+// RMSNorm multiplies by the stored weight: llama.cpp's converter already stored Gemma's (1 + w).
+// Layer l is a sliding-window layer unless (l + 1) % pattern == 0 (pattern 6: layers 5, 11, 17 are
+// global). Where the metadata has no key for the pattern, the local RoPE base or the attention
+// scalar, llama.cpp's values for gemma3 are used (6, 10000, the key length).
+//
+// Weights stay in their stored block format (Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K) and go through
+// ops::quant_linear_rows; a prompt pass of many tokens unpacks each matrix to f32 once and calls
+// ops::gemm. Sliding layers keep only the window in their KV cache (ops::KvCache ring buffer).
+#pragma once
+
+#include <attn/io/gguf.h>
+#include <attn/text/spm.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn::models {
+
+struct Gemma3Config {
+  int64_t vocab = 0;            // V (tokenizer.ggml.tokens)
+  int64_t context = 0;          // gemma3.context_length
+  int64_t dim = 0;              // C  gemma3.embedding_length
+  int64_t layers = 0;           // gemma3.block_count
+  int64_t ffn = 0;              // F  gemma3.feed_forward_length
+  int64_t heads = 0;            // H  gemma3.attention.head_count
+  int64_t kv_heads = 0;         // Hkv gemma3.attention.head_count_kv
+  int64_t head_dim = 0;         // D  gemma3.attention.key_length (== value_length)
+  double rms_eps = 1e-6;        // gemma3.attention.layer_norm_rms_epsilon
+  double rope_global = 1e6;     // gemma3.rope.freq_base
+  double rope_local = 10000.0;  // gemma3.rope.local.freq_base (llama.cpp: 10000)
+  int64_t window = 0;           // gemma3.attention.sliding_window (0: no sliding layers)
+  int64_t pattern = 6;          // gemma3.attention.sliding_window_pattern (llama.cpp: 6)
+  double query_scalar = 0;      // gemma3.attention.query_pre_attn_scalar (default D)
+  double final_softcap = 0;     // gemma3.final_logit_softcapping (0: none)
+  double attn_softcap = 0;      // gemma3.attn_logit_softcapping (0: none)
+
+  static Gemma3Config from_gguf(const io::GgufFile& file);
+  void validate() const;  // throws naming the metadata key
+  bool sliding(int64_t layer) const { return window > 0 && (layer + 1) % pattern != 0; }
+  double rope_base(int64_t layer) const { return sliding(layer) ? rope_local : rope_global; }
+};
+
+struct Gemma3Options {
+  int64_t max_context = 0;     // KV cache capacity in tokens; 0 = the model's context
+  bool full_kv_cache = false;  // sliding layers keep every position too (for the memory comparison)
+};
+
+// Per-layer exact attention probabilities of one prompt (`attn attention --model gemma3`).
+struct Gemma3Attention {
+  std::vector<int32_t> ids;
+  std::vector<std::string> tokens;
+  int64_t heads = 0;
+  std::vector<bool> sliding;               // per layer
+  std::vector<std::vector<float>> layers;  // per layer: [H, N, N]
+};
+
+class Gemma3Model {
+ public:
+  // Opens and validates `path`: config, tokenizer, every tensor's name, shape and type (all reported
+  // at once), before anything is allocated from the metadata.
+  static Gemma3Model load(const std::string& path, const Gemma3Options& options = {});
+  Gemma3Model(Gemma3Model&&) noexcept;
+  Gemma3Model& operator=(Gemma3Model&&) noexcept;
+  ~Gemma3Model();
+
+  const Gemma3Config& config() const;
+  const text::SpmTokenizer& tokenizer() const;
+  int64_t capacity() const;
+  int64_t kv_cache_bytes() const;  // what the caches hold now (allocated)
+
+  void clear();
+  int64_t position() const;
+  std::span<const float> prefill(std::span<const int32_t> ids);  // logits of the last one [V]
+  std::span<const float> step(int32_t id);
+
+  Gemma3Attention attention_weights(std::span<const int32_t> ids);
+
+  // Gemma's chat format: <start_of_turn>user\n...<end_of_turn>\n ... <start_of_turn>model\n (a
+  // system message is put before the first user message, as Gemma's template does). No <bos>: encode
+  // with add_bos.
+  struct Message {
+    std::string role, content;
+  };
+  std::string apply_chat_template(const std::vector<Message>& messages, bool add_generation_prompt) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  explicit Gemma3Model(std::unique_ptr<Impl> impl);
+};
+
+}  // namespace attn::models

@@ -1,0 +1,488 @@
+// Gemma 3 from GGUF (include/attn/models/gemma3.h).
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <attn/io/finite.h>
+#include <attn/models/gemma3.h>
+#include <attn/ops/kv_cache.h>
+#include <attn/ops/linear.h>
+#include <attn/ops/quantized.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+namespace attn::models {
+namespace {
+
+const char* kArch = "gemma3";
+
+std::string key(const char* k) { return std::string(kArch) + "." + k; }
+
+int64_t positive(const io::GgufFile& f, const std::string& k) {
+  ATTN_CHECK(f.has(k), "gemma3: ", f.path(), ": missing metadata key '", k, "'");
+  const int64_t v = f.get_int(k);
+  ATTN_CHECK(v > 0, "gemma3: ", f.path(), ": '", k, "' must be > 0, got ", v);
+  return v;
+}
+
+double real(const io::GgufFile& f, const std::string& k, double fallback) {
+  if (!f.has(k)) return fallback;
+  const io::GgufType t = f.type(k);
+  if (t == io::GgufType::f32) return f.get_f32(k);
+  if (t == io::GgufType::f64) return f.get_f64(k);
+  return static_cast<double>(f.get_int(k));
+}
+
+// One weight matrix W [N, K]: stored blocks, or an f32 copy (F32 / F16 / BF16 files).
+struct Mat {
+  std::string name;
+  int64_t N = 0, K = 0;
+  bool quant = false;
+  ops::QuantMatrix q;
+  std::vector<float> f32;
+};
+
+struct Layer {
+  std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffw_norm;
+  Mat wq, wk, wv, wo, gate, up, down;
+};
+
+struct Expected {
+  std::string name;
+  Shape shape;
+  bool matrix;
+};
+
+std::vector<Expected> expected(const Gemma3Config& c) {
+  const int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+  std::vector<Expected> e = {{"token_embd.weight", {c.vocab, c.dim}, true},
+                             {"output_norm.weight", {c.dim}, false}};
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    e.push_back({p + "attn_norm.weight", {c.dim}, false});
+    e.push_back({p + "attn_q.weight", {q, c.dim}, true});
+    e.push_back({p + "attn_k.weight", {kv, c.dim}, true});
+    e.push_back({p + "attn_v.weight", {kv, c.dim}, true});
+    e.push_back({p + "attn_q_norm.weight", {c.head_dim}, false});
+    e.push_back({p + "attn_k_norm.weight", {c.head_dim}, false});
+    e.push_back({p + "attn_output.weight", {c.dim, q}, true});
+    e.push_back({p + "post_attention_norm.weight", {c.dim}, false});
+    e.push_back({p + "ffn_norm.weight", {c.dim}, false});
+    e.push_back({p + "ffn_gate.weight", {c.ffn, c.dim}, true});
+    e.push_back({p + "ffn_up.weight", {c.ffn, c.dim}, true});
+    e.push_back({p + "ffn_down.weight", {c.dim, c.ffn}, true});
+    e.push_back({p + "post_ffw_norm.weight", {c.dim}, false});
+  }
+  return e;
+}
+
+bool loadable(io::GgmlType t) {
+  return t == io::GgmlType::F32 || t == io::GgmlType::F16 || t == io::GgmlType::BF16 ||
+         ops::quant_format_of_ggml(static_cast<uint32_t>(t), nullptr);
+}
+
+void check_tensors(const io::GgufFile& f, const Gemma3Config& c) {
+  std::vector<std::string> problems;
+  std::set<std::string> known;
+  for (const Expected& e : expected(c)) {
+    known.insert(e.name);
+    if (!f.has_tensor(e.name)) {
+      problems.push_back(e.name + ": missing (expected " + shape_str(e.shape) + ")");
+      continue;
+    }
+    const io::GgufTensorInfo& t = f.tensor(e.name);
+    if (t.shape != e.shape)
+      problems.push_back(e.name + ": expected shape " + shape_str(e.shape) + " from the metadata, got " +
+                         shape_str(t.shape));
+    else if (!loadable(t.type) || (!e.matrix && !io::ggml_can_dequantize(t.type)))
+      problems.push_back(e.name + ": type " + io::ggml_type_name(t.type) + " (id " +
+                         std::to_string(static_cast<uint32_t>(t.type)) +
+                         ") is not supported (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K)");
+  }
+  if (f.has_tensor("output.weight")) {
+    known.insert("output.weight");
+    const io::GgufTensorInfo& t = f.tensor("output.weight");
+    if (t.shape != Shape{c.vocab, c.dim})
+      problems.push_back("output.weight: expected shape " + shape_str({c.vocab, c.dim}) + ", got " +
+                         shape_str(t.shape));
+  }
+  for (const std::string& n : f.tensor_names())
+    if (!known.count(n)) problems.push_back(n + ": unexpected tensor");
+  if (problems.empty()) return;
+  std::ostringstream os;
+  for (std::size_t i = 0; i < problems.size() && i < 12; ++i) os << (i ? "; " : "") << problems[i];
+  if (problems.size() > 12) os << "; ... (" << problems.size() - 12 << " more)";
+  throw Error(detail::concat("gemma3: ", f.path(), ": tensors do not match the metadata (", c.layers,
+                             " layers, dim ", c.dim, ", ffn ", c.ffn, ", heads ", c.heads, "/", c.kv_heads,
+                             " of ", c.head_dim, ", vocab ", c.vocab, "): ", os.str()));
+}
+
+float gelu_tanh(float x) {
+  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + std::tanh(k * x * (1.0f + 0.044715f * x * x)));
+}
+
+// rms_norm over rows of n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w
+void rms_norm(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const float s = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    float* o = out + r * n;
+    for (int64_t i = 0; i < n; ++i) o[i] = xr[i] * s * w[i];
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- config
+
+Gemma3Config Gemma3Config::from_gguf(const io::GgufFile& f) {
+  ATTN_CHECK(f.has("general.architecture"), "gemma3: ", f.path(), ": missing 'general.architecture'");
+  const std::string arch = f.get_string("general.architecture");
+  ATTN_CHECK(arch == kArch, "gemma3: ", f.path(), ": architecture '", arch, "'; expected 'gemma3'");
+  Gemma3Config c;
+  c.context = positive(f, key("context_length"));
+  c.dim = positive(f, key("embedding_length"));
+  c.layers = positive(f, key("block_count"));
+  const int64_t stored = static_cast<int64_t>(f.tensor_names().size());
+  ATTN_CHECK(c.layers <= stored / 13, "gemma3: ", f.path(), ": ", key("block_count"), " is ", c.layers,
+             " but the file holds ", stored, " tensors (13 per block)");
+  c.ffn = positive(f, key("feed_forward_length"));
+  c.heads = positive(f, key("attention.head_count"));
+  c.kv_heads = f.has(key("attention.head_count_kv")) ? positive(f, key("attention.head_count_kv")) : c.heads;
+  c.head_dim =
+      f.has(key("attention.key_length")) ? positive(f, key("attention.key_length")) : c.dim / c.heads;
+  if (f.has(key("attention.value_length"))) {
+    const int64_t vl = positive(f, key("attention.value_length"));
+    ATTN_CHECK(vl == c.head_dim, "gemma3: ", f.path(), ": ", key("attention.value_length"), " ", vl,
+               " differs from ", key("attention.key_length"), " ", c.head_dim,
+               "; only equal lengths are supported");
+  }
+  c.rms_eps = real(f, key("attention.layer_norm_rms_epsilon"), 1e-6);
+  c.rope_global = real(f, key("rope.freq_base"), 1e6);
+  c.rope_local = real(f, key("rope.local.freq_base"), 10000.0);
+  c.window = f.has(key("attention.sliding_window")) ? positive(f, key("attention.sliding_window")) : 0;
+  c.pattern = f.has(key("attention.sliding_window_pattern"))
+                  ? positive(f, key("attention.sliding_window_pattern"))
+                  : 6;
+  c.query_scalar = real(f, key("attention.query_pre_attn_scalar"), static_cast<double>(c.head_dim));
+  c.final_softcap = real(f, key("final_logit_softcapping"), 0.0);
+  c.attn_softcap = real(f, key("attn_logit_softcapping"), 0.0);
+  ATTN_CHECK(f.has("tokenizer.ggml.tokens"), "gemma3: ", f.path(), ": no tokenizer.ggml.tokens");
+  c.vocab = static_cast<int64_t>(f.array_size("tokenizer.ggml.tokens"));
+  ATTN_CHECK(!f.has(key("rope.scaling.type")) || f.get_string(key("rope.scaling.type")) == "none" ||
+                 f.get_string(key("rope.scaling.type")) == "linear",
+             "gemma3: ", f.path(), ": RoPE scaling '", f.get_string(key("rope.scaling.type")),
+             "' is not supported");
+  ATTN_CHECK(!f.has(key("rope.scaling.factor")) || real(f, key("rope.scaling.factor"), 1.0) == 1.0,
+             "gemma3: ", f.path(), ": ", key("rope.scaling.factor"), " ",
+             real(f, key("rope.scaling.factor"), 1.0), " is not supported (only 1)");
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(detail::concat(f.path(), ": ", e.what()));
+  }
+  return c;
+}
+
+void Gemma3Config::validate() const {
+  ATTN_CHECK(vocab > 0 && context > 0 && dim > 0 && layers > 0 && ffn > 0 && heads > 0 && kv_heads > 0 &&
+                 head_dim > 0,
+             "gemma3 config: sizes must be > 0 (vocab ", vocab, ", context ", context, ", dim ", dim,
+             ", layers ", layers, ", ffn ", ffn, ", heads ", heads, ", kv_heads ", kv_heads, ", head_dim ",
+             head_dim, ")");
+  ATTN_CHECK(heads % kv_heads == 0, "gemma3 config: gemma3.attention.head_count ", heads,
+             " must be a multiple of gemma3.attention.head_count_kv ", kv_heads);
+  ATTN_CHECK(head_dim % 2 == 0, "gemma3 config: gemma3.attention.key_length must be even for RoPE, got ",
+             head_dim);
+  ATTN_CHECK(window <= context, "gemma3 config: gemma3.attention.sliding_window ", window,
+             " is larger than gemma3.context_length ", context);
+  ATTN_CHECK(pattern >= 1, "gemma3 config: sliding_window_pattern must be >= 1, got ", pattern);
+  for (double b : {rope_global, rope_local})
+    ATTN_CHECK(std::isfinite(b) && b > 0, "gemma3 config: gemma3.rope.freq_base must be > 0, got ", b);
+  ATTN_CHECK(std::isfinite(rms_eps) && rms_eps > 0, "gemma3 config: layer_norm_rms_epsilon must be > 0, got ",
+             rms_eps);
+  ATTN_CHECK(std::isfinite(query_scalar) && query_scalar > 0,
+             "gemma3 config: query_pre_attn_scalar must be > 0, got ", query_scalar);
+}
+
+// ---------------------------------------------------------------- model
+
+// Prompt passes of at least this many tokens unpack each matrix to f32 and use ops::gemm.
+constexpr int64_t kGemmMinRows = 16;
+constexpr int64_t kMaxKvCacheBytes = int64_t{16} << 30;
+
+struct Gemma3Model::Impl {
+  io::GgufFile file;
+  Gemma3Config c;
+  text::SpmTokenizer tok;
+  int64_t cap = 0;
+  bool full_cache = false;
+  Mat embed, output;
+  std::vector<float> output_norm;
+  std::vector<Layer> layers;
+  std::vector<ops::KvCache> caches;
+  int64_t pos = 0;
+
+  std::vector<float> x, n, q, k, v, att, tmp, g, u, wtmp, logits, last, scores;
+
+  explicit Impl(io::GgufFile f) : file(std::move(f)) {}
+
+  const Mat& out_mat() const { return output.N ? output : embed; }
+
+  void load_mat(Mat& m, const std::string& name) {
+    const io::GgufTensorInfo& t = file.tensor(name);
+    m.name = name;
+    m.N = t.shape[0];
+    m.K = t.shape[1];
+    ops::QuantFormat qf;
+    if (ops::quant_format_of_ggml(static_cast<uint32_t>(t.type), &qf) &&
+        m.K % ops::quant_block_elems(qf) == 0) {
+      m.quant = true;
+      m.q = ops::QuantMatrix(qf, file.view(name).data, m.N, m.K);
+    } else {
+      Tensor w = file.load(name);
+      m.f32.assign(w.data<float>(), w.data<float>() + w.numel());
+      io::check_finite(m.f32.data(), static_cast<int64_t>(m.f32.size()),
+                       "gemma3: " + file.path() + ": tensor '" + name + "'");
+    }
+  }
+
+  std::vector<float> load_vec(const std::string& name) {
+    Tensor w = file.load(name);
+    io::check_finite(w, "gemma3: " + file.path() + ": tensor '" + name + "'");
+    return std::vector<float>(w.data<float>(), w.data<float>() + w.numel());
+  }
+
+  // Y [L, N] (row stride ldy) = X [L, K] · Wᵀ
+  void matmul(const Mat& w, const float* X, int64_t L, float* Y, int64_t ldy) {
+    const int64_t N = w.N, K = w.K;
+    if (!w.quant) {
+      ops::gemm(false, true, L, N, K, 1.0f, X, K, w.f32.data(), K, 0.0f, Y, ldy);
+      return;
+    }
+    if (L >= kGemmMinRows) {
+      wtmp.resize(static_cast<std::size_t>(N * K));
+      parallel_for(
+          N, 64, [&](int64_t b, int64_t e, int) { ops::quant_unpack_rows(w.q, b, e, wtmp.data() + b * K); });
+      ops::gemm(false, true, L, N, K, 1.0f, X, K, wtmp.data(), K, 0.0f, Y, ldy);
+      return;
+    }
+    const int64_t grain = std::max<int64_t>(8, 65536 / std::max<int64_t>(1, K * L));
+    parallel_for(N, grain, [&](int64_t b, int64_t e, int) {
+      ops::quant_linear_rows(w.q, b, e, X, L, K, Y, ldy, false);
+    });
+  }
+
+  void embed_rows(std::span<const int32_t> ids, float* out) {
+    const int64_t C = c.dim;
+    const float s = std::sqrt(static_cast<float>(C));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      float* o = out + i * C;
+      if (embed.quant)
+        ops::quant_unpack_rows(embed.q, ids[i], ids[i] + 1, o);
+      else
+        std::memcpy(o, embed.f32.data() + ids[i] * C, C * sizeof(float));
+      for (int64_t j = 0; j < C; ++j) o[j] *= s;
+    }
+  }
+
+  // NeoX RoPE on rows [L, heads, D] at positions pos0 + i.
+  void rope(float* t, int64_t L, int64_t heads, int64_t pos0, double base) const {
+    const int64_t D = c.head_dim, half = D / 2;
+    std::vector<float> cs(half), sn(half);
+    for (int64_t i = 0; i < L; ++i) {
+      for (int64_t j = 0; j < half; ++j) {
+        const double theta =
+            static_cast<double>(pos0 + i) * std::pow(base, -2.0 * static_cast<double>(j) / D);
+        cs[j] = static_cast<float>(std::cos(theta));
+        sn[j] = static_cast<float>(std::sin(theta));
+      }
+      for (int64_t h = 0; h < heads; ++h) {
+        float* r = t + (i * heads + h) * D;
+        for (int64_t j = 0; j < half; ++j) {
+          const float a = r[j], b = r[j + half];
+          r[j] = a * cs[j] - b * sn[j];
+          r[j + half] = a * sn[j] + b * cs[j];
+        }
+      }
+    }
+  }
+
+  void forward(std::span<const int32_t> ids, std::vector<std::vector<float>>* capture) {
+    const int64_t L = static_cast<int64_t>(ids.size());
+    ATTN_CHECK(L > 0, "gemma3: no tokens to run");
+    ATTN_CHECK(pos + L <= cap, "gemma3: sequence of ", pos + L, " tokens (", pos, " cached + ", L,
+               " new) exceeds the context of ", cap, " tokens", cap < c.context ? " (--max-context)" : "");
+    for (int64_t i = 0; i < L; ++i)
+      ATTN_CHECK(ids[i] >= 0 && ids[i] < c.vocab, "gemma3: token id ", ids[i], " at ", i,
+                 " is out of range [0, ", c.vocab, ")");
+    if (caches.empty()) {
+      for (int64_t l = 0; l < c.layers; ++l) {
+        const int64_t w = (c.sliding(l) && c.window < cap) ? c.window : 0;
+        caches.emplace_back(c.kv_heads, c.head_dim, cap, w, !full_cache);
+      }
+    }
+    const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim;
+    const int64_t QD = H * D, KD = Hkv * D, G = H / Hkv;
+    x.resize(L * C), n.resize(L * std::max(C, QD)), tmp.resize(L * C), q.resize(L * QD), k.resize(L * KD),
+        v.resize(L * KD), att.resize(L * QD), g.resize(L * F), u.resize(L * F);
+    embed_rows(ids, x.data());
+    const float scale = static_cast<float>(1.0 / std::sqrt(c.query_scalar));
+    for (int64_t l = 0; l < c.layers; ++l) {
+      Layer& ly = layers[l];
+      rms_norm(x.data(), ly.attn_norm.data(), L, C, c.rms_eps, n.data());
+      matmul(ly.wq, n.data(), L, q.data(), QD);
+      matmul(ly.wk, n.data(), L, k.data(), KD);
+      matmul(ly.wv, n.data(), L, v.data(), KD);
+      rms_norm(q.data(), ly.q_norm.data(), L * H, D, c.rms_eps, q.data());
+      rms_norm(k.data(), ly.k_norm.data(), L * Hkv, D, c.rms_eps, k.data());
+      rope(q.data(), L, H, pos, c.rope_base(l));
+      rope(k.data(), L, Hkv, pos, c.rope_base(l));
+      ops::KvCache& kc = caches[l];
+      if (L == 1 && !capture) {
+        kc.append(k.data(), v.data(), 1);
+        scores.resize(static_cast<std::size_t>(kc.slots()) * H);
+        parallel_for(H, 1, [&](int64_t b, int64_t e, int) {
+          for (int64_t h = b; h < e; ++h)
+            ops::cached_decode_attention(kc, h / G, q.data() + h * D, 1, scale,
+                                         scores.data() + h * kc.slots(), att.data() + h * D);
+        });
+      } else {
+        std::vector<float> w;
+        ops::cached_prompt_attention(kc, q.data(), k.data(), v.data(), L, H, scale, att.data(),
+                                     capture ? &w : nullptr);
+        if (capture) capture->push_back(std::move(w));
+      }
+      matmul(ly.wo, att.data(), L, tmp.data(), C);
+      rms_norm(tmp.data(), ly.post_attn_norm.data(), L, C, c.rms_eps, tmp.data());
+      for (int64_t i = 0; i < L * C; ++i) x[i] += tmp[i];
+      rms_norm(x.data(), ly.ffn_norm.data(), L, C, c.rms_eps, n.data());
+      matmul(ly.gate, n.data(), L, g.data(), F);
+      matmul(ly.up, n.data(), L, u.data(), F);
+      for (int64_t i = 0; i < L * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+      matmul(ly.down, g.data(), L, tmp.data(), C);
+      rms_norm(tmp.data(), ly.post_ffw_norm.data(), L, C, c.rms_eps, tmp.data());
+      for (int64_t i = 0; i < L * C; ++i) x[i] += tmp[i];
+    }
+    pos += L;
+    last.resize(C);
+    rms_norm(x.data() + (L - 1) * C, output_norm.data(), 1, C, c.rms_eps, last.data());
+    logits.resize(c.vocab);
+    matmul(out_mat(), last.data(), 1, logits.data(), c.vocab);
+    if (c.final_softcap > 0) {
+      const float cap_v = static_cast<float>(c.final_softcap);
+      for (float& z : logits) z = cap_v * std::tanh(z / cap_v);
+    }
+  }
+};
+
+Gemma3Model::Gemma3Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Gemma3Model::Gemma3Model(Gemma3Model&&) noexcept = default;
+Gemma3Model& Gemma3Model::operator=(Gemma3Model&&) noexcept = default;
+Gemma3Model::~Gemma3Model() = default;
+
+Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& options) {
+  auto impl = std::make_unique<Impl>(io::GgufFile::open(path));
+  Impl& m = *impl;
+  m.c = Gemma3Config::from_gguf(m.file);
+  ATTN_CHECK(options.max_context >= 0, "gemma3: max_context must be >= 0, got ", options.max_context);
+  m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
+  m.full_cache = options.full_kv_cache;
+  {
+    std::vector<int64_t> windows;
+    for (int64_t l = 0; l < m.c.layers; ++l)
+      windows.push_back(!m.full_cache && m.c.sliding(l) ? m.c.window : 0);
+    const int64_t bytes = ops::kv_cache_bytes(windows, m.c.kv_heads, m.c.head_dim, m.cap);
+    ATTN_CHECK(bytes <= kMaxKvCacheBytes, "gemma3: ", path, ": a KV cache of ", m.cap, " tokens would take ",
+               static_cast<double>(bytes) / (1 << 30),
+               " GiB; at most 16 GiB: give a smaller max_context (--max-context)");
+  }
+  check_tensors(m.file, m.c);
+  m.tok = text::SpmTokenizer::from_gguf(m.file);
+  m.load_mat(m.embed, "token_embd.weight");
+  if (m.file.has_tensor("output.weight")) m.load_mat(m.output, "output.weight");
+  m.output_norm = m.load_vec("output_norm.weight");
+  m.layers.resize(m.c.layers);
+  for (int64_t l = 0; l < m.c.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    Layer& ly = m.layers[l];
+    ly.attn_norm = m.load_vec(p + "attn_norm.weight");
+    ly.q_norm = m.load_vec(p + "attn_q_norm.weight");
+    ly.k_norm = m.load_vec(p + "attn_k_norm.weight");
+    ly.post_attn_norm = m.load_vec(p + "post_attention_norm.weight");
+    ly.ffn_norm = m.load_vec(p + "ffn_norm.weight");
+    ly.post_ffw_norm = m.load_vec(p + "post_ffw_norm.weight");
+    m.load_mat(ly.wq, p + "attn_q.weight");
+    m.load_mat(ly.wk, p + "attn_k.weight");
+    m.load_mat(ly.wv, p + "attn_v.weight");
+    m.load_mat(ly.wo, p + "attn_output.weight");
+    m.load_mat(ly.gate, p + "ffn_gate.weight");
+    m.load_mat(ly.up, p + "ffn_up.weight");
+    m.load_mat(ly.down, p + "ffn_down.weight");
+  }
+  return Gemma3Model(std::move(impl));
+}
+
+const Gemma3Config& Gemma3Model::config() const { return impl_->c; }
+const text::SpmTokenizer& Gemma3Model::tokenizer() const { return impl_->tok; }
+int64_t Gemma3Model::capacity() const { return impl_->cap; }
+int64_t Gemma3Model::kv_cache_bytes() const {
+  int64_t b = 0;
+  for (const ops::KvCache& c : impl_->caches) b += c.bytes();
+  return b;
+}
+void Gemma3Model::clear() {
+  impl_->pos = 0;
+  for (ops::KvCache& c : impl_->caches) c.clear();
+}
+int64_t Gemma3Model::position() const { return impl_->pos; }
+
+std::span<const float> Gemma3Model::prefill(std::span<const int32_t> ids) {
+  impl_->forward(ids, nullptr);
+  return impl_->logits;
+}
+
+std::span<const float> Gemma3Model::step(int32_t id) {
+  impl_->forward(std::span<const int32_t>(&id, 1), nullptr);
+  return impl_->logits;
+}
+
+Gemma3Attention Gemma3Model::attention_weights(std::span<const int32_t> ids) {
+  Gemma3Attention a;
+  a.ids.assign(ids.begin(), ids.end());
+  for (int32_t id : ids) {
+    std::string s = impl_->tok.piece_text(id, true);
+    a.tokens.push_back(s);
+  }
+  a.heads = impl_->c.heads;
+  for (int64_t l = 0; l < impl_->c.layers; ++l) a.sliding.push_back(impl_->c.sliding(l));
+  clear();
+  impl_->forward(ids, &a.layers);
+  return a;
+}
+
+std::string Gemma3Model::apply_chat_template(const std::vector<Message>& messages,
+                                             bool add_generation_prompt) const {
+  std::string out, system;
+  for (const Message& m : messages) {
+    if (m.role == "system") {
+      system += m.content + "\n\n";
+      continue;
+    }
+    ATTN_CHECK(m.role == "user" || m.role == "assistant" || m.role == "model", "gemma3 chat: role '", m.role,
+               "'; expected system, user or assistant");
+    const std::string role = m.role == "user" ? "user" : "model";
+    out += "<start_of_turn>" + role + "\n" + (role == "user" ? system : std::string()) + m.content +
+           "<end_of_turn>\n";
+    if (role == "user") system.clear();
+  }
+  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
+}  // namespace attn::models

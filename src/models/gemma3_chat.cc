@@ -1,0 +1,64 @@
+// Text generation with Gemma 3 (include/attn/models/gemma3_chat.h).
+#include <attn/core/error.h>
+#include <attn/models/gemma3_chat.h>
+#include <attn/models/generate.h>
+#include <attn/text/utf8.h>
+
+#include <chrono>
+
+namespace attn::models {
+
+std::vector<int32_t> gemma3_prompt_ids(const Gemma3Model& model, const std::string& prompt, bool chat,
+                                       const std::optional<std::string>& system) {
+  const text::SpmTokenizer& tok = model.tokenizer();
+  if (!chat) return tok.encode(prompt, tok.add_bos(), false);
+  std::vector<Gemma3Model::Message> msgs;
+  if (system && !system->empty()) msgs.push_back({"system", *system});
+  msgs.push_back({"user", prompt});
+  return tok.encode(model.apply_chat_template(msgs, true), tok.add_bos(), true);
+}
+
+LlamaReply gemma3_generate_text(Gemma3Model& model, const std::vector<int32_t>& prompt_ids,
+                                const LlamaTextOptions& o, Rng& rng) {
+  using clock = std::chrono::steady_clock;
+  ATTN_CHECK(o.temperature >= 0, "gemma3: temperature must be >= 0 (0 = greedy); got ", o.temperature);
+  ATTN_CHECK(!prompt_ids.empty(), "the prompt is empty (no tokens)");
+  const text::SpmTokenizer& tok = model.tokenizer();
+  GenerateOptions g;
+  g.max_new_tokens = o.max_new_tokens;
+  g.search = o.temperature > 0 ? SearchKind::sample : SearchKind::greedy;
+  g.temperature = o.temperature > 0 ? o.temperature : 1.0;
+  g.top_k = o.top_k;
+  g.top_p = o.top_p;
+  g.eos_id = tok.eos_id();
+  for (int64_t id = 0; id < tok.vocab_size(); ++id)
+    if (tok.type(static_cast<int32_t>(id)) == text::SpmTokenType::control && id != g.eos_id)
+      g.stop_ids.push_back(id);
+  LlamaReply r;
+  r.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
+  const auto t0 = clock::now();
+  const std::span<const float> logits = model.prefill(prompt_ids);
+  const auto t1 = clock::now();
+  const auto emit = [&](const std::string& text) {
+    if (text.size() <= r.text.size()) return;
+    const std::string piece = text.substr(r.text.size());
+    r.text = text;
+    if (o.on_text) o.on_text(piece);
+  };
+  const Generated out = generate_from(model, logits, g, rng, [&](int64_t, int64_t token) {
+    r.ids.push_back(static_cast<int32_t>(token));
+    const std::string text = tok.decode(r.ids, false);
+    emit(text.substr(0, text::complete_utf8_prefix(text)));
+  });
+  if (out.stop_token >= 0) {
+    r.ids.push_back(static_cast<int32_t>(out.stop_token));
+    r.stopped = true;
+  }
+  const std::string all = tok.decode(r.ids, false);
+  emit(all.substr(0, text::complete_utf8_prefix(all)));
+  r.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
+  r.generate_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+  return r;
+}
+
+}  // namespace attn::models
