@@ -38,8 +38,8 @@ build/release/attn train classify --preset quick --minutes 1 --eval "$CLEAN" --o
 
 echo
 echo "== 2. attn train classify --encoder e5: fine-tune multilingual-e5-small on the same split =="
-build/release/attn train classify --encoder e5 --max-train "${ATTN_QUICKSTART_TRAIN:-3000}" --max-valid 300 \
-  --epochs 3 --eval "$CLEAN" --out runs/classify
+build/release/attn train classify --encoder e5 --max-train "${ATTN_QUICKSTART_TRAIN:-6000}" --max-valid 300 \
+  --epochs 2 --eval "$CLEAN" --out runs/classify
 
 echo
 echo "== 3. side by side: accuracy on the test split and on the clean set =="
