@@ -77,9 +77,13 @@ TEST(ClassifyFinetune, TinyE5TrainsSavesAndClassifies) {
   EXPECT_EQ(h.data.at("tokenizer").at("kind").as_string(), "e5");
   auto clf = models::TextClassifier::load(r.model_path);
   const io::E5Container c = io::E5Container::open(tiny());
-  for (const auto& [name, p] : clf->model().named_parameters())
-    if (name == "embed.weight")
-      EXPECT_ALL_CLOSE(p, c.load_hf("embeddings.word_embeddings.weight"), (testing::Tolerance{0, 0}));
+  bool found = false;
+  for (const auto& [name, p] : clf->model().named_parameters()) {
+    if (name != "embed.weight") continue;
+    found = true;
+    EXPECT_ALL_CLOSE(p, c.load_hf("embeddings.word_embeddings.weight"), (testing::Tolerance{0, 0}));
+  }
+  EXPECT_TRUE(found) << "the loaded classifier has no embed.weight parameter";
   const std::vector<models::Classification> out = clf->classify({"a a a", "b b b"}, true);
   EXPECT_EQ(clf->labels()[out[0].label], "pos");
   EXPECT_EQ(clf->labels()[out[1].label], "neg");
