@@ -212,9 +212,10 @@ class SentenceEncoder {
   // (naming the text).
   Embeddings embed(const std::vector<std::string>& texts, const EmbedOptions& options = {}) const;
 
-  // The same from token ids already made (each 1..max_seq_length() ids, the model's begin/end ids ([CLS]/[SEP] or <s>/</s>) included
-  // when the caller wants them, ids < the vocabulary): what embed() runs after tokenizing, for callers
-  // that tokenize themselves (the server's batches). Throws attn::Error naming the sequence.
+  // The same from token ids already made (each 1..max_seq_length() ids, the model's begin/end ids
+  // ([CLS]/[SEP] or <s>/</s>) included when the caller wants them, ids < the vocabulary): what embed() runs
+  // after tokenizing, for callers that tokenize themselves (the server's batches). Throws attn::Error naming
+  // the sequence.
   Embeddings embed_ids(const std::vector<std::vector<int32_t>>& ids, const EmbedOptions& options = {}) const;
 
   // The model's ids for one text ([CLS] text [SEP] / <s> text </s>) truncated as
