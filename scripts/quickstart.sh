@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start: install what is missing, build Release, then the main job on real
-# data (about six minutes on 2 cores, build excluded):
+# data (about four minutes on 2 cores, build excluded; measured 221 s on a fresh clone):
 #   1. a character Transformer trained from scratch on the reviews (~1 min), next to
 #      naive Bayes and logistic-regression baselines on the same split;
 #   2. multilingual-e5-small fine-tuned on the same split (attn train classify --encoder e5):
