@@ -651,8 +651,13 @@ Generated generate(LlamaModel& model, const std::vector<int32_t>& prompt, const 
   return generate_from(model, model.prefill(prompt), options, rng, on_token);
 }
 
-Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
-                        Rng& rng, const TokenCallback& on_token) {
+namespace {
+
+// One sequence continued from a decoder's logits (the model holds the prompt's KV cache): the
+// Llama-family models differ only in their stepper.
+template <class Stepper, class Model>
+Generated continue_one(Model& model, std::span<const float> logits, const GenerateOptions& options, Rng& rng,
+                       const TokenCallback& on_token) {
   const int64_t V = model.config().vocab;
   check_llama_options(options, V, on_token);
   ATTN_CHECK(static_cast<int64_t>(logits.size()) == V, "generate: expected the model's logits [", V,
@@ -661,7 +666,7 @@ Generated generate_from(LlamaModel& model, std::span<const float> logits, const 
   p.caps.push_back(std::min<int64_t>(options.max_new_tokens, model.capacity() - model.position() + 1));
   p.src_len.push_back(0);
   if (p.caps[0] <= 0) return Generated();
-  LlamaStepper stepper(model);
+  Stepper stepper(model);
   std::vector<Rng> rngs{rng};
   std::vector<Generated> out =
       run_simple(stepper, {logits.data(), V}, Tensor(), std::vector<Hyp>(1), p, on_token, rngs);
@@ -669,22 +674,16 @@ Generated generate_from(LlamaModel& model, std::span<const float> logits, const 
   return std::move(out[0]);
 }
 
+}  // namespace
+
+Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
+                        Rng& rng, const TokenCallback& on_token) {
+  return continue_one<LlamaStepper>(model, logits, options, rng, on_token);
+}
+
 Generated generate_from(Gemma3Model& model, std::span<const float> logits, const GenerateOptions& options,
                         Rng& rng, const TokenCallback& on_token) {
-  const int64_t V = model.config().vocab;
-  check_llama_options(options, V, on_token);
-  ATTN_CHECK(static_cast<int64_t>(logits.size()) == V, "generate: expected the model's logits [", V,
-             "]; got ", logits.size(), " values");
-  Problem p{options, V, {}, {}, {}, false};
-  p.caps.push_back(std::min<int64_t>(options.max_new_tokens, model.capacity() - model.position() + 1));
-  p.src_len.push_back(0);
-  if (p.caps[0] <= 0) return Generated();
-  Gemma3Stepper stepper(model);
-  std::vector<Rng> rngs{rng};
-  std::vector<Generated> out =
-      run_simple(stepper, {logits.data(), V}, Tensor(), std::vector<Hyp>(1), p, on_token, rngs);
-  rng = rngs[0];
-  return std::move(out[0]);
+  return continue_one<Gemma3Stepper>(model, logits, options, rng, on_token);
 }
 
 }  // namespace attn::models
