@@ -135,6 +135,10 @@ std::vector<std::string> Args::words(const std::string& name, char sep) const {
 }
 
 std::string format_options(const std::vector<OptionSpec>& specs) {
+  return format_options(specs, teach::Lang::en);
+}
+
+std::string format_options(const std::vector<OptionSpec>& specs, teach::Lang lang) {
   int w = 0;
   std::vector<std::string> heads;
   for (const auto& o : specs) {
@@ -145,7 +149,9 @@ std::string format_options(const std::vector<OptionSpec>& specs) {
   for (std::size_t i = 0; i < specs.size(); ++i) {
     s += "  " + text::pad(heads[i], w) + "  ";
     // Help text may hold '\n'; continuation lines align under the first.
-    for (const char c : specs[i].help) {
+    const std::string& help =
+        lang == teach::Lang::zh && !specs[i].help_zh.empty() ? specs[i].help_zh : specs[i].help;
+    for (const char c : help) {
       s += c;
       if (c == '\n') s += std::string(static_cast<std::size_t>(w) + 4, ' ');
     }

@@ -3,6 +3,8 @@
 // naming the option, what was expected and what was given.
 #pragma once
 
+#include <attn/teach/lang.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -14,6 +16,7 @@ struct OptionSpec {
   std::string name;     // without the leading "--"
   std::string metavar;  // empty: a flag that takes no value
   std::string help;
+  std::string help_zh;  // the same in Chinese (`--lang zh`); empty: the English text
 };
 
 class Args {
@@ -47,5 +50,7 @@ double parse_number(const std::string& text, const std::string& what);
 
 // The options as help text: "  --name METAVAR   help", wrapped help aligned.
 std::string format_options(const std::vector<OptionSpec>& specs);
+// The same in a language: Chinese help where an option has it (teach::Lang::zh).
+std::string format_options(const std::vector<OptionSpec>& specs, teach::Lang lang);
 
 }  // namespace attn::cli

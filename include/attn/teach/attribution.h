@@ -8,6 +8,7 @@
 
 #include <attn/io/json.h>
 #include <attn/models/attribution.h>
+#include <attn/teach/lang.h>
 #include <attn/viz/export.h>
 
 #include <cstdint>
@@ -36,7 +37,8 @@ AttributionInput attribution_input(const models::TextClassifier& model, const st
 
 struct AttributionReportOptions {
   models::AttributionOptions attribution;
-  std::string target;  // class name to explain; "" = the predicted class
+  std::string target;    // class name to explain; "" = the predicted class
+  Lang lang = Lang::en;  // the language of the report
 };
 
 struct AttributionResult {

@@ -8,6 +8,7 @@
 // that does not exist) are attn::Error naming the option and the bad value.
 #pragma once
 
+#include <attn/teach/lang.h>
 #include <attn/teach/report.h>
 
 #include <cstdint>
@@ -90,6 +91,7 @@ struct WalkthroughOptions {
   // The query: a word of the sentence (its first occurrence) or its position
   // from 0. Empty: 没, or the first word of a sentence without it.
   std::string query;
+  Lang lang = Lang::en;  // the language of the report (the numbers are the same)
 };
 // One query word, one head, six steps, then the engine's agreement.
 Report walkthrough(const WalkthroughOptions& options);
@@ -97,14 +99,16 @@ Report walkthrough(const WalkthroughOptions& options);
 struct ScoresOptions {
   std::vector<double> scores;       // 1..1000 scores, each in [-700, 700]
   std::vector<std::string> tokens;  // names of the positions (one per score); empty: "position 0", ...
+  Lang lang = Lang::en;             // the language of the report (the numbers are the same)
 };
 // softmax of the given scores: exp, sum, divide, which wins.
 Report softmax_scores(const ScoresOptions& options);
 
 struct MultiHeadOptions {
   Sentence sentence;
-  std::string query;  // as in WalkthroughOptions
-  int64_t heads = 2;  // dividing d_model = 8
+  std::string query;     // as in WalkthroughOptions
+  int64_t heads = 2;     // dividing d_model = 8
+  Lang lang = Lang::en;  // the language of the report (the numbers are the same)
 };
 // Every head's weights side by side, the concatenation and W_O, with shapes.
 Report multi_head(const MultiHeadOptions& options);
@@ -112,6 +116,7 @@ Report multi_head(const MultiHeadOptions& options);
 struct CostOptions {
   int64_t n = 0, d = 0, heads = 0, batch = 1;  // heads must divide d
   bool causal = false;
+  Lang lang = Lang::en;  // the language of the report (the numbers are the same)
 };
 // Shapes, FLOPs and memory of every step; naive against fused; the backend attn chooses.
 Report cost(const CostOptions& options);
@@ -125,15 +130,17 @@ Report cost(const CostOptions& options);
 struct ModelCostOptions {
   std::string gguf;       // path of a gemma3 GGUF file
   int64_t max_n = 32768;  // the longest N shown (at most the model's context)
+  Lang lang = Lang::en;   // the language of the report (the numbers are the same)
 };
 Report gemma3_cost(const ModelCostOptions& options);
 
 struct MaskOptions {
   Sentence sentence;
-  std::string kind;     // causal | padding | window
-  int64_t length = -1;  // padding: real tokens (0..N)
-  int64_t window = -1;  // window: half-width (>= 0)
-  bool causal = false;  // window: also causal (look back only)
+  std::string kind;      // causal | padding | window
+  int64_t length = -1;   // padding: real tokens (0..N)
+  int64_t window = -1;   // window: half-width (>= 0)
+  bool causal = false;   // window: also causal (look back only)
+  Lang lang = Lang::en;  // the language of the report (the numbers are the same)
 };
 // Which positions each query may see, as a grid computed by the engine.
 Report mask(const MaskOptions& options);
@@ -147,6 +154,7 @@ struct ModelOptions {
   // Empty: [CLS], what the classifier reads.
   std::string word;
   int64_t show_dims = 4;  // dimensions shown in the Q/K/V table (1..4096)
+  Lang lang = Lang::en;   // the language of the report (the numbers are the same)
 };
 // The walkthrough with a trained classifier's real Q, K, V for one layer,
 // head and query, checked against the engine and the model's captured weights.

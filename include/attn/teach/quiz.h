@@ -9,6 +9,7 @@
 #pragma once
 
 #include <attn/io/json.h>
+#include <attn/teach/lang.h>
 
 #include <cstdint>
 #include <optional>
@@ -82,6 +83,7 @@ struct QuizOptions {
   int64_t count = 5;         // 1..1000 questions
   std::string kind = "all";  // numeric | structure | path | all (the kinds take turns)
   uint64_t seed = 0;         // the same seed gives the same questions and numbers
+  Lang lang = Lang::en;      // the language of questions, feedback and solutions
 };
 
 struct Quiz {
