@@ -61,15 +61,22 @@ Quiz make_quiz(const QuizOptions& options) {
              "]; got ", options.count);
   Quiz q;
   q.options = options;
-  q.questions = quiz::generate(quiz::parse_kind(options.kind), options.count, options.seed);
+  q.questions = quiz::generate(quiz::parse_kind(options.kind), options.count, options.seed, options.lang);
   q.repeat = "attn quiz --seed " + std::to_string(options.seed) + " --count " +
-             std::to_string(options.count) + " --kind " + options.kind;
+             std::to_string(options.count) + " --kind " + options.kind +
+             (options.lang == Lang::zh ? " --lang zh" : "");
   return q;
 }
 
 std::string quiz_intro(const Quiz& quiz) {
   const int64_t count = quiz.options.count;
   const auto kind = quiz::parse_kind(quiz.options.kind);
+  if (quiz.options.lang == Lang::zh)
+    return "attn quiz：" + std::to_string(count) + " 道题（" +
+           (kind ? std::string(quiz::kind_title(*kind, Lang::zh)) + "题" : std::string("全部题型")) +
+           "），种子 " + std::to_string(quiz.options.seed) + "\n再做一次同样的测验：" + quiz.repeat +
+           "\n题目对应教程的各节：路径长度（1.2 节）、缩放点积注意力与 "
+           "softmax、多头注意力、掩码与交叉注意力。\n\n";
   return "attn quiz: " + std::to_string(count) + (count == 1 ? " question" : " questions") + " (" +
          (kind ? std::string(quiz::kind_name(*kind)) : "all kinds") + "), seed " +
          std::to_string(quiz.options.seed) + "\nSame quiz again: " + quiz.repeat + "\n\n";
@@ -77,14 +84,27 @@ std::string quiz_intro(const Quiz& quiz) {
 
 std::string question_text(const Quiz& quiz, std::size_t index) {
   const Question& q = quiz.questions.at(index);
-  std::string s = "Question " + std::to_string(index + 1) + " of " + std::to_string(quiz.questions.size()) +
-                  "  [" + quiz::kind_name(q.kind) + " · " + q.topic + "]\n" + q.text + "\n";
+  const bool zh = q.lang == Lang::zh;
+  std::string s =
+      zh ? "第 " + std::to_string(index + 1) + " 题，共 " + std::to_string(quiz.questions.size()) + " 题  [" +
+               quiz::kind_title(q.kind, q.lang) + " · " + q.topic + "]\n" + q.text + "\n"
+         : "Question " + std::to_string(index + 1) + " of " + std::to_string(quiz.questions.size()) + "  [" +
+               quiz::kind_name(q.kind) + " · " + q.topic + "]\n" + q.text + "\n";
   for (std::size_t c = 0; c < q.choices.size(); ++c)
     s += std::string("  ") + static_cast<char>('a' + c) + ") " + q.choices[c].text + "\n";
-  return s + "Answer with " + q.how_to_answer() + ".\n";
+  return s + (zh ? "请回答" + q.how_to_answer() + "。\n" : "Answer with " + q.how_to_answer() + ".\n");
 }
 
 std::string result_text(const Question& q, bool correct) {
+  if (q.lang == Lang::zh) {
+    if (correct) return "结果：回答正确（" + q.key() + "）\n";
+    const bool exact = q.form != quiz::Form::number || (q.abs_tol == 0 && q.rel_tol == 0);
+    return "结果：回答错误，正确答案是 " + q.key() +
+           (q.form == quiz::Form::choice ? "（" + q.choices[static_cast<std::size_t>(q.answer)].text + "）"
+            : exact                      ? ""
+                                         : "（" + q.tolerance_text() + "）") +
+           "\n";
+  }
   return correct ? "result: right (" + q.key() + ")\n"
                  : "result: wrong: the answer is " + q.key() +
                        (q.form == quiz::Form::choice
@@ -95,19 +115,24 @@ std::string result_text(const Question& q, bool correct) {
 }
 
 std::string solution_text(const Question& q) {
-  return "Worked solution:\n" + quiz::indent_lines(q.solution, "  ") + "\n\n";
+  return tr(q.lang, "Worked solution:\n", "详细解答：\n") + quiz::indent_lines(q.solution, "  ") + "\n\n";
 }
 
-std::string score_text(int64_t right, int64_t answered) {
+std::string score_text(int64_t right, int64_t answered, Lang lang) {
+  if (lang == Lang::zh)
+    return "得分：" + std::to_string(right) + "/" + std::to_string(answered) + "（答对 " +
+           std::to_string(right) + " 题，共答 " + std::to_string(answered) + " 题）\n";
   return "score: " + std::to_string(right) + "/" + std::to_string(answered) + "\n";
 }
 
 std::string answer_key(const Quiz& quiz) {
-  std::string s =
-      "# answer key of: " + quiz.repeat + "\n# check answers with: " + quiz.repeat + " --answers FILE\n";
+  std::string s = quiz.options.lang == Lang::zh
+                      ? "# 答案：" + quiz.repeat + "\n# 核对答案：" + quiz.repeat + " --answers FILE\n"
+                      : "# answer key of: " + quiz.repeat + "\n# check answers with: " + quiz.repeat +
+                            " --answers FILE\n";
   for (std::size_t i = 0; i < quiz.questions.size(); ++i) {
     const Question& q = quiz.questions[i];
-    s += "# " + std::to_string(i + 1) + " " + quiz::kind_name(q.kind) + " " + q.topic + " (" +
+    s += "# " + std::to_string(i + 1) + " " + quiz::kind_title(q.kind, q.lang) + " " + q.topic + " (" +
          q.tolerance_text() + ")\n" + q.key() + "\n";
   }
   return s;
@@ -157,11 +182,11 @@ std::string answers_transcript(const Quiz& quiz, const std::vector<AnswerLine>& 
   int64_t right = 0;
   for (std::size_t i = 0; i < quiz.questions.size(); ++i) {
     const Question& q = quiz.questions[i];
-    s += question_text(quiz, i) + "your answer: " + answers[i].text + "\n" +
-         result_text(q, verdicts[i].correct) + solution_text(q);
+    s += question_text(quiz, i) + tr(quiz.options.lang, "your answer: ", "你的答案：") + answers[i].text +
+         "\n" + result_text(q, verdicts[i].correct) + solution_text(q);
     right += verdicts[i].correct;
   }
-  return s + score_text(right, static_cast<int64_t>(quiz.questions.size()));
+  return s + score_text(right, static_cast<int64_t>(quiz.questions.size()), quiz.options.lang);
 }
 
 json::Value quiz_json(const Quiz& quiz, const std::vector<AnswerLine>& answers,
@@ -172,6 +197,7 @@ json::Value quiz_json(const Quiz& quiz, const std::vector<AnswerLine>& answers,
       answers.size(), " answers and ", verdicts.size(), " verdicts");
   json::Value j = json::Value::object();
   put(j, {{"command", jv("quiz")},
+          {"lang", jv(lang_name(quiz.options.lang))},
           {"seed", jv(static_cast<int64_t>(quiz.options.seed))},
           {"kind", jv(quiz.options.kind)},
           {"count", jv(quiz.options.count)},

@@ -23,6 +23,36 @@ std::string lower(std::string s) {
   return s;
 }
 
+bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+bool ends_with(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// Text without the spaces, hyphens and underscores inside it ("encoder-only" = "encoder only").
+std::string squash(const std::string& s) {
+  std::string o;
+  for (const char c : s)
+    if (c != ' ' && c != '-' && c != '_' && c != '\t') o += c;
+  return o;
+}
+
+bool is_yes(const std::string& s) {
+  for (const char* y : {"yes", "y", "true", "是", "是的", "对", "对的", "正确", "没错"})
+    if (s == y) return true;
+  return false;
+}
+bool is_no(const std::string& s) {
+  for (const char* n : {"no", "n", "false", "否", "不", "不是", "错", "不对", "错误", "错的"})
+    if (s == n) return true;
+  return false;
+}
+
+Verdict invalid(std::string why) {
+  Verdict v;
+  v.error = std::move(why);
+  return v;
+}
+
 // A finite decimal number taking the whole text, or nullopt.
 std::optional<double> read_number(const std::string& t) {
   if (t.empty()) return std::nullopt;
@@ -40,34 +70,47 @@ int64_t read_position(const std::string& t, int64_t max) {
   return v >= 0 && v <= max ? v : -1;
 }
 
-Verdict invalid(std::string why) {
-  Verdict v;
-  v.error = std::move(why);
-  return v;
-}
-
 Verdict check_number(const Question& q, std::string t) {
+  const Lang lang = q.lang;
+  // "约 0.24", "≈0.24", "~0.24": an approximate answer is an answer.
+  for (const char* p : {"大约", "约为", "约", "≈", "~", "about "})
+    if (starts_with(t, p)) t = trim(t.substr(std::string(p).size()));
   if (q.decimals == 0) {  // counts: allow 1,234,567 and 1_234_567
     t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == ',' || c == '_' || c == ' '; }),
             t.end());
   }
+  double percent = 1;  // "24%" is 0.24
+  if (q.decimals > 0 && !t.empty() && t.back() == '%') {
+    t = trim(t.substr(0, t.size() - 1));
+    percent = 0.01;
+  }
   const auto v = read_number(t);
   if (!v) {
     // The examples must not give the answer away.
-    std::string why = std::string("expected ") +
-                      (q.decimals == 0 ? "a whole number such as 1,024" : "a number such as 0.25") +
-                      "; got '" + t + "'";
-    if (q.decimals > 0 && t.find(',') != std::string::npos) why += " (write decimals with a dot: 0.25)";
+    std::string why = lang == Lang::zh
+                          ? std::string("应为") + (q.decimals == 0 ? "整数，例如 1,024" : "数字，例如 0.25") +
+                                "；收到的是“" + t + "”"
+                          : std::string("expected ") +
+                                (q.decimals == 0 ? "a whole number such as 1,024" : "a number such as 0.25") +
+                                "; got '" + t + "'";
+    if (q.decimals > 0 && t.find(',') != std::string::npos)
+      why += tr(lang, " (write decimals with a dot: 0.25)", "（小数点请用“.”：0.25）");
     return invalid(why);
   }
   Verdict r;
   r.valid = true;
+  const double got = *v * percent;
   const double tol = q.rel_tol > 0 ? q.rel_tol * std::fabs(q.number) : q.abs_tol;
-  r.correct = std::fabs(*v - q.number) <= tol * (1 + 1e-9);  // a hair of slack for decimal input
+  r.correct = std::fabs(got - q.number) <= tol * (1 + 1e-9);  // a hair of slack for decimal input
   return r;
 }
 
-Verdict check_positions(const Question& q, const std::string& t) {
+Verdict check_positions(const Question& q, std::string t) {
+  const Lang lang = q.lang;
+  // "0到3", "0至3", "0~3" are ranges, as "0-3" is.
+  for (const std::string range : {"到", "至"})
+    for (auto p = t.find(range); p != std::string::npos; p = t.find(range)) t.replace(p, range.size(), "-");
+  std::replace(t.begin(), t.end(), '~', '-');
   std::set<int64_t> got;
   std::string item;
   auto flush = [&]() -> std::string {
@@ -80,20 +123,25 @@ Verdict check_positions(const Question& q, const std::string& t) {
     }
     const int64_t lo = read_position(a, q.max_position), hi = read_position(b, q.max_position);
     if (lo < 0 || hi < 0 || lo > hi)
-      return "'" + item + "' is not a position or range of positions in 0.." + std::to_string(q.max_position);
+      return lang == Lang::zh
+                 ? "“" + item + "”不是 0.." + std::to_string(q.max_position) + " 中的位置或位置范围"
+                 : "'" + item + "' is not a position or range of positions in 0.." +
+                       std::to_string(q.max_position);
     for (int64_t p = lo; p <= hi; ++p) got.insert(p);
     item.clear();
     return "";
   };
   for (const char c : t) {
-    if (c == ',' || c == ' ' || c == '\t') {
+    if (c == ',' || c == ' ' || c == '\t' || c == ';') {
       if (auto e = flush(); !e.empty()) return invalid(e);
     } else {
       item += c;
     }
   }
   if (auto e = flush(); !e.empty()) return invalid(e);
-  if (got.empty()) return invalid("expected positions such as 0-2 or 1,3; got nothing");
+  if (got.empty())
+    return invalid(tr(lang, "expected positions such as 0-2 or 1,3; got nothing",
+                      "应为位置，例如 0-2 或 1,3；什么也没收到"));
   Verdict r;
   r.valid = true;
   r.correct = std::vector<int64_t>(got.begin(), got.end()) == q.positions;
@@ -102,19 +150,26 @@ Verdict check_positions(const Question& q, const std::string& t) {
 
 Verdict check_choice(const Question& q, const std::string& t) {
   std::string s = lower(t);
+  while (!s.empty() && s.back() == '.') s.pop_back();  // "b." and "b。"
+  for (const char* p : {"答案是", "答案", "选项", "选"})
+    if (starts_with(s, p)) s = trim(s.substr(std::string(p).size()));
   if (s.size() >= 2 && s.front() == '(' && s.back() == ')') s = s.substr(1, s.size() - 2);
   if (s.size() == 2 && s.back() == ')') s.pop_back();
   int got = -1;
   if (s.size() == 1 && s[0] >= 'a' && s[0] < 'a' + static_cast<int>(q.choices.size())) got = s[0] - 'a';
+  // 是/对/yes and 否/错/no stand for the choices that have "yes" or "no" among their aliases.
+  const std::string canon = is_yes(s) ? "yes" : is_no(s) ? "no" : squash(s);
   for (std::size_t i = 0; i < q.choices.size() && got < 0; ++i) {
-    if (s == lower(q.choices[i].text)) got = static_cast<int>(i);
+    if (canon == squash(lower(q.choices[i].text))) got = static_cast<int>(i);
     for (const auto& a : q.choices[i].aliases)
-      if (s == a) got = static_cast<int>(i);
+      if (canon == squash(lower(a))) got = static_cast<int>(i);
   }
   if (got < 0) {
     const char last = static_cast<char>('a' + q.choices.size() - 1);
-    return invalid(std::string("expected one of the letters a..") + last + " (or a choice's text); got '" +
-                   t + "'");
+    return invalid(q.lang == Lang::zh
+                       ? std::string("应为字母 a..") + last + " 之一（或选项的文字）；收到的是“" + t + "”"
+                       : std::string("expected one of the letters a..") + last +
+                             " (or a choice's text); got '" + t + "'");
   }
   Verdict r;
   r.valid = true;
@@ -122,11 +177,56 @@ Verdict check_choice(const Question& q, const std::string& t) {
   return r;
 }
 
+// One code point from UTF-8 at s[i] (advancing i); invalid bytes pass as themselves.
+uint32_t next_code_point(const std::string& s, std::size_t& i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80 || i + 1 >= s.size()) return s[i++] & 0xFF;
+  if ((c & 0xE0) == 0xC0 && (b(i + 1) & 0xC0) == 0x80) {
+    const uint32_t cp = ((c & 0x1Fu) << 6) | (b(i + 1) & 0x3Fu);
+    i += 2;
+    return cp;
+  }
+  if ((c & 0xF0) == 0xE0 && i + 2 < s.size() && (b(i + 1) & 0xC0) == 0x80 && (b(i + 2) & 0xC0) == 0x80) {
+    const uint32_t cp = ((c & 0x0Fu) << 12) | ((b(i + 1) & 0x3Fu) << 6) | (b(i + 2) & 0x3Fu);
+    i += 3;
+    return cp;
+  }
+  return s[i++] & 0xFF;
+}
+
 }  // namespace
 
+std::string normalize_answer(const std::string& answer) {
+  std::string out;
+  for (std::size_t i = 0; i < answer.size();) {
+    const std::size_t start = i;
+    const uint32_t cp = next_code_point(answer, i);
+    if (cp >= 0xFF01 && cp <= 0xFF5E) {
+      out += static_cast<char>(cp - 0xFF01 + 0x21);  // full-width ０．７６ －３ ，％ Ａ -> ASCII
+    } else if (cp == 0x3000) {
+      out += ' ';  // the ideographic space
+    } else if (cp == 0x3001) {
+      out += ',';  // 、 the enumeration comma: "0、2、3"
+    } else if (cp == 0x3002) {
+      out += '.';  // 。
+    } else if (cp == 0x2212 || cp == 0x2013 || cp == 0x2014 || cp == 0x2010) {
+      out += '-';  // the minus sign and dashes
+    } else {
+      out.append(answer, start, i - start);
+    }
+  }
+  return trim(out);
+}
+
 Verdict check(const Question& q, const std::string& answer) {
-  const std::string t = trim(answer);
-  if (t.empty()) return invalid("the answer is empty; expected " + q.how_to_answer());
+  std::string t = normalize_answer(answer);
+  // A sentence-final 。 or ！ is not part of the answer (。 reads as '.' after normalize_answer).
+  if (q.form != Form::choice && ends_with(t, "."))
+    if (q.form == Form::positions || answer.find("\xE3\x80\x82") != std::string::npos)
+      t = trim(t.substr(0, t.size() - 1));
+  if (t.empty())
+    return invalid(tr(q.lang, "the answer is empty; expected ", "答案为空；应为") + q.how_to_answer());
   switch (q.form) {
     case Form::number:
       return check_number(q, t);
@@ -153,16 +253,32 @@ std::string Question::key() const {
 }
 
 std::string Question::tolerance_text() const {
-  if (form != Form::number) return "exact";
+  if (form != Form::number) return tr(lang, "exact", "须完全一致");
   if (rel_tol > 0) {
-    char b[32];
-    std::snprintf(b, sizeof b, "within %g%%", rel_tol * 100);
+    char b[48];
+    std::snprintf(b, sizeof b, lang == Lang::zh ? "相对误差 %g%% 以内" : "within %g%%", rel_tol * 100);
     return b;
   }
-  return abs_tol > 0 ? "±" + fixed(abs_tol, decimals) : "exact";
+  return abs_tol > 0 ? "±" + fixed(abs_tol, decimals) : tr(lang, "exact", "须完全一致");
 }
 
 std::string Question::how_to_answer() const {
+  const std::string last(1, static_cast<char>('a' + std::max<std::size_t>(choices.size(), 1) - 1));
+  if (lang == Lang::zh) {
+    switch (form) {
+      case Form::number:
+        if (decimals == 0)
+          return rel_tol > 0 ? "一个整数（可写逗号或 1.23e9），" + tolerance_text() + "即算对"
+                             : "一个整数（可写逗号），须完全一致";
+        return "一个保留 " + std::to_string(decimals) + " 位小数的数，误差 " + tolerance_text() +
+               " 以内即算对";
+      case Form::positions:
+        return "从 0 开始数的位置，写成列表或范围（如 0-2、0,1,2 或 0、1、2），须与答案集合完全一致";
+      case Form::choice:
+        return "字母 a.." + last + "（或选项的文字）";
+    }
+    return "";
+  }
   switch (form) {
     case Form::number:
       if (decimals == 0)
@@ -172,8 +288,7 @@ std::string Question::how_to_answer() const {
     case Form::positions:
       return "positions counted from 0, as a list or range (e.g. 0-2 or 0,1,2); must be exactly that set";
     case Form::choice:
-      return std::string("a letter a..") + static_cast<char>('a' + choices.size() - 1) +
-             " (or the choice's text)";
+      return "a letter a.." + last + " (or the choice's text)";
   }
   return "";
 }

@@ -20,6 +20,28 @@ const char* kind_name(Kind k) {
   return "?";
 }
 
+const char* kind_title(Kind k, Lang lang) {
+  if (lang == Lang::en) return kind_name(k);
+  switch (k) {
+    case Kind::numeric:
+      return "数值";
+    case Kind::structure:
+      return "结构";
+    case Kind::path:
+      return "路径";
+  }
+  return "?";
+}
+
+Choice choice(Lang lang, const std::string& en, const std::string& zh, std::vector<std::string> aliases) {
+  Choice c;
+  c.text = tr(lang, en, zh);
+  c.aliases = std::move(aliases);
+  c.aliases.push_back(en);
+  c.aliases.push_back(zh);
+  return c;
+}
+
 std::optional<Kind> parse_kind(const std::string& s) {
   if (s == "numeric") return Kind::numeric;
   if (s == "structure") return Kind::structure;
@@ -60,7 +82,7 @@ double Rng::rounded(double lo, double hi, int decimals) {
 
 // ---- the quiz ---------------------------------------------------------------------
 
-std::vector<Question> generate(std::optional<Kind> kind, int64_t count, uint64_t seed) {
+std::vector<Question> generate(std::optional<Kind> kind, int64_t count, uint64_t seed, Lang lang) {
   ATTN_CHECK(count >= 1, "--count must be >= 1; got ", count);
   Rng rng(seed);
   std::vector<Question> out;
@@ -70,13 +92,16 @@ std::vector<Question> generate(std::optional<Kind> kind, int64_t count, uint64_t
     const Kind k = kind ? *kind : kAll[i % 3];
     switch (k) {
       case Kind::numeric:
-        out.push_back(numeric_question(rng));
+        out.push_back(numeric_question(rng, lang));
+        out.back().lang = lang;
         break;
       case Kind::structure:
-        out.push_back(structure_question(rng));
+        out.push_back(structure_question(rng, lang));
+        out.back().lang = lang;
         break;
       case Kind::path:
-        out.push_back(path_question(rng));
+        out.push_back(path_question(rng, lang));
+        out.back().lang = lang;
         break;
     }
   }

@@ -42,10 +42,14 @@ class Rng {
   uint64_t state_;
 };
 
-// The generators of each kind; each draws from `rng` and fills one question.
-Question numeric_question(Rng& rng);
-Question structure_question(Rng& rng);
-Question path_question(Rng& rng);
+// The generators of each kind; each draws from `rng` and fills one question in
+// `lang` (the draws never depend on `lang`).
+Question numeric_question(Rng& rng, Lang lang);
+Question structure_question(Rng& rng, Lang lang);
+Question path_question(Rng& rng, Lang lang);
+
+// A choice shown as `en` or `zh`, accepting both texts and every alias in either language.
+Choice choice(Lang lang, const std::string& en, const std::string& zh, std::vector<std::string> aliases = {});
 
 // ---- helpers shared by the generators ------------------------------------------
 

@@ -43,7 +43,8 @@ int64_t rnn_steps(int64_t i, int64_t j) {
 
 }  // namespace
 
-Question path_question(Rng& rng) {
+Question path_question(Rng& rng, Lang lang) {
+  const bool zh = lang == Lang::zh;
   const int variant = static_cast<int>(rng.range(0, 2));
   const int64_t n = rng.range(6, 12);
   // Two distinct positions, j before i.
@@ -60,30 +61,48 @@ Question path_question(Rng& rng) {
   if (variant == 0) {
     q.topic = "rnn-path";
     q.number = static_cast<double>(rnn_steps(i, j));
-    q.text = "A recurrent network (RNN) reads a sequence of N = " + sn +
-             " tokens left to right\n(positions from 0): "
-             "h_t = f(h_(t-1), x_t). How many sequential steps does information from token " +
-             sj + " take to reach\nthe hidden state at position " + si + "?";
-    q.solution =
-        "Each step carries information from h_t to h_(t+1) only, so from position " + sj + " to " + si +
-        " it takes\n|i - j| = |" + si + " - " + sj + "| = " + fixed(q.number, 0) +
-        (q.number == 1 ? " step" : " steps") +
-        ", one after another (and the signal fades on the way).\nSelf-attention connects every pair of "
-        "positions directly: a path of length 1.";
+    if (zh) {
+      q.text = "循环神经网络（RNN）从左到右读取 N = " + sn +
+               " 个词元的序列（位置从 0 开始）：\nh_t = f(h_(t-1), x_t)。词元 " + sj +
+               " 的信息要经过多少个顺序步骤，\n才能到达位置 " + si + " 的隐藏状态？";
+      q.solution = "每一步只把信息从 h_t 传到 h_(t+1)，所以从位置 " + sj + " 到 " + si +
+                   " 需要\n|i - j| = |" + si + " - " + sj + "| = " + fixed(q.number, 0) +
+                   " 步，一步接一步（信号一路上还会衰减）。\n自注意力直接连接任意两个位置：路径长度为 1。";
+    } else {
+      q.text = "A recurrent network (RNN) reads a sequence of N = " + sn +
+               " tokens left to right\n(positions from 0): "
+               "h_t = f(h_(t-1), x_t). How many sequential steps does information from token " +
+               sj + " take to reach\nthe hidden state at position " + si + "?";
+      q.solution =
+          "Each step carries information from h_t to h_(t+1) only, so from position " + sj + " to " + si +
+          " it takes\n|i - j| = |" + si + " - " + sj + "| = " + fixed(q.number, 0) +
+          (q.number == 1 ? " step" : " steps") +
+          ", one after another (and the signal fades on the way).\nSelf-attention connects every pair of "
+          "positions directly: a path of length 1.";
+    }
   } else if (variant == 1) {
     q.topic = "attention-path";
     if (rng.range(0, 1) == 1) std::swap(i, j);  // either direction: no mask
     MaskSpec m;
     m.lq = m.lk = n;
     q.number = static_cast<double>(layers_needed(m, i, j));
-    q.text = "A self-attention layer without a mask reads a sequence of N = " + sn +
-             " tokens. How many sequential steps\n(attention layers) does information from token " + at(j) +
-             " need to reach the output at position " + at(i) + "?";
-    q.solution = "Every query attends to every key directly, so position " + at(i) + " reads token " + at(j) +
-                 " in one layer: path length 1,\nwhatever |i - j| is (an RNN needs |i - j| = " +
-                 std::to_string(std::abs(i - j)) + (std::abs(i - j) == 1 ? " step" : " steps") +
-                 ").\nEngine: the unmasked layer gives query " + at(i) + " non-zero weight on key " + at(j) +
-                 ".";
+    if (zh) {
+      q.text = "一层不带掩码的自注意力读取 N = " + sn + " 个词元的序列。词元 " + at(j) +
+               " 的信息需要多少个顺序步骤\n（注意力层）才能到达位置 " + at(i) + " 的输出？";
+      q.solution =
+          "每个查询直接关注每个键，所以位置 " + at(i) + " 在一层之内就读到词元 " + at(j) +
+          "：路径长度为 1，\n与 |i - j| 无关（RNN 需要 |i - j| = " + std::to_string(std::abs(i - j)) +
+          " 步）。\n引擎：不带掩码的这一层给查询 " + at(i) + " 在键 " + at(j) + " 上的权重不为零。";
+    } else {
+      q.text = "A self-attention layer without a mask reads a sequence of N = " + sn +
+               " tokens. How many sequential steps\n(attention layers) does information from token " + at(j) +
+               " need to reach the output at position " + at(i) + "?";
+      q.solution = "Every query attends to every key directly, so position " + at(i) + " reads token " +
+                   at(j) + " in one layer: path length 1,\nwhatever |i - j| is (an RNN needs |i - j| = " +
+                   std::to_string(std::abs(i - j)) + (std::abs(i - j) == 1 ? " step" : " steps") +
+                   ").\nEngine: the unmasked layer gives query " + at(i) + " non-zero weight on key " +
+                   at(j) + ".";
+    }
   } else {
     q.topic = "window-path";
     // Positions more than w apart, so that one layer is not enough: w < the farthest distance from i.
@@ -98,18 +117,31 @@ Question path_question(Rng& rng) {
     ATTN_CHECK(static_cast<int64_t>(q.number) == formula, "quiz: the engine's window layers (", q.number,
                ") differ from ceil(|i - j| / w) = ", formula);
     const std::string layers = fixed(q.number, 0);
-    q.text = "Stacked sliding-window attention layers over N = " + std::to_string(n) +
-             " tokens: each query sees keys at most\nw = " + std::to_string(w) +
-             (w == 1 ? " position" : " positions") +
-             " away on either side. How many layers does information from token " + at(j) +
-             "\nneed to reach the output at position " + at(i) + "?";
-    q.solution = "Each layer moves information at most w = " + std::to_string(w) +
-                 (w == 1 ? " position" : " positions") + ", so it takes\nceil(|i - j| / w) = ceil(" +
-                 std::to_string(dist) + " / " + std::to_string(w) + ") = " + layers +
-                 " layers.\nEngine: the window mask's visibility, captured with attn::attention and composed "
-                 "layer after\nlayer, first connects token " +
-                 at(j) + " to position " + at(i) + " at layer " + layers +
-                 ". (Full attention: 1 layer; an RNN: " + std::to_string(dist) + " steps.)";
+    if (zh) {
+      q.text = "在 N = " + std::to_string(n) +
+               " 个词元上堆叠滑动窗口注意力层：每个查询只看两侧各至多\nw = " + std::to_string(w) +
+               " 个位置以内的键。词元 " + at(j) + " 的信息需要多少层\n才能到达位置 " + at(i) + " 的输出？";
+      q.solution = "每一层最多把信息移动 w = " + std::to_string(w) +
+                   " 个位置，所以需要\nceil(|i - j| / w) = ceil(" + std::to_string(dist) + " / " +
+                   std::to_string(w) + ") = " + layers +
+                   " 层。\n引擎：用 attn::attention 捕获窗口掩码的可见性，逐层复合，词元 " + at(j) +
+                   " 在第 " + layers + " 层\n首次连到位置 " + at(i) + "。（完整注意力：1 层；RNN：" +
+                   std::to_string(dist) + " 步。）";
+    } else {
+      q.text = "Stacked sliding-window attention layers over N = " + std::to_string(n) +
+               " tokens: each query sees keys at most\nw = " + std::to_string(w) +
+               (w == 1 ? " position" : " positions") +
+               " away on either side. How many layers does information from token " + at(j) +
+               "\nneed to reach the output at position " + at(i) + "?";
+      q.solution =
+          "Each layer moves information at most w = " + std::to_string(w) +
+          (w == 1 ? " position" : " positions") + ", so it takes\nceil(|i - j| / w) = ceil(" +
+          std::to_string(dist) + " / " + std::to_string(w) + ") = " + layers +
+          " layers.\nEngine: the window mask's visibility, captured with attn::attention and composed "
+          "layer after\nlayer, first connects token " +
+          at(j) + " to position " + at(i) + " at layer " + layers +
+          ". (Full attention: 1 layer; an RNN: " + std::to_string(dist) + " steps.)";
+    }
     q.data.set("window", jv(w));
   }
   q.data.set("n", jv(n));

@@ -31,11 +31,12 @@ enum class Form {
 };
 
 struct Choice {
-  std::string text;
-  std::vector<std::string> aliases;  // other accepted answers, lower case ("encoder")
+  std::string text;                  // in the quiz's language
+  std::vector<std::string> aliases;  // other accepted answers in either language ("encoder", "编码器")
 };
 
 struct Question {
+  Lang lang = Lang::en;  // the language of text, choices, solution and the checker's messages
   Kind kind = Kind::numeric;
   std::string topic;  // e.g. "softmax-weight"
   std::string text;   // the question as a person reads it (may hold '\n')
@@ -69,11 +70,23 @@ struct Verdict {
   std::string error;     // why it could not be read (when !valid)
 };
 // Reads `answer` in the question's form and compares it with the expected
-// answer. Never throws: a malformed answer gives valid = false and a message.
+// answer. Never throws: a malformed answer gives valid = false and a message
+// (in q.lang). Answers are read in either language whatever q.lang is:
+// full-width digits and punctuation (０．７６, －３, Ａ), 、 and ， between
+// positions ("0、2、3"), 到/至/~ in ranges, a trailing ％ (24% = 0.24), a
+// leading 约/≈, Chinese choice texts and synonyms (仅编码器, 编码器解码器, ...),
+// and 是/对 or 否/错 for a choice whose aliases hold "yes" or "no".
 Verdict check(const Question& q, const std::string& answer);
+// The answer with full-width forms (U+FF01..U+FF5E) made ASCII, the
+// ideographic space a space, 、 a comma, 。 a dot and minus signs '-'; trimmed.
+std::string normalize_answer(const std::string& answer);
 
-// `count` questions of `kind` (all kinds in turn when nullopt) from `seed`.
-std::vector<Question> generate(std::optional<Kind> kind, int64_t count, uint64_t seed);
+// `count` questions of `kind` (all kinds in turn when nullopt) from `seed`, in
+// `lang`. The language never changes the draws: the same seed gives the same
+// numbers, positions and choice order in both languages.
+std::vector<Question> generate(std::optional<Kind> kind, int64_t count, uint64_t seed, Lang lang = Lang::en);
+// The kind's name in `lang` ("numeric" | "数值", ...).
+const char* kind_title(Kind k, Lang lang);
 
 }  // namespace quiz
 
@@ -99,10 +112,11 @@ Quiz make_quiz(const QuizOptions& options);
 std::string quiz_intro(const Quiz& quiz);  // what the quiz is and how to repeat it, then a blank line
 // "Question 2 of 5  [kind · topic]", the question, its choices and how to answer.
 std::string question_text(const Quiz& quiz, std::size_t index);
-// "result: right (0.24)" or "result: wrong: the answer is ..." (one line).
+// "result: right (0.24)" or "result: wrong: the answer is ..." (one line; in q.lang:
+// "结果：回答正确（0.24）" / "结果：回答错误，正确答案是 ...").
 std::string result_text(const quiz::Question& q, bool correct);
-std::string solution_text(const quiz::Question& q);       // the worked solution, then a blank line
-std::string score_text(int64_t right, int64_t answered);  // "score: 3/5"
+std::string solution_text(const quiz::Question& q);  // the worked solution, then a blank line
+std::string score_text(int64_t right, int64_t answered, Lang lang = Lang::en);  // "score: 3/5" | "得分：3/5…"
 // The answer key, in the format read_answers reads (with # comment lines).
 std::string answer_key(const Quiz& quiz);
 
