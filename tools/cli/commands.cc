@@ -6,6 +6,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"explain", "walk through attention step by step", run_explain},
       {"quiz", "test your understanding of attention", run_quiz},
+      {"tutorial", "the self-attention tutorial section by section, computed (--lang zh|en)", run_tutorial},
       {"view", "see attention weights: an HTML page or a terminal heatmap", run_view},
       {"train", "train a model for a task and save it as one file", run_train},
       {"generate", "continue a prompt with SmolLM2 (GGUF) or a trained character LM (streamed)",

@@ -21,6 +21,7 @@ const std::vector<Command>& commands();
 
 int run_explain(const std::vector<std::string>& args);
 int run_quiz(const std::vector<std::string>& args);
+int run_tutorial(const std::vector<std::string>& args);  // tutorial.cc
 int run_view(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);     // generate.cc

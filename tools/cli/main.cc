@@ -27,6 +27,7 @@ void usage(FILE* f) {
       "commands:\n"
       "  explain   walk through Attention(Q,K,V) = softmax(QK^T/sqrt(d_k))V step by step\n"
       "  quiz      test yourself on attention: weights, masks, parameters, path lengths\n"
+      "  tutorial  the self-attention tutorial section by section, computed (--lang zh|en)\n"
       "  view      see attention: a self-contained HTML viewer page or a terminal heatmap\n"
       "  train     train a model on real data: attn train <task> (run 'attn train' for the tasks)\n"
       "  classify  label texts with a trained classifier and show what [CLS] attended to\n"
