@@ -352,7 +352,7 @@ std::string misconceptions(const Value& d, Lang lang) {
     prev = ms;
   }
   s += t.render("  ");
-  s += zh ? "N 翻倍，完整注意力的分数个数（和时间）约变为 4 倍，朴素实现的分数矩阵也变为 4 "
+  s += zh ? "N 翻倍，完整注意力的分数个数（和时间）以及朴素实现的分数矩阵都约变为 4 "
             "倍；融合内核按块计算、\n"
             "在线 softmax，不存 N×N 矩阵，所以内存是 O(N)，但计算仍是 O(N²)。窗口注意力每个查询只看 2w+1 "
             "个键，\n"
@@ -427,7 +427,8 @@ std::string selftest(const Value& d, Lang lang) {
   const Value& q2 = d.at("q2");
   s += zh ? "Q2 为什么要除以 √d_k？各分量均值 0、方差 1 的随机 q、k，点积的方差随 d_k 增长（实测 " +
                 i64(q2.at("samples")) + " 对）：\n"
-          : "Q2 Why divide by √d_k? For random q, k with mean-0, variance-1 components the variance of q·k "
+          : "Q2 Why divide by √d_k? For random q, k whose components have mean 0 and variance 1, the "
+            "variance of q·k "
             "grows\n"
             "   with d_k (measured on " +
                 i64(q2.at("samples")) + " pairs):\n";
