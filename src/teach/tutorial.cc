@@ -263,6 +263,7 @@ json::Value section_places(const TutorialOptions& o) {
     t.model = model;
     t.sentences = {"I did not bring an umbrella."};
     t.beam = 1;
+    t.max_new = 24;  // a short walk: the alignment of the first characters
     const tasks::TranslateResult tr = tasks::translate_sentences(t);
     j.set("translation", tr.json);
     j.set("translation_text", jv(tr.text));

@@ -226,8 +226,10 @@ std::string multihead(const Value& d, Lang lang) {
                 " -> times W_O " + shape(sh.at("w_o")) + " -> " + shape(sh.at("out")) + "\n";
   s += (zh ? "拼接后 " + qw + " 的行 " : "Concatenated row of " + qw + " ") + list(d.at("concat"), 3) +
        (zh ? "，乘 W_O 后 " : ", after W_O ") + list(d.at("output"), 3) + "\n";
-  s += zh ? "\n计算量（FLOPs，只数矩阵乘法）：多头与“一个宽 d_model 的头”相比，以及教程所说的“h 倍”：\n"
-          : "\nCost (FLOPs, matrix products only): multi-head against one head of width d_model, and the "
+  s += zh ? "\n计算量（FLOPs，按 attn explain --cost 的算法：矩阵乘法加 softmax）：多头与“一个宽 d_model "
+            "的头”相比，以及教程所说的“h 倍”：\n"
+          : "\nCost (FLOPs as attn explain --cost counts them: matrix products and softmax): multi-head "
+            "against one head of width d_model, and the "
             "tutorial's \"h times\":\n";
   text::Table c({{"N", text::Align::right},
                  {"d_model", text::Align::right},
@@ -294,7 +296,8 @@ std::string places(const Value& d, Lang lang) {
     s += (zh ? "\n真实的交叉注意力，来自训练好的翻译模型 "
              : "\nReal cross-attention from the trained translator ") +
          model.as_string() +
-         (zh ? "（attn translate 的输出，贪心解码）：\n" : " (attn translate's output, greedy):\n") +
+         (zh ? "（attn translate 的输出，贪心解码，最多 24 个字；表格沿用该命令的英文表头）：\n"
+             : " (attn translate's output, greedy, at most 24 characters):\n") +
          d.at("translation_text").as_string();
   }
   return s + deeper(lang, std::string("attn explain --mask causal") + (zh ? " --lang zh" : "") +
