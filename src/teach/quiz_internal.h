@@ -5,6 +5,7 @@
 //   quiz_structure.cc  structure questions: masks, cross-attention, parameters and FLOPs,
 //                      encoder/decoder, where a classifier reads its label
 //   quiz_path.cc       path length: RNN against self-attention (full and windowed)
+//   quiz_claim.cc      yes/no claims: multi-head cost, a softmax table, what a causal mask shows
 //   quiz_check.cc      reading and checking an answer
 // Every expected answer is computed: by the engine (attn::attention with weight
 // capture, masks, log-sum-exp) and cross-checked against plain arithmetic, or
@@ -47,6 +48,8 @@ class Rng {
 Question numeric_question(Rng& rng, Lang lang);
 Question structure_question(Rng& rng, Lang lang);
 Question path_question(Rng& rng, Lang lang);
+// A yes/no claim (structure topic "claim", quiz_claim.cc).
+Question claim_question(Rng& rng, Lang lang);
 
 // A choice shown as `en` or `zh`, accepting both texts and every alias in either language.
 Choice choice(Lang lang, const std::string& en, const std::string& zh, std::vector<std::string> aliases = {});

@@ -477,7 +477,7 @@ Question classifier_token(Rng& rng, Lang lang) {
 }  // namespace
 
 Question structure_question(Rng& rng, Lang lang) {
-  switch (rng.range(0, 5)) {
+  switch (rng.range(0, 6)) {
     case 0:
       return mask_visibility(rng, lang);
     case 1:
@@ -488,8 +488,10 @@ Question structure_question(Rng& rng, Lang lang) {
       return mha_flops(rng, lang);
     case 4:
       return architecture(rng, lang);
-    default:
+    case 5:
       return classifier_token(rng, lang);
+    default:
+      return claim_question(rng, lang);
   }
 }
 

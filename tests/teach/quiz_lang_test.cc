@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -261,6 +263,46 @@ TEST(QuizLang, AnswersFileInChineseScoresFullMarks) {
   const std::string t = teach::answers_transcript(zh, lines, verdicts);
   EXPECT_NE(t.find("得分：12/12"), std::string::npos) << t;
   EXPECT_EQ(t.find("score:"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(QuizLang, ClaimsAreYesNoQuestionsAnsweredInEitherLanguage) {
+  int yes = 0, no = 0;
+  std::set<std::string> claims;
+  for (uint64_t seed = 1; seed <= 12; ++seed)
+    for (const auto& q : make(seed, 60, Lang::zh, "structure").questions) {
+      if (q.topic != "claim") continue;
+      claims.insert(q.data.at("claim").as_string());
+      ASSERT_EQ(q.choices.size(), 2u);
+      EXPECT_EQ(q.choices[0].text, "是");
+      EXPECT_EQ(q.choices[1].text, "否");
+      const bool is_yes = q.answer == 0;
+      (is_yes ? yes : no)++;
+      for (const char* a : {"是", "对", "是的", "正确", "yes", "a", "Ａ"})
+        EXPECT_EQ(quiz::check(q, a).correct, is_yes) << a << " " << q.text;
+      for (const char* a : {"否", "不是", "错", "不对", "no", "b"})
+        EXPECT_EQ(quiz::check(q, a).correct, !is_yes) << a;
+      // The computed answer: a causal mask shows key j iff j <= i; "h times" is never right.
+      const std::string c = q.data.at("claim").as_string();
+      if (c == "causal_sees") EXPECT_EQ(is_yes, q.data.at("key").as_int64() <= q.data.at("query").as_int64());
+      if (c == "h_times") EXPECT_FALSE(is_yes);
+      if (c == "about_the_same") EXPECT_TRUE(is_yes);
+      if (c == "softmax_table") {
+        double gap = 0, z = 0;
+        const auto& s = q.data.at("scores").items();
+        for (const auto& x : s) z += std::exp(x.as_double());
+        for (std::size_t i = 0; i < s.size(); ++i)
+          gap =
+              std::max(gap, std::fabs(q.data.at("shown").at(i).as_double() - std::exp(s[i].as_double()) / z));
+        EXPECT_EQ(is_yes, gap <= 0.005 + 1e-9) << gap;
+      }
+    }
+  EXPECT_EQ(claims, (std::set<std::string>{"h_times", "about_the_same", "softmax_table", "causal_sees"}));
+  EXPECT_GT(yes, 0);
+  EXPECT_GT(no, 0);
 }
 
 }  // namespace

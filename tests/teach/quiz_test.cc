@@ -194,7 +194,8 @@ TEST(QuizKinds, OneKindGivesOnlyThatKindAndAllItsTopics) {
   const std::map<std::string, std::set<std::string>> topics = {
       {"numeric", {"softmax-weight", "scaled-score", "scaling-saturation"}},
       {"structure",
-       {"mask-visibility", "cross-attention", "mha-params", "mha-flops", "architecture", "classifier-token"}},
+       {"mask-visibility", "cross-attention", "mha-params", "mha-flops", "architecture", "classifier-token",
+        "claim"}},
       {"path", {"rnn-path", "attention-path", "window-path"}},
   };
   for (const auto& [kind, want] : topics) {
