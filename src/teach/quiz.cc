@@ -76,10 +76,13 @@ std::string quiz_intro(const Quiz& quiz) {
            (kind ? std::string(quiz::kind_title(*kind, Lang::zh)) + "题" : std::string("全部题型")) +
            "），种子 " + std::to_string(quiz.options.seed) + "\n再做一次同样的测验：" + quiz.repeat +
            "\n题目对应教程的各节：路径长度（1.2 节）、缩放点积注意力与 "
-           "softmax、多头注意力、掩码与交叉注意力。\n\n";
+           "softmax、多头注意力、掩码与交叉注意力（attn tutorial 逐节讲解）。\n\n";
   return "attn quiz: " + std::to_string(count) + (count == 1 ? " question" : " questions") + " (" +
          (kind ? std::string(quiz::kind_name(*kind)) : "all kinds") + "), seed " +
-         std::to_string(quiz.options.seed) + "\nSame quiz again: " + quiz.repeat + "\n\n";
+         std::to_string(quiz.options.seed) + "\nSame quiz again: " + quiz.repeat +
+         "\nThe questions follow the tutorial's sections: path length (section 1.2), scaled dot-product "
+         "attention\nand softmax, multi-head attention, masks and cross-attention (attn tutorial walks "
+         "them).\n\n";
 }
 
 std::string question_text(const Quiz& quiz, std::size_t index) {

@@ -172,8 +172,11 @@ TEST(QuizSeed, DifferentSeedsGiveDifferentNumbers) {
 TEST(QuizSeed, TheRepeatCommandNamesTheSeedCountAndKind) {
   const teach::Quiz q = make(77, 4, "path");
   EXPECT_EQ(q.repeat, "attn quiz --seed 77 --count 4 --kind path");
-  EXPECT_EQ(teach::quiz_intro(q),
-            "attn quiz: 4 questions (path), seed 77\nSame quiz again: " + q.repeat + "\n\n");
+  EXPECT_EQ(teach::quiz_intro(q).rfind("attn quiz: 4 questions (path), seed 77\nSame quiz again: " +
+                                           q.repeat + "\nThe questions follow the tutorial's sections",
+                                       0),
+            0u)
+      << teach::quiz_intro(q);
   EXPECT_EQ(quiz_json(77, 4, "path").at("repeat").as_string(), q.repeat);
 }
 
