@@ -116,9 +116,23 @@ json::Value section_qkv() {
              "tutorial: the engine's weights differ from the four steps by ", diff_w, " (output ", diff_o,
              "); expected <= 1e-12");
   const auto best = static_cast<int64_t>(std::max_element(weights.begin(), weights.end()) - weights.begin());
+  // `attn explain`'s walkthrough of the same query gives the same weights (it is the deeper command).
+  WalkthroughOptions wo;
+  wo.query = "没";
+  const json::Value walk = walkthrough(wo).json.at("steps").at("weights");
+  for (int64_t j = 0; j < n; ++j)
+    ATTN_CHECK(std::fabs(walk.at(static_cast<std::size_t>(j)).as_double() -
+                         weights[static_cast<std::size_t>(j)]) <= 1e-12,
+               "tutorial: attn explain's walkthrough weight ", j, " differs from the four steps");
 
   // The tutorial's table against the true softmax of its scores (the engine, fp64).
   const std::vector<double> soft = quiz::engine_softmax(kTutorialScores, 1.0);
+  ScoresOptions so;
+  so.scores = kTutorialScores;
+  const json::Value explained = softmax_scores(so).json.at("weights");  // `attn explain --scores`
+  for (std::size_t j = 0; j < soft.size(); ++j)
+    ATTN_CHECK(std::fabs(explained.at(j).as_double() - soft[j]) <= 1e-12,
+               "tutorial: attn explain --scores weight ", j, " differs from the engine's softmax");
   double printed_sum = 0, max_gap = 0;
   for (std::size_t i = 0; i < soft.size(); ++i) {
     printed_sum += kTutorialPrinted[i];
