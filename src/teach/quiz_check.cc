@@ -263,6 +263,10 @@ std::string Question::tolerance_text() const {
 }
 
 std::string Question::how_to_answer() const {
+  const bool yes_no =
+      form == Form::choice && choices.size() == 2 &&
+      std::find(choices[0].aliases.begin(), choices[0].aliases.end(), "yes") != choices[0].aliases.end();
+  if (yes_no) return tr(lang, "yes or no (or a / b)", "是或否（也可写 对 / 错、a / b）");
   const std::string last(1, static_cast<char>('a' + std::max<std::size_t>(choices.size(), 1) - 1));
   if (lang == Lang::zh) {
     switch (form) {

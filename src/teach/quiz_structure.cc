@@ -257,7 +257,7 @@ Question mha_params(Rng& rng, Lang lang) {
                  with_commas(s.d * s.d) + " = " + with_commas(4 * s.d * s.d) + "。\n" +
                  (bias ? "偏置：4 × d_model = " + with_commas(4 * s.d) + "。合计 4·d_model² + 4·d_model = "
                        : "无偏置：合计 4·d_model² = ") +
-                 with_commas(total) + "。\nN 无关紧要：同一组权重用于每个位置。";
+                 with_commas(total) + "。\nN 不影响参数量：每个位置共用同一组权重。";
   } else {
     q.solution = "W_Q, W_K, W_V and W_O are each d_model × d_model = " + d + " × " + d + " = " +
                  with_commas(s.d * s.d) + " weights.\nThe " + std::to_string(s.h) +
