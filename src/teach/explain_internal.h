@@ -143,6 +143,14 @@ void walkthrough(const Example& ex, int64_t query, Page& r);
 void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Page& r);
 void multi_head(const Example& ex, int64_t query, int64_t heads, Page& r);
 void cost(const CostOptions& p, Page& r);
+// The tutorial's "multi-head attention costs h times one head", computed for
+// these sizes (`pairs`: query-key pairs per batch and head): h heads of
+// d_k = D / H next to one head of width D. Writes a section; returns its JSON.
+json::Value heads_cost_note(Page& r, int64_t B, int64_t N, int64_t D, int64_t H, int64_t pairs);
+// The tutorial's "Swin windows make attention O(N)", computed: N tokens in
+// windows of M x M = M² tokens against global attention. Writes a section;
+// returns its JSON.
+json::Value swin_note(Page& r, int64_t N, int64_t M);
 void mask(const Example& ex, const MaskOptions& p, Page& r);
 
 }  // namespace attn::teach
