@@ -31,6 +31,11 @@ const std::vector<OptionSpec>& explain_options() {
       {"export", "FILE",
        "with --explain and one text: write a viewer export (attn view FILE -o page.html)\nwith every layer's "
        "attention and the attribution"},
+      {"lang", "zh|en",
+       "with --explain: the language of the report (default: from LC_ALL / LC_MESSAGES /\nLANG, else en); "
+       "the numbers are the same in both",
+       "配合 --explain：报告的语言（默认：取自 LC_ALL / LC_MESSAGES / LANG，\n否则为 "
+       "en）；两种语言中的数字完全相同"},
   };
   return specs;
 }
@@ -39,6 +44,7 @@ int run_classify_explain(models::TextClassifier& model, const std::string& model
                          const std::vector<std::string>& texts,
                          const std::vector<models::Classification>& results, const Args& opts) {
   teach::AttributionReportOptions o;
+  o.lang = opts.has("lang") ? teach::parse_lang(opts.str("lang")) : teach::default_lang();
   if (opts.has("target")) o.target = opts.str("target");
   if (opts.has("steps")) o.attribution.steps = opts.integer("steps", 1, 10000);
   if (opts.has("baseline")) o.attribution.baseline = models::parse_baseline(opts.str("baseline"));
@@ -53,13 +59,15 @@ int run_classify_explain(models::TextClassifier& model, const std::string& model
     const teach::AttributionResult r = teach::attribute_prediction(model.model(), in, o);
     if (opts.has("json")) {
       json::Value j = tasks::classification_json(texts[i], results[i], model.labels(), po);
-      j.set("explain", teach::attribution_json(in, r));
+      json::Value ex = teach::attribution_json(in, r);
+      ex.set("lang", json::Value::string(teach::lang_name(o.lang)));
+      j.set("explain", std::move(ex));
       arr.push_back(std::move(j));
     } else {
       if (i > 0) std::printf("\n");
       std::fputs(tasks::format_classification(texts[i], results[i], model.labels(), po).c_str(), stdout);
       std::printf("\n");
-      std::fputs(teach::attribution_text(in, r).c_str(), stdout);
+      std::fputs(teach::attribution_text(in, r, o.lang).c_str(), stdout);
     }
     if (opts.has("export")) {
       viz::save_export(opts.str("export"),
@@ -67,8 +75,9 @@ int run_classify_explain(models::TextClassifier& model, const std::string& model
                                                  std::filesystem::path(model_path).filename().string()),
                        "--export");
       if (!opts.has("json"))
-        std::printf("\nwrote %s: open it with  attn view %s -o page.html\n", opts.str("export").c_str(),
-                    opts.str("export").c_str());
+        std::printf(o.lang == teach::Lang::zh ? "\n已写入 %s：用  attn view %s -o page.html  打开\n"
+                                              : "\nwrote %s: open it with  attn view %s -o page.html\n",
+                    opts.str("export").c_str(), opts.str("export").c_str());
     }
   }
   if (opts.has("json")) {
