@@ -22,15 +22,22 @@ const std::vector<OptionSpec>& explain_options() {
       {"explain", "",
        "next to the attention of [CLS], the attribution of the prediction to each\n"
        "character (integrated gradients and input x gradient), sorted by |attribution|,\n"
-       "with the rank correlation between the two (docs/attribution.md)"},
-      {"target", "LABEL", "with --explain: the class to explain (default: the predicted one)"},
+       "with the rank correlation between the two (docs/attribution.md)",
+       "在 [CLS] 的注意力旁边，列出预测对每个字符的归因（积分梯度与\n"
+       "输入 × 梯度），按 |归因| 排序，并给出两者的秩相关（docs/attribution.md）"},
+      {"target", "LABEL", "with --explain: the class to explain (default: the predicted one)",
+       "配合 --explain：要解释的类别（默认：预测的类别）"},
       {"steps", "M",
        "with --explain: integrated-gradients steps (default 32; raise it when the\ncompleteness error is "
-       "large)"},
-      {"baseline", "KIND", "with --explain: pad (every character [PAD], the default) or zeros"},
+       "large)",
+       "配合 --explain：积分梯度的步数（默认 32；完备性误差大时调高）"},
+      {"baseline", "KIND", "with --explain: pad (every character [PAD], the default) or zeros",
+       "配合 --explain：pad（每个字符都换成 [PAD]，默认）或 zeros（全零）"},
       {"export", "FILE",
        "with --explain and one text: write a viewer export (attn view FILE -o page.html)\nwith every layer's "
-       "attention and the attribution"},
+       "attention and the attribution",
+       "配合 --explain 且只有一条文本时：写出一个查看器导出文件（attn view FILE -o page.html），\n"
+       "包含每一层的注意力和归因"},
       {"lang", "zh|en",
        "with --explain: the language of the report (default: from LC_ALL / LC_MESSAGES /\nLANG, else en); "
        "the numbers are the same in both",
