@@ -115,9 +115,8 @@ void MultiHead::intro(Page& r) const {
              ? r.t("Note: the inputs (X, W_Q, W_K, W_V, W_O) are ILLUSTRATIVE, not learned (hand-chosen, as "
                    "in the\n"
                    "default walkthrough; its single head is head 0 when h = 2). Everything else is computed.",
-                   "注意：输入（X、W_Q、W_K、W_V、W_"
-                   "O）只是示意，不是学出来的（与默认的逐步演示一样是手工选定的；\n"
-                   "h = 2 时，逐步演示里的那一个头就是头 0）。其余的一切都是计算出来的。")
+                   "注意：输入（X、W_Q、W_K、W_V、W_O）只是示意，不是学出来的（与默认的逐步演示一样是手工选定的；\n"
+                   "逐步演示里的那一个头，就是这里的头 0（h = 2 时））。其余的一切都是计算出来的。")
              : r.t("Note: the inputs (X, W_Q, W_K, W_V, W_O) are ILLUSTRATIVE, not learned; X comes from the "
                    "seeded\n"
                    "generator (seed " +
@@ -213,7 +212,9 @@ void MultiHead::step3(Page& r) const {
     for (int64_t h = 0; h < heads; ++h) {
       const auto& w = hr[h].weights;
       const int64_t best = top_index(w);
-      const std::string dims_list = "[" + join_words(feature_names(L, head_dims(h)), ", ") + "]";
+      std::string dims_list = "[";  // built with += (GCC 12 warns, wrongly, on "[" + s + "]")
+      dims_list += join_words(feature_names(L, head_dims(h)), ", ");
+      dims_list += "]";
       s += "\n  " + head_label(L, h) + "  " + text::pad(dims_list, width) + "  -> ";
       const std::string eq = fmt(100 * w[0], 1) + "%";
       s += uniform(w) ? r.t("every word equally (" + eq + "): " + qw + "'s query is zero in these dimensions",
