@@ -225,7 +225,7 @@ void ModelWalk::intro_and_inputs(Page& r) const {
       "句子：     " + join_words(ex.tokens) + "   （" + sL + " 个词元，从 0 开始编号：[CLS] 是位置 0）"));
   r.line(
       r.t("Query:      " + qw + "   (position " + sq + "): which tokens does it attend to in " + where + "?",
-          "查询：     " + qw + "   （位置 " + sq + "）：在" + where + "中，它关注哪些词元？"));
+          "查询：     " + qw + "   （位置 " + sq + "）：在" + where + " 中，它关注哪些词元？"));
   const std::string gq_en =
       Hkv != H ? " (grouped-query: this head reads key/value head " + std::to_string(kvh) + ")"
                : std::string();
@@ -291,7 +291,7 @@ void ModelWalk::steps(Page& r) const {
                  " (the same weights, no overflow); weight_j = exp_j / " + ssum + ".",
              "s_j = q(" + qw + ")·k_j，对全部 " + sD + " 维求和；\n再除以 √d_k = " + sq +
                  "；exp(s_j/√d_k − max)，其中 max = " + smx +
-                 "（权重不变，也不会溢出）；weight_j = exp_j / " + ssum + "。"));
+                 "（权重不变，也不会溢出）；\nweight_j = exp_j / " + ssum + "。"));
   {
     text::Table t({{"#", text::Align::right},
                    {r.t("token", "词元"), text::Align::left},

@@ -102,24 +102,32 @@ const std::vector<OptionSpec>& explain_options() {
   return specs;
 }
 
-const char* const kExamples =
-    "  attn explain\n"
-    "  attn explain --query 带\n"
-    "  attn explain --sentence \"the cat sat on the mat\" --query cat\n"
-    "  attn explain --scores 0.2,2.5,0.8,0.3,0.4,2.0 --tokens a,b,c,d,e,f\n"
-    "  attn explain --multi-head --heads 4\n"
-    "  attn explain --cost --n 4096 --d 1024 --heads 16 --batch 8 --causal\n"
-    "  attn explain --mask causal\n"
-    "  attn explain --mask padding --length 5\n"
-    "  attn explain --mask window --window 1\n"
-    "  attn explain --lang zh\n"
-    "  attn explain --json | python3 -m json.tool\n"
-    "  attn explain --model runs/classify/model.attn \"质量很好\" --layer 1 --head 2 --word 好\n";
+// The examples of --help; the Chinese help uses the tutorial's own sentence where the English one uses an
+// English sentence.
+std::string examples(teach::Lang lang) {
+  return std::string(
+             "  attn explain\n"
+             "  attn explain --query 带\n") +
+         (lang == teach::Lang::zh ? "  attn explain --sentence \"小明 今天 没 来 学校 ， 因为 他 生病 了\" --query 他\n"
+                                  : "  attn explain --sentence \"the cat sat on the mat\" --query cat\n") +
+         "  attn explain --scores 0.2,2.5,0.8,0.3,0.4,2.0 --tokens a,b,c,d,e,f\n"
+         "  attn explain --multi-head --heads 4\n"
+         "  attn explain --cost --n 4096 --d 1024 --heads 16 --batch 8 --causal\n"
+         "  attn explain --mask causal\n"
+         "  attn explain --mask padding --length 5\n"
+         "  attn explain --mask window --window 1\n"
+         "  attn explain --lang zh\n"
+         "  attn explain --json | python3 -m json.tool\n"
+         "  attn explain --model runs/classify/model.attn \"质量很好\" --layer 1 --head 2 --word 好\n";
+}
 
 std::string help_text(teach::Lang lang) {
   const std::string usage =
-      "usage: attn explain [options]\n"
-      "       attn explain --model FILE \"sentence\" [--layer L] [--head H] [--word W] [--json]\n\n";
+      lang == teach::Lang::zh
+          ? "用法：attn explain [选项]\n"
+            "      attn explain --model FILE \"句子\" [--layer L] [--head H] [--word W] [--json]\n\n"
+          : "usage: attn explain [options]\n"
+            "       attn explain --model FILE \"sentence\" [--layer L] [--head H] [--word W] [--json]\n\n";
   if (lang == teach::Lang::zh)
     return usage +
            "在句子 今天 下雨 ， 我 没 带 伞 上一步步演示 Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V：\n"
@@ -129,7 +137,7 @@ std::string help_text(teach::Lang lang) {
            "模式（至多选一个；不选 = 逐步演示）：\n"
            "  --scores, --multi-head, --cost, --mask, --model（训练好的分类器的真实 Q、K、V）\n\n"
            "选项：\n" +
-           format_options(explain_options(), lang) + "\n示例：\n" + kExamples +
+           format_options(explain_options(), lang) + "\n示例：\n" + examples(lang) +
            "\n层、头和位置都从 0 开始编号（--layer 0 是第一层，--query 0 是第一个词）。\n"
            "出错时（未知选项、数字格式不对、查询词不在句中、规模 <= 0、头数不能整除 d_model）\n"
            "以状态码 1 退出。\n"
@@ -144,7 +152,7 @@ std::string help_text(teach::Lang lang) {
          "Modes (at most one; none = the walkthrough):\n"
          "  --scores, --multi-head, --cost, --mask, --model (a trained classifier's real Q, K, V)\n\n"
          "Options:\n" +
-         format_options(explain_options(), lang) + "\nExamples:\n" + kExamples +
+         format_options(explain_options(), lang) + "\nExamples:\n" + examples(lang) +
          "\nLayers, heads and positions are numbered from 0 (--layer 0 is the first layer, --query 0\n"
          "the first word). Errors (unknown option, malformed number, query word not\n"
          "in the sentence, sizes <= 0, heads not dividing d_model) exit with status 1.\n"
