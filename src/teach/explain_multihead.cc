@@ -115,7 +115,8 @@ void MultiHead::intro(Page& r) const {
              ? r.t("Note: the inputs (X, W_Q, W_K, W_V, W_O) are ILLUSTRATIVE, not learned (hand-chosen, as "
                    "in the\n"
                    "default walkthrough; its single head is head 0 when h = 2). Everything else is computed.",
-                   "注意：输入（X、W_Q、W_K、W_V、W_O）只是示意，不是学出来的（与默认的逐步演示一样是手工选定的；\n"
+                   "注意：输入（X、W_Q、W_K、W_V、W_"
+                   "O）只是示意，不是学出来的（与默认的逐步演示一样是手工选定的；\n"
                    "逐步演示里的那一个头，就是这里的头 0（h = 2 时））。其余的一切都是计算出来的。")
              : r.t("Note: the inputs (X, W_Q, W_K, W_V, W_O) are ILLUSTRATIVE, not learned; X comes from the "
                    "seeded\n"

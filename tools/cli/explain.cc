@@ -108,8 +108,9 @@ std::string examples(teach::Lang lang) {
   return std::string(
              "  attn explain\n"
              "  attn explain --query 带\n") +
-         (lang == teach::Lang::zh ? "  attn explain --sentence \"小明 今天 没 来 学校 ， 因为 他 生病 了\" --query 他\n"
-                                  : "  attn explain --sentence \"the cat sat on the mat\" --query cat\n") +
+         (lang == teach::Lang::zh
+              ? "  attn explain --sentence \"小明 今天 没 来 学校 ， 因为 他 生病 了\" --query 他\n"
+              : "  attn explain --sentence \"the cat sat on the mat\" --query cat\n") +
          "  attn explain --scores 0.2,2.5,0.8,0.3,0.4,2.0 --tokens a,b,c,d,e,f\n"
          "  attn explain --multi-head --heads 4\n"
          "  attn explain --cost --n 4096 --d 1024 --heads 16 --batch 8 --causal\n"
