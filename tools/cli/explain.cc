@@ -61,7 +61,7 @@ const std::vector<OptionSpec>& explain_options() {
        "配合 --cost：模型宽度 d_model（>= 1）；d_k = D / 头数"},
       {"batch", "B", "with --cost: batch size (default 1)", "配合 --cost：批大小（默认 1）"},
       {"causal", "", "with --cost: causal attention; with --mask window: look back only",
-       "配合 --cost：因果注意力；配合 --mask window：只向前看"},
+       "配合 --cost：因果注意力；配合 --mask window：只看自己和之前的位置"},
       {"mask", "KIND",
        "causal | padding | window: which positions each query may see, as a\n"
        "grid over the sentence, computed by the engine",
