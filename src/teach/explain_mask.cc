@@ -43,7 +43,7 @@ Masked compute_mask(const Example& ex, const MaskOptions& p) {
     rule_zh = "查询 i 只看键 j <= i";
     why =
         "A decoder generates text left to right, so while predicting word i it must not look at later words.";
-    why_zh = "解码器从左到右生成文本，所以在预测第 i 个词时不能偷看后面的词。";
+    why_zh = "因果掩码：解码器从左到右生成文本，所以在预测第 i 个词时不能偷看后面的词。";
   } else if (p.kind == "padding") {
     ATTN_CHECK(p.length >= 0 && p.length <= N, "--length must be in [0, ", N, "] (the sentence has ", N,
                " tokens); got ", p.length);
@@ -54,7 +54,7 @@ Masked compute_mask(const Example& ex, const MaskOptions& p) {
         "Sentences of different lengths share one batch by padding the short ones; the padding keys must\n"
         "not attract attention. (Rows of padding queries are computed too; a model ignores their output.)";
     why_zh =
-        "长短不一的句子要放进同一个批，就得把短句补齐（填充）；填充出来的键不能吸引注意力。\n"
+        "填充掩码：长短不一的句子要放进同一个批，就得把短句补齐（填充）；填充出来的键不能吸引注意力。\n"
         "（填充位置作为查询的那几行也会被计算，模型会忽略它们的输出。）";
     if (p.length == 0) {
       why += "\nWith length 0 every row is fully masked: the engine returns weights 0 and output 0.";
@@ -72,7 +72,8 @@ Masked compute_mask(const Example& ex, const MaskOptions& p) {
     why =
         "Local (sliding-window) attention: each word sees only its neighbours, so the cost grows with\n"
         "N·window instead of N².";
-    why_zh = "局部（滑动窗口）注意力：每个词只看它的邻居，所以开销随 N·窗口 增长，而不是 N²。";
+    why_zh =
+        "窗口注意力（局部的、滑动窗口的注意力）：每个词只看它的邻居，所以开销随 N·窗口 增长，而不是 N²。";
   } else {
     ATTN_CHECK(false, "--mask: expected causal, padding or window; got '", p.kind, "'");
   }

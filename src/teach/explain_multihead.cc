@@ -89,7 +89,7 @@ MultiHead::MultiHead(const Example& example, int64_t query, int64_t head_count)
 
 void MultiHead::intro(Page& r) const {
   r.title(r.t("attn explain --multi-head: " + H + " head" + (heads > 1 ? "s" : "") + " side by side",
-              "attn explain --multi-head：" + H + " 个头并排"));
+              "attn explain --multi-head：多头注意力，" + H + " 个头并排"));
   r.para(r.t(
       "  MultiHead(X) = Concat(head_0, ..., head_(h-1)) · W_O,   head_i = Attention(X·W_Q_i, X·W_K_i, "
       "X·W_V_i)\n\n"

@@ -167,7 +167,8 @@ void Walk::intro(Page& r) const {
           "Every word looks at every word of the sentence (itself included) and decides how much of\n"
           "each to take in. Below, one word does this in full, one number at a time.",
           "  Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V\n\n"
-          "句子里的每个词都会查看句中所有的词（包括它自己），再决定从每个词那里吸收多少信息。\n"
+          "这就是缩放点积注意力。句子里的每个词都会查看句中所有的词（包括它自己），\n再决定从每个词那里吸收多"
+          "少信息。\n"
           "下面让一个词完整地走一遍这个过程，每个数都算给你看。"));
   r.line(r.t("Sentence:   " + join_words(ex.words) + "   (" + n + " tokens" +
                  (ex.gloss.empty() ? "" : ": \"" + ex.gloss + "\"") + ")",
@@ -383,9 +384,10 @@ void Walk::tutorial_note(Page& r) const {
   std::string scores, printed, real;
   const std::vector<double> w = softmax(kTutorialScores);
   for (std::size_t j = 0; j < w.size(); ++j) {
-    scores += (j ? ", " : "") + fmt_input(kTutorialScores[j]);
-    printed += (j ? ", " : "") + fmt(kTutorialWeights[j], 2);
-    real += (j ? ", " : "") + fmt(w[j], 2);
+    if (j > 0) scores += ", ", printed += ", ", real += ", ";
+    scores += fmt_input(kTutorialScores[j]);
+    printed += fmt(kTutorialWeights[j], 2);
+    real += fmt(w[j], 2);
   }
   r.para(r.t("The tutorial's first softmax table is wrong: it prints the scores [" + scores +
                  "] with the weights\n[" + printed + "], but their softmax is\n[" + real +
