@@ -215,7 +215,10 @@ void Walk::step1(Page& r) const {
   const std::string n = std::to_string(N), d = std::to_string(dm), k = std::to_string(dk);
   const std::string word = r.t("word", "词");
   auto feature = [&](int64_t f) {
-    return ex.hand_chosen ? feature_name(L, ex.features[f]) : "f" + std::to_string(f + 1);
+    if (ex.hand_chosen) return feature_name(L, ex.features[f]);
+    std::string name(1, 'f');  // f1..f8, built with += (GCC 12 warns, wrongly, on "f" + s here)
+    name += std::to_string(f + 1);
+    return name;
   };
   const std::vector<std::string> dims_l = feature_names(L, dims);
   r.heading(r.t("Step 1. Inputs and projections: Q = X·W_Q, K = X·W_K, V = X·W_V",
