@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "testing/cli_runner.h"
+#include "testing/lang_checks.h"
 #include "testing/micro_classifier.h"
 
 namespace attn {
@@ -79,7 +81,11 @@ TEST(ExplainLangCli, ChineseHelpDescribesEveryOptionInChinese) {
     EXPECT_NE(zh.out.find(std::string("  ") + o + " "), std::string::npos) << "zh help lacks " << o;
     EXPECT_NE(en.out.find(std::string("  ") + o + " "), std::string::npos) << "en help lacks " << o;
   }
-  // No English help sentence is left: these are phrases of the English help.
+  // The same numbers in both (defaults, ranges, examples), and no English sentence left in Chinese.
+  EXPECT_EQ(testing::numbers_in(en.out), testing::numbers_in(zh.out));
+  EXPECT_EQ(testing::english_runs(zh.out), std::vector<std::string>{});
+  EXPECT_FALSE(testing::english_runs(en.out).empty());
+  // These are phrases of the English help.
   for (const char* english : {"the query word", "number of heads", "this text", "for programs", "usage:"})
     EXPECT_EQ(zh.out.find(english), std::string::npos) << "untranslated: " << english;
   EXPECT_NE(en.out.find("usage: attn explain [options]"), std::string::npos);
