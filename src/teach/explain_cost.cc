@@ -384,22 +384,27 @@ json::Value swin_note(Page& r, int64_t N, int64_t M) {
   text::Table t(
       {{"", text::Align::left}, {r.t("query-key pairs per head", "每个头的查询-键对"), text::Align::right}});
   t.row({r.t("global: N²", "全局：N²"), with_commas(global)});
-  t.row({r.t("windows: N/M² = ", "窗口：N/M² = ") + fmt(windows, 1) +
-             r.t(" windows of M²·M²", " 个窗口，各 M²·M²"),
+  t.row({N <= M2 ? r.t("windows: one window of all N tokens", "窗口：一个窗口装下全部 N 个词元")
+                 : r.t("windows: N/M² = ", "窗口：N/M² = ") + fmt(windows, 1) +
+                       r.t(" windows of M²·M²", " 个窗口，各 M²·M²"),
          with_commas(windowed)});
   r.table(t);
-  if (N <= M2)
+  if (N <= M2) {
     r.para(r.t("Here N <= M²: the whole sequence fits in one window, so windows save nothing at this N.",
                "这里 N <= M²：整个序列放得进一个窗口，所以在这个 N 下窗口省不了任何计算。"));
-  r.para(r.t(
-      "Global / windowed = N / M² = " + fmt(static_cast<double>(global) / static_cast<double>(windowed), 1) +
-          ": the saving grows with N. Doubling N doubles the windowed cost and\nquadruples the global one; "
-          "doubling M quadruples the windowed cost. A query sees only its own window\n(Swin shifts the "
-          "windows every other layer so that information crosses them).",
-      "全局 / 窗口 = N / M² = " + fmt(static_cast<double>(global) / static_cast<double>(windowed), 1) +
-          "：N 越大省得越多。N 翻倍时，窗口注意力的计算量翻倍，\n全局注意力的计算量变为四倍；"
-          "M 翻倍时，窗口注意力的计算量也变为四倍。每个查询只能看到自己的窗口\n（Swin 每隔一层平移一次窗口，"
-          "让信息能跨过窗口的边界）。"));
+  } else {
+    r.para(r.t(
+        "Global / windowed = N / M² = " +
+            fmt(static_cast<double>(global) / static_cast<double>(windowed), 1) +
+            ": the saving grows with N. Doubling N doubles the windowed cost and\nquadruples the global one; "
+            "doubling M quadruples the windowed cost. A query sees only its own window\n(Swin shifts the "
+            "windows every other layer so that information crosses them).",
+        "全局 / 窗口 = N / M² = " + fmt(static_cast<double>(global) / static_cast<double>(windowed), 1) +
+            "：N 越大省得越多。N 翻倍时，窗口注意力的计算量翻倍，\n全局注意力的计算量变为四倍；"
+            "M 翻倍时，窗口注意力的计算量也变为四倍。每个查询只能看到自己的窗口\n（Swin "
+            "每隔一层平移一次窗口，"
+            "让信息能跨过窗口的边界）。"));
+  }
   json::Value j = json::Value::object();
   put(j, {{"n", jv(N)}, {"window", jv(M)}, {"global_pairs", jv(global)}, {"windowed_pairs", jv(windowed)}});
   return j;
