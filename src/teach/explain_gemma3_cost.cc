@@ -95,6 +95,12 @@ Report gemma3_cost(const ModelCostOptions& o) {
              "N 很长时，" + ng + " 个全局层在两列里都占了大头：窗口从 " + ns + " 层（共 " + layers +
                  " 层）中去掉了 O(N²) 项，\n这些层的 KV 缓存也不再增长。\n"
                  "（这里只算注意力；无论窗口多大，投影和 FFN 都还要 2·N·(权重数) 次运算。）"));
+  r.para(
+      r.t("This is the tutorial's \"windows make attention O(N)\" in a real model: for a fixed W the sliding "
+          "layers\n"
+          "cost O(N·W), but the global layers keep the O(N²) term, so the model as a whole is not O(N).",
+          "这就是教程说的“窗口让注意力变成 O(N)”在真实模型里的样子：W 固定时，滑动窗口层的开销是 O(N·W)，\n"
+          "但全局层仍保留 O(N²) 项，所以整个模型并不是 O(N)。"));
   put(r.json, {{"mode", jv("gemma3-cost")},
                {"layers", jv(c.layers)},
                {"sliding_layers", jv(n_slide)},
