@@ -14,6 +14,11 @@ pkgs+=(libcpp-httplib-dev)
 if [[ ${ATTN_BROWSER_TESTS:-0} == 1 || ${CI:-} == true ]]; then
   pkgs+=(chromium chromium-driver python3-selenium fonts-wqy-zenhei)
 fi
+# ---- issue 17 (zh-view): Chinese ----
+# jieba's word dictionary (only its dict.txt is read, by attn's own segmenter: text/segment.h), so
+# Chinese typed without spaces is split into words; without it, by character (tests cover both).
+pkgs+=(python3-jieba)
+# ---- end issue 17 (zh-view) ----
 # ---- python (issue 12) ----
 # The Python package's test (scripts/test-python.sh, run by CI): venv and the
 # Python headers for the nanobind module. The C++ build needs neither.
