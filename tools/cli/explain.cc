@@ -79,7 +79,8 @@ std::string help_text() {
          "then runs the attn engine on the same numbers and confirms that it agrees. The inputs are\n"
          "illustrative (hand-chosen, not learned); everything after them is computed.\n\n"
          "Modes (at most one; none = the walkthrough):\n"
-         "  --scores, --multi-head, --cost, --mask, --model (a trained classifier's real Q, K, V)\n\n"
+         "  --scores, --multi-head, --cost, --mask, --model (a trained classifier's real Q, K, V)\n"
+         "  --attends (what 他 attends to in a real pretrained model; attn explain --attends --help)\n\n"
          "Options:\n" +
          format_options(explain_options()) +
          "\nExamples:\n"
@@ -290,7 +291,13 @@ teach::Report run_mode(const Mode& mode, const Args& args, const std::vector<std
 
 }  // namespace
 
+// ---- issue 17 (zh-view): --attends, its own options (tools/cli/explain_attends.cc) ----
+int run_explain_attends(const std::vector<std::string>& raw);
+// ---- end issue 17 (zh-view)
+
 int run_explain(const std::vector<std::string>& raw) {
+  for (const std::string& a : raw)  // issue 17 (zh-view)
+    if (a == "--attends") return run_explain_attends(raw);
   std::vector<std::string> argv, positional;
   split_positional(raw, argv, positional);
   const Args args(argv, explain_options());
