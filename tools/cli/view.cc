@@ -7,6 +7,7 @@
 #include <attn/io/files.h>
 #include <attn/teach/explain.h>
 #include <attn/teach/lang.h>
+#include <attn/text/segment.h>
 #include <attn/viz/view.h>
 
 #include <cstdio>
@@ -28,6 +29,12 @@ const std::vector<OptionSpec>& view_options() {
       {"demo-translation", "",
        "instead of an export: an encoder-decoder demo (encoder, decoder and\ncross-attention), computed now",
        "不读导出文件：编码器-解码器演示（编码器、解码器和交叉注意力），现场计算"},
+      {"sentence", "TEXT",
+       "with --demo: another sentence, its embeddings seeded as in attn explain;\nChinese without spaces is "
+       "segmented (jieba dictionary, else by character)",
+       "与 --demo 一起用：换一个句子，词向量像 attn explain 一样由种子生成；没有空格的中文会被切分\n（有 "
+       "jieba "
+       "词典时按词，否则按字）"},
       {"save-export", "FILE", "also write the (validated) export as JSON to FILE",
        "同时把（已校验的）导出以 JSON 写到 FILE"},
       {"terminal", "", "print a heatmap of one layer and head to the terminal instead of a page",
@@ -64,6 +71,7 @@ std::string help_text(teach::Lang lang) {
            format_options(view_options(), lang) +
            "\n例子：\n"
            "  attn view --demo -o demo.html --lang zh\n"
+           "  attn view --demo --sentence 小明今天没来学校，因为他生病了 -o demo.html\n"
            "  attn view export.json -o page.html\n"
            "  attn view export.json --terminal --layer 1 --head 3\n";
   return "usage: attn view EXPORT.json -o page.html [--lang zh|en]\n"
@@ -81,15 +89,32 @@ std::string help_text(teach::Lang lang) {
          format_options(view_options(), lang) +
          "\nExamples:\n"
          "  attn view --demo -o demo.html\n"
+         "  attn view --demo --sentence 小明今天没来学校，因为他生病了 -o demo.html\n"
          "  attn view --demo-translation -o translation.html\n"
          "  attn view export.json -o page.html\n"
          "  attn view export.json --terminal --layer 1 --head 3\n";
 }
 
-// The worked example of `attn explain` as the demos' input.
-viz::DemoExample demo_example() {
-  const teach::Example ex = teach::default_example();
-  return {ex.words, ex.gloss, ex.d_model(), ex.X.v, ex.WQ.v, ex.WK.v, ex.WV.v, ex.WO.v};
+// The worked example of `attn explain` (or of another sentence) as the demos' input.
+viz::DemoExample demo_example(const teach::Sentence& sentence = {}, const std::string& text = "") {
+  const teach::Example ex = teach::example_of(sentence);
+  return {ex.words, text.empty() ? ex.gloss : text, ex.d_model(), ex.X.v, ex.WQ.v, ex.WK.v, ex.WV.v, ex.WO.v};
+}
+
+// --sentence: split as attn explain splits it; says how when it had no spaces.
+viz::DemoExample sentence_demo(const std::string& text, teach::Lang lang) {
+  const text::SentenceSplit split = text::segment_sentence(text);
+  ATTN_CHECK(!split.words.empty(), "--sentence: expected at least one word; got '", text, "'");
+  if (split.method != text::SplitMethod::spaces) {
+    std::string words;
+    for (const auto& w : split.words) words += (words.empty() ? "" : " ") + w;
+    const bool zh = lang == teach::Lang::zh;
+    std::printf("%s%s%s%s\n", zh ? "句子没有空格，" : "The sentence has no spaces: ",
+                text::split_method_label(split.method, zh), zh ? "：" : ": ", words.c_str());
+  }
+  teach::Sentence s;
+  s.words = split.words;
+  return demo_example(s, text);
 }
 
 // The example as the encoder's input and its translation, embedded by explain's
@@ -145,9 +170,13 @@ int run_view(const std::vector<std::string>& raw) {
     for (const char* o : {"layer", "head", "set"})
       ATTN_CHECK(!opts.has(o), "--", o, " is only used with --terminal");
 
-  const viz::Export e = opts.has("demo")               ? viz::demo_self_attention(demo_example())
-                        : opts.has("demo-translation") ? viz::demo_translation(demo_translation_input())
-                                                       : viz::parse_export(io::read_file(input, "export"));
+  ATTN_CHECK(!opts.has("sentence") || opts.has("demo"), "--sentence goes with --demo");
+  const viz::Export e =
+      opts.has("demo")
+          ? viz::demo_self_attention(opts.has("sentence") ? sentence_demo(opts.str("sentence"), lang)
+                                                          : demo_example())
+      : opts.has("demo-translation") ? viz::demo_translation(demo_translation_input())
+                                     : viz::parse_export(io::read_file(input, "export"));
   if (opts.has("save-export")) viz::save_export(opts.str("save-export"), e);
   if (terminal) {
     viz::TerminalOptions t;
