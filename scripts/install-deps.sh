@@ -13,6 +13,9 @@ pkgs+=(libcpp-httplib-dev)
 # screenshots show the Chinese example. Installed with ATTN_BROWSER_TESTS=1 or in CI.
 if [[ ${ATTN_BROWSER_TESTS:-0} == 1 || ${CI:-} == true ]]; then
   pkgs+=(chromium chromium-driver python3-selenium fonts-wqy-zenhei)
+  # ---- issue 17 (zh-view): the Chinese page "with a CJK font" (the page's first choice) ----
+  pkgs+=(fonts-noto-cjk)
+  # ---- end issue 17 (zh-view) ----
 fi
 # ---- issue 17 (zh-view): Chinese ----
 # jieba's word dictionary (only its dict.txt is read, by attn's own segmenter: text/segment.h), so
