@@ -23,7 +23,7 @@ TEST(ExplainAttendsCli, RunsInBothLanguages) {
   CliRun r = run_attn("explain --attends --lang en");
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* needle : {"what 他 attends to in multilingual-e5-small", "Attention is not a cause",
-                             "control: on 老师", "Per head: the weight on 小明"})
+                             "control: on 小红", "Per head: the weight on 小明"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << "missing: " << needle;
   r = run_attn("explain --attends --lang zh --json");
   ASSERT_EQ(r.status, 0) << r.err;

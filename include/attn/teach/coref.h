@@ -2,7 +2,8 @@
 // pretrained Chinese encoder. For 小明今天没来学校，因为他生病了 it shows, per layer
 // and per head of multilingual-e5-small, how much weight the query token (他)
 // puts on each token, the weight on the antecedent (小明) picked out, and the same
-// numbers for a control sentence with another antecedent (老师). The weights are
+// numbers for a control sentence with another antecedent (小红,
+// a name that 他 would not usually refer to, in the same place and as many pieces). The weights are
 // the engine's own: captured from the fused attention kernel in the forward pass
 // (models::BertModel, capture_attention). Layers, heads and positions from 0.
 //
@@ -28,8 +29,8 @@ struct AttendsOptions {
   std::string query = "他";         // the token whose attention is shown (the piece holding it)
   std::string antecedent = "小明";  // the word the query refers to (its pieces' weights are summed)
   // The control: the same sentence with another antecedent. "" = none.
-  std::string control = "老师今天没来学校，因为他生病了";
-  std::string control_antecedent = "老师";
+  std::string control = "小红今天没来学校，因为他生病了";
+  std::string control_antecedent = "小红";
   int64_t top = 3;  // tokens listed per layer (1..N)
   Lang lang = Lang::en;
 };
