@@ -7,6 +7,7 @@
 #include <attn/core/error.h>
 #include <attn/io/model_files.h>
 #include <attn/teach/explain.h>
+#include <attn/text/segment.h>  // issue 17 (zh-view): Chinese typed without spaces
 
 #include <cstdio>
 #include <limits>
@@ -110,7 +111,11 @@ std::string examples(teach::Lang lang) {
              "  attn explain --query 带\n") +
          (lang == teach::Lang::zh
               ? "  attn explain --sentence \"小明 今天 没 来 学校 ， 因为 他 生病 了\" --query 他\n"
-              : "  attn explain --sentence \"the cat sat on the mat\" --query cat\n") +
+                "  attn explain --sentence 小明今天没来学校，因为他生病了 --query 他   "
+                "（不加空格：自动切分）\n"
+              : "  attn explain --sentence \"the cat sat on the mat\" --query cat\n"
+                "  attn explain --sentence 小明今天没来学校，因为他生病了 --query 他   (no spaces: "
+                "segmented)\n") +
          "  attn explain --scores 0.2,2.5,0.8,0.3,0.4,2.0 --tokens a,b,c,d,e,f\n"
          "  attn explain --multi-head --heads 4\n"
          "  attn explain --cost --n 4096 --d 1024 --heads 16 --batch 8 --causal\n"
@@ -136,7 +141,8 @@ std::string help_text(teach::Lang lang) {
            "值向量的加权和，以及各个词的排名；然后用 attn 引擎在同样的数上再算一遍，确认结果一致。\n"
            "输入只是示意（手工选定，不是学出来的）；其后的每个数都是计算出来的。\n\n"
            "模式（至多选一个；不选 = 逐步演示）：\n"
-           "  --scores, --multi-head, --cost, --mask, --model（训练好的分类器的真实 Q、K、V）\n\n"
+           "  --scores, --multi-head, --cost, --mask, --model（训练好的分类器的真实 Q、K、V）\n"
+           "  --attends（在真实的预训练模型里，他 关注什么；详见 attn explain --attends --help）\n\n"
            "选项：\n" +
            format_options(explain_options(), lang) + "\n示例：\n" + examples(lang) +
            "\n层、头和位置都从 0 开始编号（--layer 0 是第一层，--query 0 是第一个词）。\n"
@@ -151,7 +157,8 @@ std::string help_text(teach::Lang lang) {
          "then runs the attn engine on the same numbers and confirms that it agrees. The inputs are\n"
          "illustrative (hand-chosen, not learned); everything after them is computed.\n\n"
          "Modes (at most one; none = the walkthrough):\n"
-         "  --scores, --multi-head, --cost, --mask, --model (a trained classifier's real Q, K, V)\n\n"
+         "  --scores, --multi-head, --cost, --mask, --model (a trained classifier's real Q, K, V)\n"
+         "  --attends (what 他 attends to in a real pretrained model; attn explain --attends --help)\n\n"
          "Options:\n" +
          format_options(explain_options(), lang) + "\nExamples:\n" + examples(lang) +
          "\nLayers, heads and positions are numbered from 0 (--layer 0 is the first layer, --query 0\n"
@@ -218,12 +225,45 @@ const Mode& pick_mode(const Args& args) {
   return *mode;
 }
 
+// ---- issue 17 (zh-view): how --sentence was split, said in the output ----
+text::SentenceSplit& sentence_split() {
+  static text::SentenceSplit split;  // method spaces: nothing to say
+  return split;
+}
+
+void note_split(const Args& args, teach::Report& report) {
+  const text::SentenceSplit& s = sentence_split();
+  if (s.method == text::SplitMethod::spaces) return;
+  const bool zh =
+      (args.has("lang") ? teach::parse_lang(args.str("lang")) : teach::default_lang()) == teach::Lang::zh;
+  std::string words;
+  for (const auto& w : s.words) words += (words.empty() ? "" : " ") + w;
+  report.text = std::string(zh ? "句子没有空格，" : "The sentence has no spaces: ") +
+                text::split_method_label(s.method, zh) + (zh ? "：" : ": ") + words + "\n\n" + report.text;
+  json::Value j = json::Value::object();
+  j.set("method", json::Value::string(text::split_method_name(s.method)));
+  if (!s.dictionary.empty()) j.set("dictionary", json::Value::string(s.dictionary));
+  json::Value list = json::Value::array();
+  for (const auto& w : s.words) list.push_back(json::Value::string(w));
+  j.set("words", std::move(list));
+  report.json.set("segmentation", std::move(j));
+}
+// ---- end issue 17 (zh-view)
+
 teach::Sentence sentence_of(const Args& args) {
   ATTN_CHECK(!args.has("seed") || (args.has("sentence") && !args.has("model")),
              "--seed only applies with --sentence (the default sentence's embeddings are hand-chosen)");
   teach::Sentence s;
   if (!args.has("sentence")) return s;
-  s.words = args.words("sentence", ' ');
+  // ---- issue 17 (zh-view): a sentence without spaces that holds CJK is segmented ----
+  const std::string& text = args.str("sentence");
+  if (text.find(' ') == std::string::npos && text::has_cjk(text)) {
+    sentence_split() = text::segment_sentence(text);
+    s.words = sentence_split().words;
+  } else {
+    s.words = args.words("sentence", ' ');
+  }
+  // ---- end issue 17 (zh-view)
   if (args.has("seed"))
     s.seed = static_cast<uint64_t>(args.integer("seed", 0, std::numeric_limits<int64_t>::max()));
   return s;
@@ -329,7 +369,13 @@ teach::Report run_mode(const Mode& mode, const Args& args, const std::vector<std
 
 }  // namespace
 
+// ---- issue 17 (zh-view): --attends, its own options (tools/cli/explain_attends.cc) ----
+int run_explain_attends(const std::vector<std::string>& raw);
+// ---- end issue 17 (zh-view)
+
 int run_explain(const std::vector<std::string>& raw) {
+  for (const std::string& a : raw)  // issue 17 (zh-view)
+    if (a == "--attends") return run_explain_attends(raw);
   std::vector<std::string> argv, positional;
   split_positional(raw, argv, positional);
   const Args args(argv, explain_options());
@@ -342,8 +388,8 @@ int run_explain(const std::vector<std::string>& raw) {
   }
   // --cost --model gemma3|FILE.gguf: windowed vs global attention in Gemma 3's real shapes.
   const bool gemma_cost = args.has("cost") && args.has("model");
-  const teach::Report report =
-      gemma_cost ? gemma3_cost_mode(args) : run_mode(pick_mode(args), args, positional);
+  teach::Report report = gemma_cost ? gemma3_cost_mode(args) : run_mode(pick_mode(args), args, positional);
+  note_split(args, report);  // issue 17 (zh-view)
   if (args.has("json")) {
     std::fputs((teach::json_text(report.json) + "\n").c_str(), stdout);
   } else {
