@@ -13,7 +13,15 @@ pkgs+=(libcpp-httplib-dev)
 # screenshots show the Chinese example. Installed with ATTN_BROWSER_TESTS=1 or in CI.
 if [[ ${ATTN_BROWSER_TESTS:-0} == 1 || ${CI:-} == true ]]; then
   pkgs+=(chromium chromium-driver python3-selenium fonts-wqy-zenhei)
+  # ---- issue 17 (zh-view): the Chinese page "with a CJK font" (the page's first choice) ----
+  pkgs+=(fonts-noto-cjk)
+  # ---- end issue 17 (zh-view) ----
 fi
+# ---- issue 17 (zh-view): Chinese ----
+# jieba's word dictionary (only its dict.txt is read, by attn's own segmenter: text/segment.h), so
+# Chinese typed without spaces is split into words; without it, by character (tests cover both).
+pkgs+=(python3-jieba)
+# ---- end issue 17 (zh-view) ----
 # ---- python (issue 12) ----
 # The Python package's test (scripts/test-python.sh, run by CI): venv and the
 # Python headers for the nanobind module. The C++ build needs neither.

@@ -28,7 +28,9 @@ def _cli():
 
 
 def _run(*args, cwd=None):
-    r = subprocess.run([_cli(), *args], capture_output=True, cwd=cwd)
+    # The CLI's teaching commands follow the locale (--lang); the library's default is English.
+    env = dict(os.environ, LC_ALL="C.UTF-8")
+    r = subprocess.run([_cli(), *args], capture_output=True, cwd=cwd, env=env)
     assert r.returncode == 0, r.stderr.decode()
     return r.stdout
 

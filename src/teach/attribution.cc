@@ -22,6 +22,12 @@ const char* const kNotExplanation =
     "and one with little attention can decide the class. Compare the two before reading the\n"
     "attention as a reason.";
 
+const char* const kNotExplanationZh =
+    "注意力不等于解释。注意力两列说明 [CLS] 看向了哪里；归因各列说明每个字符把被解释类别的\n"
+    "得分改变了多少（积分梯度：它在 f(text) - f(baseline) 中所占的份额；输入 × 梯度：一阶效应）。\n"
+    "一个字符可能得到很多注意力却什么也没改变（它的值向量可能几乎不携带信息），\n"
+    "而一个几乎没被关注的字符却可能决定类别。把注意力当作理由之前，先把两者对照一下。";
+
 namespace {
 
 std::string signed_fmt(double v, int decimals) {
@@ -106,28 +112,36 @@ AttributionResult attribute_prediction(models::EncoderClassifier& model, const A
   return r;
 }
 
-std::string attribution_text(const AttributionInput& input, const AttributionResult& r) {
+std::string attribution_text(const AttributionInput& input, const AttributionResult& r, Lang lang) {
+  auto T = [lang](const std::string& en, const std::string& zh) { return tr(lang, en, zh); };
   const auto& a = r.a;
   const std::string& target = input.labels[a.target];
+  const std::string p = fmt(a.probs[a.target], 3), f = fmt(a.logits[a.target], 3);
   std::string s;
-  s += "Attention next to attribution (explained class: " + target +
-       (a.target == a.predicted ? ", the predicted one" : ", predicted: " + input.labels[a.predicted]) +
-       "; p = " + fmt(a.probs[a.target], 3) + ", logit f = " + fmt(a.logits[a.target], 3) + ")\n";
+  s += T("Attention next to attribution (explained class: " + target +
+             (a.target == a.predicted ? ", the predicted one" : ", predicted: " + input.labels[a.predicted]) +
+             "; p = " + p + ", logit f = " + f + ")\n",
+         "注意力与归因对照（被解释的类别：" + target +
+             (a.target == a.predicted ? "，即预测的类别" : "；预测的类别：" + input.labels[a.predicted]) +
+             "；p = " + p + "，logit f = " + f + "）\n");
   if (input.truncated)
-    s += "(the text was cut to the model's max_len: only the characters below were read)\n";
+    s += T("(the text was cut to the model's max_len: only the characters below were read)\n",
+           "（文本被截断到模型的 max_len：只读入了下面这些字符）\n");
   s += "\n";
   double max_ig = 0;
   for (double v : a.integrated_gradients) max_ig = std::max(max_ig, std::fabs(v));
   const std::size_t layers = a.cls_attention.size();
-  text::Table t({{"rank", text::Align::right},
-                 {"#", text::Align::right},
-                 {"char", text::Align::left},
-                 {"last layer", text::Align::right},
-                 {"mean of " + std::to_string(layers), text::Align::right},
-                 {"IG", text::Align::right},
-                 {"", text::Align::left},
-                 {"input×grad", text::Align::right}});
-  t.group("attention of [CLS]", 3, 2).group("attribution to " + target, 5, 3);
+  text::Table t(
+      {{T("rank", "名次"), text::Align::right},
+       {"#", text::Align::right},
+       {T("char", "字符"), text::Align::left},
+       {T("last layer", "最后一层"), text::Align::right},
+       {T("mean of " + std::to_string(layers), std::to_string(layers) + " 层平均"), text::Align::right},
+       {"IG", text::Align::right},
+       {"", text::Align::left},
+       {T("input×grad", "输入×梯度"), text::Align::right}});
+  t.group(T("attention of [CLS]", "[CLS] 的注意力"), 3, 2)
+      .group(T("attribution to " + target, "对 " + target + " 的归因"), 5, 3);
   const auto order = order_by_ig(r);
   for (std::size_t k = 0; k < order.size(); ++k) {
     const int64_t i = order[k];
@@ -136,27 +150,41 @@ std::string attribution_text(const AttributionInput& input, const AttributionRes
            signed_bar(a.integrated_gradients[i], max_ig, 12), signed_fmt(a.input_x_grad[i], 3)});
   }
   for (const auto& line : t.lines()) s += line + "\n";
-  s += "\n  █ pushes towards " + target + ", ▒ pushes away; # is the position (0 = [CLS]).\n\n";
+  s += T("\n  █ pushes towards " + target + ", ▒ pushes away; # is the position (0 = [CLS]).\n\n",
+         "\n  █ 推向 " + target + "，▒ 推离；# 是位置（0 = [CLS]）。\n\n");
   const auto n_words = input.tokens.size() - 1;
   if (n_words >= 2) {
-    s += "Rank correlation (Spearman, over the " + std::to_string(n_words) +
-         " characters, [CLS] left out) of the attention with |attribution|:\n";
-    s += "  last-layer attention vs |IG|          " + signed_fmt(r.rho_last_ig, 2) + "\n";
-    s += "  mean-over-layers attention vs |IG|    " + signed_fmt(r.rho_mean_ig, 2) + "\n";
-    s += "  last-layer attention vs |input×grad|  " + signed_fmt(r.rho_last_ixg, 2) + "\n";
-    s += "  (1: the same order, 0: unrelated, -1: reversed)\n\n";
+    const std::string n = std::to_string(n_words);
+    s += T("Rank correlation (Spearman, over the " + n +
+               " characters, [CLS] left out) of the attention with |attribution|:\n",
+           "注意力与 |归因| 的秩相关（Spearman，对 " + n + " 个字符计算，不含 [CLS]）：\n");
+    s += T("  last-layer attention vs |IG|          ", "  最后一层注意力 vs |IG|        ") +
+         signed_fmt(r.rho_last_ig, 2) + "\n";
+    s += T("  mean-over-layers attention vs |IG|    ", "  各层平均注意力 vs |IG|        ") +
+         signed_fmt(r.rho_mean_ig, 2) + "\n";
+    s += T("  last-layer attention vs |input×grad|  ", "  最后一层注意力 vs |输入×梯度|  ") +
+         signed_fmt(r.rho_last_ixg, 2) + "\n";
+    s += T("  (1: the same order, 0: unrelated, -1: reversed)\n\n",
+           "  （1：顺序相同，0：无关，-1：顺序相反）\n\n");
   }
-  s += "Integrated gradients: baseline " +
-       std::string(a.baseline == models::AttributionBaseline::pad ? "[PAD] at every position"
-                                                                  : "zero token embeddings") +
-       " (positions kept), " + std::to_string(a.steps) + " steps (trapezoid).\n";
-  s += "  sum of IG = " + fmt(a.ig_sum, 4) + ", f(text) - f(baseline) = " + fmt(a.f_input, 4) + " - " +
-       fmt(a.f_baseline, 4) + " = " + fmt(a.f_input - a.f_baseline, 4) + ": completeness error " +
-       signed_fmt(a.completeness_error, 4) + "\n";
+  const bool pad = a.baseline == models::AttributionBaseline::pad;
+  const std::string steps = std::to_string(a.steps);
+  s += T("Integrated gradients: baseline " +
+             std::string(pad ? "[PAD] at every position" : "zero token embeddings") + " (positions kept), " +
+             steps + " steps (trapezoid).\n",
+         "积分梯度：基线为" + std::string(pad ? "每个位置都是 [PAD]" : "全零的词元嵌入") +
+             "（保留位置编码），" + steps + " 步（梯形法则）。\n");
+  const std::string sums = fmt(a.ig_sum, 4),
+                    diff = fmt(a.f_input, 4) + " - " + fmt(a.f_baseline, 4) + " = " +
+                           fmt(a.f_input - a.f_baseline, 4),
+                    err = signed_fmt(a.completeness_error, 4);
+  s += T("  sum of IG = " + sums + ", f(text) - f(baseline) = " + diff + ": completeness error " + err + "\n",
+         "  IG 之和 = " + sums + "，f(text) - f(baseline) = " + diff + "：完备性误差 " + err + "\n");
   const double span = std::max(1e-9, std::fabs(a.f_input - a.f_baseline));
   if (std::fabs(a.completeness_error) > 0.05 * span)
-    s += "  The error is more than 5% of the difference: raise --steps for a converged attribution.\n";
-  s += "\n" + std::string(kNotExplanation) + "\n";
+    s += T("  The error is more than 5% of the difference: raise --steps for a converged attribution.\n",
+           "  误差超过了差值的 5%：请增大 --steps，让归因收敛。\n");
+  s += "\n" + std::string(lang == Lang::zh ? kNotExplanationZh : kNotExplanation) + "\n";
   return s;
 }
 

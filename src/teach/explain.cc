@@ -8,11 +8,22 @@
 
 namespace attn::teach {
 
+Page page_in(Lang lang) {
+  Page page;
+  page.lang = lang;
+  return page;
+}
+
+Report finish(Page& page) {
+  page.json.set("lang", jv(lang_name(page.lang)));
+  return std::move(page);
+}
+
 Report walkthrough(const WalkthroughOptions& options) {
   const Example ex = example_of(options.sentence);
-  Page page;
+  Page page = page_in(options.lang);
   walkthrough(ex, resolve_query(ex, options.query), page);
-  return page;
+  return finish(page);
 }
 
 Report softmax_scores(const ScoresOptions& options) {
@@ -21,18 +32,18 @@ Report softmax_scores(const ScoresOptions& options) {
              options.scores.size());
   ATTN_CHECK(options.tokens.empty() || options.tokens.size() == options.scores.size(), "--tokens: expected ",
              options.scores.size(), " names (one per score); got ", options.tokens.size());
-  Page page;
+  Page page = page_in(options.lang);
   softmax_of_scores(options.scores, options.tokens, page);
-  return page;
+  return finish(page);
 }
 
 Report multi_head(const MultiHeadOptions& options) {
   const Example ex = example_of(options.sentence);
   ATTN_CHECK(options.heads >= 1 && options.heads <= ex.d_model(), "--heads must be in [1, ", ex.d_model(),
              "]; got ", options.heads);
-  Page page;
+  Page page = page_in(options.lang);
   multi_head(ex, resolve_query(ex, options.query), options.heads, page);
-  return page;
+  return finish(page);
 }
 
 Report cost(const CostOptions& options) {
@@ -41,9 +52,9 @@ Report cost(const CostOptions& options) {
              ", batch = ", options.batch);
   ATTN_CHECK(options.heads >= 1 && options.heads <= options.d, "--heads must be in [1, ", options.d,
              "]; got ", options.heads);
-  Page page;
+  Page page = page_in(options.lang);
   cost(options, page);
-  return page;
+  return finish(page);
 }
 
 Report mask(const MaskOptions& options) {
@@ -64,9 +75,9 @@ Report mask(const MaskOptions& options) {
       kind);
   if (want_length)
     ATTN_CHECK(options.length <= ex.n(), "--length must be in [0, ", ex.n(), "]; got ", options.length);
-  Page page;
+  Page page = page_in(options.lang);
   mask(ex, options, page);
-  return page;
+  return finish(page);
 }
 
 }  // namespace attn::teach

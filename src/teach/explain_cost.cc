@@ -42,6 +42,43 @@ struct Step {
   int64_t flops, bytes;
 };
 
+// The Chinese names of the steps and operations (the JSON keeps the English ones).
+std::string step_name(Lang lang, const std::string& en) {
+  static const std::vector<std::pair<std::string, std::string>> kZh = {{"project", "投影"},
+                                                                       {"scores", "分数"},
+                                                                       {"softmax", "softmax"},
+                                                                       {"weighted sum", "加权求和"},
+                                                                       {"out projection", "输出投影"}};
+  if (lang == Lang::zh)
+    for (const auto& [e, z] : kZh)
+      if (e == en) return z;
+  return en;
+}
+std::string step_op(Lang lang, const std::string& en) {
+  static const std::vector<std::pair<std::string, std::string>> kZh = {
+      {"Q, K, V = X · W_Q, W_K, W_V", "Q, K, V = X · W_Q, W_K, W_V"},
+      {"S = Q · Kᵀ per head", "每个头 S = Q · Kᵀ"},
+      {"scale, max, subtract, sum, divide (+ exp)", "缩放、求最大值、相减、求和、相除（+ exp）"},
+      {"O = P · V per head", "每个头 O = P · V"},
+      {"concat heads · W_O", "拼接各头 · W_O"}};
+  if (lang == Lang::zh)
+    for (const auto& [e, z] : kZh)
+      if (e == en) return z;
+  return en;
+}
+// Why attn chooses its backend, in Chinese (ops words it in English; the ISA name is taken from it).
+std::string reason_zh(const BackendChoice& c) {
+  const std::string& why = c.reason;
+  if (why.rfind("requested explicitly", 0) == 0)
+    return "显式指定" + why.substr(std::string("requested explicitly").size());
+  if (why.rfind("f64 inputs", 0) == 0) return "输入是 f64：融合核按 fp32 计算，所以运行 f64 参考实现";
+  const auto open = why.find('('), close = why.find(')');
+  const std::string isa =
+      open != std::string::npos && close > open ? why.substr(open + 1, close - open - 1) : "?";
+  return "融合 CPU 核（" + isa +
+         "）：按键块分块的在线 softmax，线程按 批 x 头 x 查询块 划分，\n      不分配 Lq x Lk 的缓冲区";
+}
+
 // The shapes, FLOPs, memory and backend of one set of sizes (compute_cost), and
 // the sections of the text and the JSON written from them.
 struct Cost {
@@ -131,71 +168,98 @@ Cost compute_cost(const CostOptions& p) {
 }
 
 void Cost::steps_text(Page& r) const {
-  r.title("attn explain --cost: what attention costs at these sizes");
-  r.line("Sizes: batch B = " + sB + ", sequence length N = " + with_commas(N) + ", d_model = " + sD +
-         ", heads h = " + sH + ",\n       d_k = d_model / h = " + sK +
-         (p.causal ? ", causal" : ", not causal"));
-  r.para("FLOPs count one multiply-add as 2; memory is fp32 (4 bytes per value)." +
-         std::string(p.causal ? "\nCausal: each query sees only itself and earlier keys, so N·(N+1)/2 = " +
-                                    with_commas(pairs) + " of the\nN² = " + with_commas(mul(N, N)) +
-                                    " query-key pairs per head are computed."
-                              : ""));
-  r.heading("Every step");
+  r.title(r.t("attn explain --cost: what attention costs at these sizes",
+              "attn explain --cost：这种规模下注意力的开销"));
+  r.line(r.t("Sizes: batch B = " + sB + ", sequence length N = " + with_commas(N) + ", d_model = " + sD +
+                 ", heads h = " + sH + ",\n       d_k = d_model / h = " + sK +
+                 (p.causal ? ", causal" : ", not causal"),
+             "规模：批大小 B = " + sB + "，序列长度 N = " + with_commas(N) + "，d_model = " + sD +
+                 "，头数 h = " + sH + "，\n      d_k = d_model / h = " + sK +
+                 (p.causal ? "，因果" : "，非因果")));
+  const std::string causal_en =
+      p.causal
+          ? "\nCausal: each query sees only itself and earlier keys, so N·(N+1)/2 = " + with_commas(pairs) +
+                " of the\nN² = " + with_commas(mul(N, N)) + " query-key pairs per head are computed."
+          : "";
+  const std::string causal_zh =
+      p.causal
+          ? "\n因果：每个查询只能看到它自己和它之前的键，所以只需计算 N·(N+1)/2 = " + with_commas(pairs) +
+                " 个\n查询-键对（每个头共有 N² = " + with_commas(mul(N, N)) + " 个）。"
+          : "";
+  r.para(r.t("FLOPs count one multiply-add as 2; memory is fp32 (4 bytes per value)." + causal_en,
+             "FLOPs 把一次乘加算作 2 次运算；内存按 fp32 计（每个值 4 字节）。" + causal_zh));
+  r.heading(r.t("Every step", "每一步"));
   {
-    text::Table t({{"step", text::Align::left},
-                   {"operation", text::Align::left},
-                   {"result shape", text::Align::left},
+    text::Table t({{r.t("step", "步骤"), text::Align::left},
+                   {r.t("operation", "运算"), text::Align::left},
+                   {r.t("result shape", "结果形状"), text::Align::left},
                    {"FLOPs", text::Align::right},
                    {"", text::Align::right},
-                   {"result size", text::Align::right}});
+                   {r.t("result size", "结果大小"), text::Align::right}});
     for (const auto& s : steps)
-      t.row({s.name, s.op, s.shape, with_commas(s.flops), human_count(static_cast<double>(s.flops)),
-             s.bytes ? human_bytes(static_cast<double>(s.bytes)) : "in place"});
-    t.row({"total", "", "", with_commas(total), human_count(static_cast<double>(total)), ""});
+      t.row({step_name(r.lang, s.name), step_op(r.lang, s.op), s.shape, with_commas(s.flops),
+             human_count(static_cast<double>(s.flops)),
+             s.bytes ? human_bytes(static_cast<double>(s.bytes)) : r.t("in place", "原地")});
+    t.row({r.t("total", "合计"), "", "", with_commas(total), human_count(static_cast<double>(total)), ""});
     r.table(t);
   }
   r.para(
-      "Softmax counts 5 FLOPs per score (scale, max, subtract, sum, divide); the exp evaluations are "
-      "counted\n"
-      "apart: " +
-      with_commas(exps) +
-      " (one per computed score).\n"
-      "Scores and weighted sum cost 2·B·h·pairs·d_k each, the projections 2·B·N·d_model² each: attention\n"
-      "itself grows with N², the projections with N.");
+      r.t("Softmax counts 5 FLOPs per score (scale, max, subtract, sum, divide); the exp evaluations are "
+          "counted\n"
+          "apart: " +
+              with_commas(exps) +
+              " (one per computed score).\n"
+              "Scores and weighted sum cost 2·B·h·pairs·d_k each, the projections 2·B·N·d_model² each: "
+              "attention\n"
+              "itself grows with N², the projections with N.",
+          "softmax 每个分数记 5 次运算（缩放、求最大值、相减、求和、相除）；exp 另外单独计数：\n" +
+              with_commas(exps) +
+              " 次（每个算出的分数一次）。\n"
+              "分数和加权求和各需 2·B·h·pairs·d_k，每个投影需 2·B·N·d_model²：注意力本身随 N² 增长，\n"
+              "投影只随 N 增长。"));
 }
 
 void Cost::memory_text(Page& r) const {
-  r.heading("Memory: the N x N score matrix");
+  r.heading(r.t("Memory: the N x N score matrix", "内存：N x N 的分数矩阵"));
   {
     text::Table t({{"", text::Align::left},
-                   {"formula", text::Align::left},
-                   {"bytes", text::Align::right},
+                   {r.t("formula", "公式"), text::Align::left},
+                   {r.t("bytes", "字节"), text::Align::right},
                    {"", text::Align::right}});
-    t.row({"naive: full score matrix", "B·h·N·N·4", with_commas(naive_scores),
-           human_bytes(static_cast<double>(naive_scores))});
-    t.row({"fused: per-thread tiles", "threads·(Br·Bc + Br·d_k + 2·Br)·4", with_commas(fused_scratch),
-           human_bytes(static_cast<double>(fused_scratch))});
-    t.row({"fused: saved log-sum-exp", "B·h·N·4", with_commas(lse_bytes),
+    t.row({r.t("naive: full score matrix", "朴素实现：完整的分数矩阵"), "B·h·N·N·4",
+           with_commas(naive_scores), human_bytes(static_cast<double>(naive_scores))});
+    t.row({r.t("fused: per-thread tiles", "融合核：每个线程的分块"), "threads·(Br·Bc + Br·d_k + 2·Br)·4",
+           with_commas(fused_scratch), human_bytes(static_cast<double>(fused_scratch))});
+    t.row({r.t("fused: saved log-sum-exp", "融合核：保存的 log-sum-exp"), "B·h·N·4", with_commas(lse_bytes),
            human_bytes(static_cast<double>(lse_bytes))});
-    t.row({"both: Q, K, V", "3·B·N·d_model·4", with_commas(qkv_bytes),
+    t.row({r.t("both: Q, K, V", "两者都要：Q、K、V"), "3·B·N·d_model·4", with_commas(qkv_bytes),
            human_bytes(static_cast<double>(qkv_bytes))});
     r.table(t);
   }
   const double ratio = static_cast<double>(naive_scores) / static_cast<double>(fused_scratch);
-  r.para("A naive implementation stores all scores S = Q·Kᵀ (" +
-         human_bytes(static_cast<double>(naive_scores)) + ") before the softmax" +
-         (p.causal ? ",\neven though causal masking hides about half of them." : ".") +
-         "\nA fused kernel walks over key tiles with an online softmax (running max and sum per row), so it\n"
-         "only ever holds one Br x Bc tile per thread: threads = " +
-         std::to_string(threads) +
-         " (attn::num_threads(); ATTN_NUM_THREADS\noverrides), tile Br x Bc = " + std::to_string(br) + " x " +
-         std::to_string(bc) + " (this model's assumption; the kernel picks its own tiles).\n" +
-         (ratio >= 1 ? "Naive scores / fused scratch: " + with_commas(std::llround(ratio)) + " x."
-                     : std::string("At this small N the naive matrix is smaller than the tiles.")));
+  const std::string naive = human_bytes(static_cast<double>(naive_scores)), th = std::to_string(threads),
+                    tile = std::to_string(br) + " x " + std::to_string(bc);
+  r.para(r.t("A naive implementation stores all scores S = Q·Kᵀ (" + naive + ") before the softmax" +
+                 (p.causal ? ",\neven though causal masking hides about half of them." : ".") +
+                 "\nA fused kernel walks over key tiles with an online softmax (running max and sum per "
+                 "row), so it\n"
+                 "only ever holds one Br x Bc tile per thread: threads = " +
+                 th + " (attn::num_threads(); ATTN_NUM_THREADS\noverrides), tile Br x Bc = " + tile +
+                 " (this model's assumption; the kernel picks its own tiles).\n" +
+                 (ratio >= 1 ? "Naive scores / fused scratch: " + with_commas(std::llround(ratio)) + " x."
+                             : std::string("At this small N the naive matrix is smaller than the tiles.")),
+             "朴素实现要在 softmax 之前存下全部分数 S = Q·Kᵀ（" + naive + "）" +
+                 (p.causal ? "，\n尽管因果掩码会遮住其中大约一半。" : "。") +
+                 "\n融合核用在线 softmax（每行随时更新最大值与累加和）逐块扫过键，因此每个线程\n"
+                 "任何时候都只保留一个 Br x Bc 的分块：线程数 = " +
+                 th + "（attn::num_threads()；可用 ATTN_NUM_THREADS\n覆盖），分块 Br x Bc = " + tile +
+                 "（这是本估算的假设；核函数会自己选择分块）。\n" +
+                 (ratio >= 1 ? "朴素分数矩阵 / 融合核临时空间 = " + with_commas(std::llround(ratio)) + " 倍。"
+                             : std::string("N 这么小时，朴素的分数矩阵比分块还小。"))));
   {
     text::Table t({{"N", text::Align::right},
-                   {"naive scores", text::Align::right},
-                   {"fused scratch", text::Align::right},
+                   {r.t("naive scores", "朴素分数矩阵"), text::Align::right},
+                   {r.t("fused scratch", "融合核临时空间"), text::Align::right},
                    {"Q, K, V", text::Align::right}});
     for (int64_t f : {1, 2, 4, 8}) {
       int64_t n2 = 0;
@@ -206,12 +270,15 @@ void Cost::memory_text(Page& r) const {
              human_bytes(static_cast<double>(fused_scratch)),
              human_bytes(static_cast<double>(qkv_bytes) * static_cast<double>(f))});
     }
-    r.para("Doubling N quadruples the naive score matrix; the fused scratch does not grow:");
+    r.para(r.t("Doubling N quadruples the naive score matrix; the fused scratch does not grow:",
+               "N 翻倍，朴素分数矩阵变为四倍；融合核的临时空间不变："));
     r.table(t);
   }
 
-  r.heading("Which kernel attn chooses (attn::choose_backend)");
-  r.para("backend: " + backend + "\nreason:  " + choice.reason);
+  r.heading(
+      r.t("Which kernel attn chooses (attn::choose_backend)", "attn 选择哪个核（attn::choose_backend）"));
+  r.para(r.t("backend: " + backend + "\nreason:  " + choice.reason,
+             "后端：" + backend + "\n原因：" + reason_zh(choice)));
 }
 
 void Cost::to_json(Page& r) const {
@@ -253,11 +320,105 @@ void Cost::to_json(Page& r) const {
 
 }  // namespace
 
+json::Value heads_cost_note(Page& r, int64_t B, int64_t N, int64_t D, int64_t H, int64_t pairs) {
+  const int64_t dk = D / H;
+  const int64_t proj = mul({4, 2, B, N, D, D});  // W_Q, W_K, W_V, W_O: the same for both
+  const int64_t core_multi = mul({2, 2, B, H, pairs, dk}), core_one = mul({2, 2, B, pairs, D});
+  const int64_t soft_multi = mul({5, B, H, pairs}), soft_one = mul({5, B, pairs});
+  const int64_t total_multi = add(add(proj, core_multi), soft_multi),
+                total_one = add(add(proj, core_one), soft_one);
+  const double ratio = static_cast<double>(total_multi) / static_cast<double>(total_one);
+  auto rat = [](int64_t a, int64_t b) { return fmt(static_cast<double>(a) / static_cast<double>(b), 3); };
+  const std::string sH = std::to_string(H);
+  r.heading(r.t("The tutorial says \"multi-head attention costs h times one head\"",
+                "教程说：“多头注意力的计算量是单头的 h 倍”"));
+  r.para(r.t("With d_k = d_model / h it does not. Computed for these sizes (FLOPs; B = " + std::to_string(B) +
+                 ", N = " + with_commas(N) + ", d_model = " + std::to_string(D) + ", h = " + sH + "):",
+             "当 d_k = d_model / h 时并非如此。按这里的规模计算（FLOPs；B = " + std::to_string(B) +
+                 "，N = " + with_commas(N) + "，d_model = " + std::to_string(D) + "，h = " + sH + "）："));
+  text::Table t(
+      {{"", text::Align::left},
+       {r.t("h heads of d_k = ", "h 个头，d_k = ") + std::to_string(dk), text::Align::right},
+       {r.t("1 head of d_model = ", "1 个头，宽度 d_model = ") + std::to_string(D), text::Align::right},
+       {r.t("ratio", "倍数"), text::Align::right}});
+  t.row({r.t("projections W_Q, W_K, W_V, W_O", "投影 W_Q、W_K、W_V、W_O"), with_commas(proj),
+         with_commas(proj), "1.000"});
+  t.row({r.t("scores and weighted sum", "分数与加权求和"), with_commas(core_multi), with_commas(core_one),
+         rat(core_multi, core_one)});
+  t.row({"softmax", with_commas(soft_multi), with_commas(soft_one), rat(soft_multi, soft_one)});
+  t.row({r.t("total", "合计"), with_commas(total_multi), with_commas(total_one), fmt(ratio, 3)});
+  r.table(t);
+  r.para(
+      r.t("The h heads together cost " + fmt(ratio, 3) + " times one head of width d_model, not " + sH +
+              " times: each head's\ndot products are h times shorter (d_k = d_model / h). Only the softmax "
+              "grows with h (h·N² scores\ninstead of N²), and a naive implementation stores h score matrices "
+              "(the fused kernel stores none).",
+          "h 个头加起来的计算量是一个宽度为 d_model 的单头的 " + fmt(ratio, 3) + " 倍，而不是 " + sH +
+              " 倍：\n每个头的点积短了 h 倍（d_k = d_model / h）。随 h 增长的只有 softmax（h·N² 个分数，"
+              "而不是 N² 个），\n以及朴素实现要存下 h 个分数矩阵（融合核一个也不存）。"));
+  json::Value j = json::Value::object();
+  put(j, {{"multi_head_flops", jv(total_multi)},
+          {"one_head_flops", jv(total_one)},
+          {"ratio", jv(ratio)},
+          {"tutorial_claim_ratio", jv(H)}});
+  return j;
+}
+
+json::Value swin_note(Page& r, int64_t N, int64_t M) {
+  const int64_t M2 = mul(M, M);
+  const double windows = static_cast<double>(N) / static_cast<double>(M2);
+  // Query-key pairs per head; a sequence shorter than one window is one window.
+  const int64_t global = mul(N, N), windowed = mul(N, std::min(N, M2));
+  const std::string sM = std::to_string(M), sM2 = std::to_string(M2);
+  r.heading(r.t("The tutorial says \"Swin windows make attention O(N)\"",
+                "教程说：“Swin 的窗口让注意力变成 O(N)”"));
+  r.para(
+      r.t("True for a fixed window M. Swin cuts N tokens into N/M² windows of M x M = M² tokens and attends\n"
+          "only inside each window: (N/M²)·(M²)² = N·M² query-key pairs, linear in N but quadratic in M,\n"
+          "against N² for global attention. For N = " +
+              with_commas(N) + " and Swin's M = " + sM + " (M² = " + sM2 + "):",
+          "对固定的窗口大小 M 来说是对的。Swin 把 N 个词元切成 N/M² 个窗口，每个窗口 M x M = M² 个词元，\n"
+          "只在窗口内部做注意力：(N/M²)·(M²)² = N·M² 个查询-键对，对 N 是线性的，对 M 却是平方的；\n"
+          "全局注意力则是 N² 个。取 N = " +
+              with_commas(N) + "、Swin 的 M = " + sM + "（M² = " + sM2 + "）："));
+  text::Table t(
+      {{"", text::Align::left}, {r.t("query-key pairs per head", "每个头的查询-键对"), text::Align::right}});
+  t.row({r.t("global: N²", "全局：N²"), with_commas(global)});
+  t.row({N <= M2 ? r.t("windows: one window of all N tokens", "窗口：一个窗口装下全部 N 个词元")
+                 : r.t("windows: N/M² = ", "窗口：N/M² = ") + fmt(windows, 1) +
+                       r.t(" windows of M²·M²", " 个窗口，各 M²·M²"),
+         with_commas(windowed)});
+  r.table(t);
+  if (N <= M2) {
+    r.para(r.t("Here N <= M²: the whole sequence fits in one window, so windows save nothing at this N.",
+               "这里 N <= M²：整个序列放得进一个窗口，所以在这个 N 下窗口省不了任何计算。"));
+  } else {
+    r.para(r.t(
+        "Global / windowed = N / M² = " +
+            fmt(static_cast<double>(global) / static_cast<double>(windowed), 1) +
+            ": the saving grows with N. Doubling N doubles the windowed cost and\nquadruples the global one; "
+            "doubling M quadruples the windowed cost. A query sees only its own window\n(Swin shifts the "
+            "windows every other layer so that information crosses them).",
+        "全局 / 窗口 = N / M² = " + fmt(static_cast<double>(global) / static_cast<double>(windowed), 1) +
+            "：N 越大省得越多。N 翻倍时，窗口注意力的计算量翻倍，\n全局注意力的计算量变为四倍；"
+            "M 翻倍时，窗口注意力的计算量也变为四倍。每个查询只能看到自己的窗口\n（Swin "
+            "每隔一层平移一次窗口，"
+            "让信息能跨过窗口的边界）。"));
+  }
+  json::Value j = json::Value::object();
+  put(j, {{"n", jv(N)}, {"window", jv(M)}, {"global_pairs", jv(global)}, {"windowed_pairs", jv(windowed)}});
+  return j;
+}
+
 void cost(const CostOptions& p, Page& r) {
   const Cost c = compute_cost(p);
   c.steps_text(r);
   c.memory_text(r);
+  json::Value heads = heads_cost_note(r, c.B, c.N, c.D, c.H, c.pairs);
+  json::Value swin = swin_note(r, c.N, 7);
   c.to_json(r);
+  r.json.set("tutorial_heads_cost", std::move(heads));
+  r.json.set("tutorial_swin", std::move(swin));
 }
 
 }  // namespace attn::teach

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "explain_internal.h"
@@ -388,11 +389,18 @@ std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, do
   return runs;
 }
 
+std::string backend_text(Lang lang, const std::string& backend) {
+  const std::string prefix = "automatic -> ";
+  if (lang == Lang::zh && backend.rfind(prefix, 0) == 0)
+    return "自动选择 -> " + backend.substr(prefix.size());
+  return backend;
+}
+
 json::Value report_engine(Page& r, const std::vector<EngineRun>& runs, const std::string& what) {
-  text::Table t({{"engine backend", text::Align::left},
-                 {"max |diff| weights", text::Align::right},
-                 {"max |diff| output", text::Align::right},
-                 {"tolerance", text::Align::right},
+  text::Table t({{r.t("engine backend", "引擎后端"), text::Align::left},
+                 {r.t("max |diff| weights", "权重最大 |差|"), text::Align::right},
+                 {r.t("max |diff| output", "输出最大 |差|"), text::Align::right},
+                 {r.t("tolerance", "容差"), text::Align::right},
                  {"", text::Align::left}});
   json::Value arr = json::Value::array();
   for (const auto& run : runs) {
@@ -401,7 +409,7 @@ json::Value report_engine(Page& r, const std::vector<EngineRun>& runs, const std
     std::snprintf(o, sizeof o, "%.1e", run.max_diff_output);
     if (!run.compared_output) std::snprintf(o, sizeof o, "-");
     std::snprintf(tol, sizeof tol, "%.1e", run.tolerance);
-    t.row({run.backend, w, o, tol, "agree"});
+    t.row({backend_text(r.lang, run.backend), w, o, tol, r.t("agree", "一致")});
     json::Value j = json::Value::object();
     j.set("backend", jv(run.backend));
     j.set("weights", jv(numbers(run.weights)));
@@ -413,17 +421,52 @@ json::Value report_engine(Page& r, const std::vector<EngineRun>& runs, const std
     arr.push_back(std::move(j));
   }
   r.table(t);
-  r.para("Engine agreement: the engine's exact weights and output agree with the step-by-step\narithmetic " +
-         what + " (max |difference| " +
-         [&] {
-           double m = 0;
-           for (const auto& run : runs) m = std::max({m, run.max_diff_weights, run.max_diff_output});
-           char b[32];
-           std::snprintf(b, sizeof b, "%.1e", m);
-           return std::string(b);
-         }() +
-         ").");
+  double m = 0;
+  for (const auto& run : runs) m = std::max({m, run.max_diff_weights, run.max_diff_output});
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1e", m);
+  r.para(
+      r.t("Engine agreement: the engine's exact weights and output agree with the step-by-step\narithmetic " +
+              what + " (max |difference| " + b + ").",
+          "引擎一致：引擎给出的精确权重和输出与上面的逐步计算" + what + "相符（最大 |差| " + b + "）。"));
   return arr;
+}
+
+// ---- language helpers -----------------------------------------------------------
+
+std::string feature_name(Lang lang, const std::string& name) {
+  if (lang != Lang::zh) return name;
+  static const std::vector<std::pair<std::string, std::string>> kZh = {
+      {"time", "时间"},     {"weather", "天气"}, {"punct", "标点"},  {"person", "人称"},
+      {"negation", "否定"}, {"action", "动作"},  {"object", "物体"}, {"rain", "雨"}};
+  for (const auto& [en, zh] : kZh)
+    if (en == name) return zh;
+  return name;
+}
+
+std::vector<std::string> feature_names(Lang lang, const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& n : names) out.push_back(feature_name(lang, n));
+  return out;
+}
+
+std::string list_text(Lang lang, const std::vector<std::string>& items) {
+  std::string s;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0)
+      s += i + 1 == items.size() ? (lang == Lang::zh ? " 和 " : " and ") : (lang == Lang::zh ? "、" : ", ");
+    s += items[i];
+  }
+  return s;
+}
+
+std::vector<double> softmax(const std::vector<double>& v) {
+  double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+  for (double x : v) mx = std::max(mx, x);
+  std::vector<double> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) sum += out[i] = std::exp(v[i] - mx);
+  for (double& x : out) x /= sum;
+  return out;
 }
 
 }  // namespace attn::teach

@@ -30,27 +30,40 @@ Report gemma3_cost(const ModelCostOptions& o) {
   }
   const int64_t n_global = c.layers - n_slide;
   const double per_pair = 4.0 * static_cast<double>(c.heads * c.head_dim);  // QKᵀ + PV, 2 FLOPs per MAC
-  Page r;
-  r.title("The cost of attention in Gemma 3 (" + std::to_string(c.layers) + " layers)");
-  r.para(
-      "From the file's metadata: " + std::to_string(c.heads) + " query heads and " +
-      std::to_string(c.kv_heads) + " KV head(s) of " + std::to_string(c.head_dim) + ", " +
-      std::to_string(n_slide) + " sliding-window layers (window W = " + std::to_string(c.window) +
-      ": a query sees its last W keys) and " + std::to_string(n_global) + " global layers (every " +
-      std::to_string(c.pattern) + "th), context " + with_commas(c.context) +
-      ".\n"
-      "A causal pass over N tokens computes N(N+1)/2 query-key pairs in a global layer: O(N²).\n"
-      "A sliding layer computes at most N·W: O(N·W), linear in N. Each pair costs 4·H·D FLOPs (QKᵀ and PV).\n"
-      "The KV cache (f32 K and V) of a sliding layer holds W positions (a ring buffer), of a global one N.");
+  Page r = page_in(o.lang);
+  const std::string layers = std::to_string(c.layers), heads = std::to_string(c.heads),
+                    kvh = std::to_string(c.kv_heads), hd = std::to_string(c.head_dim),
+                    ns = std::to_string(n_slide), win = std::to_string(c.window),
+                    ng = std::to_string(n_global), pat = std::to_string(c.pattern),
+                    ctx = with_commas(c.context);
+  r.title(r.t("The cost of attention in Gemma 3 (" + layers + " layers)",
+              "Gemma 3 中注意力的开销（" + layers + " 层）"));
+  r.para(r.t(
+      "From the file's metadata: " + heads + " query heads and " + kvh + " KV head(s) of " + hd + ", " + ns +
+          " sliding-window layers (window W = " + win + ": a query sees its last W keys) and " + ng +
+          " global layers (every " + pat + "th), context " + ctx +
+          ".\n"
+          "A causal pass over N tokens computes N(N+1)/2 query-key pairs in a global layer: O(N²).\n"
+          "A sliding layer computes at most N·W: O(N·W), linear in N. Each pair costs 4·H·D FLOPs (QKᵀ and "
+          "PV).\n"
+          "The KV cache (f32 K and V) of a sliding layer holds W positions (a ring buffer), of a global one "
+          "N.",
+      "取自文件的元数据：" + heads + " 个查询头和 " + kvh + " 个 KV 头，每个 " + hd + " 维；" + ns +
+          " 个滑动窗口层（窗口 W = " + win + "：每个查询只看最近的 W 个键）和 " + ng + " 个全局层（每 " +
+          pat + " 层一个），上下文长度 " + ctx +
+          "。\n"
+          "对 N 个词元做一次因果前向，全局层要计算 N(N+1)/2 个查询-键对：O(N²)。\n"
+          "滑动窗口层至多计算 N·W 个：O(N·W)，对 N 是线性的。每个查询-键对花 4·H·D 次运算（QKᵀ 与 PV）。\n"
+          "KV 缓存（f32 的 K 和 V）在滑动窗口层只存 W 个位置（环形缓冲区），在全局层要存 N 个。"));
   text::Table t({{"N"},
-                 {"sliding layers"},
-                 {"global layers"},
-                 {"model"},
-                 {"all global"},
-                 {"saved"},
-                 {"KV cache"},
-                 {"full KV cache"}});
-  t.group("attention FLOPs of one pass", 1, 5);
+                 {r.t("sliding layers", "滑动窗口层")},
+                 {r.t("global layers", "全局层")},
+                 {r.t("model", "整个模型")},
+                 {r.t("all global", "全部为全局层")},
+                 {r.t("saved", "节省")},
+                 {r.t("KV cache", "KV 缓存")},
+                 {r.t("full KV cache", "完整 KV 缓存")}});
+  t.group(r.t("attention FLOPs of one pass", "一次前向的注意力 FLOPs"), 1, 5);
   json::Value rows = json::Value::array();
   for (int64_t N = 512;; N *= 2) {
     if (N > max_n) N = max_n;
@@ -74,11 +87,20 @@ Report gemma3_cost(const ModelCostOptions& o) {
     if (N == max_n) break;
   }
   r.table(t);
-  r.para("At long N the " + std::to_string(n_global) +
-         " global layers dominate both columns: the window removes the O(N²) term from " +
-         std::to_string(n_slide) + " of " + std::to_string(c.layers) +
-         " layers, and their KV cache stops growing.\n"
-         "(Attention only; the projections and the FFN add 2·N·(weights) FLOPs whatever the window.)");
+  r.para(r.t("At long N the " + ng +
+                 " global layers dominate both columns: the window removes the O(N²) term from " + ns +
+                 " of " + layers +
+                 " layers, and their KV cache stops growing.\n"
+                 "(Attention only; the projections and the FFN add 2·N·(weights) FLOPs whatever the window.)",
+             "N 很长时，" + ng + " 个全局层在两列里都占了大头：窗口从 " + ns + " 层（共 " + layers +
+                 " 层）中去掉了 O(N²) 项，\n这些层的 KV 缓存也不再增长。\n"
+                 "（这里只算注意力；无论窗口多大，投影和 FFN 都还要 2·N·(权重数) 次运算。）"));
+  r.para(
+      r.t("This is the tutorial's \"windows make attention O(N)\" in a real model: for a fixed W the sliding "
+          "layers\n"
+          "cost O(N·W), but the global layers keep the O(N²) term, so the model as a whole is not O(N).",
+          "这就是教程说的“窗口让注意力变成 O(N)”在真实模型里的样子：W 固定时，滑动窗口层的开销是 O(N·W)，\n"
+          "但全局层仍保留 O(N²) 项，所以整个模型并不是 O(N)。"));
   put(r.json, {{"mode", jv("gemma3-cost")},
                {"layers", jv(c.layers)},
                {"sliding_layers", jv(n_slide)},
@@ -87,7 +109,7 @@ Report gemma3_cost(const ModelCostOptions& o) {
                {"kv_heads", jv(c.kv_heads)},
                {"head_dim", jv(c.head_dim)},
                {"rows", std::move(rows)}});
-  return r;
+  return finish(r);
 }
 
 }  // namespace attn::teach

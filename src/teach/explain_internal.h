@@ -41,6 +41,22 @@ std::string human_bytes(double bytes);
 std::string human_count(double v);
 // A bar of `cells` full blocks for `fraction` of `width`.
 std::string bar(double fraction, int width);
+// The Chinese name of a feature / dimension of the worked example ("negation" -> "否定");
+// other names (generated "f1", a model's "d0") unchanged; English unchanged.
+std::string feature_name(Lang lang, const std::string& name);
+std::vector<std::string> feature_names(Lang lang, const std::vector<std::string>& names);
+// A list in the language: "a, b and c" / "a、b 和 c".
+std::string list_text(Lang lang, const std::vector<std::string>& items);
+
+// The tutorial's first softmax table: these scores printed with these weights
+// (not a softmax of the scores; the --scores mode and the walkthrough say so).
+inline const std::vector<double> kTutorialScores = {0.2, 2.5, 0.8, 0.3, 0.4, 2.0};
+inline const std::vector<double> kTutorialWeights = {0.06, 0.42, 0.11, 0.07, 0.07, 0.27};
+// softmax(v), plainly.
+std::vector<double> softmax(const std::vector<double>& v);
+// The "x (engine backend)" text of a run in the page's language.
+std::string backend_text(Lang lang, const std::string& backend);
+
 // "a, b and c".
 std::string join_words(const std::vector<std::string>& words, const std::string& sep = " ");
 
@@ -61,14 +77,22 @@ json::Value matrix(const std::vector<double>& v, int64_t rows, int64_t cols);
 // Sets the members in order: put(obj, {{"a", jv(1)}, {"b", jv("x")}}).
 void put(json::Value& object, std::vector<json::Value::Member> members);
 
-// A report being written: the text helpers over the Report's text.
+// A report being written: the text helpers over the Report's text, in `lang`.
 struct Page : Report {
+  Lang lang = Lang::en;  // the language of the text (the JSON is the same in both)
+  // The text for this page's language.
+  std::string t(const std::string& en, const std::string& zh) const { return tr(lang, en, zh); }
   void title(const std::string& s);    // the command's title, underlined with '='
   void heading(const std::string& s);  // a section, underlined with '-'
   void para(const std::string& s);     // text lines (may hold '\n'), then a blank line
   void line(const std::string& s = "");
   void table(const text::Table& t);  // indented two spaces, then a blank line
 };
+
+// A page in `lang`; the finished report with "lang" set in its JSON (the only
+// member that differs between the languages).
+Page page_in(Lang lang);
+Report finish(Page& page);
 
 // The engine's answer for single-head attention of row `query` over K, V.
 struct EngineRun {
@@ -90,6 +114,7 @@ struct EngineRun {
 std::vector<EngineRun> engine_check(const Mat& Q, const Mat& K, const Mat& V, double scale, int64_t query,
                                     const std::vector<double>& weights, const std::vector<double>& output);
 // Lines saying the engine agrees; returns the same as JSON (for the key "engine").
+// `what` names the steps compared, e.g. {"(steps 5 and 6)", "（第 5 步和第 6 步）"}.
 json::Value report_engine(Page& r, const std::vector<EngineRun>& runs, const std::string& what);
 
 // Tolerance for comparing the engine with the arithmetic: `base` (1e-5 for
@@ -118,6 +143,14 @@ void walkthrough(const Example& ex, int64_t query, Page& r);
 void softmax_of_scores(const std::vector<double>& scores, const std::vector<std::string>& tokens, Page& r);
 void multi_head(const Example& ex, int64_t query, int64_t heads, Page& r);
 void cost(const CostOptions& p, Page& r);
+// The tutorial's "multi-head attention costs h times one head", computed for
+// these sizes (`pairs`: query-key pairs per batch and head): h heads of
+// d_k = D / H next to one head of width D. Writes a section; returns its JSON.
+json::Value heads_cost_note(Page& r, int64_t B, int64_t N, int64_t D, int64_t H, int64_t pairs);
+// The tutorial's "Swin windows make attention O(N)", computed: N tokens in
+// windows of M x M = M² tokens against global attention. Writes a section;
+// returns its JSON.
+json::Value swin_note(Page& r, int64_t N, int64_t M);
 void mask(const Example& ex, const MaskOptions& p, Page& r);
 
 }  // namespace attn::teach

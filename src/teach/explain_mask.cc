@@ -21,45 +21,59 @@ struct Masked {
   const Example& ex;
   const MaskOptions& p;
   int64_t N;
-  std::string rule, why;
+  std::string rule, why;                   // English (the JSON's "rule")
+  std::string rule_zh, why_zh;             // the same in Chinese
   std::vector<std::vector<bool>> visible;  // [N][N]
   std::vector<int64_t> count;              // visible keys per query
   Tensor w;                                // the masked weights [1, 1, N, N]
   double max_diff;                         // against a softmax over the visible keys
 
   void text(Page& r) const;
+  void window_note(Page& r) const;
   void to_json(Page& r) const;
 };
 
 Masked compute_mask(const Example& ex, const MaskOptions& p) {
   const int64_t N = ex.n(), dk = kSingleHeadDk;
   AttentionOptions o;
-  std::string rule, why;
+  std::string rule, why, rule_zh, why_zh;
   if (p.kind == "causal") {
     o.causal = true;
     rule = "query i sees keys j <= i";
+    rule_zh = "查询 i 只看键 j <= i";
     why =
         "A decoder generates text left to right, so while predicting word i it must not look at later words.";
+    why_zh = "因果掩码：解码器从左到右生成文本，所以在预测第 i 个词时不能偷看后面的词。";
   } else if (p.kind == "padding") {
     ATTN_CHECK(p.length >= 0 && p.length <= N, "--length must be in [0, ", N, "] (the sentence has ", N,
                " tokens); got ", p.length);
     o.key_lengths = {p.length};
     rule = "keys j >= " + std::to_string(p.length) + " are padding, hidden from every query";
+    rule_zh = "键 j >= " + std::to_string(p.length) + " 是填充，对所有查询都不可见";
     why =
         "Sentences of different lengths share one batch by padding the short ones; the padding keys must\n"
         "not attract attention. (Rows of padding queries are computed too; a model ignores their output.)";
-    if (p.length == 0)
+    why_zh =
+        "填充掩码：长短不一的句子要放进同一个批，就得把短句补齐（填充）；填充出来的键不能吸引注意力。\n"
+        "（填充位置作为查询的那几行也会被计算，模型会忽略它们的输出。）";
+    if (p.length == 0) {
       why += "\nWith length 0 every row is fully masked: the engine returns weights 0 and output 0.";
+      why_zh += "\n长度为 0 时每一行都被完全遮住：引擎给出的权重为 0，输出也为 0。";
+    }
   } else if (p.kind == "window") {
     ATTN_CHECK(p.window >= 0, "--window must be >= 0; got ", p.window);
     o.window_left = p.window;
     o.window_right = p.causal ? 0 : p.window;
     o.causal = p.causal;
-    rule = p.causal ? "query i sees keys i-" + std::to_string(p.window) + " .. i"
-                    : "query i sees keys i-" + std::to_string(p.window) + " .. i+" + std::to_string(p.window);
+    const std::string keys = p.causal ? "i-" + std::to_string(p.window) + " .. i"
+                                      : "i-" + std::to_string(p.window) + " .. i+" + std::to_string(p.window);
+    rule = "query i sees keys " + keys;
+    rule_zh = "查询 i 只看键 " + keys;
     why =
         "Local (sliding-window) attention: each word sees only its neighbours, so the cost grows with\n"
         "N·window instead of N².";
+    why_zh =
+        "窗口注意力（局部的、滑动窗口的注意力）：每个词只看它的邻居，所以开销随 N·窗口 增长，而不是 N²。";
   } else {
     ATTN_CHECK(false, "--mask: expected causal, padding or window; got '", p.kind, "'");
   }
@@ -102,21 +116,23 @@ Masked compute_mask(const Example& ex, const MaskOptions& p) {
   ATTN_CHECK(max_diff <= kTol,
              "explain: the engine's masked weights disagree with the arithmetic: max |difference| = ",
              max_diff, "; expected <= ", kTol);
-  return Masked{ex, p, N, rule, why, visible, count, w, max_diff};
+  return Masked{ex, p, N, rule, why, rule_zh, why_zh, visible, count, w, max_diff};
 }
 
 void Masked::text(Page& r) const {
   std::string title = "attn explain --mask " + p.kind;
   if (p.kind == "padding") title += " --length " + std::to_string(p.length);
   if (p.kind == "window") title += " --window " + std::to_string(p.window) + (p.causal ? " --causal" : "");
-  r.title(title + ": who may see whom");
-  r.line("Sentence: " + join_words(ex.words) + "   (" + std::to_string(N) + " tokens)");
-  r.para("Rule:     " + rule + "\n\n" + why);
+  r.title(title + r.t(": who may see whom", "：谁能看到谁"));
+  const std::string n = std::to_string(N);
+  r.line(r.t("Sentence: " + join_words(ex.words) + "   (" + n + " tokens)",
+             "句子：" + join_words(ex.words) + "   （" + n + " 个词元）"));
+  r.para(r.t("Rule:     " + rule + "\n\n" + why, "规则：" + rule_zh + "\n\n" + why_zh));
 
   auto grid = [&](bool weights) {
-    std::vector<text::Table::Column> cols = {{"query \\ key", text::Align::left}};
+    std::vector<text::Table::Column> cols = {{r.t("query \\ key", "查询 \\ 键"), text::Align::left}};
     for (int64_t j = 0; j < N; ++j) cols.push_back({ex.words[j], text::Align::center});
-    cols.push_back({weights ? "sum" : "sees", text::Align::right});
+    cols.push_back({weights ? r.t("sum", "和") : r.t("sees", "可见数"), text::Align::right});
     text::Table t(cols);
     for (int64_t i = 0; i < N; ++i) {
       std::vector<std::string> row = {std::to_string(i) + " " + ex.words[i]};
@@ -131,21 +147,52 @@ void Masked::text(Page& r) const {
     }
     return t;
   };
-  r.heading("Visibility: # = may attend, . = masked");
-  r.para(
+  r.heading(r.t("Visibility: # = may attend, . = masked", "可见性：# = 可以关注，. = 被掩码遮住"));
+  r.para(r.t(
       "Computed by the engine: attn::attention with this mask and all scores equal (q = 0), capturing every\n"
-      "row's weights; a cell is visible iff its weight is > 0 (each visible key gets exactly 1/count).");
+      "row's weights; a cell is visible iff its weight is > 0 (each visible key gets exactly 1/count).",
+      "由引擎计算：用这个掩码、让所有分数相等（q = 0）运行 attn::attention，捕获每一行的权重；\n"
+      "一个格子可见当且仅当它的权重 > 0（每个可见的键恰好得到 1/可见数）。"));
   r.table(grid(false));
-  r.heading("Weights: each row is a softmax over its visible keys");
-  r.para("The example's Q and K (the walkthrough's head), run through the engine with the mask:");
+  r.heading(
+      r.t("Weights: each row is a softmax over its visible keys", "权重：每一行是对它可见的键做的 softmax"));
+  r.para(r.t("The example's Q and K (the walkthrough's head), run through the engine with the mask:",
+             "示例中的 Q 和 K（逐步演示用的那个头），加上掩码送进引擎："));
   r.table(grid(true));
   char diff[32];
   std::snprintf(diff, sizeof diff, "%.1e", max_diff);
-  r.para(
+  r.para(r.t(
       std::string("Masked keys get weight exactly 0 and each row's visible weights still sum to 1 (a fully\n"
                   "masked row has no weights at all and outputs 0). Engine agreement: the engine's masked\n"
                   "weights equal a softmax over the visible keys computed by arithmetic (max |difference| ") +
-      diff + ").");
+          diff + ").",
+      std::string("被遮住的键权重恰好为 0，每一行可见的权重之和仍然是 1（完全被遮住的一行没有任何权重，\n"
+                  "输出为 0）。引擎一致：引擎给出的带掩码权重，等于手算的只对可见键做的 softmax\n"
+                  "（最大 |差| ") +
+          diff + "）。"));
+  if (p.kind == "window") window_note(r);
+}
+
+// The window's cost, computed from the visibility, next to the tutorial's "Swin windows make attention O(N)".
+void Masked::window_note(Page& r) const {
+  int64_t pairs = 0;
+  for (int64_t c : count) pairs += c;
+  const std::string most = std::to_string(p.causal ? p.window + 1 : 2 * p.window + 1);
+  const std::string sp = std::to_string(pairs), sn = std::to_string(N * N);
+  r.heading(r.t("The cost of a window, and the tutorial's \"Swin windows make attention O(N)\"",
+                "窗口的开销，以及教程说的“Swin 的窗口让注意力变成 O(N)”"));
+  r.para(r.t(
+      "Each query sees at most " + most + " keys here, so this mask keeps " + sp + " of the N² = " + sn +
+          " query-key pairs.\nFor a fixed window the pairs grow as N·window: O(N), which is the sense in "
+          "which "
+          "the tutorial's\nclaim holds. Swin's two-dimensional windows of M x M tokens cost N·M² pairs: "
+          "linear "
+          "in N,\nquadratic in M (attn explain --cost --n N --d D --heads H computes it at real sizes).",
+      "这里每个查询最多看到 " + most + " 个键，所以这个掩码只保留了 " + sp + " 个查询-键对（共 N² = " + sn +
+          " 个）。\n窗口大小固定时，查询-键对的个数随 N·窗口 增长，也就是 "
+          "O(N)：教程的说法在这个意义上成立。\n"
+          "Swin 的二维窗口每个有 M x M 个词元，开销是 N·M² 个查询-键对：对 N 是线性的，对 M 却是平方的\n"
+          "（attn explain --cost --n N --d D --heads H 按真实规模计算）。"));
 }
 
 void Masked::to_json(Page& r) const {

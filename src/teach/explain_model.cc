@@ -208,53 +208,66 @@ ModelWalk compute_walk(const ModelExample& ex) {
 }
 
 void ModelWalk::intro_and_inputs(Page& r) const {
-  const std::string where =
-      std::string("layer ") + std::to_string(layer) + std::string(", head ") + std::to_string(head);
-  r.title("attn explain --model: real Q, K, V of " + ex.model_name + ", " + where);
-  r.para(
+  const std::string sl = std::to_string(layer), sh = std::to_string(head);
+  const std::string where = r.t("layer " + sl + ", head " + sh, "第 " + sl + " 层、头 " + sh);
+  r.title(r.t("attn explain --model: real Q, K, V of " + ex.model_name + ", " + where,
+              "attn explain --model：" + ex.model_name + " 的真实 Q、K、V，" + where));
+  r.para(r.t(
       "  Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V\n\n"
       "The same steps as `attn explain`, with the numbers of a trained model: its embeddings, the layers\n"
-      "before this one and this head's rows of W_Q, W_K, W_V. Nothing here is hand-chosen.");
-  r.line(std::string("Sentence:   ") + join_words(ex.tokens) + std::string("   (") + std::to_string(L) +
-         " tokens, numbered from 0: [CLS] is position 0)");
-  r.line("Query:      " + qw + std::string("   (position ") + std::to_string(qi) +
-         "): which tokens does it attend to in " + where + "?");
-  r.line(std::string("Sizes:      d_model = ") + std::to_string(C) + std::string(", ") + std::to_string(H) +
-         " heads, d_k = " + std::to_string(D) +
-         (Hkv != H
-              ? std::string(" (grouped-query: this head reads key/value head ") + std::to_string(kvh) + ")"
-              : std::string()) +
-         std::string(", ") + std::to_string(c.encoder_layers) + " layers.");
+      "before this one and this head's rows of W_Q, W_K, W_V. Nothing here is hand-chosen.",
+      "  Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k) · V\n\n"
+      "步骤与 `attn explain` 相同，但用的是训练好的模型的数：它的嵌入、这一层之前的各层，\n"
+      "以及这个头在 W_Q、W_K、W_V 中的行。这里没有任何手工选定的数。"));
+  const std::string sL = std::to_string(L), sq = std::to_string(qi);
+  r.line(r.t(
+      "Sentence:   " + join_words(ex.tokens) + "   (" + sL + " tokens, numbered from 0: [CLS] is position 0)",
+      "句子：     " + join_words(ex.tokens) + "   （" + sL + " 个词元，从 0 开始编号：[CLS] 是位置 0）"));
+  r.line(
+      r.t("Query:      " + qw + "   (position " + sq + "): which tokens does it attend to in " + where + "?",
+          "查询：     " + qw + "   （位置 " + sq + "）：在" + where + " 中，它关注哪些词元？"));
+  const std::string gq_en =
+      Hkv != H ? " (grouped-query: this head reads key/value head " + std::to_string(kvh) + ")"
+               : std::string();
+  const std::string gq_zh =
+      Hkv != H ? "（分组查询：这个头读取的是键/值头 " + std::to_string(kvh) + "）" : std::string();
+  const std::string sC = std::to_string(C), sH = std::to_string(H), sD = std::to_string(D),
+                    sLayers = std::to_string(c.encoder_layers);
+  r.line(r.t(
+      "Sizes:      d_model = " + sC + ", " + sH + " heads, d_k = " + sD + gq_en + ", " + sLayers + " layers.",
+      "维度：     d_model = " + sC + "，" + sH + " 个头，d_k = " + sD + gq_zh + "，共 " + sLayers + " 层。"));
   r.line();
-  r.heading("Step 1. The layer's input and the projections");
+  r.heading(r.t("Step 1. The layer's input and the projections", "第 1 步  这一层的输入与投影"));
   {
-    std::string p = "x_i = ";
+    std::string en = "x_i = ", zh = "x_i = ";
     if (layer == 0) {
-      p += "the embeddings (token";
-      if (c.scale_embeddings) p += " · √d_model";
-      p += " + position) of each token";
+      en += std::string("the embeddings (token") + (c.scale_embeddings ? " · √d_model" : "") +
+            " + position) of each token";
+      zh += std::string("每个词元的嵌入（词元嵌入") + (c.scale_embeddings ? " · √d_model" : "") +
+            " + 位置嵌入）";
     } else {
-      p += "the output of layer ";
-      p += std::to_string(layer - 1);
+      en += "the output of layer " + std::to_string(layer - 1);
+      zh += "第 " + std::to_string(layer - 1) + " 层的输出";
     }
-    if (c.pre_norm) p += ", then norm1 (pre-norm model)";
-    p += ".\nq_i = x_i·W_Qᵀ, k_i = x_i·W_Kᵀ, v_i = x_i·W_Vᵀ";
-    if (c.bias) p += " (+ biases)";
-    p += " with this head's ";
-    p += std::to_string(D);
-    p += " rows of each projection";
-    p += rope ? ";\nthen rotary positions (attn::rope, half-split) on q and k." : ".";
+    if (c.pre_norm) en += ", then norm1 (pre-norm model)", zh += "，再经过 norm1（前置归一化模型）";
+    en += ".\nq_i = x_i·W_Qᵀ, k_i = x_i·W_Kᵀ, v_i = x_i·W_Vᵀ";
+    zh += "。\nq_i = x_i·W_Qᵀ，k_i = x_i·W_Kᵀ，v_i = x_i·W_Vᵀ";
+    if (c.bias) en += " (+ biases)", zh += "（+ 偏置）";
+    en += " with this head's " + sD + " rows of each projection";
+    zh += "，用的是这个头在每个投影中的 " + sD + " 行";
+    en += rope ? ";\nthen rotary positions (attn::rope, half-split) on q and k." : ".";
+    zh += rope ? "；\n然后对 q 和 k 施加旋转位置编码（attn::rope，前后两半配对）。" : "。";
     if (show < D) {
-      p += "\nThe tables show the first ";
-      p += std::to_string(show);
-      p += " of the ";
-      p += std::to_string(D);
-      p += " dimensions (--dims N for more); every sum below uses all of them.";
+      en += "\nThe tables show the first " + std::to_string(show) + " of the " + sD +
+            " dimensions (--dims N for more); every sum below uses all of them.";
+      zh += "\n表中只列出前 " + std::to_string(show) + " 维（共 " + sD +
+            " 维；用 --dims N 显示更多）；下面每个求和都用到全部维度。";
     }
-    r.para(p);
+    r.para(r.t(en, zh));
   }
   {
-    std::vector<text::Table::Column> cols = {{"#", text::Align::right}, {"token", text::Align::left}};
+    std::vector<text::Table::Column> cols = {{"#", text::Align::right},
+                                             {r.t("token", "词元"), text::Align::left}};
     for (int g = 0; g < 3; ++g)
       for (int64_t d = 0; d < show; ++d)
         cols.push_back({std::string("d") + std::to_string(d), text::Align::right});
@@ -271,41 +284,51 @@ void ModelWalk::intro_and_inputs(Page& r) const {
 }
 
 void ModelWalk::steps(Page& r) const {
-  r.heading("Step 2-5. Scores, scale, exp, normalise");
-  r.para("s_j = q(" + qw + std::string(")·k_j over all ") + std::to_string(D) +
-         " dimensions;\ndivided by √d_k = " + fmt(sqrt_d, 3) +
-         std::string("; exp(s_j/√d_k − max) with max = ") + fmt(mx, 4) +
-         std::string(" (the same weights, no overflow); weight_j = exp_j / ") + fmt(exp_sum, 4) + ".");
+  r.heading(r.t("Step 2-5. Scores, scale, exp, normalise", "第 2-5 步  分数、缩放、取指数、归一化"));
+  const std::string sD = std::to_string(D), sq = fmt(sqrt_d, 3), smx = fmt(mx, 4), ssum = fmt(exp_sum, 4);
+  r.para(r.t("s_j = q(" + qw + ")·k_j over all " + sD + " dimensions;\ndivided by √d_k = " + sq +
+                 "; exp(s_j/√d_k − max) with max = " + smx +
+                 " (the same weights, no overflow); weight_j = exp_j / " + ssum + ".",
+             "s_j = q(" + qw + ")·k_j，对全部 " + sD + " 维求和；\n再除以 √d_k = " + sq +
+                 "；exp(s_j/√d_k − max)，其中 max = " + smx +
+                 "（权重不变，也不会溢出）；\nweight_j = exp_j / " + ssum + "。"));
   {
     text::Table t({{"#", text::Align::right},
-                   {"token", text::Align::left},
+                   {r.t("token", "词元"), text::Align::left},
                    {"s_j = q·k_j", text::Align::right},
-                   {std::string("s_j / ") + fmt(sqrt_d, 3), text::Align::right},
+                   {"s_j / " + sq, text::Align::right},
                    {"exp(· − max)", text::Align::right},
-                   {"weight", text::Align::right},
-                   {"captured", text::Align::right}});
+                   {r.t("weight", "权重"), text::Align::right},
+                   {r.t("captured", "捕获值"), text::Align::right}});
     for (int64_t j = 0; j < L; ++j)
       t.row({std::to_string(j), cell(ex.tokens[j]), fmt(score[j], 4), fmt(scaled[j], 4), fmt(ex_[j], 4),
              fmt(weight[j], 4), fmt(captured[j], 4)});
     r.table(t);
   }
-  r.para(std::string(
-             "\"captured\" is the weight the model itself produced in its forward pass (fused kernel,\n") +
-         "options.capture): the largest difference from the arithmetic is " + fmt(max_diff_model, 8) + ".");
-  r.heading("Step 6. Output: z = sum over j of weight_j · v_j");
+  r.para(
+      r.t("\"captured\" is the weight the model itself produced in its forward pass (fused kernel,\n"
+          "options.capture): the largest difference from the arithmetic is " +
+              fmt(max_diff_model, 8) + ".",
+          "“捕获值”是模型自己在前向计算中得到的权重（融合核，options.capture）：\n它与手算结果的最大差为 " +
+              fmt(max_diff_model, 8) + "。"));
+  r.heading(r.t("Step 6. Output: z = sum over j of weight_j · v_j",
+                "第 6 步  输出：z = Σ_j weight_j · v_j（对所有 j 求和）"));
   {
     std::string zs = "[";
     for (int64_t d = 0; d < show; ++d) zs += (d ? ", " : "") + fmt(z[d], 4);
-    r.para("z(" + qw + ") = " + zs + (show < D ? ", ...]" : "]") + std::string("  (") + std::to_string(D) +
-           std::string(" dimensions; then W_O mixes the heads back into d_model = ") + std::to_string(C) +
-           ")");
+    zs += show < D ? ", ...]" : "]";
+    r.para(r.t("z(" + qw + ") = " + zs + "  (" + sD +
+                   " dimensions; then W_O mixes the heads back into d_model = " + std::to_string(C) + ")",
+               "z(" + qw + ") = " + zs + "  （" + sD +
+                   " 维；之后 W_O 把各个头重新混合成 d_model = " + std::to_string(C) + " 维）"));
   }
-  r.heading("Which tokens win: the attention of " + qw + ", ranked");
+  r.heading(r.t("Which tokens win: the attention of " + qw + ", ranked",
+                "哪些词元胜出：" + qw + " 的注意力权重排名"));
   {
-    text::Table t({{"rank", text::Align::right},
+    text::Table t({{r.t("rank", "名次"), text::Align::right},
                    {"#", text::Align::right},
-                   {"token", text::Align::left},
-                   {"weight", text::Align::right},
+                   {r.t("token", "词元"), text::Align::left},
+                   {r.t("weight", "权重"), text::Align::right},
                    {"", text::Align::left}});
     for (int64_t k = 0; k < std::min<int64_t>(L, 10); ++k)
       t.row({std::to_string(k + 1), std::to_string(order[k]), cell(ex.tokens[order[k]]),
@@ -313,14 +336,17 @@ void ModelWalk::steps(Page& r) const {
     r.table(t);
   }
   r.para(
-      "Attention is not explanation: a high weight says where this head looked, not what changed the\n"
-      "prediction. `attn classify --explain` puts an attribution (integrated gradients) next to it.");
+      r.t("Attention is not explanation: a high weight says where this head looked, not what changed the\n"
+          "prediction. `attn classify --explain` puts an attribution (integrated gradients) next to it.",
+          "注意力不等于解释：权重高只说明这个头看向了哪里，并不说明是什么改变了预测。\n"
+          "`attn classify --explain` 会把归因（积分梯度）和注意力放在一起对照。"));
 }
 
 json::Value ModelWalk::engine(Page& r) const {
-  r.heading("Engine check: attn::attention with options.capture.enabled = true");
+  r.heading(r.t("Engine check: attn::attention with options.capture.enabled = true",
+                "引擎核对：attn::attention，设置 options.capture.enabled = true"));
   const auto runs = engine_check(Q, K, V, 1.0 / sqrt_d, qi, weight, z);
-  json::Value engine_json = report_engine(r, runs, "(steps 5 and 6)");
+  json::Value engine_json = report_engine(r, runs, r.t("(steps 5 and 6)", "（第 5 步和第 6 步）"));
   return engine_json;
 }
 
@@ -409,12 +435,14 @@ Report explain_model(const ModelOptions& options) {
       ex.query = pos;
     }
   }
-  Page page;
+  Page page = page_in(options.lang);
   model_walkthrough(ex, page);
   if (c.truncated)
-    page.para("(The sentence was cut to the model's max_len: " + std::to_string(L - 1) + " of " +
-              std::to_string(c.text_tokens) + " characters were read.)");
-  return page;
+    page.para(page.t("(The sentence was cut to the model's max_len: " + std::to_string(L - 1) + " of " +
+                         std::to_string(c.text_tokens) + " characters were read.)",
+                     "（句子被截断到模型的 max_len：只读入了 " + std::to_string(L - 1) + " 个字符，共 " +
+                         std::to_string(c.text_tokens) + " 个。）"));
+  return finish(page);
 }
 
 }  // namespace attn::teach

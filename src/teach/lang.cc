@@ -37,11 +37,9 @@ Lang lang_from_locale(std::string_view lc_all, std::string_view lc_messages, std
 }
 
 Lang default_lang() {
-  auto env = [](const char* name) -> std::string_view {
-    const char* v = std::getenv(name);
-    return v ? std::string_view(v) : std::string_view();
-  };
-  return lang_from_locale(env("LC_ALL"), env("LC_MESSAGES"), env("LANG"));
+  auto value = [](const char* v) { return v ? std::string_view(v) : std::string_view(); };
+  return lang_from_locale(value(std::getenv("LC_ALL")), value(std::getenv("LC_MESSAGES")),
+                          value(std::getenv("LANG")));
 }
 
 const char* lang_name(Lang lang) { return lang == Lang::zh ? "zh" : "en"; }

@@ -7,7 +7,9 @@
 
 namespace attn::viz {
 
-std::string page_html(const Export& e) {
+std::string page_html(const Export& e, const PageOptions& options) {
+  ATTN_CHECK(options.lang == "en" || options.lang == "zh", "view: expected the page language en or zh; got '",
+             options.lang, "'");
   const std::string json = export_json(e);
   // '<' only occurs inside JSON strings; \u003c keeps "</script>" in a token
   // from ending the script element.
@@ -23,6 +25,9 @@ std::string page_html(const Export& e) {
   const auto at = page.find(kDataPlaceholder);
   ATTN_CHECK(at != std::string::npos, "view: the page template lacks its data placeholder");
   page.replace(at, kDataPlaceholder.size(), data);
+  const auto lang_at = page.find(kLangPlaceholder);
+  ATTN_CHECK(lang_at != std::string::npos, "view: the page template lacks its language placeholder");
+  page.replace(lang_at, kLangPlaceholder.size(), options.lang);
   return page;
 }
 

@@ -9,5 +9,7 @@ namespace attn::viz {
 
 extern const char* const kPageTemplate;
 inline constexpr std::string_view kDataPlaceholder = "/*ATTN_DATA*/null";
+// Inside a JSON string: the interface's first language ("en" as written).
+inline constexpr std::string_view kLangPlaceholder = "/*ATTN_LANG*/en";
 
 }  // namespace attn::viz

@@ -493,5 +493,211 @@ class ViewerTest(unittest.TestCase):
         self.assertNotIn("@font-face", html)
 
 
+# ---- issue 17 (zh-view): the Chinese page, with and without a CJK font ---------------------------
+def chrome(env=None):
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1400,1000", "--force-device-scale-factor=1"):
+        opts.add_argument(a)
+    d = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER, env=env), options=opts)
+    d.set_script_timeout(60)
+    return d
+
+
+def has_cjk(text):
+    return any(0x3400 <= ord(c) <= 0x9FFF or 0xFF00 <= ord(c) <= 0xFFEF or 0x3000 <= ord(c) <= 0x303F
+               for c in text)
+
+
+def cjk_fonts(env=None):
+    """The fonts fontconfig offers for Chinese (empty when fc-list is missing)."""
+    try:
+        r = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, env=env)
+    except OSError:
+        if env is not None:
+            return None
+        # No fontconfig tools: look for the font files the Debian packages install.
+        found = []
+        for root, _, files in os.walk("/usr/share/fonts"):
+            found += [os.path.join(root, f) for f in files if re.search(r"(NotoSans.*CJK|wqy|SourceHan)", f)]
+        return found
+    return [l for l in r.stdout.splitlines() if l.strip()]
+
+
+class ChineseViewerTest(unittest.TestCase):
+    """`attn view --lang zh`: the legend, the language switch and the CJK font check in the page.
+
+    "With a font" uses the machine's fonts (scripts/install-deps.sh installs fonts-noto-cjk and
+    fonts-wqy-zenhei for the browser tests); "without" runs Chromium under a fontconfig file that
+    offers only DejaVu, so no font can draw Chinese, as on a machine without CJK fonts."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="attn_view_zh_")
+        cls.art = ARTIFACTS or os.path.join(cls.tmp, "artifacts")
+        os.makedirs(cls.art, exist_ok=True)
+        cls.pages, cls.exports = {}, {}
+        for name, args in (("zh", ["--demo", "--lang", "zh"]), ("en", ["--demo", "--lang", "en"]),
+                           ("zh_translation", ["--demo-translation", "--lang", "zh"])):
+            exp = os.path.join(cls.tmp, name + ".json")
+            cls.pages[name] = cls.view(args + ["--save-export", exp], name)
+            with open(exp, encoding="utf-8") as f:
+                cls.exports[name] = json.load(f)
+        latin = os.path.join(cls.tmp, "latin.json")
+        with open(latin, "w", encoding="utf-8") as f:
+            json.dump(long_export(6, 2, 3), f)
+        cls.pages["latin"] = cls.view([latin, "--lang", "en"], "latin")
+        cls.fonts = cjk_fonts()
+        cls.d = chrome()
+        cls.bare = None
+        latin_dirs = [p for p in ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/truetype/liberation",
+                                  "/usr/share/fonts/truetype/liberation2") if os.path.isdir(p)]
+        if latin_dirs:
+            dejavu = latin_dirs[0]
+            conf = os.path.join(cls.tmp, "fonts.conf")
+            with open(conf, "w", encoding="utf-8") as f:
+                f.write('<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig><dir>%s</dir>'
+                        '<cachedir>%s</cachedir></fontconfig>\n' % (dejavu, os.path.join(cls.tmp, "fc-cache")))
+            cls.bare_env = dict(os.environ, FONTCONFIG_FILE=conf)
+            cls.bare_fonts = cjk_fonts(cls.bare_env)
+            cls.bare = chrome(cls.bare_env)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.quit()
+        if cls.bare:
+            cls.bare.quit()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def view(cls, args, name):
+        out = os.path.join(cls.tmp, name + ".html")
+        r = subprocess.run([ATTN, "view"] + args + ["-o", out], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("attn view %s failed: %s" % (args, r.stderr))
+        return out
+
+    def load(self, d, name):
+        d.get("file://" + self.pages[name])
+        return d.execute_script("return window.attnViewer.state()")
+
+    def text(self, d, elem_id):
+        return d.find_element("id", elem_id).text
+
+    def label(self, d, key):
+        return d.find_element("css selector", '[data-i18n="%s"]' % key).text
+
+    def svg_texts(self, d):
+        svg = d.execute_script("return window.attnViewer.exportSVG()")
+        return [t.text or "" for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+
+    def test_chinese_page_with_a_cjk_font(self):
+        if not self.fonts:
+            self.skipTest("no CJK font installed (fonts-noto-cjk or fonts-wqy-zenhei; scripts/install-deps.sh)")
+        d = self.d
+        st = self.load(d, "zh")
+        self.assertIsNone(st["error"])
+        self.assertEqual(st["lang"], "zh")
+        self.assertEqual(st["cjk"], {"available": True, "needed": True, "notice": False})
+        self.assertFalse(d.find_element("id", "cjk-notice").is_displayed())
+        self.assertEqual(d.execute_script("return document.documentElement.lang"), "zh-CN")
+        for key, zh in (("view", "视图"), ("layer", "层"), ("head", "头"), ("lang", "语言")):
+            self.assertEqual(self.label(d, key), zh)
+        self.assertEqual(Select(d.find_element("id", "view")).first_selected_option.text, "头视图（连线）")
+        # The legend says what a line's thickness and colour mean, with this head's largest weight.
+        w = self.exports["zh"]["attention"][0][0][0]
+        mx = max(max(row) for row in w)
+        legend = self.text(d, "legend")
+        self.assertIn("线越粗", legend)
+        self.assertIn("头 0", legend)
+        self.assertIn("%.3g" % mx, legend)
+        self.assertAlmostEqual(st["legend"]["max"], mx, places=9)
+        widths = [smp["width"] for smp in st["legend"]["samples"]]
+        self.assertEqual(widths, sorted(widths, reverse=True))
+        self.assertGreater(widths[0], widths[-1])
+        # The tokens are drawn as Chinese characters (no code points).
+        texts = self.svg_texts(d)
+        for tok in self.exports["zh"]["tokens"]:
+            self.assertIn(tok, texts)
+        self.assertFalse(any("U+" in t for t in texts))
+        # A Chinese glyph has ink of its own: 中 and 文 are drawn differently.
+        self.assertTrue(d.execute_script("""const c = document.createElement('canvas'); c.width = c.height = 40;
+            const g = c.getContext('2d'); g.font = '32px ' + getComputedStyle(document.body).fontFamily;
+            const img = ch => { g.clearRect(0, 0, 40, 40); g.fillText(ch, 2, 34);
+                                return Array.from(g.getImageData(0, 0, 40, 40).data).join(); };
+            return img('中') !== img('文');"""))
+        self.shot(d, "zh_head_with_font")
+        Select(d.find_element("id", "view")).select_by_value("matrix")
+        st = d.execute_script("return window.attnViewer.state()")
+        self.assertIn("最深的格子是", self.text(d, "legend"))
+        self.assertAlmostEqual(st["legend"]["max"], st["cells"]["scale"], places=12)
+        self.shot(d, "zh_matrix_with_font")
+        # The language switch: everything in English, the same numbers.
+        Select(d.find_element("id", "lang")).select_by_value("en")
+        st = d.execute_script("return window.attnViewer.state()")
+        self.assertEqual(st["lang"], "en")
+        self.assertEqual(self.label(d, "layer"), "layer")
+        self.assertIn("Row = query, column = key", self.text(d, "legend"))
+        self.assertFalse(has_cjk(self.text(d, "legend")), self.text(d, "legend"))
+        Select(d.find_element("id", "view")).select_by_value("head")
+        self.assertIn("Thickness and darkness grow with the weight", self.text(d, "legend"))
+        Select(d.find_element("id", "lang")).select_by_value("zh")
+        self.assertEqual(self.label(d, "layer"), "层")
+
+    def test_cross_attention_legend_in_chinese(self):
+        if not self.fonts:
+            self.skipTest("no CJK font installed (fonts-noto-cjk or fonts-wqy-zenhei; scripts/install-deps.sh)")
+        d = self.d
+        self.load(d, "zh_translation")
+        Select(d.find_element("id", "view")).select_by_value("cross")
+        st = d.execute_script("return window.attnViewer.state()")
+        self.assertEqual(st["set"], "cross_attention")
+        self.assertIn("交叉注意力", self.text(d, "legend"))
+        self.assertIn("橙色方框", self.text(d, "legend"))
+        self.shot(d, "zh_cross_with_font")
+
+    def test_english_page_by_flag(self):
+        st = self.load(self.d, "en")
+        self.assertEqual(st["lang"], "en")
+        self.assertEqual(self.label(self.d, "layer"), "layer")
+        self.assertIn("Each line joins a query token", self.text(self.d, "legend"))
+
+    def test_without_a_cjk_font_a_notice_replaces_the_boxes(self):
+        if not self.bare:
+            self.skipTest("no DejaVu or Liberation fonts to build a font config without CJK (fonts-dejavu-core)")
+        if self.bare_fonts:
+            self.fail("the Latin-only font config still offers CJK fonts: %s" % self.bare_fonts)
+        d = self.bare
+        st = self.load(d, "zh")
+        self.assertIsNone(st["error"])
+        self.assertEqual(st["cjk"], {"available": False, "needed": True, "notice": True})
+        notice = d.find_element("id", "cjk-notice")
+        self.assertTrue(notice.is_displayed())
+        self.assertIn("fonts-noto-cjk", notice.text)
+        self.assertIn("U+", notice.text)
+        # Chinese cannot be drawn, so the interface falls back to English and tokens become code points.
+        self.assertEqual(st["lang"], "en")
+        self.assertEqual(self.label(d, "layer"), "layer")
+        texts = self.svg_texts(d)
+        self.assertIn("U+4ECA U+5929", texts)  # 今天
+        self.assertFalse(any(has_cjk(t) for t in texts), texts)
+        self.assertFalse(has_cjk(self.text(d, "legend")))
+        self.shot(d, "zh_head_without_font")
+        # A page with nothing Chinese needs no CJK font: no notice.
+        st = self.load(d, "latin")
+        self.assertEqual(st["cjk"], {"available": False, "needed": False, "notice": False})
+        self.assertFalse(d.find_element("id", "cjk-notice").is_displayed())
+        # The same pages with the machine's fonts: no notice where a CJK font exists.
+        if self.fonts:
+            st = self.load(self.d, "zh")
+            self.assertFalse(st["cjk"]["notice"])
+            self.assertFalse(self.d.find_element("id", "cjk-notice").is_displayed())
+
+    def shot(self, d, name):
+        d.save_screenshot(os.path.join(self.art, name + ".png"))
+# ---- end issue 17 (zh-view)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

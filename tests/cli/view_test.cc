@@ -110,3 +110,30 @@ TEST(ViewCli, Smoke) {
 }
 
 }  // namespace
+
+// ---- issue 17 (zh-view): --lang, --sentence, Chinese help ----------------------------------
+namespace {
+
+TEST(ViewCli, LangSentenceAndChineseHelp) {
+  const fs::path page = temp_path("zh.html");
+  CliRun r = run_attn("view --demo --lang zh --sentence 今天下雨，我没带伞 -o '" + page.string() + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The split is said: by words with jieba's dictionary when it is installed, else by character.
+  EXPECT_TRUE(r.out.find("按词切分（jieba 词典）") != std::string::npos ||
+              r.out.find("按字切分：今 天 下 雨") != std::string::npos)
+      << r.out;
+  const std::string html = attn::testing::read_text(page.string());
+  EXPECT_NE(html.find("id=\"attn-lang\">\"zh\"</script>"), std::string::npos);
+  EXPECT_NE(html.find("今天下雨，我没带伞"), std::string::npos);
+  r = run_attn("view --help --lang zh");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("页面的初始语言"), std::string::npos) << r.out;
+  r = run_attn("view --demo --lang fr -o '" + page.string() + "'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("fr"), std::string::npos) << r.err;
+  r = run_attn("view --demo-translation --sentence 今天 -o '" + page.string() + "'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--sentence goes with --demo"), std::string::npos) << r.err;
+}
+
+}  // namespace

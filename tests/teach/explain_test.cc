@@ -638,4 +638,26 @@ TEST(ExplainTables, EveryRowHasTheSameDisplayWidth) {
   expect_tables_aligned("sentence", walk("", {"我", "没", "带", "伞", "umbrella", "ｕｍｂ"}));
 }
 
+// The same in Chinese (--lang zh): translated headers and feature names are CJK too.
+TEST(ExplainTables, EveryRowHasTheSameDisplayWidthInChinese) {
+  const teach::Lang zh = teach::Lang::zh;
+  teach::WalkthroughOptions w;
+  w.lang = zh;
+  expect_tables_aligned("walkthrough zh", teach::walkthrough(w));
+  teach::ScoresOptions s;
+  s.scores = {0.2, 2.5, 0.8, 0.3, 0.4, 2.0};
+  s.lang = zh;
+  expect_tables_aligned("scores zh", teach::softmax_scores(s));
+  teach::MultiHeadOptions m;
+  m.heads = 4;
+  m.lang = zh;
+  expect_tables_aligned("multi-head zh", teach::multi_head(m));
+  teach::CostOptions c;
+  c.n = 4096, c.d = 1024, c.heads = 16, c.causal = true, c.lang = zh;
+  expect_tables_aligned("cost zh", teach::cost(c));
+  teach::MaskOptions k;
+  k.kind = "window", k.window = 1, k.lang = zh;
+  expect_tables_aligned("mask window zh", teach::mask(k));
+}
+
 }  // namespace

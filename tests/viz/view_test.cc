@@ -151,6 +151,30 @@ TEST(ViewPage, IsSelfContained) {
   EXPECT_EQ(html.find("/*ATTN_DATA*/null"), std::string::npos);
 }
 
+// issue 17 (zh-view): the page's first language, the CJK font list and the legend.
+TEST(ViewPage, LanguageFontsAndLegend) {
+  const Export e = demo_translation(synthetic_translation());
+  const std::string en = page_html(e);
+  EXPECT_NE(en.find("id=\"attn-lang\">\"en\"</script>"), std::string::npos);
+  PageOptions zh;
+  zh.lang = "zh";
+  const std::string page = page_html(e, zh);
+  EXPECT_NE(page.find("id=\"attn-lang\">\"zh\"</script>"), std::string::npos);
+  EXPECT_EQ(page.find("/*ATTN_LANG*/"), std::string::npos);
+  for (const char* s :
+       {"\"Noto Sans CJK SC\"", "\"Source Han Sans SC\"", "\"WenQuanYi Micro Hei\"", "\"PingFang SC\"",
+        "\"Microsoft YaHei\"", "id=\"legend\"", "id=\"cjk-notice\"", "id=\"lang\"", "线越粗"})
+    EXPECT_NE(page.find(s), std::string::npos) << s;
+  PageOptions bad;
+  bad.lang = "fr";
+  try {
+    page_html(e, bad);
+    FAIL() << "expected an error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("'fr'"), std::string::npos) << err.what();
+  }
+}
+
 TEST(ViewPage, EmbeddedDataRoundTripsExactly) {
   // Tokens that could break out of the script element or the JSON string, and
   // weights that need all 17 digits.

@@ -8,11 +8,18 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn::cli {
 
 struct OptionSpec {
+  OptionSpec(std::string name_, std::string metavar_, std::string help_, std::string help_zh_ = {})
+      : name(std::move(name_)),
+        metavar(std::move(metavar_)),
+        help(std::move(help_)),
+        help_zh(std::move(help_zh_)) {}
+
   std::string name;     // without the leading "--"
   std::string metavar;  // empty: a flag that takes no value
   std::string help;

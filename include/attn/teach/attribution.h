@@ -53,8 +53,9 @@ struct AttributionResult {
 AttributionResult attribute_prediction(models::EncoderClassifier& model, const AttributionInput& input,
                                        const AttributionReportOptions& options);
 
-// The table and the explanation for people (UTF-8, aligned by display width).
-std::string attribution_text(const AttributionInput& input, const AttributionResult& r);
+// The table and the explanation for people (UTF-8, aligned by display width), in `lang`
+// (the numbers are the same in both).
+std::string attribution_text(const AttributionInput& input, const AttributionResult& r, Lang lang = Lang::en);
 // The same numbers as a JSON object.
 json::Value attribution_json(const AttributionInput& input, const AttributionResult& r);
 
@@ -64,7 +65,8 @@ json::Value attribution_json(const AttributionInput& input, const AttributionRes
 viz::Export attribution_export(models::EncoderClassifier& model, const AttributionInput& input,
                                const AttributionResult& r, const std::string& model_name);
 
-// The sentence shown with every report.
+// The sentence shown with every report (the JSON's "note" is always the English one).
 extern const char* const kNotExplanation;
+extern const char* const kNotExplanationZh;
 
 }  // namespace attn::teach

@@ -15,8 +15,15 @@ namespace attn::viz {
 
 // One HTML file (HTML, CSS and JavaScript, no network) with `e` embedded: a head
 // view (lines between tokens), a model view (every layer x head), a matrix view
-// and, for encoder-decoder exports, a cross-attention view.
-std::string page_html(const Export& e);
+// and, for encoder-decoder exports, a cross-attention view; a legend (what a
+// line's thickness and colour and a cell's darkness mean, which layer and head);
+// an English / Chinese interface with a switch; CJK font fallbacks, and a notice
+// (with CJK characters drawn as code points) when no CJK font is installed.
+struct PageOptions {
+  std::string lang = "en";  // the interface's first language: "en" | "zh"
+};
+// Throws attn::Error for a language other than "en" and "zh".
+std::string page_html(const Export& e, const PageOptions& options = {});
 
 // ---- the terminal ----------------------------------------------------------------
 
