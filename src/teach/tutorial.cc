@@ -12,6 +12,7 @@
 #include <attn/teach/attribution.h>
 #include <attn/teach/explain.h>
 #include <attn/teach/tutorial.h>
+#include <attn/text/segment.h>
 
 #include <algorithm>
 #include <chrono>
@@ -53,10 +54,10 @@ json::Value grid_json(const std::vector<std::vector<bool>>& g) {
 json::Value section_why(const TutorialOptions& o) {
   const std::string sentence = o.sentence.empty() ? kTutorialSentence : o.sentence;
   std::string how;
-  const std::vector<std::string> tokens = tutorial_tokens(sentence, &how);
+  const std::vector<std::string> tokens = tutorial_tokens(sentence, &how, o.dictionary);
   const int64_t n = static_cast<int64_t>(tokens.size());
-  ATTN_CHECK(n >= 2 && n <= kMaxTokens, "--sentence: expected 2..", kMaxTokens, " tokens; got ", n, " (",
-             how == "spaces" ? "split at spaces" : "one per character", ")");
+  ATTN_CHECK(n >= 2 && n <= kMaxTokens, "--sentence: expected 2..", kMaxTokens, " tokens; got ", n,
+             " (split: ", how, ")");
   json::Value j = json::Value::object();
   put(j, {{"sentence", jv(sentence)}, {"split", jv(how)}, {"tokens", strings(tokens)}, {"n", jv(n)}});
   const int64_t rnn = engine_path_length(n, 2);
@@ -490,34 +491,13 @@ json::Value section_selftest(const TutorialOptions& o) {
 
 }  // namespace
 
-std::vector<std::string> tutorial_tokens(const std::string& sentence, std::string* how) {
-  std::vector<std::string> out;
-  const bool spaces =
-      sentence.find(' ') != std::string::npos || sentence.find("\xE3\x80\x80") != std::string::npos;
-  if (how) *how = spaces ? "spaces" : "characters";
-  if (spaces) {
-    std::string cur;
-    for (std::size_t i = 0; i < sentence.size();) {
-      if (sentence[i] == ' ' || sentence[i] == '\t') {
-        if (!cur.empty()) out.push_back(cur), cur.clear();
-        ++i;
-      } else if (sentence.compare(i, 3, "\xE3\x80\x80") == 0) {
-        if (!cur.empty()) out.push_back(cur), cur.clear();
-        i += 3;
-      } else {
-        cur += sentence[i++];
-      }
-    }
-    if (!cur.empty()) out.push_back(cur);
-    return out;
-  }
-  for (std::size_t i = 0; i < sentence.size();) {
-    const auto c = static_cast<unsigned char>(sentence[i]);
-    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    out.push_back(sentence.substr(i, len));
-    i += len;
-  }
-  return out;
+std::vector<std::string> tutorial_tokens(const std::string& sentence, std::string* how,
+                                         const std::string& dictionary) {
+  text::SplitOptions so;
+  so.dictionary = dictionary;
+  text::SentenceSplit split = text::segment_sentence(sentence, so);
+  if (how) *how = text::split_method_name(split.method);
+  return std::move(split.words);
 }
 
 int64_t engine_path_length(int64_t n, int64_t k) {

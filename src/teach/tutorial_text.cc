@@ -3,6 +3,7 @@
 // same numbers (tested); only the words differ.
 #include <attn/core/error.h>
 #include <attn/teach/tutorial.h>
+#include <attn/text/segment.h>
 #include <attn/text/table.h>
 
 #include <cmath>
@@ -74,12 +75,14 @@ std::string why(const Value& d, Lang lang) {
   const std::string first = tokens.front(), last = tokens.back();
   std::string s =
       heading(1, lang, "Why attention (the tutorial's section 1.2)", "为什么需要注意力（教程 1.2 节）");
-  const bool chars = d.at("split").as_string() == "characters";
+  const std::string split = d.at("split").as_string();
+  const text::SplitMethod method = split == "spaces"       ? text::SplitMethod::spaces
+                                   : split == "characters" ? text::SplitMethod::characters
+                                                           : text::SplitMethod::dictionary;
   s += zh ? "句子：" + d.at("sentence").as_string() + "，共 " + num(n) + " 个词元，" +
-                (chars ? "按字切分（句中没有空格；未使用分词器）。\n" : "按空格切分。\n")
+                text::split_method_label(method, true) + "：" + join_words(tokens, " | ") + "\n"
           : "Sentence: " + d.at("sentence").as_string() + ", " + num(n) + " tokens, " +
-                (chars ? "one per character (no spaces in it; no word segmenter is used).\n"
-                       : "split at the spaces.\n");
+                text::split_method_label(method, false) + ": " + join_words(tokens, " | ") + "\n";
   s += zh ? "从第一个词元（" + first + "）到最后一个词元（" + last + "），信息要走多远：\n"
           : "How far information travels from the first token (" + first + ") to the last (" + last + "):\n";
   text::Table t({{tr(lang, "model", "模型"), text::Align::left},

@@ -54,7 +54,12 @@ TEST(TutorialCli, ChineseSectionTwoWithItsDeeperCommand) {
 TEST(TutorialCli, WholeWalkInEnglishHasSixSections) {
   const CliRun r = run_tutorial("--lang en --no-timing --section 1 --sentence '今天 下雨 ， 我 没 带 伞'");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("7 tokens, split at the spaces"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("7 tokens, split on spaces: 今天 | 下雨 | ， | 我 | 没 | 带 | 伞"), std::string::npos)
+      << r.out;
+  const CliRun c = run_tutorial("--lang zh --no-timing --section 1 --split chars");
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("共 15 个词元，按字切分"), std::string::npos) << c.out;
+  EXPECT_NE(run_tutorial("--split foo").err.find("--split: expected words or chars"), std::string::npos);
   EXPECT_NE(r.out.find("6 steps"), std::string::npos);
 }
 

@@ -8,10 +8,14 @@
 #include <attn/ops/attention.h>
 #include <attn/teach/explain.h>
 #include <attn/teach/tutorial.h>
+#include <attn/text/segment.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -28,6 +32,7 @@ teach::TutorialOptions quiet(Lang lang = Lang::en) {
   o.lang = lang;
   o.find_models = false;
   o.measure = false;
+  o.dictionary = "none";  // by character, whether or not jieba is installed
   return o;
 }
 
@@ -94,9 +99,12 @@ TEST(Tutorial, EverySectionRendersInBothLanguagesWithItsDeeperCommand) {
   for (const char* term : {"查询", "键", "值", "缩放点积注意力", "多头注意力", "掩码", "交叉注意力"})
     EXPECT_NE(zh.find(term), std::string::npos) << term;
   // English has no Chinese but the example's words.
-  EXPECT_FALSE(has_cjk_outside(en, {"小明今天没来学校，因为他生病了", "质量很好，物流也快", "今天", "下雨",
-                                    "，", "我", "没", "带", "伞", "小", "了"}))
-      << en;
+  // Longer strings first: each is erased before the characters inside it.
+  std::vector<std::string> allowed = {"小明今天没来学校，因为他生病了", "质量很好，物流也快", "今天", "下雨"};
+  for (const auto& c : teach::tutorial_tokens(teach::kTutorialSentence, nullptr, "none"))
+    allowed.push_back(c);
+  for (const char* w : {"我", "没", "带", "伞"}) allowed.push_back(w);
+  EXPECT_FALSE(has_cjk_outside(en, allowed)) << en;
 }
 
 TEST(Tutorial, EachSectionAloneInBothLanguages) {
@@ -134,7 +142,7 @@ TEST(Tutorial, JsonIsIdenticalExceptLang) {
 
 TEST(Tutorial, TokensSplitAtSpacesOrByCharacter) {
   std::string how;
-  const auto chars = teach::tutorial_tokens(teach::kTutorialSentence, &how);
+  const auto chars = teach::tutorial_tokens(teach::kTutorialSentence, &how, "none");
   EXPECT_EQ(how, "characters");
   ASSERT_EQ(chars.size(), 15u);
   EXPECT_EQ(chars.front(), "小");
@@ -143,7 +151,27 @@ TEST(Tutorial, TokensSplitAtSpacesOrByCharacter) {
   const auto words = teach::tutorial_tokens("今天 下雨 ， 我  没 带 伞", &how);
   EXPECT_EQ(how, "spaces");
   EXPECT_EQ(words, (std::vector<std::string>{"今天", "下雨", "，", "我", "没", "带", "伞"}));
-  EXPECT_EQ(teach::tutorial_tokens("今天　下雨").size(), 2u);  // the ideographic space
+  // Into words with a dictionary in jieba's format (a small one written here).
+  const std::string dict = ::testing::TempDir() + "attn_tutorial_dict_" + std::to_string(::getpid()) + ".txt";
+  {
+    std::ofstream f(dict);
+    f << "小明 100\n今天 100\n没来 50\n学校 100\n因为 100\n生病 100\n";
+  }
+  const auto cut = teach::tutorial_tokens(teach::kTutorialSentence, &how, dict);
+  EXPECT_EQ(how, "jieba");
+  EXPECT_EQ(cut,
+            (std::vector<std::string>{"小明", "今天", "没来", "学校", "，", "因为", "他", "生病", "了"}));
+  teach::TutorialOptions o = quiet();
+  o.section = 1;
+  o.dictionary = dict;
+  const Value d = data_of(teach::tutorial_data(o), 1);
+  EXPECT_EQ(d.at("n").as_int64(), 9);
+  EXPECT_EQ(d.at("rnn").at("path").as_int64(), 8);
+  EXPECT_EQ(d.at("split").as_string(), "jieba");
+  std::remove(dict.c_str());
+  // The default: jieba's dictionary when python3-jieba is installed, else by character.
+  teach::tutorial_tokens(teach::kTutorialSentence, &how);
+  EXPECT_EQ(how, attn::text::find_jieba_dictionary() ? "jieba" : "characters");
 }
 
 TEST(Tutorial, PathLengthsFromTheEngineMatchTheFormulas) {

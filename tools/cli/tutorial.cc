@@ -22,8 +22,12 @@ const std::vector<OptionSpec>& tutorial_options() {
        "讲解和本帮助的语言（默认：按 LC_ALL / LC_MESSAGES / LANG，否则英文）；\n两种语言的数字完全相同"},
       {"sentence", "TEXT",
        "section 1's sentence (default 小明今天没来学校，因为他生病了); split at\n"
-       "spaces when it has any, else one token per character",
-       "第 1 节用的句子（默认 小明今天没来学校，因为他生病了）；有空格就按空格切分，\n否则按字切分"},
+       "spaces when it has any, else see --split",
+       "第 1 节用的句子（默认 小明今天没来学校，因为他生病了）；有空格就按空格切分，\n否则见 --split"},
+      {"split", "words|chars",
+       "section 1, a sentence without spaces: into words with jieba's dictionary\n"
+       "(python3-jieba; the default when it is installed) or by character",
+       "第 1 节，没有空格的句子：用 jieba 词典分词（python3-jieba；安装了就默认用它），\n或按字切分"},
       {"section", "K", "only section K (1..6; default: all six in order)",
        "只显示第 K 节（1..6；默认按顺序显示全部六节）"},
       {"translation-model", "FILE",
@@ -97,6 +101,11 @@ int run_tutorial(const std::vector<std::string>& argv) {
     return 0;
   }
   if (args.has("sentence")) o.sentence = args.str("sentence");
+  if (args.has("split")) {
+    const std::string v = args.str("split");
+    ATTN_CHECK(v == "words" || v == "chars", "--split: expected words or chars; got '", v, "'");
+    o.dictionary = v == "chars" ? "none" : "";
+  }
   if (args.has("section")) o.section = static_cast<int>(args.integer("section", 1, teach::kTutorialSections));
   if (args.has("translation-model")) o.translation_model = args.str("translation-model");
   if (args.has("classifier")) o.classifier = args.str("classifier");

@@ -33,7 +33,11 @@ inline constexpr int kTutorialSections = 6;
 struct TutorialOptions {
   Lang lang = Lang::en;
   std::string sentence;  // section 1; empty: kTutorialSentence
-  int section = 0;       // 1..6; 0: every section in order
+  // How section 1 splits a sentence without spaces (text::segment_sentence): "" = into words with
+  // jieba's dictionary when it is installed, else by character; "none" = by character; else a
+  // dictionary path.
+  std::string dictionary;
+  int section = 0;  // 1..6; 0: every section in order
   // Section 4: a model of `attn train translate`; empty: runs/translate/model.attn when it exists.
   std::string translation_model;
   // Section 5: a classifier of `attn train classify`; empty: runs/classify/model.attn (or
@@ -49,9 +53,11 @@ struct TutorialOptions {
   bool measure = true;  // time the engine in section 5 (false: times are null; for tests)
 };
 
-// The tokens of a sentence: split at spaces when it has any, else one token per
-// character (UTF-8 code point; no word segmenter). `how` gets "spaces" or "characters".
-std::vector<std::string> tutorial_tokens(const std::string& sentence, std::string* how = nullptr);
+// The tokens of a sentence as the teaching commands split it (text::segment_sentence):
+// at spaces when it has any, else into words of `dictionary` (see TutorialOptions) or
+// one token per character. `how` gets "spaces", "characters" or "jieba".
+std::vector<std::string> tutorial_tokens(const std::string& sentence, std::string* how = nullptr,
+                                         const std::string& dictionary = "");
 
 // Section 1's numbers for N tokens: the layers of a causal receptive field (a
 // window of `k` keys: the position and the k-1 before it) until the last output
