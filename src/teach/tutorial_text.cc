@@ -16,11 +16,6 @@ namespace {
 
 using json::Value;
 
-std::vector<double> dv(const Value& v) {
-  std::vector<double> out;
-  for (const auto& x : v.items()) out.push_back(x.as_double());
-  return out;
-}
 std::vector<std::string> sv(const Value& v) {
   std::vector<std::string> out;
   for (const auto& x : v.items()) out.push_back(x.as_string());

@@ -106,8 +106,9 @@ TEST(QuizLang, JsonIsTheSameExceptTextsAndLang) {
     const Value &e = en.at("questions").at(i), &z = zh.at("questions").at(i);
     for (const char* field : {"number", "kind", "topic", "answer_form", "key", "data"})
       EXPECT_EQ(attn::json::dump(e.at(field)), attn::json::dump(z.at(field))) << field;
-    if (e.at("answer_form").as_string() != "choice")
+    if (e.at("answer_form").as_string() != "choice") {
       EXPECT_EQ(attn::json::dump(e.at("expected")), attn::json::dump(z.at("expected")));
+    }
   }
 }
 
@@ -287,9 +288,15 @@ TEST(QuizLang, ClaimsAreYesNoQuestionsAnsweredInEitherLanguage) {
         EXPECT_EQ(quiz::check(q, a).correct, !is_yes) << a;
       // The computed answer: a causal mask shows key j iff j <= i; "h times" is never right.
       const std::string c = q.data.at("claim").as_string();
-      if (c == "causal_sees") EXPECT_EQ(is_yes, q.data.at("key").as_int64() <= q.data.at("query").as_int64());
-      if (c == "h_times") EXPECT_FALSE(is_yes);
-      if (c == "about_the_same") EXPECT_TRUE(is_yes);
+      if (c == "causal_sees") {
+        EXPECT_EQ(is_yes, q.data.at("key").as_int64() <= q.data.at("query").as_int64());
+      }
+      if (c == "h_times") {
+        EXPECT_FALSE(is_yes);
+      }
+      if (c == "about_the_same") {
+        EXPECT_TRUE(is_yes);
+      }
       if (c == "softmax_table") {
         double gap = 0, z = 0;
         const auto& s = q.data.at("scores").items();
