@@ -88,24 +88,32 @@ std::string attended_line(const models::Classification& c, const std::vector<dou
 
 std::string format_classification(const std::string& text, const models::Classification& c,
                                   const std::vector<std::string>& labels, const ClassifyFormat& options) {
-  std::string s = "text   " + printable(text) + "\n";
-  s += "label  " + printable(labels.at(c.label)) + "  (p = " + fixed(c.probs[c.label], 3);
+  const bool zh = options.chinese;
+  std::string s = (zh ? "文本   " : "text   ") + printable(text) + "\n";
+  s += (zh ? "类别   " : "label  ") + printable(labels.at(c.label)) + "  (p = " + fixed(c.probs[c.label], 3);
   for (std::size_t k = 0; k < labels.size(); ++k)
     if (static_cast<int32_t>(k) != c.label) s += ", " + printable(labels[k]) + " " + fixed(c.probs[k], 3);
   s += ")\n";
   if (c.truncated)
-    s += "note   the model read the first " + std::to_string(c.tokens.size() - 1) + " of " +
-         std::to_string(c.text_tokens) + " characters\n";
+    s += zh ? "注意   模型只读了 " + std::to_string(c.text_tokens) + " 个字符中的前 " +
+                  std::to_string(c.tokens.size() - 1) + " 个\n"
+            : "note   the model read the first " + std::to_string(c.tokens.size() - 1) + " of " +
+                  std::to_string(c.text_tokens) + " characters\n";
   if (!c.attention.empty()) {
-    s += "[CLS] attended most to (weight, " + std::to_string(c.tokens.size()) + " positions incl. [CLS]):\n";
+    s += zh ? "[CLS] 关注最多的位置（权重；共 " + std::to_string(c.tokens.size()) + " 个位置，含 [CLS]）：\n"
+            : "[CLS] attended most to (weight, " + std::to_string(c.tokens.size()) +
+                  " positions incl. [CLS]):\n";
     for (int64_t l = 0; l < static_cast<int64_t>(c.attention.size()); ++l) {
       const std::vector<double> mean = mean_over_heads(c, l);
-      s += "  layer " + std::to_string(l) + " (mean of " + std::to_string(c.attention[l].size()) +
-           " heads, [CLS] " + fixed(mean[0], 3) +
-           "):" + attended_line(c, mean, top_attended(c, l, -1, options.top)) + "\n";
+      const std::string heads = std::to_string(c.attention[l].size());
+      s += zh ? "  第 " + std::to_string(l) + " 层（" + heads + " 个头的平均，[CLS] " + fixed(mean[0], 3) +
+                    "）："
+              : "  layer " + std::to_string(l) + " (mean of " + heads + " heads, [CLS] " + fixed(mean[0], 3) +
+                    "):";
+      s += attended_line(c, mean, top_attended(c, l, -1, options.top)) + "\n";
       if (options.heads)
         for (int64_t h = 0; h < static_cast<int64_t>(c.attention[l].size()); ++h)
-          s += "    head " + std::to_string(h) + ":" +
+          s += (zh ? "    头 " : "    head ") + std::to_string(h) + ":" +
                attended_line(c, c.attention[l][h], top_attended(c, l, h, options.top)) + "\n";
     }
   }

@@ -104,8 +104,11 @@ TEST(ExplainLangCli, ClassifyExplainInChinese) {
       "attn_explain_lang_cli");
   const CliRun r = run_attn("classify --model '" + path + "' --explain --lang zh '质量很好，物流也快'");
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* needle : {"注意力与归因对照", "[CLS] 的注意力", "积分梯度", "注意力不等于解释"})
+  for (const char* needle : {"注意力与归因对照", "[CLS] 的注意力", "积分梯度", "注意力不等于解释", "类别   ",
+                             "[CLS] 关注最多的位置", "第 0 层"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << "missing: " << needle << "\n" << r.out;
+  for (const char* english : {"label  ", "attended most to", "mean of "})
+    EXPECT_EQ(r.out.find(english), std::string::npos) << "English left: " << english << "\n" << r.out;
   const CliRun j = run_attn("classify --model '" + path + "' --explain --lang zh --json '质量很好'");
   ASSERT_EQ(j.status, 0) << j.err;
   EXPECT_NE(j.out.find("\"lang\": \"zh\""), std::string::npos) << j.out.substr(0, 300);

@@ -60,6 +60,7 @@ int run_classify_explain(models::TextClassifier& model, const std::string& model
   tasks::ClassifyFormat po;
   if (opts.has("top")) po.top = opts.integer("top", 1, 1000);
   po.heads = opts.has("heads");
+  po.chinese = o.lang == teach::Lang::zh;
   json::Value arr = json::Value::array();
   for (std::size_t i = 0; i < texts.size(); ++i) {
     const teach::AttributionInput in = teach::attribution_input(model, texts[i], results[i]);

@@ -96,8 +96,9 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options);
 inline constexpr const char* kDefaultClassifierModel = "runs/classify/model.attn";
 
 struct ClassifyFormat {
-  int64_t top = 5;     // characters listed per layer (and per head)
-  bool heads = false;  // also per head
+  int64_t top = 5;       // characters listed per layer (and per head)
+  bool heads = false;    // also per head
+  bool chinese = false;  // the labels of the text in Chinese (`attn classify --explain --lang zh`)
 };
 
 struct ClassifyOptions {
