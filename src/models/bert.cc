@@ -164,7 +164,7 @@ BertConfig BertConfig::from_file(const std::string& path) {
 // ============================================================================
 struct BertModel::Weights {
   // Projection weights are stored transposed ([in, out]): BLAS reads them as the B of an NN
-  // product and the small-M kernel streams their rows.
+  // product and the small-M kernel streams their rows. With `packed` (below) they hold 32-column panels.
   struct Layer {
     Tensor wqkv, bqkv;  // [C, 3C], [3C]: query, key, value columns side by side
     Tensor wo, bo;      // [C, C], [C]
@@ -195,7 +195,8 @@ Tensor transposed(const Tensor& w) { return w.transpose(0, 1).contiguous(); }
 
 // Up to this many rows the small-M kernel is faster than BLAS, which packs the whole weight matrix
 // per call (measured on Zen 4, 1 thread: 1.6x at M = 16, 1.1x at M = 64-128, equal at 256-512,
-// 0.83x at 4096).
+// 0.83x at 4096). With packed weights, ops::linear_packed against ops::gemm_packed: 1.11x at 128 tokens,
+// 1.04x at 96 (docs/benchmarks.md, issue 15).
 constexpr int64_t kSmallM = 256;
 
 // Largest activation block (floats) the model keeps between calls: 128 MiB, e.g. 9,700 tokens of
