@@ -5,6 +5,11 @@ fraction of the machine's measured FMA peak.
 
   python3 bench/compare_attention.py [--build build/release] [--threads 2] [--quick]
         [--suite forward,causal,window,decode,backward,bf16,reference]  [--json out.jsonl]
+        [--decode-lks 1024,4096,32768] [--clock wall|thread]
+
+--clock thread times both engines in the calling thread's CPU time (use with --threads 1 on a loaded
+machine: other processes then inflate neither side). --decode-lks sets the key lengths of the decode
+suite (one query against Lk keys).
 
 The bf16 suite passes bf16 q, k, v to both engines (attn's AVX512_BF16 path; PyTorch's bf16 SDPA);
 its "% of FMA peak" is against the fp32 FMA peak, which bf16 dot products can exceed.
@@ -34,12 +39,15 @@ def main():
     ap.add_argument("--quick", action="store_true", help="N up to 2048 only")
     ap.add_argument("--suite", default="forward,causal,window,decode,backward,bf16,reference")
     ap.add_argument("--json", default="")
+    ap.add_argument("--decode-lks", default="1024,4096,32768", help="Lk values of the decode suite")
+    ap.add_argument("--clock", choices=["wall", "thread"], default="wall")
     a = ap.parse_args()
     bench = os.path.join(a.build, "bench", "attention_bench")
     suites = set(a.suite.split(","))
-    common = ["--threads", str(a.threads), "--heads", str(a.heads), "--min-time", str(a.min_time)]
+    common = ["--threads", str(a.threads), "--heads", str(a.heads), "--min-time", str(a.min_time),
+              "--clock", a.clock]
     peak = run_json([bench, "--peak", "--n", "16", "--d", "16", "--causal", "0", "--min-time", "0.01",
-                     "--threads", str(a.threads)])[0]["gflops"]
+                     "--threads", str(a.threads), "--clock", a.clock])[0]["gflops"]
     ns = [128, 512, 1024, 2048] if a.quick else [128, 512, 1024, 2048, 4096, 8192, 16384]
     configs = []  # (label, attn args, torch args)
     for d in (64, 128):
@@ -55,7 +63,7 @@ def main():
                                 ["--n", str(n), "--d", str(d), "--causal", "1", "--window", "512"],
                                 ["--n", str(n), "--d", str(d), "--causal", "1", "--window", "512"]))
         if "decode" in suites:
-            for lk in (1024, 4096, 32768):
+            for lk in [int(x) for x in a.decode_lks.split(",")]:
                 configs.append((f"decode Lq=1 Lk={lk} D={d}",
                                 ["--n", "1", "--d", str(d), "--decode-lk", str(lk)],
                                 ["--n", str(lk), "--lq", "1", "--d", str(d)]))
@@ -83,7 +91,7 @@ def main():
         mine = mine[0]
         theirs = run_json([sys.executable, os.path.join(HERE, "peers", "torch_attention.py"),
                            "--threads", str(a.threads), "--heads", str(a.heads),
-                           "--min-time", str(a.min_time)] + targs)[0]
+                           "--min-time", str(a.min_time), "--clock", a.clock] + targs)[0]
         ratio = mine["gflops"] / theirs["gflops"]
         print(f"| {label} | {mine['gflops']:.1f} | {theirs['gflops']:.1f} | {ratio:.2f}x | "
               f"{100 * mine['gflops'] / peak:.0f}% |", flush=True)

@@ -9,6 +9,10 @@ new / old (> 1 is faster). Used for the "within 3% of the previous main" gate of
 cases are the attention operator (a quick set), the training step, MiniLM, SmolLM2 and greedy
 decoding. Each case's metric is "higher is better" except latencies (ms), where the ratio is
 old / new so that > 1 still means the new build is faster.
+
+--clock thread (with --threads 1) times the attention, MiniLM and decoding cases in the calling
+thread's CPU time, which other processes on a loaded machine inflate far less than wall time (the
+training and SmolLM2 cases keep their own clocks).
 """
 import argparse
 import json
@@ -18,9 +22,10 @@ import subprocess
 import sys
 
 
-def cases(threads):
+def cases(threads, clock="wall"):
     t = str(threads)
-    att = ["attention_bench", "--threads", t, "--heads", "8", "--min-time", "0.5"]
+    ck = ["--clock", clock] if clock != "wall" else []
+    att = ["attention_bench", "--threads", t, "--heads", "8", "--min-time", "0.5"] + ck
     out = []
     for n, causal in ((1024, 0), (1024, 1), (2048, 1)):
         out.append((f"attention fwd N={n} D=64{' causal' if causal else ''}",
@@ -32,15 +37,15 @@ def cases(threads):
     out.append(("training step tokens/s", ["train_bench", "--threads", t, "--steps", "10", "--warmup", "2"],
                 "tokens_per_s", "RESULT", True))
     out.append(("MiniLM 32x128 sentences/s", ["minilm_bench", "--threads", t, "--min-time", "1",
-                                               "--latency-seqs", "16"], "sentences_per_s", "throughput", True))
+                                               "--latency-seqs", "16"] + ck, "sentences_per_s", "throughput", True))
     out.append(("MiniLM 1x16 latency ms", ["minilm_bench", "--threads", t, "--min-time", "1",
-                                           "--latency-seqs", "16"], "ms", "latency", False))
+                                           "--latency-seqs", "16"] + ck, "ms", "latency", False))
     out.append(("SmolLM2 prompt tokens/s", ["llama_bench", "--threads", t], "prompt_tok_s", "llama", True))
     out.append(("SmolLM2 generation tokens/s", ["llama_bench", "--threads", t], "gen_tok_s", "llama", True))
     out.append(("greedy decoding batch 1 tokens/s", ["decode_bench", "--threads", t, "--batch", "1",
-                                                     "--min-time", "1"], "tokens_per_s", "decode", True))
+                                                     "--min-time", "1"] + ck, "tokens_per_s", "decode", True))
     out.append(("greedy decoding batch 32 tokens/s", ["decode_bench", "--threads", t, "--batch", "32",
-                                                      "--min-time", "1"], "tokens_per_s", "decode", True))
+                                                      "--min-time", "1"] + ck, "tokens_per_s", "decode", True))
     return out
 
 
@@ -91,6 +96,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="", help="run only cases whose name contains this")
+    ap.add_argument("--clock", choices=["wall", "thread"], default="wall")
     a = ap.parse_args()
     cpu = "unknown CPU"
     try:
@@ -98,11 +104,11 @@ def main():
             cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    print(f"{cpu}, {a.threads} threads, {a.rounds} rounds, old = {a.old}, new = {a.new}\n")
+    print(f"{cpu}, {a.threads} threads, {a.clock} clock, {a.rounds} rounds, old = {a.old}, new = {a.new}\n")
     print("| case | old (median) | new (median) | new vs old |")
     print("|---|---|---|---|")
     worst = None
-    for name, argv, metric, select, higher in cases(a.threads):
+    for name, argv, metric, select, higher in cases(a.threads, a.clock):
         if a.only and a.only not in name:
             continue
         old, new = [], []

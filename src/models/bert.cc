@@ -164,7 +164,7 @@ BertConfig BertConfig::from_file(const std::string& path) {
 // ============================================================================
 struct BertModel::Weights {
   // Projection weights are stored transposed ([in, out]): BLAS reads them as the B of an NN
-  // product and the small-M kernel streams their rows.
+  // product and the small-M kernel streams their rows. With `packed` (below) they hold 32-column panels.
   struct Layer {
     Tensor wqkv, bqkv;  // [C, 3C], [3C]: query, key, value columns side by side
     Tensor wo, bo;      // [C, C], [C]
@@ -177,6 +177,9 @@ struct BertModel::Weights {
   std::function<void(int64_t, float*)> word_rows;
   Tensor emb_ln_w, emb_ln_b;
   std::vector<Layer> layers;
+  // wqkv, wo, w1 and w2 hold their packed form (ops::pack_weight_t, 32-column panels) instead of the
+  // [in, out] matrix: packed once here, read contiguously by every product (issue 15).
+  bool packed = false;
 
   // Activation buffers kept between forward calls (one flat f32 block, grown on demand), so a batch
   // does not page-fault tens of megabytes of fresh memory in every call. A call that finds the
@@ -192,7 +195,8 @@ Tensor transposed(const Tensor& w) { return w.transpose(0, 1).contiguous(); }
 
 // Up to this many rows the small-M kernel is faster than BLAS, which packs the whole weight matrix
 // per call (measured on Zen 4, 1 thread: 1.6x at M = 16, 1.1x at M = 64-128, equal at 256-512,
-// 0.83x at 4096).
+// 0.83x at 4096). With packed weights, ops::linear_packed against ops::gemm_packed: 1.11x at 128 tokens,
+// 1.04x at 96 (docs/benchmarks.md, issue 15).
 constexpr int64_t kSmallM = 256;
 
 // Largest activation block (floats) the model keeps between calls: 128 MiB, e.g. 9,700 tokens of
@@ -353,6 +357,7 @@ BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::s
     return t;
   };
   w_ = std::make_unique<Weights>();
+  w_->packed = ops::packed_weight_fast();
   if (rows)
     w_->word_rows = std::move(weights.word_rows);
   else
@@ -381,6 +386,8 @@ BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::s
     l.b2 = get(p + "output.dense.bias");
     l.ln2_w = get(p + "output.LayerNorm.weight");
     l.ln2_b = get(p + "output.LayerNorm.bias");
+    if (ops::packed_weight_fast())
+      for (Tensor* t : {&l.wqkv, &l.wo, &l.w1, &l.w2}) *t = ops::pack_weight_t(*t);
     w_->layers.push_back(std::move(l));
     // The per-layer tensors are copied (transposed) now; drop the originals as we go.
     for (const auto& [n, s] : expected)
@@ -508,7 +515,23 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   Tensor ff = take({T, F});            // ff: [T, F]
   Tensor y = take({T, C});             // y: [T, C] projection outputs (small-M path)
   float* xp = x.data<float>();
-  const bool small = T <= kSmallM && ops::linear_small_m_fast();
+  const bool small = T <= kSmallM && (w_->packed || ops::linear_small_m_fast());
+  // y [T, N] = in [T, K] · W + bias (small-M path), C [T, N] = in · W + beta · C (BLAS path), with W
+  // packed (Weights::packed) or stored [K, N].
+  auto small_linear = [&](const float* in, int64_t ldx, const Tensor& W, const float* bias, float* yp,
+                          int64_t ldy, int64_t N, int64_t K) {
+    if (w_->packed)
+      ops::linear_packed(in, ldx, W, bias, yp, ldy, T, N, K);
+    else
+      ops::linear_small_m(in, ldx, W.data<float>(), bias, yp, ldy, T, N, K);
+  };
+  auto big_gemm = [&](const float* in, int64_t ldx, const Tensor& W, float beta, float* cp, int64_t ldc,
+                      int64_t N, int64_t K) {
+    if (w_->packed)
+      ops::gemm_packed(in, ldx, W, beta, cp, ldc, T, N, K);
+    else
+      ops::gemm(false, false, T, N, K, 1.0f, in, ldx, W.data<float>(), N, beta, cp, ldc);
+  };
   AttentionOptions aopt;
   aopt.key_lengths = out.lengths;
   aopt.capture.enabled = options.capture_attention;
@@ -518,11 +541,11 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   for (const Weights::Layer& w : w_->layers) {
     float* qp = qkv.data<float>();
     if (small) {
-      ops::linear_small_m(xp, C, w.wqkv.data<float>(), w.bqkv.data<float>(), qp, 3 * C, T, 3 * C, C);
+      small_linear(xp, C, w.wqkv, w.bqkv.data<float>(), qp, 3 * C, 3 * C, C);
     } else {
       // qkv = bias, then qkv += x · Wqkv (beta 1: BLAS skips its zeroing pass over C).
       fill_rows(qp, w.bqkv.data<float>(), T, 3 * C);
-      ops::gemm(false, false, T, 3 * C, C, 1.0f, xp, C, w.wqkv.data<float>(), 3 * C, 1.0f, qp, 3 * C);
+      big_gemm(xp, C, w.wqkv, 1.0f, qp, 3 * C, 3 * C, C);
     }
     mark("qkv_gemm");
     if (fast_attention) {
@@ -552,30 +575,30 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
     float* fp = ff.data<float>();
     if (small) {
       float* yp = y.data<float>();
-      ops::linear_small_m(ctx.data<float>(), C, w.wo.data<float>(), w.bo.data<float>(), yp, C, T, C, C);
+      small_linear(ctx.data<float>(), C, w.wo, w.bo.data<float>(), yp, C, C, C);
       mark("o_gemm");
       ops::residual_layer_norm(xp, yp, nullptr, w.ln1_w.data<float>(), w.ln1_b.data<float>(), T, C, eps);
       mark("ln1");
-      ops::linear_small_m(xp, C, w.w1.data<float>(), w.b1.data<float>(), fp, F, T, F, C);
+      small_linear(xp, C, w.w1, w.b1.data<float>(), fp, F, F, C);
       mark("ffn_up_gemm");
       ops::bias_gelu(fp, nullptr, T, F);
       mark("bias_gelu");
-      ops::linear_small_m(fp, F, w.w2.data<float>(), w.b2.data<float>(), yp, C, T, C, F);
+      small_linear(fp, F, w.w2, w.b2.data<float>(), yp, C, C, F);
       mark("ffn_down_gemm");
       ops::residual_layer_norm(xp, yp, nullptr, w.ln2_w.data<float>(), w.ln2_b.data<float>(), T, C, eps);
       mark("ln2");
     } else {
       // The residual stream is BLAS's C (beta 1): x += ctx · Wo, then LayerNorm(x + bo) in one pass.
-      ops::gemm(false, false, T, C, C, 1.0f, ctx.data<float>(), C, w.wo.data<float>(), C, 1.0f, xp, C);
+      big_gemm(ctx.data<float>(), C, w.wo, 1.0f, xp, C, C, C);
       mark("o_gemm");
       ops::residual_layer_norm(xp, nullptr, w.bo.data<float>(), w.ln1_w.data<float>(), w.ln1_b.data<float>(),
                                T, C, eps);
       mark("ln1");
-      ops::gemm(false, false, T, F, C, 1.0f, xp, C, w.w1.data<float>(), F, 0.0f, fp, F);
+      big_gemm(xp, C, w.w1, 0.0f, fp, F, F, C);
       mark("ffn_up_gemm");
       ops::bias_gelu(fp, w.b1.data<float>(), T, F);
       mark("bias_gelu");
-      ops::gemm(false, false, T, C, F, 1.0f, fp, F, w.w2.data<float>(), C, 1.0f, xp, C);
+      big_gemm(fp, F, w.w2, 1.0f, xp, C, C, F);
       mark("ffn_down_gemm");
       ops::residual_layer_norm(xp, nullptr, w.b2.data<float>(), w.ln2_w.data<float>(), w.ln2_b.data<float>(),
                                T, C, eps);

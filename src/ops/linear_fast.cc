@@ -6,10 +6,13 @@
 #include <attn/ops/linear.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 #include "kernels/cpu/encoder_kernels.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/linear_packed.h"
 
@@ -92,6 +95,63 @@ Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   kernels::cpu::linear_packed(x.data<float>(), K, packed, b.defined() ? b.data<float>() : nullptr,
                               y.data<float>(), N, M, N, K);
   return y;
+}
+
+// ---- weights packed once at load --------------------------------------------------------------
+
+bool packed_weight_fast() { return kernels::cpu::active_isa() != kernels::cpu::Isa::scalar; }
+
+namespace {
+void check_packed(const char* what, const Tensor& packed, int64_t N, int64_t K) {
+  ATTN_CHECK(N >= 1 && K >= 1, what, ": expected N >= 1 and K >= 1; got N ", N, ", K ", K);
+  ATTN_CHECK(packed.defined() && packed.dtype() == DType::f32 && packed.is_contiguous() &&
+                 packed.numel() == kernels::cpu::linear_packed_size(N, K),
+             what, ": expected the packed form of a [", K, ", ", N, "] weight (f32, ",
+             kernels::cpu::linear_packed_size(N, K), " floats, from pack_weight_t); got ",
+             packed.defined() ? packed.str() : "none");
+  ATTN_CHECK(reinterpret_cast<uintptr_t>(packed.data<float>()) % 64 == 0, what,
+             ": the packed weight must start on a 64-byte boundary (a tensor from pack_weight_t, not a view "
+             "into one)");
+}
+}  // namespace
+
+Tensor pack_weight_t(const Tensor& wt) {
+  ATTN_CHECK(wt.defined() && wt.dtype() == DType::f32 && wt.rank() == 2 && wt.size(0) >= 1 && wt.size(1) >= 1,
+             "pack_weight_t: expected an f32 [K, N] weight; got ", wt.defined() ? wt.str() : "none");
+  const Tensor c = wt.contiguous();
+  const int64_t K = c.size(0), N = c.size(1);
+  Tensor packed = Tensor::empty({kernels::cpu::linear_packed_size(N, K)}, DType::f32);
+  kernels::cpu::pack_linear_weight_t(c.data<float>(), K, N, packed.data<float>());
+  return packed;
+}
+
+void linear_packed(const float* x, int64_t ldx, const Tensor& packed, const float* bias, float* y,
+                   int64_t ldy, int64_t M, int64_t N, int64_t K) {
+  check_packed("linear_packed", packed, N, K);
+  ATTN_CHECK(M >= 0 && ldx >= K && ldy >= N, "linear_packed: expected M >= 0, ldx >= K = ", K,
+             " and ldy >= N = ", N, "; got M ", M, ", ldx ", ldx, ", ldy ", ldy);
+  ATTN_CHECK(M == 0 || (x != nullptr && y != nullptr), "linear_packed: x and y must be non-null");
+  if (M == 0) return;
+  kernels::cpu::linear_packed(x, ldx, packed.data<float>(), bias, y, ldy, M, N, K);
+}
+
+void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, float* C, int64_t ldc,
+                 int64_t M, int64_t N, int64_t K) {
+  check_packed("gemm_packed", packed, N, K);
+  ATTN_CHECK(M >= 0 && ldx >= K && ldc >= N, "gemm_packed: expected M >= 0, ldx >= K = ", K,
+             " and ldc >= N = ", N, "; got M ", M, ", ldx ", ldx, ", ldc ", ldc);
+  ATTN_CHECK(M == 0 || (x != nullptr && C != nullptr), "gemm_packed: x and C must be non-null");
+  if (M == 0) return;
+  if (kernels::cpu::f32_gemm_reads_packed_b() &&
+      kernels::cpu::sgemm_path(M, N, false) == kernels::cpu::SgemmPath::own_f32) {
+    kernels::cpu::sgemm_f32_packed_b(M, N, K, 1.0f, x, ldx, packed.data<float>(), beta, C, ldc);
+    return;
+  }
+  // Another kernel decides (bf16 precision, OpenBLAS, AVX2): give it the plain [K, N] layout.
+  thread_local std::vector<float> wt;
+  wt.resize(static_cast<std::size_t>(K * N));
+  kernels::cpu::unpack_linear_weight_t(packed.data<float>(), K, N, wt.data(), N);
+  kernels::cpu::sgemm(false, false, M, N, K, 1.0f, x, ldx, wt.data(), N, beta, C, ldc);
 }
 
 }  // namespace attn::ops

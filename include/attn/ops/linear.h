@@ -81,4 +81,23 @@ int64_t packed_linear_max_rows();
 // (which validates, and records autograd when grad mode is on).
 Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b);
 
+// ---- weights packed once at load (issue 15: encoder inference, models/bert.cc) -----------------
+// A weight stored transposed, wt [K, N] (in -> out), copied once into 32-column panels of all K rows
+// (the layout of the pre-packed decoding kernel), so that a product with few rows streams each panel
+// contiguously instead of reading 32 columns of every row of wt, and a product with many rows skips
+// packing op(B). Only worth it where packed_weight_fast() (AVX-512 or AVX2); elsewhere keep wt.
+//   pack_weight_t:  wt [K, N] f32 contiguous -> packed f32 [ceil(N / 32) · K · 32]
+//   linear_packed:  y [M, N] (row stride ldy) = x [M, K] (row stride ldx) · wt + bias (bias [N] or null),
+//                   any M (a 12-row register block; threads split the panels)
+//   gemm_packed:    C [M, N] (row stride ldc) = x [M, K] (row stride ldx) · wt + beta · C (beta 0: C not
+//                   read): attn's own GEMM reading the panels in place when sgemm would take it for this
+//                   product (AVX-512, fp32, ATTN_SGEMM not blas), else unpacked into a scratch wt and
+//                   ops::gemm (bf16 precision, OpenBLAS, AVX2)
+bool packed_weight_fast();
+Tensor pack_weight_t(const Tensor& wt);
+void linear_packed(const float* x, int64_t ldx, const Tensor& packed, const float* bias, float* y,
+                   int64_t ldy, int64_t M, int64_t N, int64_t K);
+void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, float* C, int64_t ldc,
+                 int64_t M, int64_t N, int64_t K);
+
 }  // namespace attn::ops

@@ -91,8 +91,10 @@ float* scratch(std::vector<float>& buf, int64_t n) {
   return reinterpret_cast<float*>((addr + 63) & ~uintptr_t{63});
 }
 
+// prepacked_b: op(B) in linear_packed.h's layout (kern.nr == 32, trans_b false; B unused), or null.
 void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-         const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+         const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+         const float* prepacked_b = nullptr) {
   const int64_t Mr = kern.mr, Nr = kern.nr;
   // Small products (and calls inside a parallel_for) run on the calling thread.
   const bool serial = in_parallel_for() || num_threads() == 1 ||
@@ -117,9 +119,9 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
 
   // Few rows and op(B) not transposed: the register block reads op(B) in place (packing it would
   // cost about as much as the product).
-  const bool b_in_place = !trans_b && M <= kF32InPlaceBMaxRows;
+  const bool b_in_place = prepacked_b == nullptr && !trans_b && M <= kF32InPlaceBMaxRows;
   static thread_local std::vector<float> b_buf;
-  float* bpack = b_in_place ? nullptr : scratch(b_buf, nc * kc);
+  float* bpack = b_in_place || prepacked_b != nullptr ? nullptr : scratch(b_buf, nc * kc);
   for (int64_t jc = 0; jc < N; jc += nc) {
     const int64_t ncur = std::min(nc, N - jc), npan = ceil_div(ncur, Nr);
     // Few row blocks: split the panels too, so that every thread has work.
@@ -131,7 +133,7 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
       const int kcur = static_cast<int>(std::min(kc, K - pc));
       // B: chunks of panels (each a contiguous run of columns), shared by all threads.
       const int64_t pan_chunk = std::max<int64_t>(1, ceil_div(npan, 2 * threads));
-      if (!b_in_place)
+      if (!b_in_place && prepacked_b == nullptr)
         for_each(ceil_div(npan, pan_chunk), 1, [&](int64_t b, int64_t e, int) {
           for (int64_t ch = b; ch < e; ++ch) {
             const int64_t j = jc + ch * pan_chunk * Nr;
@@ -171,7 +173,10 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
                              static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
                 continue;
               }
-              kern.block(kcur, apack + q * kcur * Mr, bpack + pn * kcur * Nr, C + i * ldc + j, ldc,
+              // A prepacked panel holds all K rows: this k block starts pc rows in.
+              const float* bp =
+                  prepacked_b != nullptr ? prepacked_b + (j / Nr * K + pc) * Nr : bpack + pn * kcur * Nr;
+              kern.block(kcur, apack + q * kcur * Mr, bp, C + i * ldc + j, ldc,
                          static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
             }
           }
@@ -221,6 +226,31 @@ void sgemm_f32_path(F32GemmPath path, bool trans_a, bool trans_b, int64_t M, int
 }  // namespace detail
 
 bool f32_gemm_fast() { return active_isa() != Isa::scalar; }
+
+bool f32_gemm_reads_packed_b() { return active_isa() == Isa::avx512; }
+
+void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                        const float* packed_b, float beta, float* C, int64_t ldc) {
+  ATTN_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm_f32_packed_b: sizes must be >= 0; got M ", M, ", N ", N,
+             ", K ", K);
+  ATTN_CHECK(lda >= K && ldc >= N, "sgemm_f32_packed_b: leading dimensions too small: lda ", lda, ", ldc ",
+             ldc, " for M ", M, ", N ", N, ", K ", K);
+  ATTN_CHECK(f32_gemm_reads_packed_b(), "sgemm_f32_packed_b: needs the AVX-512 path; the active one is ",
+             isa_str(active_isa()));
+  ATTN_CHECK(reinterpret_cast<uintptr_t>(packed_b) % 64 == 0,
+             "sgemm_f32_packed_b: the packed op(B) must be 64-byte aligned (its panels are read with aligned "
+             "loads); got an address ",
+             reinterpret_cast<uintptr_t>(packed_b) % 64, " bytes past a 64-byte boundary");
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0.f : beta * C[i * ldc + j];
+    return;
+  }
+  const detail::F32GemmKernels& kern = detail::f32_gemm_avx512_kernels();
+  ATTN_CHECK(kern.nr == 32, "sgemm_f32_packed_b: the AVX-512 block is ", kern.nr, " columns; expected 32");
+  detail::run(kern, false, false, M, N, K, alpha, A, lda, nullptr, N, beta, C, ldc, packed_b);
+}
 
 void sgemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

@@ -31,6 +31,18 @@ void sgemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
 // otherwise it runs the scalar oracle, correct but slow.
 bool f32_gemm_fast();
 
+// sgemm_f32(false, false, ...) with op(B) = B [K, N] given already packed in the layout of
+// linear_packed.h (32-column panels over all K rows: packed_b[p · K · 32 + k · 32 + j] = B[k, 32p + j],
+// zero past N; 64-byte aligned, as Tensor storage is), as a model packs its weights once at load:
+// the product packs only op(A).
+// The AVX-512 path alone reads that layout (its register block is 32 columns wide):
+// call only when f32_gemm_reads_packed_b(); throws attn::Error otherwise. The same bits as
+// sgemm_f32(false, false, M, N, K, alpha, A, lda, B, N, beta, C, ldc) on the AVX-512 path.
+void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                        const float* packed_b, float beta, float* C, int64_t ldc);
+// True when the active instruction set runs sgemm_f32_packed_b (AVX-512).
+bool f32_gemm_reads_packed_b();
+
 namespace detail {
 
 enum class F32GemmPath { scalar, avx2, avx512 };

@@ -30,6 +30,35 @@ void pack_linear_weight(const float* w, int64_t N, int64_t K, float* packed) {
   });
 }
 
+void pack_linear_weight_t(const float* wt, int64_t K, int64_t N, float* packed) {
+  // wt: [K, N] -> packed: [P, K, 32]; each panel row is one run of up to 32 floats of a row of wt.
+  const int64_t P = (N + kPackedPanel - 1) / kPackedPanel;
+  parallel_for(P, 1, [&](int64_t p0, int64_t p1, int) {
+    for (int64_t p = p0; p < p1; ++p) {
+      float* dst = packed + p * K * kPackedPanel;
+      const int64_t n0 = p * kPackedPanel, cols = std::min(kPackedPanel, N - n0);
+      for (int64_t k = 0; k < K; ++k) {
+        float* d = dst + k * kPackedPanel;
+        std::memcpy(d, wt + k * N + n0, sizeof(float) * static_cast<std::size_t>(cols));
+        if (cols < kPackedPanel)
+          std::memset(d + cols, 0, sizeof(float) * static_cast<std::size_t>(kPackedPanel - cols));
+      }
+    }
+  });
+}
+
+void unpack_linear_weight_t(const float* packed, int64_t K, int64_t N, float* wt, int64_t ldw) {
+  const int64_t P = (N + kPackedPanel - 1) / kPackedPanel;
+  parallel_for(K, 64, [&](int64_t k0, int64_t k1, int) {
+    for (int64_t k = k0; k < k1; ++k)
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t n0 = p * kPackedPanel, cols = std::min(kPackedPanel, N - n0);
+        std::memcpy(wt + k * ldw + n0, packed + (p * K + k) * kPackedPanel,
+                    sizeof(float) * static_cast<std::size_t>(cols));
+      }
+  });
+}
+
 namespace detail {
 
 void linear_packed_scalar(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,

@@ -21,6 +21,13 @@ int64_t linear_packed_size(int64_t N, int64_t K);
 // w: [N, K] contiguous -> packed: [ceil(N / 32), K, 32].
 void pack_linear_weight(const float* w, int64_t N, int64_t K, float* packed);
 
+// The same packed layout from a weight stored transposed, wt: [K, N] contiguous (in -> out, the B of
+// an NN product; models/bert.cc packs its projections once at load):
+//   packed[p * K * 32 + k * 32 + j] = wt[k, 32p + j], zero past N.
+void pack_linear_weight_t(const float* wt, int64_t K, int64_t N, float* packed);
+// The inverse: packed -> wt [K, N] with row stride ldw >= N (for products that need the plain layout).
+void unpack_linear_weight_t(const float* packed, int64_t K, int64_t N, float* wt, int64_t ldw);
+
 // y = x · wᵀ + bias with w given packed.
 //   x: [M, K] (row stride ldx), packed: see above, bias: [N] or null, y: [M, N] (row stride ldy).
 // Register block: up to 12 rows x 32 columns of fp32 accumulators; the rows of x are split
