@@ -144,9 +144,10 @@ TEST(GemmF32PackedBArgs, NeedsAvx512AndValidSizes) {
                           {"needs the AVX-512 path"});
     kernels::cpu::force_isa(std::nullopt);
   }
-  if (kernels::cpu::f32_gemm_reads_packed_b())
+  if (kernels::cpu::f32_gemm_reads_packed_b()) {
     EXPECT_ERROR_CONTAINS(kernels::cpu::sgemm_f32_packed_b(2, 2, 3, 1.f, a.data(), 2, p, 0.f, c.data(), 2),
                           {"leading dimensions too small"});
+  }
 }
 
 }  // namespace
