@@ -1,5 +1,6 @@
 // Gemma 3 from GGUF (include/attn/models/gemma3.h).
 #include <attn/core/error.h>
+#include <attn/core/f16.h>
 #include <attn/core/parallel.h>
 #include <attn/io/finite.h>
 #include <attn/models/gemma3.h>
@@ -222,6 +223,9 @@ struct Gemma3Model::Impl {
   text::SpmTokenizer tok;
   int64_t cap = 0;
   bool full_cache = false;
+  int64_t int8_rows = 0;
+  bool kv_f16 = false;
+  ops::QuantActivations act;
   Mat embed, output;
   std::vector<float> output_norm;
   std::vector<Layer> layers;
@@ -263,6 +267,13 @@ struct Gemma3Model::Impl {
     const int64_t N = w.N, K = w.K;
     if (!w.quant) {
       ops::gemm(false, true, L, N, K, 1.0f, X, K, w.f32.data(), K, 0.0f, Y, ldy);
+      return;
+    }
+    if (L < int8_rows && ops::quant_dot_supported(w.q.format())) {
+      act.quantize(w.q.format(), X, L, K, K);
+      const int64_t g8 = std::max<int64_t>(8, 65536 / std::max<int64_t>(1, K * L));
+      parallel_for(N, g8,
+                   [&](int64_t b, int64_t e, int) { ops::quant_dot_rows(w.q, b, e, act, Y, ldy, false); });
       return;
     }
     if (L >= kGemmMinRows) {
@@ -343,6 +354,9 @@ struct Gemma3Model::Impl {
       rms_norm(k.data(), ly.k_norm.data(), L * Hkv, D, c.rms_eps, k.data());
       rope(q.data(), L, H, pos, c.rope_base(l));
       rope(k.data(), L, Hkv, pos, c.rope_base(l));
+      if (kv_f16) {
+        for (int64_t i = 0; i < L * KD; ++i) k[i] = round_to_f16(k[i]), v[i] = round_to_f16(v[i]);
+      }
       ops::KvCache& kc = caches[l];
       if (L == 1 && !capture) {
         kc.append(k.data(), v.data(), 1);
@@ -393,6 +407,9 @@ Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& opti
   ATTN_CHECK(options.max_context >= 0, "gemma3: max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
   m.full_cache = options.full_kv_cache;
+  ATTN_CHECK(options.int8_max_rows >= 0, "gemma3: int8_max_rows must be >= 0, got ", options.int8_max_rows);
+  m.int8_rows = ops::quant_dot_fast() ? options.int8_max_rows : 0;
+  m.kv_f16 = options.kv_f16;
   {
     std::vector<int64_t> windows;
     for (int64_t l = 0; l < m.c.layers; ++l)

@@ -40,14 +40,35 @@ inline void k_scales(const uint8_t* sc, int j, int* s, int* m) {
   }
 }
 
+constexpr int chains(int R) { return R == 1 ? 4 : R == 2 ? 2 : 1; }
+template <int P>
+inline __m256 fold(const __m256* a) {
+  if constexpr (P == 4) return _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));
+  if constexpr (P == 2) return _mm256_add_ps(a[0], a[1]);
+  return a[0];
+}
+
 template <typename D>
 struct Q8Body {
+  // Blocks of 32 go round-robin to P independent FMA chains per activation row (one chain would wait
+  // out the FMA latency at every block); `step(b, p)` handles block b on chain p.
+  template <int P, typename Step>
+  static void blocks(int64_t nb, Step step) {
+    int64_t b = 0;
+    for (; b + P <= nb; b += P) {
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) step(b + p, p);
+    }
+    for (; b < nb; ++b) step(b, 0);
+  }
+
   template <int R>
   static void q8_0(const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, float* out) {
-    __m256 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-    const int64_t nb = K / 32;
-    for (int64_t b = 0; b < nb; ++b) {
+    constexpr int P = chains(R);
+    __m256 acc[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm256_setzero_ps();
+    blocks<P>(K / 32, [&](int64_t b, int p) {
       const std::byte* blk = row + 34 * b;
       const float dw = half_of(blk);
       const __m256i w = load32(blk + 2);
@@ -55,21 +76,22 @@ struct Q8Body {
       for (int r = 0; r < R; ++r) {
         const __m256i xv = load32(x.q + (m0 + r) * x.ldq + 32 * b);
         const __m256i is = D::dot(aw, _mm256_sign_epi8(xv, w));
-        acc[r] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(dw * x.d[(m0 + r) * x.ldd + b]), acc[r]);
+        acc[r][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(dw * x.d[(m0 + r) * x.ldd + b]),
+                                    acc[r][p]);
       }
-    }
-    for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+    });
+    for (int r = 0; r < R; ++r) out[r] = hsum(fold<P>(acc[r]));
   }
 
   template <int R>
   static void q5_0(const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, float* out) {
-    __m256 acc[R];
-    float corr[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), corr[r] = 0;
+    constexpr int P = chains(R);
+    __m256 acc[R][P];
+    float corr[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm256_setzero_ps(), corr[r][p] = 0;
     const __m256i lo4 = _mm256_set1_epi8(0x0f), b16 = _mm256_set1_epi8(0x10);
-    const int64_t nb = K / 32;
-    for (int64_t b = 0; b < nb; ++b) {
+    blocks<P>(K / 32, [&](int64_t b, int p) {
       const std::byte* blk = row + 22 * b;
       const float dw = half_of(blk);
       uint32_t qh;
@@ -81,11 +103,15 @@ struct Q8Body {
         const int64_t m = m0 + r;
         const __m256i xv = load32(x.q + m * x.ldq + 32 * b);
         const float s = dw * x.d[m * x.ldd + b];
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(D::dot(q, xv)), _mm256_set1_ps(s), acc[r]);
-        corr[r] += s * static_cast<float>(x.bsum[m * x.ldb + 2 * b] + x.bsum[m * x.ldb + 2 * b + 1]);
+        acc[r][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(D::dot(q, xv)), _mm256_set1_ps(s), acc[r][p]);
+        corr[r][p] += s * static_cast<float>(x.bsum[m * x.ldb + 2 * b] + x.bsum[m * x.ldb + 2 * b + 1]);
       }
+    });
+    for (int r = 0; r < R; ++r) {
+      float c = 0;
+      for (int p = 0; p < P; ++p) c += corr[r][p];
+      out[r] = hsum(fold<P>(acc[r])) - 16.0f * c;
     }
-    for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]) - 16.0f * corr[r];
   }
 
   template <int R, bool Five>
