@@ -354,7 +354,7 @@ struct Gemma3Model::Impl {
       rms_norm(k.data(), ly.k_norm.data(), L * Hkv, D, c.rms_eps, k.data());
       rope(q.data(), L, H, pos, c.rope_base(l));
       rope(k.data(), L, Hkv, pos, c.rope_base(l));
-      if (kv_f16) {
+      if (kv_f16) {  // as llama.cpp's f16 cache (rounding q too measured further from it: 5 of 16)
         for (int64_t i = 0; i < L * KD; ++i) k[i] = round_to_f16(k[i]), v[i] = round_to_f16(v[i]);
       }
       ops::KvCache& kc = caches[l];
