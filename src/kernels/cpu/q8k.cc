@@ -170,6 +170,13 @@ void q8k_dot_rows(KFormat f, const std::byte* w, int64_t n0, int64_t n1, int64_t
   check(f, n0, n1, K, x, ldy);
   const bool vnni = isa == Isa::avx512 && cpu_has_avx512_vnni();
   const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f);
+  if (x.M == 1) {  // decode: the row loop inside the ISA kernel
+    if (vnni)
+      detail::q8k_rows_m1_vnni(f, w, rb, n0, n1, K, x, y, accumulate);
+    else
+      detail::q8k_rows_m1_avx2(f, w, rb, n0, n1, K, x, y, accumulate);
+    return;
+  }
   float out[4];
   for (int64_t n = n0; n < n1; ++n) {
     const std::byte* row = w + n * rb;

@@ -60,6 +60,11 @@ void q8k_row_avx2(KFormat f, const std::byte* row, int64_t K, const Q8KRows& x, 
                   float* out);
 void q8k_row_vnni(KFormat f, const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, int R,
                   float* out);
+// Rows [n0, n1) of W (row stride rb) against the single activation row of x (x.M == 1): y[n] (+)=.
+void q8k_rows_m1_avx2(KFormat f, const std::byte* w, int64_t rb, int64_t n0, int64_t n1, int64_t K,
+                      const Q8KRows& x, float* y, bool accumulate);
+void q8k_rows_m1_vnni(KFormat f, const std::byte* w, int64_t rb, int64_t n0, int64_t n1, int64_t K,
+                      const Q8KRows& x, float* y, bool accumulate);
 }  // namespace detail
 }  // namespace cpu
 

@@ -28,4 +28,8 @@ void q8k_row_avx2(KFormat f, const std::byte* row, int64_t K, const Q8KRows& x, 
                   float* out) {
   Q8Body<DotAvx2>::row(f, row, K, x, m0, R, out);
 }
+void q8k_rows_m1_avx2(KFormat f, const std::byte* w, int64_t rb, int64_t n0, int64_t n1, int64_t K,
+                      const Q8KRows& x, float* y, bool accumulate) {
+  Q8Body<DotAvx2>::rows_m1(f, w, rb, n0, n1, K, x, y, accumulate);
+}
 }  // namespace attn::kernels::cpu::detail
