@@ -4,6 +4,7 @@
 #include <attn/core/parallel.h>
 #include <attn/io/finite.h>
 #include <attn/models/gemma3.h>
+#include <attn/ops/geglu.h>
 #include <attn/ops/kv_cache.h>
 #include <attn/ops/linear.h>
 #include <attn/ops/quantized.h>
@@ -118,11 +119,6 @@ void check_tensors(const io::GgufFile& f, const Gemma3Config& c) {
   throw Error(detail::concat("gemma3: ", f.path(), ": tensors do not match the metadata (", c.layers,
                              " layers, dim ", c.dim, ", ffn ", c.ffn, ", heads ", c.heads, "/", c.kv_heads,
                              " of ", c.head_dim, ", vocab ", c.vocab, "): ", os.str()));
-}
-
-float gelu_tanh(float x) {
-  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  return 0.5f * x * (1.0f + std::tanh(k * x * (1.0f + 0.044715f * x * x)));
 }
 
 // rms_norm over rows of n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w
@@ -302,17 +298,39 @@ struct Gemma3Model::Impl {
     }
   }
 
-  // NeoX RoPE on rows [L, heads, D] at positions pos0 + i.
-  void rope(float* t, int64_t L, int64_t heads, int64_t pos0, double base) const {
+  // cos / sin of positions [pos0, pos0 + L) for one RoPE base, [L, D/2] each: made once per forward
+  // pass and base (two bases), not per layer and tensor.
+  struct RopeTable {
+    double base = 0;
+    int64_t pos0 = -1, L = 0;
+    std::vector<float> cs, sn;
+  };
+  RopeTable rope_tables[2];
+
+  const RopeTable& rope_table(int64_t L, int64_t pos0, double base) {
+    RopeTable& t = rope_tables[base == c.rope_global ? 0 : 1];
+    if (t.base == base && t.pos0 == pos0 && t.L == L) return t;
     const int64_t D = c.head_dim, half = D / 2;
-    std::vector<float> cs(half), sn(half);
-    for (int64_t i = 0; i < L; ++i) {
+    t.base = base, t.pos0 = pos0, t.L = L;
+    t.cs.resize(L * half), t.sn.resize(L * half);
+    std::vector<double> inv(half);
+    for (int64_t j = 0; j < half; ++j) inv[j] = std::pow(base, -2.0 * static_cast<double>(j) / D);
+    for (int64_t i = 0; i < L; ++i)
       for (int64_t j = 0; j < half; ++j) {
-        const double theta =
-            static_cast<double>(pos0 + i) * std::pow(base, -2.0 * static_cast<double>(j) / D);
-        cs[j] = static_cast<float>(std::cos(theta));
-        sn[j] = static_cast<float>(std::sin(theta));
+        const double theta = static_cast<double>(pos0 + i) * inv[j];
+        t.cs[i * half + j] = static_cast<float>(std::cos(theta));
+        t.sn[i * half + j] = static_cast<float>(std::sin(theta));
       }
+    return t;
+  }
+
+  // NeoX RoPE on rows [L, heads, D] at positions pos0 + i.
+  void rope(float* t, int64_t L, int64_t heads, int64_t pos0, double base) {
+    const int64_t D = c.head_dim, half = D / 2;
+    const RopeTable& tab = rope_table(L, pos0, base);
+    for (int64_t i = 0; i < L; ++i) {
+      const float* cs = tab.cs.data() + i * half;
+      const float* sn = tab.sn.data() + i * half;
       for (int64_t h = 0; h < heads; ++h) {
         float* r = t + (i * heads + h) * D;
         for (int64_t j = 0; j < half; ++j) {
@@ -378,7 +396,7 @@ struct Gemma3Model::Impl {
       rms_norm(x.data(), ly.ffn_norm.data(), L, C, c.rms_eps, n.data());
       matmul(ly.gate, n.data(), L, g.data(), F);
       matmul(ly.up, n.data(), L, u.data(), F);
-      for (int64_t i = 0; i < L * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+      ops::geglu_tanh(g.data(), u.data(), L * F);
       matmul(ly.down, g.data(), L, tmp.data(), C);
       rms_norm(tmp.data(), ly.post_ffw_norm.data(), L, C, c.rms_eps, tmp.data());
       for (int64_t i = 0; i < L * C; ++i) x[i] += tmp[i];
