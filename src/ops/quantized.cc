@@ -7,9 +7,9 @@
 #include <algorithm>
 
 #include "kernels/cpu/kquant.h"
+#include "kernels/cpu/q8k.h"
 #include "kernels/cpu/qdot.h"
 #include "kernels/cpu/qmatmul.h"
-#include "kernels/cpu/q8k.h"
 
 namespace attn::ops {
 
@@ -194,12 +194,13 @@ bool quant_dot_supported(QuantFormat format) { return kernels::q8k_supported(kq(
 bool quant_dot_fast() { return kernels::cpu::q8k_fast(); }
 
 void QuantActivations::quantize(QuantFormat format, const float* x, int64_t M, int64_t K, int64_t ldx) {
-  ATTN_CHECK(quant_dot_supported(format), "QuantActivations: no 8-bit product for ", quant_format_name(format),
-             " weights (Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+  ATTN_CHECK(quant_dot_supported(format), "QuantActivations: no 8-bit product for ",
+             quant_format_name(format), " weights (Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
   const kernels::Q8Kind kind = kernels::q8k_kind_for(kq(format));
   const int64_t B = kernels::q8k_block(kind);
-  ATTN_CHECK(M >= 1 && K > 0 && K % B == 0 && x != nullptr && ldx >= K, "QuantActivations: expected x [M >= 1, K] with K a ",
-             "positive multiple of ", B, " and row stride >= K; got M ", M, ", K ", K, ", ldx ", ldx);
+  ATTN_CHECK(M >= 1 && K > 0 && K % B == 0 && x != nullptr && ldx >= K,
+             "QuantActivations: expected x [M >= 1, K] with K a ", "positive multiple of ", B,
+             " and row stride >= K; got M ", M, ", K ", K, ", ldx ", ldx);
   const auto need = static_cast<std::size_t>(M * K);
   if (q_.size() < need) q_.resize(need);
   if (d_.size() < need / B) d_.resize(need / B);
