@@ -3,7 +3,11 @@
 // per case; bench/run_gemma3.py runs llama.cpp (llama-cpp-python) on the same file, same threads,
 // side by side.
 //
-//   gemma3_bench [--model PATH] [--threads N] greedy "PROMPT" N   greedy continuation (text + ids)
+//   gemma3_bench [--model PATH] [--threads N] [--int8-rows R] [--kv-f16 1] greedy "PROMPT" N
+//                                          greedy continuation (text + ids; --logits 1: also the top-two
+//                                          logit margin at every step)
+//   --int8-rows R: products over fewer than R tokens use 8-bit activations (default the model's, 16;
+//   0 = f32 activations everywhere); --kv-f16 1: K and V rounded to f16 before caching
 //   gemma3_bench ... prompt N [reps]       prefill of N tokens: tokens/s (best of reps)
 //   gemma3_bench ... decode N              N generated tokens after a 16-token prompt: tokens/s
 //   gemma3_bench ... context CTX N [full]  N generated tokens after CTX tokens of context
@@ -15,6 +19,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +29,13 @@ using namespace attn;
 namespace {
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+// CPU time of the whole process (every thread): on a loaded machine the wall clock counts the time
+// other processes held the cores.
+double cpu_now() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 int32_t argmax(std::span<const float> l) {
   return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
@@ -40,11 +53,22 @@ std::vector<int32_t> filler(const models::Gemma3Model& m, int64_t n) {
 
 int main(int argc, char** argv) {
   std::string model_path;
+  models::Gemma3Options base;
+  bool margins = false;
   int a = 1;
   for (; a + 1 < argc && std::strncmp(argv[a], "--", 2) == 0; a += 2) {
     if (!std::strcmp(argv[a], "--model")) model_path = argv[a + 1];
     if (!std::strcmp(argv[a], "--threads")) set_num_threads(std::atoi(argv[a + 1]));
+    if (!std::strcmp(argv[a], "--int8-rows")) base.int8_max_rows = std::atoll(argv[a + 1]);
+    if (!std::strcmp(argv[a], "--kv-f16")) base.kv_f16 = std::atoi(argv[a + 1]) != 0;
+    if (!std::strcmp(argv[a], "--logits")) margins = std::atoi(argv[a + 1]) != 0;
   }
+  auto opts = [&](int64_t ctx, bool full) {
+    models::Gemma3Options o = base;
+    o.max_context = ctx;
+    o.full_kv_cache = full;
+    return o;
+  };
   if (a >= argc) {
     std::fprintf(stderr,
                  "usage: gemma3_bench [--model PATH] [--threads N] greedy|prompt|decode|context ...\n");
@@ -54,52 +78,62 @@ int main(int argc, char** argv) {
   const std::string path = io::require_gemma3_gguf(model_path);
   try {
     if (mode == "greedy") {
-      models::Gemma3Model m = models::Gemma3Model::load(path, {4096, false});
+      models::Gemma3Model m = models::Gemma3Model::load(path, opts(4096, false));
       const std::vector<int32_t> ids = m.tokenizer().encode(argv[a + 1], true, true);
       const int n = std::atoi(argv[a + 2]);
       std::span<const float> l = m.prefill(ids);
       std::vector<int32_t> out;
+      std::vector<float> gaps;
       for (int i = 0; i < n; ++i) {
         out.push_back(argmax(l));
+        std::vector<float> top(l.begin(), l.end());
+        std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+        gaps.push_back(top[0] - top[1]);
         if (out.back() == m.tokenizer().eos_id()) break;
         l = m.step(out.back());
       }
       std::printf("%s\n", m.tokenizer().decode(out).c_str());
       for (int32_t id : out) std::printf("%d ", id);
       std::printf("\n");
+      if (margins) {
+        for (float g : gaps) std::printf("%.4f ", g);
+        std::printf("\n");
+      }
     } else if (mode == "prompt") {
       const int64_t n = std::atoll(argv[a + 1]);
       const int reps = a + 2 < argc ? std::atoi(argv[a + 2]) : 3;
-      models::Gemma3Model m = models::Gemma3Model::load(path, {n, false});
+      models::Gemma3Model m = models::Gemma3Model::load(path, opts(n, false));
       const std::vector<int32_t> ids = filler(m, n);
-      double best = 1e30;
+      double best = 1e30, best_cpu = 1e30;
       for (int r = 0; r < reps; ++r) {
         m.clear();
-        const double t0 = now();
+        const double t0 = now(), c0 = cpu_now();
         m.prefill(ids);
         best = std::min(best, now() - t0);
+        best_cpu = std::min(best_cpu, cpu_now() - c0);
       }
       std::printf(
           "{\"engine\": \"attn\", \"case\": \"prompt\", \"tokens\": %lld, \"threads\": %d, \"seconds\": "
           "%.4f, "
-          "\"tokens_per_s\": %.1f}\n",
-          static_cast<long long>(n), num_threads(), best, n / best);
+          "\"tokens_per_s\": %.1f, \"cpu_seconds\": %.4f, \"tokens_per_cpu_s\": %.1f}\n",
+          static_cast<long long>(n), num_threads(), best, n / best, best_cpu, n / best_cpu);
     } else if (mode == "decode" || mode == "context") {
       const bool ctx = mode == "context";
       const int64_t context = ctx ? std::atoll(argv[a + 1]) : 16;
       const int64_t n = std::atoll(argv[a + (ctx ? 2 : 1)]);
       const bool full = ctx && a + 3 < argc && !std::strcmp(argv[a + 3], "full");
-      models::Gemma3Model m = models::Gemma3Model::load(path, {context + n + 1, full});
+      models::Gemma3Model m = models::Gemma3Model::load(path, opts(context + n + 1, full));
       const std::vector<int32_t> ids = filler(m, context);
       std::span<const float> l = m.prefill(ids);
-      const double t0 = now();
+      const double t0 = now(), c0 = cpu_now();
       for (int64_t i = 0; i < n; ++i) l = m.step(argmax(l));
-      const double dt = now() - t0;
+      const double dt = now() - t0, dc = cpu_now() - c0;
       std::printf(
           "{\"engine\": \"attn\", \"case\": \"%s\", \"context\": %lld, \"generated\": %lld, \"threads\": %d, "
-          "\"seconds\": %.4f, \"tokens_per_s\": %.2f, \"kv_cache_mib\": %.1f, \"full_cache\": %s}\n",
+          "\"seconds\": %.4f, \"tokens_per_s\": %.2f, \"cpu_seconds\": %.4f, \"tokens_per_cpu_s\": %.2f, "
+          "\"kv_cache_mib\": %.1f, \"full_cache\": %s}\n",
           mode.c_str(), static_cast<long long>(context), static_cast<long long>(n), num_threads(), dt, n / dt,
-          static_cast<double>(m.kv_cache_bytes()) / (1 << 20), full ? "true" : "false");
+          dc, n / dc, static_cast<double>(m.kv_cache_bytes()) / (1 << 20), full ? "true" : "false");
     } else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;

