@@ -3,14 +3,19 @@
 
 A causal decoder (--layers blocks of d_model --d, --heads heads, sequence --n, batch
 --batch) written with torch.nn.functional.scaled_dot_product_attention, as most torch
-models are. Two measurements, best of --repeat, the two sides interleaved:
+models are. Two measurements, best of --repeat, the sides interleaved:
   * the attention part: SDPA forward + backward alone on the block's q, k, v shapes;
   * end to end: forward, loss, backward and an AdamW step of the whole model.
+Each is timed twice: wall time, and the process's CPU time (all threads, time.process_time) per
+step, which a machine loaded by other processes inflates less than wall time (it still counts the
+time threads spin waiting for each other). The attn side runs its kernels on torch's OpenMP team
+(attn.torch.use_torch_threads, the default); --pool adds a third side on attn's own thread pool.
 
-  python3 bench/python_train_step.py [--n 256] [--d 256] [--heads 4] [--layers 4] [--batch 8]
+  python3 bench/python_train_step.py [--n 256] [--d 256] [--heads 4] [--layers 4] [--batch 8] [--pool]
 """
 
 import argparse
+import os
 import time
 
 import torch
@@ -51,15 +56,13 @@ class Model(nn.Module):
         return self.head(x)
 
 
-def best_time(fn, repeat, inner):
+def times(fn, inner):
+    """(wall, CPU) seconds per call of fn, over `inner` calls after one warm-up call."""
     fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / inner)
-    return best
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - t0) / inner, (time.process_time() - c0) / inner
 
 
 def main():
@@ -72,6 +75,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--pool", action="store_true", help="also time attn on its own thread pool")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -102,6 +106,15 @@ def main():
         with at.patch():
             train_step()
 
+    def on_pool(fn):
+        def run():
+            at.use_torch_threads = False
+            try:
+                fn()
+            finally:
+                at.use_torch_threads = True
+        return run
+
     # check the two agree before timing
     with torch.no_grad():
         want = model(ids[:, :-1])
@@ -109,20 +122,30 @@ def main():
             got = model(ids[:, :-1])
     assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
 
-    res = {"torch": [float("inf")] * 2, "attn": [float("inf")] * 2}
+    sides = {"torch": (sdpa_step(F.scaled_dot_product_attention), train_step),
+             "attn": (sdpa_step(at.scaled_dot_product_attention), patched_train_step)}
+    if a.pool:
+        sides["attn pool"] = tuple(on_pool(f) for f in sides["attn"])
+    inf = float("inf")
+    res = {name: [[inf, inf], [inf, inf]] for name in sides}  # [part][wall, cpu]
     for _ in range(a.repeat):
-        res["torch"][0] = min(res["torch"][0], best_time(sdpa_step(F.scaled_dot_product_attention), 1, 3))
-        res["attn"][0] = min(res["attn"][0], best_time(sdpa_step(at.scaled_dot_product_attention), 1, 3))
-        res["torch"][1] = min(res["torch"][1], best_time(train_step, 1, 2))
-        res["attn"][1] = min(res["attn"][1], best_time(patched_train_step, 1, 2))
+        for part, inner in ((0, 3), (1, 2)):
+            for name, fns in sides.items():
+                w, c = times(fns[part], inner)
+                best = res[name][part]
+                best[0], best[1] = min(best[0], w), min(best[1], c)
     print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), attn {attn.__version__} "
-          f"({attn.get_num_threads()} threads); causal decoder: batch {a.batch}, N {a.n}, d_model {a.d}, "
-          f"{a.heads} heads (head size {hd}), {a.layers} layers; best of {a.repeat}")
+          f"({attn.get_num_threads()} threads in its pool); causal decoder: batch {a.batch}, N {a.n}, "
+          f"d_model {a.d}, {a.heads} heads (head size {hd}), {a.layers} layers; best of {a.repeat}; "
+          f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     names = ("attention part: SDPA forward + backward", "end to end: forward + backward + AdamW step")
     for i, name in enumerate(names):
-        t, o = res["torch"][i], res["attn"][i]
-        print(f"  {name:45s} torch {1e3 * t:8.2f} ms   attn {1e3 * o:8.2f} ms   speed-up {t / o:5.2f}x")
-
+        t = res["torch"][i]
+        print(f"  {name}")
+        for side, parts in res.items():
+            r = parts[i]
+            print(f"    {side:10s} wall {1e3 * r[0]:8.2f} ms  speed-up {t[0] / r[0]:5.2f}x   "
+                  f"CPU {1e3 * r[1]:8.2f} ms  speed-up {t[1] / r[1]:5.2f}x")
 
 if __name__ == "__main__":
     main()

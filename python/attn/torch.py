@@ -28,6 +28,16 @@ from ._core import _Prepared
 __all__ = ["scaled_dot_product_attention", "patch", "capture", "Capture"]
 
 _torch_sdpa = torch.nn.functional.scaled_dot_product_attention
+
+# Which threads run attn's kernels in calls from this module: True (the default) = torch's own
+# OpenMP team, torch.get_num_threads() of them, the threads torch's operators just used; False =
+# attn's pool (attn.set_num_threads). torch's OpenMP workers spin for milliseconds after each of its
+# operators, so attn's pool would compete with them for the cores (docs/python.md).
+use_torch_threads = True
+
+
+def _team():
+    return torch.get_num_threads() if use_torch_threads else 0
 _state = threading.local()
 
 
@@ -69,15 +79,26 @@ class _AttnSDPA(torch.autograd.Function):
         p = _Prepared(q, k, v, attn_mask, is_causal, "top_left", scale, enable_gqa, None, None, None, dropout_p,
                       seed, "automatic")
         enabled, batches, heads, rows = selection
-        out, lse, weights = _attn.attention(p.q, p.k, p.v, *p.args(), enabled, batches, heads, rows)
+        if q.dtype == torch.float32 and q.dim() == 4:
+            # The output in torch's own SDPA layout, [B, Lq, H, D] seen as [B, H, Lq, D]: the model's
+            # usual out.transpose(1, 2).reshape(B, Lq, H * D) is then a view, not a copy.
+            B, H, L, D = q.shape
+            out_t = torch.empty(B, L, H, D).transpose(1, 2)
+            _, lse, weights = _attn.attention(p.q, p.k, p.v, *p.args(), enabled, batches, heads, rows, _team(),
+                                              out_t.numpy())
+            result = out_t
+        else:
+            out, lse, weights = _attn.attention(p.q, p.k, p.v, *p.args(), enabled, batches, heads, rows,
+                                                _team())
+            out_t = torch.from_numpy(out)
+            result = _as_torch(p.out_shape(out), q.dtype)
         ctx.prepared = p
         ctx.dtypes = (q.dtype, k.dtype, v.dtype)
         _last_weights.value = weights
-        out_t = torch.from_numpy(out)
         lse_t = torch.from_numpy(lse)
         # q, k, v are saved too so that torch's version check catches an in-place change before backward
         ctx.save_for_backward(q, k, v, out_t, lse_t)
-        return _as_torch(p.out_shape(out), q.dtype)
+        return result
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -88,7 +109,7 @@ class _AttnSDPA(torch.autograd.Function):
         if d.dtype != out_t.dtype:
             d = d.to(out_t.dtype)
         d = d.reshape(tuple(p.q.shape))
-        dq, dk, dv = _attn.attention_backward(p.q, p.k, p.v, out_t, lse_t, d, *p.args())
+        dq, dk, dv = _attn.attention_backward(p.q, p.k, p.v, out_t, lse_t, d, *p.args(), _team())
         qd, kd, vd = ctx.dtypes
         return (_as_torch(p.out_shape(dq), qd), _as_torch(dk.reshape(p.kshape), kd),
                 _as_torch(dv.reshape(p.kshape), vd), None, None, None, None, None, None, None)

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "convert.h"
+#include "team.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -97,11 +98,32 @@ Args make_args(std::optional<AnyArray> allow, std::optional<AnyArray> bias, bool
   return a;
 }
 
+// A writable float32/float64 array attention_into writes the output into (borrowed; its layout is
+// checked by the library).
+using OutArray = nb::ndarray<nb::device::cpu>;
+
+attn::Tensor out_tensor(const OutArray& a) {
+  const auto dt = a.dtype();
+  const bool f32 = dt == nb::dtype<float>(), f64 = dt == nb::dtype<double>();
+  if (!f32 && !f64) throw nb::value_error("out: expected a writable float32 or float64 array");
+  attn::Shape shape(a.ndim()), strides(a.ndim());
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    shape[d] = static_cast<int64_t>(a.shape(d));
+    strides[d] = static_cast<int64_t>(a.stride(d));
+  }
+  auto* keep = new OutArray(a);
+  return attn::Tensor::borrow(a.data(), f32 ? attn::DType::f32 : attn::DType::f64, shape, strides, [keep] {
+    nb::gil_scoped_acquire gil;
+    delete keep;
+  });
+}
+
 nb::tuple attention(const AnyArray& q, const AnyArray& k, const AnyArray& v, std::optional<AnyArray> allow,
                     std::optional<AnyArray> bias, bool causal, std::string align, std::optional<double> scale,
                     std::vector<int64_t> key_lengths, int64_t window_left, int64_t window_right,
                     double softcap, double dropout_p, uint64_t seed, std::string backend, bool capture,
-                    std::vector<int64_t> batches, std::vector<int64_t> heads, std::vector<int64_t> rows) {
+                    std::vector<int64_t> batches, std::vector<int64_t> heads, std::vector<int64_t> rows,
+                    int team_threads, std::optional<OutArray> into) {
   attn::AttentionOptions o = options_from(
       make_args(std::move(allow), std::move(bias), causal, std::move(align), scale, std::move(key_lengths),
                 window_left, window_right, softcap, dropout_p, seed, std::move(backend)));
@@ -110,9 +132,14 @@ nb::tuple attention(const AnyArray& q, const AnyArray& k, const AnyArray& v, std
   o.capture.heads = std::move(heads);
   o.capture.rows = std::move(rows);
   const attn::Tensor tq = to_tensor(q, "q"), tk = to_tensor(k, "k"), tv = to_tensor(v, "v");
-  attn::AttentionResult r = without_gil(ErrorKind::value, [&] { return attn::attention(tq, tk, tv, o); });
+  const attn::Tensor tout = into ? out_tensor(*into) : attn::Tensor();
+  attn::AttentionResult r = without_gil(ErrorKind::value, [&] {
+    const attn::TeamScope team(team_threads > 0 ? attn::python::openmp_team() : nullptr, team_threads);
+    return tout.defined() ? attn::attention_into(tq, tk, tv, tout, o) : attn::attention(tq, tk, tv, o);
+  });
   nb::object w = r.weights.defined() ? to_numpy(r.weights) : nb::none();
-  return nb::make_tuple(to_numpy(r.out), to_numpy(r.lse), w);
+  // With `into`, the output is the caller's array: None in its place.
+  return nb::make_tuple(tout.defined() ? nb::none() : to_numpy(r.out), to_numpy(r.lse), w);
 }
 
 nb::tuple attention_backward(const AnyArray& q, const AnyArray& k, const AnyArray& v, const AnyArray& out,
@@ -120,15 +147,17 @@ nb::tuple attention_backward(const AnyArray& q, const AnyArray& k, const AnyArra
                              std::optional<AnyArray> bias, bool causal, std::string align,
                              std::optional<double> scale, std::vector<int64_t> key_lengths,
                              int64_t window_left, int64_t window_right, double softcap, double dropout_p,
-                             uint64_t seed, std::string backend) {
+                             uint64_t seed, std::string backend, int team_threads) {
   const attn::AttentionOptions o = options_from(
       make_args(std::move(allow), std::move(bias), causal, std::move(align), scale, std::move(key_lengths),
                 window_left, window_right, softcap, dropout_p, seed, std::move(backend)));
   const attn::Tensor tq = to_tensor(q, "q"), tk = to_tensor(k, "k"), tv = to_tensor(v, "v");
   const attn::Tensor tout = to_tensor(out, "out"), tlse = to_tensor(lse, "lse"),
                      tdout = to_tensor(dout, "dout");
-  attn::AttentionGrads g = without_gil(
-      ErrorKind::value, [&] { return attn::attention_backward(tq, tk, tv, tout, tlse, tdout, o); });
+  attn::AttentionGrads g = without_gil(ErrorKind::value, [&] {
+    const attn::TeamScope team(team_threads > 0 ? attn::python::openmp_team() : nullptr, team_threads);
+    return attn::attention_backward(tq, tk, tv, tout, tlse, tdout, o);
+  });
   return nb::make_tuple(to_numpy(g.dq), to_numpy(g.dk), to_numpy(g.dv));
 }
 
@@ -164,10 +193,15 @@ NB_MODULE(_attn, m) {
       "n"_a);
   m.def("attention", &attention, "q"_a, "k"_a, "v"_a, "allow"_a.none(), "bias"_a.none(), "causal"_a,
         "align"_a, "scale"_a.none(), "key_lengths"_a, "window_left"_a, "window_right"_a, "softcap"_a,
-        "dropout_p"_a, "seed"_a, "backend"_a, "capture"_a, "batches"_a, "heads"_a, "rows"_a);
+        "dropout_p"_a, "seed"_a, "backend"_a, "capture"_a, "batches"_a, "heads"_a, "rows"_a,
+        "team_threads"_a = 0, "out"_a.none() = nb::none());
   m.def("attention_backward", &attention_backward, "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "dout"_a,
         "allow"_a.none(), "bias"_a.none(), "causal"_a, "align"_a, "scale"_a.none(), "key_lengths"_a,
-        "window_left"_a, "window_right"_a, "softcap"_a, "dropout_p"_a, "seed"_a, "backend"_a);
+        "window_left"_a, "window_right"_a, "softcap"_a, "dropout_p"_a, "seed"_a, "backend"_a,
+        "team_threads"_a = 0);
+  // team_threads > 0: the call's kernels run as an OpenMP parallel region of that many threads (the
+  // runtime torch uses) instead of attn's pool; attn.torch passes torch.get_num_threads().
+  m.def("openmp_max_threads", &attn::python::openmp_max_threads);
   m.def("time_attention_cpp", &time_attention_cpp, "q"_a, "k"_a, "v"_a, "iterations"_a);
   attn::python::bind_models(m);
 }

@@ -176,9 +176,57 @@ Pool& pool() {
   return p;
 }
 
+// The outside team set on this thread (set_thread_team), or none.
+thread_local TeamRun tls_team_run = nullptr;
+thread_local int tls_team_threads = 1;
+
+// One parallel_for job on an outside team: every member pulls chunks from `next` as the pool's
+// threads do; the first exception is kept and rethrown on the caller.
+struct TeamJob {
+  const std::function<void(int64_t, int64_t, int)>* fn;
+  int64_t n, grain, chunks;
+  std::atomic<int64_t> next{0};
+  std::mutex mu;
+  std::exception_ptr error;
+};
+
+void team_body(int tid, void* ctx) {
+  auto& j = *static_cast<TeamJob*>(ctx);
+  const bool was_in = Pool::tls_in_pool;
+  const int was_tid = Pool::tls_tid;
+  Pool::tls_in_pool = true;
+  Pool::tls_tid = tid;
+  while (true) {
+    const int64_t c = j.next.fetch_add(1);
+    if (c >= j.chunks) break;
+    const int64_t b = c * j.grain, e = std::min(j.n, b + j.grain);
+    try {
+      (*j.fn)(b, e, tid);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(j.mu);
+      if (!j.error) j.error = std::current_exception();
+      j.next.store(j.chunks);
+    }
+  }
+  Pool::tls_in_pool = was_in;
+  Pool::tls_tid = was_tid;
+}
+
 }  // namespace
 
-int num_threads() { return pool().size(); }
+int num_threads() { return tls_team_run ? tls_team_threads : pool().size(); }
+
+void set_thread_team(TeamRun run, int threads) {
+  ATTN_CHECK(run == nullptr || threads >= 1, "set_thread_team: expected threads >= 1; got ", threads);
+  tls_team_run = run;
+  tls_team_threads = run ? threads : 1;
+}
+
+TeamScope::TeamScope(TeamRun run, int threads) : run_(tls_team_run), threads_(tls_team_threads) {
+  set_thread_team(run, threads);
+}
+
+TeamScope::~TeamScope() { set_thread_team(run_, threads_); }
 
 bool in_parallel_for() { return Pool::tls_in_pool; }
 
@@ -190,11 +238,21 @@ void set_num_threads(int n) {
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  if (Pool::tls_in_pool || pool().size() == 1 || n <= grain) {
+  if (Pool::tls_in_pool || num_threads() == 1 || n <= grain) {
     // Serial: a nested call keeps the caller's thread id so per-thread
     // scratch indexed by it stays private.
     const int tid = Pool::tls_in_pool ? Pool::tls_tid : 0;
     for (int64_t b = 0; b < n; b += grain) fn(b, std::min(n, b + grain), tid);
+    return;
+  }
+  if (tls_team_run) {
+    TeamJob job;
+    job.fn = &fn;
+    job.n = n;
+    job.grain = grain;
+    job.chunks = (n + grain - 1) / grain;
+    tls_team_run(tls_team_threads, &team_body, &job);
+    if (job.error) std::rethrow_exception(job.error);
     return;
   }
   pool().run(n, grain, fn);

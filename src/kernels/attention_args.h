@@ -104,12 +104,19 @@ struct AttnArgs {
 // Forward outputs.
 template <typename T>
 struct AttnOut {
-  T* out = nullptr;  // [B, H, Lq, D] contiguous
+  T* out = nullptr;  // [B, H, Lq, D]: contiguous, or with the strides sout (unit stride in D)
+  Strides4 sout;     // all zero: contiguous
   T* lse = nullptr;  // [B, H, Lq] contiguous
   // Weight capture (optional): probabilities for the listed (b, h, i),
   // written contiguous as [nb, nh, nr, Lk].
   T* weights = nullptr;
   std::vector<int64_t> cap_b, cap_h, cap_i;
+
+  // Row (b, h, i) of out; H, Lq, D are the call's.
+  T* out_row(int64_t b, int64_t h, int64_t i, int64_t H, int64_t Lq, int64_t D) const {
+    if (sout.r == 0) return out + ((b * H + h) * Lq + i) * D;
+    return out + b * sout.b + h * sout.h + i * sout.r;
+  }
 };
 
 // Backward inputs and outputs.

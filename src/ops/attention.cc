@@ -2,6 +2,8 @@
 #include <attn/core/parallel.h>
 #include <attn/ops/attention.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -182,15 +184,17 @@ Backend resolve(const Tensor& q, const AttentionOptions& o) {
   return q.dtype() == DType::f64 ? Backend::reference : Backend::fused;
 }
 
+// `into`: the caller's output tensor (attention_into), checked; undefined = allocate one.
 template <typename T>
 AttentionResult forward_t(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d,
-                          const AttentionOptions& o, Backend be) {
+                          const AttentionOptions& o, Backend be, const Tensor& into = Tensor()) {
   const DType ot = dtype_of<T>::value;
   AttentionResult r;
-  r.out = Tensor::empty({d.B, d.H, d.Lq, d.D}, ot);
+  r.out = into.defined() ? into : Tensor::empty({d.B, d.H, d.Lq, d.D}, ot);
   r.lse = Tensor::empty({d.B, d.H, d.Lq}, ot);
   AttnOut<T> out;
   out.out = r.out.template data<T>();
+  if (!r.out.is_contiguous()) out.sout = strides4(r.out);
   out.lse = r.lse.template data<T>();
   if (o.capture.enabled) {
     out.cap_b = all_or(o.capture.batches, d.B);
@@ -267,6 +271,37 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
   const Backend be = resolve(q, options);
   if (q.dtype() == DType::f64) return forward_t<double>(q, k, v, d, options, be);
   return forward_t<float>(q, k, v, d, options, be);
+}
+
+AttentionResult attention_into(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                               const AttentionOptions& options) {
+  const Dims d = check_qkv(q, k, v);
+  check_options(d, q.dtype(), options);
+  const Backend be = resolve(q, options);
+  const DType want = q.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const Shape shape{d.B, d.H, d.Lq, d.D};
+  ATTN_CHECK(out.defined() && out.shape() == shape, "attention_into: out must have shape ", shape_str(shape),
+             "; got ", out.defined() ? shape_str(out.shape()) : "undefined");
+  ATTN_CHECK(out.dtype() == want, "attention_into: out must be ", dtype_name(want), " for ",
+             dtype_name(q.dtype()), " inputs; got ", dtype_name(out.dtype()));
+  // Rows must not overlap: unit stride in D, and the three outer strides, sorted, each at least the
+  // extent of what they step over (a permutation of a dense layout passes, a broadcast does not).
+  if (d.B * d.H * d.Lq > 0 && !out.is_contiguous()) {
+    ATTN_CHECK(d.D == 1 || out.stride(3) == 1, "attention_into: out must have unit stride in D; got strides ",
+               shape_str(out.strides()));
+    std::array<std::array<int64_t, 2>, 3> dims{
+        {{out.stride(0), d.B}, {out.stride(1), d.H}, {out.stride(2), d.Lq}}};
+    std::sort(dims.begin(), dims.end());
+    int64_t extent = d.D;  // elements spanned by what the current stride steps over
+    for (const auto& [stride, size] : dims) {
+      if (size == 1) continue;
+      ATTN_CHECK(stride >= extent, "attention_into: out's rows overlap (strides ", shape_str(out.strides()),
+                 " for shape ", shape_str(out.shape()), "); expected a non-overlapping layout");
+      extent = stride * size;
+    }
+  }
+  if (q.dtype() == DType::f64) return forward_t<double>(q, k, v, d, options, be, out);
+  return forward_t<float>(q, k, v, d, options, be, out);
 }
 
 AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,

@@ -27,4 +27,26 @@ void parallel_for(int64_t n, int64_t grain,
 // it (code that needs its chunks to run concurrently, e.g. with barriers between them, checks this).
 bool in_parallel_for();
 
+// An outside thread team for the parallel_for calls made from the calling thread, instead of attn's
+// pool: run(threads, body, ctx) must call body(t, ctx) once for each t in [0, threads), on any threads
+// (concurrently or not), and return when all have returned; body never throws. The Python module
+// installs the host's OpenMP team here around a call from PyTorch, so attn's kernels run on the
+// threads torch's own operators just used (still spinning for work) instead of competing with them
+// for the cores. While set on a thread, num_threads() there is `threads`. run = nullptr restores the
+// pool. TeamScope sets it for a scope and restores the previous one.
+using TeamRun = void (*)(int threads, void (*body)(int thread_id, void* ctx), void* ctx);
+void set_thread_team(TeamRun run, int threads);
+
+class TeamScope {
+ public:
+  TeamScope(TeamRun run, int threads);
+  ~TeamScope();
+  TeamScope(const TeamScope&) = delete;
+  TeamScope& operator=(const TeamScope&) = delete;
+
+ private:
+  TeamRun run_;
+  int threads_;
+};
+
 }  // namespace attn

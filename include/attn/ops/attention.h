@@ -93,6 +93,14 @@ struct AttentionGrads {
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
                           const AttentionOptions& options = {});
 
+// attention() writing the output into the caller's `out` instead of a new tensor: out is
+// [B, H, Lq, D] of the result dtype (f32; f64 for f64 inputs) with unit stride in D and rows that do
+// not overlap, in any other layout, e.g. a [B, Lq, H, D] buffer seen through a transpose (the layout
+// torch's SDPA returns, so the model's transpose-and-reshape after it copies nothing). The result's
+// `out` is that tensor; lse and weights are allocated as in attention().
+AttentionResult attention_into(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                               const AttentionOptions& options = {});
+
 // Gradients of sum(dout · out). `out` and `lse` are what attention() returned
 // for the same inputs and options; probabilities are recomputed from lse.
 AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,

@@ -325,7 +325,7 @@ void finalize(const AttnArgs<float>& a, const TileRows& t, const Geometry& g, co
               AttnOut<float>& o) {
   for (int r = 0; r < t.n; ++r) {
     const int64_t row = (t.b * a.H + t.h[r]) * a.Lq + t.i[r];
-    float* out = o.out + row * a.D;
+    float* out = o.out_row(t.b, t.h[r], t.i[r], a.H, a.Lq, a.D);
     const float l = s.l[r];
     const float inv = l == 0.f ? 0.f : 1.f / l;  // NaN l: NaN row
     const float* orow = s.o.get() + static_cast<int64_t>(r) * g.ldo;
@@ -546,7 +546,7 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
             M = std::max(M, part(sp)[0]);
             nan |= std::isnan(part(sp)[0]) || std::isnan(part(sp)[1]);
           }
-          float* out = o.out + row * a.D;
+          float* out = o.out_row(t.b, t.h[r], t.i[r], a.H, a.Lq, a.D);
           if (nan) {
             std::fill(out, out + a.D, std::numeric_limits<float>::quiet_NaN());
             o.lse[row] = std::numeric_limits<float>::quiet_NaN();

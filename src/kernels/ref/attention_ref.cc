@@ -56,7 +56,7 @@ void attention_forward(const AttnArgs<T>& a, AttnOut<T>& o) {
         T m = neg_inf;
         bool nan = false;
         for (T x : s) nan |= std::isnan(x), m = std::max(m, x);
-        T* out = o.out + ((b * a.H + h) * a.Lq + i) * a.D;
+        T* out = o.out_row(b, h, i, a.H, a.Lq, a.D);
         T* lse = o.lse + (b * a.H + h) * a.Lq + i;
         if (nan) {  // a NaN logit makes the whole row NaN (out and lse), even when every logit is NaN
           for (int64_t d = 0; d < a.D; ++d) out[d] = std::numeric_limits<T>::quiet_NaN();
