@@ -12,6 +12,7 @@
 #include <attn/io/model_files.h>
 #include <attn/text/unigram.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 
@@ -115,7 +116,19 @@ TEST(UnigramJson, EqualsTheContainersTokenizerOnRandomStrings) {
   }
 }
 
-// ---- malformed and unsupported files (always run) ----
+// ---- a tiny file (the fuzz seed: an empty charsmap) and malformed ones (always run) ----
+
+TEST(UnigramJson, ReadsATinyFile) {
+  const UnigramTokenizer tok =
+      UnigramTokenizer::from_tokenizer_json(testing::source_path("fuzz/seeds/unigram_json/tiny.json"), 16);
+  EXPECT_EQ(tok.vocab_size(), 8);
+  EXPECT_EQ(tok.max_length(), 16);
+  EXPECT_EQ(tok.encode("a  a"), (std::vector<int32_t>{0, 6, 6, 2}));  // "▁a" twice: spaces collapsed
+  EXPECT_EQ(tok.encode("ab"), (std::vector<int32_t>{0, 6, 7, 2}));    // "▁a" + "b" beats "▁" + "a" + "b"
+  const std::vector<int32_t> unk = tok.encode("c");
+  EXPECT_NE(std::find(unk.begin(), unk.end(), 3), unk.end()) << "no piece has c: <unk>";
+  EXPECT_EQ(tok.encode(std::string(40, 'a')).size(), 16u);  // truncated to max_length, </s> kept
+}
 
 std::string with(const std::string& model, const std::string& normalizer = "null") {
   return R"({"version": "1.0", "added_tokens": [{"id": 0, "content": "<s>"}, {"id": 1, "content": "<pad>"},
