@@ -6,7 +6,11 @@
 // pooling, L2 norm).
 //
 //   e5_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128] [--min-time 2]
-//            [--model FILE] [--engine SO] [--clock wall|thread] [--repeats 3]
+//            [--model FILE] [--engine SO] [--clock wall|thread] [--repeats 3] [--q8-max-tokens N]
+//
+// --q8-max-tokens: attn's batches of at most N padded tokens run the 8-bit products on the
+// container's 4-bit weights (EmbedOptions::quantized_max_tokens; default kBertQuantizedMaxTokens,
+// 0: f32 always), larger ones the f32 path on the weights dequantized at load.
 //
 // --repeats: each case times attn then the engine this many times, alternating, and keeps each
 // one's best median (so both see the same phases of a shared machine's load).
@@ -113,6 +117,7 @@ int main(int argc, char** argv) {
   double min_time = 2.0;
   std::vector<int64_t> latency_seqs = {16, 128};
   std::string model, engine_path;
+  int64_t q8_max_tokens = attn::models::kBertQuantizedMaxTokens;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -140,11 +145,13 @@ int main(int argc, char** argv) {
       attn::bench::use_thread_clock() = next() == "thread";
     else if (a == "--latency-seqs")
       latency_seqs = attn::bench::parse_list(next());
+    else if (a == "--q8-max-tokens")
+      q8_max_tokens = std::atoll(next().c_str());
     else {
       std::fprintf(
           stderr,
           "usage: e5_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] [--min-time S] "
-          "[--model FILE] [--engine SO]\n");
+          "[--model FILE] [--engine SO] [--clock wall|thread] [--repeats R] [--q8-max-tokens N]\n");
       return 2;
     }
   }
@@ -177,13 +184,16 @@ int main(int argc, char** argv) {
   const attn::models::SentenceEncoder enc = attn::models::SentenceEncoder::load_e5(container);
   const int dim = eng.dim(eng.model);
   std::printf(
-      "{\"cpu\": \"%s\", \"threads\": %d, \"clock\": \"%s\", \"model\": \"%s\", \"engine\": \"%s\"}\n",
+      "{\"cpu\": \"%s\", \"threads\": %d, \"clock\": \"%s\", \"model\": \"%s\", \"engine\": \"%s\", "
+      "\"attn_quantized\": %s, \"q8_max_tokens\": %lld}\n",
       cpu_model().c_str(), threads, attn::bench::use_thread_clock() ? "thread" : "wall", container.c_str(),
-      engine_path.c_str());
+      engine_path.c_str(), enc.model().has_quantized() ? "true" : "false",
+      static_cast<long long>(q8_max_tokens));
 
   attn::models::EmbedOptions eo;
   eo.role = attn::models::TextRole::passage;
   eo.batch_size = batch;
+  eo.quantized_max_tokens = q8_max_tokens;
   auto check_counts = [&](const std::vector<std::string>& texts, int64_t want) {
     for (const std::string& t : texts) {
       const int c = eng.token_count(eng.model, t.c_str(), 0);

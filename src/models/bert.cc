@@ -1,6 +1,7 @@
 // BERT encoder inference and the sentence encoder (include/attn/models/bert.h).
 #include <attn/core/autograd.h>
 #include <attn/core/error.h>
+#include <attn/core/f16.h>
 #include <attn/core/parallel.h>
 #include <attn/io/files.h>
 #include <attn/io/finite.h>
@@ -10,6 +11,7 @@
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
+#include <attn/ops/quantized.h>
 #include <attn/text/unigram.h>
 #include <sys/stat.h>
 
@@ -172,6 +174,13 @@ struct BertModel::Weights {
     Tensor w1, b1;  // [C, F], [F]
     Tensor w2, b2;  // [F, C], [C]
     Tensor ln2_w, ln2_b;
+    // With q4_0_blocks: the same matrices as Q4_1 blocks ([out, in] rows; the query, key and value rows
+    // stacked, as wqkv's columns) with their repacked copy for ops::Q8Dot.
+    struct Quant {
+      std::vector<std::byte> blocks;
+      ops::QuantMatrix m;
+    };
+    Quant qqkv, qo, q1, q2;
   };
   Tensor word, pos, type;  // [V, C], [P, C], [T, C]; word undefined when word_rows reads the rows
   std::function<void(int64_t, float*)> word_rows;
@@ -180,6 +189,7 @@ struct BertModel::Weights {
   // wqkv, wo, w1 and w2 hold their packed form (ops::pack_weight_t, 32-column panels) instead of the
   // [in, out] matrix: packed once here, read contiguously by every product (issue 15).
   bool packed = false;
+  bool quantized = false;  // every layer has its Quant matrices
 
   // Activation buffers kept between forward calls (one flat f32 block, grown on demand), so a batch
   // does not page-fault tens of megabytes of fresh memory in every call. A call that finds the
@@ -309,6 +319,31 @@ BertWeights BertModel::weights_from_safetensors(const BertConfig& config, const 
   return w;
 }
 
+// Q4_0 (f16 d, 16 bytes of nibbles: w = d·(q − 8)) rewritten as Q4_1 (f16 d, f16 m, the same nibbles:
+// w = d·q + m) with m = −8·d, which is exact in f16 (a power-of-two multiple of d) and gives the same
+// f32 weights: d·q − 8·d = d·(q − 8) exactly (both products are exact in f32).
+std::vector<std::byte> q4_0_to_q4_1(std::span<const std::byte> q40, const std::string& what) {
+  constexpr std::size_t kIn = 18, kOut = 20;
+  ATTN_CHECK(q40.size() % kIn == 0, "bert: the Q4_0 blocks of ", what, " are ", q40.size(),
+             " bytes; expected a multiple of 18 (one f16 scale and 16 bytes of nibbles per 32 weights)");
+  const std::size_t nb = q40.size() / kIn;
+  std::vector<std::byte> out(nb * kOut);
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::byte* src = q40.data() + b * kIn;
+    std::byte* dst = out.data() + b * kOut;
+    uint16_t d;
+    std::memcpy(&d, src, 2);
+    const float df = f16_to_f32(d);
+    ATTN_CHECK(std::isfinite(df) && std::abs(df) <= 4096.0f, "bert: ", what, ": quantized block ", b,
+               " has scale ", df, "; expected a finite scale of at most 4096 in magnitude");
+    const uint16_t m = f32_to_f16(-8.0f * df);
+    std::memcpy(dst, &d, 2);
+    std::memcpy(dst + 2, &m, 2);
+    std::memcpy(dst + 4, src + 2, 16);
+  }
+  return out;
+}
+
 BertWeights BertModel::weights_from_e5(const io::E5Container& container) {
   BertWeights w;
   for (const std::string& n : container.hf_names())
@@ -316,6 +351,11 @@ BertWeights BertModel::weights_from_e5(const io::E5Container& container) {
   // Scales are checked finite here once (a row read later never sees a non-finite scale).
   container.check_finite("emb.word");
   w.word_rows = [container](int64_t id, float* out) { container.word_embedding_row(id, out); };
+  w.q4_0_blocks = [container](const std::string& hf_name) -> std::span<const std::byte> {
+    const std::string n = io::e5_name_of_hf(hf_name);
+    if (n.empty() || !container.contains(n) || container.info(n).dtype != io::E5DType::q4_0) return {};
+    return container.bytes(n);
+  };
   return w;
 }
 
@@ -393,7 +433,41 @@ BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::s
     for (const auto& [n, s] : expected)
       if (n.rfind(p, 0) == 0) weights.tensors.erase(n);
   }
+  // The quantized copies, when every matrix of every layer has its Q4_0 blocks (and the CPU runs the
+  // 8-bit kernel; without it those products are slower than f32 and the model keeps f32 only).
+  if (weights.q4_0_blocks && ops::q8_dot_fast() && C % ops::kQuantBlock == 0 &&
+      config_.intermediate_size % ops::kQuantBlock == 0) {
+    const int64_t F = config_.intermediate_size;
+    bool all = true;
+    for (int64_t i = 0; i < config_.num_layers && all; ++i) {
+      const std::string p = "encoder.layer." + std::to_string(i) + ".";
+      Weights::Layer& l = w_->layers[static_cast<std::size_t>(i)];
+      auto build = [&](Weights::Layer::Quant& q, std::initializer_list<const char*> names, int64_t N,
+                       int64_t K) {
+        for (const char* n : names) {
+          const std::span<const std::byte> b = weights.q4_0_blocks(p + n + ".weight");
+          if (b.empty()) return false;
+          ATTN_CHECK(static_cast<int64_t>(b.size()) == N / static_cast<int64_t>(names.size()) * K / 32 * 18,
+                     "bert: ", what, ": the Q4_0 blocks of ", p, n, ".weight are ", b.size(),
+                     " bytes; expected ", N / static_cast<int64_t>(names.size()) * K / 32 * 18);
+          const std::vector<std::byte> q41 = q4_0_to_q4_1(b, what + ": " + p + n + ".weight");
+          q.blocks.insert(q.blocks.end(), q41.begin(), q41.end());
+        }
+        q.m = ops::QuantMatrix(ops::QuantFormat::q4_1, q.blocks.data(), N, K);
+        q.m.pack_q8();
+        return true;
+      };
+      all = build(l.qqkv, {"attention.self.query", "attention.self.key", "attention.self.value"}, 3 * C, C) &&
+            build(l.qo, {"attention.output.dense"}, C, C) && build(l.q1, {"intermediate.dense"}, F, C) &&
+            build(l.q2, {"output.dense"}, C, F);
+    }
+    w_->quantized = all;
+    if (!all)
+      for (Weights::Layer& l : w_->layers) l.qqkv = l.qo = l.q1 = l.q2 = {};
+  }
 }
+
+bool BertModel::has_quantized() const { return w_->quantized; }
 
 BertModel::~BertModel() = default;
 BertModel::BertModel(BertModel&&) noexcept = default;
@@ -532,6 +606,18 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
     else
       ops::gemm(false, false, T, N, K, 1.0f, in, ldx, W.data<float>(), N, beta, cp, ldc);
   };
+  // Small batches of a quantized model: 8-bit activations × the 4-bit weights (ops::Q8Dot).
+  const bool q8 = w_->quantized && T <= options.quantized_max_tokens;
+  ops::Q8Activations xq;
+  const ops::Q8Dot q8dot = ops::q8_dot();
+  // y [T, N] (row stride ldy) (+)= in [T, K] · Wᵀ, rows of W split over the pool.
+  auto qlinear = [&](const Weights::Layer::Quant& q, const float* in, int64_t K, float* yp, int64_t ldy,
+                     bool accumulate) {
+    xq.quantize(in, T, K, K);
+    const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, K * T)) / 16 * 16;
+    parallel_for(q.m.rows(), grain,
+                 [&](int64_t n0, int64_t n1, int) { q8dot(q.m, n0, n1, xq, yp, ldy, accumulate); });
+  };
   AttentionOptions aopt;
   aopt.key_lengths = out.lengths;
   aopt.capture.enabled = options.capture_attention;
@@ -540,7 +626,10 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   const auto attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   for (const Weights::Layer& w : w_->layers) {
     float* qp = qkv.data<float>();
-    if (small) {
+    if (q8) {
+      fill_rows(qp, w.bqkv.data<float>(), T, 3 * C);
+      qlinear(w.qqkv, xp, C, qp, 3 * C, true);
+    } else if (small) {
       small_linear(xp, C, w.wqkv, w.bqkv.data<float>(), qp, 3 * C, 3 * C, C);
     } else {
       // qkv = bias, then qkv += x · Wqkv (beta 1: BLAS skips its zeroing pass over C).
@@ -573,7 +662,23 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
       mark("head_merge");
     }
     float* fp = ff.data<float>();
-    if (small) {
+    if (q8) {
+      // As the BLAS path: the residual stream accumulates the products, the biases join in the norms.
+      qlinear(w.qo, ctx.data<float>(), C, xp, C, true);
+      mark("o_gemm");
+      ops::residual_layer_norm(xp, nullptr, w.bo.data<float>(), w.ln1_w.data<float>(), w.ln1_b.data<float>(),
+                               T, C, eps);
+      mark("ln1");
+      qlinear(w.q1, xp, C, fp, F, false);
+      mark("ffn_up_gemm");
+      ops::bias_gelu(fp, w.b1.data<float>(), T, F);
+      mark("bias_gelu");
+      qlinear(w.q2, fp, F, xp, C, true);
+      mark("ffn_down_gemm");
+      ops::residual_layer_norm(xp, nullptr, w.b2.data<float>(), w.ln2_w.data<float>(), w.ln2_b.data<float>(),
+                               T, C, eps);
+      mark("ln2");
+    } else if (small) {
       float* yp = y.data<float>();
       small_linear(ctx.data<float>(), C, w.wo, w.bo.data<float>(), yp, C, C, C);
       mark("o_gemm");
@@ -863,7 +968,9 @@ Embeddings SentenceEncoder::embed_ids(const std::vector<std::vector<int32_t>>& i
     BertInput in;
     for (int64_t i = 0; i < n; ++i)
       in.ids.push_back(ids[static_cast<std::size_t>(order[static_cast<std::size_t>(s + i)])]);
-    const BertOutput r = model_->forward(in);
+    BertRunOptions ro;
+    ro.quantized_max_tokens = options.quantized_max_tokens;
+    const BertOutput r = model_->forward(in, ro);
     const int64_t L = r.hidden.size(1);
     const float* hp = r.hidden.data<float>();
     for (int64_t i = 0; i < n; ++i) {

@@ -1062,7 +1062,12 @@ ClassifyTrainResult train_classifier(const ClassifyTrainOptions& options) {
     std::remove(probe.c_str());
   }
 
-  if (!s.encoder.empty()) return finetune_classifier(s, t_start, progress, created);
+  if (!s.encoder.empty()) {
+    // The fine-tune runs its epochs; only a --minutes the caller gave stops it earlier (not the
+    // preset's budget for the from-scratch model, which on a slow machine cut it short silently).
+    s.minutes = options.minutes;
+    return finetune_classifier(s, t_start, progress, created);
+  }
 
   // ---- data ----
   const Prepared prep = prepare(s, progress);

