@@ -142,8 +142,11 @@ class Generator:
 
 def explain(sentence=None, *, query="", seed=None, scores=None, tokens=None, multi_head=False, heads=None,
             cost=None, mask=None, length=-1, window=-1, causal=False, model=None, layer=None, head=0, word="",
-            dims=4, text=False):
+            dims=4, text=False, lang="en"):
     """The report of `attn explain ... --json` as a dict (text=True: the text it prints).
+
+    lang: "en" or "zh" (also a locale name such as "zh_CN.UTF-8"), the language of the text;
+    the numbers and the JSON are the same in both, apart from its "lang" key.
 
     Modes, as the command's: the walkthrough (default; sentence = list of words or a
     string split on spaces, query = a word or position), scores=[...] (tokens=[...]),
@@ -176,7 +179,7 @@ def explain(sentence=None, *, query="", seed=None, scores=None, tokens=None, mul
         mode, words, seed, str(query), [float(s) for s in (scores or [])], [str(t) for t in (tokens or [])],
         n_heads, int(c.get("n", 0)), int(c.get("d", 0)), int(c.get("batch", 1)), bool(c.get("causal", causal)),
         str(mask or ""), int(length), int(window), str(model or ""), model_text, layer, int(head), str(word),
-        int(dims))
+        int(dims), str(lang))
     return report_text if text else json.loads(report_json)
 
 

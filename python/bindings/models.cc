@@ -194,12 +194,14 @@ nb::tuple explain(const std::string& mode, std::optional<std::vector<std::string
                   std::vector<std::string> tokens, int64_t heads, int64_t n, int64_t d, int64_t batch,
                   bool causal, std::string mask, int64_t length, int64_t window, std::string model,
                   std::string text, std::optional<int64_t> layer, int64_t head, std::string word,
-                  int64_t dims) {
+                  int64_t dims, const std::string& lang_name) {
+  const teach::Lang lang = without_gil(ErrorKind::value, [&] { return teach::parse_lang(lang_name); });
   teach::Report r = without_gil(ErrorKind::value, [&] {
     if (mode == "scores") {
       teach::ScoresOptions o;
       o.scores = scores;
       o.tokens = tokens;
+      o.lang = lang;
       return teach::softmax_scores(o);
     }
     if (mode == "cost") {
@@ -209,6 +211,7 @@ nb::tuple explain(const std::string& mode, std::optional<std::vector<std::string
       o.heads = heads;
       o.batch = batch;
       o.causal = causal;
+      o.lang = lang;
       return teach::cost(o);
     }
     if (mode == "mask") {
@@ -218,6 +221,7 @@ nb::tuple explain(const std::string& mode, std::optional<std::vector<std::string
       o.length = length;
       o.window = window;
       o.causal = causal;
+      o.lang = lang;
       return teach::mask(o);
     }
     if (mode == "model") {
@@ -228,6 +232,7 @@ nb::tuple explain(const std::string& mode, std::optional<std::vector<std::string
       o.head = head;
       o.word = word;
       o.show_dims = dims;
+      o.lang = lang;
       return teach::explain_model(o);
     }
     if (mode == "multi-head") {
@@ -235,12 +240,14 @@ nb::tuple explain(const std::string& mode, std::optional<std::vector<std::string
       o.sentence = sentence_of(sentence, seed);
       o.query = query;
       o.heads = heads;
+      o.lang = lang;
       return teach::multi_head(o);
     }
     ATTN_CHECK(mode == "walkthrough", "explain: unknown mode '", mode, "'");
     teach::WalkthroughOptions o;
     o.sentence = sentence_of(sentence, seed);
     o.query = query;
+    o.lang = lang;
     return teach::walkthrough(o);
   });
   return nb::make_tuple(r.text, teach::json_text(r.json));
@@ -290,7 +297,7 @@ void bind_models(nb::module_& m) {
       .def_prop_ro("capacity", &Generator::capacity);
   m.def("explain", &explain, "mode"_a, "sentence"_a.none(), "seed"_a.none(), "query"_a, "scores"_a,
         "tokens"_a, "heads"_a, "n"_a, "d"_a, "batch"_a, "causal"_a, "mask"_a, "length"_a, "window"_a,
-        "model"_a, "text"_a, "layer"_a.none(), "head"_a, "word"_a, "dims"_a);
+        "model"_a, "text"_a, "layer"_a.none(), "head"_a, "word"_a, "dims"_a, "lang"_a = "en");
 
   nb::class_<tasks::ClassifyTrainOptions> opts(m, "ClassifyTrainOptions");
   opts.def(nb::init<>());

@@ -93,6 +93,14 @@ def test_explain_equals_attn_explain_json():
     assert attn.explain(mask="window", window=1, causal=True) == json.loads(
         _run("explain", "--mask", "window", "--window", "1", "--causal", "--json"))
     assert "softmax" in attn.explain(scores=[1, 2], text=True).lower()
+    # The Chinese report: the same numbers (the JSON differs only in "lang"), Chinese text.
+    zh = attn.explain(lang="zh")
+    assert zh == json.loads(_run("explain", "--lang", "zh", "--json"))
+    en = attn.explain()
+    assert zh.pop("lang") == "zh" and en.pop("lang") == "en" and zh == en
+    assert "缩放点积注意力" in attn.explain(lang="zh", text=True)
+    with pytest.raises(ValueError, match="expected zh or en"):
+        attn.explain(lang="fr")
     with pytest.raises(ValueError):
         attn.explain(scores=[1], cost=dict(n=1, d=1, heads=1))
     with pytest.raises(ValueError):
