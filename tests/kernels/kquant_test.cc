@@ -11,6 +11,7 @@
 #include <random>
 
 #include "kernels/isa_test_util.h"
+#include "kernels/kquant_test_util.h"
 #include "testing/testing.h"
 #include "testing/tolerances.h"
 
@@ -19,59 +20,6 @@ namespace {
 
 using kernels::KFormat;
 using kernels::cpu::Isa;
-
-// Random bytes with every f16 field a finite value of size ~scale (K-quant scales and mins are
-// small integers times d, dmin).
-std::vector<std::byte> random_kblocks(KFormat f, int64_t N, int64_t K, uint32_t seed) {
-  const int64_t be = kernels::kformat_block_elems(f), bb = kernels::kformat_block_bytes(f);
-  const int64_t nblk = N * K / be;
-  std::mt19937 rng(seed);
-  std::vector<std::byte> out(nblk * bb);
-  for (auto& b : out) b = static_cast<std::byte>(rng() & 0xff);
-  std::vector<int> halves;
-  switch (f) {
-    case KFormat::q4_1:
-    case KFormat::q5_1:
-    case KFormat::q4_k:
-    case KFormat::q5_k:
-      halves = {0, 2};
-      break;
-    case KFormat::q6_k:
-      halves = {208};
-      break;
-    default:
-      halves = {0};
-  }
-  std::normal_distribution<float> nd(0.0f, f == KFormat::q4_k || f == KFormat::q5_k ? 0.01f : 0.05f);
-  for (int64_t b = 0; b < nblk; ++b)
-    for (int off : halves) {
-      const uint16_t h = f32_to_f16(nd(rng));
-      std::memcpy(out.data() + b * bb + off, &h, 2);
-    }
-  return out;
-}
-
-io::GgmlType ggml_of(KFormat f) {
-  switch (f) {
-    case KFormat::q4_0:
-      return io::GgmlType::Q4_0;
-    case KFormat::q4_1:
-      return io::GgmlType::Q4_1;
-    case KFormat::q5_0:
-      return io::GgmlType::Q5_0;
-    case KFormat::q5_1:
-      return io::GgmlType::Q5_1;
-    case KFormat::q8_0:
-      return io::GgmlType::Q8_0;
-    case KFormat::q4_k:
-      return io::GgmlType::Q4_K;
-    case KFormat::q5_k:
-      return io::GgmlType::Q5_K;
-    case KFormat::q6_k:
-      return io::GgmlType::Q6_K;
-  }
-  return io::GgmlType::F32;
-}
 
 struct KCase {
   std::string name;
@@ -102,7 +50,7 @@ using KQuant = testing::IsaCaseTest<KCase>;
 TEST_P(KQuant, MatchesTheDoubleOracleAndUnpacksExactly) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
-  const std::vector<std::byte> w = random_kblocks(c.format, c.N, c.K, 19);
+  const std::vector<std::byte> w = testing::random_kblocks(c.format, c.N, c.K, 19);
   const int64_t ldx = c.K + c.pad_x, ldy = c.N + c.pad_y;
   const Tensor x = testing::random_uniform({c.M, ldx}, 3);
   Tensor y = Tensor::full({c.M, ldy}, c.accumulate ? 0.5 : 12345.0);
@@ -123,7 +71,7 @@ TEST_P(KQuant, MatchesTheDoubleOracleAndUnpacksExactly) {
 
   std::vector<float> fast(c.N * c.K), want(c.N * c.K);
   kernels::cpu::kquant_unpack_rows(c.format, w.data(), 0, c.N, c.K, fast.data());
-  io::dequantize(ggml_of(c.format), w.data(), c.N * c.K, want.data());
+  io::dequantize(kernels::kformat_ggml_type(c.format), w.data(), c.N * c.K, want.data());
   for (int64_t i = 0; i < c.N * c.K; ++i) {
     uint32_t a, b;
     std::memcpy(&a, &fast[i], 4);
@@ -138,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(Table, KQuant,
                          testing::isa_case_name<KCase>);
 
 TEST(KQuantArgs, SizesOffTheBlockAreErrors) {
-  const std::vector<std::byte> w = random_kblocks(KFormat::q4_k, 1, 256, 1);
+  const std::vector<std::byte> w = testing::random_kblocks(KFormat::q4_k, 1, 256, 1);
   std::vector<float> x(256), y(1);
   EXPECT_ERROR_CONTAINS(kernels::cpu::kquant_matmul_rows(KFormat::q4_k, w.data(), 0, 1, 128, x.data(), 1, 128,
                                                          y.data(), 1, false),

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "kernels/isa_test_util.h"
+#include "kernels/kquant_test_util.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -21,42 +22,6 @@ namespace {
 
 using kernels::KFormat;
 using kernels::Q8Kind;
-
-io::GgmlType ggml_of(KFormat f) {
-  switch (f) {
-    case KFormat::q5_0:
-      return io::GgmlType::Q5_0;
-    case KFormat::q8_0:
-      return io::GgmlType::Q8_0;
-    case KFormat::q4_k:
-      return io::GgmlType::Q4_K;
-    case KFormat::q5_k:
-      return io::GgmlType::Q5_K;
-    case KFormat::q6_k:
-      return io::GgmlType::Q6_K;
-    default:
-      return io::GgmlType::F32;
-  }
-}
-
-// Random blocks whose f16 fields are finite values of a realistic size.
-std::vector<std::byte> random_blocks(KFormat f, int64_t N, int64_t K, uint32_t seed) {
-  const int64_t be = kernels::kformat_block_elems(f), bb = kernels::kformat_block_bytes(f);
-  const int64_t nblk = N * K / be;
-  std::mt19937 rng(seed);
-  std::vector<std::byte> out(nblk * bb);
-  for (auto& b : out) b = static_cast<std::byte>(rng() & 0xff);
-  std::vector<int> halves = {0};
-  if (f == KFormat::q4_k || f == KFormat::q5_k) halves = {0, 2};
-  if (f == KFormat::q6_k) halves = {208};
-  std::normal_distribution<float> nd(0.0f, f == KFormat::q4_k || f == KFormat::q5_k ? 0.01f : 0.05f);
-  for (int64_t b = 0; b < nblk; ++b)
-    for (int off : halves) {
-      const uint16_t h = f32_to_f16(nd(rng));
-      std::memcpy(out.data() + b * bb + off, &h, 2);
-    }
-  return out;
-}
 
 struct Quantized {
   std::vector<int8_t> q;
@@ -104,7 +69,7 @@ using Q8K = testing::IsaCaseTest<QCase>;
 TEST_P(Q8K, MatchesTheIntegerOracleAndTheF32ProductWithinTheRoundingBound) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
-  const std::vector<std::byte> w = random_blocks(c.format, c.N, c.K, 7);
+  const std::vector<std::byte> w = testing::random_kblocks(c.format, c.N, c.K, 7);
   std::vector<float> x(c.M * c.K);
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -119,7 +84,7 @@ TEST_P(Q8K, MatchesTheIntegerOracleAndTheF32ProductWithinTheRoundingBound) {
   kernels::ref::q8k_dot_rows(c.format, w.data(), 0, c.N, c.K, xq.rows, ref.data(), c.N, c.accumulate);
 
   std::vector<float> wd(c.N * c.K);
-  io::dequantize(ggml_of(c.format), w.data(), c.N * c.K, wd.data());
+  io::dequantize(kernels::kformat_ggml_type(c.format), w.data(), c.N * c.K, wd.data());
   const int64_t B = kernels::q8k_block(kind);
   for (int64_t m = 0; m < c.M; ++m)
     for (int64_t n = 0; n < c.N; ++n) {
@@ -150,7 +115,7 @@ using Q8KExact = testing::IsaCaseTest<QCase>;
 TEST_P(Q8KExact, EqualsTheOracleWithPowerOfTwoScales) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
-  std::vector<std::byte> w = random_blocks(c.format, c.N, c.K, 5);
+  std::vector<std::byte> w = testing::random_kblocks(c.format, c.N, c.K, 5);
   const int64_t be = kernels::kformat_block_elems(c.format), bb = kernels::kformat_block_bytes(c.format);
   std::vector<int> halves = {0};
   if (c.format == KFormat::q4_k || c.format == KFormat::q5_k) halves = {0, 2};
@@ -209,7 +174,7 @@ TEST(Q8KQuantize, ScalesRoundsAndSumsEveryGroupOf16) {
 TEST(Q8KArgs, UnsupportedFormatsAndMismatchedKindsAreErrors) {
   std::vector<float> x(256, 1.0f), y(1);
   const Quantized x0 = quantize(Q8Kind::q8_0, x, 1, 256);
-  const std::vector<std::byte> wk = random_blocks(KFormat::q4_k, 1, 256, 1);
+  const std::vector<std::byte> wk = testing::random_kblocks(KFormat::q4_k, 1, 256, 1);
   EXPECT_ERROR_CONTAINS(
       kernels::cpu::q8k_dot_rows(KFormat::q4_k, wk.data(), 0, 1, 256, x0.rows, y.data(), 1, false),
       {"Q4_K", "Q8_K"});

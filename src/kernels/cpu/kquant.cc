@@ -47,6 +47,7 @@ int64_t row_bytes(KFormat f, int64_t K) { return K / kformat_block_elems(f) * kf
 int64_t kformat_block_elems(KFormat f) { return io::ggml_block_elems(ggml_of(f)); }
 int64_t kformat_block_bytes(KFormat f) { return io::ggml_block_bytes(ggml_of(f)); }
 const char* kformat_name(KFormat f) { return io::ggml_type_name(ggml_of(f)); }
+io::GgmlType kformat_ggml_type(KFormat f) { return ggml_of(f); }
 
 namespace ref {
 void kquant_matmul(KFormat f, const std::byte* w, int64_t N, int64_t K, const float* x, int64_t M,

@@ -10,6 +10,8 @@
 // multiplied with the rows of X (AVX-512 or AVX2 FMAs, or a portable loop).
 #pragma once
 
+#include <attn/io/gguf.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -19,6 +21,8 @@ enum class KFormat { q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k };
 int64_t kformat_block_elems(KFormat f);
 int64_t kformat_block_bytes(KFormat f);
 const char* kformat_name(KFormat f);
+// The GGUF tensor type of the format (io::dequantize reads its blocks).
+io::GgmlType kformat_ggml_type(KFormat f);
 
 namespace ref {
 // The oracle: every weight as io::dequantize gives it, products summed in double.
