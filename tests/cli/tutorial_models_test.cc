@@ -11,11 +11,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "testing/cli_runner.h"
+#include "testing/lang_checks.h"
 
 namespace {
 
@@ -25,20 +25,6 @@ using attn::testing::CliRun;
 using attn::testing::run_attn;
 
 std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
-
-// Every number in a text, sorted (word order differs between the languages).
-std::vector<std::string> numbers_in(const std::string& text) {
-  std::vector<std::string> out;
-  static const std::regex re("-?[0-9][0-9,]*(\\.[0-9]+)?");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
-    std::string n;
-    for (char c : it->str())
-      if (c != ',') n += c;
-    out.push_back(n);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // English <TAB> Chinese <TAB> attribution: 4 subjects x 4 verbs x 5 objects.
 void write_pairs(const fs::path& p) {
@@ -108,7 +94,7 @@ TEST_F(TutorialModels, SectionFourShowsTheTranslatorsCrossAttention) {
   EXPECT_NE(zh.out.find("真实的交叉注意力"), std::string::npos) << zh.out;
   EXPECT_NE(en.out.find("cross-attention of the last decoder layer"), std::string::npos) << en.out;
   EXPECT_EQ(en.out.find("No trained translation model"), std::string::npos);
-  EXPECT_EQ(numbers_in(en.out), numbers_in(zh.out));
+  EXPECT_EQ(attn::testing::sorted_numbers_in(en.out), attn::testing::sorted_numbers_in(zh.out));
   Value je = attn::json::parse(run_attn(args + " --lang en --json").out);
   Value jz = attn::json::parse(run_attn(args + " --lang zh --json").out);
   const Value& d = je.at("sections").at(0).at("data");
@@ -127,7 +113,7 @@ TEST_F(TutorialModels, SectionFiveSetsAttentionBesideAttribution) {
   ASSERT_EQ(zh.status, 0) << zh.err;
   EXPECT_NE(en.out.find("Spearman rank correlation"), std::string::npos) << en.out;
   EXPECT_NE(zh.out.find("斯皮尔曼秩相关"), std::string::npos) << zh.out;
-  EXPECT_EQ(numbers_in(en.out), numbers_in(zh.out));
+  EXPECT_EQ(attn::testing::sorted_numbers_in(en.out), attn::testing::sorted_numbers_in(zh.out));
   const Value j = attn::json::parse(run_attn(args + " --json").out);
   const Value& a = j.at("sections").at(0).at("data").at("attribution");
   ASSERT_FALSE(a.is_null());

@@ -16,9 +16,10 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <vector>
+
+#include "testing/lang_checks.h"
 
 namespace {
 
@@ -45,20 +46,6 @@ const Value& data_of(const Value& all, int section) {
 std::vector<double> dv(const Value& v) {
   std::vector<double> out;
   for (const auto& x : v.items()) out.push_back(x.as_double());
-  return out;
-}
-
-// Every number written in a text (thousands separators dropped), sorted: the word order differs.
-std::vector<std::string> numbers_in(const std::string& text) {
-  std::vector<std::string> out;
-  static const std::regex re("-?[0-9][0-9,]*(\\.[0-9]+)?");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
-    std::string n;
-    for (char c : it->str())
-      if (c != ',') n += c;
-    out.push_back(n);
-  }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -124,9 +111,10 @@ TEST(Tutorial, NumbersAreIdenticalInBothLanguages) {
   for (const auto& sec : data.at("sections").items()) {
     const Value one = Value::object({{"sections", Value::array({sec})}});
     const std::string en = teach::tutorial_text(one, Lang::en), zh = teach::tutorial_text(one, Lang::zh);
-    EXPECT_EQ(numbers_in(en), numbers_in(zh)) << "section " << sec.at("section").as_int64() << "\n"
-                                              << en << "\n----\n"
-                                              << zh;
+    EXPECT_EQ(attn::testing::sorted_numbers_in(en), attn::testing::sorted_numbers_in(zh))
+        << "section " << sec.at("section").as_int64() << "\n"
+        << en << "\n----\n"
+        << zh;
   }
 }
 

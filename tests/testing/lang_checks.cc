@@ -1,6 +1,8 @@
 // Checks for texts written in two languages (lang_checks.h).
 #include "testing/lang_checks.h"
 
+#include <algorithm>
+
 namespace attn::testing {
 namespace {
 
@@ -142,6 +144,12 @@ std::vector<std::string> english_runs(const std::string& text) {
   end_token();
   flush();
   return runs;
+}
+
+std::vector<std::string> sorted_numbers_in(const std::string& text) {
+  std::vector<std::string> v = numbers_in(text);
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 }  // namespace attn::testing

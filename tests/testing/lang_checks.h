@@ -13,6 +13,9 @@ namespace attn::testing {
 // ("1e-5", "2.3e+04") and a percent sign ("12.5%", "５０％"). Full-width digits and the full-width
 // point count as ASCII. "3×4" and "3 x 4" are two numbers, and so is the list "0.2,2.5".
 std::vector<std::string> numbers_in(const std::string& text);
+// The same, sorted: for texts whose word order differs between the languages (the numbers are the
+// same multiset, not the same sequence).
+std::vector<std::string> sorted_numbers_in(const std::string& text);
 
 // The runs of three or more English words in a row (tokens split at ASCII whitespace, not across
 // lines) outside `code spans`: an untranslated phrase or sentence. An English word is ASCII letters
