@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 
+#include "testing/fixture_values.h"
 #include "testing/testing.h"
 
 namespace attn::models {
@@ -30,12 +31,6 @@ constexpr double kNearTie = 0.5;
 
 json::Value fixture() {
   return json::parse(testing::read_text(testing::source_path("tests/models/data/smollm2_reference.json")));
-}
-
-std::vector<int32_t> ints(const json::Value& v) {
-  std::vector<int32_t> out;
-  for (const json::Value& x : v.items()) out.push_back(static_cast<int32_t>(x.as_int64()));
-  return out;
 }
 
 // defaults: 8-bit activations for decode steps and short passes; f32_act: the same with f32 activations
@@ -112,7 +107,7 @@ TEST(SmolLm2, TokenIdsMatchLlamaCpp) {
   const json::Value fx = fixture();
   for (const json::Value& t : fx.at("tokens").items()) {
     const std::string& s = t.at("text").as_string();
-    EXPECT_EQ(model->tokenizer().encode(s, false, true), ints(t.at("ids"))) << s;
+    EXPECT_EQ(model->tokenizer().encode(s, false, true), testing::ids_of(t.at("ids"))) << s;
   }
 }
 
@@ -121,7 +116,8 @@ void last_logits_match(LlamaModel* model, double tol, const char* what, bool las
   const json::Value fx = fixture();
   double worst = 0;
   for (const json::Value& lg : fx.at("logits").items()) {
-    const std::vector<int32_t> ids = ints(fx.at("tokens").at(lg.at("prompt").as_int64()).at("ids"));
+    const std::vector<int32_t> ids =
+        testing::ids_of(fx.at("tokens").at(lg.at("prompt").as_int64()).at("ids"));
     model->clear();
     std::span<const float> out;
     if (last_as_step) {
@@ -130,7 +126,7 @@ void last_logits_match(LlamaModel* model, double tol, const char* what, bool las
     } else {
       out = model->prefill(ids);
     }
-    const std::vector<int32_t> top = ints(lg.at("top_ids"));
+    const std::vector<int32_t> top = testing::ids_of(lg.at("top_ids"));
     // Same argmax, and every reference top-40 logit (and the fixed ids) within tolerance.
     const auto best = std::max_element(out.begin(), out.end()) - out.begin();
     EXPECT_EQ(best, top[0]) << "prompt " << lg.at("prompt").as_int64();
@@ -170,8 +166,8 @@ TEST(SmolLm2, GreedyContinuationsMatchLlamaCpp) {
   REQUIRE_SMOLLM();
   const json::Value fx = fixture();
   for (const json::Value& g : fx.at("greedy").items()) {
-    const std::vector<int32_t> ids = ints(fx.at("tokens").at(g.at("prompt").as_int64()).at("ids"));
-    const std::vector<int32_t> want = ints(g.at("ids"));
+    const std::vector<int32_t> ids = testing::ids_of(fx.at("tokens").at(g.at("prompt").as_int64()).at("ids"));
+    const std::vector<int32_t> want = testing::ids_of(g.at("ids"));
     model->clear();
     std::span<const float> logits = model->prefill(ids);
     std::vector<int32_t> got;
@@ -224,7 +220,7 @@ TEST(SmolLm2, Q8ActivationDecodeMatchesF32Decode) {
   double worst_gap = 0;
   int64_t steps = 0;
   for (const json::Value& g : fx.at("greedy").items()) {
-    const std::vector<int32_t> ids = ints(fx.at("tokens").at(g.at("prompt").as_int64()).at("ids"));
+    const std::vector<int32_t> ids = testing::ids_of(fx.at("tokens").at(g.at("prompt").as_int64()).at("ids"));
     model->clear();
     f32->clear();
     std::span<const float> a = model->prefill(ids);

@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "testing/fixture_values.h"
 #include "testing/testing.h"
 
 namespace attn::text {
@@ -15,27 +16,6 @@ namespace {
 
 json::Value load_fixture(const std::string& name) {
   return json::parse(testing::read_text(testing::source_path("tests/text/data/" + name)));
-}
-
-std::vector<int32_t> ints(const json::Value& v) {
-  std::vector<int32_t> out;
-  for (const json::Value& x : v.items()) out.push_back(static_cast<int32_t>(x.as_int64()));
-  return out;
-}
-
-// A printable form of a test string for failure messages.
-std::string shown(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out.size() > 160 ? out.substr(0, 160) + "..." : out;
 }
 
 // ---- WordPiece (all-MiniLM-L6-v2) ----------------------------------------------------
@@ -85,11 +65,11 @@ TEST(WordPieceParity, SentencesExactIds) {
   for (const json::Value& c : fx.at("random_cases").items()) all.push_back(c);
   for (const json::Value& c : all) {
     const std::string& text = c.at("text").as_string();
-    SCOPED_TRACE("text: \"" + shown(text) + "\"");
+    SCOPED_TRACE("text: \"" + testing::printable(text) + "\"");
     const Encoding e = tok->encode(text);
-    EXPECT_EQ(e.ids, ints(c.at("ids")));
-    EXPECT_EQ(e.type_ids, ints(c.at("type_ids")));
-    EXPECT_EQ(e.attention_mask, ints(c.at("attention_mask")));
+    EXPECT_EQ(e.ids, testing::ids_of(c.at("ids")));
+    EXPECT_EQ(e.type_ids, testing::ids_of(c.at("type_ids")));
+    EXPECT_EQ(e.attention_mask, testing::ids_of(c.at("attention_mask")));
     ++checked;
   }
   EXPECT_GE(checked, 350);
@@ -99,11 +79,12 @@ TEST(WordPieceParity, PairsExactIds) {
   REQUIRE_MINILM();
   const json::Value fx = load_fixture("wordpiece_ids.json");
   for (const json::Value& c : fx.at("pairs").items()) {
-    SCOPED_TRACE("a: \"" + shown(c.at("a").as_string()) + "\" b: \"" + shown(c.at("b").as_string()) + "\"");
+    SCOPED_TRACE("a: \"" + testing::printable(c.at("a").as_string()) + "\" b: \"" +
+                 testing::printable(c.at("b").as_string()) + "\"");
     const Encoding e = tok->encode_pair(c.at("a").as_string(), c.at("b").as_string());
-    EXPECT_EQ(e.ids, ints(c.at("ids")));
-    EXPECT_EQ(e.type_ids, ints(c.at("type_ids")));
-    EXPECT_EQ(e.attention_mask, ints(c.at("attention_mask")));
+    EXPECT_EQ(e.ids, testing::ids_of(c.at("ids")));
+    EXPECT_EQ(e.type_ids, testing::ids_of(c.at("type_ids")));
+    EXPECT_EQ(e.attention_mask, testing::ids_of(c.at("attention_mask")));
   }
   WordPieceOptions o = tok->options();
   o.max_length = 16;
@@ -111,10 +92,11 @@ TEST(WordPieceParity, PairsExactIds) {
   for (int32_t i = 0; i < tok->vocab_size(); ++i) vocab.push_back(tok->id_to_token(i));
   const WordPieceTokenizer short_tok = WordPieceTokenizer::from_vocab(vocab, o);
   for (const json::Value& c : fx.at("pairs_max16").items()) {
-    SCOPED_TRACE("a: \"" + shown(c.at("a").as_string()) + "\" b: \"" + shown(c.at("b").as_string()) + "\"");
+    SCOPED_TRACE("a: \"" + testing::printable(c.at("a").as_string()) + "\" b: \"" +
+                 testing::printable(c.at("b").as_string()) + "\"");
     const Encoding e = short_tok.encode_pair(c.at("a").as_string(), c.at("b").as_string());
-    EXPECT_EQ(e.ids, ints(c.at("ids")));
-    EXPECT_EQ(e.type_ids, ints(c.at("type_ids")));
+    EXPECT_EQ(e.ids, testing::ids_of(c.at("ids")));
+    EXPECT_EQ(e.type_ids, testing::ids_of(c.at("type_ids")));
   }
 }
 
@@ -165,9 +147,9 @@ TEST(BpeParity, SentencesAndChatExactIds) {
   for (const json::Value& c : fx.at("random_cases").items()) all.push_back(c);
   for (const json::Value& c : all) {
     const std::string& text = c.at("text").as_string();
-    SCOPED_TRACE("text: \"" + shown(text) + "\"");
+    SCOPED_TRACE("text: \"" + testing::printable(text) + "\"");
     const std::vector<int32_t> ids = tok->encode(text);
-    EXPECT_EQ(ids, ints(c.at("ids")));
+    EXPECT_EQ(ids, testing::ids_of(c.at("ids")));
     // The reference's own detokenization of its ids (valid UTF-8 here) is our decode of ours.
     EXPECT_EQ(tok->decode(ids), c.at("decoded").as_string());
     ++checked;
@@ -181,7 +163,7 @@ TEST(BpeParity, RoundTripOnFixtureTexts) {
   const json::Value fx = load_fixture("bpe_ids.json");
   for (const json::Value& c : fx.at("cases").items()) {
     const std::string& text = c.at("text").as_string();
-    SCOPED_TRACE("text: \"" + shown(text) + "\"");
+    SCOPED_TRACE("text: \"" + testing::printable(text) + "\"");
     EXPECT_EQ(tok->decode(tok->encode(text, false, /*parse_special=*/false)), text);
   }
 }

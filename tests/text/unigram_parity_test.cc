@@ -9,30 +9,11 @@
 
 #include <optional>
 
+#include "testing/fixture_values.h"
 #include "testing/testing.h"
 
 namespace attn::text {
 namespace {
-
-std::vector<int32_t> ints(const json::Value& v) {
-  std::vector<int32_t> out;
-  for (const json::Value& x : v.items()) out.push_back(static_cast<int32_t>(x.as_int64()));
-  return out;
-}
-
-std::string shown(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out.size() > 160 ? out.substr(0, 160) + "..." : out;
-}
 
 const UnigramTokenizer* e5_tokenizer() {
   static const std::optional<UnigramTokenizer> tok = []() -> std::optional<UnigramTokenizer> {
@@ -69,7 +50,7 @@ TEST(UnigramParity, IdsEqualHuggingFaceOnEveryCase) {
   int failures = 0, n = 0;
   for (const json::Value& c : fx.at("cases").items()) {
     const std::string text = c.at("text").as_string();
-    const std::vector<int32_t> want = ints(c.at("ids"));
+    const std::vector<int32_t> want = testing::ids_of(c.at("ids"));
     bool truncated = false;
     const std::vector<int32_t> got = tok->encode(text, true, true, &truncated);
     ++n;
@@ -78,11 +59,12 @@ TEST(UnigramParity, IdsEqualHuggingFaceOnEveryCase) {
         std::string g, w;
         for (int32_t id : got) g += tok->id_to_token(id) + " ";
         for (int32_t id : want) w += tok->id_to_token(id) + " ";
-        ADD_FAILURE() << "text \"" << shown(text) << "\"\n  got:  " << shown(g) << "\n  want: " << shown(w);
+        ADD_FAILURE() << "text \"" << testing::printable(text) << "\"\n  got:  " << testing::printable(g)
+                      << "\n  want: " << testing::printable(w);
       }
     }
     EXPECT_EQ(truncated, static_cast<int64_t>(tok->tokenize_ids(text).size()) > max_length - 2)
-        << shown(text);
+        << testing::printable(text);
   }
   EXPECT_EQ(failures, 0) << failures << " of " << n << " cases differ";
 }
