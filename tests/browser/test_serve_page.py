@@ -13,37 +13,13 @@ import sys
 import unittest
 import urllib.request
 
-SKIP = 77
-CHROMIUM = os.environ.get("ATTN_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("ATTN_CHROMEDRIVER", "/usr/bin/chromedriver")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from browser_env import CHROMEDRIVER, CHROMIUM, require_browser, skip  # noqa: E402
 
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(SKIP)
-
-
-try:
-    import selenium  # noqa: F401
-except ImportError:
-    # Debian's python3-selenium belongs to the system interpreter.
-    if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and \
-            os.access("/usr/bin/python3", os.X_OK) and not os.environ.get("ATTN_BROWSER_REEXEC"):
-        os.environ["ATTN_BROWSER_REEXEC"] = "1"
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-except ImportError:
-    skip("the browser test needs the Python package selenium (Debian: python3-selenium)")
-for exe in (CHROMIUM, CHROMEDRIVER):
-    if not os.access(exe, os.X_OK):
-        skip("the browser test needs " + exe + " (Debian: chromium, chromium-driver)")
-
-ATTN = os.environ.get("ATTN_CLI") or (sys.argv[1] if len(sys.argv) > 1 else "")
-ARTIFACTS = os.environ.get("ATTN_ARTIFACTS") or (sys.argv[2] if len(sys.argv) > 2 else "")
-del sys.argv[1:]
+ATTN, ARTIFACTS = require_browser()
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "serve"))
 from serve_process import ServeProcess  # noqa: E402
 
