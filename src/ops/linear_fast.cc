@@ -84,9 +84,10 @@ Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       kernels::cpu::active_isa() == kernels::cpu::Isa::scalar)
     return linear(x, w, b);  // validates and reports bad shapes
   const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
-  // One row stays on linear(): its matrix-vector product streams the weight in place, and packing
-  // a copy did not pay (decode_bench batch 1, 2 threads: 2,120 tokens/s packed, 2,801 not).
-  if (M < 2 || M > packed_linear_max_rows()) return linear(x, w, b);
+  // One row (decoding at batch 1) takes the packed path too: the product is bound by streaming the
+  // weights, and one contiguous 32-column panel at a time streams faster than BLAS's matrix-vector
+  // kernel reading the rows in place (docs/benchmarks.md, branch d15).
+  if (M < 1 || M > packed_linear_max_rows()) return linear(x, w, b);
   const float* packed = scope->packed(w);
   if (packed == nullptr) return linear(x, w, b);  // not used often enough yet
   Shape shape = x.shape();

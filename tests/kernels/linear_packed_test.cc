@@ -41,6 +41,13 @@ std::vector<PackedCase> packed_cases() {
   v.push_back({"m32_n256_k1024_ffn2", 32, 256, 1024, true, 0, 0});
   v.push_back({"m32_n1003_k64_vocab_tail", 32, 1003, 64, false, 0, 0});
   v.push_back({"m1_n1_k1", 1, 1, 1, true, 0, 0});
+  // One row (decoding at batch 1: its own body, four k per iteration): k tails 1..3, the model's shapes.
+  v.push_back({"m1_n70_k5", 1, 70, 5, true, 0, 2});
+  v.push_back({"m1_n33_k6", 1, 33, 6, false, 1, 0});
+  v.push_back({"m1_n64_k7", 1, 64, 7, true, 0, 0});
+  v.push_back({"m1_n256_k256", 1, 256, 256, true, 0, 0});
+  v.push_back({"m1_n256_k1024_ffn2", 1, 256, 1024, true, 0, 0});
+  v.push_back({"m1_n1003_k256_vocab_tail", 1, 1003, 256, false, 0, 0});
   v.push_back({"m7_n16_k3", 7, 16, 3, false, 2, 1});
   v.push_back({"m13_n17_k1", 13, 17, 1, true, 0, 3});
   v.push_back({"m48_n33_k16", 48, 33, 16, true, 0, 0});
@@ -84,6 +91,45 @@ INSTANTIATE_TEST_SUITE_P(Cases, LinearPacked,
                          ::testing::Combine(::testing::ValuesIn(packed_cases()),
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<PackedCase>);
+
+// The packed layout itself, bit for bit (a pack only moves floats): full panels go through 16 x 16
+// transposes on AVX-512 when K is a multiple of 16, the rest (and other ISAs) through the plain loop.
+struct PackCase {
+  std::string name;
+  int64_t N, K;
+};
+
+using PackLayout = testing::IsaCaseTest<PackCase>;
+
+TEST_P(PackLayout, IsTheDefinition) {
+  const auto& [c, isa] = GetParam();
+  kernels::cpu::force_isa(isa);
+  set_num_threads(2);
+  const std::vector<double> wd = testing::random_uniform({c.N, c.K}, 44, -1.0, 1.0).to_vector();
+  const std::vector<float> w(wd.begin(), wd.end());
+  const int64_t size = kernels::cpu::linear_packed_size(c.N, c.K);
+  float* packed =
+      static_cast<float*>(std::aligned_alloc(64, static_cast<std::size_t>((size * 4 + 63) / 64 * 64)));
+  for (int64_t i = 0; i < size; ++i) packed[i] = 777.0f;  // every element must be written (zeros past N)
+  kernels::cpu::pack_linear_weight(w.data(), c.N, c.K, packed);
+  std::vector<float> got(packed, packed + size);
+  std::free(packed);
+  for (int64_t p = 0; p < (c.N + 31) / 32; ++p)
+    for (int64_t k = 0; k < c.K; ++k)
+      for (int64_t j = 0; j < 32; ++j) {
+        const int64_t n = p * 32 + j;
+        ASSERT_EQ(got[(p * c.K + k) * 32 + j], n < c.N ? w[n * c.K + k] : 0.0f)
+            << "panel " << p << " k " << k << " j " << j;
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PackLayout,
+    ::testing::Combine(::testing::Values(PackCase{"n32_k16", 32, 16}, PackCase{"n96_k48_full_panels", 96, 48},
+                                         PackCase{"n45_k64_partial_panel", 45, 64},
+                                         PackCase{"n64_k40_k_not_16", 64, 40}, PackCase{"n7_k3", 7, 3}),
+                       ::testing::ValuesIn(testing::available_isas())),
+    testing::isa_case_name<PackCase>);
 
 // ---- ops::inference_linear -------------------------------------------------------------------
 
@@ -144,7 +190,7 @@ TEST_P(InferenceLinear, MatchesDoubleAndPacksOncePerScope) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, InferenceLinear,
-                         ::testing::Values(ScopeCase{"m1_stays_unpacked", {1, 64}, 40, true, false},
+                         ::testing::Values(ScopeCase{"m1_batch1_decode", {1, 1, 64}, 40, true, true},
                                            ScopeCase{"m2", {2, 64}, 40, true, true},
                                            ScopeCase{"m32_decode", {32, 1, 256}, 1024, true, true},
                                            ScopeCase{"m32_tied_vocab_no_bias", {32, 256}, 1003, false, true},

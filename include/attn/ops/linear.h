@@ -39,7 +39,7 @@ bool linear_small_m_fast();
 
 // ---- pre-packed weights for decoding -----------------------------------------------------------
 // While a PackedWeightScope is alive on the calling thread, inference_linear multiplies small inputs
-// (2..packed_linear_max_rows() rows, f32, grad mode off, AVX-512 or AVX2) by a packed copy of the weight
+// (1..packed_linear_max_rows() rows, f32, grad mode off, AVX-512 or AVX2) by a packed copy of the weight
 // (32-column panels), made on the kPackAfter-th use of that weight in the scope and reused by every
 // later call in the scope. models::generate opens one scope per call.
 // Invalidation: the packed copies live exactly as long as the scope, so a weight changed between two
@@ -77,7 +77,7 @@ int64_t packed_linear_max_rows();
 
 // y = x · wᵀ + b (as attn::linear): x [..., in], w [out, in], b [out] or undefined -> [..., out].
 // The packed kernel when a PackedWeightScope is active, grad mode is off, x and w are f32, x is
-// contiguous with 2..packed_linear_max_rows() rows and the active ISA is AVX-512 or AVX2; else attn::linear
+// contiguous with 1..packed_linear_max_rows() rows and the active ISA is AVX-512 or AVX2; else attn::linear
 // (which validates, and records autograd when grad mode is on).
 Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b);
 

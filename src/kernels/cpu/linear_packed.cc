@@ -3,6 +3,7 @@
 #include <attn/core/parallel.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
@@ -16,10 +17,17 @@ int64_t linear_packed_size(int64_t N, int64_t K) {
 void pack_linear_weight(const float* w, int64_t N, int64_t K, float* packed) {
   // w: [N, K] -> packed: [P, K, 32]
   const int64_t P = (N + kPackedPanel - 1) / kPackedPanel;
+  // Full panels by 16 x 16 transposes where AVX-512 runs (the same values: a pack only moves floats).
+  const bool fast =
+      active_isa() == Isa::avx512 && K % 16 == 0 && reinterpret_cast<uintptr_t>(packed) % 64 == 0;
   parallel_for(P, 1, [&](int64_t p0, int64_t p1, int) {
     for (int64_t p = p0; p < p1; ++p) {
       float* dst = packed + p * K * kPackedPanel;
       const int64_t cols = std::min(kPackedPanel, N - p * kPackedPanel);
+      if (fast && cols == kPackedPanel) {
+        detail::pack_panel_avx512(w + p * kPackedPanel * K, K, dst);
+        continue;
+      }
       if (cols < kPackedPanel)
         std::memset(dst, 0, sizeof(float) * static_cast<std::size_t>(K * kPackedPanel));
       for (int64_t j = 0; j < cols; ++j) {

@@ -41,6 +41,9 @@ void linear_packed_scalar(const float* x, int64_t ldx, const float* packed, cons
                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
 void linear_packed_avx512(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
+// One full panel of pack_linear_weight: w is the panel's first row (32 rows of K floats, row stride K),
+// dst is 64-byte aligned and K a multiple of 16 (16 x 16 transposes, streamed stores).
+void pack_panel_avx512(const float* w, int64_t K, float* dst);
 void linear_packed_avx2(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
                         int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
 }  // namespace detail

@@ -44,6 +44,35 @@ void half_block(const float* x, int64_t ldx, const float* panel, const float* bi
   }
 }
 
+// One row of x times a whole packed panel (decoding at batch 1, where the product streams the
+// weights): the panel is read once, two k per iteration into 2 x 4 independent accumulators.
+void packed_row(const float* x, const float* panel, const float* bias, float* y, int64_t K, int64_t cols) {
+  __m256 a[4], b[4];
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) a[c] = _mm256_setzero_ps(), b[c] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 2 <= K; k += 2, panel += 2 * kPackedPanel) {
+    const __m256 x0 = _mm256_broadcast_ss(x + k), x1 = _mm256_broadcast_ss(x + k + 1);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      a[c] = _mm256_fmadd_ps(x0, _mm256_load_ps(panel + 8 * c), a[c]);
+      b[c] = _mm256_fmadd_ps(x1, _mm256_load_ps(panel + kPackedPanel + 8 * c), b[c]);
+    }
+  }
+  if (k < K) {
+    const __m256 x0 = _mm256_broadcast_ss(x + k);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) a[c] = _mm256_fmadd_ps(x0, _mm256_load_ps(panel + 8 * c), a[c]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m256i m = lanes(cols - 8 * c);
+    __m256 s = _mm256_add_ps(a[c], b[c]);
+    if (bias) s = _mm256_add_ps(s, _mm256_maskload_ps(bias + 8 * c, m));
+    _mm256_maskstore_ps(y + 8 * c, m, s);
+  }
+}
+
 constexpr int kRows = 6;  // 2 x 6 accumulators + 2 panel vectors + 1 broadcast of the 16 registers
 
 using HalfFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t);
@@ -58,6 +87,13 @@ constexpr std::array<HalfFn, sizeof...(Rs)> half_table(std::integer_sequence<int
 void linear_packed_avx2(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
                         int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1) {
   static constexpr auto table = half_table(std::make_integer_sequence<int, kRows>{});
+  if (M == 1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n = p * kPackedPanel;
+      packed_row(x, packed + p * K * kPackedPanel, bias ? bias + n : nullptr, y + n, K, N - n);
+    }
+    return;
+  }
   const int64_t nb = (M + kRows - 1) / kRows;  // balanced row blocks
   for (int64_t p = p0; p < p1; ++p) {
     const float* panel = packed + p * K * kPackedPanel;

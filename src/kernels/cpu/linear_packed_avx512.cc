@@ -41,6 +41,79 @@ void packed_block(const float* x, int64_t ldx, const float* panel, const float* 
   }
 }
 
+// One row of x times one packed panel (decoding at batch 1: the product streams the weights, so
+// what counts is keeping loads in flight): four k per iteration into 4 x 2 independent
+// accumulators, summed pairwise at the end, the bias added last.
+void packed_row(const float* x, const float* panel, const float* bias, float* y, int64_t K, __mmask16 k0,
+                __mmask16 k1) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+  int64_t k = 0;
+  for (; k + 4 <= K; k += 4, panel += 4 * 32) {
+    const __m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
+    const __m512 x2 = _mm512_set1_ps(x[k + 2]), x3 = _mm512_set1_ps(x[k + 3]);
+    a0 = _mm512_fmadd_ps(x0, _mm512_load_ps(panel), a0);
+    a1 = _mm512_fmadd_ps(x0, _mm512_load_ps(panel + 16), a1);
+    b0 = _mm512_fmadd_ps(x1, _mm512_load_ps(panel + 32), b0);
+    b1 = _mm512_fmadd_ps(x1, _mm512_load_ps(panel + 48), b1);
+    c0 = _mm512_fmadd_ps(x2, _mm512_load_ps(panel + 64), c0);
+    c1 = _mm512_fmadd_ps(x2, _mm512_load_ps(panel + 80), c1);
+    d0 = _mm512_fmadd_ps(x3, _mm512_load_ps(panel + 96), d0);
+    d1 = _mm512_fmadd_ps(x3, _mm512_load_ps(panel + 112), d1);
+  }
+  for (; k < K; ++k, panel += 32) {
+    const __m512 x0 = _mm512_set1_ps(x[k]);
+    a0 = _mm512_fmadd_ps(x0, _mm512_load_ps(panel), a0);
+    a1 = _mm512_fmadd_ps(x0, _mm512_load_ps(panel + 16), a1);
+  }
+  __m512 s0 = _mm512_add_ps(_mm512_add_ps(a0, b0), _mm512_add_ps(c0, d0));
+  __m512 s1 = _mm512_add_ps(_mm512_add_ps(a1, b1), _mm512_add_ps(c1, d1));
+  if (bias) {
+    s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(k0, bias));
+    s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(k1, bias + 16));
+  }
+  _mm512_mask_storeu_ps(y, k0, s0);
+  _mm512_mask_storeu_ps(y + 16, k1, s1);
+}
+
+// dst rows [0, 16) (row stride ldd) = the transpose of src's 16 x 16 block (row stride lds), with
+// non-temporal stores: a pack writes megabytes that the next product reads once from memory anyway,
+// and streaming them skips reading each destination line before it is overwritten.
+inline void transpose16_stream(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  // The zero-masking forms with every lane set are the same instructions; the plain forms start from
+  // _mm512_undefined_ps(), which GCC 12 reports as uninitialized once this is inlined in a loop.
+  const __mmask16 all = 0xffff;
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+    // Pairs of rows interleaved, then 4-row groups, then 128-bit blocks across 8 and 16 rows.
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_maskz_unpacklo_ps(all, r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_maskz_unpackhi_ps(all, r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i + 0] = _mm512_maskz_shuffle_ps(all, t[4 * i + 0], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_maskz_shuffle_ps(all, t[4 * i + 0], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_maskz_shuffle_ps(all, t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_maskz_shuffle_ps(all, t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_maskz_shuffle_f32x4(all, r[8 * i + j], r[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] = _mm512_maskz_shuffle_f32x4(all, r[8 * i + j], r[8 * i + 4 + j], 0xDD);
+    }
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_maskz_shuffle_f32x4(all, t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_maskz_shuffle_f32x4(all, t[j], t[8 + j], 0xDD);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) _mm512_stream_ps(dst + i * ldd, r[i]);
+}
+
 constexpr int kRows = 12;  // 2 x 12 accumulators + 2 panel vectors + 1 broadcast of the 32 registers
 
 using BlockFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t,
@@ -56,6 +129,14 @@ constexpr std::array<BlockFn, sizeof...(Rs)> block_table(std::integer_sequence<i
 void linear_packed_avx512(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
                           int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1) {
   static constexpr auto table = block_table(std::make_integer_sequence<int, kRows>{});
+  if (M == 1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n = p * kPackedPanel;
+      packed_row(x, packed + p * K * kPackedPanel, bias ? bias + n : nullptr, y + n, K, tail_mask(N - n),
+                 tail_mask(N - n - 16));
+    }
+    return;
+  }
   const int64_t nb = (M + kRows - 1) / kRows;  // balanced row blocks
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n = p * kPackedPanel;
@@ -68,6 +149,13 @@ void linear_packed_avx512(const float* x, int64_t ldx, const float* packed, cons
       m += r;
     }
   }
+}
+
+void pack_panel_avx512(const float* w, int64_t K, float* dst) {
+  for (int64_t k = 0; k < K; k += 16)
+    for (int64_t h = 0; h < kPackedPanel; h += 16)
+      transpose16_stream(w + h * K + k, K, dst + k * kPackedPanel + h, kPackedPanel);
+  _mm_sfence();  // the streamed lines are visible before any thread reads the panel
 }
 
 }  // namespace attn::kernels::cpu::detail
