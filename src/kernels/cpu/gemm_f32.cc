@@ -76,8 +76,8 @@ constexpr F32GemmKernels kScalar{kScalarMr,        kScalarNr,    pack_rows_scala
 
 // ---- blocking and threading -------------------------------------------------
 
-constexpr int64_t kMcPanels = 12;  // A panels per thread block: 144 rows (AVX-512), 144 · 256 · 4 = 144 KiB
-constexpr int64_t kNcMax = 2048;   // columns per shared packed B block: 256 · 2048 · 4 bytes (2 MiB)
+constexpr int64_t kMcPanels = 12;  // A panels per thread block: 144 rows (AVX-512), 144 · 768 · 4 = 432 KiB
+constexpr int64_t kNcMax = 2048;   // columns per shared packed B block: 768 · 2048 · 4 bytes (6 MiB)
 
 constexpr double kSerialMacs = 1 << 20;  // ~10 µs of one core: below that, one thread
 
