@@ -2,6 +2,7 @@
 #include <attn/core/autograd.h>
 #include <attn/core/config.h>
 #include <attn/core/error.h>
+#include <attn/core/parallel.h>
 #include <attn/ops/basic.h>
 #include <attn/ops/linear.h>
 
@@ -153,6 +154,34 @@ void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, 
   wt.resize(static_cast<std::size_t>(K * N));
   kernels::cpu::unpack_linear_weight_t(packed.data<float>(), K, N, wt.data(), N);
   kernels::cpu::sgemm(false, false, M, N, K, 1.0f, x, ldx, wt.data(), N, beta, C, ldc);
+}
+
+void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, float* C, int64_t ldc,
+                 int64_t M, int64_t N, int64_t K, GemmEpilogue epilogue, const float* bias) {
+  check_packed("gemm_packed", packed, N, K);
+  ATTN_CHECK(M >= 0 && ldx >= K && ldc >= N, "gemm_packed: expected M >= 0, ldx >= K = ", K,
+             " and ldc >= N = ", N, "; got M ", M, ", ldx ", ldx, ", ldc ", ldc);
+  ATTN_CHECK(M == 0 || (x != nullptr && C != nullptr), "gemm_packed: x and C must be non-null");
+  ATTN_CHECK(bias != nullptr, "gemm_packed: the bias epilogues need a bias [N] = [", N, "]; got null");
+  if (M == 0) return;
+  // rows [r0, r0 + rows) x columns [c0, c0 + cols) of C, one row at a time (C's rows are ldc apart).
+  auto finish = [&](int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
+    for (int64_t r = r0; r < r0 + rows; ++r) {
+      float* row = C + r * ldc + c0;
+      if (epilogue == GemmEpilogue::bias)
+        kernels::cpu::add_bias(row, bias + c0, 1, cols);
+      else
+        kernels::cpu::bias_gelu(row, bias + c0, 1, cols);
+    }
+  };
+  if (kernels::cpu::f32_gemm_reads_packed_b() &&
+      kernels::cpu::sgemm_path(M, N, false) == kernels::cpu::SgemmPath::own_f32) {
+    kernels::cpu::sgemm_f32_packed_b(M, N, K, 1.0f, x, ldx, packed.data<float>(), beta, C, ldc, finish);
+    return;
+  }
+  gemm_packed(x, ldx, packed, beta, C, ldc, M, N, K);
+  parallel_for(M, std::max<int64_t>(1, 4096 / N),
+               [&](int64_t r0, int64_t r1, int) { finish(r0, r1 - r0, 0, N); });
 }
 
 }  // namespace attn::ops

@@ -4,6 +4,7 @@
 // rows, beta 0 and 1, padded strides, 1 and 2 threads; and the errors for a tensor that is not the
 // packed form of the stated shape.
 #include <attn/core/parallel.h>
+#include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
 #include <gtest/gtest.h>
 
@@ -31,7 +32,9 @@ std::vector<Case> cases() {
           {"m16_n1152_k384", 16, 1152, 384, 0},
           {"m13_n384_k1536", 13, 384, 1536, 1},
           {"m128_n97_k257", 128, 97, 257, 0},
-          {"m300_n384_k384", 300, 384, 384, 3}};
+          {"m300_n384_k384", 300, 384, 384, 3},
+          {"m40_n300_k50_column_split", 40, 300, 50, 1},
+          {"m400_n200_k64_row_blocks", 400, 200, 64, 2}};
 }
 
 using PackedWeight = testing::IsaCaseTest<Case>;
@@ -84,6 +87,39 @@ TEST_P(PackedWeight, LinearAndGemmMatchDouble) {
   }
 }
 
+// The epilogues (bias; bias + GELU) give exactly what gemm_packed followed by the separate pass gives: the
+// same functions on the same values, only applied block by block while the block is in cache.
+TEST_P(PackedWeight, EpiloguesEqualTheSeparatePasses) {
+  const auto& [c, isa] = GetParam();
+  kernels::cpu::force_isa(isa);
+  const int64_t ldx = c.K + c.pad, ldy = c.N + c.pad;
+  const std::vector<float> x = to_float(testing::random_uniform({c.M, ldx}, 71, -1.0, 1.0));
+  const Tensor packed = ops::pack_weight_t(testing::random_uniform({c.K, c.N}, 72, -0.5, 0.5));
+  const std::vector<float> bias = to_float(testing::random_uniform({c.N}, 73));
+  const std::vector<float> c0 = to_float(testing::random_uniform({c.M, ldy}, 74));
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (float beta : {0.0f, 1.0f}) {
+      std::vector<float> plain = c0, with_bias = c0, with_gelu = c0;
+      ops::gemm_packed(x.data(), ldx, packed, beta, plain.data(), ldy, c.M, c.N, c.K);
+      ops::gemm_packed(x.data(), ldx, packed, beta, with_bias.data(), ldy, c.M, c.N, c.K,
+                       ops::GemmEpilogue::bias, bias.data());
+      ops::gemm_packed(x.data(), ldx, packed, beta, with_gelu.data(), ldy, c.M, c.N, c.K,
+                       ops::GemmEpilogue::bias_gelu, bias.data());
+      std::vector<float> want_gelu = plain;
+      for (int64_t m = 0; m < c.M; ++m) ops::bias_gelu(want_gelu.data() + m * ldy, bias.data(), 1, c.N);
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t n = 0; n < ldy; ++n) {
+          const size_t i = static_cast<size_t>(m * ldy + n);
+          const float want_bias = n < c.N ? plain[i] + bias[static_cast<size_t>(n)] : c0[i];
+          ASSERT_EQ(with_bias[i], want_bias) << "bias: m " << m << " n " << n << " beta " << beta;
+          ASSERT_EQ(with_gelu[i], n < c.N ? want_gelu[i] : c0[i])
+              << "gelu: m " << m << " n " << n << " beta " << beta;
+        }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, PackedWeight,
                          ::testing::Combine(::testing::ValuesIn(cases()),
                                             ::testing::ValuesIn(testing::available_isas())),
@@ -103,6 +139,9 @@ TEST(PackedWeightArgs, WrongTensorsAndStridesAreErrors) {
   EXPECT_ERROR_CONTAINS(ops::gemm_packed(x.data(), 4, packed, 0.f, y.data(), 39, 2, 40, 4),
                         {"ldc >= N = 40"});
   EXPECT_ERROR_CONTAINS(ops::pack_weight_t(Tensor::empty({3})), {"expected an f32 [K, N] weight"});
+  EXPECT_ERROR_CONTAINS(
+      ops::gemm_packed(x.data(), 4, packed, 0.f, y.data(), 40, 2, 40, 4, ops::GemmEpilogue::bias, nullptr),
+      {"need a bias [N] = [40]"});
 }
 
 }  // namespace

@@ -92,9 +92,10 @@ float* scratch(std::vector<float>& buf, int64_t n) {
 }
 
 // prepacked_b: op(B) in linear_packed.h's layout (kern.nr == 32, trans_b false; B unused), or null.
+// epilogue (or null): called on each finished (row block, column range) after the last k block.
 void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-         const float* prepacked_b = nullptr) {
+         const float* prepacked_b = nullptr, const F32GemmEpilogue* epilogue = nullptr) {
   const int64_t Mr = kern.mr, Nr = kern.nr;
   // Small products (and calls inside a parallel_for) run on the calling thread.
   const bool serial = in_parallel_for() || num_threads() == 1 ||
@@ -180,6 +181,10 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
                          static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
             }
           }
+          if (epilogue != nullptr && pc + kcur == K && js * per_split < pn_end) {
+            const int64_t j0 = jc + js * per_split * Nr;
+            (*epilogue)(i0, mcur, j0, std::min(jc + pn_end * Nr, N) - j0);
+          }
         }
       });
     }
@@ -231,6 +236,12 @@ bool f32_gemm_reads_packed_b() { return active_isa() == Isa::avx512; }
 
 void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* packed_b, float beta, float* C, int64_t ldc) {
+  sgemm_f32_packed_b(M, N, K, alpha, A, lda, packed_b, beta, C, ldc, F32GemmEpilogue());
+}
+
+void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                        const float* packed_b, float beta, float* C, int64_t ldc,
+                        const F32GemmEpilogue& epilogue) {
   ATTN_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm_f32_packed_b: sizes must be >= 0; got M ", M, ", N ", N,
              ", K ", K);
   ATTN_CHECK(lda >= K && ldc >= N, "sgemm_f32_packed_b: leading dimensions too small: lda ", lda, ", ldc ",
@@ -245,11 +256,13 @@ void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const floa
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0.f : beta * C[i * ldc + j];
+    if (epilogue) epilogue(0, M, 0, N);
     return;
   }
   const detail::F32GemmKernels& kern = detail::f32_gemm_avx512_kernels();
   ATTN_CHECK(kern.nr == 32, "sgemm_f32_packed_b: the AVX-512 block is ", kern.nr, " columns; expected 32");
-  detail::run(kern, false, false, M, N, K, alpha, A, lda, nullptr, N, beta, C, ldc, packed_b);
+  detail::run(kern, false, false, M, N, K, alpha, A, lda, nullptr, N, beta, C, ldc, packed_b,
+              epilogue ? &epilogue : nullptr);
 }
 
 void sgemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace attn::kernels::cpu {
 
@@ -40,6 +41,14 @@ bool f32_gemm_fast();
 // sgemm_f32(false, false, M, N, K, alpha, A, lda, B, N, beta, C, ldc) on the AVX-512 path.
 void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* packed_b, float beta, float* C, int64_t ldc);
+// The same product with a row epilogue: once the last k block of rows [row0, row0 + rows) and
+// columns [col0, col0 + cols) is in C, epilogue(row0, rows, col0, cols) runs on the thread that
+// wrote them, while they are still in its cache (models/bert.cc: bias + GELU of the FFN, the bias of
+// the QKV product). The blocks of one call tile C exactly once; C holds the product when it runs.
+using F32GemmEpilogue = std::function<void(int64_t row0, int64_t rows, int64_t col0, int64_t cols)>;
+void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                        const float* packed_b, float beta, float* C, int64_t ldc,
+                        const F32GemmEpilogue& epilogue);
 // True when the active instruction set runs sgemm_f32_packed_b (AVX-512).
 bool f32_gemm_reads_packed_b();
 
