@@ -631,6 +631,10 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
       qlinear(w.qqkv, xp, C, qp, 3 * C, true);
     } else if (small) {
       small_linear(xp, C, w.wqkv, w.bqkv.data<float>(), qp, 3 * C, 3 * C, C);
+    } else if (w_->packed) {
+      // qkv = x · Wqkv + bias, the bias added to each block of rows as soon as it is done.
+      ops::gemm_packed(xp, C, w.wqkv, 0.0f, qp, 3 * C, T, 3 * C, C, ops::GemmEpilogue::bias,
+                       w.bqkv.data<float>());
     } else {
       // qkv = bias, then qkv += x · Wqkv (beta 1: BLAS skips its zeroing pass over C).
       fill_rows(qp, w.bqkv.data<float>(), T, 3 * C);
@@ -699,10 +703,16 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
       ops::residual_layer_norm(xp, nullptr, w.bo.data<float>(), w.ln1_w.data<float>(), w.ln1_b.data<float>(),
                                T, C, eps);
       mark("ln1");
-      big_gemm(xp, C, w.w1, 0.0f, fp, F, F, C);
-      mark("ffn_up_gemm");
-      ops::bias_gelu(fp, w.b1.data<float>(), T, F);
-      mark("bias_gelu");
+      if (w_->packed) {
+        // ff = gelu(x · W1 + b1), each block of rows finished while it is in cache.
+        ops::gemm_packed(xp, C, w.w1, 0.0f, fp, F, T, F, C, ops::GemmEpilogue::bias_gelu, w.b1.data<float>());
+        mark("ffn_up_gemm");  // bias_gelu included
+      } else {
+        big_gemm(xp, C, w.w1, 0.0f, fp, F, F, C);
+        mark("ffn_up_gemm");
+        ops::bias_gelu(fp, w.b1.data<float>(), T, F);
+        mark("bias_gelu");
+      }
       big_gemm(fp, F, w.w2, 1.0f, xp, C, C, F);
       mark("ffn_down_gemm");
       ops::residual_layer_norm(xp, nullptr, w.b2.data<float>(), w.ln2_w.data<float>(), w.ln2_b.data<float>(),
