@@ -171,8 +171,8 @@ std::vector<F32Case> cases() {
     add("column", 45, 1, 19, 2, 1.f, 1.f);
     add("odd", 13, 37, 17, 3, 0.5f, 0.f);
     add("blocks", 12, 32, 16, 0, 1.f, 0.f);
-    add("off_blocks", 25, 49, 257, 1, -1.5f, 0.75f);  // K past one k block (256): two blocks
-    add("long_k", 7, 20, 600, 0, 1.f, 1.f);
+    add("off_blocks", 25, 49, 769, 1, -1.5f, 0.75f);  // K past one k block (768): two blocks
+    add("long_k", 7, 20, 1600, 0, 1.f, 1.f);          // three k blocks
     add("threads", 150, 130, 70, 2, 1.f, 0.f);        // past one 144-row block, several panels
     add("wide", 30, 2100, 24, 0, 2.f, -1.f);          // past one 2048-column B block
     add("in_place_b", 90, 75, 300, 1, 1.f, 0.5f);     // at most 96 rows: op(B) NN read in place
