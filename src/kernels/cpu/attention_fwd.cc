@@ -128,15 +128,12 @@ inline const float* q_row(const AttnArgs<float>& a, int64_t b, int64_t h, int64_
   return a.q + b * a.sq.b + h * a.sq.h + i * a.sq.r;
 }
 
-// Zero-padded transposed copy of the tile's query rows: qt[d * ldq + r].
-void pack_q(const AttnArgs<float>& a, const TileRows& t, int ldq, float* qt) {
-  const int64_t D = a.D;
-  for (int r = 0; r < t.n; ++r) {
-    const float* q = q_row(a, t.b, t.h[r], t.i[r]);
-    for (int64_t d = 0; d < D; ++d) qt[d * ldq + r] = q[d];
-  }
-  for (int64_t d = 0; d < D; ++d)
-    for (int r = t.n; r < ldq; ++r) qt[d * ldq + r] = 0.f;
+// Zero-padded transposed copy of the tile's query rows, multiplied by the softmax scale:
+// qt[d * ldq + r] = scale · q[r, d]. The scores kernels then run with scale = 1 (no multiply).
+void pack_q(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t, int ldq, float* qt) {
+  const float* rows[kMaxRows];
+  for (int r = 0; r < t.n; ++r) rows[r] = q_row(a, t.b, t.h[r], t.i[r]);
+  kn.pack_qt(rows, t.n, static_cast<int>(a.D), static_cast<float>(a.scale), qt, ldq);
 }
 
 // Row-major, zero-padded copy of the tile's query rows for the row path: qr[r * ldo + d].
@@ -300,8 +297,8 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       kn.scores_bf16(as_u32(s.qt), ldq, kbase16 + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale,
                      s.st.get(), vlim);
     else
-      kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get(),
-                vlim);
+      kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), 1.f, s.st.get(),
+                vlim);  // the scale is in qt (pack_q)
     if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
     kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
     // Dropout after the statistics update, so l stays pre-dropout.
@@ -370,6 +367,31 @@ struct Tiling {
   }
 };
 
+// Starts loading, into L2, what the next work item reads first and this one writes last: the query rows of
+// tile `next` (-1: none) and, when `out` is set, this tile's output rows. Both are touched once per tile, so
+// without this every tile begins and ends with a burst of cache misses (the keys and values are re-read
+// tile after tile and stay cached).
+void prefetch_ahead(const AttnArgs<float>& a, const AttnOut<float>& o, const Tiling& tiling,
+                    const TileRows& t, int64_t next, bool out) {
+  constexpr int64_t kLine = 64;
+  if (out)
+    for (int r = 0; r < t.n; ++r) {
+      const char* p = reinterpret_cast<const char*>(o.out_row(t.b, t.h[r], t.i[r], a.H, a.Lq, a.D));
+      for (int64_t x = 0; x < a.D * static_cast<int64_t>(sizeof(float)); x += kLine)
+        __builtin_prefetch(p + x, 1, 2);
+    }
+  if (next < 0) return;
+  TileRows nt;
+  tiling.rows(a, next, nt);
+  const int64_t esize = a.bf16 ? 2 : 4;
+  for (int r = 0; r < nt.n; ++r) {
+    const int64_t off = nt.b * a.sq.b + nt.h[r] * a.sq.h + nt.i[r] * a.sq.r;
+    const char* p =
+        a.bf16 ? reinterpret_cast<const char*>(a.q16 + off) : reinterpret_cast<const char*>(a.q + off);
+    for (int64_t x = 0; x < a.D * esize; x += kLine) __builtin_prefetch(p + x, 0, 2);
+  }
+}
+
 const Kernels& select_kernels() {
   switch (active_isa()) {
     case Isa::avx512:
@@ -435,7 +457,7 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
       t.n = static_cast<int>(std::min<int64_t>(g.Br, nr - r0));
       for (int r = 0; r < t.n; ++r) t.h[r] = h, t.i[r] = o.cap_i[r0 + r];
       const int ldq = static_cast<int>(round_up(t.n, kRowPad));
-      pack_q(a, t, ldq, s.qt.get());
+      pack_q(a, kn, t, ldq, s.qt.get());
       const Union u = row_ranges(a, t, s);
       const float* kbase = a.k + t.b * a.sk.b + t.hk * a.sk.h;
       float* w0 = o.weights + ((ib * nh + ih) * nr + r0) * a.Lk;
@@ -446,8 +468,8 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
       }
       for (int64_t j0 = u.lo; j0 < u.hi; j0 += g.Bc) {
         const int nk = static_cast<int>(std::min<int64_t>(g.Bc, u.hi - j0));
-        kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
-                  static_cast<float>(a.scale), s.st.get(), nullptr);
+        kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), 1.f, s.st.get(),
+                  nullptr);  // the scale is in qt (pack_q)
         apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
         for (int r = 0; r < t.n; ++r) {
           const float lse = o.lse[(t.b * a.H + h) * a.Lq + t.i[r]];
@@ -490,7 +512,8 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
   std::vector<float> partial;
   if (nsplit > 1) partial.resize(static_cast<std::size_t>(tiling.num_tiles * nsplit * g.Br * part_row));
 
-  parallel_for(tiling.num_tiles * nsplit, 1, [&](int64_t begin, int64_t end, int tid) {
+  const int64_t total = tiling.num_tiles * nsplit;
+  parallel_for(total, 1, [&](int64_t begin, int64_t end, int tid) {
     Scratch& s = scratch[tid];
     TileRows t;
     for (int64_t item = begin; item < end; ++item) {
@@ -514,8 +537,13 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
         else if (a.bf16)
           pack_q_bf16(a, t, ldq, as_u32(s.qt));
         else
-          pack_q(a, t, ldq, s.qt.get());
+          pack_q(a, kn, t, ldq, s.qt.get());
       }
+      // Work items are handed out one at a time; with `threads` threads this one's next is most often
+      // `threads` items ahead.
+      const int64_t next = item + threads;
+      prefetch_ahead(a, o, tiling, t, next < total && next / nsplit != tile ? next / nsplit : -1,
+                     nsplit == 1);
       run_tile(a, kn, g, t, u, kb, ke, s);
       if (nsplit == 1) {
         finalize(a, t, g, s, o);
@@ -656,6 +684,13 @@ void softmax_rows_scalar(float* sr, int lds, int n, int nk, float* m, float* l, 
 
 }  // namespace
 
+void pack_qt_portable(const float* const* rows, int n, int D, float scale, float* qt, int ldq) {
+  for (int r = 0; r < n; ++r)
+    for (int d = 0; d < D; ++d) qt[static_cast<int64_t>(d) * ldq + r] = scale * rows[r][d];
+  for (int d = 0; d < D; ++d)
+    for (int r = n; r < ldq; ++r) qt[static_cast<int64_t>(d) * ldq + r] = 0.f;
+}
+
 void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
                       float inv_keep) {
   for (int j = 0; j < nk; ++j)
@@ -680,7 +715,8 @@ const Kernels& kernels_scalar() {
                          scores_rows_scalar,
                          softmax_rows_scalar,
                          nullptr,
-                         nullptr};
+                         nullptr,
+                         pack_qt_portable};
   return k;
 }
 
