@@ -107,22 +107,6 @@ void pack_q_bf16(const AttnArgs<float>& a, const TileRows& t, int ldq, uint32_t*
     for (int r = t.n; r < ldq; ++r) qt2[p * ldq + r] = 0u;
 }
 
-// bf16 inputs: value rows [j0, j0 + nk) in pairs along keys: vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]),
-// 0 past nk and D.
-void pack_v_bf16(const uint16_t* v, int64_t svr, int nk, int64_t D, int ldo, uint32_t* vp) {
-  for (int jp = 0; jp < (nk + 1) / 2; ++jp) {
-    const uint16_t* v0 = v + 2 * jp * svr;
-    uint32_t* dst = vp + static_cast<int64_t>(jp) * ldo;
-    if (2 * jp + 1 < nk) {
-      const uint16_t* v1 = v0 + svr;
-      for (int64_t d = 0; d < D; ++d) dst[d] = v0[d] | (static_cast<uint32_t>(v1[d]) << 16);
-    } else {
-      for (int64_t d = 0; d < D; ++d) dst[d] = v0[d];
-    }
-    for (int64_t d = D; d < ldo; ++d) dst[d] = 0u;
-  }
-}
-
 // Row pointer helpers (strides in elements).
 inline const float* q_row(const AttnArgs<float>& a, int64_t b, int64_t h, int64_t i) {
   return a.q + b * a.sq.b + h * a.sq.h + i * a.sq.r;
@@ -242,8 +226,10 @@ uint64_t dropout_row_key(uint64_t seed, int64_t b, int64_t h, int64_t i) {
 
 // Runs the online softmax of tile `t` over keys [kb, ke); leaves m, l and the
 // unnormalised O in the scratch. Q must already be packed.
+// vpack (bf16 inputs, may be null): the values of this tile's (b, hk) already in pairs along keys, pair jp
+// = keys (2jp, 2jp + 1) (the layout of Kernels::pack_v_bf16 over all Lk keys).
 void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, const TileRows& t,
-              const Union& u, int64_t kb, int64_t ke, Scratch& s) {
+              const Union& u, int64_t kb, int64_t ke, Scratch& s, const uint32_t* vpack) {
   const int ldq = static_cast<int>(round_up(t.n, kRowPad));
   for (int r = 0; r < ldq; ++r) s.m[r] = kNegInf, s.l[r] = 0.f;
   for (int64_t x = 0; x < static_cast<int64_t>(t.n) * g.ldo; ++x) s.o[x] = 0.f;
@@ -306,9 +292,15 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
                  static_cast<float>(1.0 / (1.0 - a.dropout_p)));
     if (a.bf16) {
-      pack_v_bf16(vbase16 + j0 * a.sv.r, a.sv.r, nk, a.D, g.ldo, as_u32(s.vp));
-      kn.pv_bf16(s.st.get(), ldq, as_u32(s.vp), nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
-                 s.alpha.get(), rlim, as_u32(s.pb));
+      // The pre-packed pairs serve when the tile's pairs are theirs: an even first key, and an even count
+      // unless the tile ends at Lk (the last pair is then padded with 0 in both).
+      const uint32_t* vp = as_u32(s.vp);
+      if (vpack && j0 % 2 == 0 && (nk % 2 == 0 || j0 + nk == a.Lk))
+        vp = vpack + j0 / 2 * g.ldo;
+      else
+        kn.pack_v_bf16(vbase16 + j0 * a.sv.r, a.sv.r, nk, static_cast<int>(a.D), g.ldo, as_u32(s.vp));
+      kn.pv_bf16(s.st.get(), ldq, vp, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo, s.alpha.get(), rlim,
+                 as_u32(s.pb));
     } else {
       kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
             s.alpha.get(), rlim);
@@ -512,6 +504,26 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
   std::vector<float> partial;
   if (nsplit > 1) partial.resize(static_cast<std::size_t>(tiling.num_tiles * nsplit * g.Br * part_row));
 
+  // bf16 inputs: when several query tiles read the same values, pair them along keys once here rather
+  // than once per tile and key tile (Kernels::pack_v_bf16; as much memory as V).
+  const int64_t vpairs = (a.Lk + 1) / 2;
+  const int64_t v_readers = tiling.tiles_per_seq * (tiling.pack_group ? 1 : a.group());
+  AlignedBuf vpack;
+  if (a.bf16 && v_readers > 1 && a.Lk > 0) {
+    vpack = aligned_floats(a.B * a.Hkv * vpairs * g.ldo);
+    constexpr int64_t kChunkPairs = 256;
+    const int64_t chunks = ceil_div(vpairs, kChunkPairs);
+    parallel_for(a.B * a.Hkv * chunks, 1, [&](int64_t begin, int64_t end, int) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t seq = item / chunks, c = item % chunks;
+        const int64_t b = seq / a.Hkv, hk = seq % a.Hkv;
+        const int64_t j0 = 2 * c * kChunkPairs;
+        const int nk = static_cast<int>(std::min<int64_t>(2 * kChunkPairs, a.Lk - j0));
+        kn.pack_v_bf16(a.v16 + b * a.sv.b + hk * a.sv.h + j0 * a.sv.r, a.sv.r, nk, static_cast<int>(a.D),
+                       g.ldo, as_u32(vpack) + (seq * vpairs + j0 / 2) * g.ldo);
+      }
+    });
+  }
   const int64_t total = tiling.num_tiles * nsplit;
   parallel_for(total, 1, [&](int64_t begin, int64_t end, int tid) {
     Scratch& s = scratch[tid];
@@ -544,7 +556,8 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
       const int64_t next = item + threads;
       prefetch_ahead(a, o, tiling, t, next < total && next / nsplit != tile ? next / nsplit : -1,
                      nsplit == 1);
-      run_tile(a, kn, g, t, u, kb, ke, s);
+      run_tile(a, kn, g, t, u, kb, ke, s,
+               vpack ? as_u32(vpack) + (t.b * a.Hkv + t.hk) * vpairs * g.ldo : nullptr);
       if (nsplit == 1) {
         finalize(a, t, g, s, o);
         continue;
@@ -716,7 +729,8 @@ const Kernels& kernels_scalar() {
                          softmax_rows_scalar,
                          nullptr,
                          nullptr,
-                         pack_qt_portable};
+                         pack_qt_portable,
+                         nullptr};
   return k;
 }
 

@@ -554,13 +554,6 @@ void scores_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, i
   }
 }
 
-// fp32 -> bf16 bits, round to nearest even (finite inputs), in the low 16 bits of each lane.
-inline __m512i round_bf16(__m512 x) {
-  const __m512i b = _mm512_castps_si512(x);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-  return _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
-}
-
 template <int RB, int DV>
 void pv_block_bf16(const uint32_t* pb, int ldq, const uint32_t* vp, int ldo, int npairs, float* o,
                    const float* alpha) {
@@ -605,16 +598,21 @@ constexpr auto kPvBf16Table = pv_bf16_table(std::make_index_sequence<kDV>());
 
 void pv_bf16(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
              const float* alpha, const int* lim, uint32_t* pb) {
-  // P in pairs along keys: pb[jp * ldq + r] = (bf16 P[2jp, r], bf16 P[2jp + 1, r]), 0 past nk.
+  // P in pairs along keys: pb[jp * ldq + r] = (bf16 P[2jp, r], bf16 P[2jp + 1, r]), 0 past nk. vcvtne2ps2bf16
+  // rounds two vectors to nearest even (denormals to 0) into [P[2jp, 0..15], P[2jp + 1, 0..15]] as 16-bit
+  // halves; one vpermw interleaves them into pairs.
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                              23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const int npairs = (nk + 1) / 2;
   for (int jp = 0; jp < npairs; ++jp) {
     const float* p0 = p + static_cast<int64_t>(2 * jp) * ldq;
     const bool has1 = 2 * jp + 1 < nk;
     for (int v = 0; v < ldq / 16; ++v) {
-      const __m512i lo = round_bf16(_mm512_load_ps(p0 + 16 * v));
-      const __m512i hi = has1 ? round_bf16(_mm512_load_ps(p0 + ldq + 16 * v)) : _mm512_setzero_si512();
+      const __m512 lo = _mm512_load_ps(p0 + 16 * v);
+      const __m512 hi = has1 ? _mm512_load_ps(p0 + ldq + 16 * v) : _mm512_setzero_ps();
+      const __m512i halves = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
       _mm512_store_si512(pb + static_cast<int64_t>(jp) * ldq + 16 * v,
-                         _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+                         _mm512_permutexvar_epi16(interleave, halves));
     }
   }
   const int nvec = (D + 15) / 16;
@@ -631,6 +629,25 @@ void pv_bf16(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, 
                                    o + static_cast<int64_t>(r0) * ldo + 16 * d0, alpha + r0);
     }
     d0 += dv;
+  }
+}
+
+// ---- bf16 values in pairs along keys ------------------------------------------------------------
+
+void pack_v_bf16(const uint16_t* v, int64_t svr, int nk, int D, int ldo, uint32_t* vp) {
+  for (int jp = 0; jp < (nk + 1) / 2; ++jp) {
+    const uint16_t* v0 = v + 2 * jp * svr;
+    const uint16_t* v1 = v0 + svr;
+    const bool has1 = 2 * jp + 1 < nk;
+    uint32_t* dst = vp + static_cast<int64_t>(jp) * ldo;
+    for (int d = 0; d < ldo; d += 16) {
+      const int nd = std::clamp(D - d, 0, 16);
+      const __mmask16 m = static_cast<__mmask16>((1u << nd) - 1u);
+      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, v0 + d));
+      const __m512i hi =
+          has1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, v1 + d)) : _mm512_setzero_si512();
+      _mm512_store_si512(dst + d, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
   }
 }
 
@@ -690,7 +707,7 @@ void pack_qt(const float* const* rows, int n, int D, float scale_f, float* qt, i
 
 const Kernels& kernels_avx512() {
   static const Kernels k{"avx512", 64, 96,          scores,       softmax,     pv,      softcap, add_rows,
-                         dropout,  8,  scores_rows, softmax_rows, scores_bf16, pv_bf16, pack_qt};
+                         dropout,  8,  scores_rows, softmax_rows, scores_bf16, pv_bf16, pack_qt, pack_v_bf16};
   return k;
 }
 

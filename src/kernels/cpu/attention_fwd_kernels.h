@@ -101,6 +101,11 @@ struct Kernels {
   // with scale = 1, which skips the multiply.
   // rows: [n] pointers to D contiguous floats  qt: [D, ldq]
   void (*pack_qt)(const float* const* rows, int n, int D, float scale, float* qt, int ldq);
+
+  // bf16 inputs (null where pv_bf16 is): value rows [0, nk) in pairs along keys, the layout of pv_bf16's vp:
+  // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]), 0 past nk and for D <= d < ldo.
+  // v: [nk, D] bf16 with row stride svr  vp: [ceil(nk/2), ldo]
+  void (*pack_v_bf16)(const uint16_t* v, int64_t svr, int nk, int D, int ldo, uint32_t* vp);
 };
 
 constexpr int kMaxRows = 64;
