@@ -77,6 +77,27 @@ struct Scratch {
   int64_t lo[kMaxRows], hi[kMaxRows];
   uint64_t drop_key[kMaxRows];
   int vlim[kMaxRows / kRowPad], rlim[kMaxRows];  // per-vector and per-row key limits in a key tile
+  // Cache lines to fetch while this tile runs (plan_prefetch), a few per key tile: a burst of hundreds of
+  // prefetches that miss to memory fills the load queue and stalls the kernels behind it.
+  struct Line {
+    const char* p;
+    bool write;
+  };
+  std::vector<Line> pf;
+  std::size_t pf_next = 0;
+
+  // Issues the next share of the planned prefetches, `tiles_left` key tiles (>= 1) before the end.
+  void prefetch_share(int64_t tiles_left) {
+    const std::size_t left = pf.size() - pf_next;
+    const std::size_t n =
+        (left + static_cast<std::size_t>(tiles_left) - 1) / static_cast<std::size_t>(tiles_left);
+    for (std::size_t e = pf_next + n; pf_next < e; ++pf_next) {
+      if (pf[pf_next].write)
+        __builtin_prefetch(pf[pf_next].p, 1, 2);
+      else
+        __builtin_prefetch(pf[pf_next].p, 0, 2);
+    }
+  }
 };
 
 struct Geometry {
@@ -241,6 +262,7 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   const uint16_t* kbase16 = a.bf16 ? a.k16 + t.b * a.sk.b + t.hk * a.sk.h : nullptr;
   const uint16_t* vbase16 = a.bf16 ? a.v16 + t.b * a.sv.b + t.hk * a.sv.h : nullptr;
   if (use_rows(a, kn, t)) {
+    s.prefetch_share(1);
     // Row path: S row-major, one row of keys per query row; P·V row by row (ldq = 1 views a P row as a
     // one-row column tile).
     for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
@@ -264,6 +286,7 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   }
   for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
     const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
+    s.prefetch_share(ceil_div(ke - j0, g.Bc));
     const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
     // Tiles crossing some row's upper key bound (the causal diagonal): per 16-row vector and per
     // row, the keys past the bound are masked, so their scores and P·V terms are skipped.
@@ -359,18 +382,20 @@ struct Tiling {
   }
 };
 
-// Starts loading, into L2, what the next work item reads first and this one writes last: the query rows of
-// tile `next` (-1: none) and, when `out` is set, this tile's output rows. Both are touched once per tile, so
-// without this every tile begins and ends with a burst of cache misses (the keys and values are re-read
-// tile after tile and stay cached).
-void prefetch_ahead(const AttnArgs<float>& a, const AttnOut<float>& o, const Tiling& tiling,
-                    const TileRows& t, int64_t next, bool out) {
+// Plans the loads, into L2, of what the next work item reads first and this one writes last: the query rows
+// of tile `next` (-1: none) and, when `out` is set, this tile's output rows. Both are touched once per
+// tile, so without this every tile begins and ends with cache misses to memory (the keys and values are
+// re-read tile after tile and stay cached). run_tile issues them a share per key tile.
+void plan_prefetch(const AttnArgs<float>& a, const AttnOut<float>& o, const Tiling& tiling, const TileRows& t,
+                   int64_t next, bool out, Scratch& s) {
   constexpr int64_t kLine = 64;
+  s.pf.clear();
+  s.pf_next = 0;
   if (out)
     for (int r = 0; r < t.n; ++r) {
       const char* p = reinterpret_cast<const char*>(o.out_row(t.b, t.h[r], t.i[r], a.H, a.Lq, a.D));
       for (int64_t x = 0; x < a.D * static_cast<int64_t>(sizeof(float)); x += kLine)
-        __builtin_prefetch(p + x, 1, 2);
+        s.pf.push_back({p + x, true});
     }
   if (next < 0) return;
   TileRows nt;
@@ -380,7 +405,7 @@ void prefetch_ahead(const AttnArgs<float>& a, const AttnOut<float>& o, const Til
     const int64_t off = nt.b * a.sq.b + nt.h[r] * a.sq.h + nt.i[r] * a.sq.r;
     const char* p =
         a.bf16 ? reinterpret_cast<const char*>(a.q16 + off) : reinterpret_cast<const char*>(a.q + off);
-    for (int64_t x = 0; x < a.D * esize; x += kLine) __builtin_prefetch(p + x, 0, 2);
+    for (int64_t x = 0; x < a.D * esize; x += kLine) s.pf.push_back({p + x, false});
   }
 }
 
@@ -554,8 +579,8 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
       // Work items are handed out one at a time; with `threads` threads this one's next is most often
       // `threads` items ahead.
       const int64_t next = item + threads;
-      prefetch_ahead(a, o, tiling, t, next < total && next / nsplit != tile ? next / nsplit : -1,
-                     nsplit == 1);
+      plan_prefetch(a, o, tiling, t, next < total && next / nsplit != tile ? next / nsplit : -1, nsplit == 1,
+                    s);
       run_tile(a, kn, g, t, u, kb, ke, s,
                vpack ? as_u32(vpack) + (t.b * a.Hkv + t.hk) * vpairs * g.ldo : nullptr);
       if (nsplit == 1) {
