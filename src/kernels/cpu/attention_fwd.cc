@@ -86,17 +86,18 @@ struct Scratch {
   std::vector<Line> pf;
   std::size_t pf_next = 0;
 
-  // Issues the next share of the planned prefetches, `tiles_left` key tiles (>= 1) before the end.
-  void prefetch_share(int64_t tiles_left) {
+  // Issues the next share of the planned prefetches, `shares_left` (>= 1) shares before the end.
+  void prefetch_share(int64_t shares_left) {
     const std::size_t left = pf.size() - pf_next;
-    const std::size_t n =
-        (left + static_cast<std::size_t>(tiles_left) - 1) / static_cast<std::size_t>(tiles_left);
-    for (std::size_t e = pf_next + n; pf_next < e; ++pf_next) {
-      if (pf[pf_next].write)
-        __builtin_prefetch(pf[pf_next].p, 1, 2);
+    const std::size_t e =
+        pf_next + (left + static_cast<std::size_t>(shares_left) - 1) / static_cast<std::size_t>(shares_left);
+    for (std::size_t x = pf_next; x < e; ++x) {
+      if (pf[x].write)
+        __builtin_prefetch(pf[x].p, 1, 2);
       else
-        __builtin_prefetch(pf[pf_next].p, 0, 2);
+        __builtin_prefetch(pf[x].p, 0, 2);
     }
+    pf_next = e;
   }
 };
 
@@ -286,7 +287,8 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   }
   for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
     const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
-    s.prefetch_share(ceil_div(ke - j0, g.Bc));
+    const int64_t tiles_left = ceil_div(ke - j0, g.Bc);  // three shares per key tile, between the kernels
+    s.prefetch_share(3 * tiles_left);
     const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
     // Tiles crossing some row's upper key bound (the causal diagonal): per 16-row vector and per
     // row, the keys past the bound are masked, so their scores and P·V terms are skipped.
@@ -309,11 +311,13 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), 1.f, s.st.get(),
                 vlim);  // the scale is in qt (pack_q)
     if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
+    s.prefetch_share(3 * tiles_left - 1);
     kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
     // Dropout after the statistics update, so l stays pre-dropout.
     if (dropout)
       kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
                  static_cast<float>(1.0 / (1.0 - a.dropout_p)));
+    s.prefetch_share(3 * tiles_left - 2);
     if (a.bf16) {
       // The pre-packed pairs serve when the tile's pairs are theirs: an even first key, and an even count
       // unless the tile ends at Lk (the last pair is then padded with 0 in both).

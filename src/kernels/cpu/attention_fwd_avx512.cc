@@ -221,12 +221,18 @@ template <int RB, int DV>
 void pv_block(const float* p, int ldq, const float* v, int64_t svr, int nk, float* o, int ldo,
               const float* alpha, __mmask16 last) {
   __m512 acc[RB][DV];
+  // Most key tiles leave every row maximum unchanged (alpha = 1): then O needs no rescaling.
+  bool rescale = false;
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) rescale |= alpha[r] != 1.f;
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
 #pragma GCC unroll 4
-    for (int d = 0; d < DV; ++d)
-      acc[r][d] = _mm512_mul_ps(_mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d), a);
+    for (int d = 0; d < DV; ++d) {
+      const __m512 x = _mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d);
+      acc[r][d] = rescale ? _mm512_mul_ps(x, a) : x;
+    }
   }
   for (int j = 0; j < nk; ++j) {
     const float* vr = v + j * svr;
@@ -558,12 +564,18 @@ template <int RB, int DV>
 void pv_block_bf16(const uint32_t* pb, int ldq, const uint32_t* vp, int ldo, int npairs, float* o,
                    const float* alpha) {
   __m512 acc[RB][DV];
+  // Most key tiles leave every row maximum unchanged (alpha = 1): then O needs no rescaling.
+  bool rescale = false;
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) rescale |= alpha[r] != 1.f;
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
 #pragma GCC unroll 4
-    for (int d = 0; d < DV; ++d)
-      acc[r][d] = _mm512_mul_ps(_mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d), a);
+    for (int d = 0; d < DV; ++d) {
+      const __m512 x = _mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d);
+      acc[r][d] = rescale ? _mm512_mul_ps(x, a) : x;
+    }
   }
   for (int jp = 0; jp < npairs; ++jp) {
     __m512i vv[DV];
