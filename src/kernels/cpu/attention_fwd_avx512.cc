@@ -236,6 +236,12 @@ void pv_block(const float* p, int ldq, const float* v, int64_t svr, int nk, floa
   }
   for (int j = 0; j < nk; ++j) {
     const float* vr = v + j * svr;
+    // One row (the row path: decode) streams long value runs from memory: fetch 32 rows ahead, as
+    // scores_rows16 does for the keys.
+    if (RB == 1)
+#pragma GCC unroll 4
+      for (int d = 0; d < DV; ++d)
+        _mm_prefetch(reinterpret_cast<const char*>(vr + 32 * svr + 16 * d), _MM_HINT_T0);
     __m512 vv[DV];
 #pragma GCC unroll 4
     for (int d = 0; d < DV; ++d)
