@@ -13,7 +13,9 @@
 //  * row path (few query rows): 16 keys' dot products along D in 16
 //    accumulators, then one transposing add tree puts key j in lane j.
 //  * bf16: the same microkernels with vdpbf16ps on pairs (along D for Q·Kᵀ,
-//    along keys for P·V).
+//    along keys for P·V); P is paired with vcvtne2ps2bf16 + vpermw.
+//  * softmax: exp_shifted, a shorter exp for x <= 0 (no overflow handling).
+//  * pack_qt: Q tile transposed with 16x16 register transposes, scaled.
 #include "kernels/cpu/attention_fwd_kernels.h"
 
 // GCC 12 reports a false "may be used uninitialized" inside the AVX-512 intrinsic headers (the

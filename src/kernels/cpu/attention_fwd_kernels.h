@@ -29,7 +29,7 @@ constexpr int kRowPad = 16;  // ldq is a multiple of this for every ISA
 
 struct Kernels {
   const char* isa;
-  int max_rows;    // Br: query rows per tile (multiple of kRowPad, <= kMaxRows)
+  int max_rows;    // Br: query rows per tile (multiple of kRowPad, <= kMaxRows / 2)
   int block_keys;  // Bc: keys per key tile
 
   // st[j * ldq + r] = scale * sum_d qt[d * ldq + r] * k[j * skr + d]   for j < nk, r < ldq.
@@ -108,7 +108,7 @@ struct Kernels {
   void (*pack_v_bf16)(const uint16_t* v, int64_t svr, int nk, int D, int ldo, uint32_t* vp);
 };
 
-constexpr int kMaxRows = 64;
+constexpr int kMaxRows = 128;  // twice max_rows for long keys (attention_fwd.cc, query_rows)
 
 // The plain-C++ dropout kernel, shared by tables without a faster one (AVX2 has no 64-bit multiply).
 void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
