@@ -85,6 +85,18 @@ std::vector<Case> cases() {
        .causal = true,
        .window_left = 30,
        .key_lengths = {97, 0}});
+  // Values paired once per call (several query tiles per kv head): key ranges starting at odd and even
+  // keys (the window), tiles that end inside the range with an odd count, and the last tile at Lk.
+  add({.name = "WindowManyTilesPrepackedValues",
+       .B = 1,
+       .H = 4,
+       .Hkv = 2,
+       .Lq = 300,
+       .Lk = 301,
+       .D = 64,
+       .causal = true,
+       .align = Align::bottom_right,
+       .window_left = 101});
   // GQA decode: 8 query heads per kv head fill one tile, long keys split across threads.
   add({.name = "GqaDecodeLong", .B = 1, .H = 16, .Hkv = 2, .Lq = 1, .Lk = 2001, .D = 128});
   // Decode without GQA: converted to f32 (row path).

@@ -139,6 +139,17 @@ std::vector<Case> cases() {
   add({.name = "LqGreaterLk", .B = 1, .H = 2, .Hkv = 2, .Lq = 150, .Lk = 70, .D = 32});
   add({.name = "LqLessLk", .B = 2, .H = 1, .Hkv = 1, .Lq = 9, .Lk = 201, .D = 40});
   add({.name = "ManyTiles", .B = 1, .H = 3, .Hkv = 3, .Lq = 200, .Lk = 333, .D = 64});
+  // Long keys at D >= 96 (K and V of a head over 2 MiB): tiles of twice the query rows; a partial second
+  // tile, the causal diagonal across both 64-row halves of a tile, and GQA 2.
+  add({.name = "LongKeysDoubleTiles",
+       .B = 1,
+       .H = 2,
+       .Hkv = 1,
+       .Lq = 150,
+       .Lk = 2100,
+       .D = 128,
+       .causal = true,
+       .align = Align::bottom_right});
   // Decode: Lq = 1 with long Lk (split-KV when threads > 1), with and without GQA packing.
   add({.name = "DecodeLong", .B = 1, .H = 2, .Hkv = 2, .Lq = 1, .Lk = 3000, .D = 64});
   add({.name = "DecodeLongCausalBR",

@@ -467,7 +467,11 @@ TEST(ServeGenerate, StopStringsEndTheReplyBeforeThem) {
   Running s(generate_options());
   const std::string ref = library_greedy("What is the capital of France?", 12);
   ASSERT_GT(ref.size(), 6u);
-  const std::string stop = ref.substr(ref.size() / 2, 3);
+  // Three bytes from the middle, widened to whole UTF-8 characters (a stop string must be valid text).
+  std::size_t b = ref.size() / 2, e = b + 3;
+  while (b > 0 && (static_cast<unsigned char>(ref[b]) & 0xC0) == 0x80) --b;
+  while (e < ref.size() && (static_cast<unsigned char>(ref[e]) & 0xC0) == 0x80) ++e;
+  const std::string stop = ref.substr(b, e - b);
   const std::string expected = ref.substr(0, ref.find(stop));
   json::Value req = json::parse(std::string(kChat) + "}");
   req.set("stop", json::Value::string(stop));

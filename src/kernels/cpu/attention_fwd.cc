@@ -19,8 +19,12 @@
 //  * row path: tiles of at most Kernels::row_max rows (decode without GQA) keep
 //    S row-major with keys in the SIMD lanes (scores_rows, softmax_rows);
 //  * bf16 inputs (AttnArgs::bf16, AVX512_BF16): Q packed in pairs along D, V
-//    packed in pairs along keys per key tile, P rounded to bf16 for P·V
+//    packed in pairs along keys (once per call when several query tiles read
+//    the same values, else per key tile), P rounded to bf16 for P·V
 //    (scores_bf16, pv_bf16); softmax, masks and dropout stay fp32.
+// fp32 Q is transposed and multiplied by the scale once per tile (pack_qt), so
+// the scores kernels do no multiply. The rows a tile touches once (the next
+// tile's queries, this tile's outputs) are prefetched a share per key tile.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
@@ -77,12 +81,51 @@ struct Scratch {
   int64_t lo[kMaxRows], hi[kMaxRows];
   uint64_t drop_key[kMaxRows];
   int vlim[kMaxRows / kRowPad], rlim[kMaxRows];  // per-vector and per-row key limits in a key tile
+  // Cache lines to fetch while this tile runs (plan_prefetch), a few per key tile: a burst of hundreds of
+  // prefetches that miss to memory fills the load queue and stalls the kernels behind it.
+  struct Line {
+    const char* p;
+    bool write;
+  };
+  std::vector<Line> pf;
+  std::size_t pf_next = 0;
+
+  // Issues the next share of the planned prefetches, `shares_left` (>= 1) shares before the end.
+  void prefetch_share(int64_t shares_left) {
+    const std::size_t left = pf.size() - pf_next;
+    const std::size_t e =
+        pf_next + (left + static_cast<std::size_t>(shares_left) - 1) / static_cast<std::size_t>(shares_left);
+    for (std::size_t x = pf_next; x < e; ++x) {
+      if (pf[x].write)
+        __builtin_prefetch(pf[x].p, 1, 2);
+      else
+        __builtin_prefetch(pf[x].p, 0, 2);
+    }
+    pf_next = e;
+  }
 };
 
 struct Geometry {
   int Br, Bc, ldo;
-  int lds;  // row stride of the row path's S: Bc rounded up to 16
+  int Bcr;  // keys per key tile on the row path
+  int lds;  // row stride of the row path's S: Bcr rounded up to 16
 };
+
+// One query row against a long key run (decode without GQA) streams K and V from memory: longer key
+// tiles on the row path switch between the two streams less often (measured ~5-10% faster per thread
+// at Lk = 32768 with 1024 keys than with 96). Tiles of several rows keep Bc, so a key tile's values stay
+// in L1 across the rows' P·V.
+constexpr int kRowStreamKeys = 1024;
+
+// Query rows per tile. Every query tile streams the keys and values of its kv head once; when those no
+// longer fit in L2 they come from L3 tile after tile, and twice the rows per tile halves that traffic.
+// Measured on fp32, 1 thread (AMD EPYC Zen 4, 1 MiB L2): N = 8192, D = 128 81-84 -> 87-88 GFLOP/s; at D = 64
+// and at N = 512 the larger tile (S no longer in L1) was 1-5% slower, hence the bounds.
+constexpr int64_t kLongKvBytes = int64_t{2} << 20;  // fp32 K + V of one kv head
+int query_rows(const AttnArgs<float>& a, const Kernels& kn) {
+  const bool long_kv = !a.bf16 && a.D >= 96 && a.Lk * a.D * 8 > kLongKvBytes;
+  return long_kv && 2 * kn.max_rows <= kMaxRows ? 2 * kn.max_rows : kn.max_rows;
+}
 
 // Tiles with few query rows take the row path (keys in SIMD lanes) when the ISA has one (AVX-512: up to 8
 // rows, where it beats the 16-row column kernels; measured with attention_bench --decode-lq).
@@ -107,36 +150,17 @@ void pack_q_bf16(const AttnArgs<float>& a, const TileRows& t, int ldq, uint32_t*
     for (int r = t.n; r < ldq; ++r) qt2[p * ldq + r] = 0u;
 }
 
-// bf16 inputs: value rows [j0, j0 + nk) in pairs along keys: vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]),
-// 0 past nk and D.
-void pack_v_bf16(const uint16_t* v, int64_t svr, int nk, int64_t D, int ldo, uint32_t* vp) {
-  for (int jp = 0; jp < (nk + 1) / 2; ++jp) {
-    const uint16_t* v0 = v + 2 * jp * svr;
-    uint32_t* dst = vp + static_cast<int64_t>(jp) * ldo;
-    if (2 * jp + 1 < nk) {
-      const uint16_t* v1 = v0 + svr;
-      for (int64_t d = 0; d < D; ++d) dst[d] = v0[d] | (static_cast<uint32_t>(v1[d]) << 16);
-    } else {
-      for (int64_t d = 0; d < D; ++d) dst[d] = v0[d];
-    }
-    for (int64_t d = D; d < ldo; ++d) dst[d] = 0u;
-  }
-}
-
 // Row pointer helpers (strides in elements).
 inline const float* q_row(const AttnArgs<float>& a, int64_t b, int64_t h, int64_t i) {
   return a.q + b * a.sq.b + h * a.sq.h + i * a.sq.r;
 }
 
-// Zero-padded transposed copy of the tile's query rows: qt[d * ldq + r].
-void pack_q(const AttnArgs<float>& a, const TileRows& t, int ldq, float* qt) {
-  const int64_t D = a.D;
-  for (int r = 0; r < t.n; ++r) {
-    const float* q = q_row(a, t.b, t.h[r], t.i[r]);
-    for (int64_t d = 0; d < D; ++d) qt[d * ldq + r] = q[d];
-  }
-  for (int64_t d = 0; d < D; ++d)
-    for (int r = t.n; r < ldq; ++r) qt[d * ldq + r] = 0.f;
+// Zero-padded transposed copy of the tile's query rows, multiplied by the softmax scale:
+// qt[d * ldq + r] = scale · q[r, d]. The scores kernels then run with scale = 1 (no multiply).
+void pack_q(const AttnArgs<float>& a, const Kernels& kn, const TileRows& t, int ldq, float* qt) {
+  const float* rows[kMaxRows];
+  for (int r = 0; r < t.n; ++r) rows[r] = q_row(a, t.b, t.h[r], t.i[r]);
+  kn.pack_qt(rows, t.n, static_cast<int>(a.D), static_cast<float>(a.scale), qt, ldq);
 }
 
 // Row-major, zero-padded copy of the tile's query rows for the row path: qr[r * ldo + d].
@@ -245,8 +269,10 @@ uint64_t dropout_row_key(uint64_t seed, int64_t b, int64_t h, int64_t i) {
 
 // Runs the online softmax of tile `t` over keys [kb, ke); leaves m, l and the
 // unnormalised O in the scratch. Q must already be packed.
+// vpack (bf16 inputs, may be null): the values of this tile's (b, hk) already in pairs along keys, pair jp
+// = keys (2jp, 2jp + 1) (the layout of Kernels::pack_v_bf16 over all Lk keys).
 void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, const TileRows& t,
-              const Union& u, int64_t kb, int64_t ke, Scratch& s) {
+              const Union& u, int64_t kb, int64_t ke, Scratch& s, const uint32_t* vpack) {
   const int ldq = static_cast<int>(round_up(t.n, kRowPad));
   for (int r = 0; r < ldq; ++r) s.m[r] = kNegInf, s.l[r] = 0.f;
   for (int64_t x = 0; x < static_cast<int64_t>(t.n) * g.ldo; ++x) s.o[x] = 0.f;
@@ -258,10 +284,11 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   const uint16_t* kbase16 = a.bf16 ? a.k16 + t.b * a.sk.b + t.hk * a.sk.h : nullptr;
   const uint16_t* vbase16 = a.bf16 ? a.v16 + t.b * a.sv.b + t.hk * a.sv.h : nullptr;
   if (use_rows(a, kn, t)) {
+    s.prefetch_share(1);
     // Row path: S row-major, one row of keys per query row; P·V row by row (ldq = 1 views a P row as a
     // one-row column tile).
-    for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
-      const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
+    for (int64_t j0 = kb; j0 < ke; j0 += g.Bcr) {
+      const int nk = static_cast<int>(std::min<int64_t>(g.Bcr, ke - j0));
       float* sr = s.sr.get();
       kn.scores_rows(s.qr.get(), g.ldo, t.n, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale,
                      sr, g.lds);
@@ -281,6 +308,8 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
   }
   for (int64_t j0 = kb; j0 < ke; j0 += g.Bc) {
     const int nk = static_cast<int>(std::min<int64_t>(g.Bc, ke - j0));
+    const int64_t tiles_left = ceil_div(ke - j0, g.Bc);  // three shares per key tile, between the kernels
+    s.prefetch_share(3 * tiles_left);
     const bool inside = j0 >= u.max_lo && j0 + nk <= u.min_hi;
     // Tiles crossing some row's upper key bound (the causal diagonal): per 16-row vector and per
     // row, the keys past the bound are masked, so their scores and P·V terms are skipped.
@@ -300,18 +329,26 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       kn.scores_bf16(as_u32(s.qt), ldq, kbase16 + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale,
                      s.st.get(), vlim);
     else
-      kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale, s.st.get(),
-                vlim);
+      kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), 1.f, s.st.get(),
+                vlim);  // the scale is in qt (pack_q)
     if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
+    s.prefetch_share(3 * tiles_left - 1);
     kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
     // Dropout after the statistics update, so l stays pre-dropout.
     if (dropout)
       kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
                  static_cast<float>(1.0 / (1.0 - a.dropout_p)));
+    s.prefetch_share(3 * tiles_left - 2);
     if (a.bf16) {
-      pack_v_bf16(vbase16 + j0 * a.sv.r, a.sv.r, nk, a.D, g.ldo, as_u32(s.vp));
-      kn.pv_bf16(s.st.get(), ldq, as_u32(s.vp), nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
-                 s.alpha.get(), rlim, as_u32(s.pb));
+      // The pre-packed pairs serve when the tile's pairs are theirs: an even first key, and an even count
+      // unless the tile ends at Lk (the last pair is then padded with 0 in both).
+      const uint32_t* vp = as_u32(s.vp);
+      if (vpack && j0 % 2 == 0 && (nk % 2 == 0 || j0 + nk == a.Lk))
+        vp = vpack + j0 / 2 * g.ldo;
+      else
+        kn.pack_v_bf16(vbase16 + j0 * a.sv.r, a.sv.r, nk, static_cast<int>(a.D), g.ldo, as_u32(s.vp));
+      kn.pv_bf16(s.st.get(), ldq, vp, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo, s.alpha.get(), rlim,
+                 as_u32(s.pb));
     } else {
       kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
             s.alpha.get(), rlim);
@@ -369,6 +406,33 @@ struct Tiling {
     }
   }
 };
+
+// Plans the loads, into L2, of what the next work item reads first and this one writes last: the query rows
+// of tile `next` (-1: none) and, when `out` is set, this tile's output rows. Both are touched once per
+// tile, so without this every tile begins and ends with cache misses to memory (the keys and values are
+// re-read tile after tile and stay cached). run_tile issues them a share per key tile.
+void plan_prefetch(const AttnArgs<float>& a, const AttnOut<float>& o, const Tiling& tiling, const TileRows& t,
+                   int64_t next, bool out, Scratch& s) {
+  constexpr int64_t kLine = 64;
+  s.pf.clear();
+  s.pf_next = 0;
+  if (out)
+    for (int r = 0; r < t.n; ++r) {
+      const char* p = reinterpret_cast<const char*>(o.out_row(t.b, t.h[r], t.i[r], a.H, a.Lq, a.D));
+      for (int64_t x = 0; x < a.D * static_cast<int64_t>(sizeof(float)); x += kLine)
+        s.pf.push_back({p + x, true});
+    }
+  if (next < 0) return;
+  TileRows nt;
+  tiling.rows(a, next, nt);
+  const int64_t esize = a.bf16 ? 2 : 4;
+  for (int r = 0; r < nt.n; ++r) {
+    const int64_t off = nt.b * a.sq.b + nt.h[r] * a.sq.h + nt.i[r] * a.sq.r;
+    const char* p =
+        a.bf16 ? reinterpret_cast<const char*>(a.q16 + off) : reinterpret_cast<const char*>(a.q + off);
+    for (int64_t x = 0; x < a.D * esize; x += kLine) s.pf.push_back({p + x, false});
+  }
+}
 
 const Kernels& select_kernels() {
   switch (active_isa()) {
@@ -435,7 +499,7 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
       t.n = static_cast<int>(std::min<int64_t>(g.Br, nr - r0));
       for (int r = 0; r < t.n; ++r) t.h[r] = h, t.i[r] = o.cap_i[r0 + r];
       const int ldq = static_cast<int>(round_up(t.n, kRowPad));
-      pack_q(a, t, ldq, s.qt.get());
+      pack_q(a, kn, t, ldq, s.qt.get());
       const Union u = row_ranges(a, t, s);
       const float* kbase = a.k + t.b * a.sk.b + t.hk * a.sk.h;
       float* w0 = o.weights + ((ib * nh + ih) * nr + r0) * a.Lk;
@@ -446,8 +510,8 @@ void capture_weights(const AttnArgs<float>& a, AttnOut<float>& o, const Kernels&
       }
       for (int64_t j0 = u.lo; j0 < u.hi; j0 += g.Bc) {
         const int nk = static_cast<int>(std::min<int64_t>(g.Bc, u.hi - j0));
-        kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
-                  static_cast<float>(a.scale), s.st.get(), nullptr);
+        kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), 1.f, s.st.get(),
+                  nullptr);  // the scale is in qt (pack_q)
         apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
         for (int r = 0; r < t.n; ++r) {
           const float lse = o.lse[(t.b * a.H + h) * a.Lq + t.i[r]];
@@ -478,8 +542,9 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
   ATTN_CHECK(!a.bf16 || (kn.scores_bf16 && a.q16 && a.k16 && a.v16 && !o.weights),
              "fused attention: bf16 inputs need the AVX512_BF16 kernels and no weight capture; got isa ",
              kn.isa, ", capture ", o.weights != nullptr);
-  const Geometry g{kn.max_rows, kn.block_keys, static_cast<int>(round_up(a.D, 16)),
-                   static_cast<int>(round_up(kn.block_keys, 16))};
+  const int Bcr = a.Lq == 1 && a.group() == 1 ? std::max(kn.block_keys, kRowStreamKeys) : kn.block_keys;
+  const Geometry g{query_rows(a, kn), kn.block_keys, static_cast<int>(round_up(a.D, 16)), Bcr,
+                   static_cast<int>(round_up(Bcr, 16))};
   const Tiling tiling(a, g.Br);
   const int threads = num_threads();
   std::vector<Scratch> scratch = make_scratch(threads, a, kn, g);
@@ -490,7 +555,28 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
   std::vector<float> partial;
   if (nsplit > 1) partial.resize(static_cast<std::size_t>(tiling.num_tiles * nsplit * g.Br * part_row));
 
-  parallel_for(tiling.num_tiles * nsplit, 1, [&](int64_t begin, int64_t end, int tid) {
+  // bf16 inputs: when several query tiles read the same values, pair them along keys once here rather
+  // than once per tile and key tile (Kernels::pack_v_bf16; as much memory as V).
+  const int64_t vpairs = (a.Lk + 1) / 2;
+  const int64_t v_readers = tiling.tiles_per_seq * (tiling.pack_group ? 1 : a.group());
+  AlignedBuf vpack;
+  if (a.bf16 && v_readers > 1 && a.Lk > 0) {
+    vpack = aligned_floats(a.B * a.Hkv * vpairs * g.ldo);
+    constexpr int64_t kChunkPairs = 256;
+    const int64_t chunks = ceil_div(vpairs, kChunkPairs);
+    parallel_for(a.B * a.Hkv * chunks, 1, [&](int64_t begin, int64_t end, int) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t seq = item / chunks, c = item % chunks;
+        const int64_t b = seq / a.Hkv, hk = seq % a.Hkv;
+        const int64_t j0 = 2 * c * kChunkPairs;
+        const int nk = static_cast<int>(std::min<int64_t>(2 * kChunkPairs, a.Lk - j0));
+        kn.pack_v_bf16(a.v16 + b * a.sv.b + hk * a.sv.h + j0 * a.sv.r, a.sv.r, nk, static_cast<int>(a.D),
+                       g.ldo, as_u32(vpack) + (seq * vpairs + j0 / 2) * g.ldo);
+      }
+    });
+  }
+  const int64_t total = tiling.num_tiles * nsplit;
+  parallel_for(total, 1, [&](int64_t begin, int64_t end, int tid) {
     Scratch& s = scratch[tid];
     TileRows t;
     for (int64_t item = begin; item < end; ++item) {
@@ -514,9 +600,15 @@ void attention_forward(const AttnArgs<float>& a, AttnOut<float>& o) {
         else if (a.bf16)
           pack_q_bf16(a, t, ldq, as_u32(s.qt));
         else
-          pack_q(a, t, ldq, s.qt.get());
+          pack_q(a, kn, t, ldq, s.qt.get());
       }
-      run_tile(a, kn, g, t, u, kb, ke, s);
+      // Work items are handed out one at a time; with `threads` threads this one's next is most often
+      // `threads` items ahead.
+      const int64_t next = item + threads;
+      plan_prefetch(a, o, tiling, t, next < total && next / nsplit != tile ? next / nsplit : -1, nsplit == 1,
+                    s);
+      run_tile(a, kn, g, t, u, kb, ke, s,
+               vpack ? as_u32(vpack) + (t.b * a.Hkv + t.hk) * vpairs * g.ldo : nullptr);
       if (nsplit == 1) {
         finalize(a, t, g, s, o);
         continue;
@@ -656,6 +748,13 @@ void softmax_rows_scalar(float* sr, int lds, int n, int nk, float* m, float* l, 
 
 }  // namespace
 
+void pack_qt_portable(const float* const* rows, int n, int D, float scale, float* qt, int ldq) {
+  for (int r = 0; r < n; ++r)
+    for (int d = 0; d < D; ++d) qt[static_cast<int64_t>(d) * ldq + r] = scale * rows[r][d];
+  for (int d = 0; d < D; ++d)
+    for (int r = n; r < ldq; ++r) qt[static_cast<int64_t>(d) * ldq + r] = 0.f;
+}
+
 void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
                       float inv_keep) {
   for (int j = 0; j < nk; ++j)
@@ -680,6 +779,8 @@ const Kernels& kernels_scalar() {
                          scores_rows_scalar,
                          softmax_rows_scalar,
                          nullptr,
+                         nullptr,
+                         pack_qt_portable,
                          nullptr};
   return k;
 }

@@ -13,7 +13,9 @@
 //  * row path (few query rows): 16 keys' dot products along D in 16
 //    accumulators, then one transposing add tree puts key j in lane j.
 //  * bf16: the same microkernels with vdpbf16ps on pairs (along D for Q·Kᵀ,
-//    along keys for P·V).
+//    along keys for P·V); P is paired with vcvtne2ps2bf16 + vpermw.
+//  * softmax: exp_shifted, a shorter exp for x <= 0 (no overflow handling).
+//  * pack_qt: Q tile transposed with 16x16 register transposes, scaled.
 #include "kernels/cpu/attention_fwd_kernels.h"
 
 // GCC 12 reports a false "may be used uninitialized" inside the AVX-512 intrinsic headers (the
@@ -34,18 +36,26 @@ using avx512::exp_ps;
 
 // ---- scores ------------------------------------------------------------------
 
-template <int KB, int RV>
+// The first step of the D loop initialises the accumulators with a product (no zeroing), and the
+// multiply by `scale` at the end is compiled out when the driver has folded it into Q (SCALED false).
+template <int KB, int RV, bool SCALED>
 void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, float scale_f, float* st) {
-  const __m512 scale = _mm512_set1_ps(scale_f);
   __m512 acc[KB][RV];
-#pragma GCC unroll 16
-  for (int j = 0; j < KB; ++j)
-#pragma GCC unroll 4
-    for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_setzero_ps();
   const float* kp[KB];
 #pragma GCC unroll 16
   for (int j = 0; j < KB; ++j) kp[j] = k + j * skr;
-  for (int d = 0; d < D; ++d) {
+  {
+    __m512 q[RV];
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) q[v] = _mm512_load_ps(qt + 16 * v);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      const __m512 kb = _mm512_set1_ps(kp[j][0]);
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_mul_ps(q[v], kb);
+    }
+  }
+  for (int d = 1; d < D; ++d) {
     __m512 q[RV];
 #pragma GCC unroll 4
     for (int v = 0; v < RV; ++v) q[v] = _mm512_load_ps(qt + static_cast<int64_t>(d) * ldq + 16 * v);
@@ -56,11 +66,13 @@ void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, 
       for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_fmadd_ps(q[v], kb, acc[j][v]);
     }
   }
+  const __m512 scale = _mm512_set1_ps(scale_f);
 #pragma GCC unroll 16
   for (int j = 0; j < KB; ++j)
 #pragma GCC unroll 4
     for (int v = 0; v < RV; ++v)
-      _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v, _mm512_mul_ps(acc[j][v], scale));
+      _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v,
+                      SCALED ? _mm512_mul_ps(acc[j][v], scale) : acc[j][v]);
 }
 
 using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*);
@@ -68,38 +80,47 @@ using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, 
 // Keys per block for RV row vectors: about 24 accumulators.
 constexpr int kb_for(int rv) { return rv == 4 ? 6 : 8; }
 
-template <int RV, std::size_t... I>
+template <int RV, bool SCALED, std::size_t... I>
 constexpr auto scores_table(std::index_sequence<I...>) {
-  return std::array<ScoresFn, sizeof...(I)>{&scores_block<static_cast<int>(I) + 1, RV>...};
+  return std::array<ScoresFn, sizeof...(I)>{&scores_block<static_cast<int>(I) + 1, RV, SCALED>...};
 }
 
-template <int RV>
+template <int RV, bool SCALED>
 void scores_rv(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st) {
   constexpr int KB = kb_for(RV);
-  static constexpr auto table = scores_table<RV>(std::make_index_sequence<KB>());
+  static constexpr auto table = scores_table<RV, SCALED>(std::make_index_sequence<KB>());
   int j = 0;
   for (; j + KB <= nk; j += KB)
-    scores_block<KB, RV>(qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+    scores_block<KB, RV, SCALED>(qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
   if (j < nk) table[nk - j - 1](qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
 }
 
-// nv (1..4) vectors of 16 rows against nk keys.
-void scores_vecs(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
-                 float* s) {
+template <bool SCALED>
+void scores_vecs_t(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
+                   float* s) {
   switch (nv) {
     case 1:
-      scores_rv<1>(q, ldq, k, skr, nk, D, scale, s);
+      scores_rv<1, SCALED>(q, ldq, k, skr, nk, D, scale, s);
       break;
     case 2:
-      scores_rv<2>(q, ldq, k, skr, nk, D, scale, s);
+      scores_rv<2, SCALED>(q, ldq, k, skr, nk, D, scale, s);
       break;
     case 3:
-      scores_rv<3>(q, ldq, k, skr, nk, D, scale, s);
+      scores_rv<3, SCALED>(q, ldq, k, skr, nk, D, scale, s);
       break;
     default:
-      scores_rv<4>(q, ldq, k, skr, nk, D, scale, s);
+      scores_rv<4, SCALED>(q, ldq, k, skr, nk, D, scale, s);
       break;
   }
+}
+
+// nv (1..4) vectors of 16 rows against nk keys; scale == 1 (Q pre-scaled by the driver) skips the multiply.
+void scores_vecs(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
+                 float* s) {
+  if (scale == 1.f)
+    scores_vecs_t<false>(nv, q, ldq, k, skr, nk, D, scale, s);
+  else
+    scores_vecs_t<true>(nv, q, ldq, k, skr, nk, D, scale, s);
 }
 
 void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
@@ -133,6 +154,27 @@ void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D
 
 // ---- online softmax ------------------------------------------------------------
 
+// exp(x) for the softmax's shifted logits x = s − m' (x <= 0 up to rounding, −inf for a masked key, NaN
+// stays NaN): fewer operations than exp_ps, which also handles overflow. 2^t with t = x·log2(e):
+// t = n + f, n = round(t), |f| <= 1/2, 2^f by a degree-6 polynomial (relative error <= 8e-8 in fp32
+// evaluation, against ~2 ulp for exp_ps), scaled by 2^n with scalef. The clamp at −160 (max keeps NaN:
+// it returns its second operand when either is NaN) sends −inf, and everything below 2^−150, to 0.
+// t's rounding adds a relative error of |x|·2^−24 to the result, below 2^−25 in absolute terms for any x.
+inline __m512 exp_shifted(__m512 x) {
+  const __m512 t =
+      _mm512_max_ps(_mm512_set1_ps(-160.f), _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
+  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_set1_ps(1.5346636064e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3400255702e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6184881404e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503278971e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022646248e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718246e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
 void softmax(float* st, int ldq, int nk, float* m, float* l, float* alpha) {
   const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
   for (int v = 0; v < ldq / 16; ++v) {
@@ -155,8 +197,8 @@ void softmax(float* st, int ldq, int nk, float* m, float* l, float* alpha) {
     for (; j + 2 <= nk; j += 2) {
       float* p0 = s + static_cast<int64_t>(j) * ldq;
       float* p1 = p0 + ldq;
-      const __m512 e0 = exp_ps(_mm512_sub_ps(_mm512_load_ps(p0), msafe));
-      const __m512 e1 = exp_ps(_mm512_sub_ps(_mm512_load_ps(p1), msafe));
+      const __m512 e0 = exp_shifted(_mm512_sub_ps(_mm512_load_ps(p0), msafe));
+      const __m512 e1 = exp_shifted(_mm512_sub_ps(_mm512_load_ps(p1), msafe));
       _mm512_store_ps(p0, e0);
       _mm512_store_ps(p1, e1);
       sum0 = _mm512_add_ps(sum0, e0);
@@ -164,7 +206,7 @@ void softmax(float* st, int ldq, int nk, float* m, float* l, float* alpha) {
     }
     if (j < nk) {
       float* p0 = s + static_cast<int64_t>(j) * ldq;
-      const __m512 e0 = exp_ps(_mm512_sub_ps(_mm512_load_ps(p0), msafe));
+      const __m512 e0 = exp_shifted(_mm512_sub_ps(_mm512_load_ps(p0), msafe));
       _mm512_store_ps(p0, e0);
       sum0 = _mm512_add_ps(sum0, e0);
     }
@@ -181,15 +223,27 @@ template <int RB, int DV>
 void pv_block(const float* p, int ldq, const float* v, int64_t svr, int nk, float* o, int ldo,
               const float* alpha, __mmask16 last) {
   __m512 acc[RB][DV];
+  // Most key tiles leave every row maximum unchanged (alpha = 1): then O needs no rescaling.
+  bool rescale = false;
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) rescale |= alpha[r] != 1.f;
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
 #pragma GCC unroll 4
-    for (int d = 0; d < DV; ++d)
-      acc[r][d] = _mm512_mul_ps(_mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d), a);
+    for (int d = 0; d < DV; ++d) {
+      const __m512 x = _mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d);
+      acc[r][d] = rescale ? _mm512_mul_ps(x, a) : x;
+    }
   }
   for (int j = 0; j < nk; ++j) {
     const float* vr = v + j * svr;
+    // One row (the row path: decode) streams long value runs from memory: fetch 32 rows ahead, as
+    // scores_rows16 does for the keys.
+    if (RB == 1)
+#pragma GCC unroll 4
+      for (int d = 0; d < DV; ++d)
+        _mm_prefetch(reinterpret_cast<const char*>(vr + 32 * svr + 16 * d), _MM_HINT_T0);
     __m512 vv[DV];
 #pragma GCC unroll 4
     for (int d = 0; d < DV; ++d)
@@ -514,23 +568,22 @@ void scores_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, i
   }
 }
 
-// fp32 -> bf16 bits, round to nearest even (finite inputs), in the low 16 bits of each lane.
-inline __m512i round_bf16(__m512 x) {
-  const __m512i b = _mm512_castps_si512(x);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-  return _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
-}
-
 template <int RB, int DV>
 void pv_block_bf16(const uint32_t* pb, int ldq, const uint32_t* vp, int ldo, int npairs, float* o,
                    const float* alpha) {
   __m512 acc[RB][DV];
+  // Most key tiles leave every row maximum unchanged (alpha = 1): then O needs no rescaling.
+  bool rescale = false;
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) rescale |= alpha[r] != 1.f;
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
 #pragma GCC unroll 4
-    for (int d = 0; d < DV; ++d)
-      acc[r][d] = _mm512_mul_ps(_mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d), a);
+    for (int d = 0; d < DV; ++d) {
+      const __m512 x = _mm512_load_ps(o + static_cast<int64_t>(r) * ldo + 16 * d);
+      acc[r][d] = rescale ? _mm512_mul_ps(x, a) : x;
+    }
   }
   for (int jp = 0; jp < npairs; ++jp) {
     __m512i vv[DV];
@@ -565,16 +618,21 @@ constexpr auto kPvBf16Table = pv_bf16_table(std::make_index_sequence<kDV>());
 
 void pv_bf16(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
              const float* alpha, const int* lim, uint32_t* pb) {
-  // P in pairs along keys: pb[jp * ldq + r] = (bf16 P[2jp, r], bf16 P[2jp + 1, r]), 0 past nk.
+  // P in pairs along keys: pb[jp * ldq + r] = (bf16 P[2jp, r], bf16 P[2jp + 1, r]), 0 past nk. vcvtne2ps2bf16
+  // rounds two vectors to nearest even (denormals to 0) into [P[2jp, 0..15], P[2jp + 1, 0..15]] as 16-bit
+  // halves; one vpermw interleaves them into pairs.
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                              23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const int npairs = (nk + 1) / 2;
   for (int jp = 0; jp < npairs; ++jp) {
     const float* p0 = p + static_cast<int64_t>(2 * jp) * ldq;
     const bool has1 = 2 * jp + 1 < nk;
     for (int v = 0; v < ldq / 16; ++v) {
-      const __m512i lo = round_bf16(_mm512_load_ps(p0 + 16 * v));
-      const __m512i hi = has1 ? round_bf16(_mm512_load_ps(p0 + ldq + 16 * v)) : _mm512_setzero_si512();
+      const __m512 lo = _mm512_load_ps(p0 + 16 * v);
+      const __m512 hi = has1 ? _mm512_load_ps(p0 + ldq + 16 * v) : _mm512_setzero_ps();
+      const __m512i halves = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
       _mm512_store_si512(pb + static_cast<int64_t>(jp) * ldq + 16 * v,
-                         _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+                         _mm512_permutexvar_epi16(interleave, halves));
     }
   }
   const int nvec = (D + 15) / 16;
@@ -594,11 +652,82 @@ void pv_bf16(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, 
   }
 }
 
+// ---- bf16 values in pairs along keys ------------------------------------------------------------
+
+void pack_v_bf16(const uint16_t* v, int64_t svr, int nk, int D, int ldo, uint32_t* vp) {
+  for (int jp = 0; jp < (nk + 1) / 2; ++jp) {
+    const uint16_t* v0 = v + 2 * jp * svr;
+    const uint16_t* v1 = v0 + svr;
+    const bool has1 = 2 * jp + 1 < nk;
+    uint32_t* dst = vp + static_cast<int64_t>(jp) * ldo;
+    for (int d = 0; d < ldo; d += 16) {
+      const int nd = std::clamp(D - d, 0, 16);
+      const __mmask16 m = static_cast<__mmask16>((1u << nd) - 1u);
+      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, v0 + d));
+      const __m512i hi =
+          has1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, v1 + d)) : _mm512_setzero_si512();
+      _mm512_store_si512(dst + d, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+}
+
+// ---- Q tile: transpose and scale ------------------------------------------------------------
+
+// In-register transpose of 16 rows of 16 floats: on return x[i] holds column i.
+inline void transpose16(__m512 x[16]) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // pairs of rows interleaved per 128-bit block
+    t[2 * i] = _mm512_unpacklo_ps(x[2 * i], x[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(x[2 * i], x[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // quads: each 128-bit block holds one column of 4 rows
+    const __m512d a0 = _mm512_castps_pd(t[4 * i]), a1 = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d b0 = _mm512_castps_pd(t[4 * i + 2]), b1 = _mm512_castps_pd(t[4 * i + 3]);
+    x[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, b0));
+    x[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, b0));
+    x[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, b1));
+    x[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, b1));
+  }
+  // x[4i + c] block q = column (4q + c) of rows 4i..4i+3; gather the four row quads of each column.
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512 lo0 = _mm512_shuffle_f32x4(x[c], x[4 + c], 0x44);       // blocks 0,1 of rows 0-3, 4-7
+    const __m512 hi0 = _mm512_shuffle_f32x4(x[c], x[4 + c], 0xee);       // blocks 2,3
+    const __m512 lo1 = _mm512_shuffle_f32x4(x[8 + c], x[12 + c], 0x44);  // rows 8-11, 12-15
+    const __m512 hi1 = _mm512_shuffle_f32x4(x[8 + c], x[12 + c], 0xee);
+    t[c] = _mm512_shuffle_f32x4(lo0, lo1, 0x88);       // column c: block 0 of each row quad
+    t[4 + c] = _mm512_shuffle_f32x4(lo0, lo1, 0xdd);   // column 4 + c
+    t[8 + c] = _mm512_shuffle_f32x4(hi0, hi1, 0x88);   // column 8 + c
+    t[12 + c] = _mm512_shuffle_f32x4(hi0, hi1, 0xdd);  // column 12 + c
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) x[i] = t[i];
+}
+
+void pack_qt(const float* const* rows, int n, int D, float scale_f, float* qt, int ldq) {
+  const __m512 scale = _mm512_set1_ps(scale_f);
+  for (int r0 = 0; r0 < ldq; r0 += 16) {
+    for (int d0 = 0; d0 < D; d0 += 16) {
+      const int nd = std::min(16, D - d0);
+      const __mmask16 mask = static_cast<__mmask16>((1u << nd) - 1u);
+      __m512 x[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i)
+        x[i] = r0 + i < n ? _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, rows[r0 + i] + d0), scale)
+                          : _mm512_setzero_ps();
+      transpose16(x);
+      for (int i = 0; i < nd; ++i) _mm512_store_ps(qt + static_cast<int64_t>(d0 + i) * ldq + r0, x[i]);
+    }
+  }
+}
+
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512", 64,      96, scores,      softmax,      pv,          softcap,
-                         add_rows, dropout, 8,  scores_rows, softmax_rows, scores_bf16, pv_bf16};
+  static const Kernels k{"avx512", 64, 96,          scores,       softmax,     pv,      softcap, add_rows,
+                         dropout,  8,  scores_rows, softmax_rows, scores_bf16, pv_bf16, pack_qt, pack_v_bf16};
   return k;
 }
 

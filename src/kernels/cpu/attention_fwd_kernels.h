@@ -5,8 +5,8 @@
 // one query tile against one key tile.
 //
 // Layouts (all scratch buffers are 64-byte aligned, owned by the driver):
-//   qt  [D, ldq]   the query tile transposed; ldq = rows rounded up to 16,
-//                  padding rows are zero
+//   qt  [D, ldq]   the query tile transposed and multiplied by the softmax scale
+//                  (pack_qt); ldq = rows rounded up to 16, padding rows are zero
 //   st  [nk, ldq]  S transposed: st[j * ldq + r] is the logit of tile row r
 //                  against key j; after `softmax` it holds the unnormalised
 //                  probabilities P
@@ -29,7 +29,7 @@ constexpr int kRowPad = 16;  // ldq is a multiple of this for every ISA
 
 struct Kernels {
   const char* isa;
-  int max_rows;    // Br: query rows per tile (multiple of kRowPad, <= kMaxRows)
+  int max_rows;    // Br: query rows per tile (multiple of kRowPad, <= kMaxRows / 2)
   int block_keys;  // Bc: keys per key tile
 
   // st[j * ldq + r] = scale * sum_d qt[d * ldq + r] * k[j * skr + d]   for j < nk, r < ldq.
@@ -95,13 +95,27 @@ struct Kernels {
   // p: [nk, ldq]  vp: [ceil(nk/2), ldo]  o: [n, ldo]  alpha: [n]  pb: [ceil(nk/2), ldq]
   void (*pv_bf16)(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
                   const float* alpha, const int* lim, uint32_t* pb);
+
+  // The query tile transposed and scaled: qt[d * ldq + r] = scale · rows[r][d] for r < n, d < D, and 0 for
+  // the padding rows n <= r < ldq. The driver folds the softmax scale into Q here and calls `scores`
+  // with scale = 1, which skips the multiply.
+  // rows: [n] pointers to D contiguous floats  qt: [D, ldq]
+  void (*pack_qt)(const float* const* rows, int n, int D, float scale, float* qt, int ldq);
+
+  // bf16 inputs (null where pv_bf16 is): value rows [0, nk) in pairs along keys, the layout of pv_bf16's vp:
+  // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]), 0 past nk and for D <= d < ldo.
+  // v: [nk, D] bf16 with row stride svr  vp: [ceil(nk/2), ldo]
+  void (*pack_v_bf16)(const uint16_t* v, int64_t svr, int nk, int D, int ldo, uint32_t* vp);
 };
 
-constexpr int kMaxRows = 64;
+constexpr int kMaxRows = 128;  // twice max_rows for long keys (attention_fwd.cc, query_rows)
 
 // The plain-C++ dropout kernel, shared by tables without a faster one (AVX2 has no 64-bit multiply).
 void dropout_portable(float* p, int ldq, int nk, const uint64_t* row_key, int64_t j0, uint32_t threshold,
                       float inv_keep);
+
+// The plain-C++ pack_qt, shared by tables without a faster one.
+void pack_qt_portable(const float* const* rows, int n, int D, float scale, float* qt, int ldq);
 
 const Kernels& kernels_scalar();
 const Kernels& kernels_avx2();
