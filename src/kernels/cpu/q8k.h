@@ -40,6 +40,13 @@ struct Q8KRows {
   int64_t ldq = 0, ldd = 0, ldb = 0;
 };
 
+namespace detail {
+// One weight row as stored integers q[K] and per-group-of-16 coefficients: the row's value at k is
+// sw[k/16]·q[k] - tw[k/16] (so the product with x is Σ_g dx_g·(sw_g·Σ q·xq - tw_g·Σ xq)). Q8_0 gives
+// the signed quants, the others the unsigned ones with the offset in tw.
+void q8k_unpack_int(KFormat f, const std::byte* row, int64_t K, int32_t* q, double* sw, double* tw);
+}  // namespace detail
+
 namespace cpu {
 // x [M, K] (row stride ldx) -> q [M, K], d [M, K / block], bsum [M, K / 16]; K a positive multiple of
 // the block. Portable code (the product dominates by far).
