@@ -43,6 +43,7 @@ struct Mat {
   int64_t N = 0, K = 0;
   bool quant = false;
   ops::QuantMatrix q;
+  ops::QuantPanels panels;  // int8 panels for the prompt GEMM, made on the first prompt pass
   std::vector<float> f32;
 };
 
@@ -209,7 +210,8 @@ void Gemma3Config::validate() const {
 
 // ---------------------------------------------------------------- model
 
-// Prompt passes of at least this many tokens unpack each matrix to f32 and use ops::gemm.
+// Prompt passes of at least this many tokens run a GEMM: the 8-bit one (ops::quant_matmul) or, without
+// it, each matrix unpacked to f32 for ops::gemm.
 constexpr int64_t kGemmMinRows = 16;
 constexpr int64_t kMaxKvCacheBytes = int64_t{16} << 30;
 
@@ -220,6 +222,7 @@ struct Gemma3Model::Impl {
   int64_t cap = 0;
   bool full_cache = false;
   int64_t int8_rows = 0;
+  bool int8_gemm = false;
   bool kv_f16 = false;
   ops::QuantActivations act;
   Mat embed, output;
@@ -232,7 +235,7 @@ struct Gemma3Model::Impl {
 
   explicit Impl(io::GgufFile f) : file(std::move(f)) {}
 
-  const Mat& out_mat() const { return output.N ? output : embed; }
+  Mat& out_mat() { return output.N ? output : embed; }
 
   void load_mat(Mat& m, const std::string& name) {
     const io::GgufTensorInfo& t = file.tensor(name);
@@ -259,7 +262,7 @@ struct Gemma3Model::Impl {
   }
 
   // Y [L, N] (row stride ldy) = X [L, K] · Wᵀ
-  void matmul(const Mat& w, const float* X, int64_t L, float* Y, int64_t ldy) {
+  void matmul(Mat& w, const float* X, int64_t L, float* Y, int64_t ldy) {
     const int64_t N = w.N, K = w.K;
     if (!w.quant) {
       ops::gemm(false, true, L, N, K, 1.0f, X, K, w.f32.data(), K, 0.0f, Y, ldy);
@@ -270,6 +273,12 @@ struct Gemma3Model::Impl {
       const int64_t g8 = std::max<int64_t>(8, 65536 / std::max<int64_t>(1, K * L));
       parallel_for(N, g8,
                    [&](int64_t b, int64_t e, int) { ops::quant_dot_rows(w.q, b, e, act, Y, ldy, false); });
+      return;
+    }
+    if (L >= kGemmMinRows && int8_rows > 0 && int8_gemm && ops::quant_dot_supported(w.q.format())) {
+      if (w.panels.empty()) w.panels = ops::QuantPanels(w.q);
+      act.quantize(w.q.format(), X, L, K, K);
+      ops::quant_matmul(w.panels, act, Y, ldy, false);
       return;
     }
     if (L >= kGemmMinRows) {
@@ -427,6 +436,7 @@ Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& opti
   m.full_cache = options.full_kv_cache;
   ATTN_CHECK(options.int8_max_rows >= 0, "gemma3: int8_max_rows must be >= 0, got ", options.int8_max_rows);
   m.int8_rows = ops::quant_dot_fast() ? options.int8_max_rows : 0;
+  m.int8_gemm = ops::quant_dot_fast() && options.int8_gemm;
   m.kv_f16 = options.kv_f16;
   {
     std::vector<int64_t> windows;

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "kernels/isa_test_util.h"
@@ -156,6 +157,39 @@ INSTANTIATE_TEST_SUITE_P(Table, Q8GemmExact,
                          ::testing::Combine(::testing::ValuesIn(exact_cases()),
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<GCase>);
+
+// q8k_quantize takes an AVX-512 loop when that ISA is active: the same bytes, scales and sums as the
+// portable loop on every ISA, ties (x / d exactly k + 1/2) included, and the same error for a value
+// that is not finite.
+TEST(Q8GemmQuantize, EveryIsaGivesThePortableValues) {
+  const int64_t M = 3, K = 512;
+  std::vector<float> x(M * K);
+  std::mt19937 rng(21);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (float& v : x) v = nd(rng);
+  for (int64_t i = 0; i < 64; ++i)
+    x[K + i] = static_cast<float>(i % 9) * 0.5f - 2.0f;  // ties: max 2 -> steps of 2/127
+  for (int64_t i = 0; i < 32; ++i)
+    x[K + 64 + i] = (static_cast<float>(i) - 15.5f) * 127.0f / 16.0f;  // exact halves
+  for (int64_t i = 0; i < 32; ++i) x[2 * K + i] = 0.0f;                // an all-zero block
+  for (Q8Kind kind : {Q8Kind::q8_0, Q8Kind::q8_k}) {
+    kernels::cpu::force_isa(kernels::cpu::Isa::scalar);
+    const Quantized want = quantize(kind, x, M, K);
+    for (kernels::cpu::Isa isa : testing::available_isas()) {
+      kernels::cpu::force_isa(isa);
+      const Quantized got = quantize(kind, x, M, K);
+      EXPECT_EQ(got.q, want.q) << kernels::cpu::isa_str(isa);
+      EXPECT_EQ(got.d, want.d) << kernels::cpu::isa_str(isa);
+      EXPECT_EQ(got.bsum, want.bsum) << kernels::cpu::isa_str(isa);
+      std::vector<float> bad = x;
+      bad[K + 300] = std::numeric_limits<float>::quiet_NaN();
+      EXPECT_ERROR_CONTAINS(quantize(kind, bad, M, K), {"activation row 1", "not finite"});
+      bad[K + 300] = std::numeric_limits<float>::infinity();
+      EXPECT_ERROR_CONTAINS(quantize(kind, bad, M, K), {"activation row 1", "not finite"});
+    }
+  }
+  kernels::cpu::force_isa(std::nullopt);
+}
 
 TEST(Q8GemmArgs, UnsupportedFormatsShapesAndStaleTermsAreErrors) {
   const std::vector<std::byte> w = testing::random_kblocks(KFormat::q4_1, 2, 64, 1);

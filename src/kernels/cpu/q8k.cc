@@ -133,14 +133,21 @@ void q8k_quantize(Q8Kind kind, const float* x, int64_t M, int64_t K, int64_t ldx
   ATTN_CHECK(M >= 0 && ldx >= K, "q8k_quantize: need M >= 0 and ldx >= K = ", K, ", got M ", M, ", ldx ",
              ldx);
   const int64_t nb = K / B;
+  if (active_isa() == Isa::avx512) {
+    if (detail::q8k_quantize_avx512(kind, x, M, K, ldx, q, d, bsum)) return;
+    // a value that is not finite: the portable loop names its row and block
+  }
   for (int64_t m = 0; m < M; ++m) {
     const float* xr = x + m * ldx;
     int8_t* qr = q + m * K;
     for (int64_t b = 0; b < nb; ++b) {
       const float* xb = xr + b * B;
       float amax = 0;
-      for (int64_t i = 0; i < B; ++i) amax = std::max(amax, std::fabs(xb[i]));
-      ATTN_CHECK(std::isfinite(amax), "q8k_quantize: activation row ", m, " block ", b, " is not finite");
+      for (int64_t i = 0; i < B; ++i) {
+        const float a = std::fabs(xb[i]);
+        ATTN_CHECK(std::isfinite(a), "q8k_quantize: activation row ", m, " block ", b, " is not finite");
+        amax = std::max(amax, a);
+      }
       float db = amax / 127.0f;
       const float id = db > 0 ? 1.0f / db : 0.0f;
       if (kind == Q8Kind::q8_0) db = round_to_f16(db);
