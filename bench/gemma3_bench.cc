@@ -12,6 +12,7 @@
 //   gemma3_bench ... prompt N [reps]       prefill of N tokens: tokens/s (best of reps)
 //   gemma3_bench ... decode N              N generated tokens after a 16-token prompt: tokens/s
 //   gemma3_bench ... context CTX N [full]  N generated tokens after CTX tokens of context
+//   gemma3_bench [--threads N] bandwidth [MiB]  the read bandwidth (GB/s) over a MiB buffer (1024)
 #include <attn/core/parallel.h>
 #include <attn/io/model_files.h>
 #include <attn/models/gemma3.h>
@@ -101,6 +102,37 @@ int main(int argc, char** argv) {
         for (float g : gaps) std::printf("%.4f ", g);
         std::printf("\n");
       }
+    } else if (mode == "bandwidth") {
+      // The machine's read bandwidth (a STREAM-like sum over a buffer far larger than the caches, each
+      // thread its own contiguous part): the roofline of a decode step, which reads every weight once.
+      const int64_t mib = a + 1 < argc ? std::atoll(argv[a + 1]) : 1024;
+      const int64_t n = mib * (1 << 20) / 8;
+      std::vector<uint64_t> buf(static_cast<std::size_t>(n));
+      parallel_for(n, 1 << 16, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) buf[i] = static_cast<uint64_t>(i) * 2654435761u;
+      });
+      const int T = num_threads();
+      std::vector<uint64_t> part(T * 8);
+      double best = 1e30;
+      for (int r = 0; r < 5; ++r) {
+        const double t0 = now();
+        parallel_for(n, (n + T - 1) / T, [&](int64_t b, int64_t e, int t) {
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          int64_t i = b;
+          for (; i + 4 <= e; i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
+          for (; i < e; ++i) s0 += buf[i];
+          part[t * 8] += s0 + s1 + s2 + s3;
+        });
+        best = std::min(best, now() - t0);
+      }
+      uint64_t check = 0;
+      for (uint64_t v : part) check ^= v;
+      std::printf(
+          "{\"engine\": \"attn\", \"case\": \"bandwidth\", \"mib\": %lld, \"threads\": %d, \"seconds\": "
+          "%.4f, "
+          "\"read_gb_per_s\": %.2f, \"check\": %llu}\n",
+          static_cast<long long>(mib), T, best, static_cast<double>(n * 8) / best / 1e9,
+          static_cast<unsigned long long>(check & 0xff));
     } else if (mode == "prompt") {
       const int64_t n = std::atoll(argv[a + 1]);
       const int reps = a + 2 < argc ? std::atoi(argv[a + 2]) : 3;

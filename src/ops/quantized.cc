@@ -268,6 +268,10 @@ void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int
                                   accumulate);
   });
 }
+bool quant_dot_same_activations(QuantFormat a, QuantFormat b) {
+  return quant_dot_supported(a) && quant_dot_supported(b) &&
+         kernels::q8k_kind_for(kq(a)) == kernels::q8k_kind_for(kq(b));
+}
 // ---- end issue 19 (g19) GEMM
 
 }  // namespace attn::ops

@@ -190,6 +190,9 @@ class QuantPanels {
 // Y [x.rows(), N] (row stride ldy >= N) (+)= Xq · Wᵀ for every row of x (quantized for w's format,
 // x.cols() == w.cols()), the panels split over the thread pool. accumulate: y += the product.
 void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int64_t ldy, bool accumulate);
+// True when activations quantized for weights of format a serve weights of format b too (the same
+// 8-bit kind: Q5_0 with Q8_0, the K-quants among themselves); both quant_dot_supported.
+bool quant_dot_same_activations(QuantFormat a, QuantFormat b);
 // ---- end issue 19 (g19) GEMM
 
 }  // namespace attn::ops
