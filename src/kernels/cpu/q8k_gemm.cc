@@ -2,6 +2,7 @@
 #include "kernels/cpu/q8k_gemm.h"
 
 #include <attn/core/error.h>
+#include <attn/core/f16.h>
 
 #include <algorithm>
 #include <cstring>
@@ -11,7 +12,6 @@
 
 namespace attn::kernels {
 namespace {
-bool k45(KFormat f) { return f == KFormat::q4_k || f == KFormat::q5_k; }
 
 // The integer offset c of the panels (value = s · (q - c) - o); Q8_0 on the AVX2 kernel keeps the
 // signed quants (vpmaddubsw would saturate on [0, 255] x [-127, 127] pairs): c = 0 there.
@@ -25,6 +25,88 @@ int32_t offset_of(KFormat f, bool signed_q8) {
       return 32;
     default:
       return 0;
+  }
+}
+
+float half(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+
+// One stored row -> its unsigned quants q[K] (Q8_0: q + 128) and the per-group scale s[G] and min o[G]
+// (Q4_K / Q5_K; else 0) of the panels. Every scale is an f16 times a small integer: exact in f32, the
+// same values kernels::detail::q8k_unpack_int gives in double.
+void pack_row(KFormat f, const std::byte* row, int64_t K, uint8_t* q, float* s, float* o) {
+  const auto* u = reinterpret_cast<const uint8_t*>(row);
+  switch (f) {
+    case KFormat::q8_0:
+      for (int64_t b = 0; b < K / 32; ++b, u += 34) {
+        s[b] = half(reinterpret_cast<const std::byte*>(u)), o[b] = 0;
+        for (int i = 0; i < 32; ++i) q[32 * b + i] = static_cast<uint8_t>(u[2 + i] ^ 0x80u);
+      }
+      break;
+    case KFormat::q5_0:
+      for (int64_t b = 0; b < K / 32; ++b, u += 22) {
+        s[b] = half(reinterpret_cast<const std::byte*>(u)), o[b] = 0;
+        uint32_t qh;
+        std::memcpy(&qh, u + 2, 4);
+        for (int i = 0; i < 16; ++i) {
+          q[32 * b + i] = static_cast<uint8_t>((u[6 + i] & 0xf) | (((qh >> i) & 1u) << 4));
+          q[32 * b + 16 + i] = static_cast<uint8_t>((u[6 + i] >> 4) | (((qh >> (16 + i)) & 1u) << 4));
+        }
+      }
+      break;
+    case KFormat::q4_k:
+    case KFormat::q5_k: {
+      const bool five = f == KFormat::q5_k;
+      for (int64_t b = 0; b < K / 256; ++b, u += five ? 176 : 144) {
+        const float d = half(reinterpret_cast<const std::byte*>(u)),
+                    dmin = half(reinterpret_cast<const std::byte*>(u + 2));
+        const uint8_t* sc = u + 4;
+        const uint8_t* qh = five ? u + 16 : nullptr;
+        const uint8_t* qs = u + (five ? 48 : 16);
+        for (int j = 0; j < 8; ++j) {
+          int scj, mj;
+          if (j < 4) {
+            scj = sc[j] & 63, mj = sc[j + 4] & 63;
+          } else {
+            scj = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
+            mj = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+          }
+          s[8 * b + j] = d * static_cast<float>(scj);
+          o[8 * b + j] = dmin * static_cast<float>(mj);
+          uint8_t* out = q + 256 * b + 32 * j;
+          const int sh = 4 * (j % 2);
+          for (int i = 0; i < 32; ++i) {
+            int v = (qs[32 * (j / 2) + i] >> sh) & 0xf;
+            if (five) v |= ((qh[i] >> j) & 1) << 4;
+            out[i] = static_cast<uint8_t>(v);
+          }
+        }
+      }
+      break;
+    }
+    case KFormat::q6_k:
+      for (int64_t b = 0; b < K / 256; ++b, u += 210) {
+        const uint8_t* ql = u;
+        const uint8_t* qh = u + 128;
+        const auto* sc = reinterpret_cast<const int8_t*>(u + 192);
+        const float d = half(reinterpret_cast<const std::byte*>(u + 208));
+        for (int c = 0; c < 8; ++c) {
+          const int h = c / 4, tt = c % 4;
+          uint8_t* out = q + 256 * b + 32 * c;
+          for (int i = 0; i < 32; ++i) {
+            const int lo = (ql[64 * h + 32 * (tt % 2) + i] >> (4 * (tt / 2))) & 0xf;
+            const int hi = (qh[32 * h + i] >> (2 * tt)) & 3;
+            out[i] = static_cast<uint8_t>(lo | (hi << 4));
+          }
+        }
+        for (int g = 0; g < 16; ++g) s[16 * b + g] = d * static_cast<float>(sc[g]), o[16 * b + g] = 0;
+      }
+      break;
+    default:
+      break;
   }
 }
 
@@ -54,27 +136,19 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
   check(f, N, K, p0, p1);
   const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f), gs = q8k_gemm_group(f), G = K / gs;
   const int64_t pb = q8k_gemm_panel_bytes(f, K);
-  const int32_t c = offset_of(f, false);  // panels hold q + 128 for Q8_0 on every ISA
-  std::vector<int32_t> q(K);
-  std::vector<double> sw(K / 16), tw(K / 16);
+  std::vector<uint8_t> q(K);
+  std::vector<float> sv(G), ov(G);
   for (int64_t p = p0; p < p1; ++p) {
     auto* pq = reinterpret_cast<uint8_t*>(out + (p - p0) * pb);
     float* ps = reinterpret_cast<float*>(pq + kQ8PanelRows * K);
     float* po = ps + G * kQ8PanelRows;
-    std::memset(pq, 0, static_cast<std::size_t>(pb));
+    if ((p + 1) * kQ8PanelRows > N) std::memset(pq, 0, static_cast<std::size_t>(pb));  // rows past N: 0
     for (int64_t r = 0; r < kQ8PanelRows; ++r) {
       const int64_t n = p * kQ8PanelRows + r;
       if (n >= N) break;
-      kernels::detail::q8k_unpack_int(f, w + n * rb, K, q.data(), sw.data(), tw.data());
-      for (int64_t k = 0; k < K; ++k) {
-        const int32_t v = f == KFormat::q8_0 ? q[k] + c : q[k];
-        pq[(k / 4) * 64 + r * 4 + k % 4] = static_cast<uint8_t>(v);
-      }
-      for (int64_t g = 0; g < G; ++g) {
-        const int64_t g16 = g * gs / 16;
-        ps[g * kQ8PanelRows + r] = static_cast<float>(sw[g16]);
-        po[g * kQ8PanelRows + r] = k45(f) ? static_cast<float>(tw[g16]) : 0.0f;
-      }
+      pack_row(f, w + n * rb, K, q.data(), sv.data(), ov.data());
+      for (int64_t k4 = 0; k4 < K / 4; ++k4) std::memcpy(pq + k4 * 64 + r * 4, q.data() + 4 * k4, 4);
+      for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sv[g], po[g * kQ8PanelRows + r] = ov[g];
     }
   }
 }
