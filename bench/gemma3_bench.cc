@@ -160,16 +160,20 @@ int main(int argc, char** argv) {
       const bool full = ctx && a + 3 < argc && !std::strcmp(argv[a + 3], "full");
       models::Gemma3Model m = models::Gemma3Model::load(path, opts(context + n + 1, full));
       const std::vector<int32_t> ids = filler(m, context);
+      const double p0 = now(), q0 = cpu_now();
       std::span<const float> l = m.prefill(ids);
+      const double prefill = now() - p0, prefill_cpu = cpu_now() - q0;
       const double t0 = now(), c0 = cpu_now();
       for (int64_t i = 0; i < n; ++i) l = m.step(argmax(l));
       const double dt = now() - t0, dc = cpu_now() - c0;
       std::printf(
           "{\"engine\": \"attn\", \"case\": \"%s\", \"context\": %lld, \"generated\": %lld, \"threads\": %d, "
           "\"seconds\": %.4f, \"tokens_per_s\": %.2f, \"cpu_seconds\": %.4f, \"tokens_per_cpu_s\": %.2f, "
-          "\"kv_cache_mib\": %.1f, \"full_cache\": %s}\n",
+          "\"kv_cache_mib\": %.1f, \"full_cache\": %s, \"prefill_seconds\": %.2f, \"prefill_cpu_seconds\": "
+          "%.2f}\n",
           mode.c_str(), static_cast<long long>(context), static_cast<long long>(n), num_threads(), dt, n / dt,
-          dc, n / dc, static_cast<double>(m.kv_cache_bytes()) / (1 << 20), full ? "true" : "false");
+          dc, n / dc, static_cast<double>(m.kv_cache_bytes()) / (1 << 20), full ? "true" : "false", prefill,
+          prefill_cpu);
     } else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;
