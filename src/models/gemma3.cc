@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 
@@ -43,6 +44,7 @@ struct Mat {
   int64_t N = 0, K = 0;
   bool quant = false;
   ops::QuantMatrix q;
+  ops::QuantPanels panels;  // int8 panels for the prompt GEMM, made on the first prompt pass
   std::vector<float> f32;
 };
 
@@ -209,7 +211,8 @@ void Gemma3Config::validate() const {
 
 // ---------------------------------------------------------------- model
 
-// Prompt passes of at least this many tokens unpack each matrix to f32 and use ops::gemm.
+// Prompt passes of at least this many tokens run a GEMM: the 8-bit one (ops::quant_matmul) or, without
+// it, each matrix unpacked to f32 for ops::gemm.
 constexpr int64_t kGemmMinRows = 16;
 constexpr int64_t kMaxKvCacheBytes = int64_t{16} << 30;
 
@@ -220,6 +223,7 @@ struct Gemma3Model::Impl {
   int64_t cap = 0;
   bool full_cache = false;
   int64_t int8_rows = 0;
+  bool int8_gemm = false;
   bool kv_f16 = false;
   ops::QuantActivations act;
   Mat embed, output;
@@ -232,7 +236,7 @@ struct Gemma3Model::Impl {
 
   explicit Impl(io::GgufFile f) : file(std::move(f)) {}
 
-  const Mat& out_mat() const { return output.N ? output : embed; }
+  Mat& out_mat() { return output.N ? output : embed; }
 
   void load_mat(Mat& m, const std::string& name) {
     const io::GgufTensorInfo& t = file.tensor(name);
@@ -259,7 +263,7 @@ struct Gemma3Model::Impl {
   }
 
   // Y [L, N] (row stride ldy) = X [L, K] · Wᵀ
-  void matmul(const Mat& w, const float* X, int64_t L, float* Y, int64_t ldy) {
+  void matmul(Mat& w, const float* X, int64_t L, float* Y, int64_t ldy) {
     const int64_t N = w.N, K = w.K;
     if (!w.quant) {
       ops::gemm(false, true, L, N, K, 1.0f, X, K, w.f32.data(), K, 0.0f, Y, ldy);
@@ -272,6 +276,12 @@ struct Gemma3Model::Impl {
                    [&](int64_t b, int64_t e, int) { ops::quant_dot_rows(w.q, b, e, act, Y, ldy, false); });
       return;
     }
+    if (L >= kGemmMinRows && int8_rows > 0 && int8_gemm && ops::quant_dot_supported(w.q.format())) {
+      if (w.panels.empty()) w.panels = ops::QuantPanels(w.q);
+      act.quantize(w.q.format(), X, L, K, K);
+      ops::quant_matmul(w.panels, act, Y, ldy, false);
+      return;
+    }
     if (L >= kGemmMinRows) {
       wtmp.resize(static_cast<std::size_t>(N * K));
       parallel_for(
@@ -282,6 +292,47 @@ struct Gemma3Model::Impl {
     const int64_t grain = std::max<int64_t>(8, 65536 / std::max<int64_t>(1, K * L));
     parallel_for(N, grain, [&](int64_t b, int64_t e, int) {
       ops::quant_linear_rows(w.q, b, e, X, L, K, Y, ldy, false);
+    });
+  }
+
+  // Several products of the same X [L, K] (q, k, v; gate, up): the activations quantized once and, for
+  // the 8-bit decode products, the rows of all of them split over one parallel region (a region costs
+  // a wake-up of the pool's threads: decode runs ~150 a token).
+  struct Out {
+    Mat* w;
+    float* y;
+    int64_t ldy;
+  };
+  void matmul_same_x(std::initializer_list<Out> outs, const float* X, int64_t L) {
+    const Mat& w0 = *outs.begin()->w;
+    bool shared = w0.quant && ops::quant_dot_supported(w0.q.format());
+    for (const Out& o : outs)
+      shared = shared && o.w->quant && ops::quant_dot_supported(o.w->q.format()) && o.w->K == w0.K &&
+               ops::quant_dot_same_activations(o.w->q.format(), w0.q.format());
+    const bool dot = L < int8_rows, gemm = L >= kGemmMinRows && int8_rows > 0 && int8_gemm;
+    if (!shared || !(dot || gemm)) {
+      for (const Out& o : outs) matmul(*o.w, X, L, o.y, o.ldy);
+      return;
+    }
+    const int64_t K = w0.K;
+    act.quantize(w0.q.format(), X, L, K, K);
+    if (gemm) {
+      for (const Out& o : outs) {
+        if (o.w->panels.empty()) o.w->panels = ops::QuantPanels(o.w->q);
+        ops::quant_matmul(o.w->panels, act, o.y, o.ldy, false);
+      }
+      return;
+    }
+    int64_t total = 0;
+    for (const Out& o : outs) total += o.w->N;
+    const int64_t g8 = std::max<int64_t>(8, 65536 / std::max<int64_t>(1, K * L));
+    parallel_for(total, g8, [&](int64_t b, int64_t e, int) {
+      int64_t base = 0;
+      for (const Out& o : outs) {
+        const int64_t lo = std::max(b, base), hi = std::min(e, base + o.w->N);
+        if (lo < hi) ops::quant_dot_rows(o.w->q, lo - base, hi - base, act, o.y, o.ldy, false);
+        base += o.w->N;
+      }
     });
   }
 
@@ -365,9 +416,7 @@ struct Gemma3Model::Impl {
     for (int64_t l = 0; l < c.layers; ++l) {
       Layer& ly = layers[l];
       rms_norm(x.data(), ly.attn_norm.data(), L, C, c.rms_eps, n.data());
-      matmul(ly.wq, n.data(), L, q.data(), QD);
-      matmul(ly.wk, n.data(), L, k.data(), KD);
-      matmul(ly.wv, n.data(), L, v.data(), KD);
+      matmul_same_x({{&ly.wq, q.data(), QD}, {&ly.wk, k.data(), KD}, {&ly.wv, v.data(), KD}}, n.data(), L);
       rms_norm(q.data(), ly.q_norm.data(), L * H, D, c.rms_eps, q.data());
       rms_norm(k.data(), ly.k_norm.data(), L * Hkv, D, c.rms_eps, k.data());
       rope(q.data(), L, H, pos, c.rope_base(l));
@@ -394,8 +443,7 @@ struct Gemma3Model::Impl {
       rms_norm(tmp.data(), ly.post_attn_norm.data(), L, C, c.rms_eps, tmp.data());
       for (int64_t i = 0; i < L * C; ++i) x[i] += tmp[i];
       rms_norm(x.data(), ly.ffn_norm.data(), L, C, c.rms_eps, n.data());
-      matmul(ly.gate, n.data(), L, g.data(), F);
-      matmul(ly.up, n.data(), L, u.data(), F);
+      matmul_same_x({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), L);
       ops::geglu_tanh(g.data(), u.data(), L * F);
       matmul(ly.down, g.data(), L, tmp.data(), C);
       rms_norm(tmp.data(), ly.post_ffw_norm.data(), L, C, c.rms_eps, tmp.data());
@@ -427,6 +475,7 @@ Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& opti
   m.full_cache = options.full_kv_cache;
   ATTN_CHECK(options.int8_max_rows >= 0, "gemma3: int8_max_rows must be >= 0, got ", options.int8_max_rows);
   m.int8_rows = ops::quant_dot_fast() ? options.int8_max_rows : 0;
+  m.int8_gemm = ops::quant_dot_fast() && options.int8_gemm;
   m.kv_f16 = options.kv_f16;
   {
     std::vector<int64_t> windows;

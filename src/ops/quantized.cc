@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/kquant.h"
 #include "kernels/cpu/q8k.h"
+#include "kernels/cpu/q8k_gemm.h"
 #include "kernels/cpu/qdot.h"
 #include "kernels/cpu/qmatmul.h"
 
@@ -226,5 +227,51 @@ void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantAct
   kernels::cpu::q8k_dot_rows(kq(w.format()), w.blocks(), n0, n1, K, xr, y, ldy, accumulate);
 }
 // ---- end issue 19 8-bit activations
+
+// ---- issue 19 (g19): the 8-bit-activation GEMM (kernels/cpu/q8k_gemm.h) ----------------------------
+QuantPanels::QuantPanels(const QuantMatrix& w)
+    : format_(w.format()), blocks_(w.blocks()), N_(w.rows()), K_(w.cols()) {
+  ATTN_CHECK(w.blocks() != nullptr, "QuantPanels: the weight matrix is empty");
+  ATTN_CHECK(quant_dot_supported(w.format()), "QuantPanels: no 8-bit product for ",
+             quant_format_name(w.format()), " weights (Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+  const kernels::KFormat f = kq(format_);
+  const int64_t np = (N_ + kernels::kQ8PanelRows - 1) / kernels::kQ8PanelRows;
+  const int64_t pb = kernels::q8k_gemm_panel_bytes(f, K_);
+  data_.resize(static_cast<std::size_t>(np * pb));
+  parallel_for(np, 8, [&](int64_t b, int64_t e, int) {
+    kernels::cpu::q8k_gemm_pack(f, blocks_, N_, K_, b, e, data_.data() + b * pb);
+  });
+}
+
+void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int64_t ldy, bool accumulate) {
+  ATTN_CHECK(!w.empty(), "quant_matmul: the panels are empty (QuantPanels(w))");
+  const kernels::KFormat f = kq(w.format());
+  const kernels::Q8Kind kind = x.k_kind() ? kernels::Q8Kind::q8_k : kernels::Q8Kind::q8_0;
+  ATTN_CHECK(x.rows() >= 1 && x.cols() == w.cols() && kind == kernels::q8k_kind_for(f),
+             "quant_matmul: activations [", x.rows(), ", ", x.cols(), "] in ", x.k_kind() ? "Q8_K" : "Q8_0",
+             " blocks against ", quant_format_name(w.format()), " weights [", w.rows(), ", ", w.cols(), "]");
+  ATTN_CHECK(y != nullptr && ldy >= w.rows(), "quant_matmul: y [", x.rows(), ", N = ", w.rows(),
+             "] needs a non-null buffer and row stride >= N; got ldy ", ldy);
+  const int64_t K = x.cols(), B = kernels::q8k_block(kind);
+  kernels::Q8KRows xr;
+  xr.kind = kind, xr.M = x.rows(), xr.K = K;
+  xr.q = x.q(), xr.d = x.d(), xr.bsum = x.bsum();
+  xr.ldq = K, xr.ldd = K / B, xr.ldb = K / 16;
+  thread_local kernels::cpu::Q8GemmTerms terms;
+  kernels::cpu::q8k_gemm_terms(f, xr, &terms);
+  const int64_t np = (w.rows() + kernels::kQ8PanelRows - 1) / kernels::kQ8PanelRows;
+  const int64_t pb = kernels::q8k_gemm_panel_bytes(f, K);
+  const int64_t grain = std::max<int64_t>(1, (np + 2 * num_threads() - 1) / (2 * num_threads()));
+  const kernels::cpu::Q8GemmTerms& tm = terms;
+  parallel_for(np, grain, [&](int64_t b, int64_t e, int) {
+    kernels::cpu::q8k_gemm_panels(f, w.data() + b * pb, w.blocks(), w.rows(), K, b, e, xr, tm, y, ldy,
+                                  accumulate);
+  });
+}
+bool quant_dot_same_activations(QuantFormat a, QuantFormat b) {
+  return quant_dot_supported(a) && quant_dot_supported(b) &&
+         kernels::q8k_kind_for(kq(a)) == kernels::q8k_kind_for(kq(b));
+}
+// ---- end issue 19 (g19) GEMM
 
 }  // namespace attn::ops

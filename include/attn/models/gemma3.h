@@ -67,6 +67,10 @@ struct Gemma3Options {
   // weights, AVX2 or AVX-512 VNNI); longer prompts unpack the weights to f32 for ops::gemm. 0: f32
   // activations everywhere (each weight row unpacked to f32, ops::quant_linear_rows).
   int64_t int8_max_rows = 16;
+  // Prompt passes of 16 tokens or more (and int8_max_rows > 0): true runs the 8-bit-activation GEMM
+  // (ops::quant_matmul; each weight repacked into int8 panels on its first such pass, about 1.25 bytes per
+  // weight kept), false unpacks each weight to f32 for ops::gemm.
+  bool int8_gemm = true;
   // Round K and V to f16 before they enter the cache (llama.cpp's default f16 KV cache; the cache
   // still stores f32).
   bool kv_f16 = false;

@@ -161,4 +161,38 @@ void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantAct
                     int64_t ldy, bool accumulate);
 // ---- end issue 19 8-bit activations
 
+// ---- issue 19 (g19): the 8-bit-activation GEMM for prompt passes (kernels/cpu/q8k_gemm.h) --------
+// Many tokens against one weight: the weight repacked once into int8 panels of 16 rows (about 1.25
+// bytes per weight, kept next to the stored blocks, which the decode product keeps reading), and
+// tiles of 16 weight rows x 12 tokens with exact integer sums per group of 16 / 32 (AVX-512 VNNI or
+// AVX2), then the block scales in f32. Same activations (QuantActivations) and the same integer sums
+// as quant_dot_rows: the results differ from it by f32 rounding only.
+class QuantPanels {
+ public:
+  QuantPanels() = default;
+  // Repacks w (rows split over the thread pool); w's blocks must outlive this. quant_dot_supported.
+  explicit QuantPanels(const QuantMatrix& w);
+  bool empty() const { return data_.empty(); }
+  QuantFormat format() const { return format_; }
+  int64_t rows() const { return N_; }
+  int64_t cols() const { return K_; }
+  int64_t bytes() const { return static_cast<int64_t>(data_.size()); }
+  const std::byte* data() const { return data_.data(); }
+  const std::byte* blocks() const { return blocks_; }  // the stored blocks (the scalar ISA's oracle)
+
+ private:
+  QuantFormat format_ = QuantFormat::q8_0;
+  const std::byte* blocks_ = nullptr;
+  int64_t N_ = 0, K_ = 0;
+  std::vector<std::byte> data_;
+};
+
+// Y [x.rows(), N] (row stride ldy >= N) (+)= Xq · Wᵀ for every row of x (quantized for w's format,
+// x.cols() == w.cols()), the panels split over the thread pool. accumulate: y += the product.
+void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int64_t ldy, bool accumulate);
+// True when activations quantized for weights of format a serve weights of format b too (the same
+// 8-bit kind: Q5_0 with Q8_0, the K-quants among themselves); both quant_dot_supported.
+bool quant_dot_same_activations(QuantFormat a, QuantFormat b);
+// ---- end issue 19 (g19) GEMM
+
 }  // namespace attn::ops

@@ -41,9 +41,11 @@ void check(KFormat f, int64_t n0, int64_t n1, int64_t K, const Q8KRows& x, int64
              ", ", ldy);
 }
 
-// One weight row as stored integers q[K] and per-group-of-16 coefficients: the row's value at k is
-// sw[k/16]·q[k] - tw[k/16] (so the product with x is Σ_g dx_g·(sw_g·Σ q·xq - tw_g·Σ xq)).
-void unpack_int(KFormat f, const std::byte* row, int64_t K, int32_t* q, double* sw, double* tw) {
+void store(float* y, float v, bool accumulate) { *y = accumulate ? *y + v : v; }
+}  // namespace
+
+namespace detail {
+void q8k_unpack_int(KFormat f, const std::byte* row, int64_t K, int32_t* q, double* sw, double* tw) {
   const int64_t be = kformat_block_elems(f), bb = kformat_block_bytes(f);
   for (int64_t b = 0; b < K / be; ++b) {
     const std::byte* blk = row + b * bb;
@@ -121,9 +123,7 @@ void unpack_int(KFormat f, const std::byte* row, int64_t K, int32_t* q, double* 
     }
   }
 }
-
-void store(float* y, float v, bool accumulate) { *y = accumulate ? *y + v : v; }
-}  // namespace
+}  // namespace detail
 
 namespace cpu {
 void q8k_quantize(Q8Kind kind, const float* x, int64_t M, int64_t K, int64_t ldx, int8_t* q, float* d,
@@ -133,14 +133,21 @@ void q8k_quantize(Q8Kind kind, const float* x, int64_t M, int64_t K, int64_t ldx
   ATTN_CHECK(M >= 0 && ldx >= K, "q8k_quantize: need M >= 0 and ldx >= K = ", K, ", got M ", M, ", ldx ",
              ldx);
   const int64_t nb = K / B;
+  if (active_isa() == Isa::avx512) {
+    if (detail::q8k_quantize_avx512(kind, x, M, K, ldx, q, d, bsum)) return;
+    // a value that is not finite: the portable loop names its row and block
+  }
   for (int64_t m = 0; m < M; ++m) {
     const float* xr = x + m * ldx;
     int8_t* qr = q + m * K;
     for (int64_t b = 0; b < nb; ++b) {
       const float* xb = xr + b * B;
       float amax = 0;
-      for (int64_t i = 0; i < B; ++i) amax = std::max(amax, std::fabs(xb[i]));
-      ATTN_CHECK(std::isfinite(amax), "q8k_quantize: activation row ", m, " block ", b, " is not finite");
+      for (int64_t i = 0; i < B; ++i) {
+        const float a = std::fabs(xb[i]);
+        ATTN_CHECK(std::isfinite(a), "q8k_quantize: activation row ", m, " block ", b, " is not finite");
+        amax = std::max(amax, a);
+      }
       float db = amax / 127.0f;
       const float id = db > 0 ? 1.0f / db : 0.0f;
       if (kind == Q8Kind::q8_0) db = round_to_f16(db);
@@ -201,7 +208,7 @@ void q8k_dot_rows(KFormat f, const std::byte* w, int64_t n0, int64_t n1, int64_t
   std::vector<int32_t> q(K);
   std::vector<double> sw(G), tw(G);
   for (int64_t n = n0; n < n1; ++n) {
-    unpack_int(f, w + n * rb, K, q.data(), sw.data(), tw.data());
+    detail::q8k_unpack_int(f, w + n * rb, K, q.data(), sw.data(), tw.data());
     for (int64_t m = 0; m < x.M; ++m) {
       const int8_t* xq = x.q + m * x.ldq;
       double acc = 0;

@@ -40,9 +40,16 @@ struct Q8KRows {
   int64_t ldq = 0, ldd = 0, ldb = 0;
 };
 
+namespace detail {
+// One weight row as stored integers q[K] and per-group-of-16 coefficients: the row's value at k is
+// sw[k/16]·q[k] - tw[k/16] (so the product with x is Σ_g dx_g·(sw_g·Σ q·xq - tw_g·Σ xq)). Q8_0 gives
+// the signed quants, the others the unsigned ones with the offset in tw.
+void q8k_unpack_int(KFormat f, const std::byte* row, int64_t K, int32_t* q, double* sw, double* tw);
+}  // namespace detail
+
 namespace cpu {
 // x [M, K] (row stride ldx) -> q [M, K], d [M, K / block], bsum [M, K / 16]; K a positive multiple of
-// the block. Portable code (the product dominates by far).
+// the block. AVX-512 when active (the rounding is std::round's on every ISA), else portable code.
 void q8k_quantize(Q8Kind kind, const float* x, int64_t M, int64_t K, int64_t ldx, int8_t* q, float* d,
                   int32_t* bsum);
 // Rows [n0, n1) of Y (columns n0..n1-1), single-threaded: AVX-512 VNNI when the active ISA is avx512 and
@@ -63,6 +70,9 @@ void q8k_row_vnni(KFormat f, const std::byte* row, int64_t K, const Q8KRows& x, 
 // Rows [n0, n1) of W (row stride rb) against the single activation row of x (x.M == 1): y[n] (+)=.
 void q8k_rows_m1_avx2(KFormat f, const std::byte* w, int64_t rb, int64_t n0, int64_t n1, int64_t K,
                       const Q8KRows& x, float* y, bool accumulate);
+// q8k_quantize on AVX-512 (the same values bit for bit); false when a value is not finite.
+bool q8k_quantize_avx512(Q8Kind kind, const float* x, int64_t M, int64_t K, int64_t ldx, int8_t* q, float* d,
+                         int32_t* bsum);
 void q8k_rows_m1_vnni(KFormat f, const std::byte* w, int64_t rb, int64_t n0, int64_t n1, int64_t K,
                       const Q8KRows& x, float* y, bool accumulate);
 }  // namespace detail

@@ -1,0 +1,206 @@
+// kernels/cpu/q8k_gemm.h: packing, the activation terms and the ISA dispatch.
+#include "kernels/cpu/q8k_gemm.h"
+
+#include <attn/core/error.h>
+#include <attn/core/f16.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/isa.h"
+
+namespace attn::kernels {
+namespace {
+
+// The integer offset c of the panels (value = s · (q - c) - o); Q8_0 on the AVX2 kernel keeps the
+// signed quants (vpmaddubsw would saturate on [0, 255] x [-127, 127] pairs): c = 0 there.
+int32_t offset_of(KFormat f, bool signed_q8) {
+  switch (f) {
+    case KFormat::q8_0:
+      return signed_q8 ? 0 : 128;
+    case KFormat::q5_0:
+      return 16;
+    case KFormat::q6_k:
+      return 32;
+    default:
+      return 0;
+  }
+}
+
+float half(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+
+// One stored row -> its unsigned quants q[K] (Q8_0: q + 128) and the per-group scale s[G] and min o[G]
+// (Q4_K / Q5_K; else 0) of the panels. Every scale is an f16 times a small integer: exact in f32, the
+// same values kernels::detail::q8k_unpack_int gives in double.
+void pack_row(KFormat f, const std::byte* row, int64_t K, uint8_t* q, float* s, float* o) {
+  const auto* u = reinterpret_cast<const uint8_t*>(row);
+  switch (f) {
+    case KFormat::q8_0:
+      for (int64_t b = 0; b < K / 32; ++b, u += 34) {
+        s[b] = half(reinterpret_cast<const std::byte*>(u)), o[b] = 0;
+        for (int i = 0; i < 32; ++i) q[32 * b + i] = static_cast<uint8_t>(u[2 + i] ^ 0x80u);
+      }
+      break;
+    case KFormat::q5_0:
+      for (int64_t b = 0; b < K / 32; ++b, u += 22) {
+        s[b] = half(reinterpret_cast<const std::byte*>(u)), o[b] = 0;
+        uint32_t qh;
+        std::memcpy(&qh, u + 2, 4);
+        for (int i = 0; i < 16; ++i) {
+          q[32 * b + i] = static_cast<uint8_t>((u[6 + i] & 0xf) | (((qh >> i) & 1u) << 4));
+          q[32 * b + 16 + i] = static_cast<uint8_t>((u[6 + i] >> 4) | (((qh >> (16 + i)) & 1u) << 4));
+        }
+      }
+      break;
+    case KFormat::q4_k:
+    case KFormat::q5_k: {
+      const bool five = f == KFormat::q5_k;
+      for (int64_t b = 0; b < K / 256; ++b, u += five ? 176 : 144) {
+        const float d = half(reinterpret_cast<const std::byte*>(u)),
+                    dmin = half(reinterpret_cast<const std::byte*>(u + 2));
+        const uint8_t* sc = u + 4;
+        const uint8_t* qh = five ? u + 16 : nullptr;
+        const uint8_t* qs = u + (five ? 48 : 16);
+        for (int j = 0; j < 8; ++j) {
+          int scj, mj;
+          if (j < 4) {
+            scj = sc[j] & 63, mj = sc[j + 4] & 63;
+          } else {
+            scj = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
+            mj = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+          }
+          s[8 * b + j] = d * static_cast<float>(scj);
+          o[8 * b + j] = dmin * static_cast<float>(mj);
+          uint8_t* out = q + 256 * b + 32 * j;
+          const int sh = 4 * (j % 2);
+          for (int i = 0; i < 32; ++i) {
+            int v = (qs[32 * (j / 2) + i] >> sh) & 0xf;
+            if (five) v |= ((qh[i] >> j) & 1) << 4;
+            out[i] = static_cast<uint8_t>(v);
+          }
+        }
+      }
+      break;
+    }
+    case KFormat::q6_k:
+      for (int64_t b = 0; b < K / 256; ++b, u += 210) {
+        const uint8_t* ql = u;
+        const uint8_t* qh = u + 128;
+        const auto* sc = reinterpret_cast<const int8_t*>(u + 192);
+        const float d = half(reinterpret_cast<const std::byte*>(u + 208));
+        for (int c = 0; c < 8; ++c) {
+          const int h = c / 4, tt = c % 4;
+          uint8_t* out = q + 256 * b + 32 * c;
+          for (int i = 0; i < 32; ++i) {
+            const int lo = (ql[64 * h + 32 * (tt % 2) + i] >> (4 * (tt / 2))) & 0xf;
+            const int hi = (qh[32 * h + i] >> (2 * tt)) & 3;
+            out[i] = static_cast<uint8_t>(lo | (hi << 4));
+          }
+        }
+        for (int g = 0; g < 16; ++g) s[16 * b + g] = d * static_cast<float>(sc[g]), o[16 * b + g] = 0;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+bool use_vnni() { return cpu::active_isa() == cpu::Isa::avx512 && cpu::cpu_has_avx512_vnni(); }
+
+void check(KFormat f, int64_t N, int64_t K, int64_t p0, int64_t p1) {
+  ATTN_CHECK(q8k_supported(f), "q8k_gemm: weight format ", kformat_name(f),
+             " has no 8-bit activation product (Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+  ATTN_CHECK(N > 0 && K > 0 && K % kformat_block_elems(f) == 0,
+             "q8k_gemm: need N > 0 and K a positive multiple of ", kformat_block_elems(f), " for ",
+             kformat_name(f), "; got N ", N, ", K ", K);
+  const int64_t np = (N + kQ8PanelRows - 1) / kQ8PanelRows;
+  ATTN_CHECK(0 <= p0 && p0 <= p1 && p1 <= np, "q8k_gemm: panels [p0, p1) must lie in [0, ", np, "]; got [",
+             p0, ", ", p1, ")");
+}
+}  // namespace
+
+int64_t q8k_gemm_group(KFormat f) { return f == KFormat::q6_k ? 16 : 32; }
+int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K) {
+  const int64_t G = K / q8k_gemm_group(f);
+  return kQ8PanelRows * K + 2 * G * kQ8PanelRows * static_cast<int64_t>(sizeof(float));
+}
+
+namespace cpu {
+void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                   std::byte* out) {
+  check(f, N, K, p0, p1);
+  const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f), gs = q8k_gemm_group(f), G = K / gs;
+  const int64_t pb = q8k_gemm_panel_bytes(f, K);
+  std::vector<uint8_t> q(K);
+  std::vector<float> sv(G), ov(G);
+  for (int64_t p = p0; p < p1; ++p) {
+    auto* pq = reinterpret_cast<uint8_t*>(out + (p - p0) * pb);
+    float* ps = reinterpret_cast<float*>(pq + kQ8PanelRows * K);
+    float* po = ps + G * kQ8PanelRows;
+    if ((p + 1) * kQ8PanelRows > N) std::memset(pq, 0, static_cast<std::size_t>(pb));  // rows past N: 0
+    for (int64_t r = 0; r < kQ8PanelRows; ++r) {
+      const int64_t n = p * kQ8PanelRows + r;
+      if (n >= N) break;
+      pack_row(f, w + n * rb, K, q.data(), sv.data(), ov.data());
+      for (int64_t k4 = 0; k4 < K / 4; ++k4) std::memcpy(pq + k4 * 64 + r * 4, q.data() + 4 * k4, 4);
+      for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sv[g], po[g * kQ8PanelRows + r] = ov[g];
+    }
+  }
+}
+
+void q8k_gemm_terms(KFormat f, const Q8KRows& x, Q8GemmTerms* t) {
+  ATTN_CHECK(q8k_supported(f) && x.kind == q8k_kind_for(f) && x.K > 0 && x.K % kformat_block_elems(f) == 0,
+             "q8k_gemm_terms: activations of K = ", x.K, " kind ", x.kind == Q8Kind::q8_k ? "Q8_K" : "Q8_0",
+             " do not fit ", kformat_name(f), " weights");
+  const int64_t gs = q8k_gemm_group(f), G = x.K / gs, B = q8k_block(x.kind), per = gs / 16;
+  const int32_t c = offset_of(f, !use_vnni());
+  t->G = G;
+  t->signed_q8 = f == KFormat::q8_0 && !use_vnni();
+  t->off.resize(static_cast<std::size_t>(x.M * G));
+  t->dx.resize(static_cast<std::size_t>(x.M * G));
+  t->mn.resize(static_cast<std::size_t>(x.M * G));
+  for (int64_t m = 0; m < x.M; ++m)
+    for (int64_t g = 0; g < G; ++g) {
+      int32_t s = 0;
+      for (int64_t i = 0; i < per; ++i) s += x.bsum[m * x.ldb + g * per + i];
+      const float d = x.d[m * x.ldd + g * gs / B];
+      t->off[m * G + g] = -c * s;
+      t->dx[m * G + g] = d;
+      t->mn[m * G + g] = d * static_cast<float>(s);
+    }
+}
+
+void q8k_gemm_panels(KFormat f, const std::byte* panels, const std::byte* w_blocks, int64_t N, int64_t K,
+                     int64_t p0, int64_t p1, const Q8KRows& x, const Q8GemmTerms& terms, float* y,
+                     int64_t ldy, bool accumulate) {
+  check(f, N, K, p0, p1);
+  ATTN_CHECK(x.K == K && x.kind == q8k_kind_for(f) && terms.G == K / q8k_gemm_group(f) &&
+                 static_cast<int64_t>(terms.dx.size()) >= x.M * terms.G,
+             "q8k_gemm_panels: activations of K = ", x.K, " (", x.M, " rows, terms for ",
+             terms.G ? static_cast<int64_t>(terms.dx.size()) / terms.G : 0, ") against ", kformat_name(f),
+             " weights of K = ", K);
+  ATTN_CHECK(ldy >= N, "q8k_gemm_panels: ldy ", ldy, " < N ", N);
+  ATTN_CHECK(terms.signed_q8 == (f == KFormat::q8_0 && !use_vnni()),
+             "q8k_gemm_panels: the activation terms were made for another ISA (q8k_gemm_terms after "
+             "force_isa)");
+  if (p0 == p1 || x.M == 0) return;
+  const int64_t n0 = p0 * kQ8PanelRows, n1 = std::min(N, p1 * kQ8PanelRows);
+  const Isa isa = active_isa();
+  if (isa == Isa::scalar) {
+    ref::q8k_dot_rows(f, w_blocks, n0, n1, K, x, y, ldy, accumulate);
+    return;
+  }
+  const detail::Q8GemmArgs a{f,   panels,    q8k_gemm_panel_bytes(f, K), p1 - p0, N, n0, K, &x, &terms, y,
+                             ldy, accumulate};
+  if (use_vnni())
+    detail::q8k_gemm_vnni(a);
+  else
+    detail::q8k_gemm_avx2(a);
+}
+}  // namespace cpu
+}  // namespace attn::kernels

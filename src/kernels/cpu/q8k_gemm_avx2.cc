@@ -1,0 +1,58 @@
+// kernels/cpu/q8k_gemm.h on AVX2: 16 weight rows in two ymm, vpmaddubsw (every pair below 32767 for
+// the unsigned quants here: at most 2 · 63 · 127) then vpmaddwd with ones; Q8_0 as signed quants
+// with the sign trick (|w| and x · sign(w)), since q + 128 would saturate (the body is q8k_gemm_body.h).
+#include "kernels/cpu/q8k_gemm_body.h"
+
+namespace attn::kernels::cpu::detail {
+namespace {
+struct GemmAvx2 {
+  struct I {
+    __m256i a, b;
+  };
+  struct F {
+    __m256 a, b;
+  };
+  using W = I;
+  static constexpr int kMR = 3;
+  static constexpr bool kSigned8 = true;
+  static W loadw(const uint8_t* p) {
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32))};
+  }
+  static I bcast_i(const int32_t* p) { return {_mm256_set1_epi32(*p), _mm256_set1_epi32(*p)}; }
+  static F loadf(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static F bcastf(const float* p) { return {_mm256_set1_ps(*p), _mm256_set1_ps(*p)}; }
+  template <bool S8>
+  static __m256i dot1(__m256i acc, __m256i w, __m256i x) {
+    __m256i p;
+    if constexpr (S8) {
+      const __m256i ws = _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80)));
+      p = _mm256_maddubs_epi16(_mm256_sign_epi8(ws, ws), _mm256_sign_epi8(x, ws));
+    } else {
+      p = _mm256_maddubs_epi16(w, x);
+    }
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+  }
+  template <bool S8>
+  static I dot(I acc, W w, const int8_t* x4) {
+    int32_t v;
+    std::memcpy(&v, x4, 4);
+    const __m256i x = _mm256_set1_epi32(v);
+    return {dot1<S8>(acc.a, w.a, x), dot1<S8>(acc.b, w.b, x)};
+  }
+  static F cvt(I v) { return {_mm256_cvtepi32_ps(v.a), _mm256_cvtepi32_ps(v.b)}; }
+  static F fma(F a, F b, F c) { return {_mm256_fmadd_ps(a.a, b.a, c.a), _mm256_fmadd_ps(a.b, b.b, c.b)}; }
+  static F fnma(F a, F b, F c) { return {_mm256_fnmadd_ps(a.a, b.a, c.a), _mm256_fnmadd_ps(a.b, b.b, c.b)}; }
+  static F mul(F a, F b) { return {_mm256_mul_ps(a.a, b.a), _mm256_mul_ps(a.b, b.b)}; }
+  static F zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static void store(float* y, F v, int valid, bool accumulate) {
+    alignas(32) float t[16];
+    _mm256_store_ps(t, v.a);
+    _mm256_store_ps(t + 8, v.b);
+    for (int i = 0; i < valid; ++i) y[i] = accumulate ? y[i] + t[i] : t[i];
+  }
+};
+}  // namespace
+
+void q8k_gemm_avx2(const Q8GemmArgs& a) { Q8Gemm<GemmAvx2>::run(a); }
+}  // namespace attn::kernels::cpu::detail

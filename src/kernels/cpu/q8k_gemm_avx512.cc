@@ -1,0 +1,43 @@
+// kernels/cpu/q8k_gemm.h with AVX-512 VNNI: one zmm of 16 weight rows, vpdpbusd with the token's 4
+// quants broadcast (the body is q8k_gemm_body.h).
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+#include "kernels/cpu/q8k_gemm_body.h"
+
+namespace attn::kernels::cpu::detail {
+namespace {
+struct GemmVnni {
+  using I = __m512i;
+  using F = __m512;
+  using W = __m512i;
+  static constexpr int kMR = 12;
+  static constexpr bool kSigned8 = false;
+  static W loadw(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static I bcast_i(const int32_t* p) { return _mm512_set1_epi32(*p); }
+  static F loadf(const float* p) { return _mm512_loadu_ps(p); }
+  static F bcastf(const float* p) { return _mm512_set1_ps(*p); }
+  template <bool S8>
+  static I dot(I acc, W w, const int8_t* x4) {
+    int32_t v;
+    std::memcpy(&v, x4, 4);
+    return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(v));
+  }
+  // the zero-masking form with every lane (the unmasked one starts from _mm512_undefined_ps, which
+  // GCC 12 flags as maybe-uninitialized)
+  static F cvt(I v) { return _mm512_maskz_cvtepi32_ps(static_cast<__mmask16>(0xffff), v); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F fnma(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F zero() { return _mm512_setzero_ps(); }
+  static void store(float* y, F v, int valid, bool accumulate) {
+    const __mmask16 k =
+        valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1);
+    if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, y));
+    _mm512_mask_storeu_ps(y, k, v);
+  }
+};
+}  // namespace
+
+void q8k_gemm_vnni(const Q8GemmArgs& a) { Q8Gemm<GemmVnni>::run(a); }
+}  // namespace attn::kernels::cpu::detail
+#pragma GCC pop_options
