@@ -128,10 +128,14 @@ std::vector<PackedBCase> packed_b_cases() {
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmF32PackedB, ::testing::ValuesIn(packed_b_cases()),
                          [](const ::testing::TestParamInfo<PackedBCase>& i) {
                            const PackedBCase& c = i.param;
-                           return "m" + std::to_string(c.M) + "_n" + std::to_string(c.N) + "_k" +
-                                  std::to_string(c.K) + "_beta" +
-                                  std::to_string(static_cast<int>(c.beta * 10)) + "_pad" +
-                                  std::to_string(c.pad);
+                           // appended piece by piece: g++ 12 warns (-Wrestrict) on "m" + std::to_string(...)
+                           std::string name = "m";
+                           for (const std::string& part :
+                                {std::to_string(c.M), "_n" + std::to_string(c.N), "_k" + std::to_string(c.K),
+                                 "_beta" + std::to_string(static_cast<int>(c.beta * 10)),
+                                 "_pad" + std::to_string(c.pad)})
+                             name += part;
+                           return name;
                          });
 
 TEST(GemmF32PackedBArgs, NeedsAvx512AndValidSizes) {
