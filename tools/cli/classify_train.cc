@@ -58,6 +58,16 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"train-embeddings", "", "with --encoder: train the embeddings too (nothing frozen, no cache; slow)"},
       {"max-train", "N", "with --encoder: fine-tune on N training examples (seeded pick; default all)"},
       {"max-valid", "N", "with --encoder: validate on N examples (seeded pick; default all)"},
+      {"cache-dir", "DIR",
+       "with --encoder: keep the frozen layers' outputs in DIR between runs (keyed by the model file,\n"
+       "--freeze-layers, --max-len and the data; a stale or corrupt file is reported and rebuilt)"},
+      {"prefix", "P",
+       "with --encoder e5: query, passage or none (default): put \"query: \" or \"passage: \" before every "
+       "text, as e5 was trained\n(saved with the model)"},
+      {"label-smoothing", "X", "with --encoder: label smoothing of the loss, in [0, 1) (default 0)"},
+      {"pool", "P",
+       "with --encoder: the head reads the mean of the tokens or [CLS] (mean|cls; default: the "
+       "model's own, mean for e5)"},
       {"threads", "N", "worker threads (default: all cores)"},
       {"quiet", "", "no progress output"},
       {"help", "", "this text"},
@@ -132,8 +142,25 @@ tasks::ClassifyTrainOptions parse_options(const Args& a) {
     s.freeze_embeddings = !a.has("train-embeddings");
     if (a.has("max-train")) s.max_train = a.integer("max-train", 1, INT64_MAX);
     if (a.has("max-valid")) s.max_valid = a.integer("max-valid", 1, INT64_MAX);
+    if (a.has("cache-dir")) {
+      s.cache_dir = a.str("cache-dir");
+      ATTN_CHECK(!s.cache_dir.empty(), "--cache-dir needs a folder name");
+      ATTN_CHECK(s.freeze_embeddings,
+                 "--cache-dir caches the frozen part; with --train-embeddings nothing is frozen");
+    }
+    if (a.has("prefix")) {
+      s.prefix = a.str("prefix");
+      ATTN_CHECK(s.prefix == "query" || s.prefix == "passage" || s.prefix == "none",
+                 "--prefix must be query, passage or none; got '", s.prefix, "'");
+    }
+    if (a.has("label-smoothing")) s.label_smoothing = parse_fraction(a, "label-smoothing");
+    if (a.has("pool")) {
+      s.pool = a.str("pool");
+      ATTN_CHECK(s.pool == "mean" || s.pool == "cls", "--pool must be mean or cls; got '", s.pool, "'");
+    }
   } else {
-    for (const char* o : {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid"})
+    for (const char* o : {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid",
+                          "cache-dir", "label-smoothing", "pool", "prefix"})
       ATTN_CHECK(!a.has(o), "--", o, " goes with --encoder NAME");
   }
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 256)));

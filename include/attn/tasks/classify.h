@@ -72,6 +72,17 @@ struct ClassifyTrainOptions {
   bool bf16 = false;              // bf16 matrix products (MatmulPrecision::bf16) while training
   std::string command;            // the command line, for the report
   Progress progress;
+  // Folder of the frozen part's on-disk cache (src/tasks/classify_cache.h): the hidden states after
+  // the frozen layers, keyed by the model file, freeze count, max length and the data, checked on
+  // load (a stale or corrupt file is reported and rebuilt, never used); "" computes them each run.
+  std::string cache_dir;
+  // Label smoothing of the fine-tune's cross-entropy, in [0, 1).
+  double label_smoothing = 0;
+  // The head reads "mean" (of the tokens) or "cls"; "": as the model was trained (e5: mean).
+  std::string pool;
+  // e5: "query" or "passage" puts "query: " / "passage: " before every text (saved with the model,
+  // so `attn classify` does the same); "" or "none": no prefix.
+  std::string prefix;
   // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
   // With N ranks every rank calls this with the same options; each trains on 1/N of every
   // batch, and rank 0 alone reports progress and writes the outputs (the result is empty on
