@@ -14,7 +14,7 @@
 #include <random>
 
 #include "kernels/isa_test_util.h"
-#include "kernels/kquant_test_util.h"
+#include "kernels/q8k_test_util.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -50,22 +50,6 @@ std::vector<GCase> cases() {
   return v;
 }
 
-struct Quantized {
-  std::vector<int8_t> q;
-  std::vector<float> d;
-  std::vector<int32_t> bsum;
-  kernels::Q8KRows rows;
-};
-
-Quantized quantize(Q8Kind kind, const std::vector<float>& x, int64_t M, int64_t K) {
-  Quantized r;
-  const int64_t B = kernels::q8k_block(kind);
-  r.q.resize(M * K), r.d.resize(M * K / B), r.bsum.resize(M * K / 16);
-  kernels::cpu::q8k_quantize(kind, x.data(), M, K, K, r.q.data(), r.d.data(), r.bsum.data());
-  r.rows = {kind, M, K, r.q.data(), r.d.data(), r.bsum.data(), K, K / B, K / 16};
-  return r;
-}
-
 // y (init everywhere) with the GEMM over panels [c.p0, all) and, in ref, the oracle over the same rows.
 void run_both(const GCase& c, const std::vector<std::byte>& w, const kernels::Q8KRows& x, float init,
               std::vector<float>* y, std::vector<float>* ref) {
@@ -92,7 +76,7 @@ TEST_P(Q8Gemm, MatchesTheOracleWithinF32Rounding) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (float& v : x) v = nd(rng);
   x[5] = -30.0f;  // an outlier: a coarse scale for its block
-  const Quantized xq = quantize(kernels::q8k_kind_for(c.format), x, c.M, c.K);
+  const testing::Q8Activations xq = testing::q8_quantize(kernels::q8k_kind_for(c.format), x, c.M, c.K);
   std::vector<float> y, ref;
   const float init = c.accumulate ? 0.25f : 999.0f;
   run_both(c, w, xq.rows, init, &y, &ref);
@@ -123,24 +107,9 @@ using Q8GemmExact = testing::IsaCaseTest<GCase>;
 TEST_P(Q8GemmExact, EqualsTheOracleWithPowerOfTwoScales) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
-  std::vector<std::byte> w = testing::random_kblocks(c.format, c.N, c.K, 5);
-  const int64_t be = kernels::kformat_block_elems(c.format), bb = kernels::kformat_block_bytes(c.format);
-  std::vector<int> halves = {0};
-  if (c.format == KFormat::q4_k || c.format == KFormat::q5_k) halves = {0, 2};
-  if (c.format == KFormat::q6_k) halves = {208};
-  const uint16_t h = f32_to_f16(1.0f / 64);
-  for (int64_t b = 0; b < c.N * c.K / be; ++b)
-    for (int off : halves) std::memcpy(w.data() + b * bb + off, &h, 2);
-  const Q8Kind kind = kernels::q8k_kind_for(c.format);
-  const int64_t B = kernels::q8k_block(kind);
-  Quantized xq;
-  xq.q.resize(c.M * c.K), xq.d.assign(c.M * c.K / B, 0.125f), xq.bsum.assign(c.M * c.K / 16, 0);
-  std::mt19937 rng(3);
-  for (int64_t i = 0; i < c.M * c.K; ++i) {
-    xq.q[i] = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-    xq.bsum[i / 16] += xq.q[i];
-  }
-  xq.rows = {kind, c.M, c.K, xq.q.data(), xq.d.data(), xq.bsum.data(), c.K, c.K / B, c.K / 16};
+  const testing::ExactQ8Inputs in = testing::exact_q8_inputs(c.format, c.M, c.N, c.K);
+  const std::vector<std::byte>& w = in.w;
+  const testing::Q8Activations& xq = in.x;
   std::vector<float> y, ref;
   run_both(c, w, xq.rows, 0.5f, &y, &ref);
   for (int64_t i = 0; i < c.M * c.N; ++i)
@@ -174,18 +143,18 @@ TEST(Q8GemmQuantize, EveryIsaGivesThePortableValues) {
   for (int64_t i = 0; i < 32; ++i) x[2 * K + i] = 0.0f;                // an all-zero block
   for (Q8Kind kind : {Q8Kind::q8_0, Q8Kind::q8_k}) {
     kernels::cpu::force_isa(kernels::cpu::Isa::scalar);
-    const Quantized want = quantize(kind, x, M, K);
+    const testing::Q8Activations want = testing::q8_quantize(kind, x, M, K);
     for (kernels::cpu::Isa isa : testing::available_isas()) {
       kernels::cpu::force_isa(isa);
-      const Quantized got = quantize(kind, x, M, K);
+      const testing::Q8Activations got = testing::q8_quantize(kind, x, M, K);
       EXPECT_EQ(got.q, want.q) << kernels::cpu::isa_str(isa);
       EXPECT_EQ(got.d, want.d) << kernels::cpu::isa_str(isa);
       EXPECT_EQ(got.bsum, want.bsum) << kernels::cpu::isa_str(isa);
       std::vector<float> bad = x;
       bad[K + 300] = std::numeric_limits<float>::quiet_NaN();
-      EXPECT_ERROR_CONTAINS(quantize(kind, bad, M, K), {"activation row 1", "not finite"});
+      EXPECT_ERROR_CONTAINS(testing::q8_quantize(kind, bad, M, K), {"activation row 1", "not finite"});
       bad[K + 300] = std::numeric_limits<float>::infinity();
-      EXPECT_ERROR_CONTAINS(quantize(kind, bad, M, K), {"activation row 1", "not finite"});
+      EXPECT_ERROR_CONTAINS(testing::q8_quantize(kind, bad, M, K), {"activation row 1", "not finite"});
     }
   }
   kernels::cpu::force_isa(std::nullopt);
@@ -199,7 +168,7 @@ TEST(Q8GemmArgs, UnsupportedFormatsShapesAndStaleTermsAreErrors) {
   EXPECT_ERROR_CONTAINS(kernels::cpu::q8k_gemm_pack(KFormat::q8_0, w.data(), 2, 64, 0, 2, out.data()),
                         {"panels [p0, p1)", "[0, 1]"});
   std::vector<float> x(256, 1.0f);
-  const Quantized x0 = quantize(Q8Kind::q8_0, x, 1, 256);
+  const testing::Q8Activations x0 = testing::q8_quantize(Q8Kind::q8_0, x, 1, 256);
   kernels::cpu::Q8GemmTerms t;
   EXPECT_ERROR_CONTAINS(kernels::cpu::q8k_gemm_terms(KFormat::q4_k, x0.rows, &t), {"Q8_0", "Q4_K"});
 }

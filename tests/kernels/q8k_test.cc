@@ -14,7 +14,7 @@
 #include <random>
 
 #include "kernels/isa_test_util.h"
-#include "kernels/kquant_test_util.h"
+#include "kernels/q8k_test_util.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -22,22 +22,6 @@ namespace {
 
 using kernels::KFormat;
 using kernels::Q8Kind;
-
-struct Quantized {
-  std::vector<int8_t> q;
-  std::vector<float> d;
-  std::vector<int32_t> bsum;
-  kernels::Q8KRows rows;
-};
-
-Quantized quantize(Q8Kind kind, const std::vector<float>& x, int64_t M, int64_t K) {
-  Quantized r;
-  const int64_t B = kernels::q8k_block(kind);
-  r.q.resize(M * K), r.d.resize(M * K / B), r.bsum.resize(M * K / 16);
-  kernels::cpu::q8k_quantize(kind, x.data(), M, K, K, r.q.data(), r.d.data(), r.bsum.data());
-  r.rows = {kind, M, K, r.q.data(), r.d.data(), r.bsum.data(), K, K / B, K / 16};
-  return r;
-}
 
 struct QCase {
   std::string name;
@@ -76,7 +60,7 @@ TEST_P(Q8K, MatchesTheIntegerOracleAndTheF32ProductWithinTheRoundingBound) {
   for (float& v : x) v = nd(rng);
   x[3] = 40.0f;  // one outlier: a coarse scale for its block
   const Q8Kind kind = kernels::q8k_kind_for(c.format);
-  const Quantized xq = quantize(kind, x, c.M, c.K);
+  const testing::Q8Activations xq = testing::q8_quantize(kind, x, c.M, c.K);
 
   const float init = c.accumulate ? 0.25f : 999.0f;
   std::vector<float> y(c.M * c.N, init), ref(c.M * c.N, init);
@@ -115,24 +99,9 @@ using Q8KExact = testing::IsaCaseTest<QCase>;
 TEST_P(Q8KExact, EqualsTheOracleWithPowerOfTwoScales) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
-  std::vector<std::byte> w = testing::random_kblocks(c.format, c.N, c.K, 5);
-  const int64_t be = kernels::kformat_block_elems(c.format), bb = kernels::kformat_block_bytes(c.format);
-  std::vector<int> halves = {0};
-  if (c.format == KFormat::q4_k || c.format == KFormat::q5_k) halves = {0, 2};
-  if (c.format == KFormat::q6_k) halves = {208};
-  const uint16_t h = f32_to_f16(1.0f / 64);
-  for (int64_t b = 0; b < c.N * c.K / be; ++b)
-    for (int off : halves) std::memcpy(w.data() + b * bb + off, &h, 2);
-  const Q8Kind kind = kernels::q8k_kind_for(c.format);
-  const int64_t B = kernels::q8k_block(kind);
-  Quantized xq;
-  xq.q.resize(c.M * c.K), xq.d.assign(c.M * c.K / B, 0.125f), xq.bsum.assign(c.M * c.K / 16, 0);
-  std::mt19937 rng(3);
-  for (int64_t i = 0; i < c.M * c.K; ++i) {
-    xq.q[i] = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-    xq.bsum[i / 16] += xq.q[i];
-  }
-  xq.rows = {kind, c.M, c.K, xq.q.data(), xq.d.data(), xq.bsum.data(), c.K, c.K / B, c.K / 16};
+  const testing::ExactQ8Inputs in = testing::exact_q8_inputs(c.format, c.M, c.N, c.K);
+  const std::vector<std::byte>& w = in.w;
+  const testing::Q8Activations& xq = in.x;
   std::vector<float> y(c.M * c.N, 0.5f), ref(c.M * c.N, 0.5f);
   kernels::cpu::q8k_dot_rows(c.format, w.data(), 0, c.N, c.K, xq.rows, y.data(), c.N, c.accumulate);
   kernels::ref::q8k_dot_rows(c.format, w.data(), 0, c.N, c.K, xq.rows, ref.data(), c.N, c.accumulate);
@@ -156,7 +125,7 @@ TEST(Q8KQuantize, ScalesRoundsAndSumsEveryGroupOf16) {
   for (int i = 0; i < 256; ++i) x[i] = static_cast<float>(i % 7) - 3.0f + 0.1f * static_cast<float>(i % 3);
   x[5] = -6.35f;  // the largest magnitude
   for (Q8Kind kind : {Q8Kind::q8_0, Q8Kind::q8_k}) {
-    const Quantized r = quantize(kind, x, 1, 256);
+    const testing::Q8Activations r = testing::q8_quantize(kind, x, 1, 256);
     const int64_t B = kernels::q8k_block(kind);
     for (int64_t g = 0; g < 16; ++g) {
       int32_t s = 0;
@@ -173,7 +142,7 @@ TEST(Q8KQuantize, ScalesRoundsAndSumsEveryGroupOf16) {
 
 TEST(Q8KArgs, UnsupportedFormatsAndMismatchedKindsAreErrors) {
   std::vector<float> x(256, 1.0f), y(1);
-  const Quantized x0 = quantize(Q8Kind::q8_0, x, 1, 256);
+  const testing::Q8Activations x0 = testing::q8_quantize(Q8Kind::q8_0, x, 1, 256);
   const std::vector<std::byte> wk = testing::random_kblocks(KFormat::q4_k, 1, 256, 1);
   EXPECT_ERROR_CONTAINS(
       kernels::cpu::q8k_dot_rows(KFormat::q4_k, wk.data(), 0, 1, 256, x0.rows, y.data(), 1, false),

@@ -10,34 +10,18 @@
 #include <cstring>
 #include <random>
 
+#include "ops/quant_blocks_util.h"
 #include "testing/testing.h"
 
 namespace attn::ops {
 namespace {
-
-std::vector<std::byte> blocks(QuantFormat f, int64_t N, int64_t K, uint32_t seed) {
-  const int64_t be = quant_block_elems(f), bb = quant_block_bytes(f), nblk = N * K / be;
-  std::mt19937 rng(seed);
-  std::vector<std::byte> out(nblk * bb);
-  for (auto& b : out) b = static_cast<std::byte>(rng() & 0xff);
-  std::vector<int> halves = {0};
-  if (f == QuantFormat::q4_k || f == QuantFormat::q5_k) halves = {0, 2};
-  if (f == QuantFormat::q6_k) halves = {208};
-  std::normal_distribution<float> nd(0.0f, 0.02f);
-  for (int64_t b = 0; b < nblk; ++b)
-    for (int off : halves) {
-      const uint16_t h = f32_to_f16(nd(rng));
-      std::memcpy(out.data() + b * bb + off, &h, 2);
-    }
-  return out;
-}
 
 TEST(QuantDot, EveryFormatIsCloseToTheF32ActivationProduct) {
   for (QuantFormat f :
        {QuantFormat::q5_0, QuantFormat::q8_0, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k}) {
     ASSERT_TRUE(quant_dot_supported(f)) << quant_format_name(f);
     const int64_t N = 11, K = 512, M = 2;
-    const std::vector<std::byte> wb = blocks(f, N, K, 9);
+    const std::vector<std::byte> wb = testing::quant_blocks(f, N, K, 9);
     const QuantMatrix w(f, wb.data(), N, K);
     std::vector<float> x(M * K);
     std::mt19937 rng(4);
@@ -65,7 +49,7 @@ TEST(QuantDot, EveryFormatIsCloseToTheF32ActivationProduct) {
 }
 
 TEST(QuantDot, BadFormatsAndShapesAreErrors) {
-  const std::vector<std::byte> wb = blocks(QuantFormat::q4_1, 2, 64, 1);
+  const std::vector<std::byte> wb = testing::quant_blocks(QuantFormat::q4_1, 2, 64, 1);
   const QuantMatrix w41(QuantFormat::q4_1, wb.data(), 2, 64);
   std::vector<float> x(2 * 256, 0.5f), y(8);
   QuantActivations xq;
@@ -73,7 +57,7 @@ TEST(QuantDot, BadFormatsAndShapesAreErrors) {
   EXPECT_ERROR_CONTAINS(xq.quantize(QuantFormat::q4_1, x.data(), 1, 64, 64), {"Q4_1", "no 8-bit product"});
   EXPECT_ERROR_CONTAINS(xq.quantize(QuantFormat::q4_k, x.data(), 1, 100, 100), {"multiple of 256", "100"});
   xq.quantize(QuantFormat::q5_0, x.data(), 1, 256, 256);
-  const std::vector<std::byte> wk = blocks(QuantFormat::q4_k, 2, 256, 2);
+  const std::vector<std::byte> wk = testing::quant_blocks(QuantFormat::q4_k, 2, 256, 2);
   const QuantMatrix w4k(QuantFormat::q4_k, wk.data(), 2, 256);
   EXPECT_ERROR_CONTAINS(quant_dot_rows(w4k, 0, 2, xq, y.data(), 2, false), {"Q8_0", "Q4_K"});
   xq.quantize(QuantFormat::q4_k, x.data(), 1, 256, 256);

@@ -11,27 +11,11 @@
 #include <cstring>
 #include <random>
 
+#include "ops/quant_blocks_util.h"
 #include "testing/testing.h"
 
 namespace attn::ops {
 namespace {
-
-std::vector<std::byte> blocks(QuantFormat f, int64_t N, int64_t K, uint32_t seed) {
-  const int64_t be = quant_block_elems(f), bb = quant_block_bytes(f), nblk = N * K / be;
-  std::mt19937 rng(seed);
-  std::vector<std::byte> out(nblk * bb);
-  for (auto& b : out) b = static_cast<std::byte>(rng() & 0xff);
-  std::vector<int> halves = {0};
-  if (f == QuantFormat::q4_k || f == QuantFormat::q5_k) halves = {0, 2};
-  if (f == QuantFormat::q6_k) halves = {208};
-  std::normal_distribution<float> nd(0.0f, 0.02f);
-  for (int64_t b = 0; b < nblk; ++b)
-    for (int off : halves) {
-      const uint16_t h = f32_to_f16(nd(rng));
-      std::memcpy(out.data() + b * bb + off, &h, 2);
-    }
-  return out;
-}
 
 class ThreadsGuard {
  public:
@@ -47,7 +31,7 @@ TEST(QuantMatmul, EveryFormatEqualsTheDecodeProductOnOneAndTwoThreads) {
   for (QuantFormat f :
        {QuantFormat::q5_0, QuantFormat::q8_0, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k}) {
     const int64_t N = 53, K = 768;
-    const std::vector<std::byte> wb = blocks(f, N, K, 9);
+    const std::vector<std::byte> wb = testing::quant_blocks(f, N, K, 9);
     const QuantMatrix w(f, wb.data(), N, K);
     const QuantPanels p(w);
     EXPECT_EQ(p.rows(), N);
@@ -93,10 +77,10 @@ TEST(QuantMatmul, EveryFormatEqualsTheDecodeProductOnOneAndTwoThreads) {
 }
 
 TEST(QuantMatmul, FormatsAndShapesItDoesNotTakeAreErrors) {
-  const std::vector<std::byte> w41 = blocks(QuantFormat::q4_1, 4, 64, 1);
+  const std::vector<std::byte> w41 = testing::quant_blocks(QuantFormat::q4_1, 4, 64, 1);
   EXPECT_ERROR_CONTAINS(QuantPanels(QuantMatrix(QuantFormat::q4_1, w41.data(), 4, 64)),
                         {"QuantPanels", "Q4_1"});
-  const std::vector<std::byte> wk = blocks(QuantFormat::q4_k, 4, 256, 2);
+  const std::vector<std::byte> wk = testing::quant_blocks(QuantFormat::q4_k, 4, 256, 2);
   const QuantPanels p(QuantMatrix(QuantFormat::q4_k, wk.data(), 4, 256));
   std::vector<float> x(2 * 512, 1.0f), y(2 * 4);
   QuantActivations x0;
