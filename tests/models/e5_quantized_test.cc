@@ -18,6 +18,7 @@
 #include <cstring>
 #include <optional>
 
+#include "testing/row_agreement.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -30,28 +31,6 @@ using models::TextRole;
 const io::E5Container& tiny() {
   static const io::E5Container c = io::E5Container::open(testing::source_path("tests/io/data/e5_tiny.bin"));
   return c;
-}
-
-// Worst cosine over the rows of two [N, C] (or [B, L, C] viewed as rows) tensors, and the largest
-// absolute difference.
-struct Agreement {
-  double worst_cosine = 1, max_abs = 0;
-};
-Agreement compare_rows(const Tensor& got, const Tensor& want, int64_t C) {
-  Agreement a;
-  const int64_t N = want.numel() / C;
-  for (int64_t i = 0; i < N; ++i) {
-    double dot = 0, ng = 0, nw = 0;
-    for (int64_t c = 0; c < C; ++c) {
-      const double g = got.data<float>()[i * C + c], w = want.data<float>()[i * C + c];
-      dot += g * w;
-      ng += g * g;
-      nw += w * w;
-      a.max_abs = std::max(a.max_abs, std::abs(g - w));
-    }
-    a.worst_cosine = std::min(a.worst_cosine, dot / std::sqrt(ng * nw));
-  }
-  return a;
 }
 
 TEST(E5Quantized, Q4_0ToQ4_1KeepsEveryWeightExactly) {
@@ -95,7 +74,7 @@ TEST(E5Quantized, SmallBatchesMatchTheF32PathWithinTheActivationRounding) {
   models::BertRunOptions ro;
   ro.quantized_max_tokens = 16;  // 2 x 8 padded tokens: quantized
   const models::BertOutput q = m.forward({seqs}, ro);
-  const Agreement a = compare_rows(q.hidden, f32.hidden, 32);
+  const testing::RowAgreement a = testing::row_agreement(q.hidden, f32.hidden, 32);
   std::printf("tiny e5, 8-bit path vs f32: worst cosine %.6f, max |diff| %.4f\n", a.worst_cosine, a.max_abs);
   EXPECT_GE(a.worst_cosine, 0.999);
   EXPECT_LT(a.max_abs, 0.1);  // LayerNorm outputs of O(1)
@@ -173,7 +152,8 @@ TEST(E5Quantized, OneTextAtATimeMatchesTheEngineAndTheF32Path) {
   for (std::size_t i = 0; i < rows.size(); ++i)
     std::memcpy(want.data<float>() + static_cast<int64_t>(i) * C, engine.data<float>() + rows[i] * C,
                 static_cast<std::size_t>(C) * sizeof(float));
-  const Agreement vs_engine = compare_rows(vq, want, C), vs_f32 = compare_rows(vq, vf, C);
+  const testing::RowAgreement vs_engine = testing::row_agreement(vq, want, C),
+                              vs_f32 = testing::row_agreement(vq, vf, C);
   std::printf(
       "e5 8-bit path, %zu texts of <= %lld tokens one at a time: vs the engine worst cosine %.6f, max |diff| "
       "%.5f; vs attn's f32 path worst cosine %.6f, max |diff| %.5f\n",

