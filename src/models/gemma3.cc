@@ -262,6 +262,14 @@ struct Gemma3Model::Impl {
     return std::vector<float>(w.data<float>(), w.data<float>() + w.numel());
   }
 
+  // Whether a pass of L tokens runs the 8-bit GEMM (ops::quant_matmul) on a quantized matrix.
+  bool int8_gemm_for(int64_t L) const { return L >= kGemmMinRows && int8_rows > 0 && int8_gemm; }
+  // w's int8 panels for that GEMM, made on its first prompt pass.
+  static const ops::QuantPanels& panels_of(Mat& w) {
+    if (w.panels.empty()) w.panels = ops::QuantPanels(w.q);
+    return w.panels;
+  }
+
   // Y [L, N] (row stride ldy) = X [L, K] · Wᵀ
   void matmul(Mat& w, const float* X, int64_t L, float* Y, int64_t ldy) {
     const int64_t N = w.N, K = w.K;
@@ -276,10 +284,9 @@ struct Gemma3Model::Impl {
                    [&](int64_t b, int64_t e, int) { ops::quant_dot_rows(w.q, b, e, act, Y, ldy, false); });
       return;
     }
-    if (L >= kGemmMinRows && int8_rows > 0 && int8_gemm && ops::quant_dot_supported(w.q.format())) {
-      if (w.panels.empty()) w.panels = ops::QuantPanels(w.q);
+    if (int8_gemm_for(L) && ops::quant_dot_supported(w.q.format())) {
       act.quantize(w.q.format(), X, L, K, K);
-      ops::quant_matmul(w.panels, act, Y, ldy, false);
+      ops::quant_matmul(panels_of(w), act, Y, ldy, false);
       return;
     }
     if (L >= kGemmMinRows) {
@@ -309,7 +316,7 @@ struct Gemma3Model::Impl {
     for (const Out& o : outs)
       shared = shared && o.w->quant && ops::quant_dot_supported(o.w->q.format()) && o.w->K == w0.K &&
                ops::quant_dot_same_activations(o.w->q.format(), w0.q.format());
-    const bool dot = L < int8_rows, gemm = L >= kGemmMinRows && int8_rows > 0 && int8_gemm;
+    const bool dot = L < int8_rows, gemm = int8_gemm_for(L);
     if (!shared || !(dot || gemm)) {
       for (const Out& o : outs) matmul(*o.w, X, L, o.y, o.ldy);
       return;
@@ -317,10 +324,7 @@ struct Gemma3Model::Impl {
     const int64_t K = w0.K;
     act.quantize(w0.q.format(), X, L, K, K);
     if (gemm) {
-      for (const Out& o : outs) {
-        if (o.w->panels.empty()) o.w->panels = ops::QuantPanels(o.w->q);
-        ops::quant_matmul(o.w->panels, act, o.y, o.ldy, false);
-      }
+      for (const Out& o : outs) ops::quant_matmul(panels_of(*o.w), act, o.y, o.ldy, false);
       return;
     }
     int64_t total = 0;
