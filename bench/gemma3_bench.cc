@@ -11,11 +11,16 @@
 //   --int8-gemm 0: prompt passes unpack the weights to f32 for ops::gemm instead of the 8-bit GEMM
 //   gemma3_bench ... prompt N [reps]       prefill of N tokens: tokens/s (best of reps)
 //   gemma3_bench ... decode N              N generated tokens after a 16-token prompt: tokens/s
+//                                          (full logits + argmax, then the same N steps again through
+//                                          the screened greedy path, step_greedy: "screened_*" fields,
+//                                          candidate rows per step, and whether the tokens agree)
 //   gemma3_bench ... context CTX N [full]  N generated tokens after CTX tokens of context
 //   gemma3_bench [--threads N] bandwidth [MiB]  the read bandwidth (GB/s) over a MiB buffer (1024)
 #include <attn/core/parallel.h>
+#include <attn/io/gguf.h>
 #include <attn/io/model_files.h>
 #include <attn/models/gemma3.h>
+#include <attn/ops/quantized.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,6 +69,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[a], "--int8-rows")) base.int8_max_rows = std::atoll(argv[a + 1]);
     if (!std::strcmp(argv[a], "--int8-gemm")) base.int8_gemm = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--kv-f16")) base.kv_f16 = std::atoi(argv[a + 1]) != 0;
+    if (!std::strcmp(argv[a], "--greedy-screen")) base.greedy_screen = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--logits")) margins = std::atoi(argv[a + 1]) != 0;
   }
   auto opts = [&](int64_t ctx, bool full) {
@@ -133,6 +139,54 @@ int main(int argc, char** argv) {
           "\"read_gb_per_s\": %.2f, \"check\": %llu}\n",
           static_cast<long long>(mib), T, best, static_cast<double>(n * 8) / best / 1e9,
           static_cast<unsigned long long>(check & 0xff));
+    } else if (mode == "screen") {
+      // g19b: the vocabulary product alone on the last hidden vector of a short prompt: the full Q8_0
+      // product (ops::quant_dot_rows over every row, as a decode step runs it) against the screen pass
+      // (ops::GreedyScreen::screen) and the whole screened argmax; best of reps, wall and CPU.
+      const int reps = a + 1 < argc ? std::atoi(argv[a + 1]) : 10;
+      models::Gemma3Model m = models::Gemma3Model::load(path, opts(64, false));
+      m.prefill(filler(m, 16));
+      const std::vector<float> h(m.last_hidden().begin(), m.last_hidden().end());
+      io::GgufFile f = io::GgufFile::open(path);
+      const int64_t V = m.config().vocab, C = m.config().dim;
+      const ops::QuantMatrix w(ops::QuantFormat::q8_0, f.view("token_embd.weight").data, V, C);
+      ops::QuantActivations x;
+      x.quantize(ops::QuantFormat::q8_0, h.data(), 1, C, C);
+      double b0 = now();
+      ops::GreedyScreen screen(w, h);
+      const double build = now() - b0;
+      std::vector<float> y(V), value(V), bound(V);
+      auto best = [&](const std::function<void()>& fn, double* cpu) {
+        double wbest = 1e30;
+        *cpu = 1e30;
+        for (int r = 0; r < reps; ++r) {
+          const double t0 = now(), c0 = cpu_now();
+          fn();
+          wbest = std::min(wbest, now() - t0), *cpu = std::min(*cpu, cpu_now() - c0);
+        }
+        return wbest;
+      };
+      double cf, cs, cg;
+      const double tf = best(
+          [&] {
+            parallel_for(V, 2048, [&](int64_t b, int64_t e, int) {
+              ops::quant_dot_rows(w, b, e, x, y.data(), V, false);
+            });
+          },
+          &cf);
+      const double ts = best([&] { screen.screen(x, value.data(), bound.data()); }, &cs);
+      ops::GreedyScreen::Pick p;
+      const double tg = best([&] { p = screen.argmax(w, x); }, &cg);
+      const int64_t full_pick = std::max_element(y.begin(), y.end()) - y.begin();
+      std::printf(
+          "{\"engine\": \"attn\", \"case\": \"screen\", \"threads\": %d, \"full_ms\": %.3f, \"full_cpu_ms\": "
+          "%.3f, "
+          "\"screen_ms\": %.3f, \"screen_cpu_ms\": %.3f, \"greedy_ms\": %.3f, \"greedy_cpu_ms\": %.3f, "
+          "\"candidates\": %lld, \"same_pick\": %s, \"full_mb\": %.1f, \"screen_mb\": %.1f, \"build_s\": "
+          "%.3f}\n",
+          num_threads(), tf * 1e3, cf * 1e3, ts * 1e3, cs * 1e3, tg * 1e3, cg * 1e3,
+          static_cast<long long>(p.candidates), p.index == full_pick ? "true" : "false",
+          static_cast<double>(V * w.row_bytes()) / 1e6, static_cast<double>(screen.bytes()) / 1e6, build);
     } else if (mode == "prompt") {
       const int64_t n = std::atoll(argv[a + 1]);
       const int reps = a + 2 < argc ? std::atoi(argv[a + 2]) : 3;
@@ -164,16 +218,42 @@ int main(int argc, char** argv) {
       std::span<const float> l = m.prefill(ids);
       const double prefill = now() - p0, prefill_cpu = cpu_now() - q0;
       const double t0 = now(), c0 = cpu_now();
-      for (int64_t i = 0; i < n; ++i) l = m.step(argmax(l));
+      std::vector<int32_t> full_ids;
+      for (int64_t i = 0; i < n; ++i) {
+        full_ids.push_back(argmax(l));
+        l = m.step(full_ids.back());
+      }
       const double dt = now() - t0, dc = cpu_now() - c0;
+      // The same steps through the screened greedy path (g19b); the screen is built on the first call,
+      // outside the timing.
+      m.clear();
+      const double b0 = now();
+      int32_t next = m.prefill_greedy(ids);
+      const double build = now() - b0;
+      const bool screened = m.greedy_screened();
+      bool same = next == full_ids[0];
+      int64_t cand_sum = 0, cand_max = 0;
+      const double s0 = now(), sc0 = cpu_now();
+      for (int64_t i = 0; i < n; ++i) {
+        next = m.step_greedy(next);
+        cand_sum += m.greedy_candidates();
+        cand_max = std::max(cand_max, m.greedy_candidates());
+        if (i + 1 < n) same = same && next == full_ids[i + 1];
+      }
+      const double sdt = now() - s0, sdc = cpu_now() - sc0;
       std::printf(
           "{\"engine\": \"attn\", \"case\": \"%s\", \"context\": %lld, \"generated\": %lld, \"threads\": %d, "
           "\"seconds\": %.4f, \"tokens_per_s\": %.2f, \"cpu_seconds\": %.4f, \"tokens_per_cpu_s\": %.2f, "
           "\"kv_cache_mib\": %.1f, \"full_cache\": %s, \"prefill_seconds\": %.2f, \"prefill_cpu_seconds\": "
+          "%.2f, \"screened\": %s, \"screened_seconds\": %.4f, \"screened_tokens_per_s\": %.2f, "
+          "\"screened_cpu_seconds\": %.4f, \"screened_tokens_per_cpu_s\": %.2f, \"candidates_mean\": %.1f, "
+          "\"candidates_max\": %lld, \"screened_same_tokens\": %s, \"prefill_and_screen_build_seconds\": "
           "%.2f}\n",
           mode.c_str(), static_cast<long long>(context), static_cast<long long>(n), num_threads(), dt, n / dt,
           dc, n / dc, static_cast<double>(m.kv_cache_bytes()) / (1 << 20), full ? "true" : "false", prefill,
-          prefill_cpu);
+          prefill_cpu, screened ? "true" : "false", sdt, n / sdt, sdc, n / sdc,
+          static_cast<double>(cand_sum) / static_cast<double>(n), static_cast<long long>(cand_max),
+          same ? "true" : "false", build);
     } else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;

@@ -225,6 +225,9 @@ struct Gemma3Model::Impl {
   int64_t int8_rows = 0;
   bool int8_gemm = false;
   bool kv_f16 = false;
+  bool screen_on = false;  // greedy calls use `screen` (built on the first)
+  ops::GreedyScreen screen;
+  int64_t last_candidates = 0;
   ops::QuantActivations act;
   Mat embed, output;
   std::vector<float> output_norm;
@@ -235,6 +238,9 @@ struct Gemma3Model::Impl {
   std::vector<float> x, n, q, k, v, att, tmp, g, u, wtmp, logits, last, scores;
 
   explicit Impl(io::GgufFile f) : file(std::move(f)) {}
+  // The greedy pick after forward(..., logits_out = false): the screen when it applies, else every
+  // logit (the product and soft-capping of forward) and the first maximum.
+  int32_t greedy();
 
   Mat& out_mat() { return output.N ? output : embed; }
 
@@ -397,7 +403,8 @@ struct Gemma3Model::Impl {
     }
   }
 
-  void forward(std::span<const int32_t> ids, std::vector<std::vector<float>>* capture) {
+  void forward(std::span<const int32_t> ids, std::vector<std::vector<float>>* capture,
+               bool logits_out = true) {
     const int64_t L = static_cast<int64_t>(ids.size());
     ATTN_CHECK(L > 0, "gemma3: no tokens to run");
     ATTN_CHECK(pos + L <= cap, "gemma3: sequence of ", pos + L, " tokens (", pos, " cached + ", L,
@@ -456,6 +463,7 @@ struct Gemma3Model::Impl {
     pos += L;
     last.resize(C);
     rms_norm(x.data() + (L - 1) * C, output_norm.data(), 1, C, c.rms_eps, last.data());
+    if (!logits_out) return;
     logits.resize(c.vocab);
     matmul(out_mat(), last.data(), 1, logits.data(), c.vocab);
     if (c.final_softcap > 0) {
@@ -513,6 +521,11 @@ Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& opti
     m.load_mat(ly.up, p + "ffn_up.weight");
     m.load_mat(ly.down, p + "ffn_down.weight");
   }
+  {
+    const Mat& o = m.out_mat();
+    m.screen_on = options.greedy_screen && o.quant && o.q.format() == ops::QuantFormat::q8_0 &&
+                  m.int8_rows >= 2 && m.c.final_softcap <= 0;
+  }
   return Gemma3Model(std::move(impl));
 }
 
@@ -539,6 +552,41 @@ std::span<const float> Gemma3Model::step(int32_t id) {
   impl_->forward(std::span<const int32_t>(&id, 1), nullptr);
   return impl_->logits;
 }
+
+int32_t Gemma3Model::Impl::greedy() {
+  Impl& m = *this;
+  if (m.screen_on) {
+    Mat& o = m.out_mat();
+    // the outlier columns of the screen: where this first hidden vector is largest (Gemma's few huge
+    // channels stay put from token to token; only the speed depends on the choice)
+    if (m.screen.empty()) m.screen = ops::GreedyScreen(o.q, m.last);
+    // the activation quantization of the full product (matmul: L = 1 < int8_rows, Q8_0 weights)
+    m.act.quantize(o.q.format(), m.last.data(), 1, o.K, o.K);
+    const ops::GreedyScreen::Pick p = m.screen.argmax(o.q, m.act);
+    m.last_candidates = p.candidates;
+    return static_cast<int32_t>(p.index);
+  }
+  m.logits.resize(m.c.vocab);
+  m.matmul(m.out_mat(), m.last.data(), 1, m.logits.data(), m.c.vocab);
+  if (m.c.final_softcap > 0) {
+    const float cap_v = static_cast<float>(m.c.final_softcap);
+    for (float& z : m.logits) z = cap_v * std::tanh(z / cap_v);
+  }
+  m.last_candidates = m.c.vocab;
+  return static_cast<int32_t>(std::max_element(m.logits.begin(), m.logits.end()) - m.logits.begin());
+}
+
+int32_t Gemma3Model::prefill_greedy(std::span<const int32_t> ids) {
+  impl_->forward(ids, nullptr, false);
+  return impl_->greedy();
+}
+int32_t Gemma3Model::step_greedy(int32_t id) {
+  impl_->forward(std::span<const int32_t>(&id, 1), nullptr, false);
+  return impl_->greedy();
+}
+int64_t Gemma3Model::greedy_candidates() const { return impl_->last_candidates; }
+bool Gemma3Model::greedy_screened() const { return impl_->screen_on; }
+std::span<const float> Gemma3Model::last_hidden() const { return impl_->last; }
 
 Gemma3Attention Gemma3Model::attention_weights(std::span<const int32_t> ids) {
   Gemma3Attention a;

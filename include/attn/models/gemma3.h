@@ -74,6 +74,12 @@ struct Gemma3Options {
   // Round K and V to f16 before they enter the cache (llama.cpp's default f16 KV cache; the cache
   // still stores f32).
   bool kv_f16 = false;
+  // issue 19 (g19b): prefill_greedy / step_greedy find the argmax through ops::GreedyScreen (a 5-bit
+  // screening copy of the Q8_0 output matrix, built on the first greedy call, 115 MB for Gemma 3 270M)
+  // when the output matrix is Q8_0, the decode products are 8-bit (int8_max_rows >= 2) and there is no
+  // final soft-capping; false (or any of those missing) computes all logits and takes their argmax.
+  // Either way the token is the one std::max_element picks over step()'s logits.
+  bool greedy_screen = true;
 };
 
 // Per-layer exact attention probabilities of one prompt (`attn attention --model gemma3`).
@@ -103,6 +109,17 @@ class Gemma3Model {
   int64_t position() const;
   std::span<const float> prefill(std::span<const int32_t> ids);  // logits of the last one [V]
   std::span<const float> step(int32_t id);
+  // issue 19 (g19b): the same forward passes for greedy decoding: the id of the largest logit (the
+  // first of equal maxima), without computing every logit when the screen applies (Gemma3Options::
+  // greedy_screen). The logits of prefill / step are not updated by these.
+  int32_t prefill_greedy(std::span<const int32_t> ids);
+  int32_t step_greedy(int32_t id);
+  // Rows whose exact logit the last greedy call computed (the vocabulary when the screen did not apply).
+  int64_t greedy_candidates() const;
+  bool greedy_screened() const;  // whether greedy calls use the screen
+  // The normalised hidden vector [C] of the last position that the output matrix multiplies (after
+  // prefill / step / their greedy forms).
+  std::span<const float> last_hidden() const;
 
   Gemma3Attention attention_weights(std::span<const int32_t> ids);
 

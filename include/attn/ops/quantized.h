@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace attn::ops {
@@ -194,5 +195,51 @@ void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int
 // 8-bit kind: Q5_0 with Q8_0, the K-quants among themselves); both quant_dot_supported.
 bool quant_dot_same_activations(QuantFormat a, QuantFormat b);
 // ---- end issue 19 (g19) GEMM
+
+// ---- issue 19 (g19b): exact greedy over a screened vocabulary product (kernels/cpu/qscreen.h) --------
+// For greedy decoding only the argmax of the logits y = W·x is needed. GreedyScreen keeps, built once
+// from a Q8_0 matrix W [V, K], a 5-bit copy of it (22 bytes per 32 weights against Q8_0's 34) and, per
+// call, computes for every row a screen logit and a proven bound on |screen − exact| (Hölder per block
+// of 32: half the 5-bit step times ‖x_b‖₁, plus a margin for f32 rounding). Only the rows whose
+// screen + bound reaches the best screen − bound can hold the maximum; their exact logits come from
+// quant_dot_rows (the same kernel as the full product, so the same f32 values), and the pick is the
+// first row with the largest exact logit: the index std::max_element over the full product gives.
+class GreedyScreen {
+ public:
+  GreedyScreen() = default;
+  // w: Q8_0, K a positive multiple of 64 (the rows split over the thread pool). Throws naming what was
+  // expected and found, or the row whose scale is not finite. The 16 columns with the largest
+  // |column_weight| (K values: e.g. a typical activation row; empty: the largest max |w| of the column)
+  // get an 8-bit correction of their 5-bit error (kernels/cpu/qscreen.h): only speed depends on them.
+  explicit GreedyScreen(const QuantMatrix& w, std::span<const float> column_weight = {});
+  const std::vector<int32_t>& outlier_columns() const { return cols_; }
+  bool empty() const { return data_.empty(); }
+  int64_t rows() const { return N_; }
+  int64_t cols() const { return K_; }
+  int64_t bytes() const { return static_cast<int64_t>(data_.size()); }  // of the screen
+
+  struct Pick {
+    int64_t index = -1;      // the argmax row
+    float logit = 0;         // its exact logit (as quant_dot_rows computes it)
+    int64_t candidates = 0;  // rows whose exact logit was computed
+  };
+  // x: one row quantized for w (QuantActivations::quantize(QuantFormat::q8_0, ...)), x.cols() == K;
+  // w: the matrix this screen was built from.
+  Pick argmax(const QuantMatrix& w, const QuantActivations& x);
+  // Every row's screen logit and bound for x (value [V], bound [V]), on the thread pool: for tests.
+  void screen(const QuantActivations& x, float* value, float* bound);
+
+ private:
+  void prepare(const QuantActivations& x);
+  int64_t N_ = 0, K_ = 0;
+  const std::byte* blocks_ = nullptr;
+  std::vector<std::byte> data_;
+  std::vector<int32_t> cols_;
+  std::vector<int8_t> xq_;
+  std::vector<float> g_, hb_, xo_, value_, bound_, exact_;
+  float ho_ = 0;
+  std::vector<int64_t> cand_;
+};
+// ---- end issue 19 (g19b) greedy screen
 
 }  // namespace attn::ops

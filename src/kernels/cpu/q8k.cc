@@ -197,6 +197,23 @@ void q8k_dot_rows(KFormat f, const std::byte* w, int64_t n0, int64_t n1, int64_t
     }
   }
 }
+
+void q8k_dot_row_list(KFormat f, const std::byte* w, const int64_t* rows, int64_t count, int64_t K,
+                      const Q8KRows& x, float* y) {
+  ATTN_CHECK(x.M == 1, "q8k_dot_row_list: expected one activation row, got ", x.M);
+  const Isa isa = active_isa();
+  if (isa == Isa::scalar) {
+    for (int64_t i = 0; i < count; ++i)
+      ref::q8k_dot_rows(f, w, rows[i], rows[i] + 1, K, x, y, rows[i] + 1, false);
+    return;
+  }
+  check(f, 0, 0, K, x, 0);
+  const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f);
+  if (isa == Isa::avx512 && cpu_has_avx512_vnni())
+    detail::q8k_row_list_vnni(f, w, rb, rows, count, K, x, y);
+  else
+    detail::q8k_row_list_avx2(f, w, rb, rows, count, K, x, y);
+}
 }  // namespace cpu
 
 namespace ref {

@@ -59,6 +59,11 @@ void q8k_dot_rows(KFormat f, const std::byte* w, int64_t n0, int64_t n1, int64_t
                   float* y, int64_t ldy, bool accumulate);
 // True when q8k_dot_rows runs a vector kernel (avx2 or better active).
 bool q8k_fast();
+// The rows rows[0..count) of W against one activation row (x.M == 1): y[rows[i]] = the product, the
+// value q8k_dot_rows(f, w, n, n + 1, ...) gives for row n on this ISA (the same row kernel), each
+// row's bytes prefetched a few rows ahead (g19b: the exact logits of GreedyScreen's candidates).
+void q8k_dot_row_list(KFormat f, const std::byte* w, const int64_t* rows, int64_t count, int64_t K,
+                      const Q8KRows& x, float* y);
 
 namespace detail {
 // Σ over R <= 4 activation rows m0.. of one weight row: out[r]. f supported, K a multiple of 256 for
@@ -75,6 +80,10 @@ bool q8k_quantize_avx512(Q8Kind kind, const float* x, int64_t M, int64_t K, int6
                          int32_t* bsum);
 void q8k_rows_m1_vnni(KFormat f, const std::byte* w, int64_t rb, int64_t n0, int64_t n1, int64_t K,
                       const Q8KRows& x, float* y, bool accumulate);
+void q8k_row_list_avx2(KFormat f, const std::byte* w, int64_t rb, const int64_t* rows, int64_t count,
+                       int64_t K, const Q8KRows& x, float* y);
+void q8k_row_list_vnni(KFormat f, const std::byte* w, int64_t rb, const int64_t* rows, int64_t count,
+                       int64_t K, const Q8KRows& x, float* y);
 }  // namespace detail
 }  // namespace cpu
 

@@ -28,6 +28,10 @@ void q8k_row_vnni(KFormat f, const std::byte* row, int64_t K, const Q8KRows& x, 
                   float* out) {
   Q8Body<DotVnni>::row(f, row, K, x, m0, R, out);
 }
+void q8k_row_list_vnni(KFormat f, const std::byte* w, int64_t rb, const int64_t* rows, int64_t count,
+                       int64_t K, const Q8KRows& x, float* y) {
+  Q8Body<DotVnni>::row_list(f, w, rb, rows, count, K, x, y);
+}
 void q8k_rows_m1_vnni(KFormat f, const std::byte* w, int64_t rb, int64_t n0, int64_t n1, int64_t K,
                       const Q8KRows& x, float* y, bool accumulate) {
   Q8Body<DotVnni>::rows_m1(f, w, rb, n0, n1, K, x, y, accumulate);

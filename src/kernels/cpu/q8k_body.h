@@ -257,6 +257,47 @@ struct Q8Body {
       y[n] = accumulate ? y[n] + out[0] : out[0];
     }
   }
+  // Listed rows against one activation row: the same row kernels as rows_m1 (the same values), the
+  // bytes of the row kAhead places on prefetched (the rows are scattered: each is a fresh DRAM read).
+  template <typename Fn>
+  static void each_listed(const std::byte* w, int64_t rb, const int64_t* rows, int64_t count, float* y,
+                          Fn fn) {
+    constexpr int64_t kAhead = 4;
+    float out[1];
+    for (int64_t i = 0; i < count; ++i) {
+      if (i + kAhead < count) {
+        const char* p = reinterpret_cast<const char*>(w + rows[i + kAhead] * rb);
+        for (int64_t o = 0; o < rb; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+        _mm_prefetch(p + rb - 1, _MM_HINT_T0);
+      }
+      fn(rows[i], out);
+      y[rows[i]] = out[0];
+    }
+  }
+  static void row_list(KFormat f, const std::byte* w, int64_t rb, const int64_t* rows, int64_t count,
+                       int64_t K, const Q8KRows& x, float* y) {
+    switch (f) {
+      case KFormat::q8_0:
+        each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q8_0<1>(w + n * rb, K, x, 0, o); });
+        break;
+      case KFormat::q5_0:
+        each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q5_0<1>(w + n * rb, K, x, 0, o); });
+        break;
+      case KFormat::q4_k:
+        each_listed(w, rb, rows, count, y,
+                    [&](int64_t n, float* o) { q45_k<1, false>(w + n * rb, K, x, 0, o); });
+        break;
+      case KFormat::q5_k:
+        each_listed(w, rb, rows, count, y,
+                    [&](int64_t n, float* o) { q45_k<1, true>(w + n * rb, K, x, 0, o); });
+        break;
+      case KFormat::q6_k:
+        each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q6_k<1>(w + n * rb, K, x, 0, o); });
+        break;
+      default:
+        break;
+    }
+  }
   static void rows_m1(KFormat f, const std::byte* w, int64_t rb, int64_t n0, int64_t n1, int64_t K,
                       const Q8KRows& x, float* y, bool accumulate) {
     switch (f) {

@@ -1,0 +1,184 @@
+// kernels/cpu/qscreen.h: building the screen, the activation side, the dispatch and the oracle.
+#include "kernels/cpu/qscreen.h"
+
+#include <attn/core/f16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/isa.h"
+
+namespace attn::kernels {
+namespace {
+uint16_t half_bits(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return h;
+}
+
+// The smallest f16 >= v (v finite and > 0); +inf when v is above the largest half.
+uint16_t f16_at_least(double v) {
+  uint16_t h = f32_to_f16(static_cast<float>(v));
+  while (static_cast<double>(f16_to_f32(h)) < v && (h & 0x7c00) != 0x7c00) ++h;  // next half up
+  return h;
+}
+
+// Unpacked byte k (0..63) of a pair: block 2p + pair_block(k), element pair_elem(k).
+int pair_block(int k) { return (k >> 4) & 1; }
+int pair_elem(int k) { return (k & 15) + (k >= 32 ? 16 : 0); }
+}  // namespace
+
+bool qscreen_prepare(const int8_t* q, const float* d, int64_t K, const int32_t* cols, int8_t* xq, float* g,
+                     float* hb, float* xo, float* ho) {
+  bool outlier[4096] = {};
+  if (K > 4096) return false;
+  double hsum = 0;
+  for (int64_t j = 0; j < kScreenOutliers; ++j) {
+    const int32_t c = cols[j];
+    outlier[c] = true;
+    xo[j] = d[c / 32] * static_cast<float>(q[c]);  // exact: 11 x 8 bits
+    hsum += 0.5 * std::fabs(static_cast<double>(xo[j]));
+  }
+  *ho = static_cast<float>(hsum);
+  if (static_cast<double>(*ho) < hsum) *ho = std::nextafter(*ho, INFINITY);
+  if (!std::isfinite(*ho)) return false;
+  for (int64_t p = 0; p < K / 64; ++p)
+    for (int k = 0; k < 64; ++k) xq[64 * p + k] = q[32 * (2 * p + pair_block(k)) + pair_elem(k)];
+  for (int64_t b = 0; b < K / 32; ++b) {
+    if (!std::isfinite(d[b])) return false;
+    int64_t l1 = 0, l1_plain = 0, sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int32_t a = std::abs(int32_t{q[32 * b + i]});
+      l1 += a, sum += q[32 * b + i];
+      if (!outlier[32 * b + i]) l1_plain += a;
+    }
+    g[b] = static_cast<float>(-16.0 * static_cast<double>(d[b]) * static_cast<double>(sum));
+    const double h = std::fabs(static_cast<double>(d[b])) *
+                     (0.5 * static_cast<double>(l1_plain) + kScreenMargin * static_cast<double>(l1));
+    float f = static_cast<float>(h);
+    if (static_cast<double>(f) < h) f = std::nextafter(f, INFINITY);  // rounded up
+    if (!std::isfinite(f) || !std::isfinite(g[b])) return false;
+    hb[b] = f;
+  }
+  return true;
+}
+
+namespace cpu {
+bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
+                   std::byte* screen) {
+  const int64_t nb = K / 32, rb = qscreen_row_bytes(K);
+  int u[64];
+  double delta[kScreenOutliers];
+  for (int64_t n = n0; n < n1; ++n) {
+    std::byte* row = screen + n * rb;
+    std::byte* nib = row;
+    std::byte* bits = row + 16 * nb;
+    std::byte* scales = row + 20 * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      const std::byte* src = w + (n * nb + b) * 34;
+      const float dw = f16_to_f32(half_bits(src));
+      if (!std::isfinite(dw)) return false;
+      float v[32], amax = 0;
+      for (int i = 0; i < 32; ++i) {
+        v[i] = dw * static_cast<float>(static_cast<int8_t>(src[2 + i]));  // exact: 11 x 8 bits
+        amax = std::max(amax, std::fabs(v[i]));
+      }
+      uint16_t sh = 0;  // +0: every weight of the block is 0, u = 16 is exact
+      float s = 0;
+      if (amax > 0) {
+        sh = f16_at_least(static_cast<double>(amax) / 15.5);
+        s = f16_to_f32(sh);
+        if (!std::isfinite(s)) return false;
+      }
+      // |v / s| <= 15.5 (to f32 rounding): round to nearest, then only +16 is clipped (to 15, half a step)
+      int* ub = u + 32 * (b & 1);
+      for (int i = 0; i < 32; ++i)
+        ub[i] = s > 0 ? std::clamp(static_cast<int>(std::floor(v[i] / s + 0.5f)) + 16, 0, 31) : 16;
+      std::memcpy(scales + 2 * b, &sh, 2);
+      for (int64_t j = 0; j < kScreenOutliers; ++j)  // the 5-bit error at the outlier columns (exact)
+        if (cols[j] / 32 == b) {
+          const int i = cols[j] % 32;
+          delta[j] = static_cast<double>(v[i]) - static_cast<double>(s) * static_cast<double>(ub[i] - 16);
+        }
+      if (b & 1) {  // the pair (b - 1, b) is complete
+        const int64_t p = b / 2;
+        uint64_t qh = 0;
+        for (int k = 0; k < 64; ++k) {
+          const int uk = u[32 * pair_block(k) + pair_elem(k)];
+          qh |= static_cast<uint64_t>((uk >> 4) & 1) << k;
+        }
+        for (int j = 0; j < 32; ++j) {
+          const int lo = u[32 * pair_block(j) + pair_elem(j)],
+                    hi = u[32 * pair_block(32 + j) + pair_elem(32 + j)];
+          nib[32 * p + j] = static_cast<std::byte>((lo & 0xf) | ((hi & 0xf) << 4));
+        }
+        std::memcpy(bits + 8 * p, &qh, 8);
+      }
+    }
+    double dmax = 0;
+    for (double dj : delta) dmax = std::max(dmax, std::fabs(dj));
+    uint16_t th = 0;
+    double t = 0;
+    if (dmax > 0) {
+      th = f16_at_least(dmax / 127.5);
+      t = f16_to_f32(th);
+      if (!std::isfinite(t)) return false;
+    }
+    std::byte* corr = row + 22 * nb;
+    for (int64_t j = 0; j < kScreenOutliers; ++j) {
+      const int c = t > 0 ? std::clamp(static_cast<int>(std::lround(delta[j] / t)), -128, 127) : 0;
+      corr[j] = static_cast<std::byte>(static_cast<int8_t>(c));
+    }
+    std::memcpy(corr + kScreenOutliers, &th, 2);
+  }
+  return true;
+}
+
+void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
+                  float* bound) {
+  const Isa isa = active_isa();
+  if (isa == Isa::avx512 && cpu_has_avx512_vnni())
+    detail::qscreen_rows_vnni(screen, n0, n1, x, value, bound);
+  else if (isa != Isa::scalar)
+    detail::qscreen_rows_avx2(screen, n0, n1, x, value, bound);
+  else
+    ref::qscreen_rows(screen, n0, n1, x, value, bound);
+}
+}  // namespace cpu
+
+namespace ref {
+void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
+                  float* bound) {
+  const int64_t nb = x.K / 32, rb = qscreen_row_bytes(x.K);
+  for (int64_t n = n0; n < n1; ++n) {
+    const std::byte* row = screen + n * rb;
+    const auto* nib = reinterpret_cast<const uint8_t*>(row);
+    double val = 0, bnd = 0;
+    for (int64_t p = 0; p < nb / 2; ++p) {
+      uint64_t qh;
+      std::memcpy(&qh, row + 16 * nb + 8 * p, 8);
+      int64_t isum[2] = {0, 0};
+      for (int k = 0; k < 64; ++k) {
+        const uint8_t byte = nib[32 * p + (k & 31)];
+        const int u = (k < 32 ? (byte & 0xf) : (byte >> 4)) | static_cast<int>(((qh >> k) & 1u) << 4);
+        isum[pair_block(k)] += static_cast<int64_t>(u - 16) * x.xq[64 * p + k];
+      }
+      for (int o = 0; o < 2; ++o) {
+        const int64_t b = 2 * p + o;
+        const double s = f16_to_f32(half_bits(row + 20 * nb + 2 * b));
+        val += s * static_cast<double>(x.d[b]) * static_cast<double>(isum[o]);
+        bnd += s * static_cast<double>(x.hb[b]);
+      }
+    }
+    const std::byte* corr = row + 22 * nb;
+    const double t = f16_to_f32(half_bits(corr + kScreenOutliers));
+    for (int64_t j = 0; j < kScreenOutliers; ++j)
+      val += t * static_cast<double>(static_cast<int8_t>(corr[j])) * static_cast<double>(x.xo[j]);
+    bnd += t * static_cast<double>(x.ho);
+    value[n] = static_cast<float>(val);
+    bound[n] = static_cast<float>(bnd);
+  }
+}
+}  // namespace ref
+}  // namespace attn::kernels
