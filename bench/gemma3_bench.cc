@@ -15,6 +15,8 @@
 //                                          the screened greedy path, step_greedy: "screened_*" fields,
 //                                          candidate rows per step, and whether the tokens agree)
 //   gemma3_bench ... context CTX N [full]  N generated tokens after CTX tokens of context
+//   gemma3_bench ... screen [reps] [rows]  the vocabulary product alone (first `rows` rows): full Q8_0
+//                                          against the screen pass and the screened argmax (g19b)
 //   gemma3_bench [--threads N] bandwidth [MiB]  the read bandwidth (GB/s) over a MiB buffer (1024)
 #include <attn/core/parallel.h>
 #include <attn/io/gguf.h>
@@ -144,11 +146,12 @@ int main(int argc, char** argv) {
       // product (ops::quant_dot_rows over every row, as a decode step runs it) against the screen pass
       // (ops::GreedyScreen::screen) and the whole screened argmax; best of reps, wall and CPU.
       const int reps = a + 1 < argc ? std::atoi(argv[a + 1]) : 10;
+      const int64_t rows = a + 2 < argc ? std::atoll(argv[a + 2]) : 0;  // the first rows only (0: all)
       models::Gemma3Model m = models::Gemma3Model::load(path, opts(64, false));
       m.prefill(filler(m, 16));
       const std::vector<float> h(m.last_hidden().begin(), m.last_hidden().end());
       io::GgufFile f = io::GgufFile::open(path);
-      const int64_t V = m.config().vocab, C = m.config().dim;
+      const int64_t V = rows > 0 ? std::min(rows, m.config().vocab) : m.config().vocab, C = m.config().dim;
       const ops::QuantMatrix w(ops::QuantFormat::q8_0, f.view("token_embd.weight").data, V, C);
       ops::QuantActivations x;
       x.quantize(ops::QuantFormat::q8_0, h.data(), 1, C, C);

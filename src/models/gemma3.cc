@@ -524,7 +524,7 @@ Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& opti
   {
     const Mat& o = m.out_mat();
     m.screen_on = options.greedy_screen && o.quant && o.q.format() == ops::QuantFormat::q8_0 &&
-                  m.int8_rows >= 2 && m.c.final_softcap <= 0;
+                  o.K % 64 == 0 && o.K <= 4096 && m.int8_rows >= 2 && m.c.final_softcap <= 0;
   }
   return Gemma3Model(std::move(impl));
 }

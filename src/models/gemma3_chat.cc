@@ -4,6 +4,7 @@
 #include <attn/models/generate.h>
 #include <attn/text/utf8.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace attn::models {
@@ -36,23 +37,44 @@ LlamaReply gemma3_generate_text(Gemma3Model& model, const std::vector<int32_t>& 
       g.stop_ids.push_back(id);
   LlamaReply r;
   r.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
-  const auto t0 = clock::now();
-  const std::span<const float> logits = model.prefill(prompt_ids);
-  const auto t1 = clock::now();
   const auto emit = [&](const std::string& text) {
     if (text.size() <= r.text.size()) return;
     const std::string piece = text.substr(r.text.size());
     r.text = text;
     if (o.on_text) o.on_text(piece);
   };
-  const Generated out = generate_from(model, logits, g, rng, [&](int64_t, int64_t token) {
+  const auto on_token = [&](int64_t token) {
     r.ids.push_back(static_cast<int32_t>(token));
     const std::string text = tok.decode(r.ids, false);
     emit(text.substr(0, text::complete_utf8_prefix(text)));
-  });
-  if (out.stop_token >= 0) {
-    r.ids.push_back(static_cast<int32_t>(out.stop_token));
-    r.stopped = true;
+  };
+  const auto t0 = clock::now();
+  auto t1 = t0;
+  if (o.temperature == 0 && model.greedy_screened()) {
+    // issue 19 (g19b): greedy through the screened vocabulary product (Gemma3Model::step_greedy): the
+    // tokens of generate_from's greedy loop (the first maximum of the same logits), the same stops
+    int32_t id = model.prefill_greedy(prompt_ids);
+    t1 = clock::now();
+    const int64_t cap = std::min<int64_t>(g.max_new_tokens, model.capacity() - model.position() + 1);
+    for (int64_t n = 0; n < cap; ++n) {
+      if (id == g.eos_id || std::find(g.stop_ids.begin(), g.stop_ids.end(), id) != g.stop_ids.end()) {
+        r.ids.push_back(id);
+        r.stopped = true;
+        break;
+      }
+      on_token(id);
+      if (n + 1 == cap) break;
+      id = model.step_greedy(id);
+    }
+  } else {
+    const std::span<const float> logits = model.prefill(prompt_ids);
+    t1 = clock::now();
+    const Generated out =
+        generate_from(model, logits, g, rng, [&](int64_t, int64_t token) { on_token(token); });
+    if (out.stop_token >= 0) {
+      r.ids.push_back(static_cast<int32_t>(out.stop_token));
+      r.stopped = true;
+    }
   }
   const std::string all = tok.decode(r.ids, false);
   emit(all.substr(0, text::complete_utf8_prefix(all)));

@@ -102,9 +102,9 @@ GreedyScreen::Pick GreedyScreen::argmax(const QuantMatrix& w, const QuantActivat
   // The best lower end: the maximum's exact logit is at least this, so its upper end reaches it.
   float lower = -INFINITY;
   for (int64_t n = 0; n < N_; ++n) lower = std::max(lower, value_[n] - bound_[n]);
-  cand_.clear();
-  for (int64_t n = 0; n < N_; ++n)
-    if (!(value_[n] + bound_[n] < lower)) cand_.push_back(n);  // NaN stays a candidate
+  cand_.resize(static_cast<std::size_t>(N_) + 1);
+  cand_.resize(static_cast<std::size_t>(
+      kernels::cpu::qscreen_select(value_.data(), bound_.data(), N_, lower, cand_.data())));
   exact_.resize(static_cast<std::size_t>(N_));
   const int64_t C = static_cast<int64_t>(cand_.size());
   kernels::Q8KRows xr;

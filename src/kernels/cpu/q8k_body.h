@@ -262,7 +262,7 @@ struct Q8Body {
   template <typename Fn>
   static void each_listed(const std::byte* w, int64_t rb, const int64_t* rows, int64_t count, float* y,
                           Fn fn) {
-    constexpr int64_t kAhead = 4;
+    constexpr int64_t kAhead = 12;
     float out[1];
     for (int64_t i = 0; i < count; ++i) {
       if (i + kAhead < count) {

@@ -92,9 +92,13 @@ bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const 
         if (!std::isfinite(s)) return false;
       }
       // |v / s| <= 15.5 (to f32 rounding): round to nearest, then only +16 is clipped (to 15, half a step)
+      // (round half away from zero by truncation: no libm call on the baseline ISA)
       int* ub = u + 32 * (b & 1);
-      for (int i = 0; i < 32; ++i)
-        ub[i] = s > 0 ? std::clamp(static_cast<int>(std::floor(v[i] / s + 0.5f)) + 16, 0, 31) : 16;
+      const float inv = s > 0 ? 1.0f / s : 0.0f;
+      for (int i = 0; i < 32; ++i) {
+        const float r = v[i] * inv;
+        ub[i] = std::clamp(static_cast<int>(r + (r >= 0 ? 0.5f : -0.5f)) + 16, 0, 31);
+      }
       std::memcpy(scales + 2 * b, &sh, 2);
       for (int64_t j = 0; j < kScreenOutliers; ++j)  // the 5-bit error at the outlier columns (exact)
         if (cols[j] / 32 == b) {
@@ -144,6 +148,15 @@ void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX
     detail::qscreen_rows_avx2(screen, n0, n1, x, value, bound);
   else
     ref::qscreen_rows(screen, n0, n1, x, value, bound);
+}
+
+int64_t qscreen_select(const float* value, const float* bound, int64_t N, float lower, int64_t* rows) {
+  int64_t c = 0;
+  for (int64_t n = 0; n < N; ++n) {  // branch-free: write every index, advance past the kept ones
+    rows[c] = n;
+    c += !(value[n] + bound[n] < lower);
+  }
+  return c;
 }
 }  // namespace cpu
 

@@ -65,6 +65,9 @@ bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const 
 // avx512 and the CPU has VNNI, AVX2 when avx2 or better, else the oracle.
 void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                   float* bound);
+// The rows n of [0, N) with value[n] + bound[n] >= lower (NaN included), ascending, into rows; returns
+// their count.
+int64_t qscreen_select(const float* value, const float* bound, int64_t N, float lower, int64_t* rows);
 namespace detail {
 void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound);

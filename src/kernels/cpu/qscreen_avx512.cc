@@ -11,20 +11,39 @@
 
 namespace attn::kernels::cpu::detail {
 
+namespace {
+// One pair (blocks 2p, 2p+1 of the row) into acc: the nibbles broadcast to both halves and the upper half
+// shifted by 4 (vpsrlvw), the fifth bits added as 16 under a byte mask loaded straight from memory.
+inline __m512 pair_step(const std::byte* row, const std::byte* bits, int64_t p, const int8_t* xq, __m512 c,
+                        __m512i idx, __m512 acc) {
+  const __m512i lo4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(0x10);
+  const __m512i sh = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004LL, 0x0004000400040004LL,
+                                       0x0004000400040004LL, 0x0004000400040004LL);
+  __m512i z = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * p)));
+  z = _mm512_and_si512(_mm512_srlv_epi16(z, sh), lo4);
+  z = _mm512_mask_add_epi8(
+      z, _load_mask64(reinterpret_cast<__mmask64*>(const_cast<std::byte*>(bits + 8 * p))), z, b16);
+  const __m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), z,
+                                         _mm512_loadu_si512(reinterpret_cast<const void*>(xq + 64 * p)));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_permutexvar_ps(idx, c), acc);
+}
+}  // namespace
+
 void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound) {
   const int64_t nb = x.K / 32, rb = qscreen_row_bytes(x.K);
-  const __m512i lo4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(0x10);
   // lanes of pair pp (blocks 2pp, 2pp+1 of a chunk of 16): [2pp x4, 2pp+1 x4, 2pp x4, 2pp+1 x4]
   __m512i idx[8];
   for (int pp = 0; pp < 8; ++pp) {
     const int a = 2 * pp, b = 2 * pp + 1;
     idx[pp] = _mm512_setr_epi32(a, a, a, a, b, b, b, b, a, a, a, a, b, b, b, b);
   }
-  for (int64_t n = n0; n < n1; ++n) {
+  const __m512 xo = _mm512_loadu_ps(x.xo);
+  auto one_row = [&](int64_t n, __m512* vacc, __m512* vbnd) {
     const std::byte* row = screen + n * rb;
     const std::byte* bits = row + 16 * nb;
     const std::byte* sc = row + 20 * nb;
+    const std::byte* corr = row + 22 * nb;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), vb = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < nb; c0 += 16) {
       const int m = static_cast<int>(nb - c0 < 16 ? nb - c0 : 16);
@@ -33,32 +52,48 @@ void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const Sc
       const __m512 c = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(mk, x.d + c0));
       acc1 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(mk, x.g + c0), acc1);
       vb = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(mk, x.hb + c0), vb);
-      for (int pp = 0; pp < m / 2; ++pp) {
-        const int64_t p = c0 / 2 + pp;
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * p));
-        __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
-        z = _mm512_and_si512(z, lo4);
-        uint64_t qh;
-        std::memcpy(&qh, bits + 8 * p, 8);
-        z = _mm512_mask_add_epi8(z, _cvtu64_mask64(qh), z, b16);
-        const __m512i is = _mm512_dpbusd_epi32(
-            _mm512_setzero_si512(), z, _mm512_loadu_si512(reinterpret_cast<const void*>(x.xq + 64 * p)));
-        const __m512 sv = _mm512_permutexvar_ps(idx[pp], c);
-        if (pp & 1)
-          acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), sv, acc1);
-        else
-          acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), sv, acc0);
+      const int64_t p0 = c0 / 2;
+      int pp = 0;
+      for (; pp + 2 <= m / 2; pp += 2) {
+        acc0 = pair_step(row, bits, p0 + pp, x.xq, c, idx[pp], acc0);
+        acc1 = pair_step(row, bits, p0 + pp + 1, x.xq, c, idx[pp + 1], acc1);
       }
+      if (pp < m / 2) acc0 = pair_step(row, bits, p0 + pp, x.xq, c, idx[pp], acc0);
     }
-    const std::byte* corr = row + 22 * nb;
     uint16_t th;
     std::memcpy(&th, corr + kScreenOutliers, 2);
-    const float t = _cvtsh_ss(th);
+    const __m512 t = _mm512_set1_ps(_cvtsh_ss(th));
     const __m512 cj =
         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(corr))));
-    acc0 = _mm512_fmadd_ps(cj, _mm512_mul_ps(_mm512_set1_ps(t), _mm512_loadu_ps(x.xo)), acc0);
-    value[n] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-    bound[n] = _mm512_reduce_add_ps(vb) + t * x.ho;
+    acc0 = _mm512_fmadd_ps(cj, _mm512_mul_ps(t, xo), acc0);
+    *vacc = _mm512_add_ps(acc0, acc1);
+    // bound lanes: the block part, and t·ho in lane 0
+    *vbnd = _mm512_mask_mov_ps(vb, 1, _mm512_add_ps(vb, _mm512_mul_ps(t, _mm512_set1_ps(x.ho))));
+  };
+  int64_t n = n0;
+  for (; n + 2 <= n1; n += 2) {  // two rows at a time: independent chains, one reduction of four vectors
+    __m512 a0, b0, a1, b1;
+    one_row(n, &a0, &b0);
+    one_row(n + 1, &a1, &b1);
+    // lanes: [a0 | b0 | a1 | b1] summed to 4 values with 256/128-bit folds
+    const __m512 ab0 = _mm512_add_ps(_mm512_shuffle_f32x4(a0, b0, 0x44), _mm512_shuffle_f32x4(a0, b0, 0xee));
+    const __m512 ab1 = _mm512_add_ps(_mm512_shuffle_f32x4(a1, b1, 0x44), _mm512_shuffle_f32x4(a1, b1, 0xee));
+    // ab0 = [a0 (8 lanes) | b0 (8 lanes)] partial sums; the same for ab1
+    const __m512 q =
+        _mm512_add_ps(_mm512_shuffle_f32x4(ab0, ab1, 0x88), _mm512_shuffle_f32x4(ab0, ab1, 0xdd));
+    // q = [a0 4 | b0 4 | a1 4 | b1 4]
+    alignas(64) float o[16];
+    _mm512_store_ps(o, q);
+    value[n] = (o[0] + o[1]) + (o[2] + o[3]);
+    bound[n] = (o[4] + o[5]) + (o[6] + o[7]);
+    value[n + 1] = (o[8] + o[9]) + (o[10] + o[11]);
+    bound[n + 1] = (o[12] + o[13]) + (o[14] + o[15]);
+  }
+  for (; n < n1; ++n) {
+    __m512 a0, b0;
+    one_row(n, &a0, &b0);
+    value[n] = _mm512_reduce_add_ps(a0);
+    bound[n] = _mm512_reduce_add_ps(b0);
   }
 }
 }  // namespace attn::kernels::cpu::detail
