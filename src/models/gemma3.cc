@@ -225,7 +225,8 @@ struct Gemma3Model::Impl {
   int64_t int8_rows = 0;
   bool int8_gemm = false;
   bool kv_f16 = false;
-  bool screen_on = false;  // greedy calls use `screen` (built on the first)
+  bool screen_on = false;  // greedy calls use `screen` (built at the screen_after-th call)
+  int64_t screen_after = 0, greedy_calls = 0;
   ops::GreedyScreen screen;
   int64_t last_candidates = 0;
   ops::QuantActivations act;
@@ -521,6 +522,9 @@ Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& opti
     m.load_mat(ly.up, p + "ffn_up.weight");
     m.load_mat(ly.down, p + "ffn_down.weight");
   }
+  ATTN_CHECK(options.greedy_screen_after >= 0, "gemma3: greedy_screen_after must be >= 0, got ",
+             options.greedy_screen_after);
+  m.screen_after = options.greedy_screen_after;
   {
     const Mat& o = m.out_mat();
     m.screen_on = options.greedy_screen && o.quant && o.q.format() == ops::QuantFormat::q8_0 &&
@@ -555,7 +559,8 @@ std::span<const float> Gemma3Model::step(int32_t id) {
 
 int32_t Gemma3Model::Impl::greedy() {
   Impl& m = *this;
-  if (m.screen_on) {
+  ++m.greedy_calls;
+  if (m.screen_on && (!m.screen.empty() || m.greedy_calls > m.screen_after)) {
     Mat& o = m.out_mat();
     // the outlier columns of the screen: where this first hidden vector is largest (Gemma's few huge
     // channels stay put from token to token; only the speed depends on the choice)
@@ -586,6 +591,12 @@ int32_t Gemma3Model::step_greedy(int32_t id) {
 }
 int64_t Gemma3Model::greedy_candidates() const { return impl_->last_candidates; }
 bool Gemma3Model::greedy_screened() const { return impl_->screen_on; }
+void Gemma3Model::prepare_greedy_screen() {
+  Impl& m = *impl_;
+  if (!m.screen_on || !m.screen.empty()) return;
+  // without a hidden vector yet, the outlier columns come from the weights (only the speed differs)
+  m.screen = m.pos > 0 ? ops::GreedyScreen(m.out_mat().q, m.last) : ops::GreedyScreen(m.out_mat().q);
+}
 std::span<const float> Gemma3Model::last_hidden() const { return impl_->last; }
 
 Gemma3Attention Gemma3Model::attention_weights(std::span<const int32_t> ids) {

@@ -163,7 +163,9 @@ std::vector<int32_t> screened_greedy(Gemma3Model& m, const std::vector<int32_t>&
 }
 
 TEST(Gemma3Tiny, ScreenedGreedyPicksTheFullArgmax) {
-  Gemma3Model m = Gemma3Model::load(tiny());
+  Gemma3Options on;
+  on.greedy_screen_after = 0;
+  Gemma3Model m = Gemma3Model::load(tiny(), on);
   ASSERT_TRUE(m.greedy_screened());
   for (int p = 0; p < 3; ++p) {
     std::vector<int32_t> prompt = {2};
@@ -172,6 +174,14 @@ TEST(Gemma3Tiny, ScreenedGreedyPicksTheFullArgmax) {
     EXPECT_EQ(screened_greedy(m, prompt, 24, &cand), full_greedy(m, prompt, 24)) << p;
     for (int64_t c : cand) EXPECT_TRUE(c >= 1 && c <= m.config().vocab) << c;
   }
+  Gemma3Options later;
+  later.greedy_screen_after = 7;  // full logits for the first 7 calls, then the screen
+  Gemma3Model l = Gemma3Model::load(tiny(), later);
+  const std::vector<int32_t> p7 = {2, 10, 20, 30};
+  std::vector<int64_t> c7;
+  EXPECT_EQ(screened_greedy(l, p7, 20, &c7), full_greedy(l, p7, 20));
+  EXPECT_EQ(c7.front(), l.config().vocab);
+  EXPECT_LE(c7.back(), l.config().vocab);
   Gemma3Options off;
   off.greedy_screen = false;
   Gemma3Model f = Gemma3Model::load(tiny(), off);
@@ -237,7 +247,10 @@ TEST(Gemma3Real, IdsAndTopLogitsMatchLlamaCpp) {
 // rows for the real hidden vectors; the candidate counts are printed.
 TEST(Gemma3Real, ScreenedGreedyEqualsTheFullArgmaxAndTheBoundHolds) {
   REQUIRE_GEMMA3();
-  Gemma3Model m = Gemma3Model::load(*gemma_path, {256, false});
+  Gemma3Options o;
+  o.max_context = 256;
+  o.greedy_screen_after = 0;
+  Gemma3Model m = Gemma3Model::load(*gemma_path, o);
   ASSERT_TRUE(m.greedy_screened());
   io::GgufFile f = io::GgufFile::open(*gemma_path);
   const int64_t V = m.config().vocab, C = m.config().dim;

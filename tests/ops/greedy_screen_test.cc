@@ -14,6 +14,7 @@
 #include <random>
 
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/qscreen.h"
 #include "kernels/isa_test_util.h"
 #include "ops/quant_blocks_util.h"
 
@@ -161,6 +162,22 @@ INSTANTIATE_TEST_SUITE_P(Isas, GreedyScreenIsa, ::testing::ValuesIn(testing::ava
                          [](const ::testing::TestParamInfo<Isa>& i) {
                            return kernels::cpu::isa_str(i.param);
                          });
+
+// The AVX-512 build of the screen writes the bytes of the portable one (the same f32 operations).
+TEST(GreedyScreen, VectorBuildEqualsThePortableBuild) {
+  if (!kernels::cpu::isa_available(Isa::avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  for (const auto& [N, K] : std::vector<std::pair<int64_t, int64_t>>{{300, 640}, {200, 64}, {100, 1024}}) {
+    std::vector<std::byte> wb = q8_rows(N, K, 21);
+    std::memset(wb.data() + 5 * (K / 32 * 34), 0, K / 32 * 34);  // an all-zero row (scales 0)
+    std::vector<int32_t> cols;
+    for (int j = 0; j < 16; ++j) cols.push_back(static_cast<int32_t>(j * (K / 16) + j % 3));
+    const int64_t rb = kernels::qscreen_row_bytes(K);
+    std::vector<std::byte> a(N * rb), b(N * rb, std::byte{0x5a});
+    ASSERT_TRUE(kernels::cpu::detail::qscreen_build_scalar(wb.data(), 0, N, K, cols.data(), a.data()));
+    ASSERT_TRUE(kernels::cpu::detail::qscreen_build_avx512(wb.data(), 0, N, K, cols.data(), b.data()));
+    EXPECT_TRUE(a == b) << "N " << N << " K " << K;
+  }
+}
 
 TEST(GreedyScreen, ZeroMatrixPicksRowZero) {
   const int64_t N = 100, K = 64;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/isa.h"
 
@@ -17,17 +18,18 @@ uint16_t half_bits(const std::byte* p) {
   return h;
 }
 
-// The smallest f16 >= v (v finite and > 0); +inf when v is above the largest half.
-uint16_t f16_at_least(double v) {
-  uint16_t h = f32_to_f16(static_cast<float>(v));
-  while (static_cast<double>(f16_to_f32(h)) < v && (h & 0x7c00) != 0x7c00) ++h;  // next half up
-  return h;
-}
+uint16_t f16_at_least(double v) { return qscreen_f16_at_least(v); }
 
 // Unpacked byte k (0..63) of a pair: block 2p + pair_block(k), element pair_elem(k).
 int pair_block(int k) { return (k >> 4) & 1; }
 int pair_elem(int k) { return (k & 15) + (k >= 32 ? 16 : 0); }
 }  // namespace
+
+uint16_t qscreen_f16_at_least(double v) {
+  uint16_t h = f32_to_f16(static_cast<float>(v));
+  while (static_cast<double>(f16_to_f32(h)) < v && (h & 0x7c00) != 0x7c00) ++h;  // next half up
+  return h;
+}
 
 bool qscreen_prepare(const int8_t* q, const float* d, int64_t K, const int32_t* cols, int8_t* xq, float* g,
                      float* hb, float* xo, float* ho) {
@@ -65,11 +67,39 @@ bool qscreen_prepare(const int8_t* q, const float* d, int64_t K, const int32_t* 
 }
 
 namespace cpu {
-bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
-                   std::byte* screen) {
+namespace detail {
+bool qscreen_outliers(const std::byte* w, int64_t n, int64_t K, const int32_t* cols, const uint8_t* u,
+                      std::byte* row) {
+  const int64_t nb = K / 32;
+  double delta[kScreenOutliers], dmax = 0;
+  for (int64_t j = 0; j < kScreenOutliers; ++j) {  // the 5-bit error at the outlier columns (exact)
+    const int64_t b = cols[j] / 32, i = cols[j] % 32;
+    const std::byte* src = w + (n * nb + b) * 34;
+    const float v = f16_to_f32(half_bits(src)) * static_cast<float>(static_cast<int8_t>(src[2 + i]));
+    const double s = f16_to_f32(half_bits(row + 20 * nb + 2 * b));
+    delta[j] = static_cast<double>(v) - s * static_cast<double>(static_cast<int>(u[cols[j]]) - 16);
+    dmax = std::max(dmax, std::fabs(delta[j]));
+  }
+  uint16_t th = 0;
+  double t = 0;
+  if (dmax > 0) {
+    th = f16_at_least(dmax / 127.5);
+    t = f16_to_f32(th);
+    if (!std::isfinite(t)) return false;
+  }
+  std::byte* corr = row + 22 * nb;
+  for (int64_t j = 0; j < kScreenOutliers; ++j) {
+    const int c = t > 0 ? std::clamp(static_cast<int>(std::lround(delta[j] / t)), -128, 127) : 0;
+    corr[j] = static_cast<std::byte>(static_cast<int8_t>(c));
+  }
+  std::memcpy(corr + kScreenOutliers, &th, 2);
+  return true;
+}
+
+bool qscreen_build_scalar(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
+                          std::byte* screen) {
   const int64_t nb = K / 32, rb = qscreen_row_bytes(K);
-  int u[64];
-  double delta[kScreenOutliers];
+  std::vector<uint8_t> u(static_cast<std::size_t>(K));
   for (int64_t n = n0; n < n1; ++n) {
     std::byte* row = screen + n * rb;
     std::byte* nib = row;
@@ -91,52 +121,34 @@ bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const 
         s = f16_to_f32(sh);
         if (!std::isfinite(s)) return false;
       }
-      // |v / s| <= 15.5 (to f32 rounding): round to nearest, then only +16 is clipped (to 15, half a step)
-      // (round half away from zero by truncation: no libm call on the baseline ISA)
-      int* ub = u + 32 * (b & 1);
+      // |v / s| <= 15.5 (to f32 rounding): round to nearest, then only +16 is clipped (to 15, half a
+      // step); half away from zero by truncation (no libm call on the baseline ISA)
       const float inv = s > 0 ? 1.0f / s : 0.0f;
       for (int i = 0; i < 32; ++i) {
         const float r = v[i] * inv;
-        ub[i] = std::clamp(static_cast<int>(r + (r >= 0 ? 0.5f : -0.5f)) + 16, 0, 31);
+        u[32 * b + i] =
+            static_cast<uint8_t>(std::clamp(static_cast<int>(r + (r >= 0 ? 0.5f : -0.5f)) + 16, 0, 31));
       }
       std::memcpy(scales + 2 * b, &sh, 2);
-      for (int64_t j = 0; j < kScreenOutliers; ++j)  // the 5-bit error at the outlier columns (exact)
-        if (cols[j] / 32 == b) {
-          const int i = cols[j] % 32;
-          delta[j] = static_cast<double>(v[i]) - static_cast<double>(s) * static_cast<double>(ub[i] - 16);
-        }
-      if (b & 1) {  // the pair (b - 1, b) is complete
-        const int64_t p = b / 2;
-        uint64_t qh = 0;
-        for (int k = 0; k < 64; ++k) {
-          const int uk = u[32 * pair_block(k) + pair_elem(k)];
-          qh |= static_cast<uint64_t>((uk >> 4) & 1) << k;
-        }
-        for (int j = 0; j < 32; ++j) {
-          const int lo = u[32 * pair_block(j) + pair_elem(j)],
-                    hi = u[32 * pair_block(32 + j) + pair_elem(32 + j)];
-          nib[32 * p + j] = static_cast<std::byte>((lo & 0xf) | ((hi & 0xf) << 4));
-        }
-        std::memcpy(bits + 8 * p, &qh, 8);
-      }
     }
-    double dmax = 0;
-    for (double dj : delta) dmax = std::max(dmax, std::fabs(dj));
-    uint16_t th = 0;
-    double t = 0;
-    if (dmax > 0) {
-      th = f16_at_least(dmax / 127.5);
-      t = f16_to_f32(th);
-      if (!std::isfinite(t)) return false;
+    for (int64_t p = 0; p < nb / 2; ++p) {
+      auto at = [&](int k) { return static_cast<int>(u[32 * (2 * p + pair_block(k)) + pair_elem(k)]); };
+      uint64_t qh = 0;
+      for (int k = 0; k < 64; ++k) qh |= static_cast<uint64_t>((at(k) >> 4) & 1) << k;
+      for (int j = 0; j < 32; ++j)
+        nib[32 * p + j] = static_cast<std::byte>((at(j) & 0xf) | ((at(32 + j) & 0xf) << 4));
+      std::memcpy(bits + 8 * p, &qh, 8);
     }
-    std::byte* corr = row + 22 * nb;
-    for (int64_t j = 0; j < kScreenOutliers; ++j) {
-      const int c = t > 0 ? std::clamp(static_cast<int>(std::lround(delta[j] / t)), -128, 127) : 0;
-      corr[j] = static_cast<std::byte>(static_cast<int8_t>(c));
-    }
-    std::memcpy(corr + kScreenOutliers, &th, 2);
+    if (!qscreen_outliers(w, n, K, cols, u.data(), row)) return false;
   }
   return true;
+}
+}  // namespace detail
+
+bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
+                   std::byte* screen) {
+  if (active_isa() == Isa::avx512) return detail::qscreen_build_avx512(w, n0, n1, K, cols, screen);
+  return detail::qscreen_build_scalar(w, n0, n1, K, cols, screen);
 }
 
 void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,

@@ -56,9 +56,13 @@ struct ScreenX {
 bool qscreen_prepare(const int8_t* q, const float* d, int64_t K, const int32_t* cols, int8_t* xq, float* g,
                      float* hb, float* xo, float* ho);
 
+// The smallest f16 >= v (v finite, > 0), as bits; +inf when v is above the largest half.
+uint16_t qscreen_f16_at_least(double v);
+
 namespace cpu {
 // Rows [n0, n1) of the screen (row stride qscreen_row_bytes(K)) from the Q8_0 rows w (34 bytes a block).
-// False when a scale is not finite (the rows are then not usable).
+// False when a scale is not finite (the rows are then not usable). AVX-512 when active (the same bytes as
+// the portable loop: the same f32 operations), else portable code.
 bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
                    std::byte* screen);
 // Rows [n0, n1): value[n] and bound[n] as above, on the calling thread: AVX-512 VNNI when the active ISA is
@@ -69,6 +73,14 @@ void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX
 // their count.
 int64_t qscreen_select(const float* value, const float* bound, int64_t N, float lower, int64_t* rows);
 namespace detail {
+bool qscreen_build_avx512(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
+                          std::byte* screen);
+bool qscreen_build_scalar(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
+                          std::byte* screen);
+// The outlier corrections of row n (c [16], t) from its stored blocks u (element order, K bytes) and
+// scales; false when t is not finite.
+bool qscreen_outliers(const std::byte* w, int64_t n, int64_t K, const int32_t* cols, const uint8_t* u,
+                      std::byte* row);
 void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound);
 void qscreen_rows_avx2(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,

@@ -5,6 +5,7 @@
 #pragma GCC target("avx512vnni")
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/qscreen.h"
@@ -28,6 +29,61 @@ inline __m512 pair_step(const std::byte* row, const std::byte* bits, int64_t p, 
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_permutexvar_ps(idx, c), acc);
 }
 }  // namespace
+
+bool qscreen_build_avx512(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
+                          std::byte* screen) {
+  const int64_t nb = K / 32, rb = qscreen_row_bytes(K);
+  alignas(64) uint8_t u[4096];
+  const __m512 half = _mm512_set1_ps(0.5f), sign = _mm512_set1_ps(-0.0f);
+  const __m512i i16 = _mm512_set1_epi32(16), i0 = _mm512_setzero_si512(), i31 = _mm512_set1_epi32(31);
+  for (int64_t n = n0; n < n1; ++n) {
+    std::byte* row = screen + n * rb;
+    for (int64_t b = 0; b < nb; ++b) {
+      const std::byte* src = w + (n * nb + b) * 34;
+      uint16_t dh;
+      std::memcpy(&dh, src, 2);
+      const float dw = _cvtsh_ss(dh);
+      if (!(std::fabs(dw) <= 3.4028235e38f)) return false;
+      // v = dw · q (exact), as the portable loop
+      __m512 v[2];
+      for (int h = 0; h < 2; ++h)
+        v[h] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 + 16 * h)))),
+                             _mm512_set1_ps(dw));
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
+      uint16_t sh = 0;
+      float s = 0;
+      if (amax > 0) {
+        sh = qscreen_f16_at_least(static_cast<double>(amax) / 15.5);
+        s = _cvtsh_ss(sh);
+        if (!(s <= 3.4028235e38f)) return false;
+      }
+      const __m512 inv = _mm512_set1_ps(s > 0 ? 1.0f / s : 0.0f);
+      for (int h = 0; h < 2; ++h) {
+        const __m512 r = _mm512_mul_ps(v[h], inv);
+        // r + (r >= 0 ? 0.5 : -0.5), truncated: -0.0 takes -0.5 here and +0.5 there, both truncate to 0
+        const __m512 rr = _mm512_add_ps(r, _mm512_or_ps(half, _mm512_and_ps(r, sign)));
+        __m512i q = _mm512_add_epi32(_mm512_cvttps_epi32(rr), i16);
+        q = _mm512_min_epi32(_mm512_max_epi32(q, i0), i31);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(u + 32 * b + 16 * h), _mm512_cvtepi32_epi8(q));
+      }
+      std::memcpy(row + 20 * nb + 2 * b, &sh, 2);
+    }
+    for (int64_t p = 0; p < nb / 2; ++p) {
+      // the pair's unpacked order: 16-byte chunks 0, 2, 1, 3 of its 64 element-ordered bytes
+      const __m512i e = _mm512_loadu_si512(reinterpret_cast<const void*>(u + 64 * p));
+      const __m512i P = _mm512_shuffle_i64x2(e, e, 0xd8);
+      const __mmask64 bits = _mm512_test_epi8_mask(P, _mm512_set1_epi8(0x10));
+      std::memcpy(row + 16 * nb + 8 * p, &bits, 8);
+      const __m256i lo = _mm256_and_si256(_mm512_castsi512_si256(P), _mm256_set1_epi8(0x0f));
+      const __m256i hi = _mm256_and_si256(_mm512_extracti64x4_epi64(P, 1), _mm256_set1_epi8(0x0f));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 32 * p),
+                          _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
+    }
+    if (!qscreen_outliers(w, n, K, cols, u, row)) return false;
+  }
+  return true;
+}
 
 void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound) {
