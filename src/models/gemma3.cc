@@ -527,8 +527,9 @@ Gemma3Model Gemma3Model::load(const std::string& path, const Gemma3Options& opti
   m.screen_after = options.greedy_screen_after;
   {
     const Mat& o = m.out_mat();
-    m.screen_on = options.greedy_screen && o.quant && o.q.format() == ops::QuantFormat::q8_0 &&
-                  o.K % 64 == 0 && o.K <= 4096 && m.int8_rows >= 2 && m.c.final_softcap <= 0;
+    m.screen_on = options.greedy_screen && ops::greedy_screen_fast() && o.quant &&
+                  o.q.format() == ops::QuantFormat::q8_0 && o.K % 64 == 0 && o.K <= 4096 &&
+                  m.int8_rows >= 2 && m.c.final_softcap <= 0;
   }
   return Gemma3Model(std::move(impl));
 }

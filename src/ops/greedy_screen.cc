@@ -8,10 +8,15 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/q8k.h"
 #include "kernels/cpu/qscreen.h"
 
 namespace attn::ops {
+
+bool greedy_screen_fast() {
+  return kernels::cpu::active_isa() == kernels::cpu::Isa::avx512 && kernels::cpu::cpu_has_avx512_vnni();
+}
 
 GreedyScreen::GreedyScreen(const QuantMatrix& w, std::span<const float> column_weight)
     : N_(w.rows()), K_(w.cols()), blocks_(w.blocks()) {

@@ -76,7 +76,8 @@ struct Gemma3Options {
   bool kv_f16 = false;
   // issue 19 (g19b): prefill_greedy / step_greedy find the argmax through ops::GreedyScreen (a 5-bit
   // screening copy of the Q8_0 output matrix, built on the first greedy call, 115 MB for Gemma 3 270M)
-  // when the output matrix is Q8_0 (width a multiple of 64, at most 4096), the decode products are 8-bit
+  // when the CPU runs its AVX-512 VNNI kernel (on AVX2 the screen is slower than the full product),
+  // the output matrix is Q8_0 (width a multiple of 64, at most 4096), the decode products are 8-bit
   // (int8_max_rows >= 2) and there is no final soft-capping; false (or any of those missing) computes all
   // logits and takes their argmax. Either way the token is the one std::max_element picks over step()'s
   // logits.

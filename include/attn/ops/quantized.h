@@ -240,6 +240,10 @@ class GreedyScreen {
   float ho_ = 0;
   std::vector<int64_t> cand_;
 };
+// True when GreedyScreen's pass runs the AVX-512 VNNI kernel: only then is it faster than the full
+// product (measured: AVX2 11.6 ms against 10.2 for Gemma 3's 262,144 × 640 on one core); callers use
+// the screen only then.
+bool greedy_screen_fast();
 // ---- end issue 19 (g19b) greedy screen
 
 }  // namespace attn::ops
