@@ -13,7 +13,8 @@
 //   gemma3_bench ... decode N              N generated tokens after a 16-token prompt: tokens/s
 //                                          (full logits + argmax, then the same N steps again through
 //                                          the screened greedy path, step_greedy: "screened_*" fields,
-//                                          candidate rows per step, and whether the tokens agree)
+//                                          candidate rows per step, and whether the tokens agree;
+//                                          context: with --screened-context 1)
 //   gemma3_bench ... context CTX N [full]  N generated tokens after CTX tokens of context
 //   gemma3_bench ... screen [reps] [rows]  the vocabulary product alone (first `rows` rows): full Q8_0
 //                                          against the screen pass and the screened argmax (g19b)
@@ -63,7 +64,7 @@ std::vector<int32_t> filler(const models::Gemma3Model& m, int64_t n) {
 int main(int argc, char** argv) {
   std::string model_path;
   models::Gemma3Options base;
-  bool margins = false;
+  bool margins = false, screened_context = false;
   int a = 1;
   for (; a + 1 < argc && std::strncmp(argv[a], "--", 2) == 0; a += 2) {
     if (!std::strcmp(argv[a], "--model")) model_path = argv[a + 1];
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[a], "--int8-gemm")) base.int8_gemm = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--kv-f16")) base.kv_f16 = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--greedy-screen")) base.greedy_screen = std::atoi(argv[a + 1]) != 0;
+    if (!std::strcmp(argv[a], "--screened-context")) screened_context = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--logits")) margins = std::atoi(argv[a + 1]) != 0;
   }
   auto opts = [&](int64_t ctx, bool full) {
@@ -229,16 +231,22 @@ int main(int argc, char** argv) {
       const double dt = now() - t0, dc = cpu_now() - c0;
       // The same steps through the screened greedy path (g19b); the screen is built on the first call,
       // outside the timing.
-      m.clear();
-      const double b0 = now();
-      int32_t next = m.prefill_greedy(ids);
-      m.prepare_greedy_screen();  // built now, outside the timing (else at the 128th greedy call)
-      const double build = now() - b0;
-      const bool screened = m.greedy_screened();
-      bool same = next == full_ids[0];
+      // (context: only with --screened-context 1, as it fills the context a second time)
+      const bool run_screened = !ctx || screened_context;
+      double build = 0;
+      int32_t next = 0;
+      if (run_screened) {
+        m.clear();
+        const double b0 = now();
+        next = m.prefill_greedy(ids);
+        m.prepare_greedy_screen();  // built now, outside the timing (else at the 128th greedy call)
+        build = now() - b0;
+      }
+      const bool screened = run_screened && m.greedy_screened();
+      bool same = run_screened && next == full_ids[0];
       int64_t cand_sum = 0, cand_max = 0;
       const double s0 = now(), sc0 = cpu_now();
-      for (int64_t i = 0; i < n; ++i) {
+      for (int64_t i = 0; run_screened && i < n; ++i) {
         next = m.step_greedy(next);
         cand_sum += m.greedy_candidates();
         cand_max = std::max(cand_max, m.greedy_candidates());
@@ -255,9 +263,9 @@ int main(int argc, char** argv) {
           "%.2f}\n",
           mode.c_str(), static_cast<long long>(context), static_cast<long long>(n), num_threads(), dt, n / dt,
           dc, n / dc, static_cast<double>(m.kv_cache_bytes()) / (1 << 20), full ? "true" : "false", prefill,
-          prefill_cpu, screened ? "true" : "false", sdt, n / sdt, sdc, n / sdc,
-          static_cast<double>(cand_sum) / static_cast<double>(n), static_cast<long long>(cand_max),
-          same ? "true" : "false", build);
+          prefill_cpu, screened ? "true" : "false", sdt, screened ? n / sdt : 0.0, sdc,
+          screened ? n / sdc : 0.0, static_cast<double>(cand_sum) / static_cast<double>(n),
+          static_cast<long long>(cand_max), same ? "true" : "false", build);
     } else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;
