@@ -570,6 +570,8 @@ int32_t Gemma3Model::Impl::greedy() {
     m.act.quantize(o.q.format(), m.last.data(), 1, o.K, o.K);
     const ops::GreedyScreen::Pick p = m.screen.argmax(o.q, m.act);
     m.last_candidates = p.candidates;
+    ATTN_CHECK(std::isfinite(p.logit), "gemma3: the largest logit at position ", m.pos - 1,
+               " is not finite (", p.logit, ")");
     return static_cast<int32_t>(p.index);
   }
   m.logits.resize(m.c.vocab);
@@ -579,7 +581,10 @@ int32_t Gemma3Model::Impl::greedy() {
     for (float& z : m.logits) z = cap_v * std::tanh(z / cap_v);
   }
   m.last_candidates = m.c.vocab;
-  return static_cast<int32_t>(std::max_element(m.logits.begin(), m.logits.end()) - m.logits.begin());
+  const auto best = std::max_element(m.logits.begin(), m.logits.end());
+  for (float z : m.logits)  // as generate_from: non-finite logits are an error, not a token
+    ATTN_CHECK(std::isfinite(z), "gemma3: a logit at position ", m.pos - 1, " is not finite (", z, ")");
+  return static_cast<int32_t>(best - m.logits.begin());
 }
 
 int32_t Gemma3Model::prefill_greedy(std::span<const int32_t> ids) {
