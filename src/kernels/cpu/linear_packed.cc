@@ -104,7 +104,11 @@ void linear_packed(const float* x, int64_t ldx, const float* packed, const float
     body(x, ldx, packed, bias, y, ldy, M, N, K, 0, P);
     return;
   }
-  parallel_for(P, grain,
+  // Threads: chunks of at least half a thread's share, so that most panels are prefetched by
+  // the one before them in the same chunk.
+  const int64_t T = num_threads();
+  const int64_t share = std::max<int64_t>(grain, (P + 2 * T - 1) / (2 * T));
+  parallel_for(P, share,
                [&](int64_t p0, int64_t p1, int) { body(x, ldx, packed, bias, y, ldy, M, N, K, p0, p1); });
 }
 
