@@ -161,6 +161,13 @@ MhaResult MultiHeadAttention::forward(const Tensor& x, const Tensor& memory, con
           memory.defined() ? memory.str() : "none");
       k = split_heads(w_k_.forward(memory), Hkv);
       v = split_heads(w_v_.forward(memory), Hkv);
+      if (cache != nullptr && !grad_mode_enabled()) {
+        // Decoding reads the cached memory keys and values at every step: copy the head views
+        // ([B, Hkv, Lk, D] with rows Hkv * D apart) once into one contiguous block per head, which the
+        // one-query attention streams ~1.7x faster than rows 1 KiB apart (d15b, docs/benchmarks.md).
+        k = k.contiguous();
+        v = v.contiguous();
+      }
       if (cache != nullptr) cache->k = k, cache->v = v;
     }
   } else {

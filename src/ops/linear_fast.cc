@@ -46,6 +46,7 @@ bool linear_small_m_fast() { return kernels::cpu::linear_small_m_fast(); }
 
 namespace {
 thread_local PackedWeightScope* tls_scope = nullptr;
+constexpr int64_t kArenaFloats = int64_t{1} << 20;  // 4 MiB
 }  // namespace
 
 PackedWeightScope::PackedWeightScope() : outer_(tls_scope) { tls_scope = this; }
@@ -64,7 +65,21 @@ const float* PackedWeightScope::packed(const Tensor& w) {
   if (use == uses_.end()) use = uses_.insert(uses_.end(), {data, 0});
   if (++use->second < kPackAfter) return nullptr;
   uses_.erase(use);
-  Tensor buf = Tensor::empty({kernels::cpu::linear_packed_size(N, K)}, DType::f32);
+  const int64_t size = kernels::cpu::linear_packed_size(N, K);
+  Tensor buf;
+  if (size >= kArenaFloats) {
+    buf = Tensor::empty({size}, DType::f32);
+  } else {
+    // Blocks of >= 4 MiB start on a 2 MiB boundary and get transparent huge pages (src/core/allocator.cc),
+    // so the hardware prefetchers stream a panel without stopping at every 4 KiB page boundary; the
+    // decoder's 256 KiB and 1 MiB weights would otherwise sit on 4 KiB pages.
+    if (!arena_.defined() || arena_used_ + size > arena_.numel()) {
+      arena_ = Tensor::empty({kArenaFloats}, DType::f32);
+      arena_used_ = 0;
+    }
+    buf = arena_.slice(0, arena_used_, arena_used_ + size);
+    arena_used_ += (size + 15) / 16 * 16;  // the next weight starts on a 64-byte boundary too
+  }
   kernels::cpu::pack_linear_weight(w.data<float>(), N, K, buf.data<float>());
   entries_.push_back({data, N, K, buf});
   return buf.data<float>();

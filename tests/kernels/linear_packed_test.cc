@@ -59,7 +59,6 @@ using LinearPacked = testing::IsaCaseTest<PackedCase>;
 TEST_P(LinearPacked, MatchesDoubleReference) {
   const auto& [c, isa] = GetParam();
   kernels::cpu::force_isa(isa);
-  set_num_threads(2);
   const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
   const std::vector<double> xd = testing::random_uniform({c.M, ldx}, 41, -1.0, 1.0).to_vector();
   const std::vector<double> wd = testing::random_uniform({c.N, c.K}, 42, -0.5, 0.5).to_vector();
@@ -72,19 +71,26 @@ TEST_P(LinearPacked, MatchesDoubleReference) {
       static_cast<float*>(std::aligned_alloc(64, static_cast<std::size_t>((size * 4 + 63) / 64 * 64)));
   kernels::cpu::pack_linear_weight(w.data(), c.N, c.K, packed);
   const float sentinel = 12345.0f;
-  std::vector<float> y(static_cast<std::size_t>(c.M * ldy), sentinel);
-  kernels::cpu::linear_packed(x.data(), ldx, packed, c.with_bias ? b.data() : nullptr, y.data(), ldy, c.M,
-                              c.N, c.K);
-  std::free(packed);
   const double tol = 1e-5 * std::sqrt(static_cast<double>(c.K));
-  for (int64_t m = 0; m < c.M; ++m) {
-    for (int64_t n = 0; n < c.N; ++n) {
-      double want = c.with_bias ? static_cast<double>(b[n]) : 0.0;
-      for (int64_t k = 0; k < c.K; ++k) want += static_cast<double>(x[m * ldx + k]) * w[n * c.K + k];
-      ASSERT_NEAR(y[m * ldy + n], want, tol * (1 + std::abs(want))) << "m " << m << " n " << n;
+  // 1 thread: every panel in one call of the body (the next panel prefetched across the whole range);
+  // 2 threads: chunks of panels over the pool.
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    std::vector<float> y(static_cast<std::size_t>(c.M * ldy), sentinel);
+    kernels::cpu::linear_packed(x.data(), ldx, packed, c.with_bias ? b.data() : nullptr, y.data(), ldy, c.M,
+                                c.N, c.K);
+    for (int64_t m = 0; m < c.M; ++m) {
+      for (int64_t n = 0; n < c.N; ++n) {
+        double want = c.with_bias ? static_cast<double>(b[n]) : 0.0;
+        for (int64_t k = 0; k < c.K; ++k) want += static_cast<double>(x[m * ldx + k]) * w[n * c.K + k];
+        ASSERT_NEAR(y[m * ldy + n], want, tol * (1 + std::abs(want)))
+            << "m " << m << " n " << n << " threads " << threads;
+      }
+      for (int64_t n = c.N; n < ldy; ++n)
+        ASSERT_EQ(y[m * ldy + n], sentinel) << "wrote past N at m " << m << " threads " << threads;
     }
-    for (int64_t n = c.N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], sentinel) << "wrote past N at m " << m;
   }
+  std::free(packed);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, LinearPacked,

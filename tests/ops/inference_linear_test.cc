@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/qblocks_test_util.h"
 #include "kernels/ref/gemm_ref.h"
 #include "testing/testing.h"
@@ -133,6 +134,40 @@ TEST(InferenceLinear, EqualsLinearInAndOutOfAPackedScope) {
     EXPECT_ALL_CLOSE(ops::inference_linear(x, w, b).to(DType::f64), want, (testing::Tolerance{1e-5, 1e-5}));
   EXPECT_ERROR_CONTAINS(ops::inference_linear(testing::random_uniform({2, 7}, 10), w, b),
                         {"linear", "in = 24"});
+}
+
+// d15b: the scope packs weights smaller than 4 MiB into shared blocks. Weights of several sizes (tiny
+// ones side by side, enough to fill a block and start the next, one larger than a block) packed one after
+// the other: every packed copy still gives its own product once all are packed (none overwrote another).
+TEST(InferenceLinear, ManyWeightsInOneScopeKeepTheirOwnPackedCopies) {
+  NoGradGuard no_grad;
+  struct W {
+    Tensor w, b, x, want;
+  };
+  std::vector<W> ws;
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{5, 3},      {33, 17},    {256, 256},
+                                                           {1024, 256}, {256, 1024}, {1024, 256},
+                                                           {256, 1024}, {2100, 520}, {40, 24}};
+  uint64_t seed = 100;
+  for (const auto& [N, K] : shapes) {
+    W e;
+    e.w = testing::random_uniform({N, K}, seed++, -0.5, 0.5);
+    e.b = testing::random_uniform({N}, seed++);
+    e.x = testing::random_uniform({3, K}, seed++);
+    e.want = linear(e.x.to(DType::f64), e.w.to(DType::f64), e.b.to(DType::f64));
+    ws.push_back(e);
+  }
+  ops::PackedWeightScope scope;
+  for (int i = 0; i < ops::PackedWeightScope::kPackAfter; ++i)
+    for (const W& e : ws) (void)ops::inference_linear(e.x, e.w, e.b);
+  if (kernels::cpu::active_isa() != kernels::cpu::Isa::scalar)
+    EXPECT_EQ(scope.packs(), static_cast<int64_t>(ws.size()));
+  for (const W& e : ws) {
+    const double tol = 2e-6 * std::sqrt(static_cast<double>(e.w.size(1)));
+    EXPECT_ALL_CLOSE(ops::inference_linear(e.x, e.w, e.b).to(DType::f64), e.want,
+                     (testing::Tolerance{tol, tol}))
+        << "weight [" << e.w.size(0) << ", " << e.w.size(1) << "]";
+  }
 }
 
 // ---- ops::QuantMatrix, quant_linear_rows and Q8Dot -----------------------------------------------

@@ -70,6 +70,8 @@ class PackedWeightScope {
   std::vector<Entry> entries_;
   std::vector<std::pair<const void*, int>> uses_;  // calls of packed() per weight not packed yet
   PackedWeightScope* outer_;
+  Tensor arena_;            // d15b: packed weights smaller than a block share blocks of >= 4 MiB (huge pages)
+  int64_t arena_used_ = 0;  // floats of arena_ handed out
 };
 
 // Largest row count that takes the packed path (default 48; env ATTN_LINEAR_PACKED=<rows>, 0 = off).

@@ -97,7 +97,18 @@ void linear_packed(const float* x, int64_t ldx, const float* packed, const float
   // 2 threads: 1,419 tokens/s with one panel per chunk against 2,414 on the old path).
   constexpr int64_t kMinChunkWork = int64_t{1} << 18;
   const int64_t grain = std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(1, M * K * kPackedPanel));
-  parallel_for(P, grain,
+  // On one thread (or inside another parallel_for) the whole range is one call, not one call per
+  // grain: the body prefetches the next panel only within its range, and a grain of one panel (32 rows
+  // through K = 256) left every panel cold (decode_bench batch 32, 1 thread: no prefetch at all).
+  if (num_threads() == 1 || in_parallel_for()) {
+    body(x, ldx, packed, bias, y, ldy, M, N, K, 0, P);
+    return;
+  }
+  // Threads: chunks of at least half a thread's share, so that most panels are prefetched by
+  // the one before them in the same chunk.
+  const int64_t T = num_threads();
+  const int64_t share = std::max<int64_t>(grain, (P + 2 * T - 1) / (2 * T));
+  parallel_for(P, share,
                [&](int64_t p0, int64_t p1, int) { body(x, ldx, packed, bias, y, ldy, M, N, K, p0, p1); });
 }
 
