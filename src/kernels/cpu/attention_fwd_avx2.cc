@@ -78,7 +78,7 @@ constexpr auto scores_table(std::index_sequence<I...>) {
 constexpr auto kScoresTail = scores_table(std::make_index_sequence<kKB>());
 
 void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk_all, int D, float scale, float* st,
-            const int* lim) {
+            const int* lim, const RowStream* /*pf: no prefetch here*/) {
   for (int r0 = 0; r0 < ldq; r0 += 16) {  // ldq is a multiple of 16: two ymm per chunk
     const int nk = lim ? lim[r0 / 16] : nk_all;
     int j = 0;

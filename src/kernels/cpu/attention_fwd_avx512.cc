@@ -36,14 +36,37 @@ using avx512::exp_ps;
 
 // ---- scores ------------------------------------------------------------------
 
+// Rows j0 .. j0 + KB - 1 of the two prefetch streams (Kernels::scores' pf) that exist, as row pointers.
+template <int KB>
+struct BlockPrefetch {
+  const float* row[2][KB];
+  int n[2] = {0, 0};
+  BlockPrefetch(const RowStream* pf, int j0) {
+    if (!pf) return;
+    for (int s = 0; s < 2; ++s) {
+      n[s] = pf[s].p ? std::clamp(pf[s].rows - j0, 0, KB) : 0;
+      for (int j = 0; j < n[s]; ++j) row[s][j] = pf[s].p + (j0 + j) * pf[s].stride;
+    }
+  }
+  // The cache line at column d (a multiple of 16) of every row.
+  void fetch(int d) const {
+    for (int s = 0; s < 2; ++s)
+      for (int j = 0; j < n[s]; ++j) _mm_prefetch(reinterpret_cast<const char*>(row[s][j] + d), _MM_HINT_T0);
+  }
+};
+
 // The first step of the D loop initialises the accumulators with a product (no zeroing), and the
 // multiply by `scale` at the end is compiled out when the driver has folded it into Q (SCALED false).
+// pf, j0: the prefetch streams (may be null) and this block's first key in them; one line per row every
+// 16 columns of D, spread over the block's FMAs.
 template <int KB, int RV, bool SCALED>
-void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, float scale_f, float* st) {
+void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, float scale_f, float* st,
+                  const RowStream* pf, int j0) {
   __m512 acc[KB][RV];
   const float* kp[KB];
 #pragma GCC unroll 16
   for (int j = 0; j < KB; ++j) kp[j] = k + j * skr;
+  const BlockPrefetch<KB> fetch(pf, j0);
   {
     __m512 q[RV];
 #pragma GCC unroll 4
@@ -56,6 +79,7 @@ void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, 
     }
   }
   for (int d = 1; d < D; ++d) {
+    if ((d & 15) == 1) fetch.fetch(d - 1);
     __m512 q[RV];
 #pragma GCC unroll 4
     for (int v = 0; v < RV; ++v) q[v] = _mm512_load_ps(qt + static_cast<int64_t>(d) * ldq + 16 * v);
@@ -75,7 +99,8 @@ void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, 
                       SCALED ? _mm512_mul_ps(acc[j][v], scale) : acc[j][v]);
 }
 
-using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*);
+using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*, const RowStream*,
+                          int);
 
 // Keys per block for RV row vectors: about 24 accumulators.
 constexpr int kb_for(int rv) { return rv == 4 ? 6 : 8; }
@@ -85,49 +110,55 @@ constexpr auto scores_table(std::index_sequence<I...>) {
   return std::array<ScoresFn, sizeof...(I)>{&scores_block<static_cast<int>(I) + 1, RV, SCALED>...};
 }
 
+// pf, j0: as in scores_block, for the first key of this run.
 template <int RV, bool SCALED>
-void scores_rv(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st) {
+void scores_rv(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
+               const RowStream* pf, int j0) {
   constexpr int KB = kb_for(RV);
   static constexpr auto table = scores_table<RV, SCALED>(std::make_index_sequence<KB>());
   int j = 0;
   for (; j + KB <= nk; j += KB)
-    scores_block<KB, RV, SCALED>(qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
-  if (j < nk) table[nk - j - 1](qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+    scores_block<KB, RV, SCALED>(qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq, pf,
+                                 j0 + j);
+  if (j < nk)
+    table[nk - j - 1](qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq, pf, j0 + j);
 }
 
 template <bool SCALED>
 void scores_vecs_t(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
-                   float* s) {
+                   float* s, const RowStream* pf, int j0) {
   switch (nv) {
     case 1:
-      scores_rv<1, SCALED>(q, ldq, k, skr, nk, D, scale, s);
+      scores_rv<1, SCALED>(q, ldq, k, skr, nk, D, scale, s, pf, j0);
       break;
     case 2:
-      scores_rv<2, SCALED>(q, ldq, k, skr, nk, D, scale, s);
+      scores_rv<2, SCALED>(q, ldq, k, skr, nk, D, scale, s, pf, j0);
       break;
     case 3:
-      scores_rv<3, SCALED>(q, ldq, k, skr, nk, D, scale, s);
+      scores_rv<3, SCALED>(q, ldq, k, skr, nk, D, scale, s, pf, j0);
       break;
     default:
-      scores_rv<4, SCALED>(q, ldq, k, skr, nk, D, scale, s);
+      scores_rv<4, SCALED>(q, ldq, k, skr, nk, D, scale, s, pf, j0);
       break;
   }
 }
 
 // nv (1..4) vectors of 16 rows against nk keys; scale == 1 (Q pre-scaled by the driver) skips the multiply.
 void scores_vecs(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
-                 float* s) {
+                 float* s, const RowStream* pf, int j0) {
   if (scale == 1.f)
-    scores_vecs_t<false>(nv, q, ldq, k, skr, nk, D, scale, s);
+    scores_vecs_t<false>(nv, q, ldq, k, skr, nk, D, scale, s, pf, j0);
   else
-    scores_vecs_t<true>(nv, q, ldq, k, skr, nk, D, scale, s);
+    scores_vecs_t<true>(nv, q, ldq, k, skr, nk, D, scale, s, pf, j0);
 }
 
 void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
-            const int* lim) {
-  // Row vectors in chunks of at most 4 (64 rows).
+            const int* lim, const RowStream* pf) {
+  // Row vectors in chunks of at most 4 (64 rows). The first chunk reads the keys first: it issues the
+  // prefetches (later chunks find the keys in cache).
   for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
     const int rv = std::min(4, ldq / 16 - v0);
+    const RowStream* f = v0 == 0 ? pf : nullptr;
     bool rising = lim != nullptr;
     for (int i = 1; rising && i < rv; ++i) rising = lim[v0 + i - 1] <= lim[v0 + i];
     if (!rising) {
@@ -136,7 +167,7 @@ void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D
         n = 0;
         for (int i = 0; i < rv; ++i) n = std::max(n, lim[v0 + i]);
       }
-      scores_vecs(rv, qt + 16 * v0, ldq, k, skr, n, D, scale, st + 16 * v0);
+      scores_vecs(rv, qt + 16 * v0, ldq, k, skr, n, D, scale, st + 16 * v0, f, 0);
       continue;
     }
     // Limits rising with the row (the causal diagonal): keys [lim[v-1], lim[v]) for vectors v..end,
@@ -146,7 +177,7 @@ void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D
       const int end = lim[v0 + i];
       if (end > start)
         scores_vecs(rv - i, qt + 16 * (v0 + i), ldq, k + start * skr, skr, end - start, D, scale,
-                    st + static_cast<int64_t>(start) * ldq + 16 * (v0 + i));
+                    st + static_cast<int64_t>(start) * ldq + 16 * (v0 + i), f, start);
       start = std::max(start, end);
     }
   }

@@ -27,6 +27,14 @@ namespace attn::kernels::cpu::fwd {
 
 constexpr int kRowPad = 16;  // ldq is a multiple of this for every ISA
 
+// Rows a kernel may fetch into cache while it streams the key tile: rows [0, rows) of D floats at p with
+// row stride `stride` (p null or rows 0: none). A hint only: results never depend on it.
+struct RowStream {
+  const float* p = nullptr;
+  int64_t stride = 0;
+  int rows = 0;
+};
+
 struct Kernels {
   const char* isa;
   int max_rows;    // Br: query rows per tile (multiple of kRowPad, <= kMaxRows / 2)
@@ -35,9 +43,11 @@ struct Kernels {
   // st[j * ldq + r] = scale * sum_d qt[d * ldq + r] * k[j * skr + d]   for j < nk, r < ldq.
   // lim (may be null): [ldq / 16] key limits per vector of 16 rows; entries j >= lim[r / 16] are
   // masked anyway and may be left unchanged (the causal diagonal: work above it is skipped).
+  // pf (may be null): two RowStreams (the driver passes the next key tile's keys and this tile's values)
+  // whose row j the kernel fetches while it first reads key row j (the AVX-512 kernels; others ignore it).
   // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]
   void (*scores)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
-                 const int* lim);
+                 const int* lim, const RowStream* pf);
 
   // Online-softmax update for every row r < ldq over keys j < nk:
   //   m' = max(m, max_j st), alpha = exp(m - m'), st = exp(st - m'), l = alpha·l + sum_j st.
