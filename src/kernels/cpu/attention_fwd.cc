@@ -342,7 +342,12 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
     }
     if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
     s.prefetch_share(3 * tiles_left - 1);
-    kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
+    // bf16 without dropout: P goes straight to bf16 pairs, pv_bf16 reads them (p = null).
+    const bool pairs = a.bf16 && !dropout && kn.softmax_pairs;
+    if (pairs)
+      kn.softmax_pairs(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get(), as_u32(s.pb));
+    else
+      kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
     // Dropout after the statistics update, so l stays pre-dropout.
     if (dropout)
       kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
@@ -356,8 +361,8 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
         vp = vpack + j0 / 2 * g.ldo;
       else
         kn.pack_v_bf16(vbase16 + j0 * a.sv.r, a.sv.r, nk, static_cast<int>(a.D), g.ldo, as_u32(s.vp));
-      kn.pv_bf16(s.st.get(), ldq, vp, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo, s.alpha.get(), rlim,
-                 as_u32(s.pb));
+      kn.pv_bf16(pairs ? nullptr : s.st.get(), ldq, vp, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
+                 s.alpha.get(), rlim, as_u32(s.pb));
     } else {
       kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
             s.alpha.get(), rlim);
@@ -791,6 +796,7 @@ const Kernels& kernels_scalar() {
                          nullptr,
                          nullptr,
                          pack_qt_portable,
+                         nullptr,
                          nullptr};
   return k;
 }

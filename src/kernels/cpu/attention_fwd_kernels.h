@@ -101,7 +101,8 @@ struct Kernels {
                       float scale, float* st, const int* lim);
 
   // `pv` with P rounded to bf16 (round to nearest even) and V packed in pairs along keys:
-  // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]) (0 past nk and D). pb is scratch for P's pairs.
+  // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]) (0 past nk and D). pb is scratch for P's pairs; p null:
+  // pb already holds them (softmax_pairs).
   // p: [nk, ldq]  vp: [ceil(nk/2), ldo]  o: [n, ldo]  alpha: [n]  pb: [ceil(nk/2), ldq]
   void (*pv_bf16)(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
                   const float* alpha, const int* lim, uint32_t* pb);
@@ -116,6 +117,12 @@ struct Kernels {
   // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]), 0 past nk and for D <= d < ldo.
   // v: [nk, D] bf16 with row stride svr  vp: [ceil(nk/2), ldo]
   void (*pack_v_bf16)(const uint16_t* v, int64_t svr, int nk, int D, int ldo, uint32_t* vp);
+
+  // bf16 inputs without dropout (null where pv_bf16 is): `softmax` with P written as pv_bf16's pairs
+  // pb[jp * ldq + r] = (bf16 P[2jp, r], bf16 P[2jp + 1, r]) (0 past nk) instead of into st, which is only
+  // read; pv_bf16 then takes p = null. Same m, l, alpha and pairs as softmax followed by pv_bf16.
+  // st: [nk, ldq]  m, l, alpha: [ldq]  pb: [ceil(nk/2), ldq]
+  void (*softmax_pairs)(const float* st, int ldq, int nk, float* m, float* l, float* alpha, uint32_t* pb);
 };
 
 constexpr int kMaxRows = 128;  // twice max_rows for long keys (attention_fwd.cc, query_rows)
