@@ -24,7 +24,10 @@
 //    (scores_bf16, pv_bf16); softmax, masks and dropout stay fp32.
 // fp32 Q is transposed and multiplied by the scale once per tile (pack_qt), so
 // the scores kernels do no multiply. The rows a tile touches once (the next
-// tile's queries, this tile's outputs) are prefetched a share per key tile.
+// tile's queries, this tile's outputs) are prefetched a share per key tile; the
+// next key tile's keys and this tile's values are fetched by the fp32 scores
+// kernel while it reads the keys (Kernels::scores' pf). bf16 without dropout:
+// the softmax writes P as bf16 pairs directly (softmax_pairs).
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 

@@ -14,7 +14,10 @@
 //    accumulators, then one transposing add tree puts key j in lane j.
 //  * bf16: the same microkernels with vdpbf16ps on pairs (along D for Q·Kᵀ,
 //    along keys for P·V); P is paired with vcvtne2ps2bf16 + vpermw.
-//  * softmax: exp_shifted, a shorter exp for x <= 0 (no overflow handling).
+//  * softmax: exp_shifted, a shorter exp for x <= 0 (no overflow handling); for bf16 P (softmax_pairs) a
+//    degree-4 one, with P written straight as pv_bf16's pairs.
+//  * scores fetches the driver's prefetch streams (the next key tile's keys, this tile's values) a line
+//    per row every 16 columns of D while it first reads the keys.
 //  * pack_qt: Q tile transposed with 16x16 register transposes, scaled.
 #include "kernels/cpu/attention_fwd_kernels.h"
 
