@@ -39,25 +39,6 @@ using avx512::exp_ps;
 
 // ---- scores ------------------------------------------------------------------
 
-// Rows j0 .. j0 + KB - 1 of the two prefetch streams (Kernels::scores' pf) that exist, as row pointers.
-template <int KB>
-struct BlockPrefetch {
-  const float* row[2][KB];
-  int n[2] = {0, 0};
-  BlockPrefetch(const RowStream* pf, int j0) {
-    if (!pf) return;
-    for (int s = 0; s < 2; ++s) {
-      n[s] = pf[s].p ? std::clamp(pf[s].rows - j0, 0, KB) : 0;
-      for (int j = 0; j < n[s]; ++j) row[s][j] = pf[s].p + (j0 + j) * pf[s].stride;
-    }
-  }
-  // The cache line at column d (a multiple of 16) of every row.
-  void fetch(int d) const {
-    for (int s = 0; s < 2; ++s)
-      for (int j = 0; j < n[s]; ++j) _mm_prefetch(reinterpret_cast<const char*>(row[s][j] + d), _MM_HINT_T0);
-  }
-};
-
 // The first step of the D loop initialises the accumulators with a product (no zeroing), and the
 // multiply by `scale` at the end is compiled out when the driver has folded it into Q (SCALED false).
 // pf, j0: the prefetch streams (may be null) and this block's first key in them; one line per row every

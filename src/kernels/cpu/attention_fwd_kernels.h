@@ -21,6 +21,7 @@
 // (unit stride in D).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace attn::kernels::cpu::fwd {
@@ -44,7 +45,7 @@ struct Kernels {
   // lim (may be null): [ldq / 16] key limits per vector of 16 rows; entries j >= lim[r / 16] are
   // masked anyway and may be left unchanged (the causal diagonal: work above it is skipped).
   // pf (may be null): two RowStreams (the driver passes the next key tile's keys and this tile's values)
-  // whose row j the kernel fetches while it first reads key row j (the AVX-512 kernels; others ignore it).
+  // whose row j the kernel fetches while it first reads key row j (AVX-512 and AVX2; scalar ignores it).
   // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]
   void (*scores)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
                  const int* lim, const RowStream* pf);
@@ -124,6 +125,30 @@ struct Kernels {
   // st: [nk, ldq]  m, l, alpha: [ldq]  pb: [ceil(nk/2), ldq]
   void (*softmax_pairs)(const float* st, int ldq, int nk, float* m, float* l, float* alpha, uint32_t* pb);
 };
+
+namespace {  // internal linkage: each ISA's file has its own copy (no weak symbols across ISA objects)
+
+// Rows j0 .. j0 + KB - 1 of the two prefetch streams of Kernels::scores (pf, may be null), as row pointers;
+// the scores kernels call fetch(d) every 16 columns of D while they read their block of KB keys.
+template <int KB>
+struct BlockPrefetch {
+  const float* row[2][KB];
+  int n[2] = {0, 0};
+  BlockPrefetch(const RowStream* pf, int j0) {
+    if (!pf) return;
+    for (int s = 0; s < 2; ++s) {
+      n[s] = pf[s].p ? std::clamp(pf[s].rows - j0, 0, KB) : 0;
+      for (int j = 0; j < n[s]; ++j) row[s][j] = pf[s].p + static_cast<int64_t>(j0 + j) * pf[s].stride;
+    }
+  }
+  // The cache line at column d (a multiple of 16) of every row.
+  void fetch(int d) const {
+    for (int s = 0; s < 2; ++s)
+      for (int j = 0; j < n[s]; ++j) __builtin_prefetch(row[s][j] + d, 0, 3);
+  }
+};
+
+}  // namespace
 
 constexpr int kMaxRows = 128;  // twice max_rows for long keys (attention_fwd.cc, query_rows)
 
