@@ -150,6 +150,20 @@ std::vector<Case> cases() {
        .D = 128,
        .causal = true,
        .align = Align::bottom_right});
+  // The scores kernels fetch the next key tile's keys (the range's first tile after its last) and the tile's
+  // values: key ranges that start and end inside tiles (window, key lengths), a short last key tile, and a D
+  // whose rows are not whole cache lines; results must not depend on any of it.
+  add({.name = "KeyStreamsWindowTail",
+       .B = 2,
+       .H = 2,
+       .Hkv = 1,
+       .Lq = 130,
+       .Lk = 1000,
+       .D = 72,
+       .causal = true,
+       .window_left = 300,
+       .key_lengths = {1000, 517},
+       .layout = Layout::strided});
   // Decode: Lq = 1 with long Lk (split-KV when threads > 1), with and without GQA packing.
   add({.name = "DecodeLong", .B = 1, .H = 2, .Hkv = 2, .Lq = 1, .Lk = 3000, .D = 64});
   add({.name = "DecodeLongCausalBR",

@@ -39,8 +39,11 @@ inline __m256 exp256(__m256 x) {
 
 // ---- scores: KB keys × RV (<= 2) vectors of 8 rows -----------------------------
 
+// pf, j0: the prefetch streams (may be null) and this block's first key in them (BlockPrefetch).
 template <int KB, int RV>
-void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, float scale_f, float* st) {
+void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, float scale_f, float* st,
+                  const RowStream* pf, int j0) {
+  const BlockPrefetch<KB> fetch(pf, j0);
   const __m256 scale = _mm256_set1_ps(scale_f);
   __m256 acc[KB][RV];
 #pragma GCC unroll 8
@@ -51,6 +54,7 @@ void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, 
 #pragma GCC unroll 8
   for (int j = 0; j < KB; ++j) kp[j] = k + j * skr;
   for (int d = 0; d < D; ++d) {
+    if ((d & 15) == 0) fetch.fetch(d);
     __m256 q[RV];
 #pragma GCC unroll 2
     for (int v = 0; v < RV; ++v) q[v] = _mm256_load_ps(qt + static_cast<int64_t>(d) * ldq + 8 * v);
@@ -68,7 +72,8 @@ void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, 
       _mm256_store_ps(st + static_cast<int64_t>(j) * ldq + 8 * v, _mm256_mul_ps(acc[j][v], scale));
 }
 
-using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*);
+using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*, const RowStream*,
+                          int);
 constexpr int kKB = 6;
 
 template <std::size_t... I>
@@ -78,15 +83,17 @@ constexpr auto scores_table(std::index_sequence<I...>) {
 constexpr auto kScoresTail = scores_table(std::make_index_sequence<kKB>());
 
 void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk_all, int D, float scale, float* st,
-            const int* lim) {
+            const int* lim, const RowStream* pf) {
   for (int r0 = 0; r0 < ldq; r0 += 16) {  // ldq is a multiple of 16: two ymm per chunk
     const int nk = lim ? lim[r0 / 16] : nk_all;
+    const RowStream* f = r0 == 0 ? pf : nullptr;  // the first chunk reads the keys first: it prefetches
     int j = 0;
     for (; j + kKB <= nk; j += kKB)
-      scores_block<kKB, 2>(qt + r0, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq + r0);
+      scores_block<kKB, 2>(qt + r0, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq + r0,
+                           f, j);
     if (j < nk)
       kScoresTail[nk - j - 1](qt + r0, ldq, k + j * skr, skr, D, scale,
-                              st + static_cast<int64_t>(j) * ldq + r0);
+                              st + static_cast<int64_t>(j) * ldq + r0, f, j);
   }
 }
 
@@ -210,7 +217,8 @@ void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off,
 const Kernels& kernels_avx2() {
   // No row path yet: every tile takes the column path.
   static const Kernels k{"avx2",           64, 64,      scores,  softmax, pv,      softcap,          add_rows,
-                         dropout_portable, 0,  nullptr, nullptr, nullptr, nullptr, pack_qt_portable, nullptr};
+                         dropout_portable, 0,  nullptr, nullptr, nullptr, nullptr, pack_qt_portable, nullptr,
+                         nullptr};
   return k;
 }
 

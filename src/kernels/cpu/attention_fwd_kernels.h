@@ -21,11 +21,20 @@
 // (unit stride in D).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace attn::kernels::cpu::fwd {
 
 constexpr int kRowPad = 16;  // ldq is a multiple of this for every ISA
+
+// Rows a kernel may fetch into cache while it streams the key tile: rows [0, rows) of D floats at p with
+// row stride `stride` (p null or rows 0: none). A hint only: results never depend on it.
+struct RowStream {
+  const float* p = nullptr;
+  int64_t stride = 0;
+  int rows = 0;
+};
 
 struct Kernels {
   const char* isa;
@@ -35,9 +44,11 @@ struct Kernels {
   // st[j * ldq + r] = scale * sum_d qt[d * ldq + r] * k[j * skr + d]   for j < nk, r < ldq.
   // lim (may be null): [ldq / 16] key limits per vector of 16 rows; entries j >= lim[r / 16] are
   // masked anyway and may be left unchanged (the causal diagonal: work above it is skipped).
+  // pf (may be null): two RowStreams (the driver passes the next key tile's keys and this tile's values)
+  // whose row j the kernel fetches while it first reads key row j (AVX-512 and AVX2; scalar ignores it).
   // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]
   void (*scores)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
-                 const int* lim);
+                 const int* lim, const RowStream* pf);
 
   // Online-softmax update for every row r < ldq over keys j < nk:
   //   m' = max(m, max_j st), alpha = exp(m - m'), st = exp(st - m'), l = alpha·l + sum_j st.
@@ -91,7 +102,8 @@ struct Kernels {
                       float scale, float* st, const int* lim);
 
   // `pv` with P rounded to bf16 (round to nearest even) and V packed in pairs along keys:
-  // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]) (0 past nk and D). pb is scratch for P's pairs.
+  // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]) (0 past nk and D). pb is scratch for P's pairs; p null:
+  // pb already holds them (softmax_pairs).
   // p: [nk, ldq]  vp: [ceil(nk/2), ldo]  o: [n, ldo]  alpha: [n]  pb: [ceil(nk/2), ldq]
   void (*pv_bf16)(const float* p, int ldq, const uint32_t* vp, int nk, int n, int D, float* o, int ldo,
                   const float* alpha, const int* lim, uint32_t* pb);
@@ -106,7 +118,37 @@ struct Kernels {
   // vp[jp * ldo + d] = (v[2jp, d], v[2jp + 1, d]), 0 past nk and for D <= d < ldo.
   // v: [nk, D] bf16 with row stride svr  vp: [ceil(nk/2), ldo]
   void (*pack_v_bf16)(const uint16_t* v, int64_t svr, int nk, int D, int ldo, uint32_t* vp);
+
+  // bf16 inputs without dropout (null where pv_bf16 is): `softmax` with P written as pv_bf16's pairs
+  // pb[jp * ldq + r] = (bf16 P[2jp, r], bf16 P[2jp + 1, r]) (0 past nk) instead of into st, which is only
+  // read; pv_bf16 then takes p = null. Same m, l, alpha and pairs as softmax followed by pv_bf16.
+  // st: [nk, ldq]  m, l, alpha: [ldq]  pb: [ceil(nk/2), ldq]
+  void (*softmax_pairs)(const float* st, int ldq, int nk, float* m, float* l, float* alpha, uint32_t* pb);
 };
+
+namespace {  // internal linkage: each ISA's file has its own copy (no weak symbols across ISA objects)
+
+// Rows j0 .. j0 + KB - 1 of the two prefetch streams of Kernels::scores (pf, may be null), as row pointers;
+// the scores kernels call fetch(d) every 16 columns of D while they read their block of KB keys.
+template <int KB>
+struct BlockPrefetch {
+  const float* row[2][KB];
+  int n[2] = {0, 0};
+  BlockPrefetch(const RowStream* pf, int j0) {
+    if (!pf) return;
+    for (int s = 0; s < 2; ++s) {
+      n[s] = pf[s].p ? std::clamp(pf[s].rows - j0, 0, KB) : 0;
+      for (int j = 0; j < n[s]; ++j) row[s][j] = pf[s].p + static_cast<int64_t>(j0 + j) * pf[s].stride;
+    }
+  }
+  // The cache line at column d (a multiple of 16) of every row.
+  void fetch(int d) const {
+    for (int s = 0; s < 2; ++s)
+      for (int j = 0; j < n[s]; ++j) __builtin_prefetch(row[s][j] + d, 0, 3);
+  }
+};
+
+}  // namespace
 
 constexpr int kMaxRows = 128;  // twice max_rows for long keys (attention_fwd.cc, query_rows)
 
