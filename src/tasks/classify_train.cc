@@ -746,6 +746,8 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
              ", ", s.encoder_lr, ", ", s.encoder_epochs);
   ATTN_CHECK(s.layer_lr_decay > 0 && s.layer_lr_decay <= 1,
              "train classify --encoder: --layer-lr-decay must be in (0, 1]; got ", s.layer_lr_decay);
+  ATTN_CHECK(s.swa_from >= 0 && s.swa_from < 1,
+             "train classify --encoder: --average-from must be in [0, 1); got ", s.swa_from);
   ATTN_CHECK(s.label_smoothing >= 0 && s.label_smoothing < 1,
              "train classify --encoder: label smoothing must be in [0, 1); got ", s.label_smoothing);
   ATTN_CHECK(s.prefix.empty() || s.prefix == "none" || s.prefix == "query" || s.prefix == "passage",
@@ -975,12 +977,28 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
     const EvalResult v = evaluate_cached(model, valid_cache, valid_y, k, valid_fv);
     return train::EvalScore{v.accuracy, v.loss};
   };
+  // Weight averaging (--swa-from F): the mean of the trained weights after every step from F · total on.
+  const int64_t swa_start =
+      s.swa_from > 0
+          ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(s.swa_from * static_cast<double>(total))))
+          : 0;
+  std::vector<std::vector<double>> swa_sum;
+  int64_t swa_count = 0;
   hooks.on_step = [&](train::FitStep& fs) {
     step = fs.result.step;
     if (fs.result.skipped || !std::isfinite(fs.result.loss)) ++skipped;
     ATTN_CHECK(skipped <= 20, "fine-tuning diverged: ", skipped,
                " updates skipped for NaN/Inf (try a lower --lr)");
     if (step == 1) first_loss = fs.result.loss;
+    if (swa_start > 0 && step >= swa_start) {
+      if (swa_sum.empty())
+        for (auto& np : trainable) swa_sum.emplace_back(static_cast<std::size_t>(np.second.numel()), 0.0);
+      for (std::size_t i = 0; i < trainable.size(); ++i) {
+        const float* w = trainable[i].second.data<float>();
+        for (std::size_t j = 0; j < swa_sum[i].size(); ++j) swa_sum[i][j] += w[j];
+      }
+      ++swa_count;
+    }
     progress.step(step, total, fs.epoch, fs.result.loss,
                   static_cast<double>(tokens) / std::max(1e-9, fs.seconds),
                   fs.seconds / static_cast<double>(step) * static_cast<double>(total - step));
@@ -1014,8 +1032,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
                                              : std::string("all epochs done");
   progress.note(stop_reason + "; kept the weights of step " + std::to_string(fr.best_step) +
                 " (valid accuracy " + pct(fr.best.score) + ")");
-
-  // ---- the short validation slice (kShortValidChars), with the kept weights ----
+  // ---- the short validation slice (kShortValidChars), of the kept weights and of the average ----
   std::vector<Tensor> short_cache, short_fv;
   std::vector<int32_t> short_y;
   for (std::size_t i = 0; i < valid_rows.size(); ++i)
@@ -1024,6 +1041,46 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
       if (!valid_fv.empty()) short_fv.push_back(valid_fv[i]);
       short_y.push_back(valid_y[i]);
     }
+  double valid_accuracy = fr.best.score, valid_loss = fr.best.loss;
+  Value swa_json;
+  if (swa_count > 0) {
+    // The averaged weights replace the kept ones when their validation accuracy is at least as good.
+    const double kept_short =
+        short_cache.empty() ? 0.0 : evaluate_cached(model, short_cache, short_y, k, short_fv).accuracy;
+    std::vector<std::vector<float>> kept;
+    for (auto& np : trainable) {
+      float* w = np.second.data<float>();
+      kept.emplace_back(w, w + np.second.numel());
+    }
+    for (std::size_t i = 0; i < trainable.size(); ++i) {
+      float* w = trainable[i].second.data<float>();
+      for (std::size_t j = 0; j < swa_sum[i].size(); ++j)
+        w[j] = static_cast<float>(swa_sum[i][j] / static_cast<double>(swa_count));
+    }
+    const EvalResult av = evaluate_cached(model, valid_cache, valid_y, k, valid_fv);
+    const double av_short =
+        short_cache.empty() ? 0.0 : evaluate_cached(model, short_cache, short_y, k, short_fv).accuracy;
+    const bool use = av.accuracy >= fr.best.score;
+    if (use) {
+      valid_accuracy = av.accuracy;
+      valid_loss = av.loss;
+    } else {
+      for (std::size_t i = 0; i < trainable.size(); ++i)
+        std::copy(kept[i].begin(), kept[i].end(), trainable[i].second.data<float>());
+    }
+    progress.note("weights averaged over steps " + std::to_string(swa_start) + "-" + std::to_string(step) +
+                  " (" + std::to_string(swa_count) + "): valid accuracy " + pct(av.accuracy) + " against " +
+                  pct(fr.best.score) + "; " + (use ? "the average is kept" : "the kept weights stay"));
+    swa_json = Value::object(
+        {{"from_step", Value::integer(swa_start)},
+         {"steps", Value::integer(swa_count)},
+         {"valid_accuracy", Value::number(av.accuracy)},
+         {"valid_short_accuracy", short_cache.empty() ? Value() : Value::number(av_short)},
+         {"kept_valid_accuracy", Value::number(fr.best.score)},
+         {"kept_valid_short_accuracy", short_cache.empty() ? Value() : Value::number(kept_short)},
+         {"used", Value::boolean(use)}});
+  }
+
   const double short_accuracy =
       short_cache.empty() ? 0.0 : evaluate_cached(model, short_cache, short_y, k, short_fv).accuracy;
   progress.note("short validation slice (at most " + std::to_string(kShortValidChars) +
@@ -1109,6 +1166,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
                                   {"weight_decay", Value::number(s.weight_decay)},
                                   {"label_smoothing", Value::number(s.label_smoothing)},
                                   {"layer_lr_decay", Value::number(s.layer_lr_decay)},
+                                  {"weight_average", swa_json},
                                   {"schedule", schedule.to_json()},
                                   {"bf16", Value::boolean(s.bf16)},
                                   {"stop_reason", Value::string(stop_reason)},
@@ -1134,7 +1192,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
         Value::object({{"config", cfg.to_json()}, {"parameters", Value::integer(model.num_parameters())}})},
        {"training", training},
        {"valid",
-        Value::object({{"accuracy", Value::number(fr.best.score)}, {"loss", Value::number(fr.best.loss)}})},
+        Value::object({{"accuracy", Value::number(valid_accuracy)}, {"loss", Value::number(valid_loss)}})},
        {"valid_short",
         Value::object({{"max_chars", Value::integer(kShortValidChars)},
                        {"count", Value::integer(static_cast<int64_t>(short_cache.size()))},

@@ -23,6 +23,8 @@ TEST(FinetuneOptionsCli, BadValuesAndMisplacedFlags) {
   expect_error("train classify --pool cls", "--pool goes with --encoder NAME");
   expect_error("train classify --frozen-vector", "--frozen-vector goes with --encoder NAME");
   expect_error("train classify --layer-lr-decay 0.8", "--layer-lr-decay goes with --encoder NAME");
+  expect_error("train classify --average-from 0.5", "--average-from goes with --encoder NAME");
+  expect_error("train classify --encoder e5 --average-from 1", "--average-from must be in [0, 1); got 1");
   expect_error("train classify --encoder e5 --layer-lr-decay 0", "--layer-lr-decay must be in (0, 1]; got 0");
   expect_error("train classify --encoder e5 --layer-lr-decay 1.5",
                "--layer-lr-decay must be in (0, 1]; got 1.5");

@@ -210,6 +210,18 @@ TEST(FrozenCache, LabelSmoothingLayerLrDecayAndPoolReachTheTraining) {
   o.layer_lr_decay = 0;
   EXPECT_ERROR_CONTAINS(tasks::train_classifier(o), {"--layer-lr-decay must be in (0, 1]; got 0"});
   o.layer_lr_decay = 1;
+  o.swa_from = 0.5;  // 6 steps of 8 rows in the epoch: the average of steps 3-6
+  const tasks::ClassifyTrainResult avg = tasks::train_classifier(o);
+  const json::Value& wa = avg.report.at("training").at("weight_average");
+  EXPECT_EQ(wa.at("from_step").as_int64(), 3);
+  EXPECT_EQ(wa.at("steps").as_int64(), 4);
+  EXPECT_EQ(avg.report.at("valid").at("accuracy").as_double(),
+            wa.at("used").as_bool() ? wa.at("valid_accuracy").as_double()
+                                    : wa.at("kept_valid_accuracy").as_double());
+  EXPECT_EQ(wa.at("kept_valid_accuracy").as_double(), flat.report.at("valid").at("accuracy").as_double());
+  o.swa_from = 1;
+  EXPECT_ERROR_CONTAINS(tasks::train_classifier(o), {"--average-from must be in [0, 1); got 1"});
+  o.swa_from = 0;
   o.freeze_layers = 1;
   o.pool = "cls";
   const tasks::ClassifyTrainResult cls = tasks::train_classifier(o);

@@ -91,6 +91,10 @@ struct ClassifyTrainOptions {
   // Layer-wise lr decay, in (0, 1]: encoder layer i of n trains at lr · decay^(n - i), the head at lr
   // (1: one lr for all).
   double layer_lr_decay = 1.0;
+  // Weight averaging, in [0, 1): > 0 averages the trained weights over every step from
+  // swa_from · total steps on, and keeps the average when its validation accuracy is at least the
+  // kept weights' (0: off).
+  double swa_from = 0;
   // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
   // With N ranks every rank calls this with the same options; each trains on 1/N of every
   // batch, and rank 0 alone reports progress and writes the outputs (the result is empty on
