@@ -107,9 +107,14 @@ void load_bert_weights(EncoderClassifier& model, const BertConfig& bert, const T
     errors.push_back(e.what());
     failed.insert("pos.weight");
   }
-  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+  // Layers 0..n-1, then the frozen copy of the top ones (TransformerConfig::frozen_top): its layer j
+  // is the pretrained layer n - frozen_top + j.
+  for (int64_t t = 0; t < c.encoder_layers + c.frozen_top; ++t) {
+    const int64_t i = t < c.encoder_layers ? t : t - c.frozen_top;
     const std::string h = "encoder.layer." + std::to_string(i) + ".";
-    const std::string o = "encoder.layers." + std::to_string(i) + ".";
+    const std::string o = t < c.encoder_layers
+                              ? "encoder.layers." + std::to_string(i) + "."
+                              : "frozen_top.layers." + std::to_string(t - c.encoder_layers) + ".";
     for (const char* wb : {"weight", "bias"}) {
       const std::string s = wb;
       take(o + "self_attn.w_q." + s, h + "attention.self.query." + s);

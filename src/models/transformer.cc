@@ -90,6 +90,8 @@ void TransformerConfig::validate(const std::string& needs) const {
              label_smoothing);
   ATTN_CHECK(encoder_layers >= 0 && decoder_layers >= 0, "config: layer counts must be >= 0; got ",
              encoder_layers, ", ", decoder_layers);
+  ATTN_CHECK(frozen_top >= 0 && frozen_top <= encoder_layers,
+             "config: frozen_top must be in [0, encoder_layers = ", encoder_layers, "]; got ", frozen_top);
   if (needs == "encdec" || needs == "classifier")
     ATTN_CHECK(src_vocab > 0, "config: src_vocab must be > 0; got ", src_vocab);
   if (needs == "encdec" || needs == "lm") {
@@ -149,6 +151,7 @@ json::Value TransformerConfig::to_json() const {
   o.set("scale_embeddings", Value::boolean(scale_embeddings));
   if (embed_norm) o.set("embed_norm", Value::boolean(true));
   if (mean_pool) o.set("mean_pool", Value::boolean(true));
+  if (frozen_top > 0) o.set("frozen_top", Value::integer(frozen_top));
   o.set("pad_id", Value::integer(pad_id));
   o.set("label_smoothing", Value::number(label_smoothing));
   o.set("num_classes", Value::integer(num_classes));
@@ -210,6 +213,8 @@ TransformerConfig TransformerConfig::from_json(const json::Value& v) {
         bln(c.embed_norm);
       else if (key == "mean_pool")
         bln(c.mean_pool);
+      else if (key == "frozen_top")
+        i64(c.frozen_top);
       else if (key == "pad_id")
         i64(c.pad_id);
       else if (key == "label_smoothing")
@@ -398,8 +403,26 @@ EncoderClassifier::EncoderClassifier(const TransformerConfig& config)
   }
   encoder_ = std::make_unique<nn::Encoder>(c_.layer_config(), c_.encoder_layers, rng_, c_.seed + 1);
   register_module("encoder", encoder_.get());
-  classifier_ = std::make_unique<nn::Linear>(c_.d_model, c_.num_classes, true, rng_);
+  if (c_.frozen_top > 0) {
+    frozen_top_ = std::make_unique<nn::Encoder>(c_.layer_config(), c_.frozen_top, rng_, c_.seed + 3);
+    register_module("frozen_top", frozen_top_.get());
+  }
+  classifier_ =
+      std::make_unique<nn::Linear>(c_.d_model * (c_.frozen_top > 0 ? 2 : 1), c_.num_classes, true, rng_);
   register_module("classifier", classifier_.get());
+}
+
+Tensor EncoderClassifier::head(const Tensor& pooled, const Tensor& frozen_pooled) const {
+  if (!frozen_top_) return classifier_->forward(pooled);
+  return classifier_->forward(concat({pooled, frozen_pooled}, 1));  // [B, 2C] -> [B, classes]
+}
+
+Tensor EncoderClassifier::frozen_vector(const Tensor& hidden, const std::vector<int64_t>& lengths) {
+  ATTN_CHECK(frozen_top_ != nullptr, "EncoderClassifier::frozen_vector: the model has no frozen copy");
+  frozen_top_->eval();  // always deterministic: the copy is the pretrained encoder's top
+  nn::AttentionCall acall;
+  acall.key_lengths = lengths;
+  return pool(frozen_top_->forward_layers(hidden, acall, 0, frozen_top_->num_layers()), lengths);
 }
 
 ModelOutput EncoderClassifier::forward(const Tensor& ids, const std::vector<int64_t>& lengths,
@@ -443,8 +466,22 @@ ModelOutput EncoderClassifier::forward_embeddings(const Tensor& tokens, const Cl
   acall.capture_rows = rows;
   ModelOutput out;
   std::vector<Tensor> weights;
-  Tensor h = encoder_->forward(x, acall, call.trace, "encoder.", call.capture ? &weights : nullptr);
-  out.logits = classifier_->forward(pool(h, call.lengths));  // [B, classes]
+  Tensor frozen_pooled;
+  Tensor h;
+  if (frozen_top_) {
+    // The frozen copy reads the hidden states after layer frozen_branch_input(): from the trace.
+    nn::Trace local;
+    nn::Trace* tr = call.trace != nullptr ? call.trace : &local;
+    const std::size_t mark = tr->size();
+    h = encoder_->forward(x, acall, tr, "encoder.", call.capture ? &weights : nullptr);
+    const int64_t at = frozen_branch_input();
+    Tensor mid = x;
+    if (at > 0) mid = (*tr)[mark + static_cast<std::size_t>(at - 1)].second;
+    frozen_pooled = frozen_vector(mid, call.lengths);
+  } else {
+    h = encoder_->forward(x, acall, call.trace, "encoder.", call.capture ? &weights : nullptr);
+  }
+  out.logits = head(pool(h, call.lengths), frozen_pooled);  // [B, classes]
   if (call.trace != nullptr) call.trace->emplace_back("logits", out.logits);
   // cls_attention: the row of query 0, when it was captured.
   const auto row0 = std::find(rows.begin(), rows.end(), int64_t{0});
@@ -497,7 +534,8 @@ Tensor EncoderClassifier::hidden_after(const Tensor& ids, const std::vector<int6
 }
 
 ModelOutput EncoderClassifier::forward_from(const Tensor& hidden, int64_t first_layer,
-                                            const std::vector<int64_t>& lengths, const Tensor& labels) {
+                                            const std::vector<int64_t>& lengths, const Tensor& labels,
+                                            const Tensor& frozen_pooled) {
   ATTN_CHECK(hidden.defined() && hidden.rank() == 3 && hidden.size(2) == c_.d_model && hidden.size(1) >= 1,
              "EncoderClassifier::forward_from: hidden states must be [B, L, ", c_.d_model, "]; got ",
              hidden.defined() ? hidden.str() : "none");
@@ -505,9 +543,25 @@ ModelOutput EncoderClassifier::forward_from(const Tensor& hidden, int64_t first_
   check_lengths(lengths, B, hidden.size(1), "EncoderClassifier");
   nn::AttentionCall acall;
   acall.key_lengths = lengths;
-  const Tensor h = encoder_->forward_layers(hidden, acall, first_layer, encoder_->num_layers());
   ModelOutput out;
-  out.logits = classifier_->forward(pool(h, lengths));  // [B, classes]
+  if (!frozen_top_) {
+    const Tensor h = encoder_->forward_layers(hidden, acall, first_layer, encoder_->num_layers());
+    out.logits = classifier_->forward(pool(h, lengths));  // [B, classes]
+  } else {
+    const int64_t at = frozen_branch_input();
+    ATTN_CHECK(first_layer <= at, "EncoderClassifier::forward_from: the frozen copy reads layer ", at,
+               "'s input; first_layer must be at most ", at, "; got ", first_layer);
+    const Tensor mid = encoder_->forward_layers(hidden, acall, first_layer, at);
+    Tensor fp = frozen_pooled;
+    if (fp.defined())
+      ATTN_CHECK(fp.rank() == 2 && fp.size(0) == B && fp.size(1) == c_.d_model,
+                 "EncoderClassifier::forward_from: frozen_pooled must be [", B, ", ", c_.d_model, "]; got ",
+                 fp.str());
+    else
+      fp = frozen_vector(mid, lengths);
+    const Tensor h = encoder_->forward_layers(mid, acall, at, encoder_->num_layers());
+    out.logits = head(pool(h, lengths), fp);
+  }
   add_loss(out, labels, B);
   return out;
 }

@@ -20,6 +20,7 @@
 #include <attn/ops/basic.h>
 #include <attn/ops/nn_functional.h>
 #include <attn/tasks/classify.h>
+#include <attn/text/utf8.h>
 #include <attn/train/comm.h>
 #include <attn/train/fit.h>
 #include <attn/train/optim.h>
@@ -610,8 +611,42 @@ Tensor stack_hidden(const std::vector<Tensor>& cache, const std::vector<int64_t>
 }
 
 // Accuracy, loss and predictions of the trained part over cached rows (eval mode).
+// The rows `idx` of per-example vectors ([C] each) as one [B, C] matrix; undefined when `vecs` is empty.
+Tensor gather_vectors(const std::vector<Tensor>& vecs, const std::vector<int64_t>& idx) {
+  if (vecs.empty()) return Tensor();
+  const int64_t C = vecs[idx[0]].numel(), B = static_cast<int64_t>(idx.size());
+  Tensor x = Tensor::zeros({B, C});
+  for (int64_t b = 0; b < B; ++b)
+    std::copy(vecs[idx[b]].data<float>(), vecs[idx[b]].data<float>() + C, x.data<float>() + b * C);
+  return x;
+}
+
+// The frozen copy's pooled vector (EncoderClassifier::frozen_vector) of every cached row, [C] each,
+// computed once in length-sorted batches; empty when the model has no frozen copy.
+std::vector<Tensor> frozen_vectors(models::EncoderClassifier& model, const std::vector<Tensor>& cache,
+                                   int64_t k) {
+  if (model.config().frozen_top <= 0) return {};
+  ATTN_CHECK(k == model.frozen_branch_input(), "--frozen-vector: the cache holds layer ", k,
+             "'s input, the frozen copy reads layer ", model.frozen_branch_input(), "'s");
+  NoGradGuard ng;
+  std::vector<int64_t> order(cache.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return cache[a].size(0) < cache[b].size(0); });
+  std::vector<Tensor> out(cache.size());
+  for (std::size_t b0 = 0; b0 < order.size(); b0 += 32) {
+    const std::vector<int64_t> idx(order.begin() + b0, order.begin() + std::min(order.size(), b0 + 32));
+    std::vector<int64_t> lengths;
+    const Tensor v = model.frozen_vector(stack_hidden(cache, idx, lengths), lengths).contiguous();  // [B, C]
+    for (std::size_t i = 0; i < idx.size(); ++i)
+      out[idx[i]] = v.select(0, static_cast<int64_t>(i)).contiguous();
+  }
+  return out;
+}
+
 EvalResult evaluate_cached(models::EncoderClassifier& model, const std::vector<Tensor>& cache,
-                           const std::vector<int32_t>& labels, int64_t k) {
+                           const std::vector<int32_t>& labels, int64_t k,
+                           const std::vector<Tensor>& frozen = {}) {
   NoGradGuard ng;
   model.eval();
   EvalResult r;
@@ -628,8 +663,8 @@ EvalResult evaluate_cached(models::EncoderClassifier& model, const std::vector<T
     std::vector<int64_t> lengths, y;
     for (int64_t i : idx) y.push_back(labels[i]);
     const Tensor h = stack_hidden(cache, idx, lengths);
-    const models::ModelOutput o =
-        model.forward_from(h, k, lengths, Tensor::from(y, {static_cast<int64_t>(idx.size())}));
+    const models::ModelOutput o = model.forward_from(
+        h, k, lengths, Tensor::from(y, {static_cast<int64_t>(idx.size())}), gather_vectors(frozen, idx));
     loss_sum += o.loss.to_vector()[0] * static_cast<double>(idx.size());
     const Tensor logits = o.logits.contiguous();
     for (std::size_t i = 0; i < idx.size(); ++i) {
@@ -646,6 +681,54 @@ EvalResult evaluate_cached(models::EncoderClassifier& model, const std::vector<T
   return r;
 }
 
+// The short validation slice: the validation rows of at most this many characters (code points of
+// the text as read), selected by length only. The validation split has the test split's distribution
+// (many sentences cut from long reviews); short whole reviews behave differently, so every fine-tune
+// reports its accuracy on this slice as well (report.json "valid_short").
+constexpr int64_t kShortValidChars = 30;
+
+// Layer-wise learning-rate decay (ClassifyTrainOptions::layer_lr_decay): AdamW where encoder layer i
+// of n takes lr · decay^(n - i) and everything else trained (the head) takes lr, so the layers nearest
+// the pretrained input move least. One AdamW per rate; the trainer sets the base lr each step.
+class LayerwiseAdamW final : public train::Optimizer {
+ public:
+  LayerwiseAdamW(const NamedParams& params, const train::AdamWOptions& o, int64_t n_layers, double decay)
+      : Optimizer(params) {
+    std::map<int64_t, NamedParams> groups;  // layer index; n_layers: not in a layer (the head)
+    for (const auto& np : params) {
+      int64_t layer = n_layers;
+      const std::string pre = "encoder.layers.";
+      if (np.first.rfind(pre, 0) == 0) layer = std::stoll(np.first.substr(pre.size()));
+      groups[layer].push_back(np);
+    }
+    for (auto& [layer, ps] : groups) {
+      scales_.push_back(std::pow(decay, static_cast<double>(n_layers - layer)));
+      parts_.push_back(std::make_unique<train::AdamW>(ps, o));
+    }
+    lr_ = o.lr;
+  }
+  void step() override {
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      parts_[i]->set_lr(lr_ * scales_[i]);
+      parts_[i]->step();
+    }
+    ++steps_;
+  }
+  std::string kind() const override { return "adamw"; }
+  NamedParams state_tensors() const override {
+    NamedParams all;
+    for (const auto& p : parts_)
+      for (auto& t : p->state_tensors()) all.push_back(t);
+    return all;
+  }
+  // The rates' multipliers, lowest layer first (the head last).
+  const std::vector<double>& scales() const { return scales_; }
+
+ private:
+  std::vector<double> scales_;
+  std::vector<std::unique_ptr<train::AdamW>> parts_;
+};
+
 // A seeded pick of at most n rows (n <= 0: all), in a random order.
 std::vector<int64_t> pick_rows(const std::vector<int64_t>& rows, int64_t n, uint64_t seed) {
   std::vector<int64_t> r = rows;
@@ -661,6 +744,10 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   ATTN_CHECK(s.encoder_max_len >= 3 && s.encoder_lr > 0 && s.encoder_epochs >= 1,
              "train classify --encoder: max_len must be >= 3, lr > 0, epochs >= 1; got ", s.encoder_max_len,
              ", ", s.encoder_lr, ", ", s.encoder_epochs);
+  ATTN_CHECK(s.layer_lr_decay > 0 && s.layer_lr_decay <= 1,
+             "train classify --encoder: --layer-lr-decay must be in (0, 1]; got ", s.layer_lr_decay);
+  ATTN_CHECK(s.swa_from >= 0 && s.swa_from < 1,
+             "train classify --encoder: --average-from must be in [0, 1); got ", s.swa_from);
   ATTN_CHECK(s.label_smoothing >= 0 && s.label_smoothing < 1,
              "train classify --encoder: label smoothing must be in [0, 1); got ", s.label_smoothing);
   ATTN_CHECK(s.prefix.empty() || s.prefix == "none" || s.prefix == "query" || s.prefix == "passage",
@@ -691,14 +778,9 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   const std::string prefix = s.prefix.empty() || s.prefix == "none" ? std::string() : s.prefix + ": ";
   const PretrainedEncoder pe = open_encoder(s.encoder, s.encoder_file, prefix);
   const int64_t max_len = std::min(s.encoder_max_len, pe.config.max_position_embeddings - pe.position_offset);
-  const models::TransformerConfig cfg =
+  models::TransformerConfig cfg =
       models::bert_classifier_config(pe.config, C, max_len, pe.position_offset, s.dropout, s.seed,
                                      s.pool.empty() ? pe.mean_pool : s.pool == "mean");
-  models::TextClassifier clf(cfg, pe.tokenizer, ds.label_names, max_len);
-  // Frozen embeddings stay as the base model has them: the saved file leaves them out.
-  clf.set_embeddings_from_base(s.freeze_embeddings && pe.tokenizer->has_embeddings());
-  models::EncoderClassifier& model = clf.model();
-  models::load_bert_weights(model, pe.config, pe.weights, pe.position_offset);
   const int64_t n_layers = cfg.encoder_layers;
   const int64_t k = !s.freeze_embeddings  ? 0
                     : s.freeze_layers < 0 ? std::max<int64_t>(0, n_layers - 2)
@@ -706,10 +788,20 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   ATTN_CHECK(k <= n_layers, "--freeze-layers must be at most the encoder's ", n_layers, " layers; got ", k);
   ATTN_CHECK(s.freeze_embeddings || s.freeze_layers <= 0,
              "--freeze-layers needs frozen embeddings (the frozen part is computed once from them)");
+  ATTN_CHECK(!s.frozen_vector || (s.freeze_embeddings && k < n_layers),
+             "--frozen-vector needs trained layers above frozen ones: --freeze-layers below the encoder's ",
+             n_layers, " layers and frozen embeddings; got --freeze-layers ", k,
+             s.freeze_embeddings ? "" : " with --train-embeddings");
+  if (s.frozen_vector) cfg.frozen_top = n_layers - k;  // a frozen copy of the trained layers
+  models::TextClassifier clf(cfg, pe.tokenizer, ds.label_names, max_len);
+  // Frozen embeddings stay as the base model has them: the saved file leaves them out.
+  clf.set_embeddings_from_base(s.freeze_embeddings && pe.tokenizer->has_embeddings());
+  models::EncoderClassifier& model = clf.model();
+  models::load_bert_weights(model, pe.config, pe.weights, pe.position_offset);
   NamedParams trainable;
   int64_t n_trainable = 0;
   for (auto& [name, p] : model.named_parameters()) {
-    bool frozen = false;
+    bool frozen = name.rfind("frozen_top.", 0) == 0;
     if (s.freeze_embeddings && (name.rfind("embed", 0) == 0 || name.rfind("pos.", 0) == 0)) frozen = true;
     for (int64_t i = 0; i < k && !frozen; ++i)
       frozen = name.rfind("encoder.layers." + std::to_string(i) + ".", 0) == 0;
@@ -814,6 +906,16 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
                 " examples, " + std::to_string(prefix_tokens) + " tokens, in " + duration(prefix_seconds) +
                 " (" + fmt("%.0f", static_cast<double>(prefix_tokens) / std::max(1e-9, prefix_seconds)) +
                 " tokens/s)");
+  const auto t_fv = Clock::now();
+  const std::vector<Tensor> train_fv = frozen_vectors(model, train_cache, k),
+                            valid_fv = frozen_vectors(model, valid_cache, k),
+                            test_fv = frozen_vectors(model, test_cache, k);
+  const double frozen_vector_seconds = seconds_since(t_fv);
+  if (cfg.frozen_top > 0)
+    progress.note("frozen vector (a frozen copy of layers " + std::to_string(k) + "-" +
+                  std::to_string(n_layers - 1) + ", pooled) computed once for " +
+                  std::to_string(train_rows.size() + valid_rows.size() + test_rows.size()) + " examples in " +
+                  duration(frozen_vector_seconds));
   auto labels_for = [&](const std::vector<int64_t>& rows) {
     std::vector<int32_t> y;
     for (int64_t i : rows) y.push_back(labels_of[i]);
@@ -833,7 +935,12 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   train::AdamWOptions ao;
   ao.lr = s.encoder_lr;
   ao.weight_decay = s.weight_decay;
-  train::AdamW opt(trainable, ao);
+  std::unique_ptr<train::Optimizer> opt_ptr;
+  if (s.layer_lr_decay < 1.0)
+    opt_ptr = std::make_unique<LayerwiseAdamW>(trainable, ao, n_layers, s.layer_lr_decay);
+  else
+    opt_ptr = std::make_unique<train::AdamW>(trainable, ao);
+  train::Optimizer& opt = *opt_ptr;
   train::TrainerOptions tro;
   tro.clip_norm = s.clip;
   train::Trainer trainer(opt, schedule, tro, s.seed);
@@ -860,21 +967,38 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
     const Tensor h = stack_hidden(train_cache, idx, lengths);
     for (int64_t l : lengths) tokens += l;
     const Tensor labels = Tensor::from(y, {static_cast<int64_t>(idx.size())});
-    if (s.label_smoothing <= 0) return model.forward_from(h, k, lengths, labels).loss;
+    const Tensor fv = gather_vectors(train_fv, idx);
+    if (s.label_smoothing <= 0) return model.forward_from(h, k, lengths, labels, fv).loss;
     CrossEntropyOptions ce;
     ce.label_smoothing = s.label_smoothing;
-    return cross_entropy(model.forward_from(h, k, lengths).logits, labels, ce);
+    return cross_entropy(model.forward_from(h, k, lengths, Tensor(), fv).logits, labels, ce);
   };
   hooks.evaluate = [&] {
-    const EvalResult v = evaluate_cached(model, valid_cache, valid_y, k);
+    const EvalResult v = evaluate_cached(model, valid_cache, valid_y, k, valid_fv);
     return train::EvalScore{v.accuracy, v.loss};
   };
+  // Weight averaging (--swa-from F): the mean of the trained weights after every step from F · total on.
+  const int64_t swa_start =
+      s.swa_from > 0
+          ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(s.swa_from * static_cast<double>(total))))
+          : 0;
+  std::vector<std::vector<double>> swa_sum;
+  int64_t swa_count = 0;
   hooks.on_step = [&](train::FitStep& fs) {
     step = fs.result.step;
     if (fs.result.skipped || !std::isfinite(fs.result.loss)) ++skipped;
     ATTN_CHECK(skipped <= 20, "fine-tuning diverged: ", skipped,
                " updates skipped for NaN/Inf (try a lower --lr)");
     if (step == 1) first_loss = fs.result.loss;
+    if (swa_start > 0 && step >= swa_start) {
+      if (swa_sum.empty())
+        for (auto& np : trainable) swa_sum.emplace_back(static_cast<std::size_t>(np.second.numel()), 0.0);
+      for (std::size_t i = 0; i < trainable.size(); ++i) {
+        const float* w = trainable[i].second.data<float>();
+        for (std::size_t j = 0; j < swa_sum[i].size(); ++j) swa_sum[i][j] += w[j];
+      }
+      ++swa_count;
+    }
     progress.step(step, total, fs.epoch, fs.result.loss,
                   static_cast<double>(tokens) / std::max(1e-9, fs.seconds),
                   fs.seconds / static_cast<double>(step) * static_cast<double>(total - step));
@@ -908,10 +1032,65 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
                                              : std::string("all epochs done");
   progress.note(stop_reason + "; kept the weights of step " + std::to_string(fr.best_step) +
                 " (valid accuracy " + pct(fr.best.score) + ")");
+  // ---- the short validation slice (kShortValidChars), of the kept weights and of the average ----
+  std::vector<Tensor> short_cache, short_fv;
+  std::vector<int32_t> short_y;
+  for (std::size_t i = 0; i < valid_rows.size(); ++i)
+    if (static_cast<int64_t>(text::decode_utf8(ds.examples[valid_rows[i]].text).size()) <= kShortValidChars) {
+      short_cache.push_back(valid_cache[i]);
+      if (!valid_fv.empty()) short_fv.push_back(valid_fv[i]);
+      short_y.push_back(valid_y[i]);
+    }
+  double valid_accuracy = fr.best.score, valid_loss = fr.best.loss;
+  Value swa_json;
+  if (swa_count > 0) {
+    // The averaged weights replace the kept ones when their validation accuracy is at least as good.
+    const double kept_short =
+        short_cache.empty() ? 0.0 : evaluate_cached(model, short_cache, short_y, k, short_fv).accuracy;
+    std::vector<std::vector<float>> kept;
+    for (auto& np : trainable) {
+      float* w = np.second.data<float>();
+      kept.emplace_back(w, w + np.second.numel());
+    }
+    for (std::size_t i = 0; i < trainable.size(); ++i) {
+      float* w = trainable[i].second.data<float>();
+      for (std::size_t j = 0; j < swa_sum[i].size(); ++j)
+        w[j] = static_cast<float>(swa_sum[i][j] / static_cast<double>(swa_count));
+    }
+    const EvalResult av = evaluate_cached(model, valid_cache, valid_y, k, valid_fv);
+    const double av_short =
+        short_cache.empty() ? 0.0 : evaluate_cached(model, short_cache, short_y, k, short_fv).accuracy;
+    const bool use = av.accuracy >= fr.best.score;
+    if (use) {
+      valid_accuracy = av.accuracy;
+      valid_loss = av.loss;
+    } else {
+      for (std::size_t i = 0; i < trainable.size(); ++i)
+        std::copy(kept[i].begin(), kept[i].end(), trainable[i].second.data<float>());
+    }
+    progress.note("weights averaged over steps " + std::to_string(swa_start) + "-" + std::to_string(step) +
+                  " (" + std::to_string(swa_count) + "): valid accuracy " + pct(av.accuracy) + " against " +
+                  pct(fr.best.score) + "; " + (use ? "the average is kept" : "the kept weights stay"));
+    swa_json = Value::object(
+        {{"from_step", Value::integer(swa_start)},
+         {"steps", Value::integer(swa_count)},
+         {"valid_accuracy", Value::number(av.accuracy)},
+         {"valid_short_accuracy", short_cache.empty() ? Value() : Value::number(av_short)},
+         {"kept_valid_accuracy", Value::number(fr.best.score)},
+         {"kept_valid_short_accuracy", short_cache.empty() ? Value() : Value::number(kept_short)},
+         {"used", Value::boolean(use)}});
+  }
+
+  const double short_accuracy =
+      short_cache.empty() ? 0.0 : evaluate_cached(model, short_cache, short_y, k, short_fv).accuracy;
+  progress.note("short validation slice (at most " + std::to_string(kShortValidChars) +
+                " characters): " + std::to_string(short_cache.size()) + " of " +
+                std::to_string(valid_rows.size()) + " validation reviews, accuracy " +
+                (short_cache.empty() ? std::string("-") : pct(short_accuracy)));
 
   // ---- test, clean set ----
   const auto t_test = Clock::now();
-  const EvalResult te = evaluate_cached(model, test_cache, test_y, k);
+  const EvalResult te = evaluate_cached(model, test_cache, test_y, k, test_fv);
   const models::Metrics test = models::classification_metrics(te.truth, te.predicted, C);
   std::optional<models::Metrics> eval_metrics;
   if (eval_set) {
@@ -976,7 +1155,9 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
        {"cache_hits", Value::integer(cache_hits)},
        {"pool", Value::string(cfg.mean_pool ? "mean" : "cls")},
        {"prefix", Value::string(prefix)},
-       {"prefix_seconds", Value::number(prefix_seconds)}});
+       {"prefix_seconds", Value::number(prefix_seconds)},
+       {"frozen_vector", Value::boolean(cfg.frozen_top > 0)},
+       {"frozen_vector_seconds", Value::number(frozen_vector_seconds)}});
   Value training = Value::object({{"steps", Value::integer(step)},
                                   {"steps_per_epoch", Value::integer(steps_per_epoch)},
                                   {"batch_size", Value::integer(s.batch_size)},
@@ -984,6 +1165,8 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
                                   {"lr", Value::number(s.encoder_lr)},
                                   {"weight_decay", Value::number(s.weight_decay)},
                                   {"label_smoothing", Value::number(s.label_smoothing)},
+                                  {"layer_lr_decay", Value::number(s.layer_lr_decay)},
+                                  {"weight_average", swa_json},
                                   {"schedule", schedule.to_json()},
                                   {"bf16", Value::boolean(s.bf16)},
                                   {"stop_reason", Value::string(stop_reason)},
@@ -1009,7 +1192,11 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
         Value::object({{"config", cfg.to_json()}, {"parameters", Value::integer(model.num_parameters())}})},
        {"training", training},
        {"valid",
-        Value::object({{"accuracy", Value::number(fr.best.score)}, {"loss", Value::number(fr.best.loss)}})},
+        Value::object({{"accuracy", Value::number(valid_accuracy)}, {"loss", Value::number(valid_loss)}})},
+       {"valid_short",
+        Value::object({{"max_chars", Value::integer(kShortValidChars)},
+                       {"count", Value::integer(static_cast<int64_t>(short_cache.size()))},
+                       {"accuracy", short_cache.empty() ? Value() : Value::number(short_accuracy)}})},
        {"test", test.to_json(ds.label_names)},
        {"baseline",
         Value::object({{"name", Value::string("multinomial naive Bayes, character unigrams + bigrams")},
@@ -1052,9 +1239,13 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
     md += confusion_md("Fine-tuned " + pe.name, *eval_metrics, ds.label_names);
   }
   md += "\n## Encoder and training\n\n";
-  md += "- " + pe.name + " from `" + pe.source + "`: " + std::to_string(n_layers) +
-        " post-norm layers, hidden " + std::to_string(cfg.d_model) + ", " + std::to_string(cfg.heads) +
-        " heads; a [CLS] head (Linear) on top\n";
+  md +=
+      "- " + pe.name + " from `" + pe.source + "`: " + std::to_string(n_layers) +
+      " post-norm layers, hidden " + std::to_string(cfg.d_model) + ", " + std::to_string(cfg.heads) +
+      " heads; a " + (cfg.mean_pool ? std::string("mean-pooled") : std::string("[CLS]")) +
+      " head (Linear) on top" +
+      (cfg.frozen_top > 0 ? ", reading also the pooled vector of a frozen copy of the trained layers" : "") +
+      "\n";
   md += "- frozen: " +
         std::string(s.freeze_embeddings ? "embeddings and layers 0-" + std::to_string(k - 1) : "nothing") +
         ", computed once per example (" + std::to_string(prefix_tokens) + " tokens in " +

@@ -21,6 +21,14 @@ void expect_error(const std::string& args, const std::string& message) {
 TEST(FinetuneOptionsCli, BadValuesAndMisplacedFlags) {
   expect_error("train classify --cache-dir runs/cache", "--cache-dir goes with --encoder NAME");
   expect_error("train classify --pool cls", "--pool goes with --encoder NAME");
+  expect_error("train classify --frozen-vector", "--frozen-vector goes with --encoder NAME");
+  expect_error("train classify --layer-lr-decay 0.8", "--layer-lr-decay goes with --encoder NAME");
+  expect_error("train classify --average-from 0.5", "--average-from goes with --encoder NAME");
+  expect_error("train classify --encoder e5 --average-from 1", "--average-from must be in [0, 1); got 1");
+  expect_error("train classify --encoder e5 --layer-lr-decay 0", "--layer-lr-decay must be in (0, 1]; got 0");
+  expect_error("train classify --encoder e5 --layer-lr-decay 1.5",
+               "--layer-lr-decay must be in (0, 1]; got 1.5");
+  expect_error("train classify --encoder e5 --layer-lr-decay x", "--layer-lr-decay");
   expect_error("train classify --label-smoothing 0.1", "--label-smoothing goes with --encoder NAME");
   expect_error("train classify --encoder e5 --label-smoothing 1",
                "--label-smoothing must be in [0, 1); got 1");

@@ -163,6 +163,66 @@ TEST(BertClassifier, FrozenPrefixThenRestEqualsForward) {
                         {"0 <= begin <= end <= 3", "[4, 3)"});
 }
 
+// TransformerConfig::frozen_top: a frozen copy of the top layers beside the trained ones, its pooled
+// vector concatenated into the head. The split forward (hidden_after + forward_from, with the copy's
+// vector computed inside or given) equals forward; the copy does not follow changes of the trained
+// layers; the config keeps frozen_top through JSON and refuses more than the encoder's layers.
+TEST(BertClassifier, FrozenTopCopyReadsTheSameHiddenStates) {
+  const BertConfig c = tiny_config();  // 3 layers
+  std::map<std::string, Tensor> w;
+  for (auto& [n, t] : tiny_weights(c, 9)) w[n] = t;
+  models::TransformerConfig cfg = models::bert_classifier_config(c, 2, 32, 0, 0.1, 4, true);
+  cfg.frozen_top = 2;  // a copy of layers 1-2, reading layer 1's input
+  models::EncoderClassifier model(cfg);
+  models::load_bert_weights(
+      model, c, [&](const std::string& n) { return w.at(n); }, 0);
+  std::map<std::string, Tensor> p;
+  for (auto& [n, t] : model.named_parameters()) p[n] = t;
+  EXPECT_EQ(p.at("classifier.weight").shape(), (std::vector<int64_t>{2, 2 * c.hidden_size}));
+  for (auto& [n, t] : p)  // load_bert_weights: frozen_top.layers.j.* = the pretrained layer 1 + j
+    if (n.rfind("frozen_top.layers.", 0) == 0) {
+      const int j = n[std::string("frozen_top.layers.").size()] - '0';
+      const std::string src =
+          "encoder.layers." + std::to_string(1 + j) + n.substr(std::string("frozen_top.layers.0").size());
+      EXPECT_TRUE(testing::all_close(t, p.at(src), {0, 0})) << n;
+    }
+  EXPECT_EQ(model.frozen_branch_input(), 1);
+  std::vector<int64_t> lengths;
+  const Tensor ids = padded_ids({{1, 2, 3, 4, 5, 6}, {1, 9, 2}}, lengths);
+  const Tensor labels = Tensor::from(std::vector<int64_t>{0, 1}, {2});
+  NoGradGuard ng;
+  model.eval();
+  const models::ModelOutput full = model.forward(ids, lengths, labels);
+  for (int64_t k = 0; k <= 1; ++k) {
+    const models::ModelOutput part =
+        model.forward_from(model.hidden_after(ids, lengths, k), k, lengths, labels);
+    EXPECT_TRUE(testing::all_close(part.logits, full.logits, {1e-5, 1e-5})) << "k = " << k;
+  }
+  const Tensor h1 = model.hidden_after(ids, lengths, 1);
+  const Tensor fv = model.frozen_vector(h1, lengths);
+  EXPECT_EQ(fv.shape(), (std::vector<int64_t>{2, c.hidden_size}));
+  EXPECT_TRUE(
+      testing::all_close(model.forward_from(h1, 1, lengths, labels, fv).logits, full.logits, {1e-5, 1e-5}));
+  EXPECT_ERROR_CONTAINS(model.forward_from(model.hidden_after(ids, lengths, 2), 2, lengths),
+                        {"frozen copy reads layer 1", "got 2"});
+  EXPECT_ERROR_CONTAINS(model.forward_from(h1, 1, lengths, labels, Tensor::zeros({2, 3})),
+                        {"frozen_pooled must be [2, " + std::to_string(c.hidden_size) + "]"});
+  // "Training" the top layer changes the logits but not the frozen copy's vector.
+  Tensor top = p.at("encoder.layers.2.ffn.w2.weight");
+  for (int64_t i = 0; i < top.numel(); ++i) top.data<float>()[i] *= 1.5f;
+  EXPECT_TRUE(testing::all_close(model.frozen_vector(h1, lengths), fv, {0, 0}));
+  EXPECT_FALSE(testing::all_close(model.forward(ids, lengths).logits, full.logits, {1e-4, 1e-4}));
+  // The config keeps frozen_top; more than the layers is refused.
+  EXPECT_EQ(models::TransformerConfig::from_json(cfg.to_json()).frozen_top, 2);
+  EXPECT_EQ(
+      models::TransformerConfig::from_json(models::bert_classifier_config(c, 2, 32, 0, 0.1, 4).to_json())
+          .frozen_top,
+      0);
+  cfg.frozen_top = 4;
+  EXPECT_ERROR_CONTAINS(models::EncoderClassifier{cfg},
+                        {"frozen_top must be in [0, encoder_layers = 3]; got 4"});
+}
+
 TEST(BertClassifier, PositionOffsetShiftsThePositionTable) {
   // XLM-R's first token has position id pad + 1 = 2: offset 2 reads rows 2, 3, ...
   const BertConfig c = tiny_config();

@@ -5,7 +5,10 @@
 #include "tasks/classify_cache.h"
 
 #include <attn/core/error.h>
+#include <attn/io/e5_container.h>
 #include <attn/io/json.h>
+#include <attn/models/bert.h>
+#include <attn/models/bert_classifier.h>
 #include <attn/models/text_classifier.h>
 #include <attn/tasks/classify.h>
 #include <unistd.h>
@@ -15,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/cli_runner.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -181,7 +185,7 @@ TEST(FrozenCache, ReaderChecksKeyAndSizes) {
   fs::remove_all(dir);
 }
 
-TEST(FrozenCache, LabelSmoothingAndPoolReachTheTraining) {
+TEST(FrozenCache, LabelSmoothingLayerLrDecayAndPoolReachTheTraining) {
   const fs::path dir = temp_dir("levers");
   std::string log;
   tasks::ClassifyTrainOptions o = tiny_run(dir, &log);
@@ -194,6 +198,31 @@ TEST(FrozenCache, LabelSmoothingAndPoolReachTheTraining) {
   EXPECT_NE(plain.report.at("training").at("first_step_loss").as_double(),
             smooth.report.at("training").at("first_step_loss").as_double());
   o.label_smoothing = 0;
+  o.freeze_layers = 0;  // the one layer trains: at lr · 0.5 with the decay
+  const tasks::ClassifyTrainResult flat = tasks::train_classifier(o);
+  o.layer_lr_decay = 0.5;
+  const tasks::ClassifyTrainResult decayed = tasks::train_classifier(o);
+  EXPECT_EQ(decayed.report.at("training").at("layer_lr_decay").as_double(), 0.5);
+  EXPECT_EQ(flat.report.at("training").at("first_step_loss").as_double(),
+            decayed.report.at("training").at("first_step_loss").as_double());  // same start
+  EXPECT_NE(flat.report.at("valid").at("loss").as_double(),
+            decayed.report.at("valid").at("loss").as_double());
+  o.layer_lr_decay = 0;
+  EXPECT_ERROR_CONTAINS(tasks::train_classifier(o), {"--layer-lr-decay must be in (0, 1]; got 0"});
+  o.layer_lr_decay = 1;
+  o.swa_from = 0.5;  // 6 steps of 8 rows in the epoch: the average of steps 3-6
+  const tasks::ClassifyTrainResult avg = tasks::train_classifier(o);
+  const json::Value& wa = avg.report.at("training").at("weight_average");
+  EXPECT_EQ(wa.at("from_step").as_int64(), 3);
+  EXPECT_EQ(wa.at("steps").as_int64(), 4);
+  EXPECT_EQ(avg.report.at("valid").at("accuracy").as_double(),
+            wa.at("used").as_bool() ? wa.at("valid_accuracy").as_double()
+                                    : wa.at("kept_valid_accuracy").as_double());
+  EXPECT_EQ(wa.at("kept_valid_accuracy").as_double(), flat.report.at("valid").at("accuracy").as_double());
+  o.swa_from = 1;
+  EXPECT_ERROR_CONTAINS(tasks::train_classifier(o), {"--average-from must be in [0, 1); got 1"});
+  o.swa_from = 0;
+  o.freeze_layers = 1;
   o.pool = "cls";
   const tasks::ClassifyTrainResult cls = tasks::train_classifier(o);
   EXPECT_EQ(cls.report.at("encoder").at("pool").as_string(), "cls");
@@ -219,6 +248,59 @@ TEST(FrozenCache, QueryPrefixIsSavedWithTheModelAndHasItsOwnCache) {
   const auto b = models::TextClassifier::load(q.model_path)->classify({"a a"}).at(0);
   EXPECT_GT(b.tokens.size(), a.tokens.size()) << "the saved model does not put the prefix before the text";
   EXPECT_EQ(b.tokens.front(), "<s>");
+  fs::remove_all(dir);
+}
+
+// --frozen-vector: the head also reads a frozen copy of the trained layers. The copy is the
+// pretrained layer, untouched by the training, saved with the model and reloaded; the saved model
+// classifies and explains through the CLI; a second run with the cache trains to the same numbers.
+TEST(FrozenCache, FrozenVectorHeadIsSavedReloadedAndExplained) {
+  const fs::path dir = temp_dir("fvec");
+  std::string log;
+  tasks::ClassifyTrainOptions o = tiny_run(dir, &log);
+  o.freeze_layers = 0;  // the container's one layer trains; its frozen copy reads the embeddings
+  o.frozen_vector = true;
+  o.encoder_epochs = 2;
+  const tasks::ClassifyTrainResult r = tasks::train_classifier(o);
+  EXPECT_TRUE(r.report.at("encoder").at("frozen_vector").as_bool());
+  EXPECT_EQ(r.report.at("model").at("config").at("frozen_top").as_int64(), 1);
+  EXPECT_NE(log.find("frozen vector (a frozen copy of layers 0-0, pooled) computed once"), std::string::npos)
+      << log;
+  EXPECT_NE(r.report.at("valid_short").find("count"), nullptr);
+  const auto loaded = models::TextClassifier::load(r.model_path);
+  ASSERT_EQ(loaded->model().config().frozen_top, 1);
+  // The pretrained encoder as loaded from the container, to compare with.
+  const io::E5Container c = io::E5Container::open(o.encoder_file);
+  const models::BertConfig bc = models::BertConfig::from_e5(c.hf_config());
+  models::EncoderClassifier base(models::bert_classifier_config(
+      bc, 2, bc.max_position_embeddings - bc.position_offset, bc.position_offset, 0.0, 1, true));
+  models::load_bert_weights(
+      base, bc, [&](const std::string& n) { return c.load_hf(n); }, bc.position_offset);
+  std::map<std::string, Tensor> pre, got;
+  for (auto& [n, t] : base.named_parameters()) pre[n] = t;
+  for (auto& [n, t] : loaded->model().named_parameters()) got[n] = t;
+  int64_t compared = 0, trained_differ = 0;
+  for (auto& [n, t] : got) {
+    if (n.rfind("frozen_top.layers.0.", 0) != 0) continue;
+    const std::string src = "encoder.layers.0." + n.substr(std::string("frozen_top.layers.0.").size());
+    EXPECT_TRUE(testing::all_close(t, pre.at(src), {0, 0})) << n << " is not the pretrained " << src;
+    trained_differ += !testing::all_close(got.at(src), pre.at(src), {0, 0});
+    ++compared;
+  }
+  EXPECT_GT(compared, 10);
+  EXPECT_GT(trained_differ, 0) << "the trained layer did not change";
+  const testing::CliRun cls = testing::run_attn("classify --model " + r.model_path + " \"a a ab\" \"b bb\"");
+  EXPECT_EQ(cls.status, 0) << cls.err;
+  const testing::CliRun ex = testing::run_attn("classify --explain --model " + r.model_path + " \"a a ab\"");
+  EXPECT_EQ(ex.status, 0) << ex.err;
+  EXPECT_NE(ex.out.find("attribution"), std::string::npos) << ex.out;
+  const tasks::ClassifyTrainResult again = tasks::train_classifier(o);
+  EXPECT_EQ(hits(again), 60);
+  EXPECT_EQ(again.test_accuracy, r.test_accuracy);
+  EXPECT_EQ(again.report.at("valid").at("loss").as_double(), r.report.at("valid").at("loss").as_double());
+  o.freeze_layers = 1;  // nothing left to train: no copy to make
+  EXPECT_ERROR_CONTAINS(tasks::train_classifier(o),
+                        {"--frozen-vector needs trained layers", "got --freeze-layers 1"});
   fs::remove_all(dir);
 }
 

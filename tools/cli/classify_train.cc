@@ -65,6 +65,14 @@ const std::vector<OptionSpec>& train_classify_options() {
        "with --encoder e5: query, passage or none (default): put \"query: \" or \"passage: \" before every "
        "text, as e5 was trained\n(saved with the model)"},
       {"label-smoothing", "X", "with --encoder: label smoothing of the loss, in [0, 1) (default 0)"},
+      {"layer-lr-decay", "X",
+       "with --encoder: layer i of n trains at lr x X^(n - i), the head at lr; in (0, 1] (default 1)"},
+      {"average-from", "F",
+       "with --encoder: average the trained weights over the steps from F x total on and keep the\n"
+       "average if it validates at least as well, F in [0, 1) (default 0: off)"},
+      {"frozen-vector", "",
+       "with --encoder: the head also reads the pretrained encoder's own pooled vector (a frozen copy of\n"
+       "the trained layers, computed once per example; saved with the model)"},
       {"pool", "P",
        "with --encoder: the head reads the mean of the tokens or [CLS] (mean|cls; default: the "
        "model's own, mean for e5)"},
@@ -154,13 +162,21 @@ tasks::ClassifyTrainOptions parse_options(const Args& a) {
                  "--prefix must be query, passage or none; got '", s.prefix, "'");
     }
     if (a.has("label-smoothing")) s.label_smoothing = parse_fraction(a, "label-smoothing");
+    s.frozen_vector = a.has("frozen-vector");
+    if (a.has("average-from")) s.swa_from = parse_fraction(a, "average-from");
+    if (a.has("layer-lr-decay")) {
+      s.layer_lr_decay = parse_number(a.str("layer-lr-decay"), "--layer-lr-decay");
+      ATTN_CHECK(s.layer_lr_decay > 0 && s.layer_lr_decay <= 1, "--layer-lr-decay must be in (0, 1]; got ",
+                 a.str("layer-lr-decay"));
+    }
     if (a.has("pool")) {
       s.pool = a.str("pool");
       ATTN_CHECK(s.pool == "mean" || s.pool == "cls", "--pool must be mean or cls; got '", s.pool, "'");
     }
   } else {
-    for (const char* o : {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid",
-                          "cache-dir", "label-smoothing", "pool", "prefix"})
+    for (const char* o :
+         {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid", "cache-dir",
+          "label-smoothing", "pool", "prefix", "frozen-vector", "layer-lr-decay", "average-from"})
       ATTN_CHECK(!a.has(o), "--", o, " goes with --encoder NAME");
   }
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 256)));

@@ -48,7 +48,8 @@ TensorLookup safetensors_lookup(const io::SafeTensorsFile& file);
 
 // Copies the pretrained weights into `model` (built from bert_classifier_config with the
 // same BertConfig and offset). Every shape is checked against the config; all mismatches
-// are listed in one attn::Error, and nothing is copied on error.
+// are listed in one attn::Error, and nothing is copied on error. A model with a frozen copy of its
+// top layers (TransformerConfig::frozen_top) gets the same pretrained layers there too.
 void load_bert_weights(EncoderClassifier& model, const BertConfig& bert, const TensorLookup& get,
                        int64_t position_offset);
 

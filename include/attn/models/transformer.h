@@ -53,6 +53,12 @@ struct TransformerConfig {
   // EncoderClassifier: the head reads the mean of the final vectors over the real tokens
   // (padding left out) instead of position 0 ([CLS]); multilingual-e5 is pooled so. JSON only when set.
   bool mean_pool = false;
+  // EncoderClassifier: > 0 adds a frozen copy of the top `frozen_top` encoder layers (params
+  // frozen_top.*, never trained: the fine-tune copies them from the base model and keeps them); the
+  // head reads the pooled vector of the trained stack concatenated with the pooled vector of that
+  // copy run on the same hidden states (after layer encoder_layers - frozen_top), so the fine-tuned
+  // model keeps the pretrained sentence vector beside its own. JSON only when set.
+  int64_t frozen_top = 0;
   int64_t pad_id = 0;  // ignored by the loss
   double label_smoothing = 0.0;
   int64_t num_classes = 0;  // EncoderClassifier
@@ -172,8 +178,15 @@ class EncoderClassifier : public nn::Module {
   // embeddings), and forward_from(hidden, k, lengths, labels) runs layers [k, n) and the
   // head. In eval mode forward_from(hidden_after(ids, l, k), k, l, y) equals forward(ids, l, y).
   Tensor hidden_after(const Tensor& ids, const std::vector<int64_t>& lengths, int64_t layers);
+  // With config().frozen_top > 0, `frozen_pooled` ([B, C], optional) is the frozen copy's pooled
+  // vector of these rows (frozen_vector below), when computed once beforehand; else it is computed here.
   ModelOutput forward_from(const Tensor& hidden, int64_t first_layer, const std::vector<int64_t>& lengths,
-                           const Tensor& labels = Tensor());
+                           const Tensor& labels = Tensor(), const Tensor& frozen_pooled = Tensor());
+  // config().frozen_top > 0: the frozen copy's pooled vector [B, C] from the hidden states after
+  // layer encoder_layers - frozen_top ([B, L, C]), in eval mode (no dropout).
+  Tensor frozen_vector(const Tensor& hidden, const std::vector<int64_t>& lengths);
+  // The first layer whose input the frozen copy reads (encoder_layers - frozen_top).
+  int64_t frozen_branch_input() const { return c_.encoder_layers - c_.frozen_top; }
 
  private:
   Tensor embed_input(const Tensor& tokens);  // + positions, embed_norm, dropout
@@ -185,7 +198,10 @@ class EncoderClassifier : public nn::Module {
   std::unique_ptr<nn::Embedding> embed_, pos_;
   std::unique_ptr<nn::Norm> embed_norm_;
   std::unique_ptr<nn::Encoder> encoder_;
+  std::unique_ptr<nn::Encoder> frozen_top_;  // config().frozen_top > 0
   std::unique_ptr<nn::Linear> classifier_;
+  // pooled [B, C] (+ the frozen copy's [B, C]) -> logits
+  Tensor head(const Tensor& pooled, const Tensor& frozen_pooled) const;
 };
 
 class DecoderLM : public nn::Module {

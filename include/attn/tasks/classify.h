@@ -83,6 +83,18 @@ struct ClassifyTrainOptions {
   // e5: "query" or "passage" puts "query: " / "passage: " before every text (saved with the model,
   // so `attn classify` does the same); "" or "none": no prefix.
   std::string prefix;
+  // The head also reads the frozen encoder's pooled vector (models::TransformerConfig::frozen_top):
+  // a frozen copy of the trained top layers, their pooled output computed once per example beside
+  // the frozen part, concatenated with the fine-tuned stack's; saved with the model. Needs trained
+  // layers (freeze_layers below the encoder's layer count).
+  bool frozen_vector = false;
+  // Layer-wise lr decay, in (0, 1]: encoder layer i of n trains at lr · decay^(n - i), the head at lr
+  // (1: one lr for all).
+  double layer_lr_decay = 1.0;
+  // Weight averaging, in [0, 1): > 0 averages the trained weights over every step from
+  // swa_from · total steps on, and keeps the average when its validation accuracy is at least the
+  // kept weights' (0: off).
+  double swa_from = 0;
   // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
   // With N ranks every rank calls this with the same options; each trains on 1/N of every
   // batch, and rank 0 alone reports progress and writes the outputs (the result is empty on
