@@ -64,6 +64,7 @@ std::vector<int32_t> filler(const models::Gemma3Model& m, int64_t n) {
 int main(int argc, char** argv) {
   std::string model_path;
   models::Gemma3Options base;
+  base.greedy_screen = true;  // measured beside the full logits (off by default in the model)
   bool margins = false, screened_context = false;
   int a = 1;
   for (; a + 1 < argc && std::strncmp(argv[a], "--", 2) == 0; a += 2) {

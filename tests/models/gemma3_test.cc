@@ -164,6 +164,7 @@ std::vector<int32_t> screened_greedy(Gemma3Model& m, const std::vector<int32_t>&
 
 TEST(Gemma3Tiny, ScreenedGreedyPicksTheFullArgmax) {
   Gemma3Options on;
+  on.greedy_screen = true;
   on.greedy_screen_after = 0;
   Gemma3Model m = Gemma3Model::load(tiny(), on);
   if (!ops::greedy_screen_fast())
@@ -251,6 +252,7 @@ TEST(Gemma3Real, ScreenedGreedyEqualsTheFullArgmaxAndTheBoundHolds) {
   REQUIRE_GEMMA3();
   Gemma3Options o;
   o.max_context = 256;
+  o.greedy_screen = true;
   o.greedy_screen_after = 0;
   Gemma3Model m = Gemma3Model::load(*gemma_path, o);
   if (!ops::greedy_screen_fast()) GTEST_SKIP() << "the screen runs only with AVX-512 VNNI";
