@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Quick start: install what is missing, build Release, then the main job on real
-# data (about five minutes on 2 cores, build excluded; estimated ~300 s from the measured rates):
-#   1. a character Transformer trained from scratch on the reviews (~1 min), next to
+# data (5-6 minutes on 2 cores, build excluded: 298 s and 361 s measured on two evenings with the
+# 1-minute scratch run, docs/benchmarks.md issue 14):
+#   1. a character Transformer trained from scratch on the reviews (45 s), next to
 #      naive Bayes and logistic-regression baselines on the same split;
 #   2. multilingual-e5-small fine-tuned on the same split (attn train classify --encoder e5):
 #      its embeddings and lowest 8 layers frozen and computed once, the top 4 layers and a
 #      pooled head trained through the autograd engine ("query: " before every text, 10,000
 #      examples, 1 epoch, lr 5e-4 with layer-wise decay 0.8: the recipe chosen on the validation
-#      split and its short slice, docs/benchmarks.md issue 14, blocks e14 and e14b);
+#      split and its short slice, docs/benchmarks.md issue 14, recipe trials);
 #   3. every model's accuracy on the test split and on the hand-written clean set
 #      (eval/reviews-zh-clean.tsv), side by side;
 #   4. held-out reviews classified by the fine-tuned model, with what <s> ([CLS]) attended to.
@@ -35,8 +36,8 @@ fi
 CLEAN=eval/reviews-zh-clean.tsv
 
 echo
-echo "== 1. attn train classify --minutes 1: a character Transformer from scratch (reviews from $ATTN_DATA_DIR) =="
-build/release/attn train classify --preset quick --minutes 1 --eval "$CLEAN" --out runs/classify-scratch
+echo "== 1. attn train classify --minutes 0.75: a character Transformer from scratch (reviews from $ATTN_DATA_DIR) =="
+build/release/attn train classify --preset quick --minutes 0.75 --eval "$CLEAN" --out runs/classify-scratch
 
 echo
 echo "== 2. attn train classify --encoder e5: fine-tune multilingual-e5-small on the same split =="

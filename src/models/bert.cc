@@ -206,7 +206,7 @@ Tensor transposed(const Tensor& w) { return w.transpose(0, 1).contiguous(); }
 // Up to this many rows the small-M kernel is faster than BLAS, which packs the whole weight matrix
 // per call (measured on Zen 4, 1 thread: 1.6x at M = 16, 1.1x at M = 64-128, equal at 256-512,
 // 0.83x at 4096). With packed weights, ops::linear_packed against ops::gemm_packed: 1.11x at 128 tokens,
-// 1.04x at 96 (docs/benchmarks.md, issue 15).
+// 1.04x at 96 (docs/benchmarks-log/2026-12-01.md, issue 15).
 constexpr int64_t kSmallM = 256;
 
 // Largest activation block (floats) the model keeps between calls: 128 MiB, e.g. 9,700 tokens of

@@ -102,7 +102,7 @@ Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
   // One row (decoding at batch 1) takes the packed path too: the product is bound by streaming the
   // weights, and one contiguous 32-column panel at a time streams faster than BLAS's matrix-vector
-  // kernel reading the rows in place (docs/benchmarks.md, branch d15).
+  // kernel reading the rows in place (docs/benchmarks-log/2026-12-01.md, branch d15).
   if (M < 1 || M > packed_linear_max_rows()) return linear(x, w, b);
   const float* packed = scope->packed(w);
   if (packed == nullptr) return linear(x, w, b);  // not used often enough yet

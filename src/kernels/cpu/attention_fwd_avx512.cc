@@ -169,6 +169,14 @@ void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D
 
 // ---- online softmax ------------------------------------------------------------
 
+// The range reduction both exps share: t = max(x·log2(e), −160) = n + f, n = round(t), |f| <= 1/2.
+inline void exp2_split(__m512 x, __m512& n, __m512& f) {
+  const __m512 t =
+      _mm512_max_ps(_mm512_set1_ps(-160.f), _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
+  n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  f = _mm512_sub_ps(t, n);
+}
+
 // exp(x) for the softmax's shifted logits x = s − m' (x <= 0 up to rounding, −inf for a masked key, NaN
 // stays NaN): fewer operations than exp_ps, which also handles overflow. 2^t with t = x·log2(e):
 // t = n + f, n = round(t), |f| <= 1/2, 2^f by a degree-6 polynomial (relative error <= 8e-8 in fp32
@@ -176,10 +184,8 @@ void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D
 // it returns its second operand when either is NaN) sends −inf, and everything below 2^−150, to 0.
 // t's rounding adds a relative error of |x|·2^−24 to the result, below 2^−25 in absolute terms for any x.
 inline __m512 exp_shifted(__m512 x) {
-  const __m512 t =
-      _mm512_max_ps(_mm512_set1_ps(-160.f), _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(t, n);
+  __m512 n, f;
+  exp2_split(x, n, f);
   __m512 p = _mm512_set1_ps(1.5346636064e-4f);
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3400255702e-3f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6184881404e-3f));
@@ -205,10 +211,8 @@ inline __m512i bf16_pairs(__m512 lo, __m512 hi, __m512i interleave) {
 // exp_shifted with a degree-4 polynomial for 2^f (near-minimax in relative error: <= 2.7e-6 in fp32
 // evaluation, 1/1400 of the bf16 rounding that P gets for P·V): two FMAs fewer, for softmax_pairs.
 inline __m512 exp_shifted_bf16(__m512 x) {
-  const __m512 t =
-      _mm512_max_ps(_mm512_set1_ps(-160.f), _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(t, n);
+  __m512 n, f;
+  exp2_split(x, n, f);
   __m512 p = _mm512_set1_ps(9.570101276040077e-3f);
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.591785907745361e-2f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.40247443318367e-1f));
