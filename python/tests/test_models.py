@@ -179,7 +179,10 @@ def test_generate_bad_input(generator):
 
 
 _INTERRUPT_SCRIPT = r"""
-import sys, attn
+import signal, sys, attn
+# Ctrl-C raises KeyboardInterrupt even where this process inherited SIGINT ignored (a job started in the
+# background by a non-interactive shell), where Python would otherwise keep it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 g = attn.Generator("smollm2", max_context=2048)
 mode = sys.argv[1]
 print("ready", flush=True)
