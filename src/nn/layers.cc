@@ -164,7 +164,8 @@ MhaResult MultiHeadAttention::forward(const Tensor& x, const Tensor& memory, con
       if (cache != nullptr && !grad_mode_enabled()) {
         // Decoding reads the cached memory keys and values at every step: copy the head views
         // ([B, Hkv, Lk, D] with rows Hkv * D apart) once into one contiguous block per head, which the
-        // one-query attention streams ~1.7x faster than rows 1 KiB apart (d15b, docs/benchmarks-log/2026-12-01.md).
+        // one-query attention streams ~1.7x faster than rows 1 KiB apart (d15b,
+        // docs/benchmarks-log/2026-12-01.md).
         k = k.contiguous();
         v = v.contiguous();
       }

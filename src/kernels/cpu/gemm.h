@@ -28,8 +28,8 @@ bool sgemm_uses_bf16(int64_t M, int64_t N);
 //   own_f32   attn's own fp32 GEMM (gemm_f32.h) when its vectorised body runs here and, under
 //             ATTN_SGEMM=auto (the default), N >= 32 and M >= 32, or M >= 8 when op(B) is not
 //             transposed (read in place, not packed): where it measured as fast as OpenBLAS or
-//             faster (bench/gemm/gemm_f32_bench.cc, docs/benchmarks-log/2026-12-01.md); ATTN_SGEMM=attn: every
-//             product that is not a matrix-vector one;
+//             faster (bench/gemm/gemm_f32_bench.cc, docs/benchmarks-log/2026-12-01.md); ATTN_SGEMM=attn:
+//             every product that is not a matrix-vector one;
 //   blas      the rest (OpenBLAS cblas_sgemm: a few rows do not pay for packing op(B)), and
 //             everything under ATTN_SGEMM=blas.
 enum class SgemmPath { bf16, blas_gemv, own_f32, blas };

@@ -66,8 +66,8 @@ void sgemm_f32_path(F32GemmPath path, bool trans_a, bool trans_b, int64_t M, int
 // Values of k per block (the k blocks are ceil(K / kF32Kc) nearly equal runs). 768 rather than 256:
 // K = 384 (MiniLM) in one block instead of two, so C is written once, not read back and rewritten;
 // K = 1536 in two blocks of 768, not six of 256 (gemm_f32_bench, 1 thread: MiniLM batch-32 shapes
-// 89-98 -> 101-106 GFLOP/s, training shapes unchanged or faster; docs/benchmarks-log/2026-12-01.md, branch d15).
-// The A block (144 rows x 768 x 4 bytes = 432 KiB) and one B panel (96 KiB) stay in a 1 MiB L2.
+// 89-98 -> 101-106 GFLOP/s, training shapes unchanged or faster; docs/benchmarks-log/2026-12-01.md, branch
+// d15). The A block (144 rows x 768 x 4 bytes = 432 KiB) and one B panel (96 KiB) stay in a 1 MiB L2.
 inline constexpr int64_t kF32Kc = 768;
 
 // The packing and register-block functions of one path.
