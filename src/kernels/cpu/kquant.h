@@ -18,6 +18,22 @@
 namespace attn::kernels {
 
 enum class KFormat { q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k };
+
+// The 6-bit scale s and min m of sub-block j (0..7) of a Q4_K / Q5_K block, from its 12 packed bytes sc.
+// Internal linkage: the ISA bodies inline it, and an ISA object must define no weak symbol
+// (tests: isa_objects_define_no_weak_symbols).
+namespace {
+inline void k_scale_min(const uint8_t* sc, int j, int* s, int* m) {
+  if (j < 4) {
+    *s = sc[j] & 63;
+    *m = sc[j + 4] & 63;
+  } else {
+    *s = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
+    *m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+  }
+}
+}  // namespace
+
 int64_t kformat_block_elems(KFormat f);
 int64_t kformat_block_bytes(KFormat f);
 const char* kformat_name(KFormat f);

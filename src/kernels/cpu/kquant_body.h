@@ -63,13 +63,7 @@ struct KBody {
     const auto* qs = reinterpret_cast<const uint8_t*>(blk + (five ? 48 : 16));
     for (int j = 0; j < 8; ++j) {
       int s, mn;
-      if (j < 4) {
-        s = sc[j] & 63;
-        mn = sc[j + 4] & 63;
-      } else {
-        s = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
-        mn = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-      }
+      k_scale_min(sc, j, &s, &mn);
       const F dl = V::set1(d * static_cast<float>(s)), ml = V::set1(dmin * static_cast<float>(mn));
       const uint8_t* q = qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);

@@ -82,13 +82,7 @@ void q8k_unpack_int(KFormat f, const std::byte* row, int64_t K, int32_t* q, doub
         const uint8_t* qs = u + (five ? 48 : 16);
         for (int j = 0; j < 8; ++j) {
           int scj, mj;
-          if (j < 4) {
-            scj = sc[j] & 63;
-            mj = sc[j + 4] & 63;
-          } else {
-            scj = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
-            mj = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-          }
+          k_scale_min(sc, j, &scj, &mj);
           for (int i = 0; i < 32; ++i) {
             int v = (qs[32 * (j / 2) + i] >> (4 * (j % 2))) & 0xf;
             if (five) v |= ((qh[i] >> j) & 1) << 4;

@@ -30,15 +30,6 @@ inline float hsum(__m256 v) {
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
-inline void k_scales(const uint8_t* sc, int j, int* s, int* m) {
-  if (j < 4) {
-    *s = sc[j] & 63;
-    *m = sc[j + 4] & 63;
-  } else {
-    *s = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
-    *m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-  }
-}
 
 constexpr int chains(int R) { return R == 1 ? 4 : R == 2 ? 2 : 1; }
 template <int P>
@@ -129,7 +120,7 @@ struct Q8Body {
       __m256i qhv = _mm256_setzero_si256();
       if constexpr (Five) qhv = load32(u + 16);
       int sc[8], mn[8];
-      for (int j = 0; j < 8; ++j) k_scales(u + 4, j, &sc[j], &mn[j]);
+      for (int j = 0; j < 8; ++j) k_scale_min(u + 4, j, &sc[j], &mn[j]);
       __m256i iacc[R];
       for (int r = 0; r < R; ++r) iacc[r] = _mm256_setzero_si256();
       for (int jp = 0; jp < 4; ++jp) {

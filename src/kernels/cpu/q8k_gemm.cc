@@ -68,12 +68,7 @@ void pack_row(KFormat f, const std::byte* row, int64_t K, uint8_t* q, float* s, 
         const uint8_t* qs = u + (five ? 48 : 16);
         for (int j = 0; j < 8; ++j) {
           int scj, mj;
-          if (j < 4) {
-            scj = sc[j] & 63, mj = sc[j + 4] & 63;
-          } else {
-            scj = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
-            mj = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-          }
+          k_scale_min(sc, j, &scj, &mj);
           s[8 * b + j] = d * static_cast<float>(scj);
           o[8 * b + j] = dmin * static_cast<float>(mj);
           uint8_t* out = q + 256 * b + 32 * j;
