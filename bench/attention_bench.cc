@@ -5,7 +5,7 @@
 //   attention_bench [--n 128,512,1024] [--d 64,128] [--causal 0,1] [--window 0,512]
 //                   [--batch 1] [--heads 8] [--backward 0,1] [--backends fused,reference]
 //                   [--decode-lk 1024,32768] [--threads N] [--min-time 0.5] [--ref-max-n 1024]
-//                   [--peak] [--memory] [--bandwidth] [--clock wall|thread] [--decode-lq 1]
+//                   [--peak] [--memory] [--bandwidth] [--clock wall|thread|process] [--decode-lq 1]
 //                   [--dtype f32|bf16]
 //
 // FLOP counts: forward 4·B·H·Lq·Lk·D (halved for causal, for a window of w keys
@@ -15,16 +15,24 @@
 // --memory reports the growth of peak resident memory during one call.
 // --bandwidth prints one thread's streaming-read bandwidth (GB/s) first.
 // --clock thread times in the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID;
-// meaningful with --threads 1), default wall time. --dtype bf16 passes q, k, v as
-// bf16 tensors (the fused kernel's AVX512_BF16 path where it applies).
+// meaningful with --threads 1), default wall time. --clock process times in the process's CPU time
+// divided by the thread count (CLOCK_PROCESS_CPUTIME_ID): at several threads, what each thread computes
+// per second it ran, without the time other processes took from it, and the table adds busy = process
+// CPU time / (threads x wall time) (below 1: threads slept, waiting for work or preempted; spinning
+// counts as busy). --peak under --clock process times the peak loops the same way. --dtype bf16 passes q, k,
+// v as bf16 tensors (the fused kernel's AVX512_BF16 path where it applies).
 #include <attn/core/parallel.h>
 #include <attn/ops/attention.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench_util.h"
 
@@ -40,6 +48,38 @@ Tensor rand_tensor(const Shape& s, uint64_t seed) {
   float* p = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(rng);
   return t;
+}
+
+bool& process_clock() {
+  static bool v = false;
+  return v;
+}
+
+// time_median in the process's CPU time per thread (--clock process); busy: the median call's process
+// CPU time over threads x its wall time.
+double time_median_process(const std::function<void()>& fn, double min_time, int min_reps, double* busy) {
+  fn();
+  std::vector<std::pair<double, double>> t;  // (cpu per thread, wall)
+  const double start = bench::now_s();
+  const double threads = num_threads();
+  while (static_cast<int>(t.size()) < min_reps || bench::now_s() - start < min_time) {
+    const double c0 = bench::process_cpu_s(), w0 = bench::now_s();
+    fn();
+    const double c1 = bench::process_cpu_s(), w1 = bench::now_s();
+    t.emplace_back((c1 - c0) / threads, w1 - w0);
+    if (t.size() >= 1000) break;
+  }
+  std::sort(t.begin(), t.end());
+  const auto& m = t[t.size() / 2];
+  if (busy) *busy = m.second > 0 ? m.first / m.second : 0;
+  return m.first;
+}
+
+// The benchmark's timing: bench::time_median, or time_median_process under --clock process.
+double timed(const std::function<void()>& fn, double min_time, int min_reps, double* busy) {
+  if (busy) *busy = -1;
+  if (process_clock()) return time_median_process(fn, min_time, min_reps, busy);
+  return bench::time_median(fn, min_time, min_reps);
 }
 
 bool& bf16_inputs() {
@@ -75,20 +115,19 @@ void run(const Config& c, double min_time, bool memory) {
   if (c.window > 0) o.window_left = c.window;
   o.backend = c.backend;
   if (bf16_inputs()) q = q.to(DType::bf16), k = k.to(DType::bf16), v = v.to(DType::bf16);
-  double mem = -1;
+  double mem = -1, busy = -1;
   double sec;
   if (!c.backward) {
     bench::PeakRss rss;
     if (memory) rss.reset();
-    sec = bench::time_median([&] { attention(q, k, v, o); }, min_time, memory ? 1 : 3);
+    sec = timed([&] { attention(q, k, v, o); }, min_time, memory ? 1 : 3, &busy);
     if (memory) mem = rss.growth_mib();
   } else {
     AttentionResult r = attention(q, k, v, o);
     Tensor dout = rand_tensor(q.shape(), 4);
     bench::PeakRss rss;
     if (memory) rss.reset();
-    sec = bench::time_median([&] { attention_backward(q, k, v, r.out, r.lse, dout, o); }, min_time,
-                             memory ? 1 : 3);
+    sec = timed([&] { attention_backward(q, k, v, r.out, r.lse, dout, o); }, min_time, memory ? 1 : 3, &busy);
     if (memory) mem = rss.growth_mib();
   }
   const double gf = flops(c) / sec / 1e9;
@@ -101,14 +140,36 @@ void run(const Config& c, double min_time, bool memory) {
       be, c.backward ? "backward" : "forward", (long long)c.B, (long long)c.H, (long long)c.Lq,
       (long long)c.Lk, (long long)c.D, bf16_inputs() ? "bf16" : "f32", c.causal ? 1 : 0, (long long)c.window,
       num_threads(), sec, gf, mem);
+  if (busy >= 0) std::printf("{\"engine\":\"busy\",\"threads\":%d,\"busy\":%.4g}\n", num_threads(), busy);
   std::fflush(stdout);
   std::fprintf(
       stderr,
       "%-10s %-8s B=%lld H=%lld Lq=%-6lld Lk=%-6lld D=%-4lld %-4s causal=%d window=%-5lld %9.3f ms %8.2f "
-      "GFLOP/s%s\n",
+      "GFLOP/s%s%s\n",
       be, c.backward ? "bwd" : "fwd", (long long)c.B, (long long)c.H, (long long)c.Lq, (long long)c.Lk,
       (long long)c.D, bf16_inputs() ? "bf16" : "f32", c.causal ? 1 : 0, (long long)c.window, sec * 1e3, gf,
-      mem >= 0 ? (" peak-RSS +" + std::to_string(static_cast<int>(mem)) + " MiB").c_str() : "");
+      mem >= 0 ? (" peak-RSS +" + std::to_string(static_cast<int>(mem)) + " MiB").c_str() : "",
+      busy >= 0 ? (" busy " + std::to_string(busy).substr(0, 5)).c_str() : "");
+}
+
+// The fp32 FMA and bf16 dot-product peaks on num_threads() threads under --clock process (the same loops
+// as bench::measure_*_peak_gflops, timed in CPU time per thread).
+double process_peak_gflops(bool bf16) {
+  if (bf16 && !__builtin_cpu_supports("avx512bf16")) return 0.0;
+  const int64_t iters = 20'000'000;
+  const int threads = num_threads();
+  std::vector<float> sink(threads * 16, 0.f);
+  const double sec = timed(
+      [&] {
+        parallel_for(threads, 1, [&](int64_t b, int64_t, int) {
+          if (bf16)
+            bench::dpbf16_chains(iters, &sink[b * 16]);
+          else
+            bench::fma_chains(iters, &sink[b * 16]);
+        });
+      },
+      0.3, 3, nullptr);
+  return (bf16 ? 64.0 : 32.0) * 12 * static_cast<double>(iters) * threads / sec / 1e9;
 }
 
 }  // namespace
@@ -161,9 +222,11 @@ int main(int argc, char** argv) {
       bf16_inputs() = next() == "bf16";
     else if (a == "--bandwidth")
       bandwidth = true;
-    else if (a == "--clock")
-      bench::use_thread_clock() = next() == "thread";
-    else if (a == "--backends") {
+    else if (a == "--clock") {
+      const std::string c = next();
+      bench::use_thread_clock() = c == "thread";
+      process_clock() = c == "process";
+    } else if (a == "--backends") {
       backends.clear();
       std::string s = next();
       std::size_t p = 0;
@@ -182,11 +245,11 @@ int main(int argc, char** argv) {
     }
   }
   if (peak) {
-    const double p = bench::measure_fma_peak_gflops();
+    const double p = process_clock() ? process_peak_gflops(false) : bench::measure_fma_peak_gflops();
     std::printf("{\"engine\":\"fma-peak\",\"threads\":%d,\"gflops\":%.4g}\n", num_threads(), p);
     std::fprintf(stderr, "measured fp32 FMA peak on %d threads: %.1f GFLOP/s\n", num_threads(), p);
     // The ceiling of the bf16 kernels (--dtype bf16): vdpbf16ps, two products per lane.
-    const double pb = bench::measure_bf16_dot_peak_gflops();
+    const double pb = process_clock() ? process_peak_gflops(true) : bench::measure_bf16_dot_peak_gflops();
     std::printf("{\"engine\":\"bf16-dot-peak\",\"threads\":%d,\"gflops\":%.4g}\n", num_threads(), pb);
     std::fprintf(stderr, "measured bf16 dot-product (vdpbf16ps) peak on %d threads: %.1f GFLOP/s%s\n",
                  num_threads(), pb, pb == 0 ? " (no AVX512_BF16)" : "");

@@ -76,6 +76,9 @@ INSTANTIATE_TEST_SUITE_P(
         ::testing::Values(
             NanCase{.name = "TileNanKey", .H = 2, .Lq = 20, .Lk = 31, .D = 24, .nan_key = 7},
             NanCase{.name = "TileNanQueryRow", .H = 2, .Lq = 20, .Lk = 31, .D = 24, .nan_query = 4},
+            // A NaN key in a later key tile, when the rows' running maxima are finite (AVX-512: the
+            // scores kernel's fused softmax sees the NaN and leaves the tile to the plain softmax).
+            NanCase{.name = "TileNanKeyLateTile", .H = 2, .Lq = 40, .Lk = 300, .D = 64, .nan_key = 250},
             NanCase{.name = "RowsNanKey", .H = 2, .Lq = 1, .Lk = 100, .D = 33, .nan_key = 99},
             NanCase{.name = "RowsNanQuery", .H = 2, .Lq = 2, .Lk = 40, .D = 16, .nan_query = 1},
             NanCase{.name = "SplitKeysNanKey", .H = 2, .Lq = 1, .Lk = 5000, .D = 128, .nan_key = 4321},

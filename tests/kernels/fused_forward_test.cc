@@ -47,6 +47,9 @@ struct Case {
   Layout layout = Layout::contiguous;
   Values values = Values::uniform;
   Capture capture = Capture::none;
+  double rising = 0;      // key row j multiplied by 1 + rising * j (logits that grow along the keys)
+  int64_t key_step = -1;  // key rows j < key_step multiplied by 1/64 (exact: with huge values, logits
+                          // jump from ~±156 to ~±1e4 at key_step)
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
@@ -139,6 +142,32 @@ std::vector<Case> cases() {
   add({.name = "LqGreaterLk", .B = 1, .H = 2, .Hkv = 2, .Lq = 150, .Lk = 70, .D = 32});
   add({.name = "LqLessLk", .B = 2, .H = 1, .Hkv = 1, .Lq = 9, .Lk = 201, .D = 40});
   add({.name = "ManyTiles", .B = 1, .H = 3, .Hkv = 3, .Lq = 200, .Lk = 333, .D = 64});
+  // Unmasked tiles exponentiate against the rows' running maxima in the scores kernel (AVX-512
+  // scores_exp) unless a logit passes its row's maximum by more than the headroom; then the tile is redone
+  // with a plain softmax. Keys scaled along j: slowly (the maxima creep up inside the headroom: no
+  // fallback, maxima that are not the exact ones), fast (jumps of ~20 per key tile: fallback on most tiles),
+  // and in between (both paths in one row), with a query tail, a short last key tile and 128-row tiles.
+  // HugeStep: a jump of ~1e4 inside a key tile, which overflows exp unless the tile is redone.
+  add({.name = "RisingSlow", .B = 1, .H = 2, .Hkv = 2, .Lq = 70, .Lk = 700, .D = 64, .rising = 0.01});
+  add({.name = "RisingMixed", .B = 1, .H = 2, .Hkv = 2, .Lq = 130, .Lk = 500, .D = 64, .rising = 0.06});
+  add({.name = "RisingFast", .B = 2, .H = 1, .Hkv = 1, .Lq = 33, .Lk = 400, .D = 32, .rising = 0.25});
+  add({.name = "HugeStep",
+       .B = 1,
+       .H = 2,
+       .Hkv = 2,
+       .Lq = 70,
+       .Lk = 400,
+       .D = 32,
+       .values = Values::huge,
+       .key_step = 200});
+  add({.name = "RisingDoubleTiles",
+       .B = 1,
+       .H = 1,
+       .Hkv = 1,
+       .Lq = 150,
+       .Lk = 2100,
+       .D = 128,
+       .rising = 0.004});
   // Long keys at D >= 96 (K and V of a head over 2 MiB): tiles of twice the query rows; a partial second
   // tile, the causal diagonal across both 64-row halves of a tile, and GQA 2.
   add({.name = "LongKeysDoubleTiles",
@@ -514,6 +543,19 @@ TEST_P(FusedForward, MatchesReference) {
   Tensor q = make_input(c.B, c.H, c.Lq, c.D, 1, c, true);
   Tensor k = make_input(c.B, c.Hkv, c.Lk, c.D, 2, c, false);
   Tensor v = make_input(c.B, c.Hkv, c.Lk, c.D, 3, c, false);
+  if (c.key_step >= 0) {
+    ASSERT_EQ(c.layout, Layout::contiguous);
+    float* p = k.data<float>();
+    for (int64_t row = 0; row < c.B * c.Hkv * c.Lk; ++row)
+      if (row % c.Lk < c.key_step)
+        for (int64_t d = 0; d < c.D; ++d) p[row * c.D + d] *= 1.f / 64;
+  }
+  if (c.rising > 0) {
+    ASSERT_EQ(c.layout, Layout::contiguous);
+    float* p = k.data<float>();
+    for (int64_t row = 0; row < c.B * c.Hkv * c.Lk; ++row)
+      for (int64_t d = 0; d < c.D; ++d) p[row * c.D + d] *= static_cast<float>(1 + c.rising * (row % c.Lk));
+  }
   AttentionOptions o = make_options(c);
   o.backend = Backend::reference;
   const AttentionResult ref = attention(q.to(DType::f64), k.to(DType::f64), v.to(DType::f64), o);

@@ -263,6 +263,18 @@ void apply_masks_rows(const AttnArgs<float>& a, const Kernels& kn, const TileRow
   }
 }
 
+// How far a logit may pass its row's running maximum and still be exponentiated against it by
+// Kernels::scores_exp: P <= e^8 ~ 3e3, far from fp32 overflow even summed over 2^31 keys.
+constexpr float kExpHeadroom = 8.f;
+
+// Every row's running maximum is finite (rows that have seen no key yet, or a NaN or infinite logit, are
+// left to the plain softmax).
+bool finite_max(const float* m, int ldq) {
+  bool ok = true;
+  for (int r = 0; r < ldq; ++r) ok &= std::abs(m[r]) <= std::numeric_limits<float>::max();
+  return ok;
+}
+
 uint64_t dropout_row_key(uint64_t seed, int64_t b, int64_t h, int64_t i) {
   uint64_t x = mix64(seed ^ 0x9e3779b97f4a7c15ull);
   x = mix64(x ^ static_cast<uint64_t>(b));
@@ -328,7 +340,21 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       for (int v = 0; v < ldq / 16; ++v) some = some || s.vlim[v] < nk;
       if (some) vlim = s.vlim, rlim = s.rlim;
     }
-    if (a.bf16)
+    // fp32 tiles without masks, once every row has a finite running maximum: P straight from the scores
+    // microkernel against those maxima (Kernels::scores_exp), unless some logit passes its row's maximum by
+    // more than kExpHeadroom (then the tile is redone below, scores then softmax).
+    bool fused = false;
+    if (!a.bf16 && kn.scores_exp && inside && !elementwise && !vlim && finite_max(s.m.get(), ldq)) {
+      const int64_t j1 = j0 + nk < ke ? j0 + nk : kb;
+      const fwd::RowStream pf[2] = {
+          {kbase + j1 * a.sk.r, a.sk.r, static_cast<int>(std::min<int64_t>(g.Bc, ke - j1))},
+          {vbase + j0 * a.sv.r, a.sv.r, nk}};
+      fused = kn.scores_exp(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
+                            s.st.get(), pf, s.m.get(), s.l.get(), s.alpha.get(), kExpHeadroom);
+    }
+    if (fused)
+      s.prefetch_share(3 * tiles_left - 1);
+    else if (a.bf16)
       kn.scores_bf16(as_u32(s.qt), ldq, kbase16 + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), scale,
                      s.st.get(), vlim);
     else {
@@ -343,14 +369,16 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       kn.scores(s.qt.get(), ldq, kbase + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D), 1.f, s.st.get(),
                 vlim, pf);  // the scale is in qt (pack_q)
     }
-    if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
-    s.prefetch_share(3 * tiles_left - 1);
     // bf16 without dropout: P goes straight to bf16 pairs, pv_bf16 reads them (p = null).
     const bool pairs = a.bf16 && !dropout && kn.softmax_pairs;
-    if (pairs)
-      kn.softmax_pairs(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get(), as_u32(s.pb));
-    else
-      kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
+    if (!fused) {
+      if (!inside || elementwise) apply_masks(a, kn, t, s, j0, nk, ldq, s.st.get());
+      s.prefetch_share(3 * tiles_left - 1);
+      if (pairs)
+        kn.softmax_pairs(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get(), as_u32(s.pb));
+      else
+        kn.softmax(s.st.get(), ldq, nk, s.m.get(), s.l.get(), s.alpha.get());
+    }
     // Dropout after the statistics update, so l stays pre-dropout.
     if (dropout)
       kn.dropout(s.st.get(), ldq, nk, s.drop_key, j0, dropout_threshold(a.dropout_p),
@@ -799,6 +827,7 @@ const Kernels& kernels_scalar() {
                          nullptr,
                          nullptr,
                          pack_qt_portable,
+                         nullptr,
                          nullptr,
                          nullptr};
   return k;

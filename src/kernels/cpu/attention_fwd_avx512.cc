@@ -23,9 +23,10 @@
 
 // GCC 12 reports a false "may be used uninitialized" inside the AVX-512 intrinsic headers (the
 // _mm512_undefined_ps() pass-through operand of unmasked max/min/roundscale/scalef) once exp_ps is
-// inlined; the operand is never read.
+// inlined (-Wuninitialized where it is inlined into the scores microkernel); the operand is never read.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -37,15 +38,58 @@ namespace {
 
 using avx512::exp_ps;
 
+// ---- exp for the shifted logits (the softmax and the scores' fused epilogue) -------------
+
+// The range reduction both exps share: t = max(x·log2(e), −160) = n + f, n = round(t), |f| <= 1/2.
+inline void exp2_split(__m512 x, __m512& n, __m512& f) {
+  const __m512 t =
+      _mm512_max_ps(_mm512_set1_ps(-160.f), _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
+  n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  f = _mm512_sub_ps(t, n);
+}
+
+// exp(x) for the softmax's shifted logits x = s − m' (x <= 0 up to rounding, −inf for a masked key, NaN
+// stays NaN): fewer operations than exp_ps, which also handles overflow. 2^t with t = x·log2(e):
+// t = n + f, n = round(t), |f| <= 1/2, 2^f by a degree-6 polynomial (relative error <= 8e-8 in fp32
+// evaluation, against ~2 ulp for exp_ps), scaled by 2^n with scalef. The clamp at −160 (max keeps NaN:
+// it returns its second operand when either is NaN) sends −inf, and everything below 2^−150, to 0.
+// t's rounding adds a relative error of |x|·2^−24 to the result, below 2^−25 in absolute terms for any x.
+inline __m512 exp_shifted(__m512 x) {
+  __m512 n, f;
+  exp2_split(x, n, f);
+  __m512 p = _mm512_set1_ps(1.5346636064e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3400255702e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6184881404e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503278971e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022646248e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718246e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
 // ---- scores ------------------------------------------------------------------
 
 // The first step of the D loop initialises the accumulators with a product (no zeroing), and the
 // multiply by `scale` at the end is compiled out when the driver has folded it into Q (SCALED false).
 // pf, j0: the prefetch streams (may be null) and this block's first key in them; one line per row every
 // 16 columns of D, spread over the block's FMAs.
-template <int KB, int RV, bool SCALED>
+// The scores' fused softmax epilogue (scores_exp): the running maxima m of the block's rows (the rows of
+// its first vector), the sums of P to add to, and whether some x = s − m passed `tau` or was NaN.
+struct ExpEpilogue {
+  const float* m;
+  float* sum;
+  float tau;
+  __mmask16 bad;
+};
+
+// MODE 0: st = the products; 1: st = scale · the products (SCALED); 2 (EXP): st = P = exp(products − m)
+// with the row sums of P added to ep->sum (Q pre-scaled), and ep->bad set where x = products − m > tau or
+// NaN (the caller then discards P).
+enum ScoresMode { kRaw = 0, kScaled = 1, kExp = 2 };
+
+template <int KB, int RV, int MODE>
 void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, float scale_f, float* st,
-                  const RowStream* pf, int j0) {
+                  const RowStream* pf, int j0, ExpEpilogue* ep) {
   __m512 acc[KB][RV];
   const float* kp[KB];
 #pragma GCC unroll 16
@@ -74,55 +118,79 @@ void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, 
       for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_fmadd_ps(q[v], kb, acc[j][v]);
     }
   }
-  const __m512 scale = _mm512_set1_ps(scale_f);
+  if constexpr (MODE == kExp) {
+    // P straight from the accumulators: no store and reload of S, no separate max and exp passes.
+    const __m512 tau = _mm512_set1_ps(ep->tau);
+    __m512 m[RV], sum[RV];
+    __mmask16 bad = 0;
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) m[v] = _mm512_load_ps(ep->m + 16 * v), sum[v] = _mm512_setzero_ps();
 #pragma GCC unroll 16
-  for (int j = 0; j < KB; ++j)
+    for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v) {
+        const __m512 x = _mm512_sub_ps(acc[j][v], m[v]);
+        bad |= _mm512_cmp_ps_mask(x, tau, _CMP_NLE_UQ);
+        const __m512 e = exp_shifted(x);
+        sum[v] = _mm512_add_ps(sum[v], e);
+        _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v, e);
+      }
 #pragma GCC unroll 4
     for (int v = 0; v < RV; ++v)
-      _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v,
-                      SCALED ? _mm512_mul_ps(acc[j][v], scale) : acc[j][v]);
+      _mm512_store_ps(ep->sum + 16 * v, _mm512_add_ps(_mm512_load_ps(ep->sum + 16 * v), sum[v]));
+    ep->bad |= bad;
+  } else {
+    const __m512 scale = _mm512_set1_ps(scale_f);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v)
+        _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v,
+                        MODE == kScaled ? _mm512_mul_ps(acc[j][v], scale) : acc[j][v]);
+  }
 }
 
-using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*, const RowStream*,
-                          int);
+using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*, const RowStream*, int,
+                          ExpEpilogue*);
 
 // Keys per block for RV row vectors: about 24 accumulators.
 constexpr int kb_for(int rv) { return rv == 4 ? 6 : 8; }
 
-template <int RV, bool SCALED, std::size_t... I>
+template <int RV, int MODE, std::size_t... I>
 constexpr auto scores_table(std::index_sequence<I...>) {
-  return std::array<ScoresFn, sizeof...(I)>{&scores_block<static_cast<int>(I) + 1, RV, SCALED>...};
+  return std::array<ScoresFn, sizeof...(I)>{&scores_block<static_cast<int>(I) + 1, RV, MODE>...};
 }
 
 // pf, j0: as in scores_block, for the first key of this run.
-template <int RV, bool SCALED>
+template <int RV, int MODE>
 void scores_rv(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
-               const RowStream* pf, int j0) {
+               const RowStream* pf, int j0, ExpEpilogue* ep) {
   constexpr int KB = kb_for(RV);
-  static constexpr auto table = scores_table<RV, SCALED>(std::make_index_sequence<KB>());
+  static constexpr auto table = scores_table<RV, MODE>(std::make_index_sequence<KB>());
   int j = 0;
   for (; j + KB <= nk; j += KB)
-    scores_block<KB, RV, SCALED>(qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq, pf,
-                                 j0 + j);
+    scores_block<KB, RV, MODE>(qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq, pf,
+                               j0 + j, ep);
   if (j < nk)
-    table[nk - j - 1](qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq, pf, j0 + j);
+    table[nk - j - 1](qt, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq, pf, j0 + j,
+                      ep);
 }
 
-template <bool SCALED>
+template <int MODE>
 void scores_vecs_t(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
-                   float* s, const RowStream* pf, int j0) {
+                   float* s, const RowStream* pf, int j0, ExpEpilogue* ep) {
   switch (nv) {
     case 1:
-      scores_rv<1, SCALED>(q, ldq, k, skr, nk, D, scale, s, pf, j0);
+      scores_rv<1, MODE>(q, ldq, k, skr, nk, D, scale, s, pf, j0, ep);
       break;
     case 2:
-      scores_rv<2, SCALED>(q, ldq, k, skr, nk, D, scale, s, pf, j0);
+      scores_rv<2, MODE>(q, ldq, k, skr, nk, D, scale, s, pf, j0, ep);
       break;
     case 3:
-      scores_rv<3, SCALED>(q, ldq, k, skr, nk, D, scale, s, pf, j0);
+      scores_rv<3, MODE>(q, ldq, k, skr, nk, D, scale, s, pf, j0, ep);
       break;
     default:
-      scores_rv<4, SCALED>(q, ldq, k, skr, nk, D, scale, s, pf, j0);
+      scores_rv<4, MODE>(q, ldq, k, skr, nk, D, scale, s, pf, j0, ep);
       break;
   }
 }
@@ -131,9 +199,9 @@ void scores_vecs_t(int nv, const float* q, int ldq, const float* k, int64_t skr,
 void scores_vecs(int nv, const float* q, int ldq, const float* k, int64_t skr, int nk, int D, float scale,
                  float* s, const RowStream* pf, int j0) {
   if (scale == 1.f)
-    scores_vecs_t<false>(nv, q, ldq, k, skr, nk, D, scale, s, pf, j0);
+    scores_vecs_t<kRaw>(nv, q, ldq, k, skr, nk, D, scale, s, pf, j0, nullptr);
   else
-    scores_vecs_t<true>(nv, q, ldq, k, skr, nk, D, scale, s, pf, j0);
+    scores_vecs_t<kScaled>(nv, q, ldq, k, skr, nk, D, scale, s, pf, j0, nullptr);
 }
 
 void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float scale, float* st,
@@ -167,34 +235,29 @@ void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D
   }
 }
 
+// Kernels::scores_exp: the scores of the whole tile (no limits) with the softmax update fused into the
+// microkernel's epilogue against the running maxima m (see attention_fwd_kernels.h).
+bool scores_exp(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float* st,
+                const RowStream* pf, const float* m, float* l, float* alpha, float tau) {
+  alignas(64) float sum[kMaxRows];
+  for (int r = 0; r < ldq; r += 16) _mm512_store_ps(sum + r, _mm512_setzero_ps());
+  __mmask16 bad = 0;
+  for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
+    ExpEpilogue ep{m + 16 * v0, sum + 16 * v0, tau, 0};
+    scores_vecs_t<kExp>(std::min(4, ldq / 16 - v0), qt + 16 * v0, ldq, k, skr, nk, D, 1.f, st + 16 * v0,
+                        v0 == 0 ? pf : nullptr, 0, &ep);
+    bad |= ep.bad;
+  }
+  if (bad) return false;
+  const __m512 one = _mm512_set1_ps(1.f);
+  for (int r = 0; r < ldq; r += 16) {
+    _mm512_store_ps(l + r, _mm512_add_ps(_mm512_load_ps(l + r), _mm512_load_ps(sum + r)));
+    _mm512_store_ps(alpha + r, one);
+  }
+  return true;
+}
+
 // ---- online softmax ------------------------------------------------------------
-
-// The range reduction both exps share: t = max(x·log2(e), −160) = n + f, n = round(t), |f| <= 1/2.
-inline void exp2_split(__m512 x, __m512& n, __m512& f) {
-  const __m512 t =
-      _mm512_max_ps(_mm512_set1_ps(-160.f), _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
-  n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  f = _mm512_sub_ps(t, n);
-}
-
-// exp(x) for the softmax's shifted logits x = s − m' (x <= 0 up to rounding, −inf for a masked key, NaN
-// stays NaN): fewer operations than exp_ps, which also handles overflow. 2^t with t = x·log2(e):
-// t = n + f, n = round(t), |f| <= 1/2, 2^f by a degree-6 polynomial (relative error <= 8e-8 in fp32
-// evaluation, against ~2 ulp for exp_ps), scaled by 2^n with scalef. The clamp at −160 (max keeps NaN:
-// it returns its second operand when either is NaN) sends −inf, and everything below 2^−150, to 0.
-// t's rounding adds a relative error of |x|·2^−24 to the result, below 2^−25 in absolute terms for any x.
-inline __m512 exp_shifted(__m512 x) {
-  __m512 n, f;
-  exp2_split(x, n, f);
-  __m512 p = _mm512_set1_ps(1.5346636064e-4f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3400255702e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6184881404e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503278971e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022646248e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718246e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 
 // vpermw indices that interleave the 16-bit halves [a0..a15, b0..b15] of a vcvtne2ps2bf16 result into pairs
 // (a_i, b_i).
@@ -790,9 +853,9 @@ void pack_qt(const float* const* rows, int n, int D, float scale_f, float* qt, i
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512",    64,       96,      scores,      softmax,      pv,
-                         softcap,     add_rows, dropout, 8,           scores_rows,  softmax_rows,
-                         scores_bf16, pv_bf16,  pack_qt, pack_v_bf16, softmax_pairs};
+  static const Kernels k{"avx512",    64,       96,      scores,      softmax,       pv,
+                         softcap,     add_rows, dropout, 8,           scores_rows,   softmax_rows,
+                         scores_bf16, pv_bf16,  pack_qt, pack_v_bf16, softmax_pairs, scores_exp};
   return k;
 }
 

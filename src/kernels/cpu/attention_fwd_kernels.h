@@ -124,6 +124,18 @@ struct Kernels {
   // read; pv_bf16 then takes p = null. Same m, l, alpha and pairs as softmax followed by pv_bf16.
   // st: [nk, ldq]  m, l, alpha: [ldq]  pb: [ceil(nk/2), ldq]
   void (*softmax_pairs)(const float* st, int ldq, int nk, float* m, float* l, float* alpha, uint32_t* pb);
+
+  // fp32 (null where the ISA has none: the driver then calls scores and softmax): `scores` with scale 1 and
+  // no limits, fused with the online-softmax update against the running maxima m as they are (all finite):
+  //   st[j * ldq + r] = P = exp(x), x = sum_d qt[d * ldq + r] · k[j * skr + d] − m[r],
+  //   l[r] += sum_j P, alpha[r] = 1, m unchanged,
+  // valid while every x <= tau (P <= e^tau: the shift need not be the exact maximum, since out = O / l and
+  // lse = m + log l do not depend on it). Returns false, leaving m, l and alpha untouched and st
+  // unspecified, when some x > tau or is NaN (a new maximum by more than tau, a NaN or infinite logit): the
+  // caller then runs scores and softmax on the tile. Saves softmax's separate max and exp passes over S.
+  // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]  m, l, alpha: [ldq]  pf: as in `scores`
+  bool (*scores_exp)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float* st,
+                     const RowStream* pf, const float* m, float* l, float* alpha, float tau);
 };
 
 namespace {  // internal linkage: each ISA's file has its own copy (no weak symbols across ISA objects)
