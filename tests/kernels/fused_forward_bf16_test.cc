@@ -38,6 +38,7 @@ struct Case {
   double softcap = 0;
   double dropout = 0;
   Layout layout = Layout::contiguous;
+  int64_t key_step = -1;  // key rows j >= key_step multiplied by 1024 (exact): logits jump by hundreds there
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
@@ -64,6 +65,11 @@ std::vector<Case> cases() {
     add(c);
   }
   add({.name = "ManyTiles", .B = 1, .H = 2, .Hkv = 2, .Lq = 200, .Lk = 333, .D = 64});
+  // Unmasked tiles take P's pairs from the scores kernel's epilogue (AVX-512 scores_exp_pairs) against the
+  // running maxima; a jump of hundreds inside a key tile overflows exp there unless the tile is redone
+  // with scores + softmax_pairs. Odd key counts (the last pair padded with 0) and an odd D.
+  add({.name = "KeyStep", .B = 1, .H = 2, .Hkv = 2, .Lq = 70, .Lk = 401, .D = 64, .key_step = 250});
+  add({.name = "KeyStepOddD", .B = 2, .H = 1, .Hkv = 1, .Lq = 20, .Lk = 301, .D = 33, .key_step = 100});
   add({.name = "OddKeysOneKey", .B = 1, .H = 1, .Hkv = 1, .Lq = 20, .Lk = 1, .D = 8});
   add({.name = "CausalSquare", .B = 1, .H = 2, .Hkv = 2, .Lq = 130, .Lk = 130, .D = 64, .causal = true});
   add({.name = "CausalBottomRightTall",
@@ -132,6 +138,15 @@ TEST_P(FusedForwardBf16, MatchesReferenceOnRoundedInputs) {
   Tensor q = make_input(c.B, c.H, c.Lq, c.D, 1, c.layout);
   Tensor k = make_input(c.B, c.Hkv, c.Lk, c.D, 2, c.layout);
   Tensor v = make_input(c.B, c.Hkv, c.Lk, c.D, 3, c.layout);
+  if (c.key_step >= 0) {
+    ASSERT_EQ(c.layout, Layout::contiguous);
+    Tensor kf = k.to(DType::f32);
+    float* p = kf.data<float>();
+    for (int64_t row = 0; row < c.B * c.Hkv * c.Lk; ++row)
+      if (row % c.Lk >= c.key_step)
+        for (int64_t d = 0; d < c.D; ++d) p[row * c.D + d] *= 1024.f;
+    k = kf.to(DType::bf16);  // exact: a power of two
+  }
   AttentionOptions o;
   o.causal = c.causal;
   o.align = c.align;

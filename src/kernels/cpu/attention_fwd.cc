@@ -28,6 +28,11 @@
 // next key tile's keys and this tile's values are fetched by the fp32 scores
 // kernel while it reads the keys (Kernels::scores' pf). bf16 without dropout:
 // the softmax writes P as bf16 pairs directly (softmax_pairs).
+// Tiles without masks, once every row has a finite running maximum, take P
+// straight from the scores microkernel's epilogue, exponentiated against those
+// maxima (Kernels::scores_exp, scores_exp_pairs: no separate max and exp passes
+// over S); a logit more than kExpHeadroom above its row's maximum, or NaN, sends
+// the tile back to scores + softmax.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
@@ -343,8 +348,13 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
     // fp32 tiles without masks, once every row has a finite running maximum: P straight from the scores
     // microkernel against those maxima (Kernels::scores_exp), unless some logit passes its row's maximum by
     // more than kExpHeadroom (then the tile is redone below, scores then softmax).
+    // bf16 without dropout: the same with P written as bf16 pairs (Kernels::scores_exp_pairs).
     bool fused = false;
-    if (!a.bf16 && kn.scores_exp && inside && !elementwise && !vlim && finite_max(s.m.get(), ldq)) {
+    const bool fusable = inside && !elementwise && !vlim && finite_max(s.m.get(), ldq);
+    if (a.bf16 && !dropout && kn.scores_exp_pairs && fusable)
+      fused = kn.scores_exp_pairs(as_u32(s.qt), ldq, kbase16 + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
+                                  scale, s.m.get(), s.l.get(), s.alpha.get(), kExpHeadroom, as_u32(s.pb));
+    if (!a.bf16 && kn.scores_exp && fusable) {
       const int64_t j1 = j0 + nk < ke ? j0 + nk : kb;
       const fwd::RowStream pf[2] = {
           {kbase + j1 * a.sk.r, a.sk.r, static_cast<int>(std::min<int64_t>(g.Bc, ke - j1))},
@@ -392,8 +402,8 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
         vp = vpack + j0 / 2 * g.ldo;
       else
         kn.pack_v_bf16(vbase16 + j0 * a.sv.r, a.sv.r, nk, static_cast<int>(a.D), g.ldo, as_u32(s.vp));
-      kn.pv_bf16(pairs ? nullptr : s.st.get(), ldq, vp, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
-                 s.alpha.get(), rlim, as_u32(s.pb));
+      kn.pv_bf16(pairs || fused ? nullptr : s.st.get(), ldq, vp, nk, t.n, static_cast<int>(a.D), s.o.get(),
+                 g.ldo, s.alpha.get(), rlim, as_u32(s.pb));
     } else {
       kn.pv(s.st.get(), ldq, vbase + j0 * a.sv.r, a.sv.r, nk, t.n, static_cast<int>(a.D), s.o.get(), g.ldo,
             s.alpha.get(), rlim);
@@ -827,6 +837,7 @@ const Kernels& kernels_scalar() {
                          nullptr,
                          nullptr,
                          pack_qt_portable,
+                         nullptr,
                          nullptr,
                          nullptr,
                          nullptr};

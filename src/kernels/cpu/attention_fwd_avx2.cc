@@ -218,7 +218,7 @@ const Kernels& kernels_avx2() {
   // No row path yet: every tile takes the column path.
   static const Kernels k{
       "avx2",  64,      64,      scores,  softmax,          pv,      softcap, add_rows, dropout_portable, 0,
-      nullptr, nullptr, nullptr, nullptr, pack_qt_portable, nullptr, nullptr, nullptr};
+      nullptr, nullptr, nullptr, nullptr, pack_qt_portable, nullptr, nullptr, nullptr,  nullptr};
   return k;
 }
 

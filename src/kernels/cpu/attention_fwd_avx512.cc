@@ -80,6 +80,7 @@ struct ExpEpilogue {
   float* sum;
   float tau;
   __mmask16 bad;
+  uint32_t* pb = nullptr;  // bf16 (scores_exp_pairs): P's pairs of the tile's first key pair, this vector
 };
 
 // MODE 0: st = the products; 1: st = scale · the products (SCALED); 2 (EXP): st = P = exp(products − m)
@@ -594,9 +595,12 @@ inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
 }
 
-template <int KB, int RV>
+// EXP false: st = scale · the products. EXP true (scores_exp_pairs): P = exp(scale · products − m) written
+// as pv_bf16's pairs to ep->pb from key pair jrel / 2 on (jrel even; an odd last key pairs with 0), row sums
+// added to ep->sum, ep->bad as in scores_block; st is not written.
+template <int KB, int RV, bool EXP = false>
 void scores_block_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int D, float scale_f,
-                       float* st) {
+                       float* st, ExpEpilogue* ep = nullptr, int jrel = 0) {
   __m512 acc[KB][RV];
 #pragma GCC unroll 16
   for (int j = 0; j < KB; ++j)
@@ -628,47 +632,104 @@ void scores_block_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t 
     }
   }
   const __m512 scale = _mm512_set1_ps(scale_f);
-#pragma GCC unroll 16
-  for (int j = 0; j < KB; ++j)
+  if constexpr (EXP) {
+    const __m512 tau = _mm512_set1_ps(ep->tau);
+    const __m512i interleave = pair_interleave();
+    __m512 m[RV], sum[RV];
+    __mmask16 bad = 0;
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) m[v] = _mm512_load_ps(ep->m + 16 * v), sum[v] = _mm512_setzero_ps();
+    uint32_t* pb = ep->pb + static_cast<int64_t>(jrel / 2) * ldq;
+#pragma GCC unroll 8
+    for (int j = 0; j < KB; j += 2)
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v) {
+        const __m512 x0 = _mm512_fmsub_ps(acc[j][v], scale, m[v]);
+        bad |= _mm512_cmp_ps_mask(x0, tau, _CMP_NLE_UQ);
+        const __m512 e0 = exp_shifted_bf16(x0);
+        __m512 e1 = _mm512_setzero_ps();
+        if (j + 1 < KB) {
+          const __m512 x1 = _mm512_fmsub_ps(acc[j + 1][v], scale, m[v]);
+          bad |= _mm512_cmp_ps_mask(x1, tau, _CMP_NLE_UQ);
+          e1 = exp_shifted_bf16(x1);
+        }
+        sum[v] = _mm512_add_ps(sum[v], _mm512_add_ps(e0, e1));
+        _mm512_store_si512(pb + static_cast<int64_t>(j / 2) * ldq + 16 * v, bf16_pairs(e0, e1, interleave));
+      }
 #pragma GCC unroll 4
     for (int v = 0; v < RV; ++v)
-      _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v, _mm512_mul_ps(acc[j][v], scale));
+      _mm512_store_ps(ep->sum + 16 * v, _mm512_add_ps(_mm512_load_ps(ep->sum + 16 * v), sum[v]));
+    ep->bad |= bad;
+  } else {
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j)
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; ++v)
+        _mm512_store_ps(st + static_cast<int64_t>(j) * ldq + 16 * v, _mm512_mul_ps(acc[j][v], scale));
+  }
 }
 
-using ScoresBf16Fn = void (*)(const uint32_t*, int, const uint16_t*, int64_t, int, float, float*);
+using ScoresBf16Fn = void (*)(const uint32_t*, int, const uint16_t*, int64_t, int, float, float*,
+                              ExpEpilogue*, int);
 
-template <int RV, std::size_t... I>
+template <int RV, bool EXP, std::size_t... I>
 constexpr auto scores_bf16_table(std::index_sequence<I...>) {
-  return std::array<ScoresBf16Fn, sizeof...(I)>{&scores_block_bf16<static_cast<int>(I) + 1, RV>...};
+  return std::array<ScoresBf16Fn, sizeof...(I)>{&scores_block_bf16<static_cast<int>(I) + 1, RV, EXP>...};
 }
 
-template <int RV>
+template <int RV, bool EXP>
 void scores_bf16_rv(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D, float scale,
-                    float* st) {
+                    float* st, ExpEpilogue* ep) {
   constexpr int KB = kb_for(RV);
-  static constexpr auto table = scores_bf16_table<RV>(std::make_index_sequence<KB>());
+  static_assert(KB % 2 == 0, "scores_exp_pairs: blocks start on even keys");
+  static constexpr auto table = scores_bf16_table<RV, EXP>(std::make_index_sequence<KB>());
   int j = 0;
   for (; j + KB <= nk; j += KB)
-    scores_block_bf16<KB, RV>(qt2, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
-  if (j < nk) table[nk - j - 1](qt2, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq);
+    scores_block_bf16<KB, RV, EXP>(qt2, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq,
+                                   ep, j);
+  if (j < nk)
+    table[nk - j - 1](qt2, ldq, k + j * skr, skr, D, scale, st + static_cast<int64_t>(j) * ldq, ep, j);
 }
 
+template <bool EXP = false>
 void scores_bf16_vecs(int nv, const uint32_t* q, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
-                      float scale, float* s) {
+                      float scale, float* s, ExpEpilogue* ep = nullptr) {
   switch (nv) {
     case 1:
-      scores_bf16_rv<1>(q, ldq, k, skr, nk, D, scale, s);
+      scores_bf16_rv<1, EXP>(q, ldq, k, skr, nk, D, scale, s, ep);
       break;
     case 2:
-      scores_bf16_rv<2>(q, ldq, k, skr, nk, D, scale, s);
+      scores_bf16_rv<2, EXP>(q, ldq, k, skr, nk, D, scale, s, ep);
       break;
     case 3:
-      scores_bf16_rv<3>(q, ldq, k, skr, nk, D, scale, s);
+      scores_bf16_rv<3, EXP>(q, ldq, k, skr, nk, D, scale, s, ep);
       break;
     default:
-      scores_bf16_rv<4>(q, ldq, k, skr, nk, D, scale, s);
+      scores_bf16_rv<4, EXP>(q, ldq, k, skr, nk, D, scale, s, ep);
       break;
   }
+}
+
+// Kernels::scores_exp_pairs: scores_bf16 of the whole tile with the softmax fused into the epilogue, P
+// written as pv_bf16's pairs (see attention_fwd_kernels.h).
+bool scores_exp_pairs(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
+                      float scale, const float* m, float* l, float* alpha, float tau, uint32_t* pb) {
+  alignas(64) float sum[kMaxRows];
+  for (int r = 0; r < ldq; r += 16) _mm512_store_ps(sum + r, _mm512_setzero_ps());
+  __mmask16 bad = 0;
+  for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
+    ExpEpilogue ep{m + 16 * v0, sum + 16 * v0, tau, 0, pb + 16 * v0};
+    scores_bf16_vecs<true>(std::min(4, ldq / 16 - v0), qt2 + 16 * v0, ldq, k, skr, nk, D, scale, nullptr,
+                           &ep);
+    bad |= ep.bad;
+  }
+  if (bad) return false;
+  const __m512 one = _mm512_set1_ps(1.f);
+  for (int r = 0; r < ldq; r += 16) {
+    _mm512_store_ps(l + r, _mm512_add_ps(_mm512_load_ps(l + r), _mm512_load_ps(sum + r)));
+    _mm512_store_ps(alpha + r, one);
+  }
+  return true;
 }
 
 // Same blocking and causal-diagonal skipping as `scores`.
@@ -853,9 +914,10 @@ void pack_qt(const float* const* rows, int n, int D, float scale_f, float* qt, i
 }  // namespace
 
 const Kernels& kernels_avx512() {
-  static const Kernels k{"avx512",    64,       96,      scores,      softmax,       pv,
-                         softcap,     add_rows, dropout, 8,           scores_rows,   softmax_rows,
-                         scores_bf16, pv_bf16,  pack_qt, pack_v_bf16, softmax_pairs, scores_exp};
+  static const Kernels k{"avx512",        64,       96,      scores,      softmax,       pv,
+                         softcap,         add_rows, dropout, 8,           scores_rows,   softmax_rows,
+                         scores_bf16,     pv_bf16,  pack_qt, pack_v_bf16, softmax_pairs, scores_exp,
+                         scores_exp_pairs};
   return k;
 }
 

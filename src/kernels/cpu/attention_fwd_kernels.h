@@ -136,6 +136,13 @@ struct Kernels {
   // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]  m, l, alpha: [ldq]  pf: as in `scores`
   bool (*scores_exp)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float* st,
                      const RowStream* pf, const float* m, float* l, float* alpha, float tau);
+
+  // bf16 without dropout (null where the ISA has none): scores_bf16 (no limits) fused the same way, with P
+  // written as pv_bf16's pairs pb[jp * ldq + r] (0 past nk), as softmax_pairs writes them; st is not used.
+  // Same result contract and fallback as scores_exp.
+  // qt2: [ceil(D/2), ldq]  k: [nk, D] bf16 with row stride skr  m, l, alpha: [ldq]  pb: [ceil(nk/2), ldq]
+  bool (*scores_exp_pairs)(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
+                           float scale, const float* m, float* l, float* alpha, float tau, uint32_t* pb);
 };
 
 namespace {  // internal linkage: each ISA's file has its own copy (no weak symbols across ISA objects)
