@@ -5,10 +5,13 @@ fraction of the machine's measured FMA peak.
 
   python3 bench/compare_attention.py [--build build/release] [--threads 2] [--quick]
         [--suite forward,causal,window,decode,backward,bf16,reference]  [--json out.jsonl]
-        [--decode-lks 1024,4096,32768] [--clock wall|thread] [--ns 512,2048,8192] [--repeat 1]
+        [--decode-lks 1024,4096,32768] [--clock wall|thread|process] [--ns 512,2048,8192] [--repeat 1]
 
 --clock thread times both engines in the calling thread's CPU time (use with --threads 1 on a loaded
-machine: other processes then inflate neither side). --decode-lks sets the key lengths of the decode
+machine: other processes then inflate neither side). --clock process: the process's CPU time divided by
+--threads, for both engines and the peaks (several threads on a loaded machine: time other processes
+take is not counted, threads that spin waiting for work are; peers whose idle threads spin longer look
+slower). --decode-lks sets the key lengths of the decode
 suite (one query against Lk keys). --ns replaces the list of N (default 128 ... 16384, --quick: up to 2048).
 --repeat R measures the peaks and every case R times, the two engines in turn, and keeps each one's best
 (on a loaded machine other processes only ever slow a run down).
@@ -42,7 +45,7 @@ def main():
     ap.add_argument("--suite", default="forward,causal,window,decode,backward,bf16,reference")
     ap.add_argument("--json", default="")
     ap.add_argument("--decode-lks", default="1024,4096,32768", help="Lk values of the decode suite")
-    ap.add_argument("--clock", choices=["wall", "thread"], default="wall")
+    ap.add_argument("--clock", choices=["wall", "thread", "process"], default="wall")
     ap.add_argument("--repeat", type=int, default=1, help="best of this many runs per engine and case")
     ap.add_argument("--ns", default="", help="comma-separated N of the forward, causal, bf16 and backward suites")
     a = ap.parse_args()

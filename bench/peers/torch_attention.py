@@ -5,10 +5,12 @@ Prints one JSON object per measurement, with the same fields as attention_bench,
 bench/compare_attention.py can put them side by side. Needs torch (PyPI); attn itself never does.
 
   torch_attention.py --n 1024 --d 64 --causal 1 [--window 512] [--backward 1] [--lq 1]
-                     [--batch 1] [--heads 8] [--threads 2] [--min-time 0.5] [--clock wall|thread]
+                     [--batch 1] [--heads 8] [--threads 2] [--min-time 0.5] [--clock wall|thread|process]
                      [--dtype f32|bf16]
 
 --clock thread times in the calling thread's CPU time (time.thread_time(); use with --threads 1).
+--clock process times in the process's CPU time divided by --threads (time.process_time()), as
+attention_bench --clock process does.
 """
 import argparse
 import json
@@ -43,11 +45,13 @@ def main():
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--min-time", type=float, default=0.5)
-    ap.add_argument("--clock", choices=["wall", "thread"], default="wall")
+    ap.add_argument("--clock", choices=["wall", "thread", "process"], default="wall")
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32", help="dtype of q, k, v")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     clock = time.thread_time if a.clock == "thread" else time.perf_counter
+    if a.clock == "process":  # the process's CPU time per thread (OpenMP's spinning counts as busy)
+        clock = lambda: time.process_time() / a.threads
     torch.manual_seed(0)
     lq = a.lq or a.n
     B, H, D, lk = a.batch, a.heads, a.d, a.n
