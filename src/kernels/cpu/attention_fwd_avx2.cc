@@ -39,21 +39,10 @@ inline __m256 exp256(__m256 x) {
 
 // ---- scores: KB keys × RV (<= 2) vectors of 8 rows -----------------------------
 
-// The fused softmax epilogue of scores_exp (as in attention_fwd_avx512.cc): the running maxima m and the
-// sums of P of the block's 16 rows, and whether some x = s − m passed tau or was NaN.
-struct ExpEpilogue {
-  const float* m;
-  float* sum;
-  float tau;
-  bool bad;
-};
-
 // pf, j0: the prefetch streams (may be null) and this block's first key in them (BlockPrefetch).
-// EXP (scores_exp): st = P = exp(products − m) and the row sums of P added to ep->sum, instead of
-// st = scale · products.
-template <int KB, int RV, bool EXP = false>
+template <int KB, int RV>
 void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, float scale_f, float* st,
-                  const RowStream* pf, int j0, ExpEpilogue* ep = nullptr) {
+                  const RowStream* pf, int j0) {
   const BlockPrefetch<KB> fetch(pf, j0);
   const __m256 scale = _mm256_set1_ps(scale_f);
   __m256 acc[KB][RV];
@@ -76,43 +65,22 @@ void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, 
       for (int v = 0; v < RV; ++v) acc[j][v] = _mm256_fmadd_ps(q[v], kb, acc[j][v]);
     }
   }
-  if constexpr (EXP) {
-    const __m256 tau = _mm256_set1_ps(ep->tau);
-    __m256 bad = _mm256_setzero_ps();
-#pragma GCC unroll 2
-    for (int v = 0; v < RV; ++v) {
-      const __m256 m = _mm256_load_ps(ep->m + 8 * v);
-      __m256 sum = _mm256_setzero_ps();
 #pragma GCC unroll 8
-      for (int j = 0; j < KB; ++j) {
-        const __m256 x = _mm256_sub_ps(acc[j][v], m);
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, tau, _CMP_NLE_UQ));
-        const __m256 e = exp256(x);
-        sum = _mm256_add_ps(sum, e);
-        _mm256_store_ps(st + static_cast<int64_t>(j) * ldq + 8 * v, e);
-      }
-      _mm256_store_ps(ep->sum + 8 * v, _mm256_add_ps(_mm256_load_ps(ep->sum + 8 * v), sum));
-    }
-    ep->bad |= _mm256_movemask_ps(bad) != 0;
-  } else {
-#pragma GCC unroll 8
-    for (int j = 0; j < KB; ++j)
+  for (int j = 0; j < KB; ++j)
 #pragma GCC unroll 2
-      for (int v = 0; v < RV; ++v)
-        _mm256_store_ps(st + static_cast<int64_t>(j) * ldq + 8 * v, _mm256_mul_ps(acc[j][v], scale));
-  }
+    for (int v = 0; v < RV; ++v)
+      _mm256_store_ps(st + static_cast<int64_t>(j) * ldq + 8 * v, _mm256_mul_ps(acc[j][v], scale));
 }
 
-using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*, const RowStream*, int,
-                          ExpEpilogue*);
+using ScoresFn = void (*)(const float*, int, const float*, int64_t, int, float, float*, const RowStream*,
+                          int);
 constexpr int kKB = 6;
 
-template <bool EXP, std::size_t... I>
+template <std::size_t... I>
 constexpr auto scores_table(std::index_sequence<I...>) {
-  return std::array<ScoresFn, sizeof...(I)>{&scores_block<static_cast<int>(I) + 1, 2, EXP>...};
+  return std::array<ScoresFn, sizeof...(I)>{&scores_block<static_cast<int>(I) + 1, 2>...};
 }
-constexpr auto kScoresTail = scores_table<false>(std::make_index_sequence<kKB>());
-constexpr auto kScoresExpTail = scores_table<true>(std::make_index_sequence<kKB>());
+constexpr auto kScoresTail = scores_table(std::make_index_sequence<kKB>());
 
 void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk_all, int D, float scale, float* st,
             const int* lim, const RowStream* pf) {
@@ -125,36 +93,8 @@ void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk_all, i
                            f, j);
     if (j < nk)
       kScoresTail[nk - j - 1](qt + r0, ldq, k + j * skr, skr, D, scale,
-                              st + static_cast<int64_t>(j) * ldq + r0, f, j, nullptr);
+                              st + static_cast<int64_t>(j) * ldq + r0, f, j);
   }
-}
-
-// Kernels::scores_exp (attention_fwd_kernels.h): the scores of the whole tile with the softmax update
-// fused into the microkernel's epilogue against the running maxima m.
-bool scores_exp(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float* st,
-                const RowStream* pf, const float* m, float* l, float* alpha, float tau) {
-  alignas(32) float sum[kMaxRows];
-  for (int r = 0; r < ldq; r += 8) _mm256_store_ps(sum + r, _mm256_setzero_ps());
-  bool bad = false;
-  for (int r0 = 0; r0 < ldq; r0 += 16) {
-    const RowStream* f = r0 == 0 ? pf : nullptr;
-    ExpEpilogue ep{m + r0, sum + r0, tau, false};
-    int j = 0;
-    for (; j + kKB <= nk; j += kKB)
-      scores_block<kKB, 2, true>(qt + r0, ldq, k + j * skr, skr, D, 1.f,
-                                 st + static_cast<int64_t>(j) * ldq + r0, f, j, &ep);
-    if (j < nk)
-      kScoresExpTail[nk - j - 1](qt + r0, ldq, k + j * skr, skr, D, 1.f,
-                                 st + static_cast<int64_t>(j) * ldq + r0, f, j, &ep);
-    bad = bad || ep.bad;
-  }
-  if (bad) return false;
-  const __m256 one = _mm256_set1_ps(1.f);
-  for (int r = 0; r < ldq; r += 8) {
-    _mm256_store_ps(l + r, _mm256_add_ps(_mm256_load_ps(l + r), _mm256_load_ps(sum + r)));
-    _mm256_store_ps(alpha + r, one);
-  }
-  return true;
 }
 
 // ---- online softmax ----------------------------------------------------------------
@@ -277,8 +217,8 @@ void add_rows(float* st, int ldq, int nk, const float* base, const int32_t* off,
 const Kernels& kernels_avx2() {
   // No row path yet: every tile takes the column path.
   static const Kernels k{
-      "avx2",  64,      64,      scores,  softmax,          pv,      softcap, add_rows,   dropout_portable, 0,
-      nullptr, nullptr, nullptr, nullptr, pack_qt_portable, nullptr, nullptr, scores_exp, nullptr};
+      "avx2",  64,      64,      scores,  softmax,          pv,      softcap, add_rows, dropout_portable, 0,
+      nullptr, nullptr, nullptr, nullptr, pack_qt_portable, nullptr, nullptr, nullptr,  nullptr};
   return k;
 }
 
