@@ -151,6 +151,8 @@ std::vector<Case> cases() {
   add({.name = "RisingSlow", .B = 1, .H = 2, .Hkv = 2, .Lq = 70, .Lk = 700, .D = 64, .rising = 0.01});
   add({.name = "RisingMixed", .B = 1, .H = 2, .Hkv = 2, .Lq = 130, .Lk = 500, .D = 64, .rising = 0.06});
   add({.name = "RisingFast", .B = 2, .H = 1, .Hkv = 1, .Lq = 33, .Lk = 400, .D = 32, .rising = 0.25});
+  // Dropout after P from the scores kernel's epilogue (l stays pre-dropout).
+  add({.name = "DropoutManyTiles", .B = 1, .H = 2, .Hkv = 2, .Lq = 70, .Lk = 400, .D = 32, .dropout = 0.3});
   add({.name = "HugeStep",
        .B = 1,
        .H = 2,
