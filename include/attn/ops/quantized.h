@@ -234,6 +234,7 @@ class GreedyScreen {
   int64_t N_ = 0, K_ = 0;
   const std::byte* blocks_ = nullptr;
   std::vector<std::byte> data_;
+  std::size_t data_off_ = 0;  // g19c: where the panels start in data_ (64-byte aligned when built)
   std::vector<int32_t> cols_;
   std::vector<int8_t> xq_;
   std::vector<float> g_, hb_, xo_, value_, bound_, exact_;
