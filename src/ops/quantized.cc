@@ -5,6 +5,7 @@
 #include <attn/ops/quantized.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/cpu/kquant.h"
 #include "kernels/cpu/q8k.h"
@@ -206,7 +207,23 @@ void QuantActivations::quantize(QuantFormat format, const float* x, int64_t M, i
   if (q_.size() < need) q_.resize(need);
   if (d_.size() < need / B) d_.resize(need / B);
   if (bsum_.size() < need / 16) bsum_.resize(need / 16);
-  kernels::cpu::q8k_quantize(kind, x, M, K, ldx, q_.data(), d_.data(), bsum_.data());
+  // g19c: prompt passes (many rows) split the rows over the pool (row-wise: the same values); a value
+  // that is not finite is then named by a serial pass over every row
+  constexpr int64_t kRows = 32;
+  const bool split = M >= 2 * kRows && num_threads() > 1 && !in_parallel_for();
+  std::atomic<bool> bad{false};
+  if (split) {
+    parallel_for(M, kRows, [&](int64_t b, int64_t e, int) {
+      try {
+        kernels::cpu::q8k_quantize(kind, x + b * ldx, e - b, K, ldx, q_.data() + b * K,
+                                   d_.data() + b * (K / B), bsum_.data() + b * (K / 16));
+      } catch (const Error&) {
+        bad = true;
+      }
+    });
+  }
+  if (!split || bad.load())
+    kernels::cpu::q8k_quantize(kind, x, M, K, ldx, q_.data(), d_.data(), bsum_.data());
   M_ = M, K_ = K, k_kind_ = kind == kernels::Q8Kind::q8_k;
 }
 
