@@ -15,6 +15,8 @@
 //                                          the screened greedy path, step_greedy: "screened_*" fields,
 //                                          candidate rows per step, and whether the tokens agree;
 //                                          context: with --screened-context 1)
+//   gemma3_bench ... decode_ab N [block]   the same, the two paths interleaved `block` steps at a time on
+//                                          two models (g19c: an A/B that a changing load hits alike)
 //   gemma3_bench ... context CTX N [full]  N generated tokens after CTX tokens of context
 //   gemma3_bench ... screen [reps] [rows]  the vocabulary product alone (first `rows` rows): full Q8_0
 //                                          against the screen pass and the screened argmax (g19b)
@@ -213,6 +215,40 @@ int main(int argc, char** argv) {
           "\"tokens_per_s\": %.1f, \"cpu_seconds\": %.4f, \"tokens_per_cpu_s\": %.1f, \"first_seconds\": "
           "%.4f}\n",
           static_cast<long long>(n), num_threads(), best, n / best, best_cpu, n / best_cpu, first);
+    } else if (mode == "decode_ab") {
+      // g19c: the full product and the screened greedy path interleaved, `block` steps of each in turn on
+      // two models (both after the same 16-token prompt, the screen built before timing), so that a load
+      // that comes and goes falls on both alike: wall and CPU time per path, and whether the tokens agree.
+      const int64_t n = std::atoll(argv[a + 1]);
+      const int64_t block = a + 2 < argc ? std::max<int64_t>(1, std::atoll(argv[a + 2])) : 8;
+      models::Gemma3Model mf = models::Gemma3Model::load(path, opts(16 + n + 1, false));
+      models::Gemma3Model ms = models::Gemma3Model::load(path, opts(16 + n + 1, false));
+      const std::vector<int32_t> ids = filler(mf, 16);
+      std::span<const float> l = mf.prefill(ids);
+      int32_t next = ms.prefill_greedy(ids);
+      ms.prepare_greedy_screen();
+      std::vector<int32_t> tf = {argmax(l)}, ts = {next};
+      double wf = 0, cf = 0, ws = 0, cs = 0;
+      for (int64_t done = 0; done < n; done += block) {
+        const int64_t k = std::min(block, n - done);
+        double t0 = now(), c0 = cpu_now();
+        for (int64_t i = 0; i < k; ++i) {
+          l = mf.step(tf.back());
+          tf.push_back(argmax(l));
+        }
+        wf += now() - t0, cf += cpu_now() - c0;
+        t0 = now(), c0 = cpu_now();
+        for (int64_t i = 0; i < k; ++i) ts.push_back(ms.step_greedy(ts.back()));
+        ws += now() - t0, cs += cpu_now() - c0;
+      }
+      std::printf(
+          "{\"engine\": \"attn\", \"case\": \"decode_ab\", \"generated\": %lld, \"block\": %lld, "
+          "\"threads\": %d, "
+          "\"screened\": %s, \"full_tokens_per_s\": %.2f, \"full_tokens_per_cpu_s\": %.2f, "
+          "\"screened_tokens_per_s\": %.2f, \"screened_tokens_per_cpu_s\": %.2f, \"same_tokens\": %s}\n",
+          static_cast<long long>(n), static_cast<long long>(block), num_threads(),
+          ms.greedy_screened() ? "true" : "false", n / wf, n / cf, n / ws, n / cs,
+          tf == ts ? "true" : "false");
     } else if (mode == "decode" || mode == "context") {
       const bool ctx = mode == "context";
       const int64_t context = ctx ? std::atoll(argv[a + 1]) : 16;
