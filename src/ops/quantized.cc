@@ -278,9 +278,7 @@ void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int
   kernels::cpu::q8k_gemm_terms(f, xr, &terms);
   const int64_t np = (w.rows() + kernels::kQ8PanelRows - 1) / kernels::kQ8PanelRows;
   const int64_t pb = kernels::q8k_gemm_panel_bytes(f, K);
-  // g19c: ~8 chunks a thread (was 2): a thread that the OS delays holds up the end of the region by one
-  // small chunk, and the activations (L2-resident for a 512-token pass) are re-read per chunk cheaply
-  const int64_t grain = std::max<int64_t>(1, (np + 8 * num_threads() - 1) / (8 * num_threads()));
+  const int64_t grain = std::max<int64_t>(1, (np + 2 * num_threads() - 1) / (2 * num_threads()));
   const kernels::cpu::Q8GemmTerms& tm = terms;
   parallel_for(np, grain, [&](int64_t b, int64_t e, int) {
     kernels::cpu::q8k_gemm_panels(f, w.data() + b * pb, w.blocks(), w.rows(), K, b, e, xr, tm, y, ldy,
