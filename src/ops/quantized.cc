@@ -254,9 +254,10 @@ QuantPanels::QuantPanels(const QuantMatrix& w)
   const kernels::KFormat f = kq(format_);
   const int64_t np = (N_ + kernels::kQ8PanelRows - 1) / kernels::kQ8PanelRows;
   const int64_t pb = kernels::q8k_gemm_panel_bytes(f, K_);
-  data_.resize(static_cast<std::size_t>(np * pb));
+  data_.reset(new std::byte[static_cast<std::size_t>(np * pb)]);  // every byte written by the pack
+  bytes_ = np * pb;
   parallel_for(np, 8, [&](int64_t b, int64_t e, int) {
-    kernels::cpu::q8k_gemm_pack(f, blocks_, N_, K_, b, e, data_.data() + b * pb);
+    kernels::cpu::q8k_gemm_pack(f, blocks_, N_, K_, b, e, data_.get() + b * pb);
   });
 }
 
