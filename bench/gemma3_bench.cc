@@ -9,12 +9,16 @@
 //   --int8-rows R: products over fewer than R tokens use 8-bit activations (default the model's, 16;
 //   0 = f32 activations everywhere); --kv-f16 1: K and V rounded to f16 before caching;
 //   --int8-gemm 0: prompt passes unpack the weights to f32 for ops::gemm instead of the 8-bit GEMM
-//   gemma3_bench ... prompt N [reps]       prefill of N tokens: tokens/s (best of reps)
+//   gemma3_bench ... prompt N [reps]       prefill of N tokens: tokens/s (best of reps; first_*: the first
+//                                          pass, with the one-time repack; --warm-up 1: a 16-token pass
+//                                          before them, timed apart)
 //   gemma3_bench ... decode N              N generated tokens after a 16-token prompt: tokens/s
 //                                          (full logits + argmax, then the same N steps again through
 //                                          the screened greedy path, step_greedy: "screened_*" fields,
 //                                          candidate rows per step, and whether the tokens agree;
 //                                          context: with --screened-context 1)
+//   gemma3_bench ... decode_ab N [block]   the same, the two paths interleaved `block` steps at a time on
+//                                          two models (g19c: an A/B that a changing load hits alike)
 //   gemma3_bench ... context CTX N [full]  N generated tokens after CTX tokens of context
 //   gemma3_bench ... screen [reps] [rows]  the vocabulary product alone (first `rows` rows): full Q8_0
 //                                          against the screen pass and the screened argmax (g19b)
@@ -65,7 +69,7 @@ int main(int argc, char** argv) {
   std::string model_path;
   models::Gemma3Options base;
   base.greedy_screen = true;  // measured beside the full logits (off by default in the model)
-  bool margins = false, screened_context = false;
+  bool margins = false, screened_context = false, warm_up = false;
   int a = 1;
   for (; a + 1 < argc && std::strncmp(argv[a], "--", 2) == 0; a += 2) {
     if (!std::strcmp(argv[a], "--model")) model_path = argv[a + 1];
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[a], "--greedy-screen")) base.greedy_screen = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--screened-context")) screened_context = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--logits")) margins = std::atoi(argv[a + 1]) != 0;
+    if (!std::strcmp(argv[a], "--warm-up")) warm_up = std::atoi(argv[a + 1]) != 0;
   }
   auto opts = [&](int64_t ctx, bool full) {
     models::Gemma3Options o = base;
@@ -198,12 +203,17 @@ int main(int argc, char** argv) {
       const int reps = a + 2 < argc ? std::atoi(argv[a + 2]) : 3;
       models::Gemma3Model m = models::Gemma3Model::load(path, opts(n, false));
       const std::vector<int32_t> ids = filler(m, n);
-      double best = 1e30, best_cpu = 1e30, first = 0;
+      double best = 1e30, best_cpu = 1e30, first = 0, first_cpu = 0, warm = 0, warm_cpu = 0;
+      if (warm_up) {  // g19c: a 16-token pass first (the repack and the first touch of every weight)
+        const double t0 = now(), c0 = cpu_now();
+        m.prefill(std::span<const int32_t>(ids).subspan(0, std::min<std::size_t>(16, ids.size())));
+        warm = now() - t0, warm_cpu = cpu_now() - c0;
+      }
       for (int r = 0; r < reps; ++r) {
         m.clear();
         const double t0 = now(), c0 = cpu_now();
         m.prefill(ids);
-        if (r == 0) first = now() - t0;  // with the one-time int8 repack of the weights
+        if (r == 0) first = now() - t0, first_cpu = cpu_now() - c0;  // with the one-time int8 repack
         best = std::min(best, now() - t0);
         best_cpu = std::min(best_cpu, cpu_now() - c0);
       }
@@ -211,8 +221,43 @@ int main(int argc, char** argv) {
           "{\"engine\": \"attn\", \"case\": \"prompt\", \"tokens\": %lld, \"threads\": %d, \"seconds\": "
           "%.4f, "
           "\"tokens_per_s\": %.1f, \"cpu_seconds\": %.4f, \"tokens_per_cpu_s\": %.1f, \"first_seconds\": "
-          "%.4f}\n",
-          static_cast<long long>(n), num_threads(), best, n / best, best_cpu, n / best_cpu, first);
+          "%.4f, \"first_cpu_seconds\": %.4f, \"warm_up_seconds\": %.4f, \"warm_up_cpu_seconds\": %.4f}\n",
+          static_cast<long long>(n), num_threads(), best, n / best, best_cpu, n / best_cpu, first, first_cpu,
+          warm, warm_cpu);
+    } else if (mode == "decode_ab") {
+      // g19c: the full product and the screened greedy path interleaved, `block` steps of each in turn on
+      // two models (both after the same 16-token prompt, the screen built before timing), so that a load
+      // that comes and goes falls on both alike: wall and CPU time per path, and whether the tokens agree.
+      const int64_t n = std::atoll(argv[a + 1]);
+      const int64_t block = a + 2 < argc ? std::max<int64_t>(1, std::atoll(argv[a + 2])) : 8;
+      models::Gemma3Model mf = models::Gemma3Model::load(path, opts(16 + n + 1, false));
+      models::Gemma3Model ms = models::Gemma3Model::load(path, opts(16 + n + 1, false));
+      const std::vector<int32_t> ids = filler(mf, 16);
+      std::span<const float> l = mf.prefill(ids);
+      int32_t next = ms.prefill_greedy(ids);
+      ms.prepare_greedy_screen();
+      std::vector<int32_t> tf = {argmax(l)}, ts = {next};
+      double wf = 0, cf = 0, ws = 0, cs = 0;
+      for (int64_t done = 0; done < n; done += block) {
+        const int64_t k = std::min(block, n - done);
+        double t0 = now(), c0 = cpu_now();
+        for (int64_t i = 0; i < k; ++i) {
+          l = mf.step(tf.back());
+          tf.push_back(argmax(l));
+        }
+        wf += now() - t0, cf += cpu_now() - c0;
+        t0 = now(), c0 = cpu_now();
+        for (int64_t i = 0; i < k; ++i) ts.push_back(ms.step_greedy(ts.back()));
+        ws += now() - t0, cs += cpu_now() - c0;
+      }
+      std::printf(
+          "{\"engine\": \"attn\", \"case\": \"decode_ab\", \"generated\": %lld, \"block\": %lld, "
+          "\"threads\": %d, "
+          "\"screened\": %s, \"full_tokens_per_s\": %.2f, \"full_tokens_per_cpu_s\": %.2f, "
+          "\"screened_tokens_per_s\": %.2f, \"screened_tokens_per_cpu_s\": %.2f, \"same_tokens\": %s}\n",
+          static_cast<long long>(n), static_cast<long long>(block), num_threads(),
+          ms.greedy_screened() ? "true" : "false", n / wf, n / cf, n / ws, n / cs,
+          tf == ts ? "true" : "false");
     } else if (mode == "decode" || mode == "context") {
       const bool ctx = mode == "context";
       const int64_t context = ctx ? std::atoll(argv[a + 1]) : 16;

@@ -4,7 +4,8 @@ file, the same thread count, each case run alternately (attn, llama.cpp), best o
 
   prompt 512 / 4096     prompt tokens/s (one pass over N filler tokens)
   decode                generated tokens/s after a 16-token prompt (greedy): attn twice, full logits +
-                        argmax and the screened greedy path (step_greedy, g19b); llama.cpp full logits
+                        argmax and the screened greedy path (step_greedy, g19b; attn's default for
+                        greedy generation since g19c); llama.cpp full logits
   context 8192 [32752]  generated tokens/s after CTX tokens of context, and the KV-cache memory
                         (attn: f32, sliding layers ring-buffered; llama.cpp: f16, the cache size it
                         allocates for n_ctx: its log says it keeps a full-size SWA cache)
@@ -122,7 +123,8 @@ def main():
         kv = ""
         if "kv_cache_mib" in b["attn"]:
             kv = f'{b["attn"]["kv_cache_mib"]:.0f} MiB / {b["llama.cpp"]["kv_cache_mib"]:.0f} MiB'
-        label = f"prompt {n}" if case == "prompt" else (f"generate after {n}" if case != "decode" else "generate")
+        label = f"prompt {n}" if case == "prompt" else (f"generate after {n}" if case != "decode" else
+                                                         "generate, every logit (the sampling path)")
         a, l = b["attn"], b["llama.cpp"]
         cpu = f'{a["tokens_per_cpu_s"]:.1f} / {l["tokens_per_cpu_s"]:.1f} = {a["tokens_per_cpu_s"] / l["tokens_per_cpu_s"]:.2f}x'
         print(f'| {label} | {a["tokens_per_s"]:.1f} | {l["tokens_per_s"]:.1f} | '
@@ -131,7 +133,8 @@ def main():
             s_ = b["screened"]
             cpu = (f'{s_["screened_tokens_per_cpu_s"]:.1f} / {l["tokens_per_cpu_s"]:.1f} = '
                    f'{s_["screened_tokens_per_cpu_s"] / l["tokens_per_cpu_s"]:.2f}x')
-            print(f'| {label}, screened greedy (candidates {s_["candidates_mean"]:.0f} mean, '
+            label = "generate, screened greedy (attn's default greedy path since g19c;"
+            print(f'| {label} candidates {s_["candidates_mean"]:.0f} mean, '
                   f'{s_["candidates_max"]} max; same tokens: {s_["screened_same_tokens"]}) | '
                   f'{s_["screened_tokens_per_s"]:.1f} | {l["tokens_per_s"]:.1f} | '
                   f'{s_["screened_tokens_per_s"] / l["tokens_per_s"]:.2f}x | {cpu} | {kv} |')

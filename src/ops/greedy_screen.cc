@@ -51,12 +51,16 @@ GreedyScreen::GreedyScreen(const QuantMatrix& w, std::span<const float> column_w
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return weight[a] > weight[b]; });
   cols_.assign(order.begin(), order.begin() + kernels::kScreenOutliers);
   std::sort(cols_.begin(), cols_.end());
-  data_.resize(static_cast<std::size_t>(N_ * kernels::qscreen_row_bytes(K_)));
+  data_.assign(static_cast<std::size_t>(kernels::qscreen_bytes(N_, K_) + 64), std::byte{0});
+  // the panels from a 64-byte boundary (their loads then stay inside cache lines); the offset is kept,
+  // so a copy of the screen stays correct wherever its buffer lands
+  data_off_ = (64 - reinterpret_cast<uintptr_t>(data_.data()) % 64) % 64;
+  std::byte* const base = data_.data() + data_off_;
   std::vector<int64_t> bad(64, -1);
   parallel_for(N_, 1024, [&](int64_t b, int64_t e, int t) {
-    if (!kernels::cpu::qscreen_build(w.blocks(), b, e, K_, cols_.data(), data_.data())) {
+    if (!kernels::cpu::qscreen_build(w.blocks(), b, e, K_, cols_.data(), base)) {
       for (int64_t n = b; n < e; ++n)
-        if (!kernels::cpu::qscreen_build(w.blocks(), n, n + 1, K_, cols_.data(), data_.data())) {
+        if (!kernels::cpu::qscreen_build(w.blocks(), n, n + 1, K_, cols_.data(), base)) {
           bad[static_cast<std::size_t>(t) % bad.size()] = n;
           break;
         }
@@ -90,9 +94,9 @@ void GreedyScreen::screen(const QuantActivations& x, float* value, float* bound)
   kernels::ScreenX sx;
   sx.xq = xq_.data(), sx.d = x.d(), sx.g = g_.data(), sx.hb = hb_.data(), sx.xo = xo_.data(), sx.ho = ho_;
   sx.K = K_;
-  parallel_for(N_, 2048, [&](int64_t b, int64_t e, int) {
-    kernels::cpu::qscreen_rows(data_.data(), b, e, sx, value, bound);
-  });
+  const std::byte* const base = data_.data() + data_off_;
+  parallel_for(N_, 2048,
+               [&](int64_t b, int64_t e, int) { kernels::cpu::qscreen_rows(base, b, e, sx, value, bound); });
 }
 
 GreedyScreen::Pick GreedyScreen::argmax(const QuantMatrix& w, const QuantActivations& x) {
@@ -102,34 +106,57 @@ GreedyScreen::Pick GreedyScreen::argmax(const QuantMatrix& w, const QuantActivat
              w.cols(), "]", w.blocks() == blocks_ ? "" : " at another address");
   value_.resize(static_cast<std::size_t>(N_));
   bound_.resize(static_cast<std::size_t>(N_));
-  screen(x, value_.data(), bound_.data());
-
-  // The best lower end: the maximum's exact logit is at least this, so its upper end reaches it.
+  prepare(x);
+  kernels::ScreenX sx;
+  sx.xq = xq_.data(), sx.d = x.d(), sx.g = g_.data(), sx.hb = hb_.data(), sx.xo = xo_.data(), sx.ho = ho_;
+  sx.K = K_;
+  const std::byte* const base = data_.data() + data_off_;
+  // Pass 1 (one parallel region): the screen, and each thread's best lower end (value − bound) of its
+  // rows while they are in cache. The maximum's exact logit is at least the best lower end, so its
+  // upper end reaches it.
+  constexpr int64_t kPad = 16;  // floats between two threads' slots (their own cache lines)
+  std::vector<float> lowers(static_cast<std::size_t>(num_threads() * kPad), -INFINITY);
+  parallel_for(N_, 2048, [&](int64_t b, int64_t e, int t) {
+    kernels::cpu::qscreen_rows(base, b, e, sx, value_.data(), bound_.data());
+    float l = lowers[static_cast<std::size_t>(t * kPad)];
+    for (int64_t n = b; n < e; ++n) l = std::max(l, value_[n] - bound_[n]);
+    lowers[static_cast<std::size_t>(t * kPad)] = l;
+  });
   float lower = -INFINITY;
-  for (int64_t n = 0; n < N_; ++n) lower = std::max(lower, value_[n] - bound_[n]);
-  cand_.resize(static_cast<std::size_t>(N_) + 1);
-  cand_.resize(static_cast<std::size_t>(
-      kernels::cpu::qscreen_select(value_.data(), bound_.data(), N_, lower, cand_.data())));
+  for (float l : lowers) lower = std::max(lower, l);
+
+  // Pass 2 (one parallel region): per chunk of rows, the candidates (upper end >= lower, NaN included;
+  // ascending, at the chunk's own offset in cand_), their exact logits from the row kernel of
+  // quant_dot_rows (the same f32 values), and the chunk's first largest.
+  constexpr int64_t kChunk = 8192;
+  const int64_t chunks = (N_ + kChunk - 1) / kChunk;
+  cand_.resize(static_cast<std::size_t>(N_ + chunks));  // qscreen_select writes one past its last pick
   exact_.resize(static_cast<std::size_t>(N_));
-  const int64_t C = static_cast<int64_t>(cand_.size());
+  std::vector<int64_t> chunk_count(static_cast<std::size_t>(chunks), 0),
+      chunk_best(static_cast<std::size_t>(chunks), -1);
   kernels::Q8KRows xr;
   xr.kind = kernels::Q8Kind::q8_0, xr.M = 1, xr.K = K_;
   xr.q = x.q(), xr.d = x.d(), xr.bsum = x.bsum();
   xr.ldq = K_, xr.ldd = K_ / 32, xr.ldb = K_ / 16;
-  // the row kernel of quant_dot_rows (the same f32 values), over the listed rows
-  auto exact_rows = [&](int64_t b, int64_t e) {
-    kernels::cpu::q8k_dot_row_list(kernels::KFormat::q8_0, w.blocks(), cand_.data() + b, e - b, K_, xr,
-                                   exact_.data());
-  };
-  if (C >= 1024)
-    parallel_for(C, 256, [&](int64_t b, int64_t e, int) { exact_rows(b, e); });
-  else
-    exact_rows(0, C);
+  parallel_for(N_, kChunk, [&](int64_t b, int64_t e, int) {
+    const int64_t c = b / kChunk;
+    int64_t* rows = cand_.data() + b + c;
+    const int64_t count =
+        kernels::cpu::qscreen_select(value_.data() + b, bound_.data() + b, e - b, lower, rows);
+    for (int64_t i = 0; i < count; ++i) rows[i] += b;
+    kernels::cpu::q8k_dot_row_list(kernels::KFormat::q8_0, w.blocks(), rows, count, K_, xr, exact_.data());
+    int64_t best = -1;
+    for (int64_t i = 0; i < count; ++i)
+      if (best < 0 || exact_[rows[i]] > exact_[best]) best = rows[i];  // the first of equal maxima
+    chunk_count[static_cast<std::size_t>(c)] = count;
+    chunk_best[static_cast<std::size_t>(c)] = best;
+  });
   Pick p;
-  p.candidates = C;
-  for (int64_t n : cand_) {
-    const float v = exact_[n];
-    if (p.index < 0 || v > p.logit) p.index = n, p.logit = v;  // the first of equal maxima
+  p.candidates = 0;
+  for (int64_t c = 0; c < chunks; ++c) {  // chunks in row order: a later chunk wins only when larger
+    p.candidates += chunk_count[static_cast<std::size_t>(c)];
+    const int64_t n = chunk_best[static_cast<std::size_t>(c)];
+    if (n >= 0 && (p.index < 0 || exact_[n] > p.logit)) p.index = n, p.logit = exact_[n];
   }
   return p;
 }

@@ -5,6 +5,7 @@
 #include <attn/ops/quantized.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/cpu/kquant.h"
 #include "kernels/cpu/q8k.h"
@@ -206,7 +207,23 @@ void QuantActivations::quantize(QuantFormat format, const float* x, int64_t M, i
   if (q_.size() < need) q_.resize(need);
   if (d_.size() < need / B) d_.resize(need / B);
   if (bsum_.size() < need / 16) bsum_.resize(need / 16);
-  kernels::cpu::q8k_quantize(kind, x, M, K, ldx, q_.data(), d_.data(), bsum_.data());
+  // g19c: prompt passes (many rows) split the rows over the pool (row-wise: the same values); a value
+  // that is not finite is then named by a serial pass over every row
+  constexpr int64_t kRows = 32;
+  const bool split = M >= 2 * kRows && num_threads() > 1 && !in_parallel_for();
+  std::atomic<bool> bad{false};
+  if (split) {
+    parallel_for(M, kRows, [&](int64_t b, int64_t e, int) {
+      try {
+        kernels::cpu::q8k_quantize(kind, x + b * ldx, e - b, K, ldx, q_.data() + b * K,
+                                   d_.data() + b * (K / B), bsum_.data() + b * (K / 16));
+      } catch (const Error&) {
+        bad = true;
+      }
+    });
+  }
+  if (!split || bad.load())
+    kernels::cpu::q8k_quantize(kind, x, M, K, ldx, q_.data(), d_.data(), bsum_.data());
   M_ = M, K_ = K, k_kind_ = kind == kernels::Q8Kind::q8_k;
 }
 
@@ -237,9 +254,10 @@ QuantPanels::QuantPanels(const QuantMatrix& w)
   const kernels::KFormat f = kq(format_);
   const int64_t np = (N_ + kernels::kQ8PanelRows - 1) / kernels::kQ8PanelRows;
   const int64_t pb = kernels::q8k_gemm_panel_bytes(f, K_);
-  data_.resize(static_cast<std::size_t>(np * pb));
+  data_.reset(new std::byte[static_cast<std::size_t>(np * pb)]);  // every byte written by the pack
+  bytes_ = np * pb;
   parallel_for(np, 8, [&](int64_t b, int64_t e, int) {
-    kernels::cpu::q8k_gemm_pack(f, blocks_, N_, K_, b, e, data_.data() + b * pb);
+    kernels::cpu::q8k_gemm_pack(f, blocks_, N_, K_, b, e, data_.get() + b * pb);
   });
 }
 

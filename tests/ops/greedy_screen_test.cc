@@ -158,6 +158,63 @@ TEST_P(GreedyScreenIsa, NearAndExactTies) {
   EXPECT_EQ(z.candidates, N);
 }
 
+// g19c: the panel kernels (16 rows a panel, one lane per row) against the oracle over row ranges that
+// start and end inside panels and a row count with a partial last panel; rows outside the range are left
+// alone. Then the pick on 1 and 2 threads (the fused select / exact pass splits the rows in chunks).
+TEST_P(GreedyScreenIsa, KernelMatchesTheOracleOnPanelsAndTails) {
+  for (const auto& [N, K] : std::vector<std::pair<int64_t, int64_t>>{{37, 640}, {50, 64}, {16, 1024}}) {
+    const std::vector<std::byte> wb = q8_rows(N, K, 31);
+    std::vector<int32_t> cols;
+    for (int j = 0; j < 16; ++j) cols.push_back(static_cast<int32_t>(j * (K / 16) + j % 5));
+    std::vector<std::byte> scr(kernels::qscreen_bytes(N, K), std::byte{0});
+    ASSERT_TRUE(kernels::cpu::detail::qscreen_build_scalar(wb.data(), 0, N, K, cols.data(), scr.data()));
+    const std::vector<float> h = hidden(K, 32, 3);
+    QuantActivations x;
+    x.quantize(QuantFormat::q8_0, h.data(), 1, K, K);
+    std::vector<int8_t> xq(K);
+    std::vector<float> g(K / 32), hb(K / 32), xo(16);
+    kernels::ScreenX sx;
+    ASSERT_TRUE(kernels::qscreen_prepare(x.q(), x.d(), K, cols.data(), xq.data(), g.data(), hb.data(),
+                                         xo.data(), &sx.ho));
+    sx.xq = xq.data(), sx.d = x.d(), sx.g = g.data(), sx.hb = hb.data(), sx.xo = xo.data(), sx.K = K;
+    std::vector<float> rv(N), rb(N);
+    kernels::ref::qscreen_rows(scr.data(), 0, N, sx, rv.data(), rb.data());
+    for (const auto& [n0, n1] :
+         std::vector<std::pair<int64_t, int64_t>>{{0, N}, {5, 29}, {17, 18}, {N - 1, N}}) {
+      if (n1 > N || n0 >= n1) continue;
+      std::vector<float> v(N, 12345.0f), b(N, 12345.0f);
+      kernels::cpu::qscreen_rows(scr.data(), n0, n1, sx, v.data(), b.data());
+      for (int64_t n = 0; n < N; ++n) {
+        if (n < n0 || n >= n1) {
+          EXPECT_EQ(v[n], 12345.0f) << "row " << n << " outside [" << n0 << ", " << n1 << ") was written";
+          EXPECT_EQ(b[n], 12345.0f) << n;
+          continue;
+        }
+        // f32 sums against the oracle's double: within a few f32 roundings of the bound's scale
+        const double tol = 1e-5 * (std::fabs(static_cast<double>(rv[n])) + rb[n]) + 1e-7;
+        EXPECT_NEAR(v[n], rv[n], tol) << "row " << n << " N " << N << " K " << K;
+        EXPECT_NEAR(b[n], rb[n], tol) << "row " << n;
+      }
+    }
+  }
+  const int64_t N = 3001, K = 640;  // a partial last panel
+  const std::vector<std::byte> wb = q8_rows(N, K, 33);
+  const QuantMatrix w(QuantFormat::q8_0, wb.data(), N, K);
+  GreedyScreen screen(w);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (uint32_t s = 0; s < 6; ++s) {
+      const std::vector<float> h = hidden(K, 300 + s, static_cast<int>(s % 4));
+      QuantActivations x;
+      x.quantize(QuantFormat::q8_0, h.data(), 1, K, K);
+      const std::vector<float> y = full_product(w, x);
+      const GreedyScreen::Pick p = screen.argmax(w, x);
+      EXPECT_EQ(p.index, first_max(y)) << "threads " << threads << " seed " << s;
+      EXPECT_EQ(p.logit, y[first_max(y)]);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, GreedyScreenIsa, ::testing::ValuesIn(testing::available_isas()),
                          [](const ::testing::TestParamInfo<Isa>& i) {
                            return kernels::cpu::isa_str(i.param);
@@ -171,8 +228,8 @@ TEST(GreedyScreen, VectorBuildEqualsThePortableBuild) {
     std::memset(wb.data() + 5 * (K / 32 * 34), 0, K / 32 * 34);  // an all-zero row (scales 0)
     std::vector<int32_t> cols;
     for (int j = 0; j < 16; ++j) cols.push_back(static_cast<int32_t>(j * (K / 16) + j % 3));
-    const int64_t rb = kernels::qscreen_row_bytes(K);
-    std::vector<std::byte> a(N * rb), b(N * rb, std::byte{0x5a});
+    const int64_t bytes = kernels::qscreen_bytes(N, K);
+    std::vector<std::byte> a(bytes, std::byte{0}), b(bytes, std::byte{0});
     ASSERT_TRUE(kernels::cpu::detail::qscreen_build_scalar(wb.data(), 0, N, K, cols.data(), a.data()));
     ASSERT_TRUE(kernels::cpu::detail::qscreen_build_avx512(wb.data(), 0, N, K, cols.data(), b.data()));
     EXPECT_TRUE(a == b) << "N " << N << " K " << K;

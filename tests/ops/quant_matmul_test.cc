@@ -95,5 +95,36 @@ TEST(QuantMatmul, FormatsAndShapesItDoesNotTakeAreErrors) {
   EXPECT_ERROR_CONTAINS(quant_matmul(QuantPanels(), x2, y.data(), 4, false), {"empty"});
 }
 
+// g19c: a prompt-sized activation matrix is quantized with its rows split over the pool: the same bytes
+// as one thread, for both block kinds; a value that is not finite is still named by its row.
+TEST(QuantMatmul, QuantizeSplitsRowsWithTheSameBytes) {
+  const int threads = num_threads();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  const int64_t M = 203, K = 512;
+  std::vector<float> x(M * K);
+  for (float& v : x) v = nd(rng);
+  for (QuantFormat f : {QuantFormat::q8_0, QuantFormat::q4_k}) {
+    QuantActivations one, two;
+    set_num_threads(1);
+    one.quantize(f, x.data(), M, K, K);
+    set_num_threads(2);
+    two.quantize(f, x.data(), M, K, K);
+    const int64_t B = one.k_kind() ? 256 : 32;
+    EXPECT_EQ(std::memcmp(one.q(), two.q(), M * K), 0) << quant_format_name(f);
+    EXPECT_EQ(std::memcmp(one.d(), two.d(), M * K / B * sizeof(float)), 0) << quant_format_name(f);
+    EXPECT_EQ(std::memcmp(one.bsum(), two.bsum(), M * K / 16 * sizeof(int32_t)), 0) << quant_format_name(f);
+  }
+  x[150 * K + 7] = NAN;
+  try {
+    QuantActivations a;
+    a.quantize(QuantFormat::q8_0, x.data(), M, K, K);
+    ADD_FAILURE() << "a NaN was quantized";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("row 150"), std::string::npos) << e.what();
+  }
+  set_num_threads(threads);
+}
+
 }  // namespace
 }  // namespace attn::ops

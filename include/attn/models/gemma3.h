@@ -80,10 +80,11 @@ struct Gemma3Options {
   // the output matrix is Q8_0 (width a multiple of 64, at most 4096), the decode products are 8-bit
   // (int8_max_rows >= 2) and there is no final soft-capping; false (or any of those missing) computes all
   // logits and takes their argmax. Either way the token is the one std::max_element picks over step()'s
-  // logits. Off by default: on the project's Zen 4 the screen pass is compute-bound (5-bit unpacking on
-  // 256-bit halves), and the quiet machine measured the screened steps at 0.80-0.89x the full product's
-  // tokens/s (docs/models.md); it is for CPUs where reading 115 instead of 178 MB per token pays.
-  bool greedy_screen = false;
+  // logits. On by default since g19c: the screen's panels of 16 rows (one lane per row) made its pass 3x
+  // cheaper in compute, so it reads 120 instead of 178 MB per token at memory speed; measured 1.11-1.31x
+  // the full product's tokens/s at 1 and 2 threads (interleaved, `gemma3_bench decode_ab`, loaded
+  // machine; docs/benchmarks.md, g19c). g19b's row-major screen was compute-bound and slower (0.80-0.89x).
+  bool greedy_screen = true;
   // The screen is built (~0.3-0.6 s of CPU for Gemma 3 270M) at this many greedy calls after load, and
   // used from then on; the calls before it compute every logit. A step saves ~2-3 ms, so a short
   // generation would not repay the build. 0: from the first call (prepare_greedy_screen builds it now).

@@ -20,9 +20,16 @@ uint16_t half_bits(const std::byte* p) {
 
 uint16_t f16_at_least(double v) { return qscreen_f16_at_least(v); }
 
-// Unpacked byte k (0..63) of a pair: block 2p + pair_block(k), element pair_elem(k).
-int pair_block(int k) { return (k >> 4) & 1; }
-int pair_elem(int k) { return (k & 15) + (k >= 32 ? 16 : 0); }
+// Where u(row r of a panel, k) lives (qscreen.h): its nibble byte, which nibble, its fifth-bit byte and bit.
+struct USlot {
+  int64_t nib, bits;
+  int shift, bit;
+};
+USlot u_slot(int64_t r, int64_t k) {
+  const int64_t b = k / 32, s = (k % 32) / 8, hi = (k % 8) / 4, i = k % 4, lane = 4 * r + i;
+  return {qscreen_nib(b, s) + lane, qscreen_bits(b, s) + 8 * hi + lane / 8, static_cast<int>(4 * hi),
+          static_cast<int>(lane % 8)};
+}
 }  // namespace
 
 uint16_t qscreen_f16_at_least(double v) {
@@ -45,8 +52,7 @@ bool qscreen_prepare(const int8_t* q, const float* d, int64_t K, const int32_t* 
   *ho = static_cast<float>(hsum);
   if (static_cast<double>(*ho) < hsum) *ho = std::nextafter(*ho, INFINITY);
   if (!std::isfinite(*ho)) return false;
-  for (int64_t p = 0; p < K / 64; ++p)
-    for (int k = 0; k < 64; ++k) xq[64 * p + k] = q[32 * (2 * p + pair_block(k)) + pair_elem(k)];
+  std::memcpy(xq, q, static_cast<std::size_t>(K));
   for (int64_t b = 0; b < K / 32; ++b) {
     if (!std::isfinite(d[b])) return false;
     int64_t l1 = 0, l1_plain = 0, sum = 0;
@@ -69,14 +75,14 @@ bool qscreen_prepare(const int8_t* q, const float* d, int64_t K, const int32_t* 
 namespace cpu {
 namespace detail {
 bool qscreen_outliers(const std::byte* w, int64_t n, int64_t K, const int32_t* cols, const uint8_t* u,
-                      std::byte* row) {
+                      const uint16_t* sh, int8_t* c, uint16_t* th_out) {
   const int64_t nb = K / 32;
   double delta[kScreenOutliers], dmax = 0;
   for (int64_t j = 0; j < kScreenOutliers; ++j) {  // the 5-bit error at the outlier columns (exact)
     const int64_t b = cols[j] / 32, i = cols[j] % 32;
     const std::byte* src = w + (n * nb + b) * 34;
     const float v = f16_to_f32(half_bits(src)) * static_cast<float>(static_cast<int8_t>(src[2 + i]));
-    const double s = f16_to_f32(half_bits(row + 20 * nb + 2 * b));
+    const double s = f16_to_f32(sh[b]);
     delta[j] = static_cast<double>(v) - s * static_cast<double>(static_cast<int>(u[cols[j]]) - 16);
     dmax = std::max(dmax, std::fabs(delta[j]));
   }
@@ -87,24 +93,47 @@ bool qscreen_outliers(const std::byte* w, int64_t n, int64_t K, const int32_t* c
     t = f16_to_f32(th);
     if (!std::isfinite(t)) return false;
   }
-  std::byte* corr = row + 22 * nb;
-  for (int64_t j = 0; j < kScreenOutliers; ++j) {
-    const int c = t > 0 ? std::clamp(static_cast<int>(std::lround(delta[j] / t)), -128, 127) : 0;
-    corr[j] = static_cast<std::byte>(static_cast<int8_t>(c));
-  }
-  std::memcpy(corr + kScreenOutliers, &th, 2);
+  for (int64_t j = 0; j < kScreenOutliers; ++j)
+    c[j] =
+        static_cast<int8_t>(t > 0 ? std::clamp(static_cast<int>(std::lround(delta[j] / t)), -128, 127) : 0);
+  *th_out = th;
   return true;
+}
+
+void qscreen_store_row(std::byte* screen, int64_t n, int64_t K, const uint8_t* u, const uint16_t* sh,
+                       const int8_t* c, uint16_t th) {
+  const int64_t nb = K / 32, r = n % kScreenPanel;
+  std::byte* panel = screen + n / kScreenPanel * qscreen_panel_bytes(K);
+  auto* nib = reinterpret_cast<uint8_t*>(panel);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t s = 0; s < 4; ++s) {
+      // the 8 quants of this step: 4 for the low nibbles, 4 for the high ones
+      uint32_t lo, hi;
+      std::memcpy(&lo, u + 32 * b + 8 * s, 4);
+      std::memcpy(&hi, u + 32 * b + 8 * s + 4, 4);
+      const uint32_t v = (lo & 0x0f0f0f0fu) | ((hi & 0x0f0f0f0fu) << 4);
+      std::memcpy(nib + qscreen_nib(b, s) + 4 * r, &v, 4);
+      // bit 4 of each byte gathered into 4 bits (no carries: the products land on distinct bits)
+      const uint32_t blo = ((((lo >> 4) & 0x01010101u) * 0x01020408u) >> 24) & 0xfu;
+      const uint32_t bhi = ((((hi >> 4) & 0x01010101u) * 0x01020408u) >> 24) & 0xfu;
+      const int sh4 = static_cast<int>(4 * (r % 2));
+      uint8_t* m = nib + qscreen_bits(b, s) + r / 2;
+      m[0] = static_cast<uint8_t>((m[0] & ~(0xfu << sh4)) | (blo << sh4));
+      m[8] = static_cast<uint8_t>((m[8] & ~(0xfu << sh4)) | (bhi << sh4));
+    }
+  for (int64_t b = 0; b < nb; ++b) std::memcpy(panel + qscreen_scales(b) + 2 * r, sh + b, 2);
+  std::byte* corr = panel + 352 * nb;
+  for (int64_t j = 0; j < kScreenOutliers; ++j) corr[16 * j + r] = static_cast<std::byte>(c[j]);
+  std::memcpy(corr + 256 + 2 * r, &th, 2);
 }
 
 bool qscreen_build_scalar(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
                           std::byte* screen) {
-  const int64_t nb = K / 32, rb = qscreen_row_bytes(K);
+  const int64_t nb = K / 32;
   std::vector<uint8_t> u(static_cast<std::size_t>(K));
+  std::vector<uint16_t> shs(static_cast<std::size_t>(nb));
+  int8_t c[kScreenOutliers];
   for (int64_t n = n0; n < n1; ++n) {
-    std::byte* row = screen + n * rb;
-    std::byte* nib = row;
-    std::byte* bits = row + 16 * nb;
-    std::byte* scales = row + 20 * nb;
     for (int64_t b = 0; b < nb; ++b) {
       const std::byte* src = w + (n * nb + b) * 34;
       const float dw = f16_to_f32(half_bits(src));
@@ -129,17 +158,11 @@ bool qscreen_build_scalar(const std::byte* w, int64_t n0, int64_t n1, int64_t K,
         u[32 * b + i] =
             static_cast<uint8_t>(std::clamp(static_cast<int>(r + (r >= 0 ? 0.5f : -0.5f)) + 16, 0, 31));
       }
-      std::memcpy(scales + 2 * b, &sh, 2);
+      shs[b] = sh;
     }
-    for (int64_t p = 0; p < nb / 2; ++p) {
-      auto at = [&](int k) { return static_cast<int>(u[32 * (2 * p + pair_block(k)) + pair_elem(k)]); };
-      uint64_t qh = 0;
-      for (int k = 0; k < 64; ++k) qh |= static_cast<uint64_t>((at(k) >> 4) & 1) << k;
-      for (int j = 0; j < 32; ++j)
-        nib[32 * p + j] = static_cast<std::byte>((at(j) & 0xf) | ((at(32 + j) & 0xf) << 4));
-      std::memcpy(bits + 8 * p, &qh, 8);
-    }
-    if (!qscreen_outliers(w, n, K, cols, u.data(), row)) return false;
+    uint16_t th;
+    if (!qscreen_outliers(w, n, K, cols, u.data(), shs.data(), c, &th)) return false;
+    qscreen_store_row(screen, n, K, u.data(), shs.data(), c, th);
   }
   return true;
 }
@@ -175,31 +198,27 @@ int64_t qscreen_select(const float* value, const float* bound, int64_t N, float 
 namespace ref {
 void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                   float* bound) {
-  const int64_t nb = x.K / 32, rb = qscreen_row_bytes(x.K);
+  const int64_t nb = x.K / 32;
   for (int64_t n = n0; n < n1; ++n) {
-    const std::byte* row = screen + n * rb;
-    const auto* nib = reinterpret_cast<const uint8_t*>(row);
+    const std::byte* panel = screen + n / kScreenPanel * qscreen_panel_bytes(x.K);
+    const auto* pb = reinterpret_cast<const uint8_t*>(panel);
+    const int64_t r = n % kScreenPanel;
     double val = 0, bnd = 0;
-    for (int64_t p = 0; p < nb / 2; ++p) {
-      uint64_t qh;
-      std::memcpy(&qh, row + 16 * nb + 8 * p, 8);
-      int64_t isum[2] = {0, 0};
-      for (int k = 0; k < 64; ++k) {
-        const uint8_t byte = nib[32 * p + (k & 31)];
-        const int u = (k < 32 ? (byte & 0xf) : (byte >> 4)) | static_cast<int>(((qh >> k) & 1u) << 4);
-        isum[pair_block(k)] += static_cast<int64_t>(u - 16) * x.xq[64 * p + k];
+    for (int64_t b = 0; b < nb; ++b) {
+      int64_t isum = 0;
+      for (int64_t k = 32 * b; k < 32 * b + 32; ++k) {
+        const USlot at = u_slot(r, k);
+        const int u = ((pb[at.nib] >> at.shift) & 0xf) | (((pb[at.bits] >> at.bit) & 1) << 4);
+        isum += static_cast<int64_t>(u - 16) * x.xq[k];
       }
-      for (int o = 0; o < 2; ++o) {
-        const int64_t b = 2 * p + o;
-        const double s = f16_to_f32(half_bits(row + 20 * nb + 2 * b));
-        val += s * static_cast<double>(x.d[b]) * static_cast<double>(isum[o]);
-        bnd += s * static_cast<double>(x.hb[b]);
-      }
+      const double s = f16_to_f32(half_bits(panel + qscreen_scales(b) + 2 * r));
+      val += s * static_cast<double>(x.d[b]) * static_cast<double>(isum);
+      bnd += s * static_cast<double>(x.hb[b]);
     }
-    const std::byte* corr = row + 22 * nb;
-    const double t = f16_to_f32(half_bits(corr + kScreenOutliers));
+    const std::byte* corr = panel + 352 * nb;
+    const double t = f16_to_f32(half_bits(corr + 256 + 2 * r));
     for (int64_t j = 0; j < kScreenOutliers; ++j)
-      val += t * static_cast<double>(static_cast<int8_t>(corr[j])) * static_cast<double>(x.xo[j]);
+      val += t * static_cast<double>(static_cast<int8_t>(corr[16 * j + r])) * static_cast<double>(x.xo[j]);
     bnd += t * static_cast<double>(x.ho);
     value[n] = static_cast<float>(val);
     bound[n] = static_cast<float>(bnd);

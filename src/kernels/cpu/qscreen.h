@@ -5,13 +5,21 @@
 // UP from max|w| / 15.5) and u_i = clamp(round(w_i / s) + 16, 0, 31), so ŵ_i = s·(u_i − 16) and
 // |w_i − ŵ_i| <= s / 2 on every weight (no clipping beyond half a step). 22 bytes per 32 weights against
 // Q8_0's 34: the greedy step reads 115 MB instead of 178 MB for Gemma 3's 262,144 × 640 tied embedding.
-// Blocks go in pairs (K a multiple of 64). A row of nb = K / 32 blocks:
-//   [nb·16 bytes of nibbles] [nb·4 bytes of fifth bits] [nb f16 scales]
-// Pair p (blocks 2p, 2p+1): nibble bytes 32p.. 32p+31, byte j < 16: element j of block 2p (low nibble)
-// and element 16 + j (high nibble); byte 16 + j: the same for block 2p+1. The pair's 64 unpacked bytes
-// run [low nibbles (32) | high nibbles (32)], i.e. elements [2p: 0-15 | 2p+1: 0-15 | 2p: 16-31 |
-// 2p+1: 16-31]; bit k of the pair's 8 bytes of fifth bits belongs to unpacked byte k. The activation row
-// is reordered the same way once per call (ScreenX::xq).
+// Blocks go in pairs (K a multiple of 64).
+//
+// Layout (g19c): rows go in panels of 16, so that one vpdpbusd multiplies 4 consecutive k of 16 rows by
+// the same 4 activation bytes (broadcast) and every lane of the result belongs to one row: no per-pair
+// scale permutes and no horizontal sums (the row-major layout of g19b spent half its instructions
+// there). A panel of nb = K / 32 blocks, qscreen_panel_bytes(K) bytes (a multiple of 64), read front to
+// back: the blocks in pairs of 704 bytes (11 cache lines), then the outlier corrections. Block b:
+//   for each step s = 0..3 (k = 32b + 8s .. 32b + 8s + 7):
+//     64 nibble bytes at qscreen_nib(b, s): byte 4r + i holds u(row r, k = 32b + 8s + i) in its low
+//       nibble and u(r, 32b + 8s + 4 + i) in its high nibble (i = 0..3)
+//     8 + 8 bytes of fifth bits at qscreen_bits(b, s): bit 4r + i of the first 8 = bit 4 of the
+//       low-nibble u of byte 4r + i, of the second 8 the same for the high nibble
+//   the scales at qscreen_scales(b): row r an f16 at 2·r
+//   the outlier corrections at 352·nb: c(row r, outlier j) int8 at 16·j + r, then t(r) f16 at 256 + 2·r
+// Rows past N in the last panel are zero (their values are computed and not stored).
 //
 // Against an activation row in Q8_0 blocks (x_i = dx_b·qx_i, exactly what the full product multiplies):
 //   value = Σ_b s_b·(dx_b·Σ_i u_i·qx_i + g_b),     g_b = −16·dx_b·Σ_i qx_i (integer sums exact, f32 scaling)
@@ -39,9 +47,18 @@ inline constexpr double kScreenMargin = 1.0 / 512.0;  // the f32-rounding part o
 inline constexpr int64_t kScreenOutliers = 16;
 // Bytes of one screen row of K weights (K a multiple of 64): the blocks, then c [16] and t (f16).
 inline int64_t qscreen_row_bytes(int64_t K) { return K / 32 * kScreenBlockBytes + kScreenOutliers + 2; }
+inline constexpr int64_t kScreenPanel = 16;  // rows per panel
+// Bytes of one panel of 16 rows (16 row_bytes, rounded up to a multiple of 64) and of a screen of N rows.
+inline int64_t qscreen_panel_bytes(int64_t K) { return (kScreenPanel * qscreen_row_bytes(K) + 63) / 64 * 64; }
+inline int64_t qscreen_nib(int64_t b, int64_t s) { return 704 * (b / 2) + 256 * (b % 2) + 64 * s; }
+inline int64_t qscreen_bits(int64_t b, int64_t s) { return 704 * (b / 2) + 512 + 64 * (b % 2) + 16 * s; }
+inline int64_t qscreen_scales(int64_t b) { return 704 * (b / 2) + 640 + 32 * (b % 2); }
+inline int64_t qscreen_bytes(int64_t N, int64_t K) {
+  return (N + kScreenPanel - 1) / kScreenPanel * qscreen_panel_bytes(K);
+}
 
-// One activation row prepared for the screen (qscreen_prepare): xq [K] the Q8_0 quants in the pair order
-// above, d [K / 32] their scales, g [K / 32] and hb [K / 32] as above.
+// One activation row prepared for the screen (qscreen_prepare): xq [K] the Q8_0 quants (in k order),
+// d [K / 32] their scales, g [K / 32] and hb [K / 32] as above.
 struct ScreenX {
   const int8_t* xq = nullptr;
   const float* d = nullptr;
@@ -60,9 +77,10 @@ bool qscreen_prepare(const int8_t* q, const float* d, int64_t K, const int32_t* 
 uint16_t qscreen_f16_at_least(double v);
 
 namespace cpu {
-// Rows [n0, n1) of the screen (row stride qscreen_row_bytes(K)) from the Q8_0 rows w (34 bytes a block).
-// False when a scale is not finite (the rows are then not usable). AVX-512 when active (the same bytes as
-// the portable loop: the same f32 operations), else portable code.
+// Rows [n0, n1) of the screen (panels as above; qscreen_bytes(N, K) bytes, zeroed before the first call)
+// from the Q8_0 rows w (34 bytes a block). False when a scale is not finite (the rows are then not
+// usable). Calls on different panels may run concurrently (rows of one panel share bytes). AVX-512 when
+// active (the same bytes as the portable loop: the same f32 operations), else portable code.
 bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
                    std::byte* screen);
 // Rows [n0, n1): value[n] and bound[n] as above, on the calling thread: AVX-512 VNNI when the active ISA is
@@ -77,10 +95,13 @@ bool qscreen_build_avx512(const std::byte* w, int64_t n0, int64_t n1, int64_t K,
                           std::byte* screen);
 bool qscreen_build_scalar(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
                           std::byte* screen);
-// The outlier corrections of row n (c [16], t) from its stored blocks u (element order, K bytes) and
-// scales; false when t is not finite.
+// The outlier corrections of row n (c [16], t as f16 bits) from its 5-bit quants u (element order, K
+// bytes) and block scales sh [K / 32] (f16 bits); false when t is not finite.
 bool qscreen_outliers(const std::byte* w, int64_t n, int64_t K, const int32_t* cols, const uint8_t* u,
-                      std::byte* row);
+                      const uint16_t* sh, int8_t* c, uint16_t* th);
+// Writes row n's quants u [K], scales sh [K / 32], corrections c [16] and t into its panel.
+void qscreen_store_row(std::byte* screen, int64_t n, int64_t K, const uint8_t* u, const uint16_t* sh,
+                       const int8_t* c, uint16_t th);
 void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound);
 void qscreen_rows_avx2(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,

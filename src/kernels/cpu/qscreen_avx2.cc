@@ -1,8 +1,9 @@
-// kernels/cpu/qscreen.h on AVX2: a pair of blocks per step in two 256-bit halves (low and high
-// nibbles), vpmaddubsw (a pair of 5-bit quants times activations stays below 2·31·127 = 7874, no int16
-// saturation) then vpmaddwd with ones; the scales per block in scalar code.
+// kernels/cpu/qscreen.h on AVX2: a panel in two halves of 8 rows (one lane per row), per 8 k the nibbles
+// of a half unpacked into two registers, vpmaddubsw (a pair of 5-bit quants times activations stays below
+// 2·31·127 = 7874, no int16 saturation) then vpmaddwd with ones against 4 broadcast activation bytes.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/qscreen.h"
@@ -23,50 +24,51 @@ __m256i dot(__m256i u, __m256i s) {
 
 void qscreen_rows_avx2(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound) {
-  const int64_t nb = x.K / 32, rb = qscreen_row_bytes(x.K);
+  if (n0 >= n1) return;
+  const int64_t nb = x.K / 32, pbytes = qscreen_panel_bytes(x.K);
   const __m256i lo4 = _mm256_set1_epi8(0x0f), b16 = _mm256_set1_epi8(0x10);
-  for (int64_t n = n0; n < n1; ++n) {
-    const std::byte* row = screen + n * rb;
-    const std::byte* bits = row + 16 * nb;
-    const std::byte* sc = row + 20 * nb;
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    float extra[2] = {0, 0}, bnd[2] = {0, 0};
-    for (int64_t p = 0; p < nb / 2; ++p) {
-      uint16_t h0, h1;
-      std::memcpy(&h0, sc + 4 * p, 2);
-      std::memcpy(&h1, sc + 4 * p + 2, 2);
-      const float s0 = _cvtsh_ss(h0), s1 = _cvtsh_ss(h1);
-      const int64_t b = 2 * p;
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * p));
-      uint32_t qh[2];
-      std::memcpy(qh, bits + 8 * p, 8);
-      const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, lo4), _mm256_and_si256(expand_bits(qh[0]), b16));
-      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo4),
-                                         _mm256_and_si256(expand_bits(qh[1]), b16));
-      const __m256i* xp = reinterpret_cast<const __m256i*>(x.xq + 64 * p);
-      const __m256i is =
-          _mm256_add_epi32(dot(lo, _mm256_loadu_si256(xp)), dot(hi, _mm256_loadu_si256(xp + 1)));
-      const __m256 sv = _mm256_set_m128(_mm_set1_ps(s1 * x.d[b + 1]), _mm_set1_ps(s0 * x.d[b]));
-      acc[p & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), sv, acc[p & 1]);
-      extra[p & 1] += s0 * x.g[b] + s1 * x.g[b + 1];
-      bnd[p & 1] += s0 * x.hb[b] + s1 * x.hb[b + 1];
+  const auto* xq = reinterpret_cast<const int32_t*>(x.xq);
+  for (int64_t p = n0 / kScreenPanel; p * kScreenPanel < n1; ++p) {
+    const std::byte* panel = screen + p * pbytes;
+    const std::byte* corr = panel + 352 * nb;
+    alignas(32) float vout[16], bout[16];
+    for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7: bytes 32h .. 32h + 31 of each nibble vector
+      __m256 val = _mm256_setzero_ps(), bnd = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        __m256i is = _mm256_setzero_si256();
+        for (int s = 0; s < 4; ++s) {
+          const __m256i z =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + qscreen_nib(b, s) + 32 * h));
+          uint32_t mlo, mhi;
+          std::memcpy(&mlo, panel + qscreen_bits(b, s) + 4 * h, 4);
+          std::memcpy(&mhi, panel + qscreen_bits(b, s) + 8 + 4 * h, 4);
+          const __m256i lo =
+              _mm256_or_si256(_mm256_and_si256(z, lo4), _mm256_and_si256(expand_bits(mlo), b16));
+          const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(z, 4), lo4),
+                                             _mm256_and_si256(expand_bits(mhi), b16));
+          is = _mm256_add_epi32(is, _mm256_add_epi32(dot(lo, _mm256_set1_epi32(xq[8 * b + 2 * s])),
+                                                     dot(hi, _mm256_set1_epi32(xq[8 * b + 2 * s + 1]))));
+        }
+        const __m256 sv = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + qscreen_scales(b) + 16 * h)));
+        const __m256 f =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(x.d[b]), _mm256_set1_ps(x.g[b]));
+        val = _mm256_fmadd_ps(sv, f, val);
+        bnd = _mm256_fmadd_ps(sv, _mm256_set1_ps(x.hb[b]), bnd);
+      }
+      __m256 ca = _mm256_setzero_ps();
+      for (int j = 0; j < kScreenOutliers; ++j)
+        ca = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                 _mm_loadl_epi64(reinterpret_cast<const __m128i*>(corr + 16 * j + 8 * h)))),
+                             _mm256_set1_ps(x.xo[j]), ca);
+      const __m256 t =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(corr + 256 + 16 * h)));
+      _mm256_store_ps(vout + 8 * h, _mm256_fmadd_ps(t, ca, val));
+      _mm256_store_ps(bout + 8 * h, _mm256_fmadd_ps(t, _mm256_set1_ps(x.ho), bnd));
     }
-    const std::byte* corr = row + 22 * nb;
-    uint16_t th;
-    std::memcpy(&th, corr + kScreenOutliers, 2);
-    const float tc = _cvtsh_ss(th);
-    const __m256 tv = _mm256_set1_ps(tc);
-    for (int j = 0; j < kScreenOutliers; j += 8) {
-      const __m256 cj = _mm256_cvtepi32_ps(
-          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(corr + j))));
-      acc[0] = _mm256_fmadd_ps(cj, _mm256_mul_ps(tv, _mm256_loadu_ps(x.xo + j)), acc[0]);
-    }
-    const __m256 a = _mm256_add_ps(acc[0], acc[1]);
-    __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    t = _mm_add_ss(t, _mm_movehdup_ps(t));
-    value[n] = _mm_cvtss_f32(t) + (extra[0] + extra[1]);
-    bound[n] = (bnd[0] + bnd[1]) + tc * x.ho;
+    const int64_t r0 = p * kScreenPanel;
+    for (int64_t n = std::max(n0, r0); n < std::min(n1, r0 + kScreenPanel); ++n)
+      value[n] = vout[n - r0], bound[n] = bout[n - r0];
   }
 }
 }  // namespace attn::kernels::cpu::detail

@@ -1,10 +1,11 @@
-// kernels/cpu/qscreen.h with AVX-512 VNNI: a pair of blocks (64 weights) per 512-bit step: the nibbles
-// unpacked in one register, the fifth bits added as 16 under a byte mask, one vpdpbusd against the
-// reordered activations, the pair's two scales spread to their lanes by one permute.
+// kernels/cpu/qscreen.h with AVX-512 VNNI: a panel of 16 rows at a time, one lane per row: per 8 k one
+// 64-byte load of nibbles unpacked into two registers (low, high), the fifth bits added as 16 under byte
+// masks, two vpdpbusd against 4 broadcast activation bytes each; per block one scaling FMA for 16 rows.
 #pragma GCC push_options
 #pragma GCC target("avx512vnni")
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -12,32 +13,15 @@
 
 namespace attn::kernels::cpu::detail {
 
-namespace {
-// One pair (blocks 2p, 2p+1 of the row) into acc: the nibbles broadcast to both halves and the upper half
-// shifted by 4 (vpsrlvw), the fifth bits added as 16 under a byte mask loaded straight from memory.
-inline __m512 pair_step(const std::byte* row, const std::byte* bits, int64_t p, const int8_t* xq, __m512 c,
-                        __m512i idx, __m512 acc) {
-  const __m512i lo4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(0x10);
-  const __m512i sh = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004LL, 0x0004000400040004LL,
-                                       0x0004000400040004LL, 0x0004000400040004LL);
-  __m512i z = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * p)));
-  z = _mm512_and_si512(_mm512_srlv_epi16(z, sh), lo4);
-  z = _mm512_mask_add_epi8(
-      z, _load_mask64(reinterpret_cast<__mmask64*>(const_cast<std::byte*>(bits + 8 * p))), z, b16);
-  const __m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), z,
-                                         _mm512_loadu_si512(reinterpret_cast<const void*>(xq + 64 * p)));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_permutexvar_ps(idx, c), acc);
-}
-}  // namespace
-
 bool qscreen_build_avx512(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
                           std::byte* screen) {
-  const int64_t nb = K / 32, rb = qscreen_row_bytes(K);
+  const int64_t nb = K / 32;
   alignas(64) uint8_t u[4096];
+  uint16_t shs[128];
+  int8_t corr[kScreenOutliers];
   const __m512 half = _mm512_set1_ps(0.5f), sign = _mm512_set1_ps(-0.0f);
   const __m512i i16 = _mm512_set1_epi32(16), i0 = _mm512_setzero_si512(), i31 = _mm512_set1_epi32(31);
   for (int64_t n = n0; n < n1; ++n) {
-    std::byte* row = screen + n * rb;
     for (int64_t b = 0; b < nb; ++b) {
       const std::byte* src = w + (n * nb + b) * 34;
       uint16_t dh;
@@ -67,89 +51,58 @@ bool qscreen_build_avx512(const std::byte* w, int64_t n0, int64_t n1, int64_t K,
         q = _mm512_min_epi32(_mm512_max_epi32(q, i0), i31);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(u + 32 * b + 16 * h), _mm512_cvtepi32_epi8(q));
       }
-      std::memcpy(row + 20 * nb + 2 * b, &sh, 2);
+      shs[b] = sh;
     }
-    for (int64_t p = 0; p < nb / 2; ++p) {
-      // the pair's unpacked order: 16-byte chunks 0, 2, 1, 3 of its 64 element-ordered bytes
-      const __m512i e = _mm512_loadu_si512(reinterpret_cast<const void*>(u + 64 * p));
-      const __m512i P = _mm512_shuffle_i64x2(e, e, 0xd8);
-      const __mmask64 bits = _mm512_test_epi8_mask(P, _mm512_set1_epi8(0x10));
-      std::memcpy(row + 16 * nb + 8 * p, &bits, 8);
-      const __m256i lo = _mm256_and_si256(_mm512_castsi512_si256(P), _mm256_set1_epi8(0x0f));
-      const __m256i hi = _mm256_and_si256(_mm512_extracti64x4_epi64(P, 1), _mm256_set1_epi8(0x0f));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 32 * p),
-                          _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
-    }
-    if (!qscreen_outliers(w, n, K, cols, u, row)) return false;
+    uint16_t th;
+    if (!qscreen_outliers(w, n, K, cols, u, shs, corr, &th)) return false;
+    qscreen_store_row(screen, n, K, u, shs, corr, th);
   }
   return true;
 }
 
 void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound) {
-  const int64_t nb = x.K / 32, rb = qscreen_row_bytes(x.K);
-  // lanes of pair pp (blocks 2pp, 2pp+1 of a chunk of 16): [2pp x4, 2pp+1 x4, 2pp x4, 2pp+1 x4]
-  __m512i idx[8];
-  for (int pp = 0; pp < 8; ++pp) {
-    const int a = 2 * pp, b = 2 * pp + 1;
-    idx[pp] = _mm512_setr_epi32(a, a, a, a, b, b, b, b, a, a, a, a, b, b, b, b);
-  }
-  const __m512 xo = _mm512_loadu_ps(x.xo);
-  auto one_row = [&](int64_t n, __m512* vacc, __m512* vbnd) {
-    const std::byte* row = screen + n * rb;
-    const std::byte* bits = row + 16 * nb;
-    const std::byte* sc = row + 20 * nb;
-    const std::byte* corr = row + 22 * nb;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), vb = _mm512_setzero_ps();
-    for (int64_t c0 = 0; c0 < nb; c0 += 16) {
-      const int m = static_cast<int>(nb - c0 < 16 ? nb - c0 : 16);
-      const __mmask16 mk = static_cast<__mmask16>((1u << m) - 1);
-      const __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, sc + 2 * c0));
-      const __m512 c = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(mk, x.d + c0));
-      acc1 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(mk, x.g + c0), acc1);
-      vb = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(mk, x.hb + c0), vb);
-      const int64_t p0 = c0 / 2;
-      int pp = 0;
-      for (; pp + 2 <= m / 2; pp += 2) {
-        acc0 = pair_step(row, bits, p0 + pp, x.xq, c, idx[pp], acc0);
-        acc1 = pair_step(row, bits, p0 + pp + 1, x.xq, c, idx[pp + 1], acc1);
+  if (n0 >= n1) return;
+  const int64_t nb = x.K / 32, pbytes = qscreen_panel_bytes(x.K);
+  const __m512i lo4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(0x10);
+  const auto* xq = reinterpret_cast<const int32_t*>(x.xq);  // 4 activation bytes per broadcast
+  for (int64_t p = n0 / kScreenPanel; p * kScreenPanel < n1; ++p) {
+    const std::byte* panel = screen + p * pbytes;
+    __m512 val = _mm512_setzero_ps(), bnd = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
+      for (int s = 0; s < 4; ++s) {
+        const __m512i z = _mm512_loadu_si512(reinterpret_cast<const void*>(panel + qscreen_nib(b, s)));
+        __m512i lo = _mm512_and_si512(z, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo4);
+        __mmask64 mlo, mhi;
+        std::memcpy(&mlo, panel + qscreen_bits(b, s), 8);
+        std::memcpy(&mhi, panel + qscreen_bits(b, s) + 8, 8);
+        lo = _mm512_mask_add_epi8(lo, mlo, lo, b16);
+        hi = _mm512_mask_add_epi8(hi, mhi, hi, b16);
+        i0 = _mm512_dpbusd_epi32(i0, lo, _mm512_set1_epi32(xq[8 * b + 2 * s]));
+        i1 = _mm512_dpbusd_epi32(i1, hi, _mm512_set1_epi32(xq[8 * b + 2 * s + 1]));
       }
-      if (pp < m / 2) acc0 = pair_step(row, bits, p0 + pp, x.xq, c, idx[pp], acc0);
+      const __m512 sv =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + qscreen_scales(b))));
+      const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), _mm512_set1_ps(x.d[b]),
+                                       _mm512_set1_ps(x.g[b]));
+      val = _mm512_fmadd_ps(sv, f, val);
+      bnd = _mm512_fmadd_ps(sv, _mm512_set1_ps(x.hb[b]), bnd);
     }
-    uint16_t th;
-    std::memcpy(&th, corr + kScreenOutliers, 2);
-    const __m512 t = _mm512_set1_ps(_cvtsh_ss(th));
-    const __m512 cj =
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(corr))));
-    acc0 = _mm512_fmadd_ps(cj, _mm512_mul_ps(t, xo), acc0);
-    *vacc = _mm512_add_ps(acc0, acc1);
-    // bound lanes: the block part, and t·ho in lane 0
-    *vbnd = _mm512_mask_mov_ps(vb, 1, _mm512_add_ps(vb, _mm512_mul_ps(t, _mm512_set1_ps(x.ho))));
-  };
-  int64_t n = n0;
-  for (; n + 2 <= n1; n += 2) {  // two rows at a time: independent chains, one reduction of four vectors
-    __m512 a0, b0, a1, b1;
-    one_row(n, &a0, &b0);
-    one_row(n + 1, &a1, &b1);
-    // lanes: [a0 | b0 | a1 | b1] summed to 4 values with 256/128-bit folds
-    const __m512 ab0 = _mm512_add_ps(_mm512_shuffle_f32x4(a0, b0, 0x44), _mm512_shuffle_f32x4(a0, b0, 0xee));
-    const __m512 ab1 = _mm512_add_ps(_mm512_shuffle_f32x4(a1, b1, 0x44), _mm512_shuffle_f32x4(a1, b1, 0xee));
-    // ab0 = [a0 (8 lanes) | b0 (8 lanes)] partial sums; the same for ab1
-    const __m512 q =
-        _mm512_add_ps(_mm512_shuffle_f32x4(ab0, ab1, 0x88), _mm512_shuffle_f32x4(ab0, ab1, 0xdd));
-    // q = [a0 4 | b0 4 | a1 4 | b1 4]
-    alignas(64) float o[16];
-    _mm512_store_ps(o, q);
-    value[n] = (o[0] + o[1]) + (o[2] + o[3]);
-    bound[n] = (o[4] + o[5]) + (o[6] + o[7]);
-    value[n + 1] = (o[8] + o[9]) + (o[10] + o[11]);
-    bound[n + 1] = (o[12] + o[13]) + (o[14] + o[15]);
-  }
-  for (; n < n1; ++n) {
-    __m512 a0, b0;
-    one_row(n, &a0, &b0);
-    value[n] = _mm512_reduce_add_ps(a0);
-    bound[n] = _mm512_reduce_add_ps(b0);
+    const std::byte* corr = panel + 352 * nb;
+    __m512 ca = _mm512_setzero_ps();
+    for (int j = 0; j < kScreenOutliers; ++j)
+      ca = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(corr + 16 * j)))),
+                           _mm512_set1_ps(x.xo[j]), ca);
+    const __m512 t = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr + 256)));
+    val = _mm512_fmadd_ps(t, ca, val);
+    bnd = _mm512_fmadd_ps(t, _mm512_set1_ps(x.ho), bnd);
+    // the lanes of rows in [n0, n1)
+    const int64_t r0 = p * kScreenPanel, lo = std::max(n0, r0), hi = std::min(n1, r0 + kScreenPanel);
+    const __mmask16 keep = static_cast<__mmask16>(((1u << (hi - r0)) - 1) & ~((1u << (lo - r0)) - 1));
+    _mm512_mask_storeu_ps(value + r0, keep, val);
+    _mm512_mask_storeu_ps(bound + r0, keep, bnd);
   }
 }
 }  // namespace attn::kernels::cpu::detail
