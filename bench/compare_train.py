@@ -10,8 +10,15 @@ time per step (torch / attn): on a loaded machine wall time depends on the sched
 less so (both count threads that spin while waiting, so it is a rough check, not the target).
 
   python3 bench/compare_train.py [--threads 2] [--steps 20] [--warmup 3] [--rounds 3]
-                                 [--precision fp32|bf16]
+                                 [--precision fp32|bf16] [--openblas inherit|both]
                                  [--bench build/release/bench/train_bench] [-- extra flags for both]
+
+--openblas both (fp32): every round runs both programs twice, with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+unset and with OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=1048576 (what machines with CPUs newer than
+their OpenBLAS build set), the order of the two settings swapped every round, and prints the ratio for
+each setting side by side in one run, and attn's own Haswell / unset throughput (1.00 when attn's speed
+does not depend on OpenBLAS's CPU detection). The default, inherit, runs with the environment as it is.
+train_bench's line saying which kernel ran the step's matrix products is printed for each setting.
 
 --precision bf16 runs attn with bf16 matrix products (train_bench --precision bf16) and, so that the
 report stays honest, TWO PyTorch peers per round: fp32 (the default peer) and bf16 autocast
@@ -27,13 +34,39 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+HASWELL = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "1048576"}
+
+
+def env_for(setting):
+    """The environment for one OpenBLAS setting: 'inherit' (as it is), 'unset' or 'haswell'."""
+    env = dict(os.environ)
+    if setting == "inherit":
+        return env
+    for k in HASWELL:
+        env.pop(k, None)
+    if setting == "haswell":
+        env.update(HASWELL)
+    return env
+
+
+def products_line(out):
+    for line in out.splitlines():
+        if line.startswith("matrix products per step"):
+            return line
+    return None
+
+
+def run(cmd, env=None):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     m = re.search(r"RESULT tokens_per_s=([0-9.]+) step_ms=([0-9.]+)(?: cpu_ms=([0-9.]+))?", out)
     if not m:
         sys.exit(f"no RESULT line from {' '.join(cmd)}:\n{out}")
     cpu = float(m.group(3)) if m.group(3) else float("nan")  # older train_bench builds print no cpu_ms
+    run.products = products_line(out)
     return float(m.group(1)), float(m.group(2)), cpu, out.splitlines()[0]
+
+
+run.products = None  # train_bench's "matrix products per step" line of the last run
 
 
 def main():
@@ -44,20 +77,30 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "release", "bench", "train_bench"))
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    ap.add_argument("--openblas", choices=["inherit", "both"], default="inherit",
+                    help="both: each round with OPENBLAS_* unset and with OPENBLAS_CORETYPE=Haswell "
+                    "OPENBLAS_L2_SIZE=1048576, side by side (fp32 only)")
     ap.add_argument("extra", nargs="*", help="flags passed to both programs (after --)")
     a = ap.parse_args()
     if a.precision == "bf16":
+        if a.openblas != "inherit":
+            sys.exit("compare_train.py: --openblas both is for fp32 (the default precision)")
         return compare_bf16(a)
+    if a.openblas == "both":
+        return compare_openblas_both(a)
     common = ["--threads", str(a.threads), "--steps", str(a.steps), "--warmup", str(a.warmup)] + a.extra
     env_note = f"threads {a.threads}, {a.steps} timed steps after {a.warmup} warm-up, {a.rounds} rounds"
     print(f"training throughput (target tokens/s), {env_note}")
     ratios, ours, theirs, cpu_ratios = [], [], [], []
     for r in range(a.rounds):
         at, ams, acpu, ahead = run([a.bench] + common)
+        products = run.products
         tt, tms, tcpu, thead = run([sys.executable, os.path.join(ROOT, "bench", "peers", "torch_train.py")] +
                                    common)
         if r == 0:
             print("  " + ahead)
+            if products:
+                print("  attn " + products)
             print("  " + thead)
         ours.append(at)
         theirs.append(tt)
@@ -68,6 +111,44 @@ def main():
               f"(cpu-time ratio {tcpu / acpu:.2f}x)")
     print(f"median: attn {statistics.median(ours):.1f} tok/s, torch {statistics.median(theirs):.1f} tok/s, "
           f"ratio {statistics.median(ratios):.2f}x (wall), {statistics.median(cpu_ratios):.2f}x (process CPU time)")
+
+
+def compare_openblas_both(a):
+    common = ["--threads", str(a.threads), "--steps", str(a.steps), "--warmup", str(a.warmup)] + a.extra
+    peer = [sys.executable, os.path.join(ROOT, "bench", "peers", "torch_train.py")] + common
+    settings = ["unset", "haswell"]
+    names = {"unset": "OPENBLAS_* unset", "haswell": "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=1048576"}
+    print(f"training throughput (target tokens/s), OPENBLAS_* unset and set, side by side; threads {a.threads}, "
+          f"{a.steps} timed steps after {a.warmup} warm-up, {a.rounds} rounds")
+    res = {s: {"ours": [], "theirs": [], "ratio": [], "cpu": []} for s in settings}
+    for r in range(a.rounds):
+        order = settings if r % 2 == 0 else settings[::-1]
+        for st in order:
+            env = env_for(st)
+            at, ams, acpu, ahead = run([a.bench] + common, env)
+            products = run.products
+            tt, tms, tcpu, thead = run(peer, env)
+            if r == 0:
+                print(f"  [{names[st]}] {ahead}")
+                if products:
+                    print(f"  [{names[st]}] attn {products}")
+                if st == order[0]:
+                    print("  " + thead)
+            d = res[st]
+            d["ours"].append(at)
+            d["theirs"].append(tt)
+            d["ratio"].append(at / tt)
+            d["cpu"].append(tcpu / acpu)
+            print(f"round {r + 1} [{st:7s}]: attn {at:8.1f} tok/s ({ams:7.1f} ms/step, cpu {acpu:7.1f} ms)   "
+                  f"torch {tt:8.1f} tok/s ({tms:7.1f} ms/step, cpu {tcpu:7.1f} ms)   ratio {at / tt:.2f}x "
+                  f"(cpu-time ratio {tcpu / acpu:.2f}x)")
+    med = statistics.median
+    for st in settings:
+        d = res[st]
+        print(f"median [{names[st]}]: attn {med(d['ours']):.1f} tok/s, torch {med(d['theirs']):.1f} tok/s, "
+              f"ratio {med(d['ratio']):.2f}x (wall), {med(d['cpu']):.2f}x (process CPU time)")
+    print(f"attn Haswell / unset: {med(res['haswell']['ours']) / med(res['unset']['ours']):.2f}x; "
+          f"torch Haswell / unset: {med(res['haswell']['theirs']) / med(res['unset']['theirs']):.2f}x (medians)")
 
 
 def compare_bf16(a):

@@ -10,7 +10,9 @@
 //                                   [--precision fp32|bf16]
 // (--precision bf16: matrix products on bf16 operands with fp32 accumulation, attn/core/precision.h)
 //
-// Prints the step phases (forward, backward, optimizer) and ends with one
+// Prints the step phases (forward, backward, optimizer), which kernel ran the step's matrix products
+// (kernels::cpu::sgemm_counts: attn's own fp32 GEMM, OpenBLAS sgemm / sgemv, bf16; calls and GFLOP per
+// timed step; the attention and other fused kernels make no sgemm call), and ends with one
 // machine-readable line (bench/compare_train.py reads it):
 //   RESULT tokens_per_s=<x> step_ms=<wall ms per step> cpu_ms=<process CPU ms per step>
 // (CPU time counts every thread, including BLAS threads that spin while waiting).
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "kernels/cpu/gemm.h"
 
 using namespace attn;
 
@@ -136,6 +139,7 @@ int main(int argc, char** argv) {
     const Tensor tgt = random_ids(a.batch, a.tgt_len + 1, a.vocab, rng);
     const Tensor tgt_in = tgt.slice(1, 0, a.tgt_len).contiguous();
     const Tensor tgt_out = tgt.slice(1, 1, a.tgt_len + 1).contiguous();
+    if (s == a.warmup) kernels::cpu::reset_sgemm_counts();  // count the timed steps only
     const double c0 = bench::process_cpu_s();
     const double t0 = bench::now_s();
     opt.zero_grad(/*set_to_none=*/true);  // as torch's optimizer.zero_grad() in the peer
@@ -167,6 +171,20 @@ int main(int argc, char** argv) {
   std::printf("step: mean %.1f ms, median %.1f ms (forward %.1f, backward %.1f, optimizer %.1f; medians)\n",
               step * 1e3, median(step_s) * 1e3, median(fwd_s) * 1e3, median(bwd_s) * 1e3,
               median(opt_s) * 1e3);
+  {
+    const kernels::cpu::SgemmCounts n = kernels::cpu::sgemm_counts();
+    const double steps = static_cast<double>(std::max<size_t>(step_s.size(), 1));
+    auto one = [&](const char* what, const kernels::cpu::SgemmPathCount& c) {
+      std::printf(" %s %.1f (%.2f GFLOP)", what, static_cast<double>(c.calls) / steps,
+                  c.flops / steps * 1e-9);
+    };
+    std::printf("matrix products per step (sgemm calls, GFLOP):");
+    one("own fp32", n.own_f32);
+    one("OpenBLAS sgemm", n.blas);
+    one("OpenBLAS sgemv", n.blas_gemv);
+    one("bf16", n.bf16);
+    std::printf("\n");
+  }
   const double cpu_step = cpu_s / static_cast<double>(std::max<size_t>(step_s.size(), 1));
   std::printf("RESULT tokens_per_s=%.1f step_ms=%.2f cpu_ms=%.2f\n", static_cast<double>(tokens) / step,
               step * 1e3, cpu_step * 1e3);

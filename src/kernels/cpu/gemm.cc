@@ -34,7 +34,45 @@ void sync_threads() {
   }
 }
 
+// ---- t15: products per path (gemm.h sgemm_counts) ----
+struct AtomicPathCount {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> macs{0};  // M·N·K (integer, so that concurrent adds are exact)
+};
+AtomicPathCount g_counts[4];  // indexed by SgemmPath
+
+void count(SgemmPath path, int64_t M, int64_t N, int64_t K) {
+  AtomicPathCount& c = g_counts[static_cast<int>(path)];
+  c.calls.fetch_add(1, std::memory_order_relaxed);
+  c.macs.fetch_add(static_cast<uint64_t>(M) * static_cast<uint64_t>(N) * static_cast<uint64_t>(K),
+                   std::memory_order_relaxed);
+}
+
+SgemmPathCount snapshot(SgemmPath path) {
+  const AtomicPathCount& c = g_counts[static_cast<int>(path)];
+  SgemmPathCount out;
+  out.calls = c.calls.load(std::memory_order_relaxed);
+  out.flops = 2.0 * static_cast<double>(c.macs.load(std::memory_order_relaxed));
+  return out;
+}
+
 }  // namespace
+
+SgemmCounts sgemm_counts() {
+  SgemmCounts c;
+  c.own_f32 = snapshot(SgemmPath::own_f32);
+  c.blas = snapshot(SgemmPath::blas);
+  c.blas_gemv = snapshot(SgemmPath::blas_gemv);
+  c.bf16 = snapshot(SgemmPath::bf16);
+  return c;
+}
+
+void reset_sgemm_counts() {
+  for (AtomicPathCount& c : g_counts) {
+    c.calls.store(0, std::memory_order_relaxed);
+    c.macs.store(0, std::memory_order_relaxed);
+  }
+}
 
 // Fewer rows than this stay on BLAS in bf16 precision too: packing B (and the 12-row
 // register block) would cost more than bf16 saves (measured: M = 8 was 0.6x BLAS).
@@ -79,6 +117,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   // MatmulPrecision::bf16: products of at least kBf16MinRows rows go to the bf16 kernel (gemm_bf16.h);
   // matrix-vector products stay on sgemv below.
   const SgemmPath path = sgemm_path(M, N, trans_b);
+  count(path, M, N, K);
   if (path == SgemmPath::bf16) {
     sgemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;

@@ -35,6 +35,22 @@ bool sgemm_uses_bf16(int64_t M, int64_t N);
 enum class SgemmPath { bf16, blas_gemv, own_f32, blas };
 SgemmPath sgemm_path(int64_t M, int64_t N, bool trans_b);
 
+// Products sgemm has run on each path since the process started (or the last reset_sgemm_counts), and
+// their multiply-add work 2·M·N·K in flops: what a benchmark reports as "which products go to OpenBLAS"
+// (bench/train_bench.cc prints them per step). Counted once per sgemm call, after the path is chosen;
+// calls with M, N or K = 0 are not counted. ops::gemm_packed and sgemm_f32 called directly bypass
+// sgemm and are not counted. Thread-safe (relaxed atomics: a snapshot taken while other threads call
+// sgemm may be mid-update).
+struct SgemmPathCount {
+  uint64_t calls = 0;
+  double flops = 0;
+};
+struct SgemmCounts {
+  SgemmPathCount own_f32, blas, blas_gemv, bf16;
+};
+SgemmCounts sgemm_counts();
+void reset_sgemm_counts();
+
 // Name of the BLAS behind sgemm (for explain and benchmarks).
 const char* blas_name();
 
