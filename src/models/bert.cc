@@ -497,6 +497,8 @@ BertOutput BertModel::forward_profiled(const BertInput& input, const BertRunOpti
 BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options, BertProfile* profile) const {
   const auto B = static_cast<int64_t>(input.ids.size());
   ATTN_CHECK(B > 0, "bert: empty batch; expected at least one sequence");
+  ATTN_CHECK(options.layers >= -1 && options.layers <= config_.num_layers, "bert: layers must be in [0, ",
+             config_.num_layers, "] (or -1 for all); got ", options.layers);
   const int64_t C = config_.hidden_size, F = config_.intermediate_size, H = config_.num_heads;
   const int64_t D = config_.head_dim(), P = config_.max_tokens(), V = config_.vocab_size;
   const int64_t P0 = config_.position_offset;
@@ -624,7 +626,9 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   // The encoder attention kernel reads qkv in place; attn::attention when probabilities are captured.
   const bool fast_attention = !options.capture_attention && ops::encoder_attention_fast(D);
   const auto attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  for (const Weights::Layer& w : w_->layers) {
+  const auto n_run = static_cast<std::size_t>(options.layers < 0 ? config_.num_layers : options.layers);
+  for (std::size_t li = 0; li < n_run; ++li) {
+    const Weights::Layer& w = w_->layers[li];
     float* qp = qkv.data<float>();
     if (q8) {
       fill_rows(qp, w.bqkv.data<float>(), T, 3 * C);

@@ -3,10 +3,13 @@
 
 #include <attn/core/error.h>
 #include <attn/io/files.h>
+#include <attn/models/bert.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <system_error>
 
 namespace attn::tasks::detail {
@@ -239,6 +242,40 @@ void save_frozen_cache(const std::string& path, const FrozenCacheKey& key, const
   put(trailer, sum.value());
   f.write(trailer);
   f.commit();
+}
+
+std::vector<Tensor> frozen_rows(const models::BertModel& model, const std::vector<std::vector<int32_t>>& ids,
+                                int64_t k, int64_t& tokens, int64_t batch) {
+  ATTN_CHECK(k >= 0 && k <= model.config().num_layers, "frozen part: k must be in [0, ",
+             model.config().num_layers, "]; got ", k);
+  ATTN_CHECK(batch >= 1, "frozen part: batch must be >= 1; got ", batch);
+  std::vector<std::size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return ids[a].size() < ids[b].size(); });
+  models::BertRunOptions ro;
+  ro.layers = k;
+  ro.quantized_max_tokens = 0;  // f32 products, as the nn modules
+  const int64_t C = model.config().hidden_size;
+  std::vector<Tensor> out(ids.size());
+  for (std::size_t b0 = 0; b0 < order.size(); b0 += static_cast<std::size_t>(batch)) {
+    const std::size_t b1 = std::min(order.size(), b0 + static_cast<std::size_t>(batch));
+    models::BertInput in;
+    for (std::size_t i = b0; i < b1; ++i) in.ids.push_back(ids[order[i]]);
+    const models::BertOutput o = model.forward(in, ro);  // hidden: [B, L, C]
+    const int64_t L = o.hidden.size(1);
+    const Tensor hidden = o.hidden.contiguous();
+    const float* h = hidden.data<float>();
+    for (std::size_t i = b0; i < b1; ++i) {
+      const int64_t n = o.lengths[i - b0];
+      Tensor t = Tensor::empty({n, C});
+      std::copy(h + static_cast<int64_t>(i - b0) * L * C, h + (static_cast<int64_t>(i - b0) * L + n) * C,
+                t.data<float>());
+      out[order[i]] = std::move(t);
+      tokens += n;
+    }
+  }
+  return out;
 }
 
 }  // namespace attn::tasks::detail

