@@ -236,6 +236,16 @@ void scores(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D
   }
 }
 
+// After a tile exponentiated in the scores epilogue (no rescale: the maxima did not move): l += the tile's
+// row sums, alpha = 1.
+void add_exp_sums(int ldq, const float* sum, float* l, float* alpha) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  for (int r = 0; r < ldq; r += 16) {
+    _mm512_store_ps(l + r, _mm512_add_ps(_mm512_load_ps(l + r), _mm512_load_ps(sum + r)));
+    _mm512_store_ps(alpha + r, one);
+  }
+}
+
 // Kernels::scores_exp: the scores of the whole tile (no limits) with the softmax update fused into the
 // microkernel's epilogue against the running maxima m (see attention_fwd_kernels.h).
 bool scores_exp(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float* st,
@@ -250,11 +260,7 @@ bool scores_exp(const float* qt, int ldq, const float* k, int64_t skr, int nk, i
     bad |= ep.bad;
   }
   if (bad) return false;
-  const __m512 one = _mm512_set1_ps(1.f);
-  for (int r = 0; r < ldq; r += 16) {
-    _mm512_store_ps(l + r, _mm512_add_ps(_mm512_load_ps(l + r), _mm512_load_ps(sum + r)));
-    _mm512_store_ps(alpha + r, one);
-  }
+  add_exp_sums(ldq, sum, l, alpha);
   return true;
 }
 
@@ -724,11 +730,7 @@ bool scores_exp_pairs(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t s
     bad |= ep.bad;
   }
   if (bad) return false;
-  const __m512 one = _mm512_set1_ps(1.f);
-  for (int r = 0; r < ldq; r += 16) {
-    _mm512_store_ps(l + r, _mm512_add_ps(_mm512_load_ps(l + r), _mm512_load_ps(sum + r)));
-    _mm512_store_ps(alpha + r, one);
-  }
+  add_exp_sums(ldq, sum, l, alpha);
   return true;
 }
 
