@@ -16,8 +16,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace attn::ops {
