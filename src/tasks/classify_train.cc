@@ -54,6 +54,12 @@ using detail::pct;
 using detail::seconds_since;
 using json::Value;
 
+// What a fine-tune with the embeddings frozen keeps frozen, for the log and the report: the embeddings and
+// the lowest k layers ("layers 0-(k-1)"), or the embeddings alone when k is 0.
+std::string frozen_part_name(int64_t k) {
+  return k > 0 ? "embeddings and layers 0-" + std::to_string(k - 1) : std::string("embeddings");
+}
+
 // The options with the preset's defaults filled in, checked.
 ClassifyTrainOptions resolve(const ClassifyTrainOptions& o) {
   ClassifyTrainOptions s = o;
@@ -824,8 +830,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
                 " layers, hidden " + std::to_string(cfg.d_model) + "; " +
                 std::to_string(model.num_parameters()) + " parameters, " + std::to_string(n_trainable) +
                 " trained (" +
-                (s.freeze_embeddings ? "embeddings and layers 0-" + std::to_string(k - 1) + " frozen"
-                                     : std::string("nothing frozen")) +
+                (s.freeze_embeddings ? frozen_part_name(k) + " frozen" : std::string("nothing frozen")) +
                 "); loaded in " + fmt("%.1f", seconds_since(t_load)) + " s");
 
   // ---- pieces ----
@@ -1267,8 +1272,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
       " head (Linear) on top" +
       (cfg.frozen_top > 0 ? ", reading also the pooled vector of a frozen copy of the trained layers" : "") +
       "\n";
-  md += "- frozen: " +
-        std::string(s.freeze_embeddings ? "embeddings and layers 0-" + std::to_string(k - 1) : "nothing") +
+  md += "- frozen: " + (s.freeze_embeddings ? frozen_part_name(k) : std::string("nothing")) +
         ", computed once per example (" + std::to_string(prefix_tokens) + " tokens in " +
         duration(prefix_seconds) + "); trained: " + std::to_string(n_trainable) + " parameters\n";
   md += "- max length " + std::to_string(max_len) + " pieces: " + std::to_string(truncated) + " of " +

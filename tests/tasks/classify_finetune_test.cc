@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,12 @@ TEST(ClassifyFinetune, TinyE5TrainsSavesAndClassifies) {
   const json::Value& enc = r.report.at("encoder");
   EXPECT_EQ(enc.at("frozen_layers").as_int64(), 0);
   EXPECT_TRUE(enc.at("frozen_embeddings").as_bool());
+  {  // the report names what stayed frozen: the embeddings alone (there is no "layers 0--1")
+    std::ifstream f(dir / "run" / "report.md");
+    const std::string md((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_NE(md.find("- frozen: embeddings, computed once"), std::string::npos) << md;
+    EXPECT_EQ(md.find("layers 0--1"), std::string::npos) << md;
+  }
   // The file leaves the frozen embedding table out; loading takes it from the container.
   const models::TaskModelHeader h = models::read_task_model(r.model_path, "classify");
   EXPECT_EQ(h.data.at("embeddings").as_string(), "base");
