@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tasks/tiny_e5_run.h"
 #include "testing/cli_runner.h"
 #include "testing/testing.h"
 
@@ -36,24 +37,7 @@ fs::path temp_dir(const std::string& name) {
 
 // Two separable classes of the tiny container's pieces (▁a / ▁ab against ▁b / ▁bb).
 tasks::ClassifyTrainOptions tiny_run(const fs::path& dir, std::string* log) {
-  std::ofstream pos(dir / "pos.txt"), neg(dir / "neg.txt");
-  for (int i = 0; i < 30; ++i) {
-    std::string p = "a", n = "b";
-    for (int k = 0; k < i % 5; ++k) p += " a", n += " b";
-    for (int k = 0; k < i / 5; ++k) p += " ab", n += " bb";
-    pos << p << "\n";
-    neg << n << "\n";
-  }
-  tasks::ClassifyTrainOptions o;
-  o.pos = (dir / "pos.txt").string();
-  o.neg = (dir / "neg.txt").string();
-  o.out = (dir / "run").string();
-  o.encoder = "e5";
-  o.encoder_file = testing::source_path("tests/io/data/e5_tiny.bin");
-  o.encoder_lr = 3e-2;
-  o.encoder_epochs = 3;
-  o.batch_size = 8;
-  o.seed = 5;
+  tasks::ClassifyTrainOptions o = testing::tiny_e5_run(dir);
   o.freeze_layers = 1;  // the container's one layer frozen: the cache holds its output
   o.cache_dir = (dir / "cache").string();
   o.progress.write = [log](const std::string& s) { *log += s; };

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tasks/tiny_e5_run.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -37,26 +38,10 @@ fs::path temp_dir(const std::string& name) {
 
 // pos: pieces ▁a / ▁ab; neg: ▁ b. 30 distinct lines each.
 tasks::ClassifyTrainOptions tiny_run(const fs::path& dir) {
-  std::ofstream pos(dir / "pos.txt"), neg(dir / "neg.txt"), clean(dir / "clean.tsv");
-  for (int i = 0; i < 30; ++i) {
-    std::string p = "a", n = "b";
-    for (int k = 0; k < i % 5; ++k) p += " a", n += " b";
-    for (int k = 0; k < i / 5; ++k) p += " ab", n += " bb";
-    pos << p << "\n";
-    neg << n << "\n";
-  }
-  clean << "label\ttext\npos\ta a\nneg\tb b\npos\ta ab\nneg\tb\n";
-  tasks::ClassifyTrainOptions o;
-  o.pos = (dir / "pos.txt").string();
-  o.neg = (dir / "neg.txt").string();
+  std::ofstream(dir / "clean.tsv") << "label\ttext\npos\ta a\nneg\tb b\npos\ta ab\nneg\tb\n";
+  tasks::ClassifyTrainOptions o = testing::tiny_e5_run(dir);
   o.eval = (dir / "clean.tsv").string();
-  o.out = (dir / "run").string();
-  o.encoder = "e5";
-  o.encoder_file = tiny();
-  o.encoder_lr = 3e-2;
   o.encoder_epochs = 8;
-  o.batch_size = 8;
-  o.seed = 5;
   return o;
 }
 

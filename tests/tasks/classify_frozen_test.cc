@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tasks/classify_cache.h"
+#include "tasks/tiny_e5_run.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -102,25 +103,7 @@ TEST(ClassifyFrozen, FineTuneThroughEitherPathReachesTheSameNumbers) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("attn_frozen_path_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  {
-    std::ofstream pos(dir / "pos.txt"), neg(dir / "neg.txt");
-    for (int i = 0; i < 30; ++i) {
-      std::string p = "a", n = "b";
-      for (int k = 0; k < i % 5; ++k) p += " a", n += " b";
-      for (int k = 0; k < i / 5; ++k) p += " ab", n += " bb";
-      pos << p << "\n";
-      neg << n << "\n";
-    }
-  }
-  tasks::ClassifyTrainOptions o;
-  o.pos = (dir / "pos.txt").string();
-  o.neg = (dir / "neg.txt").string();
-  o.encoder = "e5";
-  o.encoder_file = tiny();
-  o.encoder_lr = 3e-2;
-  o.encoder_epochs = 3;
-  o.batch_size = 8;
-  o.seed = 5;
+  tasks::ClassifyTrainOptions o = testing::tiny_e5_run(dir);
   o.freeze_layers = 1;  // the one layer frozen: only the head trains on the frozen part's rows
   o.out = (dir / "bert").string();
   const tasks::ClassifyTrainResult a = tasks::train_classifier(o);
