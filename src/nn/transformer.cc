@@ -17,9 +17,10 @@ MhaConfig mha_config(const LayerConfig& c, bool rope) {
   return m;
 }
 
-Tensor residual_dropout(const Module& m, const Tensor& x, double p, DropoutSeeds& seeds) {
-  if (!m.is_training() || p <= 0) return x;
-  return attn::dropout(x, p, true, seeds.next());
+// h + dropout(x): one pass in training (attn::add_dropout, the same bits as the two operations).
+Tensor residual_add(const Module& m, const Tensor& h, const Tensor& x, double p, DropoutSeeds& seeds) {
+  if (!m.is_training() || p <= 0) return h + x;
+  return attn::add_dropout(h, x, p, true, seeds.next());
 }
 
 uint64_t sub_seed(uint64_t seed, uint64_t i) {
@@ -49,13 +50,13 @@ Tensor EncoderLayer::forward(const Tensor& x, const AttentionCall& call, Tensor*
   Tensor h = x;
   if (c_.pre_norm) {
     MhaResult a = self_attn_.forward(norm1_.forward(h), Tensor(), mc);
-    h = h + residual_dropout(*this, a.out, c_.dropout, seeds_);
-    h = h + residual_dropout(*this, ffn_.forward(norm2_.forward(h)), c_.dropout, seeds_);
+    h = residual_add(*this, h, a.out, c_.dropout, seeds_);
+    h = residual_add(*this, h, ffn_.forward(norm2_.forward(h)), c_.dropout, seeds_);
     if (mc.capture) *weights = a.weights;
   } else {
     MhaResult a = self_attn_.forward(h, Tensor(), mc);
-    h = norm1_.forward(h + residual_dropout(*this, a.out, c_.dropout, seeds_));
-    h = norm2_.forward(h + residual_dropout(*this, ffn_.forward(h), c_.dropout, seeds_));
+    h = norm1_.forward(residual_add(*this, h, a.out, c_.dropout, seeds_));
+    h = norm2_.forward(residual_add(*this, h, ffn_.forward(h), c_.dropout, seeds_));
     if (mc.capture) *weights = a.weights;
   }
   return h;
@@ -98,23 +99,23 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Attent
   Tensor h = x;
   if (c_.pre_norm) {
     MhaResult a = self_attn_.forward(norm1_.forward(h), Tensor(), sc, self_cache);
-    h = h + residual_dropout(*this, a.out, c_.dropout, seeds_);
+    h = residual_add(*this, h, a.out, c_.dropout, seeds_);
     if (cross_) {
       MhaResult m = cross_attn_->forward(norm2_.forward(h), memory, cc, cross_cache, true);
-      h = h + residual_dropout(*this, m.out, c_.dropout, seeds_);
+      h = residual_add(*this, h, m.out, c_.dropout, seeds_);
       if (cc.capture) *cross_weights = m.weights;
     }
-    h = h + residual_dropout(*this, ffn_.forward(ffn_norm.forward(h)), c_.dropout, seeds_);
+    h = residual_add(*this, h, ffn_.forward(ffn_norm.forward(h)), c_.dropout, seeds_);
     if (sc.capture) *weights = a.weights;
   } else {
     MhaResult a = self_attn_.forward(h, Tensor(), sc, self_cache);
-    h = norm1_.forward(h + residual_dropout(*this, a.out, c_.dropout, seeds_));
+    h = norm1_.forward(residual_add(*this, h, a.out, c_.dropout, seeds_));
     if (cross_) {
       MhaResult m = cross_attn_->forward(h, memory, cc, cross_cache, true);
-      h = norm2_.forward(h + residual_dropout(*this, m.out, c_.dropout, seeds_));
+      h = norm2_.forward(residual_add(*this, h, m.out, c_.dropout, seeds_));
       if (cc.capture) *cross_weights = m.weights;
     }
-    h = ffn_norm.forward(h + residual_dropout(*this, ffn_.forward(h), c_.dropout, seeds_));
+    h = ffn_norm.forward(residual_add(*this, h, ffn_.forward(h), c_.dropout, seeds_));
     if (sc.capture) *weights = a.weights;
   }
   return h;

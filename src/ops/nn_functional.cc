@@ -476,6 +476,53 @@ Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed) {
   return y;
 }
 
+Tensor relu_dropout(const Tensor& x, double p, bool train, uint64_t seed) {
+  check_float(x, "relu_dropout", "x");
+  ATTN_CHECK(!std::isnan(p) && p >= 0 && p < 1, "relu_dropout: p must be in [0, 1); got ", p);
+  if (!train || p == 0 || !fast_rows<float>() || x.dtype() != DType::f32)
+    return dropout(relu(x), p, train, seed);
+  const Tensor xc = contiguous_fast(x);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  kc::dropout_fused_f32(kc::DropMode::relu, xc.data<float>(), nullptr, y.data<float>(), x.numel(), p, seed);
+  if (needs_grad(x)) {
+    record("relu_dropout", y, {x}, [xc = xc.detach(), p, seed](const Tensor& g, const GradNeeds&) {
+      // forward: y[i] = max(x[i], 0) · keep(seed, i) / (1 - p)   =>   dx[i] = [x[i] > 0] · drop(g)[i]
+      const Tensor gc = contiguous_fast(g);
+      Tensor dx = Tensor::empty(xc.shape(), xc.dtype());
+      kc::dropout_fused_f32(kc::DropMode::relu_grad, xc.data<float>(), gc.data<float>(), dx.data<float>(),
+                            xc.numel(), p, seed);
+      return std::vector<Tensor>{dx};
+    });
+  }
+  return y;
+}
+
+Tensor add_dropout(const Tensor& r, const Tensor& x, double p, bool train, uint64_t seed) {
+  check_float(x, "add_dropout", "x");
+  check_float(r, "add_dropout", "r");
+  ATTN_CHECK(!std::isnan(p) && p >= 0 && p < 1, "add_dropout: p must be in [0, 1); got ", p);
+  if (!train || p == 0 || !fast_rows<float>() || x.dtype() != DType::f32 || r.dtype() != DType::f32 ||
+      r.shape() != x.shape())
+    return add(r, dropout(x, p, train, seed));  // also broadcasts r and reports mismatched shapes
+  const Tensor xc = contiguous_fast(x), rc = contiguous_fast(r);
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  kc::dropout_fused_f32(kc::DropMode::add, xc.data<float>(), rc.data<float>(), y.data<float>(), x.numel(), p,
+                        seed);
+  if (needs_grad(r, x)) {
+    record("add_dropout", y, {r, x}, [p, seed](const Tensor& g, const GradNeeds& need) {
+      // forward: y = r + drop(x)   =>   dr = dy, dx = drop(dy) (the same mask)
+      Tensor dx;
+      if (need[1]) {
+        const Tensor gc = contiguous_fast(g);
+        dx = Tensor::empty(g.shape(), g.dtype());
+        kc::dropout_f32(gc.data<float>(), dx.data<float>(), g.numel(), p, seed);
+      }
+      return std::vector<Tensor>{need[0] ? g : Tensor(), dx};
+    });
+  }
+  return y;
+}
+
 // ============================================================================
 // softmax, log_softmax
 // ============================================================================

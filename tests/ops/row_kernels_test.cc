@@ -13,6 +13,7 @@
 #include <attn/ops/nn_functional.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -218,6 +219,66 @@ TEST(RowKernelsDropout, Avx512IsBitIdenticalToScalar) {
     for (int64_t i = 0; i < x.numel(); ++i) diff += a.data<float>()[i] != b.data<float>()[i];
     EXPECT_EQ(diff, 0) << "p = " << p;
   }
+}
+
+// relu_dropout and add_dropout run dropout and its neighbour in one pass: forward and every input
+// gradient have the bits of the two operations run one after the other (the fused kernel does the
+// same operations per element), on every ISA, 1 and 2 threads, with 0, -0 and NaN among the inputs.
+TEST(RowKernelsDropout, FusedNeighboursMatchTheTwoOperationsBitForBit) {
+  const int64_t n = 16384 * 2 + 13;
+  auto same_bits = [](const Tensor& a, const Tensor& b, const std::string& what) {
+    ASSERT_TRUE(a.defined() && b.defined()) << what;
+    ASSERT_EQ(a.shape(), b.shape()) << what;
+    int64_t diff = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      uint32_t u, v;
+      std::memcpy(&u, a.data<float>() + i, 4);
+      std::memcpy(&v, b.data<float>() + i, 4);
+      diff += u != v;
+    }
+    EXPECT_EQ(diff, 0) << what;
+  };
+  for (Isa isa : testing::available_isas()) {
+    for (int threads : {1, 2}) {
+      kernels::cpu::force_isa(isa);
+      const int saved = num_threads();
+      set_num_threads(threads);
+      const std::string where =
+          std::string(kernels::cpu::isa_str(isa)) + ", " + std::to_string(threads) + " threads";
+      Tensor x0 = testing::random_uniform({n}, 11, -2, 2), r0 = testing::random_uniform({n}, 12, -2, 2);
+      x0.data<float>()[3] = 0.f, x0.data<float>()[4] = -0.f, x0.data<float>()[5] = std::nanf("");
+      const Tensor dy = testing::random_uniform({n}, 13, -1, 1);
+      for (double p : {0.1, 0.5}) {
+        const std::string w = where + ", p " + std::to_string(p);
+        {  // relu_dropout vs dropout(relu(x))
+          Tensor xa = x0.clone().set_requires_grad(true), xb = x0.clone().set_requires_grad(true);
+          const Tensor ya = relu_dropout(xa, p, true, 99), yb = dropout(relu(xb), p, true, 99);
+          same_bits(ya, yb, "relu_dropout forward, " + w);
+          ya.backward(dy);
+          yb.backward(dy);
+          same_bits(xa.grad(), xb.grad(), "relu_dropout dx, " + w);
+        }
+        {  // add_dropout vs r + dropout(x)
+          Tensor xa = x0.clone().set_requires_grad(true), xb = x0.clone().set_requires_grad(true);
+          Tensor ra = r0.clone().set_requires_grad(true), rb = r0.clone().set_requires_grad(true);
+          const Tensor ya = add_dropout(ra, xa, p, true, 99), yb = rb + dropout(xb, p, true, 99);
+          same_bits(ya, yb, "add_dropout forward, " + w);
+          ya.backward(dy);
+          yb.backward(dy);
+          same_bits(xa.grad(), xb.grad(), "add_dropout dx, " + w);
+          same_bits(ra.grad(), rb.grad(), "add_dropout dr, " + w);
+        }
+      }
+      // Not training, or p = 0: the neighbour alone.
+      same_bits(relu_dropout(x0, 0.3, false, 1), relu(x0), "relu_dropout eval, " + where);
+      same_bits(add_dropout(r0, x0, 0.0, true, 1), r0 + x0, "add_dropout p 0, " + where);
+      set_num_threads(saved);
+      kernels::cpu::force_isa(std::nullopt);
+    }
+  }
+  EXPECT_THROW(relu_dropout(Tensor::zeros({4}, DType::f32), 1.0, true, 1), Error);
+  EXPECT_THROW(add_dropout(Tensor::zeros({4}, DType::f32), Tensor::zeros({3}, DType::f32), 0.1, true, 1),
+               Error);
 }
 
 }  // namespace

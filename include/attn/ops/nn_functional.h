@@ -63,6 +63,11 @@ Tensor swiglu(const Tensor& a, const Tensor& b);
 // (seed, flat index)) and scales survivors by 1/(1 - p). Returns x itself when
 // !train or p == 0. p in [0, 1).
 Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed);
+// dropout(relu(x), p, train, seed) in one pass (forward and backward), the same bits.
+Tensor relu_dropout(const Tensor& x, double p, bool train, uint64_t seed);
+// r + dropout(x, p, train, seed) in one pass (a residual connection), the same bits; r broadcasts
+// as in add() (then as two operations).
+Tensor add_dropout(const Tensor& r, const Tensor& x, double p, bool train, uint64_t seed);
 
 // ---- softmax and losses -------------------------------------------------------------------
 // Over the last dim. A row of all -inf gives 0 (softmax) / -inf (log_softmax), never NaN.

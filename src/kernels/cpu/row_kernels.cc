@@ -126,4 +126,11 @@ void dropout_f32(const float* x, float* y, int64_t n, double p, uint64_t seed) {
                [&](int64_t i0, int64_t i1, int) { avx512_rows::dropout(x, y, i0, i1, p, seed); });
 }
 
+void dropout_fused_f32(DropMode mode, const float* x, const float* other, float* y, int64_t n, double p,
+                       uint64_t seed) {
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
+    avx512_rows::dropout_fused(mode, x, other, y, i0, i1, p, seed);
+  });
+}
+
 }  // namespace attn::kernels::cpu

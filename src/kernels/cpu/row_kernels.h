@@ -62,6 +62,15 @@ void swiglu_backward_f32(const float* a, const float* b, const float* g, float* 
 // y[i] = keep(seed, i) ? x[i] / (1 - p) : 0 with the keep decision of
 // nn_kernels.h (dropout_keep_flat), bit-identical to dropout_apply<float>.
 void dropout_f32(const float* x, float* y, int64_t n, double p, uint64_t seed);
+// Dropout fused with a neighbour in one pass over n elements, drop(v) = dropout_f32's value of v;
+// each mode gives the bits of the two operations run one after the other:
+//   plain      y = drop(x)
+//   relu       y = drop(max(x, 0))              (dropout(relu(x)), the FFN's hidden layer)
+//   relu_grad  y = x > 0 ? drop(other) : 0      (its backward: x the relu input, other the gradient)
+//   add        y = other + drop(x)              (other + dropout(x), a residual connection)
+enum class DropMode { plain, relu, relu_grad, add };
+void dropout_fused_f32(DropMode mode, const float* x, const float* other, float* y, int64_t n, double p,
+                       uint64_t seed);
 
 // ---- AVX-512 range kernels (row_kernels_avx512.cc); call only when rows_fast() -----------
 namespace avx512_rows {
@@ -83,6 +92,8 @@ void act_bwd(Act act, const float* x, const float* g, float* dx, int64_t i0, int
 void swiglu_fwd(const float* a, const float* b, float* y, int64_t i0, int64_t i1);
 void swiglu_bwd(const float* a, const float* b, const float* g, float* da, float* db, int64_t i0, int64_t i1);
 void dropout(const float* x, float* y, int64_t i0, int64_t i1, double p, uint64_t seed);
+void dropout_fused(DropMode mode, const float* x, const float* other, float* y, int64_t i0, int64_t i1,
+                   double p, uint64_t seed);
 }  // namespace avx512_rows
 
 }  // namespace attn::kernels::cpu

@@ -419,6 +419,14 @@ void swiglu_bwd(const float* a, const float* b, const float* g, float* da, float
 // (z >> 11) · 2^-53 >= p, i.e. (z >> 11) >= ceil(p · 2^53) (exact: both sides
 // are integers below 2^53 scaled by a power of two).
 void dropout(const float* x, float* y, int64_t i0, int64_t i1, double p, uint64_t seed) {
+  dropout_fused(DropMode::plain, x, nullptr, y, i0, i1, p, seed);
+}
+
+// dropout() with its neighbour in the same pass (row_kernels.h, DropMode): the keep decision and the
+// one rounding of x · s are dropout()'s, the neighbour's operation is the one its own kernel does, so
+// each mode gives the bits of the two operations run one after the other.
+void dropout_fused(DropMode mode, const float* x, const float* other, float* y, int64_t i0, int64_t i1,
+                   double p, uint64_t seed) {
   const double s = 1.0 / (1.0 - p);
   const __m512d sv = _mm512_set1_pd(s);
   const uint64_t thr = static_cast<uint64_t>(ceil(p * 0x1.0p53));
@@ -436,11 +444,18 @@ void dropout(const float* x, float* y, int64_t i0, int64_t i1, double p, uint64_
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), c1);
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), c2);
     z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
-    const __mmask8 keep = _mm512_cmpge_epu64_mask(_mm512_srli_epi64(z, 11), thrv);
+    __mmask8 keep = _mm512_cmpge_epu64_mask(_mm512_srli_epi64(z, 11), thrv);
+    __m256 xv = _mm256_maskz_loadu_ps(k, x + i);
+    if (mode == DropMode::relu) {
+      xv = _mm256_max_ps(xv, _mm256_setzero_ps());  // relu: max(NaN, 0) and max(-0, +0) give +0
+    } else if (mode == DropMode::relu_grad) {
+      keep &= _mm256_cmp_ps_mask(xv, _mm256_setzero_ps(), _CMP_GT_OQ);  // relu': x > 0 (false for NaN)
+      xv = _mm256_maskz_loadu_ps(k, other + i);
+    }
     // y = x · s in double, rounded once to float (as the scalar static_cast<float>(x * s))
-    const __m256 xv = _mm256_maskz_loadu_ps(k, x + i);
     const __m512d prod = _mm512_mul_pd(_mm512_cvtps_pd(xv), sv);
-    const __m256 out = _mm256_maskz_mov_ps(keep, _mm512_cvtpd_ps(prod));
+    __m256 out = _mm256_maskz_mov_ps(keep, _mm512_cvtpd_ps(prod));
+    if (mode == DropMode::add) out = _mm256_add_ps(_mm256_maskz_loadu_ps(k, other + i), out);
     _mm256_mask_storeu_ps(y + i, k, out);
   }
 }
