@@ -7,10 +7,13 @@
 //
 //   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
 //                [--min-time 2] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]
+//                [--unfused]
 //
 // --profile: instead of the timings, runs the batch × seq forward for --min-time seconds and prints
 // one JSON object per stage (BertModel::forward_profiled): ms per forward, share of the forward, and
-// GFLOP/s for the four matrix products and the attention.
+// GFLOP/s for the four matrix products and the attention. With fused layers (the default for the
+// batch) a layer is one stage, fused_layer; --unfused runs each step over the whole batch
+// (BertRunOptions::fuse_layers = false), for the per-stage breakdown or an A/B of the two.
 //
 // --precision bf16: matrix products on bf16 operands with fp32 accumulation (attn/core/precision.h).
 // --clock thread measures the calling thread's CPU time (use with --threads 1: the
@@ -67,12 +70,12 @@ void pool(const attn::models::BertOutput& r, std::vector<float>& out) {
 }
 
 // Stage breakdown of the batch × seq forward (--profile).
-int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertInput& in, double min_time) {
+int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertInput& in,
+            const attn::models::BertRunOptions& opt, double min_time) {
   const attn::models::BertConfig& c = enc.model().config();
   std::vector<float> sink;
   attn::models::BertProfile prof;
-  attn::models::BertRunOptions opt;
-  pool(enc.model().forward(in), sink);  // warm-up: allocations, BLAS buffers
+  pool(enc.model().forward(in, opt), sink);  // warm-up: allocations, BLAS buffers
   double pool_s = 0, total = 0;
   while (total < min_time || prof.calls < 3) {
     const double t0 = attn::bench::now_s();
@@ -93,6 +96,7 @@ int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertIn
     if (stage == "o_gemm") return 2 * T * C * C * layers;
     if (stage == "ffn_up_gemm" || stage == "ffn_down_gemm") return 2 * T * C * F * layers;
     if (stage == "attention") return 4 * T * L * C * layers;  // QKᵀ and PV, padding included
+    if (stage == "fused_layer") return (2 * T * C * 4 * C + 4 * T * C * F + 4 * T * L * C) * layers;
     return 0;
   };
   auto row = [&](const std::string& stage, double s) {
@@ -125,6 +129,7 @@ int main(int argc, char** argv) {
   double min_time = 2.0;
   std::string model;
   bool want_profile = false;
+  attn::models::BertRunOptions run_opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -146,6 +151,8 @@ int main(int argc, char** argv) {
       model = next();
     else if (a == "--profile")
       want_profile = true;
+    else if (a == "--unfused")
+      run_opt.fuse_layers = false;
     else if (a == "--clock")
       attn::bench::use_thread_clock() = next() == "thread";
     else if (a == "--precision")
@@ -153,10 +160,10 @@ int main(int argc, char** argv) {
     else if (a == "--latency-seqs")
       latency_seqs = attn::bench::parse_list(next());
     else {
-      std::fprintf(
-          stderr,
-          "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
-          "[--min-time S] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]\n");
+      std::fprintf(stderr,
+                   "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
+                   "[--min-time S] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16] "
+                   "[--unfused]\n");
       return 2;
     }
   }
@@ -165,8 +172,9 @@ int main(int argc, char** argv) {
   std::vector<float> sink;
   attn::models::BertInput in;
   in.ids = bench_ids(batch, seq);
-  if (want_profile) return profile(enc, in, min_time);
-  const double t = attn::bench::time_median([&] { pool(enc.model().forward(in), sink); }, min_time, 3);
+  if (want_profile) return profile(enc, in, run_opt, min_time);
+  const double t =
+      attn::bench::time_median([&] { pool(enc.model().forward(in, run_opt), sink); }, min_time, 3);
   std::printf(
       "{\"engine\": \"attn\", \"case\": \"throughput\", \"batch\": %lld, \"seq\": %lld, \"threads\": %d, "
       "\"clock\": \"%s\", \"seconds\": %.6f, \"sentences_per_s\": %.2f}\n",
@@ -176,7 +184,7 @@ int main(int argc, char** argv) {
     attn::models::BertInput one;
     one.ids = bench_ids(1, ls);
     const double tl =
-        attn::bench::time_median([&] { pool(enc.model().forward(one), sink); }, min_time / 2, 5);
+        attn::bench::time_median([&] { pool(enc.model().forward(one, run_opt), sink); }, min_time / 2, 5);
     std::printf(
         "{\"engine\": \"attn\", \"case\": \"latency\", \"batch\": 1, \"seq\": %lld, \"threads\": %d, "
         "\"clock\": \"%s\", \"seconds\": %.6f, \"ms\": %.3f}\n",

@@ -122,7 +122,8 @@ struct BertOutput {
 // Wall seconds per forward stage, summed over layers and calls (BertModel::forward_profiled; a
 // measurement-only tool, outside the stable API). Stage names:
 // embeddings, qkv_gemm (bias fill included), attention, head_merge, o_gemm, ln1, ffn_up_gemm, bias_gelu,
-// ffn_down_gemm, ln2; each stage ends at its parallel region's barrier.
+// ffn_down_gemm, ln2; each stage ends at its parallel region's barrier. With fused layers
+// (BertRunOptions::fuse_layers) the stages of a layer are one: fused_layer.
 struct BertProfile {
   std::vector<std::pair<std::string, double>> seconds;  // in first-seen order
   int64_t calls = 0;
@@ -145,6 +146,15 @@ struct BertRunOptions {
   // Run the embeddings and only the lowest `layers` layers, in [0, num_layers] (hidden is then their
   // output: the frozen part of a fine-tune, tasks/classify_train.cc); -1 (the default): all.
   int64_t layers = -1;
+  // Batches of many sequences on the f32 fast path (packed weights, the encoder attention kernel):
+  // each layer in one parallel region over groups of whole sequences, every step of the layer (QKV,
+  // attention, output projection, the norms, the FFN) run on one group before the next, in per-thread
+  // buffers that stay in cache, instead of each step over the whole batch with its activations (tens of
+  // MiB at batch 32 x 128) going through memory. The same bits either way (every kernel computes each
+  // row, or each sequence, the same way for any split). false: each step over the whole batch, one after
+  // the other (the reference the fused path is tested against; minilm_bench --unfused --profile's
+  // per-stage breakdown).
+  bool fuse_layers = true;
 };
 
 class BertModel {
