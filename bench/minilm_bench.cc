@@ -6,14 +6,17 @@
 // runs all three and prints the ratios (docs/benchmarks-log/2026-11-29.md, "MiniLM").
 //
 //   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
-//                [--min-time 2] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]
-//                [--unfused]
+//                [--min-time 2] [--model DIR] [--clock wall|thread|process] [--profile] [--precision
+//                fp32|bf16]
+//                [--fused] [--ab]
 //
 // --profile: instead of the timings, runs the batch × seq forward for --min-time seconds and prints
 // one JSON object per stage (BertModel::forward_profiled): ms per forward, share of the forward, and
-// GFLOP/s for the four matrix products and the attention. With fused layers (the default for the
-// batch) a layer is one stage, fused_layer; --unfused runs each step over the whole batch
-// (BertRunOptions::fuse_layers = false), for the per-stage breakdown or an A/B of the two.
+// GFLOP/s for the four matrix products and the attention.
+// --fused: BertRunOptions::fuse_layers (each layer in two regions over groups of sequences; with
+// --profile a layer is then one stage, fused_layer). --ab: instead of the timings, fused and unfused
+// batch forwards alternated in one process for --min-time seconds; prints the best and the median
+// sentences per second of each (with --clock thread at 1 thread, or --clock process).
 //
 // --precision bf16: matrix products on bf16 operands with fp32 accumulation (attn/core/precision.h).
 // --clock thread measures the calling thread's CPU time (use with --threads 1: the
@@ -24,10 +27,12 @@
 #include <attn/core/precision.h>
 #include <attn/models/bert.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -118,7 +123,32 @@ int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertIn
   return 0;
 }
 
-const char* clock_name() { return attn::bench::use_thread_clock() ? "thread" : "wall"; }
+// --clock process: the process's CPU time divided by the thread count (what each thread computes per
+// second it ran, without the time other processes took from it; idle pool threads spin for ATTN_SPIN_US
+// before they sleep, and that spinning counts: ATTN_SPIN_US=0 leaves it out).
+bool& use_process_clock() {
+  static bool v = false;
+  return v;
+}
+
+const char* clock_name() {
+  return use_process_clock() ? "process" : attn::bench::use_thread_clock() ? "thread" : "wall";
+}
+
+// attn::bench::time_median, or under --clock process the median of the process CPU time / threads.
+double time_call(const std::function<void()>& fn, double min_time, int min_reps, int threads) {
+  if (!use_process_clock()) return attn::bench::time_median(fn, min_time, min_reps);
+  fn();
+  std::vector<double> t;
+  const double start = attn::bench::now_s();
+  while (static_cast<int>(t.size()) < min_reps || attn::bench::now_s() - start < min_time) {
+    const double a = attn::bench::process_cpu_s();
+    fn();
+    t.push_back((attn::bench::process_cpu_s() - a) / threads);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
 
 }  // namespace
 
@@ -129,6 +159,7 @@ int main(int argc, char** argv) {
   double min_time = 2.0;
   std::string model;
   bool want_profile = false;
+  bool want_ab = false;
   attn::models::BertRunOptions run_opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -151,19 +182,24 @@ int main(int argc, char** argv) {
       model = next();
     else if (a == "--profile")
       want_profile = true;
-    else if (a == "--unfused")
-      run_opt.fuse_layers = false;
-    else if (a == "--clock")
-      attn::bench::use_thread_clock() = next() == "thread";
-    else if (a == "--precision")
+    else if (a == "--fused")
+      run_opt.fuse_layers = true;
+    else if (a == "--ab")
+      want_ab = true;
+    else if (a == "--clock") {
+      const std::string c = next();
+      attn::bench::use_thread_clock() = c == "thread";
+      use_process_clock() = c == "process";
+    } else if (a == "--precision")
       attn::set_matmul_precision(attn::parse_matmul_precision(next()));
     else if (a == "--latency-seqs")
       latency_seqs = attn::bench::parse_list(next());
     else {
-      std::fprintf(stderr,
-                   "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
-                   "[--min-time S] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16] "
-                   "[--unfused]\n");
+      std::fprintf(
+          stderr,
+          "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
+          "[--min-time S] [--model DIR] [--clock wall|thread|process] [--profile] [--precision fp32|bf16] "
+          "[--fused] [--ab]\n");
       return 2;
     }
   }
@@ -173,8 +209,40 @@ int main(int argc, char** argv) {
   attn::models::BertInput in;
   in.ids = bench_ids(batch, seq);
   if (want_profile) return profile(enc, in, run_opt, min_time);
-  const double t =
-      attn::bench::time_median([&] { pool(enc.model().forward(in, run_opt), sink); }, min_time, 3);
+  if (want_ab) {
+    // Fused and unfused forwards alternated in this process; the best and the median of each.
+    attn::models::BertRunOptions fused_opt, plain_opt;
+    fused_opt.fuse_layers = true;
+    plain_opt.fuse_layers = false;
+    pool(enc.model().forward(in, fused_opt), sink);
+    pool(enc.model().forward(in, plain_opt), sink);
+    std::vector<double> tf, tp;
+    auto clock = [&] {
+      return use_process_clock()               ? attn::bench::process_cpu_s() / threads
+             : attn::bench::use_thread_clock() ? attn::bench::thread_cpu_s()
+                                               : attn::bench::now_s();
+    };
+    const double start = attn::bench::now_s();
+    while (attn::bench::now_s() - start < min_time || tf.size() < 3) {
+      double a = clock();
+      pool(enc.model().forward(in, fused_opt), sink);
+      tf.push_back(clock() - a);
+      a = clock();
+      pool(enc.model().forward(in, plain_opt), sink);
+      tp.push_back(clock() - a);
+    }
+    std::sort(tf.begin(), tf.end());
+    std::sort(tp.begin(), tp.end());
+    std::printf(
+        "{\"ab\": \"fused/unfused\", \"threads\": %d, \"clock\": \"%s\", \"pairs\": %zu, \"fused_best\": "
+        "%.2f, "
+        "\"unfused_best\": %.2f, \"fused_median\": %.2f, \"unfused_median\": %.2f}\n",
+        threads, clock_name(), tf.size(), static_cast<double>(batch) / tf[0],
+        static_cast<double>(batch) / tp[0], static_cast<double>(batch) / tf[tf.size() / 2],
+        static_cast<double>(batch) / tp[tp.size() / 2]);
+    return 0;
+  }
+  const double t = time_call([&] { pool(enc.model().forward(in, run_opt), sink); }, min_time, 3, threads);
   std::printf(
       "{\"engine\": \"attn\", \"case\": \"throughput\", \"batch\": %lld, \"seq\": %lld, \"threads\": %d, "
       "\"clock\": \"%s\", \"seconds\": %.6f, \"sentences_per_s\": %.2f}\n",
@@ -184,7 +252,7 @@ int main(int argc, char** argv) {
     attn::models::BertInput one;
     one.ids = bench_ids(1, ls);
     const double tl =
-        attn::bench::time_median([&] { pool(enc.model().forward(one, run_opt), sink); }, min_time / 2, 5);
+        time_call([&] { pool(enc.model().forward(one, run_opt), sink); }, min_time / 2, 5, threads);
     std::printf(
         "{\"engine\": \"attn\", \"case\": \"latency\", \"batch\": 1, \"seq\": %lld, \"threads\": %d, "
         "\"clock\": \"%s\", \"seconds\": %.6f, \"ms\": %.3f}\n",

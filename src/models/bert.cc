@@ -634,7 +634,7 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   const auto n_run = static_cast<std::size_t>(options.layers < 0 ? config_.num_layers : options.layers);
 
   // Fused layers (BertRunOptions::fuse_layers): groups of G whole sequences (at least ~128 rows, what the
-  // GEMM's row blocks hold), each taken through the whole layer by one thread in its own buffers.
+  // GEMM's row blocks hold), each taken through the steps of a layer by one thread in its own buffers.
   // Only where the groups share out evenly over the threads (or are many), so no thread waits long at
   // the layer's end.
   const int64_t nt = num_threads();
@@ -650,6 +650,10 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   const int64_t per_thread = (G * L * (4 * C + F) + 15) / 16 * 16;
   Tensor fused_block;
   if (fused) fused_block = nt * per_thread <= block.numel() ? block : Tensor::empty({nt * per_thread});
+  // Two regions per layer, each over the groups: the attention block (QKV, attention, output projection,
+  // LN1), then the FFN block (up with bias + GELU, down, LN2). One region for both measured 1-2% slower
+  // per CPU second on the shared host than two (each group then cycles all four weight matrices, 7 MiB
+  // at MiniLM, through L3 instead of two at a time).
   auto fused_layer = [&](const Weights::Layer& w) {
     parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int tid) {
       const int64_t base = tid * per_thread;
@@ -658,18 +662,22 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
         const Tensor tq = fused_block.slice(0, base, base + rows * 3 * C).view({nb, L, 3, H, D});
         const Tensor tc =
             fused_block.slice(0, base + G * L * 3 * C, base + G * L * 3 * C + rows * C).view({nb, L, H, D});
-        float* qg = tq.data<float>();
-        float* cg = tc.data<float>();
-        float* fg = fused_block.data<float>() + base + G * L * 4 * C;
         float* xg = xp + b0 * L * C;
         const std::vector<int64_t> lengths(out.lengths.begin() + b0, out.lengths.begin() + b0 + nb);
         // The steps of the unfused path below (packed, fast attention), on this group's rows.
-        ops::gemm_packed(xg, C, w.wqkv, 0.0f, qg, 3 * C, rows, 3 * C, C, ops::GemmEpilogue::bias,
-                         w.bqkv.data<float>());
+        ops::gemm_packed(xg, C, w.wqkv, 0.0f, tq.data<float>(), 3 * C, rows, 3 * C, C,
+                         ops::GemmEpilogue::bias, w.bqkv.data<float>());
         ops::encoder_attention(tq, lengths, tc, attn_scale);
-        ops::gemm_packed(cg, C, w.wo, 1.0f, xg, C, rows, C, C);
+        ops::gemm_packed(tc.data<float>(), C, w.wo, 1.0f, xg, C, rows, C, C);
         ops::residual_layer_norm(xg, nullptr, w.bo.data<float>(), w.ln1_w.data<float>(),
                                  w.ln1_b.data<float>(), rows, C, eps);
+      }
+    });
+    parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int tid) {
+      float* fg = fused_block.data<float>() + tid * per_thread + G * L * 4 * C;
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t rows = std::min(G, B - g * G) * L;
+        float* xg = xp + g * G * L * C;
         ops::gemm_packed(xg, C, w.w1, 0.0f, fg, F, rows, F, C, ops::GemmEpilogue::bias_gelu,
                          w.b1.data<float>());
         ops::gemm_packed(fg, F, w.w2, 1.0f, xg, C, rows, C, F);

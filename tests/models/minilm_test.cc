@@ -435,7 +435,8 @@ void expect_fused_equals_unfused(const BertModel& model, const BertInput& in, bo
     set_num_threads(t);
     const bool fuses = fast && groups >= 2 * t && (groups % t == 0 || groups >= 8 * t);
     models::BertProfile fused_prof, plain_prof;
-    const models::BertOutput fused = model.forward_profiled(in, {.trace = true}, fused_prof);
+    const models::BertOutput fused =
+        model.forward_profiled(in, {.trace = true, .fuse_layers = true}, fused_prof);
     const models::BertOutput plain =
         model.forward_profiled(in, {.trace = true, .fuse_layers = false}, plain_prof);
     EXPECT_EQ(has_stage(fused_prof, "fused_layer"), fuses) << t << " threads";

@@ -146,15 +146,15 @@ struct BertRunOptions {
   // Run the embeddings and only the lowest `layers` layers, in [0, num_layers] (hidden is then their
   // output: the frozen part of a fine-tune, tasks/classify_train.cc); -1 (the default): all.
   int64_t layers = -1;
-  // Batches of many sequences on the f32 fast path (packed weights, the encoder attention kernel):
-  // each layer in one parallel region over groups of whole sequences, every step of the layer (QKV,
-  // attention, output projection, the norms, the FFN) run on one group before the next, in per-thread
-  // buffers that stay in cache, instead of each step over the whole batch with its activations (tens of
-  // MiB at batch 32 x 128) going through memory. The same bits either way (every kernel computes each
-  // row, or each sequence, the same way for any split). false: each step over the whole batch, one after
-  // the other (the reference the fused path is tested against; minilm_bench --unfused --profile's
-  // per-stage breakdown).
-  bool fuse_layers = true;
+  // Batches of many sequences on the f32 fast path (packed weights, the encoder attention kernel): each
+  // layer in two parallel regions over groups of whole sequences (~128 rows), one thread taking a group
+  // through the attention block (QKV, attention, output projection, LN1) and then through the FFN block
+  // in per-thread buffers that stay in cache, instead of eight regions each over the whole batch with
+  // its activations (QKV 18.9 MiB, FFN 25 MiB at MiniLM batch 32 x 128) going through memory. The same
+  // bits either way (every kernel computes each row, or each sequence, the same way for any split).
+  // Off by default: on the shared 2-core host it measured within +-1% of the unfused order per CPU
+  // second (minilm_bench --ab; docs/benchmarks.md, issue 15), no gain to show for it yet.
+  bool fuse_layers = false;
 };
 
 class BertModel {
