@@ -8,13 +8,14 @@
 //   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
 //                [--min-time 2] [--model DIR] [--clock wall|thread|process] [--profile] [--precision
 //                fp32|bf16]
-//                [--fused] [--ab]
+//                [--fused | --unfused] [--ab]
 //
 // --profile: instead of the timings, runs the batch × seq forward for --min-time seconds and prints
 // one JSON object per stage (BertModel::forward_profiled): ms per forward, share of the forward, and
 // GFLOP/s for the four matrix products and the attention.
-// --fused: BertRunOptions::fuse_layers (each layer in two regions over groups of sequences; with
-// --profile a layer is then one stage, fused_layer). --ab: instead of the timings, fused and unfused
+// --fused / --unfused: BertRunOptions::fuse_layers true (the default: each layer in two regions over
+// groups of sequences; with --profile a layer is then one stage, fused_layer) or false (each step over
+// the whole batch: --profile shows every stage). --ab: instead of the timings, fused and unfused
 // batch forwards alternated in one process for --min-time seconds; prints the best and the median
 // sentences per second of each (with --clock thread at 1 thread, or --clock process).
 //
@@ -184,6 +185,8 @@ int main(int argc, char** argv) {
       want_profile = true;
     else if (a == "--fused")
       run_opt.fuse_layers = true;
+    else if (a == "--unfused")
+      run_opt.fuse_layers = false;
     else if (a == "--ab")
       want_ab = true;
     else if (a == "--clock") {
@@ -199,7 +202,7 @@ int main(int argc, char** argv) {
           stderr,
           "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
           "[--min-time S] [--model DIR] [--clock wall|thread|process] [--profile] [--precision fp32|bf16] "
-          "[--fused] [--ab]\n");
+          "[--fused | --unfused] [--ab]\n");
       return 2;
     }
   }

@@ -152,9 +152,10 @@ struct BertRunOptions {
   // in per-thread buffers that stay in cache, instead of eight regions each over the whole batch with
   // its activations (QKV 18.9 MiB, FFN 25 MiB at MiniLM batch 32 x 128) going through memory. The same
   // bits either way (every kernel computes each row, or each sequence, the same way for any split).
-  // Off by default: on the shared 2-core host it measured within +-1% of the unfused order per CPU
-  // second (minilm_bench --ab; docs/benchmarks.md, issue 15), no gain to show for it yet.
-  bool fuse_layers = false;
+  // minilm_bench --ab on the shared 2-core host (fused and unfused alternated in one process): 2 threads
+  // wall, best of each 1.4-2% ahead in 4 of 4 runs; 1 thread even (docs/benchmarks.md, issue 15).
+  // false: each step over the whole batch, one after the other (the per-stage profile).
+  bool fuse_layers = true;
 };
 
 class BertModel {
