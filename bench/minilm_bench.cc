@@ -6,11 +6,18 @@
 // runs all three and prints the ratios (docs/benchmarks-log/2026-11-29.md, "MiniLM").
 //
 //   minilm_bench [--threads 2] [--batch 32] [--seq 128] [--latency-seqs 16,128]
-//                [--min-time 2] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]
+//                [--min-time 2] [--model DIR] [--clock wall|thread|process] [--profile] [--precision
+//                fp32|bf16]
+//                [--fused | --unfused] [--ab]
 //
 // --profile: instead of the timings, runs the batch × seq forward for --min-time seconds and prints
 // one JSON object per stage (BertModel::forward_profiled): ms per forward, share of the forward, and
 // GFLOP/s for the four matrix products and the attention.
+// --fused / --unfused: BertRunOptions::fuse_layers true (the default: each layer in two regions over
+// groups of sequences; with --profile a layer is then one stage, fused_layer) or false (each step over
+// the whole batch: --profile shows every stage). --ab: instead of the timings, fused and unfused
+// batch forwards alternated in one process for --min-time seconds; prints the best and the median
+// sentences per second of each (with --clock thread at 1 thread, or --clock process).
 //
 // --precision bf16: matrix products on bf16 operands with fp32 accumulation (attn/core/precision.h).
 // --clock thread measures the calling thread's CPU time (use with --threads 1: the
@@ -21,10 +28,12 @@
 #include <attn/core/precision.h>
 #include <attn/models/bert.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,12 +76,12 @@ void pool(const attn::models::BertOutput& r, std::vector<float>& out) {
 }
 
 // Stage breakdown of the batch × seq forward (--profile).
-int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertInput& in, double min_time) {
+int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertInput& in,
+            const attn::models::BertRunOptions& opt, double min_time) {
   const attn::models::BertConfig& c = enc.model().config();
   std::vector<float> sink;
   attn::models::BertProfile prof;
-  attn::models::BertRunOptions opt;
-  pool(enc.model().forward(in), sink);  // warm-up: allocations, BLAS buffers
+  pool(enc.model().forward(in, opt), sink);  // warm-up: allocations, BLAS buffers
   double pool_s = 0, total = 0;
   while (total < min_time || prof.calls < 3) {
     const double t0 = attn::bench::now_s();
@@ -93,6 +102,7 @@ int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertIn
     if (stage == "o_gemm") return 2 * T * C * C * layers;
     if (stage == "ffn_up_gemm" || stage == "ffn_down_gemm") return 2 * T * C * F * layers;
     if (stage == "attention") return 4 * T * L * C * layers;  // QKᵀ and PV, padding included
+    if (stage == "fused_layer") return (2 * T * C * 4 * C + 4 * T * C * F + 4 * T * L * C) * layers;
     return 0;
   };
   auto row = [&](const std::string& stage, double s) {
@@ -114,7 +124,32 @@ int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertIn
   return 0;
 }
 
-const char* clock_name() { return attn::bench::use_thread_clock() ? "thread" : "wall"; }
+// --clock process: the process's CPU time divided by the thread count (what each thread computes per
+// second it ran, without the time other processes took from it; idle pool threads spin for ATTN_SPIN_US
+// before they sleep, and that spinning counts: ATTN_SPIN_US=0 leaves it out).
+bool& use_process_clock() {
+  static bool v = false;
+  return v;
+}
+
+const char* clock_name() {
+  return use_process_clock() ? "process" : attn::bench::use_thread_clock() ? "thread" : "wall";
+}
+
+// attn::bench::time_median, or under --clock process the median of the process CPU time / threads.
+double time_call(const std::function<void()>& fn, double min_time, int min_reps, int threads) {
+  if (!use_process_clock()) return attn::bench::time_median(fn, min_time, min_reps);
+  fn();
+  std::vector<double> t;
+  const double start = attn::bench::now_s();
+  while (static_cast<int>(t.size()) < min_reps || attn::bench::now_s() - start < min_time) {
+    const double a = attn::bench::process_cpu_s();
+    fn();
+    t.push_back((attn::bench::process_cpu_s() - a) / threads);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
 
 }  // namespace
 
@@ -125,6 +160,8 @@ int main(int argc, char** argv) {
   double min_time = 2.0;
   std::string model;
   bool want_profile = false;
+  bool want_ab = false;
+  attn::models::BertRunOptions run_opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -146,9 +183,17 @@ int main(int argc, char** argv) {
       model = next();
     else if (a == "--profile")
       want_profile = true;
-    else if (a == "--clock")
-      attn::bench::use_thread_clock() = next() == "thread";
-    else if (a == "--precision")
+    else if (a == "--fused")
+      run_opt.fuse_layers = true;
+    else if (a == "--unfused")
+      run_opt.fuse_layers = false;
+    else if (a == "--ab")
+      want_ab = true;
+    else if (a == "--clock") {
+      const std::string c = next();
+      attn::bench::use_thread_clock() = c == "thread";
+      use_process_clock() = c == "process";
+    } else if (a == "--precision")
       attn::set_matmul_precision(attn::parse_matmul_precision(next()));
     else if (a == "--latency-seqs")
       latency_seqs = attn::bench::parse_list(next());
@@ -156,7 +201,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: minilm_bench [--threads N] [--batch B] [--seq L] [--latency-seqs 16,128] "
-          "[--min-time S] [--model DIR] [--clock wall|thread] [--profile] [--precision fp32|bf16]\n");
+          "[--min-time S] [--model DIR] [--clock wall|thread|process] [--profile] [--precision fp32|bf16] "
+          "[--fused | --unfused] [--ab]\n");
       return 2;
     }
   }
@@ -165,8 +211,41 @@ int main(int argc, char** argv) {
   std::vector<float> sink;
   attn::models::BertInput in;
   in.ids = bench_ids(batch, seq);
-  if (want_profile) return profile(enc, in, min_time);
-  const double t = attn::bench::time_median([&] { pool(enc.model().forward(in), sink); }, min_time, 3);
+  if (want_profile) return profile(enc, in, run_opt, min_time);
+  if (want_ab) {
+    // Fused and unfused forwards alternated in this process; the best and the median of each.
+    attn::models::BertRunOptions fused_opt, plain_opt;
+    fused_opt.fuse_layers = true;
+    plain_opt.fuse_layers = false;
+    pool(enc.model().forward(in, fused_opt), sink);
+    pool(enc.model().forward(in, plain_opt), sink);
+    std::vector<double> tf, tp;
+    auto clock = [&] {
+      return use_process_clock()               ? attn::bench::process_cpu_s() / threads
+             : attn::bench::use_thread_clock() ? attn::bench::thread_cpu_s()
+                                               : attn::bench::now_s();
+    };
+    const double start = attn::bench::now_s();
+    while (attn::bench::now_s() - start < min_time || tf.size() < 3) {
+      double a = clock();
+      pool(enc.model().forward(in, fused_opt), sink);
+      tf.push_back(clock() - a);
+      a = clock();
+      pool(enc.model().forward(in, plain_opt), sink);
+      tp.push_back(clock() - a);
+    }
+    std::sort(tf.begin(), tf.end());
+    std::sort(tp.begin(), tp.end());
+    std::printf(
+        "{\"ab\": \"fused/unfused\", \"threads\": %d, \"clock\": \"%s\", \"pairs\": %zu, \"fused_best\": "
+        "%.2f, "
+        "\"unfused_best\": %.2f, \"fused_median\": %.2f, \"unfused_median\": %.2f}\n",
+        threads, clock_name(), tf.size(), static_cast<double>(batch) / tf[0],
+        static_cast<double>(batch) / tp[0], static_cast<double>(batch) / tf[tf.size() / 2],
+        static_cast<double>(batch) / tp[tp.size() / 2]);
+    return 0;
+  }
+  const double t = time_call([&] { pool(enc.model().forward(in, run_opt), sink); }, min_time, 3, threads);
   std::printf(
       "{\"engine\": \"attn\", \"case\": \"throughput\", \"batch\": %lld, \"seq\": %lld, \"threads\": %d, "
       "\"clock\": \"%s\", \"seconds\": %.6f, \"sentences_per_s\": %.2f}\n",
@@ -176,7 +255,7 @@ int main(int argc, char** argv) {
     attn::models::BertInput one;
     one.ids = bench_ids(1, ls);
     const double tl =
-        attn::bench::time_median([&] { pool(enc.model().forward(one), sink); }, min_time / 2, 5);
+        time_call([&] { pool(enc.model().forward(one, run_opt), sink); }, min_time / 2, 5, threads);
     std::printf(
         "{\"engine\": \"attn\", \"case\": \"latency\", \"batch\": 1, \"seq\": %lld, \"threads\": %d, "
         "\"clock\": \"%s\", \"seconds\": %.6f, \"ms\": %.3f}\n",

@@ -152,6 +152,11 @@ void linear_packed(const float* x, int64_t ldx, const Tensor& packed, const floa
   kernels::cpu::linear_packed(x, ldx, packed.data<float>(), bias, y, ldy, M, N, K);
 }
 
+bool gemm_packed_in_place(int64_t M, int64_t N) {
+  return M >= 1 && N >= 1 && kernels::cpu::f32_gemm_reads_packed_b() &&
+         kernels::cpu::sgemm_path(M, N, false) == kernels::cpu::SgemmPath::own_f32;
+}
+
 void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, float* C, int64_t ldc,
                  int64_t M, int64_t N, int64_t K) {
   check_packed("gemm_packed", packed, N, K);
@@ -159,8 +164,7 @@ void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, 
              " and ldc >= N = ", N, "; got M ", M, ", ldx ", ldx, ", ldc ", ldc);
   ATTN_CHECK(M == 0 || (x != nullptr && C != nullptr), "gemm_packed: x and C must be non-null");
   if (M == 0) return;
-  if (kernels::cpu::f32_gemm_reads_packed_b() &&
-      kernels::cpu::sgemm_path(M, N, false) == kernels::cpu::SgemmPath::own_f32) {
+  if (gemm_packed_in_place(M, N)) {
     kernels::cpu::sgemm_f32_packed_b(M, N, K, 1.0f, x, ldx, packed.data<float>(), beta, C, ldc);
     return;
   }
@@ -189,8 +193,7 @@ void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, 
         kernels::cpu::bias_gelu(row, bias + c0, 1, cols);
     }
   };
-  if (kernels::cpu::f32_gemm_reads_packed_b() &&
-      kernels::cpu::sgemm_path(M, N, false) == kernels::cpu::SgemmPath::own_f32) {
+  if (gemm_packed_in_place(M, N)) {
     kernels::cpu::sgemm_f32_packed_b(M, N, K, 1.0f, x, ldx, packed.data<float>(), beta, C, ldc, finish);
     return;
   }

@@ -4,10 +4,13 @@
 // when the model package is not installed; the tiny-model and bad-input tests
 // always run (they write their own small model files).
 #include <attn/core/error.h>
+#include <attn/core/parallel.h>
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/bert.h>
+#include <attn/ops/inference.h>
+#include <attn/ops/linear.h>
 
 #include <cmath>
 #include <filesystem>
@@ -410,6 +413,105 @@ TEST(TinyBertForward, ReusedAndConcurrentScratchGiveTheSameValues) {
     for (auto& th : threads) th.join();
   }
   for (int t = 0; t < 4; ++t) EXPECT_ALL_CLOSE(got[t], t % 2 ? small_first : first, exact) << "thread " << t;
+}
+
+// ---- fused layers (BertRunOptions::fuse_layers) against each step over the whole batch ---------
+
+bool has_stage(const models::BertProfile& p, const std::string& stage) {
+  for (const auto& [name, s] : p.seconds)
+    if (name == stage) return true;
+  return false;
+}
+
+// Runs `in` fused and unfused (with every layer's hidden states) on 1, 2 and 3 threads: the same bits,
+// by construction (each kernel computes a row, or a sequence's attention, the same way whatever rows a
+// call is given). `fast`: the CPU runs the fused path's kernels. `groups`: the batch's groups of
+// sequences; the layers are fused where they share out over the threads (>= 2 per thread, and a
+// multiple of the thread count or >= 8 per thread), so with 8 groups on 1 and 2 threads, not on 3.
+void expect_fused_equals_unfused(const BertModel& model, const BertInput& in, bool fast, int groups) {
+  const int threads = num_threads();
+  const testing::Tolerance exact{0, 0};
+  for (const int t : {1, 2, 3}) {
+    set_num_threads(t);
+    const bool fuses = fast && groups >= 2 * t && (groups % t == 0 || groups >= 8 * t);
+    models::BertProfile fused_prof, plain_prof;
+    const models::BertOutput fused =
+        model.forward_profiled(in, {.trace = true, .fuse_layers = true}, fused_prof);
+    const models::BertOutput plain =
+        model.forward_profiled(in, {.trace = true, .fuse_layers = false}, plain_prof);
+    EXPECT_EQ(has_stage(fused_prof, "fused_layer"), fuses) << t << " threads";
+    EXPECT_FALSE(has_stage(plain_prof, "fused_layer")) << t << " threads";
+    EXPECT_ALL_CLOSE(fused.hidden, plain.hidden, exact) << t << " threads";
+    ASSERT_EQ(fused.hidden_states.size(), plain.hidden_states.size());
+    for (std::size_t i = 0; i < fused.hidden_states.size(); ++i)
+      EXPECT_ALL_CLOSE(fused.hidden_states[i], plain.hidden_states[i], exact)
+          << t << " threads, hidden state " << i;
+  }
+  set_num_threads(threads);
+}
+
+// A random BERT with 16-wide heads (the encoder attention kernel's smallest), 38 sequences of 1..30
+// tokens: padded to 30, groups of 5 sequences (150 rows), 8 groups, the last of 3 sequences.
+TEST(BertFusedLayers, SameBitsAsEachStepOverTheBatch) {
+  BertConfig c;
+  c.vocab_size = 12, c.hidden_size = 32, c.num_layers = 2, c.num_heads = 2, c.intermediate_size = 64;
+  c.max_position_embeddings = 32, c.type_vocab_size = 2;
+  models::BertWeights w;
+  uint64_t seed = 7;
+  auto add = [&](const std::string& n, const Shape& s, double lo, double hi) {
+    w.tensors.emplace(n, testing::random_uniform(s, seed++, lo, hi));
+  };
+  const int64_t C = 32, F = 64;
+  add("embeddings.word_embeddings.weight", {12, C}, -1, 1);
+  add("embeddings.position_embeddings.weight", {32, C}, -1, 1);
+  add("embeddings.token_type_embeddings.weight", {2, C}, -1, 1);
+  add("embeddings.LayerNorm.weight", {C}, 0.5, 1.5);
+  add("embeddings.LayerNorm.bias", {C}, -0.1, 0.1);
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    for (const char* n :
+         {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
+      add(p + n + ".weight", {C, C}, -0.3, 0.3);
+      add(p + n + ".bias", {C}, -0.1, 0.1);
+    }
+    add(p + "attention.output.LayerNorm.weight", {C}, 0.5, 1.5);
+    add(p + "attention.output.LayerNorm.bias", {C}, -0.1, 0.1);
+    add(p + "intermediate.dense.weight", {F, C}, -0.3, 0.3);
+    add(p + "intermediate.dense.bias", {F}, -0.1, 0.1);
+    add(p + "output.dense.weight", {C, F}, -0.3, 0.3);
+    add(p + "output.dense.bias", {C}, -0.1, 0.1);
+    add(p + "output.LayerNorm.weight", {C}, 0.5, 1.5);
+    add(p + "output.LayerNorm.bias", {C}, -0.1, 0.1);
+  }
+  const BertModel model(c, std::move(w), "random bert");
+  BertInput in;
+  for (int i = 0; i < 38; ++i) {
+    std::vector<int32_t> s;
+    const int len = i == 0 ? 30 : 1 + (i * 11) % 30;
+    for (int j = 0; j < len; ++j) s.push_back(static_cast<int32_t>((i * 5 + j * 7 + 1) % 12));
+    in.ids.push_back(std::move(s));
+  }
+  // On a CPU without the AVX-512 kernels the layers are not fused; the two runs must agree all the same.
+  const bool fast = ops::packed_weight_fast() && ops::encoder_attention_fast(16) &&
+                    ops::gemm_packed_in_place(90, 32) && ops::gemm_packed_in_place(90, 96);
+  expect_fused_equals_unfused(model, in, fast, 8);
+}
+
+TEST(MiniLmFusedLayers, SameBitsAsEachStepOverTheBatch) {
+  REQUIRE_MINILM();
+  // 16 sentences of 20..64 tokens: padded to 64, groups of 2 sequences, 8 groups.
+  BertInput in;
+  for (int i = 0; i < 16; ++i) {
+    std::vector<int32_t> s = {101};
+    const int len = i == 0 ? 64 : 20 + (i * 13) % 44;
+    for (int j = 1; j < len - 1; ++j)
+      s.push_back(static_cast<int32_t>(1996 + (i * 7919 + j * 104729) % 20000));
+    s.push_back(102);
+    in.ids.push_back(std::move(s));
+  }
+  const bool fast = ops::packed_weight_fast() && ops::encoder_attention_fast(32) &&
+                    ops::gemm_packed_in_place(128, 384) && ops::gemm_packed_in_place(128, 1536);
+  expect_fused_equals_unfused(enc->model(), in, fast, 8);
 }
 
 TEST(TinyBertLoad, ReadsThePrefixedLayoutAndIgnoresThePooler) {

@@ -122,7 +122,8 @@ struct BertOutput {
 // Wall seconds per forward stage, summed over layers and calls (BertModel::forward_profiled; a
 // measurement-only tool, outside the stable API). Stage names:
 // embeddings, qkv_gemm (bias fill included), attention, head_merge, o_gemm, ln1, ffn_up_gemm, bias_gelu,
-// ffn_down_gemm, ln2; each stage ends at its parallel region's barrier.
+// ffn_down_gemm, ln2; each stage ends at its parallel region's barrier. With fused layers
+// (BertRunOptions::fuse_layers) the stages of a layer are one: fused_layer.
 struct BertProfile {
   std::vector<std::pair<std::string, double>> seconds;  // in first-seen order
   int64_t calls = 0;
@@ -145,6 +146,16 @@ struct BertRunOptions {
   // Run the embeddings and only the lowest `layers` layers, in [0, num_layers] (hidden is then their
   // output: the frozen part of a fine-tune, tasks/classify_train.cc); -1 (the default): all.
   int64_t layers = -1;
+  // Batches of many sequences on the f32 fast path (packed weights, the encoder attention kernel): each
+  // layer in two parallel regions over groups of whole sequences (~128 rows), one thread taking a group
+  // through the attention block (QKV, attention, output projection, LN1) and then through the FFN block
+  // in per-thread buffers that stay in cache, instead of eight regions each over the whole batch with
+  // its activations (QKV 18.9 MiB, FFN 25 MiB at MiniLM batch 32 x 128) going through memory. The same
+  // bits either way (every kernel computes each row, or each sequence, the same way for any split).
+  // minilm_bench --ab on the shared 2-core host (fused and unfused alternated in one process): 2 threads
+  // wall, best of each 1.4-2% ahead in 4 of 4 runs; 1 thread even (docs/benchmarks.md, issue 15).
+  // false: each step over the whole batch, one after the other (the per-stage profile).
+  bool fuse_layers = true;
 };
 
 class BertModel {

@@ -106,6 +106,10 @@ void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, 
 // ops::bias_gelu over C, but each block of rows is finished while the thread that wrote it still has it
 // in cache (one pass over C instead of two; MiniLM batch 32 x 128: the QKV bias and the FFN's GELU).
 enum class GemmEpilogue { bias, bias_gelu };
+// True when gemm_packed of M rows and N columns reads the panels in place (attn's own AVX-512 fp32
+// GEMM); false when it would unpack the weight into a scratch copy first (then a caller splitting one
+// product into many small ones, as BertModel's fused layers do, should not).
+bool gemm_packed_in_place(int64_t M, int64_t N);
 void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, float* C, int64_t ldc,
                  int64_t M, int64_t N, int64_t K, GemmEpilogue epilogue, const float* bias);
 

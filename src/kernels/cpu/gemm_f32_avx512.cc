@@ -95,13 +95,16 @@ void pack_cols(const float* src, int64_t ld, int kc, int w, int W, float* out) {
 }
 
 // kStrided: b is op(B) in place (row k at b + k · ldb, columns [0, n) read); else a packed panel.
-template <bool kStrided>
+// R: the rows computed (m <= R; the a panel still holds kMr values per k). A panel of fewer than kMr
+// valid rows (the last of a product whose M is not a multiple of 12, e.g. 128 = 10 · 12 + 8) runs only
+// the FMAs of its rows; each row's sums are the same chain of FMAs whatever R is.
+template <bool kStrided, int R = kMr>
 ATTN_INLINE void block_impl(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m,
                             int n, float alpha, float beta) {
   const __mmask16 m0 = tail_mask(n), m1 = tail_mask(n - 16);
-  __m512 acc[kMr][2];
+  __m512 acc[R][2];
 #pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) {
+  for (int r = 0; r < R; ++r) {
     acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     // C is read (beta != 0) or written after the k loop: start fetching it now.
     if (r < m) {
@@ -121,7 +124,7 @@ ATTN_INLINE void block_impl(int kc, const float* a, const float* b, int64_t ldb,
       _mm_prefetch(reinterpret_cast<const char*>(b + 8 * kNr), _MM_HINT_T0);
     }
 #pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
+    for (int r = 0; r < R; ++r) {
       const __m512 ar = _mm512_set1_ps(a[r]);
       acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
@@ -131,7 +134,7 @@ ATTN_INLINE void block_impl(int kc, const float* a, const float* b, int64_t ldb,
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 #pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) {
+  for (int r = 0; r < R; ++r) {
     if (r >= m) break;
     float* row = c + r * ldc;
     __m512 v0 = _mm512_mul_ps(acc[r][0], va), v1 = _mm512_mul_ps(acc[r][1], va);
@@ -144,14 +147,26 @@ ATTN_INLINE void block_impl(int kc, const float* a, const float* b, int64_t ldb,
   }
 }
 
+// Full panels take the 12-row body; a short last panel the body of its rows rounded up to 4, 8 or 12.
+template <bool kStrided>
+void block_rows(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m, int n,
+                float alpha, float beta) {
+  if (m > 8)
+    block_impl<kStrided, 12>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
+  else if (m > 4)
+    block_impl<kStrided, 8>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
+  else
+    block_impl<kStrided, 4>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
+}
+
 void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
            float beta) {
-  block_impl<false>(kc, a, b, 0, c, ldc, m, n, alpha, beta);
+  block_rows<false>(kc, a, b, 0, c, ldc, m, n, alpha, beta);
 }
 
 void block_b(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m, int n,
              float alpha, float beta) {
-  block_impl<true>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
+  block_rows<true>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
 }
 
 constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block, block_b};
