@@ -59,6 +59,12 @@ std::size_t CachingAllocator::class_bytes(std::size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+std::size_t CachingAllocator::index_bytes(int index) {
+  const int e = index / kSubClasses;
+  const std::size_t step = (std::size_t{1} << e) / kSubClasses;
+  return static_cast<std::size_t>(index % kSubClasses + kSubClasses) * step;
+}
+
 int CachingAllocator::class_index(std::size_t bytes) {
   const int e = floor_log2(bytes);
   const std::size_t step = (std::size_t{1} << e) / kSubClasses;
@@ -76,12 +82,18 @@ void* CachingAllocator::allocate(std::size_t bytes) {
   const int c = class_index(bytes);
   {
     std::lock_guard<std::mutex> lk(mu_);
-    std::vector<void*>& list = free_[c];
-    if (!list.empty()) {
+    // Its own class first, then the smallest idle block of the next classes up to twice the size
+    // (kSubClasses classes): a training step whose batches differ in length asks for slightly
+    // different sizes every step, and a block of a neighbouring class serves it without a fresh,
+    // page-faulting allocation.
+    for (int d = c; d <= std::min(c + kSubClasses, kClasses); ++d) {
+      std::vector<void*>& list = free_[d];
+      if (list.empty()) continue;
       void* p = list.back();
       list.pop_back();
-      stats_.cached_bytes -= class_bytes(bytes);
+      stats_.cached_bytes -= index_bytes(d);
       ++stats_.hits;
+      if (d != c) larger_[p] = d;
       return p;
     }
     ++stats_.misses;
@@ -95,11 +107,19 @@ void CachingAllocator::deallocate(void* p, std::size_t bytes) {
     std::free(p);
     return;
   }
-  const std::size_t cb = class_bytes(bytes);
   {
     std::lock_guard<std::mutex> lk(mu_);
+    int c = class_index(bytes);
+    if (!larger_.empty()) {  // a block handed out for a smaller request goes back to its own class
+      const auto it = larger_.find(p);
+      if (it != larger_.end()) {
+        c = it->second;
+        larger_.erase(it);
+      }
+    }
+    const std::size_t cb = index_bytes(c);
     if (stats_.cached_bytes + cb <= limit_) {
-      free_[class_index(bytes)].push_back(p);
+      free_[c].push_back(p);
       stats_.cached_bytes += cb;
       return;
     }

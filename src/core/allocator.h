@@ -8,7 +8,9 @@
 // after the first step the pages are already mapped.
 //
 //   - size classes: 8 per power of two (a block is at most 12.5% larger than
-//     asked for); a request takes a free block of its own class only.
+//     asked for); a request takes a free block of its own class, else the smallest free block of
+//     the next 8 classes (at most twice its size: batches of different lengths ask for slightly
+//     different sizes every step), which goes back to its own class when freed.
 //   - bounded: at most cache_limit() idle bytes are kept (ATTN_ALLOCATOR_CACHE_MB,
 //     default 2048); a block freed past the limit goes back to the system.
 //     Blocks in use are not counted (they are the caller's memory).
@@ -28,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace attn::core {
@@ -72,6 +75,9 @@ class CachingAllocator {
   // bytes >= kMinCachedBytes).
   static std::size_t class_bytes(std::size_t bytes);
   static int class_index(std::size_t bytes);
+  // The size of the blocks of class `index` (class_index(b) of a size b >= kMinCachedBytes):
+  // index_bytes(class_index(b)) == class_bytes(b).
+  static std::size_t index_bytes(int index);
 
  private:
   static constexpr int kSubClasses = 8;  // per power of two
@@ -81,6 +87,9 @@ class CachingAllocator {
   std::size_t limit_;
   mutable std::mutex mu_;
   std::vector<std::vector<void*>> free_;  // [kClasses]: idle blocks of each class
+  // Blocks in use that came from a larger class than their request's (allocate takes an idle block
+  // of up to kSubClasses classes up): their class, so that deallocate returns them there.
+  std::unordered_map<void*, int> larger_;
   AllocatorStats stats_;
 };
 

@@ -979,6 +979,9 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   std::vector<HistoryRow> history;
   const MatmulPrecision prec_before = matmul_precision();
   if (s.bf16) set_matmul_precision(MatmulPrecision::bf16);
+  // The products' precision while training: s.bf16, or the process-wide setting (`attn train
+  // --precision bf16` sets that for the whole run, the evaluations included).
+  const bool bf16_products = matmul_precision() == MatmulPrecision::bf16;
   train::FitHooks hooks;
   hooks.epoch_batches = [&](int64_t epoch) {
     batches = bucketed_batches(train_idx, train_len, s.batch_size, s.seed, epoch);
@@ -1194,7 +1197,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
                                   {"layer_lr_decay", Value::number(s.layer_lr_decay)},
                                   {"weight_average", swa_json},
                                   {"schedule", schedule.to_json()},
-                                  {"bf16", Value::boolean(s.bf16)},
+                                  {"bf16", Value::boolean(bf16_products)},
                                   {"stop_reason", Value::string(stop_reason)},
                                   {"best_step", Value::integer(fr.best_step)},
                                   {"skipped_steps", Value::integer(skipped)},
@@ -1282,7 +1285,7 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
         "; the test split is whole\n";
   md += "- AdamW (lr " + fmt("%g", s.encoder_lr) + "), warmup " + std::to_string(warmup) + " + cosine over " +
         std::to_string(total) + " steps, batches of " + std::to_string(s.batch_size) +
-        (s.bf16 ? ", bf16 products" : "") + "\n";
+        (bf16_products ? ", bf16 products" : "") + "\n";
   md += "- " + std::to_string(step) + " steps in " + duration(train_seconds) + " on " +
         std::to_string(num_threads()) + " threads, " + fmt("%.0f", tok_s) +
         " tokens/s through the trained layers; " + stop_reason + "\n";

@@ -65,6 +65,44 @@ TEST(Allocator, ReusesAFreedBlockOfTheSameClass) {
   EXPECT_EQ(a.stats().cached_bytes, 0u);
 }
 
+TEST(Allocator, IndexBytesIsTheClassSize) {
+  for (std::size_t b : {std::size_t{16} << 10, std::size_t{100000}, std::size_t{1} << 20,
+                        (std::size_t{1} << 20) + 1, std::size_t{123456789}})
+    EXPECT_EQ(CachingAllocator::index_bytes(CachingAllocator::class_index(b)),
+              CachingAllocator::class_bytes(b))
+        << b;
+}
+
+TEST(Allocator, ASmallerRequestTakesALargerIdleBlockUpToTwiceItsSize) {
+  CachingAllocator a(AllocatorMode::caching, kNoLimit);
+  const std::size_t big = kBig + kBig / 2;  // four classes above kBig's
+  void* p = a.allocate(big);
+  a.deallocate(p, big);
+  void* q = a.allocate(kBig);  // no idle block of its own class: the larger one
+  EXPECT_EQ(q, p);
+  std::memset(q, 0x5a, kBig);
+  EXPECT_EQ(a.stats().hits, 1u);
+  EXPECT_EQ(a.stats().cached_bytes, 0u);
+  a.deallocate(q, kBig);  // back to the larger block's class, counted at its size
+  EXPECT_EQ(a.stats().cached_bytes, CachingAllocator::class_bytes(big));
+  void* r = a.allocate(big);  // the larger block again, for a request of its own class
+  EXPECT_EQ(r, p);
+  a.deallocate(r, big);
+  // More than twice the size is not handed out: a fresh block.
+  const std::size_t small = big / 2 - (64 << 10) - 1000;  // nine classes below big's
+  ASSERT_GT(CachingAllocator::class_bytes(big), 2 * CachingAllocator::class_bytes(small));
+  void* s = a.allocate(small);
+  EXPECT_NE(s, p);
+  EXPECT_EQ(a.stats().misses, 2u);
+  a.deallocate(s, small);
+  // Its own class is preferred over a larger one.
+  void* t = a.allocate(small);
+  EXPECT_EQ(t, s);
+  a.deallocate(t, small);
+  a.release_cached();
+  EXPECT_EQ(a.stats().cached_bytes, 0u);
+}
+
 TEST(Allocator, SmallBlocksAndZeroBytesAreAlignedAndNotCached) {
   CachingAllocator a(AllocatorMode::caching, kNoLimit);
   for (std::size_t b : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{1000}}) {

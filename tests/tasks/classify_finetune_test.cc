@@ -5,6 +5,7 @@
 // embeddings left out of the file come back from the container, the clean-set
 // scores are reported; and bad input gets a clear error.
 #include <attn/core/error.h>
+#include <attn/core/precision.h>
 #include <attn/io/e5_container.h>
 #include <attn/io/json.h>
 #include <attn/models/task_model.h>
@@ -82,6 +83,31 @@ TEST(ClassifyFinetune, TinyE5TrainsSavesAndClassifies) {
   EXPECT_EQ(out[0].tokens.front(), "<s>");
   EXPECT_EQ(out[0].tokens.back(), "</s>");
   EXPECT_EQ(out[0].attention.size(), 1u);  // one layer of real attention of <s>
+  fs::remove_all(dir);
+}
+
+// `attn train --precision bf16` sets the process-wide precision, not ClassifyTrainOptions::bf16: the
+// report says which precision the products had either way.
+TEST(ClassifyFinetune, TheReportSaysBf16WhenTheProcessWidePrecisionIsBf16) {
+  const fs::path dir = temp_dir("bf16");
+  tasks::ClassifyTrainOptions o = testing::tiny_e5_run(dir);
+  o.freeze_layers = 0;
+  o.encoder_epochs = 1;
+  EXPECT_FALSE(tasks::train_classifier(o).report.at("training").at("bf16").as_bool());
+  set_matmul_precision(MatmulPrecision::bf16);
+  o.out = (dir / "run_bf16").string();
+  tasks::ClassifyTrainResult r;
+  try {
+    r = tasks::train_classifier(o);
+  } catch (...) {
+    reset_matmul_precision();
+    throw;
+  }
+  reset_matmul_precision();
+  EXPECT_TRUE(r.report.at("training").at("bf16").as_bool());
+  std::ifstream f(dir / "run_bf16" / "report.md");
+  const std::string md((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find(", bf16 products"), std::string::npos) << md;
   fs::remove_all(dir);
 }
 
