@@ -3,6 +3,7 @@
 
 #include <attn/core/error.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,6 +26,8 @@ constexpr std::size_t kHugeMinBytes = std::size_t{4} << 20;
 
 void* system_allocate(std::size_t bytes) {
   const std::size_t a = CachingAllocator::kAlignment;
+  ATTN_CHECK(bytes <= SIZE_MAX - a, "tensor: could not allocate ", bytes,
+             " bytes (more than the address space)");
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + a - 1) / a * a;
   if (rounded < kHugeMinBytes) {
     void* p = std::aligned_alloc(a, rounded);
@@ -78,6 +81,9 @@ CachingAllocator::CachingAllocator(AllocatorMode mode, std::size_t limit_bytes)
 CachingAllocator::~CachingAllocator() { release_cached(); }
 
 void* CachingAllocator::allocate(std::size_t bytes) {
+  // A size class rounds up by at most 1/8: past half the address space it would wrap around.
+  ATTN_CHECK(bytes <= SIZE_MAX / 2, "tensor: could not allocate ", bytes,
+             " bytes (more than the address space)");
   if (mode_ == AllocatorMode::system || bytes < kMinCachedBytes) return system_allocate(bytes);
   const int c = class_index(bytes);
   {

@@ -1,6 +1,7 @@
 // The caching allocator behind tensor storage (src/core/allocator.h).
 #include "core/allocator.h"
 
+#include <attn/core/error.h>
 #include <attn/core/tensor.h>
 #include <unistd.h>
 
@@ -101,6 +102,15 @@ TEST(Allocator, ASmallerRequestTakesALargerIdleBlockUpToTwiceItsSize) {
   a.deallocate(t, small);
   a.release_cached();
   EXPECT_EQ(a.stats().cached_bytes, 0u);
+}
+
+TEST(Allocator, AnImpossibleRequestThrowsFromTheTopClasses) {
+  // Sizes in the top classes, where rounding up to a class would wrap around: an attn::Error (the
+  // system's refusal, or a size past the address space), never a smaller block than asked for.
+  CachingAllocator a(AllocatorMode::caching, kNoLimit);
+  for (std::size_t b : {std::size_t{1} << 63, SIZE_MAX - 10, SIZE_MAX})
+    EXPECT_THROW(a.allocate(b), attn::Error) << b;
+  EXPECT_EQ(a.stats().hits, 0u);
 }
 
 TEST(Allocator, SmallBlocksAndZeroBytesAreAlignedAndNotCached) {
