@@ -207,6 +207,34 @@ std::string tiny_config_json() {
       "max_position_embeddings": 10, "type_vocab_size": 2, "layer_norm_eps": 1e-12, "pad_token_id": 0})";
 }
 
+// The tensors of a random two-layer BERT in Hugging Face's names (vocabulary 12, 2 token types): hidden C,
+// FFN F, `positions` positions, weight matrices uniform in [-w, w]; add(name, shape, lo, hi) makes each,
+// in a fixed order (so a seeded add gives the same model every time).
+template <class Add>
+void add_random_bert_tensors(int64_t C, int64_t F, int64_t positions, double w, Add add) {
+  add("embeddings.word_embeddings.weight", {12, C}, -1, 1);
+  add("embeddings.position_embeddings.weight", {positions, C}, -1, 1);
+  add("embeddings.token_type_embeddings.weight", {2, C}, -1, 1);
+  add("embeddings.LayerNorm.weight", {C}, 0.5, 1.5);
+  add("embeddings.LayerNorm.bias", {C}, -0.1, 0.1);
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    for (const char* n :
+         {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
+      add(p + n + ".weight", {C, C}, -w, w);
+      add(p + n + ".bias", {C}, -0.1, 0.1);
+    }
+    add(p + "attention.output.LayerNorm.weight", {C}, 0.5, 1.5);
+    add(p + "attention.output.LayerNorm.bias", {C}, -0.1, 0.1);
+    add(p + "intermediate.dense.weight", {F, C}, -w, w);
+    add(p + "intermediate.dense.bias", {F}, -0.1, 0.1);
+    add(p + "output.dense.weight", {C, F}, -w, w);
+    add(p + "output.dense.bias", {C}, -0.1, 0.1);
+    add(p + "output.LayerNorm.weight", {C}, 0.5, 1.5);
+    add(p + "output.LayerNorm.bias", {C}, -0.1, 0.1);
+  }
+}
+
 struct TinyModel {
   testing::TempDir dir;
   BertConfig config;
@@ -219,29 +247,8 @@ struct TinyModel {
     auto add = [&](const std::string& n, const Shape& s, double lo, double hi) {
       tensors.emplace_back(n, testing::random_uniform(s, seed++, lo, hi));
     };
-    const int64_t C = 8, F = 16;
-    add("embeddings.word_embeddings.weight", {12, C}, -1, 1);
-    add("embeddings.position_embeddings.weight", {10, C}, -1, 1);
-    add("embeddings.token_type_embeddings.weight", {2, C}, -1, 1);
-    add("embeddings.LayerNorm.weight", {C}, 0.5, 1.5);
-    add("embeddings.LayerNorm.bias", {C}, -0.1, 0.1);
-    for (int i = 0; i < 2; ++i) {
-      const std::string p = "encoder.layer." + std::to_string(i) + ".";
-      for (const char* n :
-           {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
-        add(p + n + ".weight", {C, C}, -0.5, 0.5);
-        add(p + n + ".bias", {C}, -0.1, 0.1);
-      }
-      add(p + "attention.output.LayerNorm.weight", {C}, 0.5, 1.5);
-      add(p + "attention.output.LayerNorm.bias", {C}, -0.1, 0.1);
-      add(p + "intermediate.dense.weight", {F, C}, -0.5, 0.5);
-      add(p + "intermediate.dense.bias", {F}, -0.1, 0.1);
-      add(p + "output.dense.weight", {C, F}, -0.5, 0.5);
-      add(p + "output.dense.bias", {C}, -0.1, 0.1);
-      add(p + "output.LayerNorm.weight", {C}, 0.5, 1.5);
-      add(p + "output.LayerNorm.bias", {C}, -0.1, 0.1);
-    }
-    add("pooler.dense.weight", {C, C}, -0.5, 0.5);
+    add_random_bert_tensors(8, 16, 10, 0.5, add);
+    add("pooler.dense.weight", {8, 8}, -0.5, 0.5);
   }
   std::string write(const std::string& name = "model.safetensors") const {
     const std::string p = dir.path(name);
@@ -461,28 +468,7 @@ TEST(BertFusedLayers, SameBitsAsEachStepOverTheBatch) {
   auto add = [&](const std::string& n, const Shape& s, double lo, double hi) {
     w.tensors.emplace(n, testing::random_uniform(s, seed++, lo, hi));
   };
-  const int64_t C = 32, F = 64;
-  add("embeddings.word_embeddings.weight", {12, C}, -1, 1);
-  add("embeddings.position_embeddings.weight", {32, C}, -1, 1);
-  add("embeddings.token_type_embeddings.weight", {2, C}, -1, 1);
-  add("embeddings.LayerNorm.weight", {C}, 0.5, 1.5);
-  add("embeddings.LayerNorm.bias", {C}, -0.1, 0.1);
-  for (int i = 0; i < 2; ++i) {
-    const std::string p = "encoder.layer." + std::to_string(i) + ".";
-    for (const char* n :
-         {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
-      add(p + n + ".weight", {C, C}, -0.3, 0.3);
-      add(p + n + ".bias", {C}, -0.1, 0.1);
-    }
-    add(p + "attention.output.LayerNorm.weight", {C}, 0.5, 1.5);
-    add(p + "attention.output.LayerNorm.bias", {C}, -0.1, 0.1);
-    add(p + "intermediate.dense.weight", {F, C}, -0.3, 0.3);
-    add(p + "intermediate.dense.bias", {F}, -0.1, 0.1);
-    add(p + "output.dense.weight", {C, F}, -0.3, 0.3);
-    add(p + "output.dense.bias", {C}, -0.1, 0.1);
-    add(p + "output.LayerNorm.weight", {C}, 0.5, 1.5);
-    add(p + "output.LayerNorm.bias", {C}, -0.1, 0.1);
-  }
+  add_random_bert_tensors(32, 64, 32, 0.3, add);
   const BertModel model(c, std::move(w), "random bert");
   BertInput in;
   for (int i = 0; i < 38; ++i) {
