@@ -95,20 +95,10 @@ int main(int argc, char** argv) {
   attn::models::EncoderClassifier model(cfg);
   attn::models::load_bert_weights(
       model, bc, [&](const std::string& name) { return c.load_hf(name); }, bc.position_offset);
-  attn::NamedParams trainable;
+  // The fine-tune's own freezing (tasks/classify_train.cc): embeddings and the lowest k layers.
+  attn::NamedParams trainable = attn::models::freeze_bert_classifier(model, true, k);
   int64_t n_trainable = 0;
-  for (auto& [name, p] : model.named_parameters()) {
-    bool frozen = name.rfind("embed", 0) == 0 || name.rfind("pos.", 0) == 0;
-    for (int64_t i = 0; i < k && !frozen; ++i)
-      frozen = name.rfind("encoder.layers." + std::to_string(i) + ".", 0) == 0;
-    if (frozen) {
-      Tensor q = p;
-      q.set_requires_grad(false);
-    } else {
-      trainable.emplace_back(name, p);
-      n_trainable += p.numel();
-    }
-  }
+  for (const auto& np : trainable) n_trainable += np.second.numel();
   attn::train::AdamWOptions ao;
   ao.lr = 1e-5;
   ao.weight_decay = 0.01;

@@ -151,4 +151,24 @@ void load_bert_weights(EncoderClassifier& model, const BertConfig& bert, const T
   model.load_parameters(values, false);
 }
 
+NamedParams freeze_bert_classifier(EncoderClassifier& model, bool embeddings, int64_t layers) {
+  ATTN_CHECK(layers >= 0 && layers <= model.config().encoder_layers,
+             "freeze_bert_classifier: layers must be in [0, ", model.config().encoder_layers, "]; got ",
+             layers);
+  NamedParams trainable;
+  for (auto& [name, p] : model.named_parameters()) {
+    bool frozen = name.rfind("frozen_top.", 0) == 0;
+    if (embeddings && (name.rfind("embed", 0) == 0 || name.rfind("pos.", 0) == 0)) frozen = true;
+    for (int64_t i = 0; i < layers && !frozen; ++i)
+      frozen = name.rfind("encoder.layers." + std::to_string(i) + ".", 0) == 0;
+    if (frozen) {
+      Tensor q = p;
+      q.set_requires_grad(false);
+    } else {
+      trainable.emplace_back(name, p);
+    }
+  }
+  return trainable;
+}
+
 }  // namespace attn::models

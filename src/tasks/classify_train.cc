@@ -811,21 +811,9 @@ ClassifyTrainResult finetune_classifier(ClassifyTrainOptions& s,
   clf.set_embeddings_from_base(s.freeze_embeddings && pe.tokenizer->has_embeddings());
   models::EncoderClassifier& model = clf.model();
   models::load_bert_weights(model, pe.config, pe.weights, pe.position_offset);
-  NamedParams trainable;
+  NamedParams trainable = models::freeze_bert_classifier(model, s.freeze_embeddings, k);
   int64_t n_trainable = 0;
-  for (auto& [name, p] : model.named_parameters()) {
-    bool frozen = name.rfind("frozen_top.", 0) == 0;
-    if (s.freeze_embeddings && (name.rfind("embed", 0) == 0 || name.rfind("pos.", 0) == 0)) frozen = true;
-    for (int64_t i = 0; i < k && !frozen; ++i)
-      frozen = name.rfind("encoder.layers." + std::to_string(i) + ".", 0) == 0;
-    if (frozen) {
-      Tensor q = p;
-      q.set_requires_grad(false);
-    } else {
-      trainable.emplace_back(name, p);
-      n_trainable += p.numel();
-    }
-  }
+  for (const auto& np : trainable) n_trainable += np.second.numel();
   progress.note("encoder: " + pe.name + " (" + pe.source + "), " + std::to_string(n_layers) +
                 " layers, hidden " + std::to_string(cfg.d_model) + "; " +
                 std::to_string(model.num_parameters()) + " parameters, " + std::to_string(n_trainable) +

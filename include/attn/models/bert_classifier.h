@@ -53,4 +53,9 @@ TensorLookup safetensors_lookup(const io::SafeTensorsFile& file);
 void load_bert_weights(EncoderClassifier& model, const BertConfig& bert, const TensorLookup& get,
                        int64_t position_offset);
 
+// Turns requires_grad off for the embeddings (embed.*, embed_norm.*, pos.*) when `embeddings`, for the
+// lowest `layers` encoder layers, and for a frozen copy of the top layers (frozen_top.*); returns the
+// parameters left to train, in named_parameters() order. layers in [0, encoder_layers].
+NamedParams freeze_bert_classifier(EncoderClassifier& model, bool embeddings, int64_t layers);
+
 }  // namespace attn::models
