@@ -7,8 +7,8 @@
 // kMinCachedBytes in per-size-class free lists and hands them out again, so
 // after the first step the pages are already mapped.
 //
-//   - size classes: 8 per power of two (a block is at most 12.5% larger than
-//     asked for); a request takes a free block of its own class, else the smallest free block of
+//   - size classes: 8 per power of two (a block of its own class is at most 12.5% larger
+//     than asked for); a request takes a free block of its own class, else the smallest free block of
 //     the next 8 classes (at most twice its size: batches of different lengths ask for slightly
 //     different sizes every step), which goes back to its own class when freed.
 //   - bounded: at most cache_limit() idle bytes are kept (ATTN_ALLOCATOR_CACHE_MB,
