@@ -50,35 +50,10 @@ Tensor rand_tensor(const Shape& s, uint64_t seed) {
   return t;
 }
 
-bool& process_clock() {
-  static bool v = false;
-  return v;
-}
-
-// time_median in the process's CPU time per thread (--clock process); busy: the median call's process
-// CPU time over threads x its wall time.
-double time_median_process(const std::function<void()>& fn, double min_time, int min_reps, double* busy) {
-  fn();
-  std::vector<std::pair<double, double>> t;  // (cpu per thread, wall)
-  const double start = bench::now_s();
-  const double threads = num_threads();
-  while (static_cast<int>(t.size()) < min_reps || bench::now_s() - start < min_time) {
-    const double c0 = bench::process_cpu_s(), w0 = bench::now_s();
-    fn();
-    const double c1 = bench::process_cpu_s(), w1 = bench::now_s();
-    t.emplace_back((c1 - c0) / threads, w1 - w0);
-    if (t.size() >= 1000) break;
-  }
-  std::sort(t.begin(), t.end());
-  const auto& m = t[t.size() / 2];
-  if (busy) *busy = m.second > 0 ? m.first / m.second : 0;
-  return m.first;
-}
-
 // The benchmark's timing: bench::time_median, or time_median_process under --clock process.
 double timed(const std::function<void()>& fn, double min_time, int min_reps, double* busy) {
   if (busy) *busy = -1;
-  if (process_clock()) return time_median_process(fn, min_time, min_reps, busy);
+  if (bench::use_process_clock()) return bench::time_median_process(fn, min_time, min_reps, busy);
   return bench::time_median(fn, min_time, min_reps);
 }
 
@@ -225,7 +200,7 @@ int main(int argc, char** argv) {
     else if (a == "--clock") {
       const std::string c = next();
       bench::use_thread_clock() = c == "thread";
-      process_clock() = c == "process";
+      bench::use_process_clock() = c == "process";
     } else if (a == "--backends") {
       backends.clear();
       std::string s = next();
@@ -245,11 +220,13 @@ int main(int argc, char** argv) {
     }
   }
   if (peak) {
-    const double p = process_clock() ? process_peak_gflops(false) : bench::measure_fma_peak_gflops();
+    const double p =
+        bench::use_process_clock() ? process_peak_gflops(false) : bench::measure_fma_peak_gflops();
     std::printf("{\"engine\":\"fma-peak\",\"threads\":%d,\"gflops\":%.4g}\n", num_threads(), p);
     std::fprintf(stderr, "measured fp32 FMA peak on %d threads: %.1f GFLOP/s\n", num_threads(), p);
     // The ceiling of the bf16 kernels (--dtype bf16): vdpbf16ps, two products per lane.
-    const double pb = process_clock() ? process_peak_gflops(true) : bench::measure_bf16_dot_peak_gflops();
+    const double pb =
+        bench::use_process_clock() ? process_peak_gflops(true) : bench::measure_bf16_dot_peak_gflops();
     std::printf("{\"engine\":\"bf16-dot-peak\",\"threads\":%d,\"gflops\":%.4g}\n", num_threads(), pb);
     std::fprintf(stderr, "measured bf16 dot-product (vdpbf16ps) peak on %d threads: %.1f GFLOP/s%s\n",
                  num_threads(), pb, pb == 0 ? " (no AVX512_BF16)" : "");

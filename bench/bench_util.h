@@ -45,6 +45,45 @@ inline bool& use_thread_clock() {
   return v;
 }
 
+// --clock process: the process's CPU time divided by the thread count (what each thread computed per
+// second it ran; idle pool threads spin for ATTN_SPIN_US before they sleep, and that spinning counts).
+inline bool& use_process_clock() {
+  static bool v = false;
+  return v;
+}
+
+// time_median in the process's CPU time per thread (--clock process); busy (if not null): the median
+// call's process CPU time over threads x its wall time.
+inline double time_median_process(const std::function<void()>& fn, double min_time, int min_reps,
+                                  double* busy = nullptr) {
+  fn();
+  std::vector<std::pair<double, double>> t;  // (cpu per thread, wall)
+  const double start = now_s();
+  const double threads = attn::num_threads();
+  while (static_cast<int>(t.size()) < min_reps || now_s() - start < min_time) {
+    const double c0 = process_cpu_s(), w0 = now_s();
+    fn();
+    const double c1 = process_cpu_s(), w1 = now_s();
+    t.emplace_back((c1 - c0) / threads, w1 - w0);
+    if (t.size() >= 1000) break;
+  }
+  std::sort(t.begin(), t.end());
+  const auto& m = t[t.size() / 2];
+  if (busy) *busy = m.second > 0 ? m.first / m.second : 0;
+  return m.first;
+}
+
+// The time now on the clock the benchmark measures with: process CPU time per thread, the calling
+// thread's CPU time, or wall time.
+inline double clock_now_s() {
+  if (use_process_clock()) return process_cpu_s() / attn::num_threads();
+  return use_thread_clock() ? thread_cpu_s() : now_s();
+}
+
+inline const char* clock_name() {
+  return use_process_clock() ? "process" : use_thread_clock() ? "thread" : "wall";
+}
+
 // Runs fn once to warm up, then repeatedly until min_time seconds have passed
 // (at least min_reps times); returns the median seconds per call, in wall time
 // or, with use_thread_clock(), in the calling thread's CPU time.

@@ -124,31 +124,10 @@ int profile(const attn::models::SentenceEncoder& enc, const attn::models::BertIn
   return 0;
 }
 
-// --clock process: the process's CPU time divided by the thread count (what each thread computes per
-// second it ran, without the time other processes took from it; idle pool threads spin for ATTN_SPIN_US
-// before they sleep, and that spinning counts: ATTN_SPIN_US=0 leaves it out).
-bool& use_process_clock() {
-  static bool v = false;
-  return v;
-}
-
-const char* clock_name() {
-  return use_process_clock() ? "process" : attn::bench::use_thread_clock() ? "thread" : "wall";
-}
-
-// attn::bench::time_median, or under --clock process the median of the process CPU time / threads.
-double time_call(const std::function<void()>& fn, double min_time, int min_reps, int threads) {
-  if (!use_process_clock()) return attn::bench::time_median(fn, min_time, min_reps);
-  fn();
-  std::vector<double> t;
-  const double start = attn::bench::now_s();
-  while (static_cast<int>(t.size()) < min_reps || attn::bench::now_s() - start < min_time) {
-    const double a = attn::bench::process_cpu_s();
-    fn();
-    t.push_back((attn::bench::process_cpu_s() - a) / threads);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+// attn::bench::time_median, or under --clock process the median of the process CPU time per thread.
+double time_call(const std::function<void()>& fn, double min_time, int min_reps) {
+  if (attn::bench::use_process_clock()) return attn::bench::time_median_process(fn, min_time, min_reps);
+  return attn::bench::time_median(fn, min_time, min_reps);
 }
 
 }  // namespace
@@ -192,7 +171,7 @@ int main(int argc, char** argv) {
     else if (a == "--clock") {
       const std::string c = next();
       attn::bench::use_thread_clock() = c == "thread";
-      use_process_clock() = c == "process";
+      attn::bench::use_process_clock() = c == "process";
     } else if (a == "--precision")
       attn::set_matmul_precision(attn::parse_matmul_precision(next()));
     else if (a == "--latency-seqs")
@@ -220,11 +199,7 @@ int main(int argc, char** argv) {
     pool(enc.model().forward(in, fused_opt), sink);
     pool(enc.model().forward(in, plain_opt), sink);
     std::vector<double> tf, tp;
-    auto clock = [&] {
-      return use_process_clock()               ? attn::bench::process_cpu_s() / threads
-             : attn::bench::use_thread_clock() ? attn::bench::thread_cpu_s()
-                                               : attn::bench::now_s();
-    };
+    const auto clock = attn::bench::clock_now_s;
     const double start = attn::bench::now_s();
     while (attn::bench::now_s() - start < min_time || tf.size() < 3) {
       double a = clock();
@@ -240,26 +215,25 @@ int main(int argc, char** argv) {
         "{\"ab\": \"fused/unfused\", \"threads\": %d, \"clock\": \"%s\", \"pairs\": %zu, \"fused_best\": "
         "%.2f, "
         "\"unfused_best\": %.2f, \"fused_median\": %.2f, \"unfused_median\": %.2f}\n",
-        threads, clock_name(), tf.size(), static_cast<double>(batch) / tf[0],
+        threads, attn::bench::clock_name(), tf.size(), static_cast<double>(batch) / tf[0],
         static_cast<double>(batch) / tp[0], static_cast<double>(batch) / tf[tf.size() / 2],
         static_cast<double>(batch) / tp[tp.size() / 2]);
     return 0;
   }
-  const double t = time_call([&] { pool(enc.model().forward(in, run_opt), sink); }, min_time, 3, threads);
+  const double t = time_call([&] { pool(enc.model().forward(in, run_opt), sink); }, min_time, 3);
   std::printf(
       "{\"engine\": \"attn\", \"case\": \"throughput\", \"batch\": %lld, \"seq\": %lld, \"threads\": %d, "
       "\"clock\": \"%s\", \"seconds\": %.6f, \"sentences_per_s\": %.2f}\n",
-      static_cast<long long>(batch), static_cast<long long>(seq), threads, clock_name(), t,
+      static_cast<long long>(batch), static_cast<long long>(seq), threads, attn::bench::clock_name(), t,
       static_cast<double>(batch) / t);
   for (int64_t ls : latency_seqs) {
     attn::models::BertInput one;
     one.ids = bench_ids(1, ls);
-    const double tl =
-        time_call([&] { pool(enc.model().forward(one, run_opt), sink); }, min_time / 2, 5, threads);
+    const double tl = time_call([&] { pool(enc.model().forward(one, run_opt), sink); }, min_time / 2, 5);
     std::printf(
         "{\"engine\": \"attn\", \"case\": \"latency\", \"batch\": 1, \"seq\": %lld, \"threads\": %d, "
         "\"clock\": \"%s\", \"seconds\": %.6f, \"ms\": %.3f}\n",
-        static_cast<long long>(ls), threads, clock_name(), tl, tl * 1e3);
+        static_cast<long long>(ls), threads, attn::bench::clock_name(), tl, tl * 1e3);
   }
   std::fflush(stdout);
   return 0;
