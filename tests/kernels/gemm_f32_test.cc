@@ -174,6 +174,8 @@ std::vector<F32Case> cases() {
     add("off_blocks", 25, 49, 769, 1, -1.5f, 0.75f);  // K past one k block (768): two blocks
     add("long_k", 7, 20, 1600, 0, 1.f, 1.f);          // three k blocks
     add("threads", 150, 130, 70, 2, 1.f, 0.f);        // past one 144-row block, several panels
+    add("shared_a", 200, 100, 1000, 1, 1.f, 0.5f);    // two row blocks split over panels, two k blocks:
+                                                      // op(A) packed once per k block, shared by the tasks
     add("wide", 30, 2100, 24, 0, 2.f, -1.f);          // past one 2048-column B block
     add("in_place_b", 90, 75, 300, 1, 1.f, 0.5f);     // at most 96 rows: op(B) NN read in place
     add("in_place_wide", 17, 2200, 40, 2, 1.f, 0.f);  // ... over several column blocks

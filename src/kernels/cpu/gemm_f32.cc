@@ -78,6 +78,7 @@ constexpr F32GemmKernels kScalar{kScalarMr,        kScalarNr,    pack_rows_scala
 
 constexpr int64_t kMcPanels = 12;  // A panels per thread block: 144 rows (AVX-512), 144 · 768 · 4 = 432 KiB
 constexpr int64_t kNcMax = 2048;   // columns per shared packed B block: 768 · 2048 · 4 bytes (6 MiB)
+constexpr int64_t kSharedAMax = int64_t{1} << 20;  // floats (4 MiB) of op(A) packed once for split panels
 
 constexpr double kSerialMacs = 1 << 20;  // ~10 µs of one core: below that, one thread
 
@@ -130,13 +131,37 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
     if (threads > 1 && mb < 2 * threads) n_split = std::min(npan, ceil_div(4 * threads, mb));
     const int64_t per_split = ceil_div(npan, n_split);
     n_split = ceil_div(npan, per_split);
+    // Split panels: every row block is read by n_split tasks, so when op(B) is packed (a parallel region
+    // before the product's) op(A) is packed there too, once, into a buffer the tasks share (while it is
+    // small), not again by each of them.
+    const bool shared_a = n_split > 1 && !b_in_place && prepacked_b == nullptr && mb * mc * kc <= kSharedAMax;
+    static thread_local std::vector<float> a_shared_buf;
+    float* ashared = shared_a ? scratch(a_shared_buf, mb * mc * kc) : nullptr;
     for (int64_t pc = 0; pc < K; pc += kc) {
       const int kcur = static_cast<int>(std::min(kc, K - pc));
-      // B: chunks of panels (each a contiguous run of columns), shared by all threads.
+      // Row block ib: rows [row0(ib), row0(ib + 1)), a run of whole panels.
+      auto row0 = [&](int64_t ib) { return std::min(M, ib * panels / mb * Mr); };
+      auto pack_a = [&](int64_t i0, int w, float* out) {
+        if (trans_a)
+          kern.pack_rows(A + pc * lda + i0, lda, kcur, w, static_cast<int>(Mr),
+                         out);  // op(A)(i, k) = A[k, i]
+        else
+          kern.pack_cols(A + i0 * lda + pc, lda, kcur, w, static_cast<int>(Mr),
+                         out);  // op(A)(i, k) = A[i, k]
+      };
+      // B: chunks of panels (each a contiguous run of columns), shared by all threads; with shared_a,
+      // A's row blocks as further chunks of the same parallel region.
       const int64_t pan_chunk = std::max<int64_t>(1, ceil_div(npan, 2 * threads));
-      if (!b_in_place && prepacked_b == nullptr)
-        for_each(ceil_div(npan, pan_chunk), 1, [&](int64_t b, int64_t e, int) {
+      const int64_t b_chunks = !b_in_place && prepacked_b == nullptr ? ceil_div(npan, pan_chunk) : 0;
+      const int64_t a_chunks = shared_a ? mb : 0;
+      if (b_chunks + a_chunks > 0)
+        for_each(b_chunks + a_chunks, 1, [&](int64_t b, int64_t e, int) {
           for (int64_t ch = b; ch < e; ++ch) {
+            if (ch >= b_chunks) {
+              const int64_t ib = ch - b_chunks, i0 = row0(ib);
+              pack_a(i0, static_cast<int>(row0(ib + 1) - i0), ashared + ib * mc * kcur);
+              continue;
+            }
             const int64_t j = jc + ch * pan_chunk * Nr;
             const int w = static_cast<int>(std::min(pan_chunk * Nr, jc + ncur - j));
             float* out = bpack + ch * pan_chunk * kcur * Nr;
@@ -151,18 +176,15 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
       const float beta_k = pc == 0 ? beta : 1.f;  // later k blocks add to what the first wrote
       for_each(mb * n_split, 1, [&](int64_t b, int64_t e, int) {
         static thread_local std::vector<float> a_buf;
-        float* apack = scratch(a_buf, mc * kcur);
+        float* apack = shared_a ? nullptr : scratch(a_buf, mc * kcur);
         for (int64_t t = b; t < e; ++t) {
           const int64_t ib = t / n_split, js = t % n_split;
-          const int64_t i0 = ib * panels / mb * Mr;
-          const int64_t mcur = std::min(M, (ib + 1) * panels / mb * Mr) - i0, nmp = ceil_div(mcur, Mr);
-          const int w = static_cast<int>(mcur);
-          if (trans_a)
-            kern.pack_rows(A + pc * lda + i0, lda, kcur, w, static_cast<int>(Mr),
-                           apack);  // op(A)(i, k) = A[k, i]
+          const int64_t i0 = row0(ib);
+          const int64_t mcur = row0(ib + 1) - i0, nmp = ceil_div(mcur, Mr);
+          if (shared_a)
+            apack = ashared + ib * mc * kcur;
           else
-            kern.pack_cols(A + i0 * lda + pc, lda, kcur, w, static_cast<int>(Mr),
-                           apack);  // op(A)(i, k) = A[i, k]
+            pack_a(i0, static_cast<int>(mcur), apack);
           const int64_t pn_end = std::min(npan, (js + 1) * per_split);
           for (int64_t pn = js * per_split; pn < pn_end; ++pn) {
             const int64_t j = jc + pn * Nr;
