@@ -191,6 +191,28 @@ void softmax_grad_row(const BwdTile& t, int64_t r, int64_t nvk) {
 
 }  // namespace
 
+void bwd_pack_kv_avx512(const float* k, int64_t k_rs, const float* v, int64_t v_rs, int64_t nk, int64_t D,
+                        float* kt, float* vt) {
+  const float* src[2] = {k, v};
+  const int64_t rs[2] = {k_rs, v_rs};
+  float* dst[2] = {kt, vt};
+  for (int s = 0; s < 2; ++s)
+    for (int64_t j0 = 0; j0 < nk; j0 += 16) {
+      const __mmask16 keys = avx512::tail_mask(nk - j0);
+      for (int64_t d0 = 0; d0 < D; d0 += 16) {
+        const __mmask16 cols = avx512::tail_mask(D - d0);
+        __m512 x[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i)
+          x[i] =
+              j0 + i < nk ? _mm512_maskz_loadu_ps(cols, src[s] + (j0 + i) * rs[s] + d0) : _mm512_setzero_ps();
+        avx512::transpose16(x);  // x[i]: column d0 + i of keys j0 .. j0 + 15
+        const int64_t nd = D - d0 < 16 ? D - d0 : 16;
+        for (int64_t i = 0; i < nd; ++i) _mm512_mask_store_ps(dst[s] + (d0 + i) * kBwdBc + j0, keys, x[i]);
+      }
+    }
+}
+
 void bwd_tile_avx512(const BwdTile& t) {
   const int64_t nr = t.nr, nk = t.nk, Dp = t.Dp;
   const int64_t nvk = (nk + 15) / 16, nvd = Dp / 16;

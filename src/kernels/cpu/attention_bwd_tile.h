@@ -76,4 +76,12 @@ struct BwdTile {
 void bwd_tile_scalar(const BwdTile& t);
 void bwd_tile_avx512(const BwdTile& t);
 
+// The key tile transposed for the S and dP products: kt[d · kBwdBc + j] = k[j · k_rs + d] and
+// vt[d · kBwdBc + j] = v[j · v_rs + d] for j < nk ≤ kBwdBc, d < D; other entries are left as they are.
+// kt and vt are 64-byte aligned.
+void bwd_pack_kv_scalar(const float* k, int64_t k_rs, const float* v, int64_t v_rs, int64_t nk, int64_t D,
+                        float* kt, float* vt);
+void bwd_pack_kv_avx512(const float* k, int64_t k_rs, const float* v, int64_t v_rs, int64_t nk, int64_t D,
+                        float* kt, float* vt);
+
 }  // namespace attn::kernels::cpu

@@ -863,39 +863,6 @@ void pack_v_bf16(const uint16_t* v, int64_t svr, int nk, int D, int ldo, uint32_
 
 // ---- Q tile: transpose and scale ------------------------------------------------------------
 
-// In-register transpose of 16 rows of 16 floats: on return x[i] holds column i.
-inline void transpose16(__m512 x[16]) {
-  __m512 t[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {  // pairs of rows interleaved per 128-bit block
-    t[2 * i] = _mm512_unpacklo_ps(x[2 * i], x[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(x[2 * i], x[2 * i + 1]);
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {  // quads: each 128-bit block holds one column of 4 rows
-    const __m512d a0 = _mm512_castps_pd(t[4 * i]), a1 = _mm512_castps_pd(t[4 * i + 1]);
-    const __m512d b0 = _mm512_castps_pd(t[4 * i + 2]), b1 = _mm512_castps_pd(t[4 * i + 3]);
-    x[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, b0));
-    x[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, b0));
-    x[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, b1));
-    x[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, b1));
-  }
-  // x[4i + c] block q = column (4q + c) of rows 4i..4i+3; gather the four row quads of each column.
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {
-    const __m512 lo0 = _mm512_shuffle_f32x4(x[c], x[4 + c], 0x44);       // blocks 0,1 of rows 0-3, 4-7
-    const __m512 hi0 = _mm512_shuffle_f32x4(x[c], x[4 + c], 0xee);       // blocks 2,3
-    const __m512 lo1 = _mm512_shuffle_f32x4(x[8 + c], x[12 + c], 0x44);  // rows 8-11, 12-15
-    const __m512 hi1 = _mm512_shuffle_f32x4(x[8 + c], x[12 + c], 0xee);
-    t[c] = _mm512_shuffle_f32x4(lo0, lo1, 0x88);       // column c: block 0 of each row quad
-    t[4 + c] = _mm512_shuffle_f32x4(lo0, lo1, 0xdd);   // column 4 + c
-    t[8 + c] = _mm512_shuffle_f32x4(hi0, hi1, 0x88);   // column 8 + c
-    t[12 + c] = _mm512_shuffle_f32x4(hi0, hi1, 0xdd);  // column 12 + c
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) x[i] = t[i];
-}
-
 void pack_qt(const float* const* rows, int n, int D, float scale_f, float* qt, int ldq) {
   const __m512 scale = _mm512_set1_ps(scale_f);
   for (int r0 = 0; r0 < ldq; r0 += 16) {
@@ -907,7 +874,7 @@ void pack_qt(const float* const* rows, int n, int D, float scale_f, float* qt, i
       for (int i = 0; i < 16; ++i)
         x[i] = r0 + i < n ? _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, rows[r0 + i] + d0), scale)
                           : _mm512_setzero_ps();
-      transpose16(x);
+      avx512::transpose16(x);  // x[i]: column i
       for (int i = 0; i < nd; ++i) _mm512_store_ps(qt + static_cast<int64_t>(d0 + i) * ldq + r0, x[i]);
     }
   }

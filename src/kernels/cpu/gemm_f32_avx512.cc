@@ -15,6 +15,7 @@ namespace {
 #define ATTN_INLINE inline __attribute__((always_inline))
 
 using avx512::tail_mask;
+using avx512::transpose16;
 
 constexpr int kMr = 12, kNr = 32;
 
@@ -36,38 +37,6 @@ void pack_rows(const float* src, int64_t ld, int kc, int w, int W, float* out) {
         _mm512_mask_storeu_ps(o + c, tail_mask(W - c), v);
       }
     }
-  }
-}
-
-// In place: r[i] lane j becomes r[j] lane i (a 16 × 16 transpose of 32-bit elements).
-ATTN_INLINE void transpose16(__m512 r[16]) {
-  __m512 a[16], b[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) {
-    a[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    a[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  // b[4g + s], 128-bit lane L: rows 4g..4g+3 at column 4L + s.
-#pragma GCC unroll 4
-  for (int g = 0; g < 16; g += 4) {
-    const __m512d a0 = _mm512_castps_pd(a[g]), a1 = _mm512_castps_pd(a[g + 1]);
-    const __m512d a2 = _mm512_castps_pd(a[g + 2]), a3 = _mm512_castps_pd(a[g + 3]);
-    b[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
-    b[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
-    b[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
-    b[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
-  }
-  // A 4 × 4 transpose of 128-bit lanes for each s.
-#pragma GCC unroll 4
-  for (int s = 0; s < 4; ++s) {
-    const __m512 c0 = _mm512_shuffle_f32x4(b[s], b[4 + s], 0x44),
-                 c1 = _mm512_shuffle_f32x4(b[s], b[4 + s], 0xee);
-    const __m512 c2 = _mm512_shuffle_f32x4(b[8 + s], b[12 + s], 0x44);
-    const __m512 c3 = _mm512_shuffle_f32x4(b[8 + s], b[12 + s], 0xee);
-    r[s] = _mm512_shuffle_f32x4(c0, c2, 0x88);
-    r[4 + s] = _mm512_shuffle_f32x4(c0, c2, 0xdd);
-    r[8 + s] = _mm512_shuffle_f32x4(c1, c3, 0x88);
-    r[12 + s] = _mm512_shuffle_f32x4(c1, c3, 0xdd);
   }
 }
 
