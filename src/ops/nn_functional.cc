@@ -485,12 +485,13 @@ Tensor relu_dropout(const Tensor& x, double p, bool train, uint64_t seed) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   kc::dropout_fused_f32(kc::DropMode::relu, xc.data<float>(), nullptr, y.data<float>(), x.numel(), p, seed);
   if (needs_grad(x)) {
-    record("relu_dropout", y, {x}, [xc = xc.detach(), p, seed](const Tensor& g, const GradNeeds&) {
-      // forward: y[i] = max(x[i], 0) · keep(seed, i) / (1 - p)   =>   dx[i] = [x[i] > 0] · drop(g)[i]
+    record("relu_dropout", y, {x}, [yc = y.detach(), p](const Tensor& g, const GradNeeds&) {
+      // forward: y[i] = max(x[i], 0) · keep(seed, i) / (1 - p)   =>   dx[i] = [x[i] > 0] · drop(g)[i],
+      // and [x[i] > 0 and kept] = [y[i] != 0]: read from y, without drawing the keep decisions again
       const Tensor gc = contiguous_fast(g);
-      Tensor dx = Tensor::empty(xc.shape(), xc.dtype());
-      kc::dropout_fused_f32(kc::DropMode::relu_grad, xc.data<float>(), gc.data<float>(), dx.data<float>(),
-                            xc.numel(), p, seed);
+      Tensor dx = Tensor::empty(yc.shape(), yc.dtype());
+      kc::dropout_fused_f32(kc::DropMode::relu_grad_out, yc.data<float>(), gc.data<float>(), dx.data<float>(),
+                            yc.numel(), p, 0);
       return std::vector<Tensor>{dx};
     });
   }

@@ -223,7 +223,8 @@ TEST(RowKernelsDropout, Avx512IsBitIdenticalToScalar) {
 
 // relu_dropout and add_dropout run dropout and its neighbour in one pass: forward and every input
 // gradient have the bits of the two operations run one after the other (the fused kernel does the
-// same operations per element), on every ISA, 1 and 2 threads, with 0, -0 and NaN among the inputs.
+// same operations per element), on every ISA, 1 and 2 threads, with 0, -0, NaN, ±inf and subnormals among the
+// inputs.
 TEST(RowKernelsDropout, FusedNeighboursMatchTheTwoOperationsBitForBit) {
   const int64_t n = 16384 * 2 + 13;
   auto same_bits = [](const Tensor& a, const Tensor& b, const std::string& what) {
@@ -247,6 +248,10 @@ TEST(RowKernelsDropout, FusedNeighboursMatchTheTwoOperationsBitForBit) {
           std::string(kernels::cpu::isa_str(isa)) + ", " + std::to_string(threads) + " threads";
       Tensor x0 = testing::random_uniform({n}, 11, -2, 2), r0 = testing::random_uniform({n}, 12, -2, 2);
       x0.data<float>()[3] = 0.f, x0.data<float>()[4] = -0.f, x0.data<float>()[5] = std::nanf("");
+      x0.data<float>()[6] = std::numeric_limits<float>::infinity();
+      x0.data<float>()[7] = -std::numeric_limits<float>::infinity();
+      x0.data<float>()[8] = std::numeric_limits<float>::denorm_min();  // z > 0 and z / (1 - p) still > 0
+      x0.data<float>()[9] = 1e-39f;
       const Tensor dy = testing::random_uniform({n}, 13, -1, 1);
       for (double p : {0.1, 0.5}) {
         const std::string w = where + ", p " + std::to_string(p);

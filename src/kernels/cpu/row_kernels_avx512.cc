@@ -436,6 +436,17 @@ void dropout_fused(DropMode mode, const float* x, const float* other, float* y, 
   const __m512i c2 = _mm512_set1_epi64(static_cast<long long>(0x94d049bb133111ebull));
   const __m512i seedv = _mm512_set1_epi64(static_cast<long long>(seed));
   const __m512i lane = _mm512_set_epi64(8, 7, 6, 5, 4, 3, 2, 1);  // i + 1 for lanes 0..7
+  if (mode == DropMode::relu_grad_out) {  // the keep decisions are where the forward's output is nonzero
+    for (int64_t i = i0; i < i1; i += 8) {
+      const int64_t n = i1 - i;
+      const __mmask8 k = n >= 8 ? static_cast<__mmask8>(0xff) : static_cast<__mmask8>((1u << n) - 1u);
+      const __mmask8 keep =
+          _mm256_cmp_ps_mask(_mm256_maskz_loadu_ps(k, x + i), _mm256_setzero_ps(), _CMP_NEQ_OQ);
+      const __m512d prod = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, other + i)), sv);
+      _mm256_mask_storeu_ps(y + i, k, _mm256_maskz_mov_ps(keep, _mm512_cvtpd_ps(prod)));
+    }
+    return;
+  }
   for (int64_t i = i0; i < i1; i += 8) {
     const int64_t n = i1 - i;
     const __mmask8 k = n >= 8 ? static_cast<__mmask8>(0xff) : static_cast<__mmask8>((1u << n) - 1u);
