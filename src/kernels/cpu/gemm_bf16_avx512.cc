@@ -59,36 +59,6 @@ void pack_rows(const float* src, int64_t ld, int kc, int w, int W, uint32_t* out
   }
 }
 
-// In place: r[i] lane j becomes r[j] lane i (a 16×16 transpose of 32-bit elements).
-ATTN_INLINE void transpose16(__m512i r[16]) {
-  __m512i a[16], b[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) {
-    a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  // b[4g + s], 128-bit lane L: rows 4g..4g+3 at column 4L + s.
-#pragma GCC unroll 4
-  for (int g = 0; g < 16; g += 4) {
-    b[g] = _mm512_unpacklo_epi64(a[g], a[g + 2]);
-    b[g + 1] = _mm512_unpackhi_epi64(a[g], a[g + 2]);
-    b[g + 2] = _mm512_unpacklo_epi64(a[g + 1], a[g + 3]);
-    b[g + 3] = _mm512_unpackhi_epi64(a[g + 1], a[g + 3]);
-  }
-  // A 4×4 transpose of 128-bit lanes for each s.
-#pragma GCC unroll 4
-  for (int s = 0; s < 4; ++s) {
-    const __m512i c0 = _mm512_shuffle_i32x4(b[s], b[4 + s], 0x44),
-                  c1 = _mm512_shuffle_i32x4(b[s], b[4 + s], 0xee);
-    const __m512i c2 = _mm512_shuffle_i32x4(b[8 + s], b[12 + s], 0x44);
-    const __m512i c3 = _mm512_shuffle_i32x4(b[8 + s], b[12 + s], 0xee);
-    r[s] = _mm512_shuffle_i32x4(c0, c2, 0x88);
-    r[4 + s] = _mm512_shuffle_i32x4(c0, c2, 0xdd);
-    r[8 + s] = _mm512_shuffle_i32x4(c1, c3, 0x88);
-    r[12 + s] = _mm512_shuffle_i32x4(c1, c3, 0xdd);
-  }
-}
-
 // Columns contiguous over k: 32 values of k of one column become its 16 pairs (the upper halves
 // of the rounded values, in order), 16 columns at a time (12 for 12-wide panels) are transposed
 // in registers and stored as rows of pairs.
@@ -116,7 +86,7 @@ void pack_cols(const float* src, int64_t ld, int kc, int w, int W, uint32_t* out
           r[i] = _mm512_setzero_si512();
         }
       }
-      transpose16(r);
+      avx512::transpose16(r);
       const int p0 = k0 / 2, np = kp - p0 < 16 ? kp - p0 : 16;
       for (int t = 0; t < np; ++t) _mm512_mask_storeu_epi32(o + int64_t{p0 + t} * W, store, r[t]);
     }

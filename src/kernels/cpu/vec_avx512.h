@@ -48,6 +48,16 @@ inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
   }
 }
 
+// The same transpose of 32-bit integers (bf16 pairs): the float shuffles move bits unchanged.
+inline __attribute__((always_inline)) void transpose16(__m512i r[16]) {
+  __m512 f[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) f[i] = _mm512_castsi512_ps(r[i]);
+  transpose16(f);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_castps_si512(f[i]);
+}
+
 // exp(x) for 16 floats, relative error ~2 ulp on [-87, 88]; exp(-inf) = 0,
 // inputs below -87.3 flush to 0, above 88.7 saturate to +inf, NaN stays NaN
 // (max/min return their second operand when either is NaN, so x goes second).
