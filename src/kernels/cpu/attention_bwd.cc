@@ -27,9 +27,9 @@
 // fixed order for a fixed thread count: results are bit-identical from run to
 // run, whatever thread picks which item.
 //
-// Extra memory: O(threads × tile) scratch, B·H·Lq floats for rowsum(dO ∘ O),
-// and, when splitting, (splits − 1) ≤ threads − 1 buffers capped at 48 MiB in
-// all (see choose_plan). Lq = Lk = 65536, H = 1, D = 64 on 2 threads: 16 MiB.
+// Extra memory: O(tile) scratch per thread (thread-local, kept for the next
+// call), B·H·Lq floats for rowsum(dO ∘ O), and, when splitting, (splits − 1)
+// ≤ threads − 1 buffers capped at 48 MiB in all (see choose_plan). Lq = Lk = 65536, H = 1, D = 64 on 2 threads: 16 MiB.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
