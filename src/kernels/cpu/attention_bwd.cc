@@ -29,7 +29,8 @@
 //
 // Extra memory: O(tile) scratch per thread (thread-local, kept for the next
 // call), B·H·Lq floats for rowsum(dO ∘ O), and, when splitting, (splits − 1)
-// ≤ threads − 1 buffers capped at 48 MiB in all (see choose_plan). Lq = Lk = 65536, H = 1, D = 64 on 2 threads: 16 MiB.
+// ≤ threads − 1 buffers capped at 48 MiB in all (see choose_plan).
+// Lq = Lk = 65536, H = 1, D = 64 on 2 threads: 16 MiB.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 
