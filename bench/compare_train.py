@@ -10,8 +10,16 @@ time per step (torch / attn): on a loaded machine wall time depends on the sched
 less so (both count threads that spin while waiting, so it is a rough check, not the target).
 
   python3 bench/compare_train.py [--threads 2] [--steps 20] [--warmup 3] [--rounds 3]
-                                 [--precision fp32|bf16] [--openblas inherit|both]
+                                 [--precision fp32|bf16] [--openblas inherit|both] [--interleave K]
                                  [--bench build/release/bench/train_bench] [-- extra flags for both]
+
+--interleave K (fp32): every program is started once and kept running (train_bench --bursts,
+torch_train.py --bursts); after their warm-up the script alternates bursts of K steps between them,
+--rounds times, the order swapped every round, with a 0.5 s pause before each burst (so that the
+other program's idle threads have stopped spinning), and prints the ratio of each attn burst to the
+PyTorch burst next to it. Bursts seconds apart see the same host: on a host whose speed drifts over
+tens of seconds (another tenant), the per-pair ratios spread less than those of whole runs a minute
+apart. --steps is then unused; the medians are over the rounds.
 
 --openblas both (fp32): every round runs both programs twice, with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
 unset and with OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=1048576 (what machines with CPUs newer than
@@ -80,12 +88,18 @@ def main():
     ap.add_argument("--openblas", choices=["inherit", "both"], default="inherit",
                     help="both: each round with OPENBLAS_* unset and with OPENBLAS_CORETYPE=Haswell "
                     "OPENBLAS_L2_SIZE=1048576, side by side (fp32 only)")
+    ap.add_argument("--interleave", type=int, default=0, metavar="K",
+                    help="keep both programs running and alternate bursts of K steps (fp32)")
     ap.add_argument("extra", nargs="*", help="flags passed to both programs (after --)")
     a = ap.parse_args()
     if a.precision == "bf16":
         if a.openblas != "inherit":
             sys.exit("compare_train.py: --openblas both is for fp32 (the default precision)")
         return compare_bf16(a)
+    if a.interleave > 0:
+        if a.precision != "fp32":
+            sys.exit("compare_train.py: --interleave is for fp32 (the default precision)")
+        return compare_interleaved(a)
     if a.openblas == "both":
         return compare_openblas_both(a)
     common = ["--threads", str(a.threads), "--steps", str(a.steps), "--warmup", str(a.warmup)] + a.extra
@@ -149,6 +163,90 @@ def compare_openblas_both(a):
               f"ratio {med(d['ratio']):.2f}x (wall), {med(d['cpu']):.2f}x (process CPU time)")
     print(f"attn Haswell / unset: {med(res['haswell']['ours']) / med(res['unset']['ours']):.2f}x; "
           f"torch Haswell / unset: {med(res['haswell']['theirs']) / med(res['unset']['theirs']):.2f}x (medians)")
+
+
+class Burster:
+    """One benchmark program kept running with --bursts: burst(k) runs k steps, returns its BURST numbers."""
+
+    def __init__(self, cmd, env):
+        self.cmd = cmd
+        self.p = subprocess.Popen(cmd + ["--bursts"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env=env, bufsize=1)
+        self.head = self.p.stdout.readline().rstrip("\n")  # the program's first line, its configuration
+        while True:  # its warm-up: wait for it, so that no two programs ever run at once
+            line = self.p.stdout.readline()
+            if not line:
+                sys.exit(f"compare_train.py: {' '.join(cmd)} ended before its warm-up did")
+            if line.strip() == "READY":
+                break
+
+    def burst(self, k):
+        self.p.stdin.write(f"{k}\n")
+        self.p.stdin.flush()
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                sys.exit(f"compare_train.py: {' '.join(self.cmd)} ended without a BURST line")
+            m = re.match(r"BURST tokens_per_s=([0-9.]+) step_ms=([0-9.]+) cpu_ms=([0-9.]+)", line)
+            if m:
+                return float(m.group(1)), float(m.group(2)), float(m.group(3))
+
+    def close(self):
+        self.p.stdin.close()
+        out = self.p.stdout.read()
+        self.p.wait()
+        return out
+
+
+def compare_interleaved(a):
+    import time
+
+    common = ["--threads", str(a.threads), "--warmup", str(a.warmup)] + a.extra
+    peer = [sys.executable, os.path.join(ROOT, "bench", "peers", "torch_train.py")] + common
+    settings = ["unset", "haswell"] if a.openblas == "both" else ["inherit"]
+    names = {"unset": "OPENBLAS_* unset", "haswell": "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=1048576",
+             "inherit": "environment as it is"}
+    print(f"training throughput (target tokens/s), interleaved bursts of {a.interleave} steps, both programs "
+          f"kept running; threads {a.threads}, {a.warmup} warm-up steps, {a.rounds} rounds; settings: "
+          f"{', '.join(names[s] for s in settings)}")
+    progs = {}
+    for st in settings:  # started one after the other: their warm-ups do not overlap
+        progs[(st, "attn")] = Burster([a.bench] + common, env_for(st))
+        progs[(st, "torch")] = Burster(peer, env_for(st))
+    for st in settings:
+        print(f"  [{names[st]}] {progs[(st, 'attn')].head}")
+    print(f"  {progs[(settings[0], 'torch')].head}")
+    res = {s: {"ours": [], "theirs": [], "ratio": [], "cpu": []} for s in settings}
+    for r in range(a.rounds):
+        for st in (settings if r % 2 == 0 else settings[::-1]):
+            got = {}
+            for who in (("attn", "torch") if r % 2 == 0 else ("torch", "attn")):
+                time.sleep(0.5)
+                got[who] = progs[(st, who)].burst(a.interleave)
+            (at, ams, acpu), (tt, tms, tcpu) = got["attn"], got["torch"]
+            d = res[st]
+            d["ours"].append(at)
+            d["theirs"].append(tt)
+            d["ratio"].append(at / tt)
+            d["cpu"].append(tcpu / acpu)
+            print(f"round {r + 1} [{st:7s}]: attn {at:8.1f} tok/s ({ams:7.1f} ms/step, cpu {acpu:7.1f} ms)   "
+                  f"torch {tt:8.1f} tok/s ({tms:7.1f} ms/step, cpu {tcpu:7.1f} ms)   ratio {at / tt:.2f}x "
+                  f"(cpu-time ratio {tcpu / acpu:.2f}x)", flush=True)
+    for (st, who), prog in progs.items():
+        out = prog.close()
+        if who == "attn":
+            line = products_line(out)
+            if line:
+                print(f"  [{names[st]}] attn {line}")
+    med = statistics.median
+    for st in settings:
+        d = res[st]
+        print(f"median [{names[st]}]: attn {med(d['ours']):.1f} tok/s, torch {med(d['theirs']):.1f} tok/s, "
+              f"ratio {med(d['ratio']):.2f}x (wall), {med(d['cpu']):.2f}x (process CPU time)")
+    if len(settings) == 2:
+        print(f"attn Haswell / unset: {med(res['haswell']['ours']) / med(res['unset']['ours']):.2f}x; "
+              f"torch Haswell / unset: {med(res['haswell']['theirs']) / med(res['unset']['theirs']):.2f}x "
+              f"(medians)")
 
 
 def compare_bf16(a):

@@ -7,8 +7,12 @@
 //   build/release/bench/train_bench [--threads 2] [--steps 20] [--warmup 3] [--batch 32]
 //                                   [--src-len 64] [--tgt-len 64] [--vocab 8000] [--d-model 256]
 //                                   [--heads 4] [--d-ff 1024] [--layers 2] [--dropout 0.1]
-//                                   [--precision fp32|bf16]
+//                                   [--precision fp32|bf16] [--bursts]
 // (--precision bf16: matrix products on bf16 operands with fp32 accumulation, attn/core/precision.h)
+// --bursts (for bench/compare_train.py --interleave): after the warm-up, --steps is ignored; the program
+// prints READY, then reads one number K per line from standard input, runs K more steps, and prints for them
+//   BURST tokens_per_s=<x> step_ms=<wall ms per step> cpu_ms=<process CPU ms per step>
+// (flushed), until the input ends; the summary below then covers every burst's steps.
 //
 // Prints the step phases (forward, backward, optimizer), which kernel ran the step's matrix products
 // (kernels::cpu::sgemm_counts: attn's own fp32 GEMM, OpenBLAS sgemm / sgemv, bf16; calls and GFLOP per
@@ -43,6 +47,7 @@ struct Args {
           layers = 2;
   double dropout = 0.1;
   MatmulPrecision precision = MatmulPrecision::highest;
+  bool bursts = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -82,6 +87,8 @@ Args parse(int argc, char** argv) {
       a.dropout = std::atof(next());
     else if (k == "--precision")
       a.precision = parse_matmul_precision(next());
+    else if (k == "--bursts")
+      a.bursts = true;
     else {
       std::fprintf(stderr, "train_bench: unknown flag %s\n", k.c_str());
       std::exit(2);
@@ -134,7 +141,8 @@ int main(int argc, char** argv) {
   std::vector<double> step_s, fwd_s, bwd_s, opt_s;
   double cpu_s = 0;  // process CPU time of the timed steps (all threads)
   double loss_first = 0, loss_last = 0;
-  for (int s = 0; s < a.warmup + a.steps; ++s) {
+  int s = 0;  // steps run so far, warm-up included
+  auto step_once = [&] {
     const Tensor src = random_ids(a.batch, a.src_len, a.vocab, rng);
     const Tensor tgt = random_ids(a.batch, a.tgt_len + 1, a.vocab, rng);
     const Tensor tgt_in = tgt.slice(1, 0, a.tgt_len).contiguous();
@@ -158,6 +166,30 @@ int main(int argc, char** argv) {
       fwd_s.push_back(t1 - t0);
       bwd_s.push_back(t2 - t1);
       opt_s.push_back(t3 - t2);
+    }
+    ++s;
+  };
+  while (s < a.warmup) step_once();
+  if (!a.bursts) {
+    while (s < a.warmup + a.steps) step_once();
+  } else {
+    std::printf("READY\n");  // warmed up: compare_train.py starts the next program or the bursts
+    std::fflush(stdout);
+    long long k = 0;
+    while (std::scanf("%lld", &k) == 1) {
+      if (k < 1) {
+        std::fprintf(stderr, "train_bench --bursts: expected a number of steps >= 1 per line; got %lld\n", k);
+        return 2;
+      }
+      const size_t first = step_s.size();
+      const double cpu_before = cpu_s;
+      for (long long i = 0; i < k; ++i) step_once();
+      double wall = 0;
+      for (size_t i = first; i < step_s.size(); ++i) wall += step_s[i];
+      const double per = wall / static_cast<double>(k);
+      std::printf("BURST tokens_per_s=%.1f step_ms=%.2f cpu_ms=%.2f\n", static_cast<double>(tokens) / per,
+                  per * 1e3, (cpu_s - cpu_before) / static_cast<double>(k) * 1e3);
+      std::fflush(stdout);
     }
   }
   auto median = [](std::vector<double> v) {

@@ -11,15 +11,20 @@ Random token batches of a fixed shape in [1, V); target tokens per step = batch 
 the count train_bench uses. Warm-up steps are not timed.
 
   python3 bench/peers/torch_train.py [--threads 2] [--steps 20] [--warmup 3] [--batch 32] ...
-                                     [--autocast-bf16]
+                                     [--autocast-bf16] [--bursts]
 
 --autocast-bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) (matrix
 products in bf16; the peer of attn's --precision bf16). Default: fp32.
+
+--bursts: after the warm-up, prints READY, then reads one number of steps per line from stdin, runs them and prints
+BURST tokens_per_s=... step_ms=... cpu_ms=... for them, until stdin ends (train_bench --bursts, the
+same protocol; bench/compare_train.py --interleave drives both).
 
 Ends with: RESULT tokens_per_s=<x> step_ms=<wall ms per step> cpu_ms=<process CPU ms per step>
 """
 import argparse
 import math
+import sys
 import time
 
 import torch
@@ -123,6 +128,9 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--autocast-bf16", action="store_true", help="forward under torch.autocast bf16")
+    ap.add_argument("--bursts", action="store_true",
+                    help="after the warm-up, run the number of steps read from each stdin line and print a "
+                    "BURST line for them (bench/compare_train.py --interleave); --steps is ignored")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -137,7 +145,8 @@ def main():
           f"{', autocast bf16' if a.autocast_bf16 else ''}")
     g = torch.Generator().manual_seed(12345)
     times, losses, cpu = [], [], []
-    for s in range(a.warmup + a.steps):
+
+    def step_once(timed):
         src = torch.randint(1, a.vocab, (a.batch, a.src_len), generator=g)
         tgt = torch.randint(1, a.vocab, (a.batch, a.tgt_len + 1), generator=g)
         tgt_in, tgt_out = tgt[:, :-1].contiguous(), tgt[:, 1:].contiguous()
@@ -148,10 +157,30 @@ def main():
         loss.backward()
         opt.step()
         t1, c1 = time.perf_counter(), time.process_time()
-        if s >= a.warmup:
+        if timed:
             times.append(t1 - t0)
             cpu.append(c1 - c0)
             losses.append(loss.item())
+
+    for _ in range(a.warmup):
+        step_once(False)
+    if not a.bursts:
+        for _ in range(a.steps):
+            step_once(True)
+    else:  # one number of steps per line on stdin; one BURST line for each (train_bench --bursts)
+        print("READY", flush=True)  # warmed up
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            k = int(line)
+            if k < 1:
+                sys.exit(f"torch_train.py --bursts: expected a number of steps >= 1 per line; got {k}")
+            first = len(times)
+            for _ in range(k):
+                step_once(True)
+            per = sum(times[first:]) / k
+            print(f"BURST tokens_per_s={a.batch * a.tgt_len / per:.1f} step_ms={per * 1e3:.2f} "
+                  f"cpu_ms={sum(cpu[first:]) / k * 1e3:.2f}", flush=True)
     step = sum(times) / len(times)
     print(f"loss {losses[0]:.4f} (first timed step) -> {losses[-1]:.4f} (last)")
     print(f"step: mean {step * 1e3:.1f} ms, median {sorted(times)[len(times) // 2] * 1e3:.1f} ms")
