@@ -10,9 +10,9 @@
 //   dV += P'ᵀ dO  m = key,   t = query, X = dO (packed [Br, Dp]); A read transposed
 //   dK += dSᵀ Q   m = key,   t = query, X = Q  (packed [Br, Dp]); A read transposed
 //   dQ  = dS·K    m = query, t = key,   X = K  (packed [Bc, Dp])
-// Everything in this file lives in an anonymous namespace except the one
-// entry point, so no AVX-512 code can leak into generic translation units.
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics
+// Everything in this file lives in an anonymous namespace except the two
+// entry points (bwd_tile_avx512, bwd_pack_kv_avx512), so no AVX-512 code can leak into generic translation
+// units. GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics
 // (_mm512_undefined_ps self-initialises; GCC bug 105593, fixed in 13) once
 // exp_ps is inlined here. The diagnostic is a false positive.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
@@ -213,9 +213,76 @@ void bwd_pack_kv_avx512(const float* k, int64_t k_rs, const float* v, int64_t v_
     }
 }
 
+namespace {
+
+// The tile when some rows see only part of its keys (causal diagonal, windows, lengths): each block of
+// kMB rows computes only the key vectors its rows can see, and the products over queries or keys run
+// only over the range whose P' and dS can be nonzero. The skipped terms are exact zeros (P' and dS are
+// 0 outside [lo, hi)), so the sums are those of the full tile without its + 0 terms. lo and hi are
+// nondecreasing in the row (MaskArgs::range), which the query range of a block of keys relies on.
+void bwd_tile_ranged(const BwdTile& t) {
+  const int64_t nr = t.nr, nk = t.nk, Dp = t.Dp, D = t.D;
+  const int64_t nvk = (nk + 15) / 16, nvd = Dp / 16;
+  // S = Q·Kᵀ, dP = dO·Vᵀ over the key vectors [v0, v1) that some row of the block sees; the others are
+  // left unwritten and softmax_grad_row zeroes every lane outside a row's [lo, hi).
+  for (int64_t m0 = 0; m0 < nr; m0 += kMB) {
+    const int64_t mb = nr - m0 < kMB ? nr - m0 : kMB;
+    const int64_t lo = t.lo[m0], hi = t.hi[m0 + mb - 1];
+    const int64_t v0 = lo / 16, v1 = hi > lo ? (hi + 15) / 16 : v0;
+    for (int64_t v = v0; v < v1; v += kNV) {
+      const int64_t vb = v1 - v < kNV ? v1 - v : kNV;
+      pick<true>(mb, vb)(D, t.q + m0 * t.q_rs, t.q_rs, 1, t.kt + 16 * v, kBwdBc, t.s + m0 * kBwdBc + 16 * v,
+                         kBwdBc);
+      pick<true>(mb, vb)(D, t.dout + m0 * t.dout_rs, t.dout_rs, 1, t.vt + 16 * v, kBwdBc,
+                         t.dp + m0 * kBwdBc + 16 * v, kBwdBc);
+    }
+  }
+  for (int64_t r = 0; r < nr; ++r) softmax_grad_row(t, r, nvk);
+  // dV += P'ᵀ dO, dK += dSᵀ Q for keys [j0, j0 + jb): over the queries r0 .. r1 - 1 whose [lo, hi) meets
+  // them.
+  int64_t r0 = 0, r1 = 0;
+  for (int64_t j0 = 0; j0 < nk; j0 += kMB) {
+    const int64_t jb = nk - j0 < kMB ? nk - j0 : kMB;
+    while (r0 < nr && t.hi[r0] <= j0) ++r0;  // rows before r0 see no key >= j0
+    if (r1 < r0) r1 = r0;
+    while (r1 < nr && t.lo[r1] < j0 + jb) ++r1;  // rows from r1 on see no key < j0 + jb
+    const int64_t T = r1 > r0 ? r1 - r0 : 0;
+    for (int64_t v = 0; v < nvd; v += kNV) {
+      const int64_t vb = nvd - v < kNV ? nvd - v : kNV;
+      pick<false>(jb, vb)(T, t.s + r0 * kBwdBc + j0, 1, kBwdBc, t.dout + r0 * t.dout_rs + 16 * v, t.dout_rs,
+                          t.dv + j0 * Dp + 16 * v, Dp);
+      pick<false>(jb, vb)(T, t.dp + r0 * kBwdBc + j0, 1, kBwdBc, t.q + r0 * t.q_rs + 16 * v, t.q_rs,
+                          t.dk + j0 * Dp + 16 * v, Dp);
+    }
+  }
+  // dQ (+)= dS·K over the keys [lo, hi) of the block's rows.
+  for (int64_t m0 = 0; m0 < nr; m0 += kMB) {
+    const int64_t mb = nr - m0 < kMB ? nr - m0 : kMB;
+    const int64_t lo = t.lo[m0], hi = t.hi[m0 + mb - 1];
+    const int64_t T = hi > lo ? hi - lo : 0;
+    for (int64_t v = 0; v < nvd; v += kNV) {
+      const int64_t vb = nvd - v < kNV ? nvd - v : kNV;
+      const float* a = t.dp + m0 * kBwdBc + (T > 0 ? lo : 0);
+      const float* x = t.kp + (T > 0 ? lo : 0) * Dp + 16 * v;
+      float* c = t.dq + m0 * t.dq_rs + 16 * v;
+      if (t.dq_add)
+        pick<false>(mb, vb)(T, a, kBwdBc, 1, x, Dp, c, t.dq_rs);
+      else
+        pick<true>(mb, vb)(T, a, kBwdBc, 1, x, Dp, c, t.dq_rs);
+    }
+  }
+}
+
+}  // namespace
+
 void bwd_tile_avx512(const BwdTile& t) {
   const int64_t nr = t.nr, nk = t.nk, Dp = t.Dp;
   const int64_t nvk = (nk + 15) / 16, nvd = Dp / 16;
+  // Rows that see only part of the tile's keys take the ranged tile, when that skips whole vectors.
+  if (t.lo[nr - 1] >= 16 || t.hi[0] + 16 <= nk) {  // lo and hi are nondecreasing in the row
+    bwd_tile_ranged(t);
+    return;
+  }
   // S = Q·Kᵀ, dP = dO·Vᵀ                               [nr, 16·nvk]
   gemm<true>(nr, t.D, nvk, t.q, t.q_rs, 1, t.kt, kBwdBc, t.s, kBwdBc);
   gemm<true>(nr, t.D, nvk, t.dout, t.dout_rs, 1, t.vt, kBwdBc, t.dp, kBwdBc);
