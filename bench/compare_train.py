@@ -127,6 +127,30 @@ def main():
           f"ratio {statistics.median(ratios):.2f}x (wall), {statistics.median(cpu_ratios):.2f}x (process CPU time)")
 
 
+def record_round(d, r, st, ours, theirs):
+    """Adds one round of one OpenBLAS setting to d and prints it: ours, theirs = (tok/s, ms/step, cpu ms)."""
+    (at, ams, acpu), (tt, tms, tcpu) = ours, theirs
+    d["ours"].append(at)
+    d["theirs"].append(tt)
+    d["ratio"].append(at / tt)
+    d["cpu"].append(tcpu / acpu)
+    print(f"round {r + 1} [{st:7s}]: attn {at:8.1f} tok/s ({ams:7.1f} ms/step, cpu {acpu:7.1f} ms)   "
+          f"torch {tt:8.1f} tok/s ({tms:7.1f} ms/step, cpu {tcpu:7.1f} ms)   ratio {at / tt:.2f}x "
+          f"(cpu-time ratio {tcpu / acpu:.2f}x)", flush=True)
+
+
+def print_medians(res, settings, names):
+    med = statistics.median
+    for st in settings:
+        d = res[st]
+        print(f"median [{names[st]}]: attn {med(d['ours']):.1f} tok/s, torch {med(d['theirs']):.1f} tok/s, "
+              f"ratio {med(d['ratio']):.2f}x (wall), {med(d['cpu']):.2f}x (process CPU time)")
+    if len(settings) == 2:
+        print(f"attn Haswell / unset: {med(res['haswell']['ours']) / med(res['unset']['ours']):.2f}x; "
+              f"torch Haswell / unset: {med(res['haswell']['theirs']) / med(res['unset']['theirs']):.2f}x "
+              f"(medians)")
+
+
 def compare_openblas_both(a):
     common = ["--threads", str(a.threads), "--steps", str(a.steps), "--warmup", str(a.warmup)] + a.extra
     peer = [sys.executable, os.path.join(ROOT, "bench", "peers", "torch_train.py")] + common
@@ -148,21 +172,8 @@ def compare_openblas_both(a):
                     print(f"  [{names[st]}] attn {products}")
                 if st == order[0]:
                     print("  " + thead)
-            d = res[st]
-            d["ours"].append(at)
-            d["theirs"].append(tt)
-            d["ratio"].append(at / tt)
-            d["cpu"].append(tcpu / acpu)
-            print(f"round {r + 1} [{st:7s}]: attn {at:8.1f} tok/s ({ams:7.1f} ms/step, cpu {acpu:7.1f} ms)   "
-                  f"torch {tt:8.1f} tok/s ({tms:7.1f} ms/step, cpu {tcpu:7.1f} ms)   ratio {at / tt:.2f}x "
-                  f"(cpu-time ratio {tcpu / acpu:.2f}x)")
-    med = statistics.median
-    for st in settings:
-        d = res[st]
-        print(f"median [{names[st]}]: attn {med(d['ours']):.1f} tok/s, torch {med(d['theirs']):.1f} tok/s, "
-              f"ratio {med(d['ratio']):.2f}x (wall), {med(d['cpu']):.2f}x (process CPU time)")
-    print(f"attn Haswell / unset: {med(res['haswell']['ours']) / med(res['unset']['ours']):.2f}x; "
-          f"torch Haswell / unset: {med(res['haswell']['theirs']) / med(res['unset']['theirs']):.2f}x (medians)")
+            record_round(res[st], r, st, (at, ams, acpu), (tt, tms, tcpu))
+    print_medians(res, settings, names)
 
 
 class Burster:
@@ -223,30 +234,14 @@ def compare_interleaved(a):
             for who in (("attn", "torch") if r % 2 == 0 else ("torch", "attn")):
                 time.sleep(0.5)
                 got[who] = progs[(st, who)].burst(a.interleave)
-            (at, ams, acpu), (tt, tms, tcpu) = got["attn"], got["torch"]
-            d = res[st]
-            d["ours"].append(at)
-            d["theirs"].append(tt)
-            d["ratio"].append(at / tt)
-            d["cpu"].append(tcpu / acpu)
-            print(f"round {r + 1} [{st:7s}]: attn {at:8.1f} tok/s ({ams:7.1f} ms/step, cpu {acpu:7.1f} ms)   "
-                  f"torch {tt:8.1f} tok/s ({tms:7.1f} ms/step, cpu {tcpu:7.1f} ms)   ratio {at / tt:.2f}x "
-                  f"(cpu-time ratio {tcpu / acpu:.2f}x)", flush=True)
+            record_round(res[st], r, st, got["attn"], got["torch"])
     for (st, who), prog in progs.items():
         out = prog.close()
         if who == "attn":
             line = products_line(out)
             if line:
                 print(f"  [{names[st]}] attn {line}")
-    med = statistics.median
-    for st in settings:
-        d = res[st]
-        print(f"median [{names[st]}]: attn {med(d['ours']):.1f} tok/s, torch {med(d['theirs']):.1f} tok/s, "
-              f"ratio {med(d['ratio']):.2f}x (wall), {med(d['cpu']):.2f}x (process CPU time)")
-    if len(settings) == 2:
-        print(f"attn Haswell / unset: {med(res['haswell']['ours']) / med(res['unset']['ours']):.2f}x; "
-              f"torch Haswell / unset: {med(res['haswell']['theirs']) / med(res['unset']['theirs']):.2f}x "
-              f"(medians)")
+    print_medians(res, settings, names)
 
 
 def compare_bf16(a):
