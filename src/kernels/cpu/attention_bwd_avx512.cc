@@ -73,19 +73,6 @@ MicroFn pick(int64_t mb, int64_t nv) {
   return nullptr;
 }
 
-// C[m, 0:16·nv] (+)= Σ_{t<T} a[m·am + t·at] · x[t·xs + 0:16·nv] for m < M.
-template <bool kInit>
-void gemm(int64_t M, int64_t T, int64_t nv, const float* a, int64_t am, int64_t at, const float* x,
-          int64_t xs, float* c, int64_t cs) {
-  for (int64_t v0 = 0; v0 < nv; v0 += kNV) {
-    const int64_t vb = nv - v0 < kNV ? nv - v0 : kNV;
-    for (int64_t m0 = 0; m0 < M; m0 += kMB) {
-      const int64_t mb = M - m0 < kMB ? M - m0 : kMB;
-      pick<kInit>(mb, vb)(T, a + m0 * am, am, at, x + 16 * v0, xs, c + m0 * cs + 16 * v0, cs);
-    }
-  }
-}
-
 // The mixing step of dropout_hash (kernels/attention_args.h: mix64), 8 lanes.
 inline __m512i mix64_x8(__m512i x) {
   x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
@@ -213,14 +200,13 @@ void bwd_pack_kv_avx512(const float* k, int64_t k_rs, const float* v, int64_t v_
     }
 }
 
-namespace {
-
-// The tile when some rows see only part of its keys (causal diagonal, windows, lengths): each block of
-// kMB rows computes only the key vectors its rows can see, and the products over queries or keys run
-// only over the range whose P' and dS can be nonzero. The skipped terms are exact zeros (P' and dS are
-// 0 outside [lo, hi)), so the sums are those of the full tile without its + 0 terms. lo and hi are
-// nondecreasing in the row (MaskArgs::range), which the query range of a block of keys relies on.
-void bwd_tile_ranged(const BwdTile& t) {
+// Each block of kMB rows computes only the key vectors its rows can see, and the products over queries
+// or keys run only over the range whose P' and dS can be nonzero: on the causal diagonal, in windows and
+// past key lengths that skips whole vectors; where every row sees every key the ranges are the whole
+// tile. The skipped terms are exact zeros (P' and dS are 0 outside [lo, hi)), so the sums are those of
+// the full tile without its + 0 terms. lo and hi are nondecreasing in the row (MaskArgs::range), which
+// the query range of a block of keys relies on.
+void bwd_tile_avx512(const BwdTile& t) {
   const int64_t nr = t.nr, nk = t.nk, Dp = t.Dp, D = t.D;
   const int64_t nvk = (nk + 15) / 16, nvd = Dp / 16;
   // S = Q·Kᵀ, dP = dO·Vᵀ over the key vectors [v0, v1) that some row of the block sees; the others are
@@ -271,30 +257,6 @@ void bwd_tile_ranged(const BwdTile& t) {
         pick<true>(mb, vb)(T, a, kBwdBc, 1, x, Dp, c, t.dq_rs);
     }
   }
-}
-
-}  // namespace
-
-void bwd_tile_avx512(const BwdTile& t) {
-  const int64_t nr = t.nr, nk = t.nk, Dp = t.Dp;
-  const int64_t nvk = (nk + 15) / 16, nvd = Dp / 16;
-  // Rows that see only part of the tile's keys take the ranged tile, when that skips whole vectors.
-  if (t.lo[nr - 1] >= 16 || t.hi[0] + 16 <= nk) {  // lo and hi are nondecreasing in the row
-    bwd_tile_ranged(t);
-    return;
-  }
-  // S = Q·Kᵀ, dP = dO·Vᵀ                               [nr, 16·nvk]
-  gemm<true>(nr, t.D, nvk, t.q, t.q_rs, 1, t.kt, kBwdBc, t.s, kBwdBc);
-  gemm<true>(nr, t.D, nvk, t.dout, t.dout_rs, 1, t.vt, kBwdBc, t.dp, kBwdBc);
-  for (int64_t r = 0; r < nr; ++r) softmax_grad_row(t, r, nvk);
-  // dV += P'ᵀ dO, dK += dSᵀ Q                           [nk, Dp]
-  gemm<false>(nk, nr, nvd, t.s, 1, kBwdBc, t.dout, t.dout_rs, t.dv, Dp);
-  gemm<false>(nk, nr, nvd, t.dp, 1, kBwdBc, t.q, t.q_rs, t.dk, Dp);
-  // dQ (+)= dS·K                                         [nr, Dp]
-  if (t.dq_add)
-    gemm<false>(nr, nk, nvd, t.dp, kBwdBc, 1, t.kp, Dp, t.dq, t.dq_rs);
-  else
-    gemm<true>(nr, nk, nvd, t.dp, kBwdBc, 1, t.kp, Dp, t.dq, t.dq_rs);
 }
 
 }  // namespace attn::kernels::cpu

@@ -141,14 +141,16 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
       const int kcur = static_cast<int>(std::min(kc, K - pc));
       // Row block ib: rows [row0(ib), row0(ib + 1)), a run of whole panels.
       auto row0 = [&](int64_t ib) { return std::min(M, ib * panels / mb * Mr); };
-      auto pack_a = [&](int64_t i0, int w, float* out) {
-        if (trans_a)
-          kern.pack_rows(A + pc * lda + i0, lda, kcur, w, static_cast<int>(Mr),
-                         out);  // op(A)(i, k) = A[k, i]
+      // Panels of W of the w rows (op(A)) or columns (op(B)) from index i0 on, over this k block; the
+      // operand X holds them with k running along its rows (k_major: X[k, i]) or along its columns (X[i, k]).
+      auto pack = [&](const float* X, int64_t ld, bool k_major, int64_t i0, int w, int64_t W, float* out) {
+        if (k_major)
+          kern.pack_rows(X + pc * ld + i0, ld, kcur, w, static_cast<int>(W), out);
         else
-          kern.pack_cols(A + i0 * lda + pc, lda, kcur, w, static_cast<int>(Mr),
-                         out);  // op(A)(i, k) = A[i, k]
+          kern.pack_cols(X + i0 * ld + pc, ld, kcur, w, static_cast<int>(W), out);
       };
+      // op(A)(i, k) = A[k, i] when A is transposed, else A[i, k]
+      auto pack_a = [&](int64_t i0, int w, float* out) { pack(A, lda, trans_a, i0, w, Mr, out); };
       // B: chunks of panels (each a contiguous run of columns), shared by all threads; with shared_a,
       // A's row blocks as further chunks of the same parallel region.
       const int64_t pan_chunk = std::max<int64_t>(1, ceil_div(npan, 2 * threads));
@@ -164,13 +166,8 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
             }
             const int64_t j = jc + ch * pan_chunk * Nr;
             const int w = static_cast<int>(std::min(pan_chunk * Nr, jc + ncur - j));
-            float* out = bpack + ch * pan_chunk * kcur * Nr;
-            if (trans_b)
-              kern.pack_cols(B + j * ldb + pc, ldb, kcur, w, static_cast<int>(Nr),
-                             out);  // op(B)(k, j) = B[j, k]
-            else
-              kern.pack_rows(B + pc * ldb + j, ldb, kcur, w, static_cast<int>(Nr),
-                             out);  // op(B)(k, j) = B[k, j]
+            // op(B)(k, j) = B[j, k] when B is transposed, else B[k, j]
+            pack(B, ldb, !trans_b, j, w, Nr, bpack + ch * pan_chunk * kcur * Nr);
           }
         });
       const float beta_k = pc == 0 ? beta : 1.f;  // later k blocks add to what the first wrote

@@ -66,13 +66,12 @@ void dropout_f32(const float* x, float* y, int64_t n, double p, uint64_t seed);
 // each mode gives the bits of the two operations run one after the other:
 //   plain      y = drop(x)
 //   relu       y = drop(max(x, 0))              (dropout(relu(x)), the FFN's hidden layer)
-//   relu_grad  y = x > 0 ? drop(other) : 0      (its backward: x the relu input, other the gradient)
 //   add        y = other + drop(x)              (other + dropout(x), a residual connection)
-//   relu_grad_out  y = x != 0 ? other / (1 - p) : 0, rounded as drop() rounds: relu_grad's bits from
-//              the forward's output x = drop(max(z, 0)), which is nonzero exactly where z > 0 and the
-//              element was kept (z > 0 and kept gives z / (1 - p) >= z > 0; max(NaN, 0) = +0), so no
-//              keep decision is drawn again
-enum class DropMode { plain, relu, relu_grad, add, relu_grad_out };
+//   relu_grad_out  y = x != 0 ? other / (1 - p) : 0, rounded as drop() rounds: relu's backward
+//              [z > 0] · drop(other) from the forward's output x = drop(max(z, 0)), which is nonzero
+//              exactly where z > 0 and the element was kept (z > 0 and kept gives z / (1 - p) >= z > 0;
+//              max(NaN, 0) = +0), so no keep decision is drawn again
+enum class DropMode { plain, relu, add, relu_grad_out };
 void dropout_fused_f32(DropMode mode, const float* x, const float* other, float* y, int64_t n, double p,
                        uint64_t seed);
 

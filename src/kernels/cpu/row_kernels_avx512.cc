@@ -455,14 +455,10 @@ void dropout_fused(DropMode mode, const float* x, const float* other, float* y, 
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), c1);
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), c2);
     z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
-    __mmask8 keep = _mm512_cmpge_epu64_mask(_mm512_srli_epi64(z, 11), thrv);
+    const __mmask8 keep = _mm512_cmpge_epu64_mask(_mm512_srli_epi64(z, 11), thrv);
     __m256 xv = _mm256_maskz_loadu_ps(k, x + i);
-    if (mode == DropMode::relu) {
+    if (mode == DropMode::relu)
       xv = _mm256_max_ps(xv, _mm256_setzero_ps());  // relu: max(NaN, 0) and max(-0, +0) give +0
-    } else if (mode == DropMode::relu_grad) {
-      keep &= _mm256_cmp_ps_mask(xv, _mm256_setzero_ps(), _CMP_GT_OQ);  // relu': x > 0 (false for NaN)
-      xv = _mm256_maskz_loadu_ps(k, other + i);
-    }
     // y = x · s in double, rounded once to float (as the scalar static_cast<float>(x * s))
     const __m512d prod = _mm512_mul_pd(_mm512_cvtps_pd(xv), sv);
     __m256 out = _mm256_maskz_mov_ps(keep, _mm512_cvtpd_ps(prod));
