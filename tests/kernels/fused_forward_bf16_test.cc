@@ -69,6 +69,8 @@ std::vector<Case> cases() {
   // running maxima; a jump of hundreds inside a key tile overflows exp there unless the tile is redone
   // with scores + softmax_pairs. Odd key counts (the last pair padded with 0) and an odd D.
   add({.name = "KeyStep", .B = 1, .H = 2, .Hkv = 2, .Lq = 70, .Lk = 401, .D = 64, .key_step = 250});
+  // The jump inside the first key tile, past the first block of keys that seeds the maxima there.
+  add({.name = "KeyStepFirstTile", .B = 1, .H = 2, .Hkv = 2, .Lq = 70, .Lk = 150, .D = 64, .key_step = 13});
   add({.name = "KeyStepOddD", .B = 2, .H = 1, .Hkv = 1, .Lq = 20, .Lk = 301, .D = 33, .key_step = 100});
   add({.name = "OddKeysOneKey", .B = 1, .H = 1, .Hkv = 1, .Lq = 20, .Lk = 1, .D = 8});
   add({.name = "CausalSquare", .B = 1, .H = 2, .Hkv = 2, .Lq = 130, .Lk = 130, .D = 64, .causal = true});

@@ -148,6 +148,8 @@ std::vector<Case> cases() {
   // fallback, maxima that are not the exact ones), fast (jumps of ~20 per key tile: fallback on most tiles),
   // and in between (both paths in one row), with a query tail, a short last key tile and 128-row tiles.
   // HugeStep: a jump of ~1e4 inside a key tile, which overflows exp unless the tile is redone.
+  // HugeStepFirstTile: the jump inside the first key tile, past its first block of keys (whose logits seed
+  // the maxima there), so the first tile is redone from maxima set back to −inf.
   add({.name = "RisingSlow", .B = 1, .H = 2, .Hkv = 2, .Lq = 70, .Lk = 700, .D = 64, .rising = 0.01});
   add({.name = "RisingMixed", .B = 1, .H = 2, .Hkv = 2, .Lq = 130, .Lk = 500, .D = 64, .rising = 0.06});
   add({.name = "RisingFast", .B = 2, .H = 1, .Hkv = 1, .Lq = 33, .Lk = 400, .D = 32, .rising = 0.25});
@@ -162,6 +164,15 @@ std::vector<Case> cases() {
        .D = 32,
        .values = Values::huge,
        .key_step = 200});
+  add({.name = "HugeStepFirstTile",
+       .B = 1,
+       .H = 2,
+       .Hkv = 2,
+       .Lq = 70,
+       .Lk = 150,
+       .D = 32,
+       .values = Values::huge,
+       .key_step = 11});
   add({.name = "RisingDoubleTiles",
        .B = 1,
        .H = 1,

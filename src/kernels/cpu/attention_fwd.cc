@@ -28,7 +28,8 @@
 // next key tile's keys and this tile's values are fetched by the fp32 scores
 // kernel while it reads the keys (Kernels::scores' pf). bf16 without dropout:
 // the softmax writes P as bf16 pairs directly (softmax_pairs).
-// Tiles without masks, once every row has a finite running maximum, take P
+// Tiles without masks, the range's first (the kernel seeds the maxima from its
+// first block of keys) or once every row has a finite running maximum, take P
 // straight from the scores microkernel's epilogue, exponentiated against those
 // maxima (Kernels::scores_exp, scores_exp_pairs: no separate max and exp passes
 // over S); a logit more than kExpHeadroom above its row's maximum, or NaN, sends
@@ -272,8 +273,8 @@ void apply_masks_rows(const AttnArgs<float>& a, const Kernels& kn, const TileRow
 // Kernels::scores_exp: P <= e^8 ~ 3e3, far from fp32 overflow even summed over 2^31 keys.
 constexpr float kExpHeadroom = 8.f;
 
-// Every row's running maximum is finite (rows that have seen no key yet, or a NaN or infinite logit, are
-// left to the plain softmax).
+// Every row's running maximum is finite (after a NaN or infinite logit, or a first tile that the plain
+// softmax took, a row may have none: its tiles are left to the plain softmax).
 bool finite_max(const float* m, int ldq) {
   bool ok = true;
   for (int r = 0; r < ldq; ++r) ok &= std::abs(m[r]) <= std::numeric_limits<float>::max();
@@ -345,12 +346,13 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       for (int v = 0; v < ldq / 16; ++v) some = some || s.vlim[v] < nk;
       if (some) vlim = s.vlim, rlim = s.rlim;
     }
-    // fp32 tiles without masks, once every row has a finite running maximum: P straight from the scores
-    // microkernel against those maxima (Kernels::scores_exp), unless some logit passes its row's maximum by
-    // more than kExpHeadroom (then the tile is redone below, scores then softmax).
+    // fp32 tiles without masks, the first or once every row has a finite running maximum: P straight from
+    // the scores microkernel against those maxima (Kernels::scores_exp), unless some logit passes its row's
+    // maximum by more than kExpHeadroom (then the tile is redone below, scores then softmax).
     // bf16 without dropout: the same with P written as bf16 pairs (Kernels::scores_exp_pairs).
+    // The range's first tile seeds the maxima from its first block of keys (m is all −inf there).
     bool fused = false;
-    const bool fusable = inside && !elementwise && !vlim && finite_max(s.m.get(), ldq);
+    const bool fusable = inside && !elementwise && !vlim && (j0 == kb || finite_max(s.m.get(), ldq));
     if (a.bf16 && !dropout && kn.scores_exp_pairs && fusable)
       fused = kn.scores_exp_pairs(as_u32(s.qt), ldq, kbase16 + j0 * a.sk.r, a.sk.r, nk, static_cast<int>(a.D),
                                   scale, s.m.get(), s.l.get(), s.alpha.get(), kExpHeadroom, as_u32(s.pb));

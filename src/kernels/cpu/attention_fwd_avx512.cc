@@ -75,13 +75,36 @@ inline __m512 exp_shifted(__m512 x) {
 // 16 columns of D, spread over the block's FMAs.
 // The scores' fused softmax epilogue (scores_exp): the running maxima m of the block's rows (the rows of
 // its first vector), the sums of P to add to, and whether some x = s − m passed `tau` or was NaN.
+// seed: m is all −inf (no key seen yet): the first block sets each row's maximum to the largest of its own
+// logits, then clears seed.
 struct ExpEpilogue {
-  const float* m;
+  float* m;
   float* sum;
   float tau;
   __mmask16 bad;
   uint32_t* pb = nullptr;  // bf16 (scores_exp_pairs): P's pairs of the tile's first key pair, this vector
+  bool seed = false;
 };
+
+// The rows' maxima for an EXP epilogue: loaded from ep->m, or, when seeding, the largest of the block's
+// KB logits per row (x = logit − m is then <= 0 for the block; a NaN or +inf logit makes some x NaN and
+// sets bad), stored to ep->m.
+template <int KB, int RV, class Logit>
+inline void epilogue_maxima(ExpEpilogue* ep, __m512 (&m)[RV], Logit logit) {
+  if (!ep->seed) {
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; ++v) m[v] = _mm512_load_ps(ep->m + 16 * v);
+    return;
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < RV; ++v) {
+    m[v] = logit(0, v);
+#pragma GCC unroll 16
+    for (int j = 1; j < KB; ++j) m[v] = _mm512_max_ps(m[v], logit(j, v));
+    _mm512_store_ps(ep->m + 16 * v, m[v]);
+  }
+  ep->seed = false;
+}
 
 // MODE 0: st = the products; 1: st = scale · the products (SCALED); 2 (EXP): st = P = exp(products − m)
 // with the row sums of P added to ep->sum (Q pre-scaled), and ep->bad set where x = products − m > tau or
@@ -124,8 +147,9 @@ void scores_block(const float* qt, int ldq, const float* k, int64_t skr, int D, 
     const __m512 tau = _mm512_set1_ps(ep->tau);
     __m512 m[RV], sum[RV];
     __mmask16 bad = 0;
+    epilogue_maxima<KB, RV>(ep, m, [&](int j, int v) { return acc[j][v]; });
 #pragma GCC unroll 4
-    for (int v = 0; v < RV; ++v) m[v] = _mm512_load_ps(ep->m + 16 * v), sum[v] = _mm512_setzero_ps();
+    for (int v = 0; v < RV; ++v) sum[v] = _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int j = 0; j < KB; ++j)
 #pragma GCC unroll 4
@@ -246,22 +270,33 @@ void add_exp_sums(int ldq, const float* sum, float* l, float* alpha) {
   }
 }
 
+// The end of scores_exp and scores_exp_pairs: on success l += the tile's row sums and alpha = 1; when some
+// x passed tau or was NaN, false, with seeded maxima set back to −inf (m, l and alpha as on entry).
+bool finish_exp(__mmask16 bad, bool seed, int ldq, const float* sum, float* m, float* l, float* alpha) {
+  if (bad) {
+    if (seed)
+      for (int r = 0; r < ldq; r += 16) _mm512_store_ps(m + r, _mm512_set1_ps(-__builtin_inff()));
+    return false;
+  }
+  add_exp_sums(ldq, sum, l, alpha);
+  return true;
+}
+
 // Kernels::scores_exp: the scores of the whole tile (no limits) with the softmax update fused into the
 // microkernel's epilogue against the running maxima m (see attention_fwd_kernels.h).
 bool scores_exp(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float* st,
-                const RowStream* pf, const float* m, float* l, float* alpha, float tau) {
+                const RowStream* pf, float* m, float* l, float* alpha, float tau) {
   alignas(64) float sum[kMaxRows];
   for (int r = 0; r < ldq; r += 16) _mm512_store_ps(sum + r, _mm512_setzero_ps());
+  const bool seed = m[0] == -__builtin_inff();
   __mmask16 bad = 0;
   for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
-    ExpEpilogue ep{m + 16 * v0, sum + 16 * v0, tau, 0};
+    ExpEpilogue ep{m + 16 * v0, sum + 16 * v0, tau, 0, nullptr, seed};
     scores_vecs_t<kExp>(std::min(4, ldq / 16 - v0), qt + 16 * v0, ldq, k, skr, nk, D, 1.f, st + 16 * v0,
                         v0 == 0 ? pf : nullptr, 0, &ep);
     bad |= ep.bad;
   }
-  if (bad) return false;
-  add_exp_sums(ldq, sum, l, alpha);
-  return true;
+  return finish_exp(bad, seed, ldq, sum, m, l, alpha);
 }
 
 // ---- online softmax ------------------------------------------------------------
@@ -643,8 +678,9 @@ void scores_block_bf16(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t 
     const __m512i interleave = pair_interleave();
     __m512 m[RV], sum[RV];
     __mmask16 bad = 0;
+    epilogue_maxima<KB, RV>(ep, m, [&](int j, int v) { return _mm512_mul_ps(acc[j][v], scale); });
 #pragma GCC unroll 4
-    for (int v = 0; v < RV; ++v) m[v] = _mm512_load_ps(ep->m + 16 * v), sum[v] = _mm512_setzero_ps();
+    for (int v = 0; v < RV; ++v) sum[v] = _mm512_setzero_ps();
     uint32_t* pb = ep->pb + static_cast<int64_t>(jrel / 2) * ldq;
 #pragma GCC unroll 8
     for (int j = 0; j < KB; j += 2)
@@ -719,19 +755,18 @@ void scores_bf16_vecs(int nv, const uint32_t* q, int ldq, const uint16_t* k, int
 // Kernels::scores_exp_pairs: scores_bf16 of the whole tile with the softmax fused into the epilogue, P
 // written as pv_bf16's pairs (see attention_fwd_kernels.h).
 bool scores_exp_pairs(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
-                      float scale, const float* m, float* l, float* alpha, float tau, uint32_t* pb) {
+                      float scale, float* m, float* l, float* alpha, float tau, uint32_t* pb) {
   alignas(64) float sum[kMaxRows];
   for (int r = 0; r < ldq; r += 16) _mm512_store_ps(sum + r, _mm512_setzero_ps());
+  const bool seed = m[0] == -__builtin_inff();
   __mmask16 bad = 0;
   for (int v0 = 0; v0 < ldq / 16; v0 += 4) {
-    ExpEpilogue ep{m + 16 * v0, sum + 16 * v0, tau, 0, pb + 16 * v0};
+    ExpEpilogue ep{m + 16 * v0, sum + 16 * v0, tau, 0, pb + 16 * v0, seed};
     scores_bf16_vecs<true>(std::min(4, ldq / 16 - v0), qt2 + 16 * v0, ldq, k, skr, nk, D, scale, nullptr,
                            &ep);
     bad |= ep.bad;
   }
-  if (bad) return false;
-  add_exp_sums(ldq, sum, l, alpha);
-  return true;
+  return finish_exp(bad, seed, ldq, sum, m, l, alpha);
 }
 
 // Same blocking and causal-diagonal skipping as `scores`.

@@ -130,19 +130,22 @@ struct Kernels {
   //   st[j * ldq + r] = P = exp(x), x = sum_d qt[d * ldq + r] · k[j * skr + d] − m[r],
   //   l[r] += sum_j P, alpha[r] = 1, m unchanged,
   // valid while every x <= tau (P <= e^tau: the shift need not be the exact maximum, since out = O / l and
-  // lse = m + log l do not depend on it). Returns false, leaving m, l and alpha untouched and st
-  // unspecified, when some x > tau or is NaN (a new maximum by more than tau, a NaN or infinite logit): the
-  // caller then runs scores and softmax on the tile. Saves softmax's separate max and exp passes over S.
+  // lse = m + log l do not depend on it). m all −inf (the first tile: no key seen yet, l and O zero): each
+  // row's m is first set to the largest of its logits over the tile's first block of keys (6 or 8), and
+  // the rest of the tile is taken against it the same way. Returns false, leaving m, l and alpha as on entry
+  // and st unspecified, when some x > tau or is NaN (a new maximum by more than tau, a NaN or infinite
+  // logit): the caller then runs scores and softmax on the tile. Saves softmax's separate max and exp
+  // passes over S.
   // qt: [D, ldq]  k: [nk, D] with row stride skr  st: [nk, ldq]  m, l, alpha: [ldq]  pf: as in `scores`
   bool (*scores_exp)(const float* qt, int ldq, const float* k, int64_t skr, int nk, int D, float* st,
-                     const RowStream* pf, const float* m, float* l, float* alpha, float tau);
+                     const RowStream* pf, float* m, float* l, float* alpha, float tau);
 
   // bf16 without dropout (null where the ISA has none): scores_bf16 (no limits) fused the same way, with P
   // written as pv_bf16's pairs pb[jp * ldq + r] (0 past nk), as softmax_pairs writes them; st is not used.
   // Same result contract and fallback as scores_exp.
   // qt2: [ceil(D/2), ldq]  k: [nk, D] bf16 with row stride skr  m, l, alpha: [ldq]  pb: [ceil(nk/2), ldq]
   bool (*scores_exp_pairs)(const uint32_t* qt2, int ldq, const uint16_t* k, int64_t skr, int nk, int D,
-                           float scale, const float* m, float* l, float* alpha, float tau, uint32_t* pb);
+                           float scale, float* m, float* l, float* alpha, float tau, uint32_t* pb);
 };
 
 namespace {  // internal linkage: each ISA's file has its own copy (no weak symbols across ISA objects)
