@@ -346,11 +346,11 @@ void run_tile(const AttnArgs<float>& a, const Kernels& kn, const Geometry& g, co
       for (int v = 0; v < ldq / 16; ++v) some = some || s.vlim[v] < nk;
       if (some) vlim = s.vlim, rlim = s.rlim;
     }
-    // fp32 tiles without masks, the first or once every row has a finite running maximum: P straight from
-    // the scores microkernel against those maxima (Kernels::scores_exp), unless some logit passes its row's
-    // maximum by more than kExpHeadroom (then the tile is redone below, scores then softmax).
+    // fp32 tiles without masks, the range's first (m all −inf: the kernel seeds the maxima from the tile's
+    // first block of keys) or once every row has a finite running maximum: P straight from the scores
+    // microkernel against those maxima (Kernels::scores_exp), unless some logit passes its row's maximum by
+    // more than kExpHeadroom (then the tile is redone below, scores then softmax).
     // bf16 without dropout: the same with P written as bf16 pairs (Kernels::scores_exp_pairs).
-    // The range's first tile seeds the maxima from its first block of keys (m is all −inf there).
     bool fused = false;
     const bool fusable = inside && !elementwise && !vlim && (j0 == kb || finite_max(s.m.get(), ldq));
     if (a.bf16 && !dropout && kn.scores_exp_pairs && fusable)
