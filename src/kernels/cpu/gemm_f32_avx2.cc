@@ -1,5 +1,5 @@
-// sgemm_f32's AVX2 building blocks (gemm_f32.h): plain packing loops (vectorised by the
-// compiler for AVX2) and the 6 × 16 register block (12 ymm accumulators). Partial blocks are
+// sgemm_f32's AVX2 building blocks (gemm_f32.h): packing with fixed-size row copies and 8 × 8
+// register transposes, and the 6 × 16 register block (12 ymm accumulators). Partial blocks are
 // computed whole and only their valid part is written, with the same arithmetic per element.
 #include <immintrin.h>
 
@@ -10,33 +10,85 @@ namespace {
 
 constexpr int kMr = 6, kNr = 16;
 
+// Copies the w <= W valid values of one panel row and zeroes the rest: whole 6- and 16-value rows (the
+// panel widths mr and nr) with fixed-size moves, anything else element by element.
+inline void copy_panel_row(const float* src, int w, int W, float* o) {
+  if (w == W && W == kNr) {
+    _mm256_storeu_ps(o, _mm256_loadu_ps(src));
+    _mm256_storeu_ps(o + 8, _mm256_loadu_ps(src + 8));
+  } else if (w == W && W == kMr) {
+    _mm_storeu_ps(o, _mm_loadu_ps(src));
+    _mm_storel_pi(reinterpret_cast<__m64*>(o + 4),
+                  _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(src + 4))));
+  } else {
+    for (int c = 0; c < w; ++c) o[c] = src[c];
+    for (int c = w; c < W; ++c) o[c] = 0.f;
+  }
+}
+
+// Rows of k contiguous over the columns: for each k, every panel takes its W columns of row k.
 void pack_rows(const float* src, int64_t ld, int kc, int w, int W, float* out) {
   const int npanels = (w + W - 1) / W;
   for (int k = 0; k < kc; ++k) {
     const float* row = src + int64_t{k} * ld;
     for (int q = 0; q < npanels; ++q) {
       const int c0 = q * W, n = w - c0 < W ? w - c0 : W;
-      float* o = out + (int64_t{q} * kc + k) * W;
-      for (int c = 0; c < n; ++c) o[c] = row[c0 + c];
-      for (int c = n; c < W; ++c) o[c] = 0.f;
+      copy_panel_row(row + c0, n, W, out + (int64_t{q} * kc + k) * W);
     }
   }
 }
 
+// 8 x 8 transpose in registers: r[i] holds row i on entry and column i on return.
+inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20), r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20), r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31), r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Columns contiguous over k: groups of up to 8 columns of one panel, 8 values of k at a time, transposed
+// in registers and stored as rows of the panel (6 or 8 values each); a last run of fewer than 8 values
+// of k element by element.
 void pack_cols(const float* src, int64_t ld, int kc, int w, int W, float* out) {
   const int npanels = (w + W - 1) / W;
-  for (int q = 0; q < npanels; ++q) {
-    float* o = out + int64_t{q} * kc * W;
-    for (int c = 0; c < W; ++c) {
-      const int col = q * W + c;
-      if (col < w) {
-        const float* s = src + int64_t{col} * ld;
-        for (int k = 0; k < kc; ++k) o[int64_t{k} * W + c] = s[k];
-      } else {
-        for (int k = 0; k < kc; ++k) o[int64_t{k} * W + c] = 0.f;
+  const int kc8 = kc / 8 * 8;
+  for (int q = 0; q < npanels; ++q)
+    for (int g0 = 0; g0 < W; g0 += 8) {
+      const int G = W - g0 < 8 ? W - g0 : 8, c0 = q * W + g0;
+      const int valid = w - c0 < 0 ? 0 : w - c0 < G ? w - c0 : G;  // columns of the group inside w
+      float* o = out + int64_t{q} * kc * W + g0;
+      for (int k0 = 0; k0 < kc8; k0 += 8) {
+        __m256 r[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i)
+          r[i] = i < valid ? _mm256_loadu_ps(src + int64_t{c0 + i} * ld + k0) : _mm256_setzero_ps();
+        transpose8(r);
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; ++t) {
+          float* dst = o + int64_t{k0 + t} * W;
+          if (G == 8) {
+            _mm256_storeu_ps(dst, r[t]);
+          } else if (G == 6) {
+            _mm_storeu_ps(dst, _mm256_castps256_ps128(r[t]));
+            _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4), _mm256_extractf128_ps(r[t], 1));
+          } else {
+            alignas(32) float tmp[8];
+            _mm256_store_ps(tmp, r[t]);
+            for (int c = 0; c < G; ++c) dst[c] = tmp[c];
+          }
+        }
       }
+      for (int k = kc8; k < kc; ++k)
+        for (int c = 0; c < G; ++c) o[int64_t{k} * W + c] = c < valid ? src[int64_t{c0 + c} * ld + k] : 0.f;
     }
-  }
 }
 
 // kStrided: b is op(B) in place (row k at b + k · ldb, columns [0, n) read); else a packed panel.
@@ -87,6 +139,9 @@ inline __attribute__((always_inline)) void block_impl(int kc, const float* a, co
     return;
   }
   alignas(32) float t[kMr][kNr];
+  // Unrolled, as every loop over acc: a loop over r left rolled indexes acc by a variable, and GCC then
+  // keeps acc in memory, storing the 12 accumulators to the stack on every k step.
+#pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) {
     _mm256_store_ps(t[r], _mm256_mul_ps(acc[r][0], va));
     _mm256_store_ps(t[r] + 8, _mm256_mul_ps(acc[r][1], va));
