@@ -204,21 +204,36 @@ INSTANTIATE_TEST_SUITE_P(Cases, RowKernels,
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<RowCase>);
 
-// The AVX-512 dropout recomputes the scalar keep decision and rounding: the
-// same bits as the scalar kernel, for p near 0, near 1 and in between.
-TEST(RowKernelsDropout, Avx512IsBitIdenticalToScalar) {
-  if (!kernels::cpu::isa_available(Isa::avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
-  const Tensor x = testing::random_uniform({16384 * 2 + 13}, 5, -3, 3);
-  for (double p : {1e-9, 0.1, 0.5, 0.999}) {
-    kernels::cpu::force_isa(Isa::scalar);
-    const Tensor a = dropout(x, p, true, 1234);
-    kernels::cpu::force_isa(Isa::avx512);
-    const Tensor b = dropout(x, p, true, 1234);
-    kernels::cpu::force_isa(std::nullopt);
-    int64_t diff = 0;
-    for (int64_t i = 0; i < x.numel(); ++i) diff += a.data<float>()[i] != b.data<float>()[i];
-    EXPECT_EQ(diff, 0) << "p = " << p;
+// The AVX-512 and AVX2 dropout recompute the scalar keep decision and rounding: the
+// same bits as the scalar kernel, for p near 0, near 1 and in between, on 1 and 2 threads (the
+// threads' chunks start the vector loops at other elements) and for lengths with every tail of the
+// 8- and 4-element groups.
+TEST(RowKernelsDropout, VectorPathsAreBitIdenticalToScalar) {
+  int tested = 0;
+  for (const Isa isa : {Isa::avx512, Isa::avx2}) {
+    if (!kernels::cpu::isa_available(isa)) continue;
+    ++tested;
+    for (const int64_t n : {int64_t{16384 * 2 + 13}, int64_t{1}, int64_t{3}, int64_t{7}, int64_t{9}}) {
+      const Tensor x = testing::random_uniform({n}, 5, -3, 3);
+      for (int threads : {1, 2}) {
+        const int saved = num_threads();
+        set_num_threads(threads);
+        for (double p : {1e-9, 0.1, 0.5, 0.999}) {
+          kernels::cpu::force_isa(Isa::scalar);
+          const Tensor a = dropout(x, p, true, 1234);
+          kernels::cpu::force_isa(isa);
+          const Tensor b = dropout(x, p, true, 1234);
+          kernels::cpu::force_isa(std::nullopt);
+          int64_t diff = 0;
+          for (int64_t i = 0; i < x.numel(); ++i) diff += a.data<float>()[i] != b.data<float>()[i];
+          EXPECT_EQ(diff, 0) << kernels::cpu::isa_str(isa) << ", n " << n << ", " << threads
+                             << " threads, p = " << p;
+        }
+        set_num_threads(saved);
+      }
+    }
   }
+  if (tested == 0) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
 }
 
 // relu_dropout and add_dropout run dropout and its neighbour in one pass: forward and every input

@@ -53,6 +53,8 @@ void rows_with_column_sums(int64_t rows, int64_t C, float* out_w, float* out_b, 
 
 bool rows_fast() { return active_isa() == Isa::avx512; }
 
+bool drop_ce_fast() { return active_isa() == Isa::avx512 || active_isa() == Isa::avx2; }
+
 void layer_norm_forward_f32(const float* x, const float* w, const float* b, float* y, double* mean,
                             double* rstd, int64_t rows, int64_t C, double eps) {
   parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
@@ -94,9 +96,11 @@ void softmax_backward_f32(const float* g, const float* y, float* dx, int64_t row
 double cross_entropy_f32(const float* x, const int64_t* target, double* lse, float* dx, int64_t N, int64_t V,
                          int64_t ignore_index, double eps, double gscale) {
   std::vector<double> part(static_cast<std::size_t>(num_threads()), 0.0);
+  const bool avx512 = active_isa() == Isa::avx512;
   parallel_for(N, grain_rows(V), [&](int64_t r0, int64_t r1, int tid) {
     part[static_cast<std::size_t>(tid)] +=
-        avx512_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale);
+        avx512 ? avx512_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale)
+               : avx2_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale);
   });
   double total = 0;
   for (double p : part) total += p;
@@ -122,14 +126,17 @@ void swiglu_backward_f32(const float* a, const float* b, const float* g, float* 
 }
 
 void dropout_f32(const float* x, float* y, int64_t n, double p, uint64_t seed) {
-  parallel_for(n, kElemGrain,
-               [&](int64_t i0, int64_t i1, int) { avx512_rows::dropout(x, y, i0, i1, p, seed); });
+  dropout_fused_f32(DropMode::plain, x, nullptr, y, n, p, seed);
 }
 
 void dropout_fused_f32(DropMode mode, const float* x, const float* other, float* y, int64_t n, double p,
                        uint64_t seed) {
+  const bool avx512 = active_isa() == Isa::avx512;
   parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
-    avx512_rows::dropout_fused(mode, x, other, y, i0, i1, p, seed);
+    if (avx512)
+      avx512_rows::dropout_fused(mode, x, other, y, i0, i1, p, seed);
+    else
+      avx2_rows::dropout_fused(mode, x, other, y, i0, i1, p, seed);
   });
 }
 

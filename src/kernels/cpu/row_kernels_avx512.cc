@@ -414,17 +414,12 @@ void swiglu_bwd(const float* a, const float* b, const float* g, float* da, float
   }
 }
 
-// The keep decision of nn_kernels.h (dropout_keep_flat), 8 elements per
-// vector: z = splitmix64 finaliser of seed + φ·(i + 1); keep when
-// (z >> 11) · 2^-53 >= p, i.e. (z >> 11) >= ceil(p · 2^53) (exact: both sides
-// are integers below 2^53 scaled by a power of two).
-void dropout(const float* x, float* y, int64_t i0, int64_t i1, double p, uint64_t seed) {
-  dropout_fused(DropMode::plain, x, nullptr, y, i0, i1, p, seed);
-}
-
-// dropout() with its neighbour in the same pass (row_kernels.h, DropMode): the keep decision and the
-// one rounding of x · s are dropout()'s, the neighbour's operation is the one its own kernel does, so
-// each mode gives the bits of the two operations run one after the other.
+// Dropout alone (DropMode::plain) or with its neighbour in the same pass (row_kernels.h, DropMode).
+// The keep decision of nn_kernels.h (dropout_keep_flat), 8 elements per vector: z = splitmix64
+// finaliser of seed + φ·(i + 1); keep when (z >> 11) · 2^-53 >= p, i.e. (z >> 11) >= ceil(p · 2^53)
+// (exact: both sides are integers below 2^53 scaled by a power of two). The one rounding of x · s is
+// the scalar kernel's, the neighbour's operation is the one its own kernel does, so each mode gives the
+// bits of the two operations run one after the other.
 void dropout_fused(DropMode mode, const float* x, const float* other, float* y, int64_t i0, int64_t i1,
                    double p, uint64_t seed) {
   const double s = 1.0 / (1.0 - p);
