@@ -302,8 +302,8 @@ std::vector<BwdCase> cases() {
     c.threads = t;
     cs.push_back(c);
   }
-  // The scalar tile, forced through ATTN_ISA (avx2 has no backward kernel and
-  // runs the scalar tile too).
+  // The scalar and AVX2 tiles, forced through ATTN_ISA (the cases above run the
+  // tile of this CPU's ISA; CI runs the suite again under ATTN_ISA=avx2).
   {
     BwdCase c = base("scalar_d33", 2, 2, 2, 70, 130, 33);
     c.isa = "scalar";
@@ -326,6 +326,22 @@ std::vector<BwdCase> cases() {
     c = base("avx512_everything", 2, 4, 2, 70, 90, 16);
     c.isa = "avx512";
     c.opt = cs[cs.size() - 2].opt;
+    cs.push_back(c);
+    c = base("avx2_everything", 2, 4, 2, 70, 90, 16);
+    c.isa = "avx2";
+    c.opt = cs.back().opt;  // avx512_everything's
+    cs.push_back(c);
+    c = base("avx2_d33_window_bias_strided", 1, 2, 2, 70, 130, 33);  // D past two 16-float blocks
+    c.isa = "avx2";
+    c.opt.window_left = 20;
+    c.opt.bias = random_uniform({1, 2, 130, 70}, 53, -1, 1).transpose(2, 3);  // a key stride of 70
+    cs.push_back(c);
+    c = base("avx2_softcap_allow_rows", 1, 2, 1, 70, 80, 64);
+    c.isa = "avx2";
+    c.opt.softcap = 1.5;
+    c.opt.allow = random_mask({1, 1, 70, 1}, 54, 0.7).expand({1, 1, 70, 80});  // allow_c = 0
+    c.opt.dropout_p = 0.1;
+    c.opt.dropout_seed = 7;
     cs.push_back(c);
   }
   return cs;

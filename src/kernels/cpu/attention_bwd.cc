@@ -59,9 +59,15 @@ using PackKvFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t,
 // The instruction set comes from kernels/cpu/isa.h (detected once, lowered by
 // ATTN_ISA or force_isa). The backward has no AVX2 kernel, so avx2 runs the
 // scalar tile.
-TileFn choose_tile_fn() { return active_isa() == Isa::avx512 ? &bwd_tile_avx512 : &bwd_tile_scalar; }
+TileFn choose_tile_fn() {
+  const Isa isa = active_isa();
+  return isa == Isa::avx512 ? &bwd_tile_avx512 : isa == Isa::avx2 ? &bwd_tile_avx2 : &bwd_tile_scalar;
+}
 PackKvFn choose_pack_kv_fn() {
-  return active_isa() == Isa::avx512 ? &bwd_pack_kv_avx512 : &bwd_pack_kv_scalar;
+  const Isa isa = active_isa();
+  return isa == Isa::avx512 ? &bwd_pack_kv_avx512
+         : isa == Isa::avx2 ? &bwd_pack_kv_avx2
+                            : &bwd_pack_kv_scalar;
 }
 
 // ---- scratch ----------------------------------------------------------------

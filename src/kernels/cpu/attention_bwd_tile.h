@@ -1,7 +1,7 @@
 // The inner step of the fused CPU attention backward (attention_bwd.cc): one
 // key tile against one query tile, on operands the driver has already packed.
 // Implemented once per instruction set (scalar in attention_bwd.cc, AVX-512 in
-// attention_bwd_avx512.cc).
+// attention_bwd_avx512.cc, AVX2 in attention_bwd_avx2.cc).
 //
 // This header holds declarations only: no inline function bodies, so that no
 // code compiled with AVX-512 flags can be picked by the linker for the
@@ -75,6 +75,7 @@ struct BwdTile {
 //   dk += dSᵀ q,     dq = dS k  (dq += dS k when dq_add)
 void bwd_tile_scalar(const BwdTile& t);
 void bwd_tile_avx512(const BwdTile& t);
+void bwd_tile_avx2(const BwdTile& t);
 
 // The key tile transposed for the S and dP products: kt[d · kBwdBc + j] = k[j · k_rs + d] and
 // vt[d · kBwdBc + j] = v[j · v_rs + d] for j < nk ≤ kBwdBc, d < D; other entries are left as they are.
@@ -83,5 +84,7 @@ void bwd_pack_kv_scalar(const float* k, int64_t k_rs, const float* v, int64_t v_
                         float* kt, float* vt);
 void bwd_pack_kv_avx512(const float* k, int64_t k_rs, const float* v, int64_t v_rs, int64_t nk, int64_t D,
                         float* kt, float* vt);
+void bwd_pack_kv_avx2(const float* k, int64_t k_rs, const float* v, int64_t v_rs, int64_t nk, int64_t D,
+                      float* kt, float* vt);
 
 }  // namespace attn::kernels::cpu

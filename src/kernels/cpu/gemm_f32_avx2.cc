@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/gemm_f32.h"
+#include "kernels/cpu/vec_avx2.h"
 
 namespace attn::kernels::cpu::detail {
 namespace {
@@ -38,22 +39,6 @@ void pack_rows(const float* src, int64_t ld, int kc, int w, int W, float* out) {
   }
 }
 
-// 8 x 8 transpose in registers: r[i] holds row i on entry and column i on return.
-inline void transpose8(__m256 r[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20), r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20), r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31), r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
-
 // Columns contiguous over k: groups of up to 8 columns of one panel, 8 values of k at a time, transposed
 // in registers and stored as rows of the panel (6 or 8 values each); a last run of fewer than 8 values
 // of k element by element.
@@ -70,7 +55,7 @@ void pack_cols(const float* src, int64_t ld, int kc, int w, int W, float* out) {
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i)
           r[i] = i < valid ? _mm256_loadu_ps(src + int64_t{c0 + i} * ld + k0) : _mm256_setzero_ps();
-        transpose8(r);
+        avx2::transpose8(r);
 #pragma GCC unroll 8
         for (int t = 0; t < 8; ++t) {
           float* dst = o + int64_t{k0 + t} * W;

@@ -1,25 +1,24 @@
 // AVX2 range kernels of the fp32 cross-entropy and dropout (row_kernels.h, avx2_rows): the path of x86-64
 // CPUs without AVX-512, where these two ops otherwise ran the scalar templates of nn_kernels.h (an exp in
 // double per logit, a scalar hash per element: on the training step, 22% of its time on AVX2).
-// Cross-entropy: 8 lanes, the exp of row_kernels_avx512.cc (the same range reduction and polynomial, the
-// scaling by 2^n in two exact steps), 8-lane partial sums reduced once per row; held to the f64 reference
-// like the AVX-512 kernel. Dropout: the keep decision and rounding of the scalar kernel, bit for bit (the
-// 64-bit multiplies of the hash from 32 x 32 -> 64-bit products), 4 elements per vector, the last few
-// element by element. Only intrinsics and helpers of this file's anonymous namespace are used here (no weak
-// symbols: see scripts/check-isa-objects.sh).
+// Cross-entropy: 8 lanes, avx2::exp_ps (vec_avx2.h: the bits of the AVX-512 kernels' exp), 8-lane partial
+// sums reduced once per row; held to the f64 reference like the AVX-512 kernel. Dropout: the keep
+// decision and rounding of the scalar kernel, bit for bit (avx2::mix64 builds the hash's 64-bit products
+// from 32 x 32 -> 64-bit multiplies), 4 elements per vector, the last few element by element. Only
+// intrinsics, vec_avx2.h and helpers of this file's anonymous namespace are used here (no weak symbols:
+// see scripts/check-isa-objects.sh).
 #include <immintrin.h>
 #include <math.h>
 
 #include "kernels/cpu/row_kernels.h"
+#include "kernels/cpu/vec_avx2.h"
 
 namespace attn::kernels::cpu::avx2_rows {
 namespace {
 
-// Lanes [0, n) of 8 as an all-ones mask (n >= 8: all).
-inline __m256i lanes(int64_t n) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n >= 8 ? 8 : n)), idx);
-}
+using avx2::exp_ps;
+using avx2::lanes;
+
 // Lanes past n read `fill`.
 inline __m256 load_or(const float* p, int64_t n, float fill) {
   if (n >= 8) return _mm256_loadu_ps(p);
@@ -45,52 +44,6 @@ inline float hsum(__m256 v) {
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
   return _mm_cvtss_f32(s);
 }
-
-// 2^k for integers k in [-126, 127], as floats.
-inline __m256 pow2i(__m256i k) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
-}
-
-// exp(x) for 8 floats: avx512::exp_ps's clamp, range reduction and degree-6 polynomial, and its scaling
-// p · 2^n (n in [-126, 128]) as p · 2^(n - n/2) · 2^(n/2): the first product is exact, the second rounds
-// once, as scalef does. exp(-inf) = 0, below -87.3 flushes to 0, NaN stays NaN.
-inline __m256 exp_ps(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3365478515625f);
-  const __m256 hi = _mm256_set1_ps(88.72283935546875f);
-  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 r2 = _mm256_mul_ps(r, r);
-  p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i half = _mm256_srai_epi32(ni, 1);
-  const __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_sub_epi32(ni, half))), pow2i(half));
-  return _mm256_andnot_ps(underflow, y);
-}
-
-// The low 64 bits of a · b per 64-bit lane, b given as its low and high 32-bit halves (each in the low
-// half of its lane): lo(a) lo(b) + (lo(a) hi(b) + hi(a) lo(b)) · 2^32.
-inline __m256i mullo64(__m256i a, __m256i b_lo, __m256i b_hi) {
-  const __m256i cross =
-      _mm256_add_epi64(_mm256_mul_epu32(a, b_hi), _mm256_mul_epu32(_mm256_srli_epi64(a, 32), b_lo));
-  return _mm256_add_epi64(_mm256_mul_epu32(a, b_lo), _mm256_slli_epi64(cross, 32));
-}
-
-struct Mul64 {
-  __m256i lo, hi;
-  explicit Mul64(uint64_t c)
-      : lo(_mm256_set1_epi64x(static_cast<long long>(c & 0xffffffffull))),
-        hi(_mm256_set1_epi64x(static_cast<long long>(c >> 32))) {}
-};
 
 // The scalar keep decision (nn_kernels.h, dropout_keep_flat), for one element.
 inline bool keep_one(uint64_t seed, int64_t i, uint64_t thr) {
@@ -178,7 +131,6 @@ void dropout_fused(DropMode mode, const float* x, const float* other, float* y, 
     for (int64_t i = n4; i < i1; ++i) one(i, x[i] < 0.f || x[i] > 0.f);  // x != 0, false for NaN (NEQ_OQ)
     return;
   }
-  const Mul64 c1(0xbf58476d1ce4e5b9ull), c2(0x94d049bb133111ebull);
   const uint64_t golden = 0x9e3779b97f4a7c15ull;
   // z0 = seed + golden · (i + 1) for the lanes i, i + 1, i + 2, i + 3; the next group adds 4 · golden
   // (all modulo 2^64, as the scalar code computes it)
@@ -189,11 +141,8 @@ void dropout_fused(DropMode mode, const float* x, const float* other, float* y, 
   const __m256i step = _mm256_set1_epi64x(static_cast<long long>(golden * 4));
   const __m256i thr_minus_1 = _mm256_set1_epi64x(static_cast<long long>(thr) - 1);
   for (int64_t i = i0; i < n4; i += 4) {
-    __m256i z = z0;
+    const __m256i z = avx2::mix64(z0);
     z0 = _mm256_add_epi64(z0, step);
-    z = mullo64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), c1.lo, c1.hi);
-    z = mullo64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), c2.lo, c2.hi);
-    z = _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
     const __m256i keep64 = _mm256_cmpgt_epi64(_mm256_srli_epi64(z, 11), thr_minus_1);
     __m128 xv = _mm_loadu_ps(x + i);
     if (mode == DropMode::relu) xv = _mm_max_ps(xv, _mm_setzero_ps());  // relu: max(NaN, 0), max(-0, +0): +0
