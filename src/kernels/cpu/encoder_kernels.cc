@@ -103,26 +103,29 @@ bool use_avx512() { return active_isa() == Isa::avx512; }
 int64_t grain(int64_t C) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(1, C)); }
 }  // namespace
 
+// The row kernels' version for this CPU: AVX-512, AVX2 or the scalar oracle.
+template <class Fn>
+Fn pick_rows(Fn avx512, Fn avx2, Fn scalar) {
+  const Isa isa = active_isa();
+  return isa == Isa::avx512 ? avx512 : isa == Isa::avx2 ? avx2 : scalar;
+}
+
 void add_bias(float* x, const float* bias, int64_t rows, int64_t C) {
-  const bool v = use_avx512();
-  parallel_for(rows, grain(C), [&](int64_t r0, int64_t r1, int) {
-    (v ? detail::add_bias_avx512 : detail::add_bias_scalar)(x + r0 * C, bias, r1 - r0, C);
-  });
+  const auto fn = pick_rows(&detail::add_bias_avx512, &detail::add_bias_avx2, &detail::add_bias_scalar);
+  parallel_for(rows, grain(C), [&](int64_t r0, int64_t r1, int) { fn(x + r0 * C, bias, r1 - r0, C); });
 }
 
 void bias_gelu(float* x, const float* bias, int64_t rows, int64_t C) {
-  const bool v = use_avx512();
-  parallel_for(rows, grain(C), [&](int64_t r0, int64_t r1, int) {
-    (v ? detail::bias_gelu_avx512 : detail::bias_gelu_scalar)(x + r0 * C, bias, r1 - r0, C);
-  });
+  const auto fn = pick_rows(&detail::bias_gelu_avx512, &detail::bias_gelu_avx2, &detail::bias_gelu_scalar);
+  parallel_for(rows, grain(C), [&](int64_t r0, int64_t r1, int) { fn(x + r0 * C, bias, r1 - r0, C); });
 }
 
 void residual_layer_norm(float* h, const float* y, const float* bias, const float* w, const float* b,
                          int64_t rows, int64_t C, float eps) {
-  const bool v = use_avx512();
+  const auto fn = pick_rows(&detail::residual_layer_norm_avx512, &detail::residual_layer_norm_avx2,
+                            &detail::residual_layer_norm_scalar);
   parallel_for(rows, grain(C), [&](int64_t r0, int64_t r1, int) {
-    (v ? detail::residual_layer_norm_avx512 : detail::residual_layer_norm_scalar)(
-        h + r0 * C, y ? y + r0 * C : nullptr, bias, w, b, r1 - r0, C, eps);
+    fn(h + r0 * C, y ? y + r0 * C : nullptr, bias, w, b, r1 - r0, C, eps);
   });
 }
 

@@ -1,7 +1,8 @@
 // Fused row kernels of Transformer-encoder inference (BERT: src/models/bert.cc, through the entry
 // points of include/attn/ops/inference.h and linear.h).
 // Raw contiguous fp32 pointers; each call splits rows over attn::parallel_for and
-// picks the AVX-512 version when active_isa() allows it, else the scalar one.
+// picks the AVX-512 version when active_isa() allows it, else the scalar one (add_bias,
+// bias_gelu and residual_layer_norm have an AVX2 version too).
 // The scalar versions read like the formula and are the oracle of the tests
 // (tests/kernels/encoder_kernels_test.cc compares both against double).
 #pragma once
@@ -80,6 +81,10 @@ void add_bias_avx512(float* x, const float* bias, int64_t rows, int64_t C);
 void bias_gelu_avx512(float* x, const float* bias, int64_t rows, int64_t C);
 void residual_layer_norm_avx512(float* h, const float* y, const float* bias, const float* w, const float* b,
                                 int64_t rows, int64_t C, float eps);
+void add_bias_avx2(float* x, const float* bias, int64_t rows, int64_t C);
+void bias_gelu_avx2(float* x, const float* bias, int64_t rows, int64_t C);
+void residual_layer_norm_avx2(float* h, const float* y, const float* bias, const float* w, const float* b,
+                              int64_t rows, int64_t C, float eps);
 }  // namespace detail
 
 }  // namespace attn::kernels::cpu
