@@ -1,4 +1,4 @@
-// The AVX-512 AdamW kernel against the scalar one: bit-identical, every tail length.
+// The AVX-512 and AVX2 AdamW kernels against the scalar one: bit-identical, every tail length.
 #include "kernels/cpu/adamw.h"
 
 #include <cstring>
@@ -17,9 +17,10 @@ struct KernelRow {
 
 class AdamWKernel : public ::testing::TestWithParam<KernelRow> {};
 
-TEST_P(AdamWKernel, Avx512EqualsScalarBitForBit) {
-  if (!kernels::cpu::isa_available(kernels::cpu::Isa::avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
-  const auto [n, decay] = GetParam();
+using UpdateFn = void (*)(float*, const float*, float*, float*, int64_t, const kernels::cpu::AdamWScalars&);
+
+void expect_scalar_bits(UpdateFn fn, const KernelRow& row) {
+  const auto [n, decay] = row;
   auto vec = [&](uint64_t seed, double lo, double hi) {
     const Tensor t = testing::random_uniform({n}, seed, lo, hi);
     return std::vector<float>(t.data<float>(), t.data<float>() + n);
@@ -30,11 +31,21 @@ TEST_P(AdamWKernel, Avx512EqualsScalarBitForBit) {
   const kernels::cpu::AdamWScalars s{decay, 0.999f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, -0.0123f};
   for (int rep = 0; rep < 3; ++rep) {
     kernels::cpu::adamw_update_scalar(p1.data(), g.data(), m1.data(), v1.data(), n, s);
-    kernels::cpu::adamw_update_avx512(p2.data(), g.data(), m2.data(), v2.data(), n, s);
+    fn(p2.data(), g.data(), m2.data(), v2.data(), n, s);
   }
   EXPECT_EQ(0, std::memcmp(p1.data(), p2.data(), n * 4));
   EXPECT_EQ(0, std::memcmp(m1.data(), m2.data(), n * 4));
   EXPECT_EQ(0, std::memcmp(v1.data(), v2.data(), n * 4));
+}
+
+TEST_P(AdamWKernel, Avx512EqualsScalarBitForBit) {
+  if (!kernels::cpu::isa_available(kernels::cpu::Isa::avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  expect_scalar_bits(&kernels::cpu::adamw_update_avx512, GetParam());
+}
+
+TEST_P(AdamWKernel, Avx2EqualsScalarBitForBit) {
+  if (!kernels::cpu::isa_available(kernels::cpu::Isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  expect_scalar_bits(&kernels::cpu::adamw_update_avx2, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, AdamWKernel,

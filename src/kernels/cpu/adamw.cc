@@ -21,8 +21,11 @@ void adamw_update_scalar(float* p, const float* g, float* m, float* v, int64_t n
 }
 
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s) {
-  if (active_isa() == Isa::avx512)
+  const Isa isa = active_isa();
+  if (isa == Isa::avx512)
     adamw_update_avx512(p, g, m, v, n, s);
+  else if (isa == Isa::avx2)
+    adamw_update_avx2(p, g, m, v, n, s);
   else
     adamw_update_scalar(p, g, m, v, n, s);
 }

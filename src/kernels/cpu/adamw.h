@@ -18,7 +18,8 @@ struct AdamWScalars {
 // p, g, m, v: [n]
 void adamw_update_scalar(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s);
 void adamw_update_avx512(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s);
-// The AVX-512 version when the CPU has it (kernels::cpu::active_isa), else scalar.
+void adamw_update_avx2(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s);
+// The AVX-512 or AVX2 version when the CPU has it (kernels::cpu::active_isa), else scalar.
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s);
 
 }  // namespace attn::kernels::cpu
