@@ -18,7 +18,7 @@
 namespace attn {
 namespace {
 
-// ---- logsumexp of a row (scalar and AVX-512) --------------------------------------------------
+// ---- logsumexp of a row (scalar, AVX-512 and AVX2) --------------------------------------------------
 
 class RowLogSumExp : public ::testing::TestWithParam<int64_t> {};
 
@@ -36,13 +36,18 @@ TEST_P(RowLogSumExp, MatchesDoubleReference) {
   if (kernels::cpu::isa_available(kernels::cpu::Isa::avx512)) {
     EXPECT_NEAR(kernels::cpu::row_logsumexp_avx512(x.data(), V), want, 1e-5);
   }
+  if (kernels::cpu::isa_available(kernels::cpu::Isa::avx2)) {
+    EXPECT_NEAR(kernels::cpu::row_logsumexp_avx2(x.data(), V), want, 1e-5);
+    std::vector<float> masked(static_cast<std::size_t>(V), -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(kernels::cpu::row_logsumexp_avx2(masked.data(), V), -INFINITY);
+  }
   std::vector<float> none(static_cast<std::size_t>(V), -std::numeric_limits<float>::infinity());
   EXPECT_EQ(kernels::cpu::row_logsumexp(none.data(), V), -INFINITY);
 }
 
 INSTANTIATE_TEST_SUITE_P(Lengths, RowLogSumExp, ::testing::Values(1, 5, 15, 16, 17, 100, 8000));
 
-// ---- greedy's fused argmax + log-sum-exp (scalar and AVX-512) ---------------------------------
+// ---- greedy's fused argmax + log-sum-exp (scalar, AVX-512 and AVX2) ---------------------------------
 
 struct ArgmaxCase {
   std::string name;
@@ -75,6 +80,8 @@ TEST_P(RowArgmaxLse, MatchesMaxElementAndDoubleLogSumExp) {
                                                  {"dispatch", kernels::cpu::row_argmax_logsumexp}};
   if (kernels::cpu::isa_available(kernels::cpu::Isa::avx512))
     fns.push_back({"avx512", kernels::cpu::row_argmax_logsumexp_avx512});
+  if (kernels::cpu::isa_available(kernels::cpu::Isa::avx2))
+    fns.push_back({"avx2", kernels::cpu::row_argmax_logsumexp_avx2});
   for (const auto& [name, fn] : fns) {
     const kernels::cpu::ArgmaxLse got = fn(x.data(), c.V);
     EXPECT_EQ(got.token, want_token) << name;
@@ -85,6 +92,7 @@ TEST_P(RowArgmaxLse, MatchesMaxElementAndDoubleLogSumExp) {
       // bitwise what generate() used before (max_element + row_logsumexp)
       EXPECT_EQ(got.lse, name == "scalar"   ? kernels::cpu::row_logsumexp_scalar(x.data(), c.V)
                          : name == "avx512" ? kernels::cpu::row_logsumexp_avx512(x.data(), c.V)
+                         : name == "avx2"   ? kernels::cpu::row_logsumexp_avx2(x.data(), c.V)
                                             : kernels::cpu::row_logsumexp(x.data(), c.V))
           << name;
     }

@@ -42,11 +42,14 @@ void decode_attention_scalar(const DecodeAttnArgs& a, int64_t r0, int64_t r1, fl
 }  // namespace detail
 
 void decode_attention(const DecodeAttnArgs& a) {
-  const bool vec = active_isa() == Isa::avx512;
+  const Isa isa = active_isa();
+  const auto body = isa == Isa::avx512 ? &detail::decode_attention_avx512
+                    : isa == Isa::avx2 ? &detail::decode_attention_avx2
+                                       : &detail::decode_attention_scalar;
   parallel_for(a.B * a.H, 4, [&](int64_t r0, int64_t r1, int) {
     thread_local std::vector<float> scratch;
     if (static_cast<int64_t>(scratch.size()) < a.L + 16) scratch.resize(static_cast<std::size_t>(a.L + 16));
-    (vec ? detail::decode_attention_avx512 : detail::decode_attention_scalar)(a, r0, r1, scratch.data());
+    body(a, r0, r1, scratch.data());
   });
 }
 

@@ -7,7 +7,7 @@
 //
 // A row with len_b = 0 gets o = 0. Raw pointers with element strides; the last (D) dimension
 // has stride 1 everywhere. decode_attention splits the B·H rows over attn::parallel_for and
-// picks the AVX-512 body when active_isa() allows it, else the scalar one (the tests' oracle
+// picks the AVX-512 or AVX2 body when active_isa() allows it, else the scalar one (the tests' oracle
 // together with a double reference).
 #pragma once
 
@@ -35,6 +35,7 @@ namespace detail {
 // Rows r = b·H + h in [r0, r1), no threads. scores: scratch of at least L floats.
 void decode_attention_scalar(const DecodeAttnArgs& a, int64_t r0, int64_t r1, float* scores);
 void decode_attention_avx512(const DecodeAttnArgs& a, int64_t r0, int64_t r1, float* scores);
+void decode_attention_avx2(const DecodeAttnArgs& a, int64_t r0, int64_t r1, float* scores);
 }  // namespace detail
 
 }  // namespace attn::kernels::cpu

@@ -22,12 +22,16 @@ ArgmaxLse row_argmax_logsumexp_scalar(const float* x, int64_t V) {
 }
 
 ArgmaxLse row_argmax_logsumexp(const float* x, int64_t V) {
-  if (kernels::cpu::active_isa() == kernels::cpu::Isa::avx512) return row_argmax_logsumexp_avx512(x, V);
+  const Isa isa = active_isa();
+  if (isa == Isa::avx512) return row_argmax_logsumexp_avx512(x, V);
+  if (isa == Isa::avx2) return row_argmax_logsumexp_avx2(x, V);
   return row_argmax_logsumexp_scalar(x, V);
 }
 
 double row_logsumexp(const float* x, int64_t V) {
-  if (kernels::cpu::active_isa() == kernels::cpu::Isa::avx512) return row_logsumexp_avx512(x, V);
+  const Isa isa = active_isa();
+  if (isa == Isa::avx512) return row_logsumexp_avx512(x, V);
+  if (isa == Isa::avx2) return row_logsumexp_avx2(x, V);
   return row_logsumexp_scalar(x, V);
 }
 
