@@ -54,21 +54,11 @@ const T* ptr_or_null(const Tensor& t) {
 }
 
 // True when T is float and the fast fp32 row kernels (kernels/cpu/row_kernels.h,
-// AVX-512) are active; f64 and the scalar ISA use the templates of nn_kernels.h.
+// AVX-512 or AVX2) are active; f64 and the scalar ISA use the templates of nn_kernels.h.
 template <typename T>
 bool fast_rows() {
   if constexpr (std::is_same_v<T, float>) {
     return kc::rows_fast();
-  } else {
-    return false;
-  }
-}
-
-// The same for the cross-entropy and dropout kernels, which AVX2 has too.
-template <typename T>
-bool fast_drop_ce() {
-  if constexpr (std::is_same_v<T, float>) {
-    return kc::drop_ce_fast();
   } else {
     return false;
   }
@@ -464,7 +454,7 @@ Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed) {
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, float>) {
-      if (fast_drop_ce<T>()) return kc::dropout_f32(xc.data<T>(), y.data<T>(), x.numel(), p, seed);
+      if (fast_rows<T>()) return kc::dropout_f32(xc.data<T>(), y.data<T>(), x.numel(), p, seed);
     }
     kc::dropout_apply<T>(xc.data<T>(), y.data<T>(), x.numel(), p, seed);
   });
@@ -476,7 +466,7 @@ Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed) {
       dispatch_float(g.dtype(), [&](auto t) {
         using T = decltype(t);
         if constexpr (std::is_same_v<T, float>) {
-          if (fast_drop_ce<T>()) return kc::dropout_f32(gc.data<T>(), dx.data<T>(), g.numel(), p, seed);
+          if (fast_rows<T>()) return kc::dropout_f32(gc.data<T>(), dx.data<T>(), g.numel(), p, seed);
         }
         kc::dropout_apply<T>(gc.data<T>(), dx.data<T>(), g.numel(), p, seed);
       });
@@ -489,7 +479,7 @@ Tensor dropout(const Tensor& x, double p, bool train, uint64_t seed) {
 Tensor relu_dropout(const Tensor& x, double p, bool train, uint64_t seed) {
   check_float(x, "relu_dropout", "x");
   ATTN_CHECK(!std::isnan(p) && p >= 0 && p < 1, "relu_dropout: p must be in [0, 1); got ", p);
-  if (!train || p == 0 || !fast_drop_ce<float>() || x.dtype() != DType::f32)
+  if (!train || p == 0 || !fast_rows<float>() || x.dtype() != DType::f32)
     return dropout(relu(x), p, train, seed);
   const Tensor xc = contiguous_fast(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
@@ -512,7 +502,7 @@ Tensor add_dropout(const Tensor& r, const Tensor& x, double p, bool train, uint6
   check_float(x, "add_dropout", "x");
   check_float(r, "add_dropout", "r");
   ATTN_CHECK(!std::isnan(p) && p >= 0 && p < 1, "add_dropout: p must be in [0, 1); got ", p);
-  if (!train || p == 0 || !fast_drop_ce<float>() || x.dtype() != DType::f32 || r.dtype() != DType::f32 ||
+  if (!train || p == 0 || !fast_rows<float>() || x.dtype() != DType::f32 || r.dtype() != DType::f32 ||
       r.shape() != x.shape())
     return add(r, dropout(x, p, train, seed));  // also broadcasts r and reports mismatched shapes
   const Tensor xc = contiguous_fast(x), rc = contiguous_fast(r);
@@ -602,7 +592,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEnt
   const Tensor xc = contiguous_fast(logits);
   Tensor lse = Tensor::empty({N}, DType::f64);
   Tensor loss = Tensor::empty({}, logits.dtype());
-  if (logits.dtype() == DType::f32 && kc::drop_ce_fast()) {
+  if (logits.dtype() == DType::f32 && kc::rows_fast()) {
     // One pass over the logits: the loss and, when a gradient is wanted, d loss / d logits
     // for dloss = 1 (the exponentials are computed once); backward only rescales it.
     const bool grad = needs_grad(logits);

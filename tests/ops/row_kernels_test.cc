@@ -236,6 +236,46 @@ TEST(RowKernelsDropout, VectorPathsAreBitIdenticalToScalar) {
   if (tested == 0) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
 }
 
+// The AVX2 elementwise kernels do per element what the AVX-512 ones do (the same erf, tanh, sigmoid,
+// and an exp with the same bits: vec_avx2.h), so activations and their gradients have the same bits on
+// both, over [-100, 100] (exp overflowing and underflowing inside) and at 0, -0, ±inf, subnormals.
+TEST(RowKernelsElementwise, Avx2AndAvx512GiveTheSameBits) {
+  if (!kernels::cpu::isa_available(Isa::avx512)) GTEST_SKIP() << "needs AVX-512 and AVX2";
+  const Tensor xt = testing::random_uniform({200003}, 21, -100, 100);
+  std::vector<float> x(xt.data<float>(), xt.data<float>() + xt.numel());
+  const float specials[] = {0.f,
+                            -0.f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::denorm_min(),
+                            -1e-39f,
+                            88.7f,
+                            -87.4f,
+                            1e-30f};
+  for (std::size_t i = 0; i < std::size(specials); ++i) x[i] = specials[i];
+  const Tensor gt = testing::random_uniform({static_cast<int64_t>(x.size())}, 22, -1, 1);
+  const float* g = gt.data<float>();
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> a(x.size()), b(x.size());
+  auto diff = [&] {
+    int64_t d = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) d += std::memcmp(&a[i], &b[i], 4) != 0;
+    return d;
+  };
+  using kernels::cpu::Act;
+  for (const Act act : {Act::relu, Act::gelu_erf, Act::gelu_tanh, Act::silu}) {
+    kernels::cpu::avx512_rows::act_fwd(act, x.data(), a.data(), 0, n);
+    kernels::cpu::avx2_rows::act_fwd(act, x.data(), b.data(), 0, n);
+    EXPECT_EQ(diff(), 0) << "forward of act " << static_cast<int>(act);
+    kernels::cpu::avx512_rows::act_bwd(act, x.data(), g, a.data(), 0, n);
+    kernels::cpu::avx2_rows::act_bwd(act, x.data(), g, b.data(), 0, n);
+    EXPECT_EQ(diff(), 0) << "backward of act " << static_cast<int>(act);
+  }
+  kernels::cpu::avx512_rows::swiglu_fwd(x.data(), g, a.data(), 0, n);
+  kernels::cpu::avx2_rows::swiglu_fwd(x.data(), g, b.data(), 0, n);
+  EXPECT_EQ(diff(), 0) << "swiglu";
+}
+
 // relu_dropout and add_dropout run dropout and its neighbour in one pass: forward and every input
 // gradient have the bits of the two operations run one after the other (the fused kernel does the
 // same operations per element), on every ISA, 1 and 2 threads, with 0, -0, NaN, ±inf and subnormals among the

@@ -1,5 +1,5 @@
 // Threading of the fp32 row kernels (row_kernels.h): parallel_for over rows
-// (or element ranges), each chunk run by the AVX-512 range kernel. Column sums
+// (or element ranges), each chunk run by the AVX-512 or AVX2 range kernel. Column sums
 // of the norm backwards (dw, db) go through per-chunk fp32 accumulators added
 // into per-thread double partials, then reduced in a fixed thread order.
 #include "kernels/cpu/row_kernels.h"
@@ -13,6 +13,9 @@
 
 namespace attn::kernels::cpu {
 namespace {
+
+// The range kernels' ISA: AVX-512, else AVX2 (the functions below run only when rows_fast()).
+bool avx512_active() { return active_isa() == Isa::avx512; }
 
 // Rows per chunk: about 16K elements, at least 1.
 int64_t grain_rows(int64_t row_len) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_len)); }
@@ -51,56 +54,61 @@ void rows_with_column_sums(int64_t rows, int64_t C, float* out_w, float* out_b, 
 
 }  // namespace
 
-bool rows_fast() { return active_isa() == Isa::avx512; }
-
-bool drop_ce_fast() { return active_isa() == Isa::avx512 || active_isa() == Isa::avx2; }
+bool rows_fast() { return active_isa() == Isa::avx512 || active_isa() == Isa::avx2; }
 
 void layer_norm_forward_f32(const float* x, const float* w, const float* b, float* y, double* mean,
                             double* rstd, int64_t rows, int64_t C, double eps) {
   parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
-    avx512_rows::layer_norm_fwd(x, w, b, y, mean, rstd, r0, r1, C, eps);
+    (avx512_active() ? avx512_rows::layer_norm_fwd(x, w, b, y, mean, rstd, r0, r1, C, eps)
+                     : avx2_rows::layer_norm_fwd(x, w, b, y, mean, rstd, r0, r1, C, eps));
   });
 }
 
 void layer_norm_backward_f32(const float* g, const float* x, const float* w, const double* mean,
                              const double* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t C) {
   rows_with_column_sums(rows, C, dw, db, [&](int64_t r0, int64_t r1, float* aw, float* ab) {
-    avx512_rows::layer_norm_bwd(g, x, w, mean, rstd, dx, aw, ab, r0, r1, C);
+    (avx512_active() ? avx512_rows::layer_norm_bwd(g, x, w, mean, rstd, dx, aw, ab, r0, r1, C)
+                     : avx2_rows::layer_norm_bwd(g, x, w, mean, rstd, dx, aw, ab, r0, r1, C));
   });
 }
 
 void rms_norm_forward_f32(const float* x, const float* w, float* y, double* rstd, int64_t rows, int64_t C,
                           double eps) {
   parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
-    avx512_rows::rms_norm_fwd(x, w, y, rstd, r0, r1, C, eps);
+    (avx512_active() ? avx512_rows::rms_norm_fwd(x, w, y, rstd, r0, r1, C, eps)
+                     : avx2_rows::rms_norm_fwd(x, w, y, rstd, r0, r1, C, eps));
   });
 }
 
 void rms_norm_backward_f32(const float* g, const float* x, const float* w, const double* rstd, float* dx,
                            float* dw, int64_t rows, int64_t C) {
   rows_with_column_sums(rows, C, dw, nullptr, [&](int64_t r0, int64_t r1, float* aw, float*) {
-    avx512_rows::rms_norm_bwd(g, x, w, rstd, dx, aw, r0, r1, C);
+    (avx512_active() ? avx512_rows::rms_norm_bwd(g, x, w, rstd, dx, aw, r0, r1, C)
+                     : avx2_rows::rms_norm_bwd(g, x, w, rstd, dx, aw, r0, r1, C));
   });
 }
 
 void softmax_forward_f32(const float* x, float* y, int64_t rows, int64_t C, bool log) {
-  parallel_for(rows, grain_rows(C),
-               [&](int64_t r0, int64_t r1, int) { avx512_rows::softmax_fwd(x, y, r0, r1, C, log); });
+  parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
+    (avx512_active() ? avx512_rows::softmax_fwd(x, y, r0, r1, C, log)
+                     : avx2_rows::softmax_fwd(x, y, r0, r1, C, log));
+  });
 }
 
 void softmax_backward_f32(const float* g, const float* y, float* dx, int64_t rows, int64_t C, bool log) {
-  parallel_for(rows, grain_rows(C),
-               [&](int64_t r0, int64_t r1, int) { avx512_rows::softmax_bwd(g, y, dx, r0, r1, C, log); });
+  parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
+    (avx512_active() ? avx512_rows::softmax_bwd(g, y, dx, r0, r1, C, log)
+                     : avx2_rows::softmax_bwd(g, y, dx, r0, r1, C, log));
+  });
 }
 
 double cross_entropy_f32(const float* x, const int64_t* target, double* lse, float* dx, int64_t N, int64_t V,
                          int64_t ignore_index, double eps, double gscale) {
   std::vector<double> part(static_cast<std::size_t>(num_threads()), 0.0);
-  const bool avx512 = active_isa() == Isa::avx512;
   parallel_for(N, grain_rows(V), [&](int64_t r0, int64_t r1, int tid) {
     part[static_cast<std::size_t>(tid)] +=
-        avx512 ? avx512_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale)
-               : avx2_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale);
+        avx512_active() ? avx512_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale)
+                        : avx2_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale);
   });
   double total = 0;
   for (double p : part) total += p;
@@ -108,21 +116,29 @@ double cross_entropy_f32(const float* x, const int64_t* target, double* lse, flo
 }
 
 void act_forward_f32(Act act, const float* x, float* y, int64_t n) {
-  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) { avx512_rows::act_fwd(act, x, y, i0, i1); });
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
+    (avx512_active() ? avx512_rows::act_fwd(act, x, y, i0, i1) : avx2_rows::act_fwd(act, x, y, i0, i1));
+  });
 }
 
 void act_backward_f32(Act act, const float* x, const float* g, float* dx, int64_t n) {
-  parallel_for(n, kElemGrain,
-               [&](int64_t i0, int64_t i1, int) { avx512_rows::act_bwd(act, x, g, dx, i0, i1); });
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
+    (avx512_active() ? avx512_rows::act_bwd(act, x, g, dx, i0, i1)
+                     : avx2_rows::act_bwd(act, x, g, dx, i0, i1));
+  });
 }
 
 void swiglu_forward_f32(const float* a, const float* b, float* y, int64_t n) {
-  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) { avx512_rows::swiglu_fwd(a, b, y, i0, i1); });
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
+    (avx512_active() ? avx512_rows::swiglu_fwd(a, b, y, i0, i1) : avx2_rows::swiglu_fwd(a, b, y, i0, i1));
+  });
 }
 
 void swiglu_backward_f32(const float* a, const float* b, const float* g, float* da, float* db, int64_t n) {
-  parallel_for(n, kElemGrain,
-               [&](int64_t i0, int64_t i1, int) { avx512_rows::swiglu_bwd(a, b, g, da, db, i0, i1); });
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
+    (avx512_active() ? avx512_rows::swiglu_bwd(a, b, g, da, db, i0, i1)
+                     : avx2_rows::swiglu_bwd(a, b, g, da, db, i0, i1));
+  });
 }
 
 void dropout_f32(const float* x, float* y, int64_t n, double p, uint64_t seed) {
@@ -131,9 +147,8 @@ void dropout_f32(const float* x, float* y, int64_t n, double p, uint64_t seed) {
 
 void dropout_fused_f32(DropMode mode, const float* x, const float* other, float* y, int64_t n, double p,
                        uint64_t seed) {
-  const bool avx512 = active_isa() == Isa::avx512;
   parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
-    if (avx512)
+    if (avx512_active())
       avx512_rows::dropout_fused(mode, x, other, y, i0, i1, p, seed);
     else
       avx2_rows::dropout_fused(mode, x, other, y, i0, i1, p, seed);

@@ -2,14 +2,14 @@
 // softmax, cross-entropy, activations, dropout).
 //
 // The ops (src/ops/nn_functional.cc) call these for f32 tensors when
-// rows_fast() is true (kernels::cpu::active_isa() == avx512), and the
-// cross-entropy and dropout ones also on AVX2 (drop_ce_fast()); otherwise, and
-// for f64, they use the scalar templates of nn_kernels.h and elementwise.h,
-// which stay the reference (statistics in double). The functions here split
-// the work over attn::parallel_for and run the AVX-512 range kernels declared
-// at the bottom (row_kernels_avx512.cc), or the AVX2 ones (row_kernels_avx2.cc). They compute in fp32 with
-// 16-lane partial sums; the tests (tests/ops/row_kernels_test.cc) hold them to the f64 reference on every
-// tail length.
+// rows_fast() is true (kernels::cpu::active_isa() is avx512 or avx2); otherwise
+// (the scalar ISA), and for f64, they use the scalar templates of nn_kernels.h
+// and elementwise.h, which stay the reference (statistics in double). The
+// functions here split the work over attn::parallel_for and run the range
+// kernels declared at the bottom (row_kernels_avx512.cc, row_kernels_avx2.cc).
+// They compute in fp32 with 16- or 8-lane partial sums; the tests
+// (tests/ops/row_kernels_test.cc) hold them to the f64 reference on every tail
+// length.
 //
 // Same contracts as the scalar templates: raw contiguous pointers, "rows" of
 // C elements, weights/biases [C] or null, mean/rstd/lse in double.
@@ -19,12 +19,8 @@
 
 namespace attn::kernels::cpu {
 
-// True when the fp32 ops should call the functions below (AVX-512 active).
+// True when the fp32 ops should call the functions below (AVX-512 or AVX2 active).
 bool rows_fast();
-// True when the fp32 cross-entropy and dropout functions below (cross_entropy_f32, dropout_f32,
-// dropout_fused_f32) have a vector kernel: AVX-512 (avx512_rows) or AVX2 (avx2_rows). Those two ops
-// dominate what the training step spends outside the matrix products on a CPU without AVX-512.
-bool drop_ce_fast();
 
 // ---- norms --------------------------------------------------------------------------
 // x, y: [rows, C]; w, b: [C] or null; mean, rstd: [rows] (saved for backward).
@@ -103,12 +99,26 @@ void dropout_fused(DropMode mode, const float* x, const float* other, float* y, 
                    double p, uint64_t seed);
 }  // namespace avx512_rows
 
-// ---- AVX2 range kernels (row_kernels_avx2.cc); call only when drop_ce_fast() on AVX2 ----------
-// The same contracts: cross_entropy in 8-lane fp32 partial sums (held to the f64 reference), dropout
-// bit-identical to the scalar kernel.
+// ---- AVX2 range kernels (row_kernels_avx2.cc): the same functions, for rows_fast() on AVX2 ------
+// The same contracts, with 8-lane fp32 partial sums (held to the f64 reference); dropout bit-identical
+// to the scalar kernel.
 namespace avx2_rows {
+void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, double* mean, double* rstd,
+                    int64_t r0, int64_t r1, int64_t C, double eps);
+void layer_norm_bwd(const float* g, const float* x, const float* w, const double* mean, const double* rstd,
+                    float* dx, float* dw_acc, float* db_acc, int64_t r0, int64_t r1, int64_t C);
+void rms_norm_fwd(const float* x, const float* w, float* y, double* rstd, int64_t r0, int64_t r1, int64_t C,
+                  double eps);
+void rms_norm_bwd(const float* g, const float* x, const float* w, const double* rstd, float* dx,
+                  float* dw_acc, int64_t r0, int64_t r1, int64_t C);
+void softmax_fwd(const float* x, float* y, int64_t r0, int64_t r1, int64_t C, bool log);
+void softmax_bwd(const float* g, const float* y, float* dx, int64_t r0, int64_t r1, int64_t C, bool log);
 double cross_entropy(const float* x, const int64_t* target, double* lse, float* dx, int64_t r0, int64_t r1,
                      int64_t V, int64_t ignore_index, double eps, double gscale);
+void act_fwd(Act act, const float* x, float* y, int64_t i0, int64_t i1);
+void act_bwd(Act act, const float* x, const float* g, float* dx, int64_t i0, int64_t i1);
+void swiglu_fwd(const float* a, const float* b, float* y, int64_t i0, int64_t i1);
+void swiglu_bwd(const float* a, const float* b, const float* g, float* da, float* db, int64_t i0, int64_t i1);
 void dropout_fused(DropMode mode, const float* x, const float* other, float* y, int64_t i0, int64_t i1,
                    double p, uint64_t seed);
 }  // namespace avx2_rows
