@@ -19,9 +19,10 @@ inline __attribute__((always_inline)) __m256i lanes(int64_t n) {
 }
 
 // Rows [0, R) of x times 16 columns of a packed panel (row stride 32 floats); `cols` of them valid.
-template <int R>
+// pf (PF true): the same half of the panel read next, one line per k fetched into L1 alongside.
+template <int R, bool PF>
 void half_block(const float* x, int64_t ldx, const float* panel, const float* bias, float* y, int64_t ldy,
-                int64_t K, int64_t cols) {
+                int64_t K, int64_t cols, const float* pf) {
   const __m256i k0 = lanes(cols), k1 = lanes(cols - 8);
   const __m256 b0 = bias ? _mm256_maskload_ps(bias, k0) : _mm256_setzero_ps();
   const __m256 b1 = bias ? _mm256_maskload_ps(bias + 8, k1) : _mm256_setzero_ps();
@@ -29,6 +30,7 @@ void half_block(const float* x, int64_t ldx, const float* panel, const float* bi
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) acc0[r] = b0, acc1[r] = b1;
   for (int64_t k = 0; k < K; ++k, panel += kPackedPanel) {
+    if constexpr (PF) _mm_prefetch(reinterpret_cast<const char*>(pf + k * kPackedPanel), _MM_HINT_T0);
     const __m256 w0 = _mm256_load_ps(panel), w1 = _mm256_load_ps(panel + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
@@ -75,18 +77,20 @@ void packed_row(const float* x, const float* panel, const float* bias, float* y,
 
 constexpr int kRows = 6;  // 2 x 6 accumulators + 2 panel vectors + 1 broadcast of the 16 registers
 
-using HalfFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t);
+using HalfFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
+                        const float*);
 
-template <int... Rs>
+template <bool PF, int... Rs>
 constexpr std::array<HalfFn, sizeof...(Rs)> half_table(std::integer_sequence<int, Rs...>) {
-  return {&half_block<Rs + 1>...};
+  return {&half_block<Rs + 1, PF>...};
 }
 
 }  // namespace
 
 void linear_packed_avx2(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
                         int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1) {
-  static constexpr auto table = half_table(std::make_integer_sequence<int, kRows>{});
+  static constexpr auto table = half_table<false>(std::make_integer_sequence<int, kRows>{});
+  static constexpr auto table_pf = half_table<true>(std::make_integer_sequence<int, kRows>{});
   if (M == 1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t n = p * kPackedPanel;
@@ -95,15 +99,21 @@ void linear_packed_avx2(const float* x, int64_t ldx, const float* packed, const 
     return;
   }
   const int64_t nb = (M + kRows - 1) / kRows;  // balanced row blocks
+  // The first row block's pass over each half of a panel also fetches that half of the next panel of the
+  // range (the passes after it read the half from L1): without it every panel's first pass waited on
+  // memory (decode_bench --batch 32 under ATTN_ISA=avx2; the AVX-512 body prefetches the same way).
   for (int64_t p = p0; p < p1; ++p) {
     const float* panel = packed + p * K * kPackedPanel;
+    const float* next = p + 1 < p1 ? panel + K * kPackedPanel : nullptr;
     for (int64_t h = 0; h < kPackedPanel; h += 16) {
       const int64_t n = p * kPackedPanel + h;
       if (n >= N) break;
       for (int64_t i = 0, m = 0; i < nb; ++i) {
         const int64_t r = M / nb + (i < M % nb ? 1 : 0);
-        table[static_cast<std::size_t>(r - 1)](x + m * ldx, ldx, panel + h, bias ? bias + n : nullptr,
-                                               y + m * ldy + n, ldy, K, N - n);
+        const bool pf = i == 0 && next != nullptr;
+        (pf ? table_pf : table)[static_cast<std::size_t>(r - 1)](x + m * ldx, ldx, panel + h,
+                                                                 bias ? bias + n : nullptr, y + m * ldy + n,
+                                                                 ldy, K, N - n, pf ? next + h : nullptr);
         m += r;
       }
     }
