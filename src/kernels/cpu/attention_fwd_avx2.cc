@@ -8,34 +8,14 @@
 #include <utility>
 
 #include "kernels/cpu/attention_fwd_kernels.h"
+#include "kernels/cpu/vec_avx2.h"
 
 namespace attn::kernels::cpu::fwd {
 namespace {
 
-// exp(x) for 8 floats: x = n·ln2 + r, |r| <= ln2/2, degree-6 polynomial, times
-// 2^n built in the exponent field. Inputs below -87.3 give 0 (−inf included);
-// inputs are clamped above at 88.37 so that n <= 127; NaN stays NaN (max/min
-// return their second operand when either is NaN, so x goes second).
-inline __m256 exp256(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3365478515625f);
-  const __m256 hi = _mm256_set1_ps(88.37626266479492f);
-  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-  return _mm256_andnot_ps(underflow, y);
-}
+// exp: avx2::exp_ps (vec_avx2.h). The kernels take it of shifted logits x = s − m <= 0, where it has the
+// bits of the exponent-field scaling this file used before (and of the AVX-512 kernels' exp).
+using avx2::exp_ps;
 
 // ---- scores: KB keys × RV (<= 2) vectors of 8 rows -----------------------------
 
@@ -109,11 +89,11 @@ void softmax(float* st, int ldq, int nk, float* m, float* l, float* alpha) {
     const __m256 mnew = _mm256_max_ps(mold, mx);
     const __m256 dead = _mm256_cmp_ps(mnew, neg_inf, _CMP_EQ_OQ);
     const __m256 msafe = _mm256_andnot_ps(dead, mnew);  // 0 where no key is allowed yet
-    const __m256 a = exp256(_mm256_sub_ps(mold, msafe));
+    const __m256 a = exp_ps(_mm256_sub_ps(mold, msafe));
     __m256 sum = _mm256_setzero_ps();
     for (int j = 0; j < nk; ++j) {
       float* pj = s + static_cast<int64_t>(j) * ldq;
-      const __m256 e = exp256(_mm256_sub_ps(_mm256_load_ps(pj), msafe));
+      const __m256 e = exp_ps(_mm256_sub_ps(_mm256_load_ps(pj), msafe));
       _mm256_store_ps(pj, e);
       sum = _mm256_add_ps(sum, e);
     }
@@ -192,7 +172,7 @@ void softcap(float* st, int ldq, int nk, float cap) {
   const int64_t n = static_cast<int64_t>(nk) * ldq;  // multiple of 16
   for (int64_t x = 0; x < n; x += 8) {
     const __m256 s = _mm256_load_ps(st + x);
-    const __m256 e = exp256(_mm256_mul_ps(_mm256_andnot_ps(sign, s), k));
+    const __m256 e = exp_ps(_mm256_mul_ps(_mm256_andnot_ps(sign, s), k));
     const __m256 y = _mm256_mul_ps(c, _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e)));
     _mm256_store_ps(st + x, _mm256_or_ps(y, _mm256_and_ps(s, sign)));
   }

@@ -1,9 +1,10 @@
 // AVX2 encoder row kernels (src/kernels/cpu/encoder_kernels.h): the AVX-512 file's add_bias, bias_gelu
 // and residual_layer_norm with 8 lanes and a masked tail, for CPUs without AVX-512, where they ran the
-// scalar oracle (bias + GELU through libm's erff: a tenth of MiniLM's 16-token latency). Row sums
-// accumulate in 8 fp32 lanes; held to double by tests/kernels/encoder_kernels_test.cc like the AVX-512
-// versions. Only intrinsics, vec_avx2.h and this file's anonymous namespace are used here (no weak
-// symbols: see scripts/check-isa-objects.sh).
+// scalar oracle (bias + GELU through libm's erff: a tenth of MiniLM's 16-token latency). erf is
+// avx2::erf_ps (vec_avx2.h: a division where the AVX-512 file takes a refined reciprocal estimate, so
+// the last bits may differ from the AVX-512 kernel's). Row sums accumulate in 8 fp32 lanes; held to double by
+// tests/kernels/encoder_kernels_test.cc like the AVX-512 versions. Only intrinsics, vec_avx2.h and this
+// file's anonymous namespace are used here (no weak symbols: see scripts/check-isa-objects.sh).
 #include <immintrin.h>
 #include <math.h>
 
@@ -15,41 +16,11 @@
 namespace attn::kernels::cpu::detail {
 namespace {
 
+using avx2::erf_ps;
+using avx2::hsum;
 using avx2::lanes;
-
-inline __m256 load_n(const float* p, int64_t n) {
-  return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes(n));
-}
-inline void store_n(float* p, int64_t n, __m256 v) {
-  if (n >= 8)
-    _mm256_storeu_ps(p, v);
-  else
-    _mm256_maskstore_ps(p, lanes(n), v);
-}
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
-
-// erf_ps of encoder_kernels_avx512.cc (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7, |x| clamped to 8)
-// with t = 1 / (1 + p|x|) by a division (AVX2's reciprocal estimate has 12 bits, not 14).
-inline __m256 erf_ps(__m256 x) {
-  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-  const __m256 ax = _mm256_min_ps(_mm256_andnot_ps(sign_bit, x), _mm256_set1_ps(8.0f));
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), ax, one));
-  __m256 p = _mm256_set1_ps(1.061405429f);
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-  p = _mm256_mul_ps(p, t);
-  const __m256 e = avx2::exp_ps(_mm256_mul_ps(_mm256_mul_ps(ax, ax), _mm256_set1_ps(-1.0f)));
-  const __m256 y = _mm256_fnmadd_ps(p, e, one);
-  return _mm256_or_ps(y, _mm256_and_ps(x, sign_bit));
-}
+using avx2::load_n;
+using avx2::store_n;
 
 }  // namespace
 

@@ -17,8 +17,14 @@
 namespace attn::kernels::cpu::avx2_rows {
 namespace {
 
+using avx2::erf_ps;
 using avx2::exp_ps;
+using avx2::hmax;
+using avx2::hsum;
 using avx2::lanes;
+using avx2::store_n;
+
+inline __m256 load(const float* p, int64_t n) { return avx2::load_n(p, n); }
 
 // Lanes past n read `fill`.
 inline __m256 load_or(const float* p, int64_t n, float fill) {
@@ -26,49 +32,11 @@ inline __m256 load_or(const float* p, int64_t n, float fill) {
   const __m256i k = lanes(n);
   return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
 }
-inline __m256 load(const float* p, int64_t n) {
-  return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes(n));
-}
 // Lanes [0, n) of v, 0 elsewhere.
 inline __m256 keep_n(__m256 v, int64_t n) {
   return n >= 8 ? v : _mm256_and_ps(v, _mm256_castsi256_ps(lanes(n)));
 }
 inline __m256 ones() { return _mm256_set1_ps(1.f); }
-inline void store_n(float* p, int64_t n, __m256 v) {
-  if (n >= 8)
-    _mm256_storeu_ps(p, v);
-  else
-    _mm256_maskstore_ps(p, lanes(n), v);
-}
-
-inline float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-  return _mm_cvtss_f32(m);
-}
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
-
-// erf(x) by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7), as row_kernels_avx512.cc computes it.
-inline __m256 erf_ps(__m256 x) {
-  const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.f), x);
-  const __m256 t = _mm256_div_ps(ones(), _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), a, ones()));
-  __m256 p = _mm256_set1_ps(1.061405429f);
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-  p = _mm256_mul_ps(p, t);
-  const __m256 e = exp_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), a), a));
-  const __m256 r = _mm256_fnmadd_ps(p, e, ones());
-  return _mm256_or_ps(r, _mm256_and_ps(x, _mm256_set1_ps(-0.f)));  // x's sign onto r (r >= 0)
-}
-
 // tanh(u) = sign(u) · (1 - 2 / (exp(2|u|) + 1)); exp overflow gives ±1.
 inline __m256 tanh_ps(__m256 u) {
   const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.f), u);

@@ -33,6 +33,31 @@ ATTN_AVX2_INLINE __m256i lanes(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// The first min(n, 8) floats of p (lanes past them 0, not read), and the store of as many.
+ATTN_AVX2_INLINE __m256 load_n(const float* p, int64_t n) {
+  return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes(n));
+}
+ATTN_AVX2_INLINE void store_n(float* p, int64_t n, __m256 v) {
+  if (n >= 8)
+    _mm256_storeu_ps(p, v);
+  else
+    _mm256_maskstore_ps(p, lanes(n), v);
+}
+
+// The sum and the maximum of the 8 lanes.
+ATTN_AVX2_INLINE float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+ATTN_AVX2_INLINE float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
 // 2^k for integers k in [-126, 127], as floats.
 ATTN_AVX2_INLINE __m256 pow2i(__m256i k) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
@@ -63,6 +88,24 @@ ATTN_AVX2_INLINE __m256 exp_ps(__m256 x) {
   const __m256i half = _mm256_srai_epi32(ni, 1);
   const __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_sub_epi32(ni, half))), pow2i(half));
   return _mm256_andnot_ps(underflow, y);
+}
+
+// erf(x) by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7 absolute): for a = |x|, t = 1 / (1 + p·a),
+// erf(a) = 1 - t·poly(t)·exp(-a²), x's sign restored; row_kernels_avx512.cc's erf, the same operations
+// (a division for t), so the same bits. ±1 for |x| = inf; above ~3.9 it rounds to ±1 anyway.
+ATTN_AVX2_INLINE __m256 erf_ps(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.f), sign_bit = _mm256_set1_ps(-0.f);
+  const __m256 a = _mm256_andnot_ps(sign_bit, x);
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), a, one));
+  __m256 p = _mm256_set1_ps(1.061405429f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+  p = _mm256_mul_ps(p, t);
+  const __m256 e = exp_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), a), a));
+  const __m256 r = _mm256_fnmadd_ps(p, e, one);
+  return _mm256_or_ps(r, _mm256_and_ps(x, sign_bit));
 }
 
 // The low 64 bits of a · c per 64-bit lane for a constant c (AVX2 has no 64-bit multiply):
