@@ -101,7 +101,6 @@ void encoder_attention_scalar(const float* qkv, const int64_t* lengths, float* c
 namespace {
 bool use_avx512() { return active_isa() == Isa::avx512; }
 int64_t grain(int64_t C) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(1, C)); }
-}  // namespace
 
 // The row kernels' version for this CPU: AVX-512, AVX2 or the scalar oracle.
 template <class Fn>
@@ -109,6 +108,7 @@ Fn pick_rows(Fn avx512, Fn avx2, Fn scalar) {
   const Isa isa = active_isa();
   return isa == Isa::avx512 ? avx512 : isa == Isa::avx2 ? avx2 : scalar;
 }
+}  // namespace
 
 void add_bias(float* x, const float* bias, int64_t rows, int64_t C) {
   const auto fn = pick_rows(&detail::add_bias_avx512, &detail::add_bias_avx2, &detail::add_bias_scalar);
