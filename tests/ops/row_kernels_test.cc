@@ -264,15 +264,15 @@ TEST(RowKernelsElementwise, Avx2AndAvx512GiveTheSameBits) {
   };
   using kernels::cpu::Act;
   for (const Act act : {Act::relu, Act::gelu_erf, Act::gelu_tanh, Act::silu}) {
-    kernels::cpu::avx512_rows::act_fwd(act, x.data(), a.data(), 0, n);
-    kernels::cpu::avx2_rows::act_fwd(act, x.data(), b.data(), 0, n);
+    kernels::cpu::row_kernels_avx512().act_fwd(act, x.data(), a.data(), 0, n);
+    kernels::cpu::row_kernels_avx2().act_fwd(act, x.data(), b.data(), 0, n);
     EXPECT_EQ(diff(), 0) << "forward of act " << static_cast<int>(act);
-    kernels::cpu::avx512_rows::act_bwd(act, x.data(), g, a.data(), 0, n);
-    kernels::cpu::avx2_rows::act_bwd(act, x.data(), g, b.data(), 0, n);
+    kernels::cpu::row_kernels_avx512().act_bwd(act, x.data(), g, a.data(), 0, n);
+    kernels::cpu::row_kernels_avx2().act_bwd(act, x.data(), g, b.data(), 0, n);
     EXPECT_EQ(diff(), 0) << "backward of act " << static_cast<int>(act);
   }
-  kernels::cpu::avx512_rows::swiglu_fwd(x.data(), g, a.data(), 0, n);
-  kernels::cpu::avx2_rows::swiglu_fwd(x.data(), g, b.data(), 0, n);
+  kernels::cpu::row_kernels_avx512().swiglu_fwd(x.data(), g, a.data(), 0, n);
+  kernels::cpu::row_kernels_avx2().swiglu_fwd(x.data(), g, b.data(), 0, n);
   EXPECT_EQ(diff(), 0) << "swiglu";
 }
 

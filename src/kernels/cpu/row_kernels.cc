@@ -14,8 +14,10 @@
 namespace attn::kernels::cpu {
 namespace {
 
-// The range kernels' ISA: AVX-512, else AVX2 (the functions below run only when rows_fast()).
-bool avx512_active() { return active_isa() == Isa::avx512; }
+// The range kernels of the active ISA: AVX-512, else AVX2 (the functions below run only when rows_fast()).
+const RowRangeKernels& rk() {
+  return active_isa() == Isa::avx512 ? row_kernels_avx512() : row_kernels_avx2();
+}
 
 // Rows per chunk: about 16K elements, at least 1.
 int64_t grain_rows(int64_t row_len) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_len)); }
@@ -58,57 +60,54 @@ bool rows_fast() { return active_isa() == Isa::avx512 || active_isa() == Isa::av
 
 void layer_norm_forward_f32(const float* x, const float* w, const float* b, float* y, double* mean,
                             double* rstd, int64_t rows, int64_t C, double eps) {
+  const RowRangeKernels& k = rk();
   parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
-    (avx512_active() ? avx512_rows::layer_norm_fwd(x, w, b, y, mean, rstd, r0, r1, C, eps)
-                     : avx2_rows::layer_norm_fwd(x, w, b, y, mean, rstd, r0, r1, C, eps));
+    k.layer_norm_fwd(x, w, b, y, mean, rstd, r0, r1, C, eps);
   });
 }
 
 void layer_norm_backward_f32(const float* g, const float* x, const float* w, const double* mean,
                              const double* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t C) {
+  const RowRangeKernels& k = rk();
   rows_with_column_sums(rows, C, dw, db, [&](int64_t r0, int64_t r1, float* aw, float* ab) {
-    (avx512_active() ? avx512_rows::layer_norm_bwd(g, x, w, mean, rstd, dx, aw, ab, r0, r1, C)
-                     : avx2_rows::layer_norm_bwd(g, x, w, mean, rstd, dx, aw, ab, r0, r1, C));
+    k.layer_norm_bwd(g, x, w, mean, rstd, dx, aw, ab, r0, r1, C);
   });
 }
 
 void rms_norm_forward_f32(const float* x, const float* w, float* y, double* rstd, int64_t rows, int64_t C,
                           double eps) {
-  parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
-    (avx512_active() ? avx512_rows::rms_norm_fwd(x, w, y, rstd, r0, r1, C, eps)
-                     : avx2_rows::rms_norm_fwd(x, w, y, rstd, r0, r1, C, eps));
-  });
+  const RowRangeKernels& k = rk();
+  parallel_for(rows, grain_rows(C),
+               [&](int64_t r0, int64_t r1, int) { k.rms_norm_fwd(x, w, y, rstd, r0, r1, C, eps); });
 }
 
 void rms_norm_backward_f32(const float* g, const float* x, const float* w, const double* rstd, float* dx,
                            float* dw, int64_t rows, int64_t C) {
+  const RowRangeKernels& k = rk();
   rows_with_column_sums(rows, C, dw, nullptr, [&](int64_t r0, int64_t r1, float* aw, float*) {
-    (avx512_active() ? avx512_rows::rms_norm_bwd(g, x, w, rstd, dx, aw, r0, r1, C)
-                     : avx2_rows::rms_norm_bwd(g, x, w, rstd, dx, aw, r0, r1, C));
+    k.rms_norm_bwd(g, x, w, rstd, dx, aw, r0, r1, C);
   });
 }
 
 void softmax_forward_f32(const float* x, float* y, int64_t rows, int64_t C, bool log) {
-  parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
-    (avx512_active() ? avx512_rows::softmax_fwd(x, y, r0, r1, C, log)
-                     : avx2_rows::softmax_fwd(x, y, r0, r1, C, log));
-  });
+  const RowRangeKernels& k = rk();
+  parallel_for(rows, grain_rows(C),
+               [&](int64_t r0, int64_t r1, int) { k.softmax_fwd(x, y, r0, r1, C, log); });
 }
 
 void softmax_backward_f32(const float* g, const float* y, float* dx, int64_t rows, int64_t C, bool log) {
-  parallel_for(rows, grain_rows(C), [&](int64_t r0, int64_t r1, int) {
-    (avx512_active() ? avx512_rows::softmax_bwd(g, y, dx, r0, r1, C, log)
-                     : avx2_rows::softmax_bwd(g, y, dx, r0, r1, C, log));
-  });
+  const RowRangeKernels& k = rk();
+  parallel_for(rows, grain_rows(C),
+               [&](int64_t r0, int64_t r1, int) { k.softmax_bwd(g, y, dx, r0, r1, C, log); });
 }
 
 double cross_entropy_f32(const float* x, const int64_t* target, double* lse, float* dx, int64_t N, int64_t V,
                          int64_t ignore_index, double eps, double gscale) {
+  const RowRangeKernels& k = rk();
   std::vector<double> part(static_cast<std::size_t>(num_threads()), 0.0);
   parallel_for(N, grain_rows(V), [&](int64_t r0, int64_t r1, int tid) {
     part[static_cast<std::size_t>(tid)] +=
-        avx512_active() ? avx512_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale)
-                        : avx2_rows::cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale);
+        k.cross_entropy(x, target, lse, dx, r0, r1, V, ignore_index, eps, gscale);
   });
   double total = 0;
   for (double p : part) total += p;
@@ -116,29 +115,23 @@ double cross_entropy_f32(const float* x, const int64_t* target, double* lse, flo
 }
 
 void act_forward_f32(Act act, const float* x, float* y, int64_t n) {
-  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
-    (avx512_active() ? avx512_rows::act_fwd(act, x, y, i0, i1) : avx2_rows::act_fwd(act, x, y, i0, i1));
-  });
+  const RowRangeKernels& k = rk();
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) { k.act_fwd(act, x, y, i0, i1); });
 }
 
 void act_backward_f32(Act act, const float* x, const float* g, float* dx, int64_t n) {
-  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
-    (avx512_active() ? avx512_rows::act_bwd(act, x, g, dx, i0, i1)
-                     : avx2_rows::act_bwd(act, x, g, dx, i0, i1));
-  });
+  const RowRangeKernels& k = rk();
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) { k.act_bwd(act, x, g, dx, i0, i1); });
 }
 
 void swiglu_forward_f32(const float* a, const float* b, float* y, int64_t n) {
-  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
-    (avx512_active() ? avx512_rows::swiglu_fwd(a, b, y, i0, i1) : avx2_rows::swiglu_fwd(a, b, y, i0, i1));
-  });
+  const RowRangeKernels& k = rk();
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) { k.swiglu_fwd(a, b, y, i0, i1); });
 }
 
 void swiglu_backward_f32(const float* a, const float* b, const float* g, float* da, float* db, int64_t n) {
-  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
-    (avx512_active() ? avx512_rows::swiglu_bwd(a, b, g, da, db, i0, i1)
-                     : avx2_rows::swiglu_bwd(a, b, g, da, db, i0, i1));
-  });
+  const RowRangeKernels& k = rk();
+  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) { k.swiglu_bwd(a, b, g, da, db, i0, i1); });
 }
 
 void dropout_f32(const float* x, float* y, int64_t n, double p, uint64_t seed) {
@@ -147,12 +140,9 @@ void dropout_f32(const float* x, float* y, int64_t n, double p, uint64_t seed) {
 
 void dropout_fused_f32(DropMode mode, const float* x, const float* other, float* y, int64_t n, double p,
                        uint64_t seed) {
-  parallel_for(n, kElemGrain, [&](int64_t i0, int64_t i1, int) {
-    if (avx512_active())
-      avx512_rows::dropout_fused(mode, x, other, y, i0, i1, p, seed);
-    else
-      avx2_rows::dropout_fused(mode, x, other, y, i0, i1, p, seed);
-  });
+  const RowRangeKernels& k = rk();
+  parallel_for(n, kElemGrain,
+               [&](int64_t i0, int64_t i1, int) { k.dropout_fused(mode, x, other, y, i0, i1, p, seed); });
 }
 
 }  // namespace attn::kernels::cpu

@@ -76,51 +76,36 @@ enum class DropMode { plain, relu, add, relu_grad_out };
 void dropout_fused_f32(DropMode mode, const float* x, const float* other, float* y, int64_t n, double p,
                        uint64_t seed);
 
-// ---- AVX-512 range kernels (row_kernels_avx512.cc); call only when rows_fast() -----------
-namespace avx512_rows {
-void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, double* mean, double* rstd,
-                    int64_t r0, int64_t r1, int64_t C, double eps);
-// dw_acc, db_acc: [C] fp32 accumulators (+=), may be null; dx may be null.
-void layer_norm_bwd(const float* g, const float* x, const float* w, const double* mean, const double* rstd,
-                    float* dx, float* dw_acc, float* db_acc, int64_t r0, int64_t r1, int64_t C);
-void rms_norm_fwd(const float* x, const float* w, float* y, double* rstd, int64_t r0, int64_t r1, int64_t C,
-                  double eps);
-void rms_norm_bwd(const float* g, const float* x, const float* w, const double* rstd, float* dx,
-                  float* dw_acc, int64_t r0, int64_t r1, int64_t C);
-void softmax_fwd(const float* x, float* y, int64_t r0, int64_t r1, int64_t C, bool log);
-void softmax_bwd(const float* g, const float* y, float* dx, int64_t r0, int64_t r1, int64_t C, bool log);
-double cross_entropy(const float* x, const int64_t* target, double* lse, float* dx, int64_t r0, int64_t r1,
-                     int64_t V, int64_t ignore_index, double eps, double gscale);
-void act_fwd(Act act, const float* x, float* y, int64_t i0, int64_t i1);
-void act_bwd(Act act, const float* x, const float* g, float* dx, int64_t i0, int64_t i1);
-void swiglu_fwd(const float* a, const float* b, float* y, int64_t i0, int64_t i1);
-void swiglu_bwd(const float* a, const float* b, const float* g, float* da, float* db, int64_t i0, int64_t i1);
-void dropout_fused(DropMode mode, const float* x, const float* other, float* y, int64_t i0, int64_t i1,
-                   double p, uint64_t seed);
-}  // namespace avx512_rows
-
-// ---- AVX2 range kernels (row_kernels_avx2.cc): the same functions, for rows_fast() on AVX2 ------
-// The same contracts, with 8-lane fp32 partial sums (held to the f64 reference); dropout bit-identical
-// to the scalar kernel.
-namespace avx2_rows {
-void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, double* mean, double* rstd,
-                    int64_t r0, int64_t r1, int64_t C, double eps);
-void layer_norm_bwd(const float* g, const float* x, const float* w, const double* mean, const double* rstd,
-                    float* dx, float* dw_acc, float* db_acc, int64_t r0, int64_t r1, int64_t C);
-void rms_norm_fwd(const float* x, const float* w, float* y, double* rstd, int64_t r0, int64_t r1, int64_t C,
-                  double eps);
-void rms_norm_bwd(const float* g, const float* x, const float* w, const double* rstd, float* dx,
-                  float* dw_acc, int64_t r0, int64_t r1, int64_t C);
-void softmax_fwd(const float* x, float* y, int64_t r0, int64_t r1, int64_t C, bool log);
-void softmax_bwd(const float* g, const float* y, float* dx, int64_t r0, int64_t r1, int64_t C, bool log);
-double cross_entropy(const float* x, const int64_t* target, double* lse, float* dx, int64_t r0, int64_t r1,
-                     int64_t V, int64_t ignore_index, double eps, double gscale);
-void act_fwd(Act act, const float* x, float* y, int64_t i0, int64_t i1);
-void act_bwd(Act act, const float* x, const float* g, float* dx, int64_t i0, int64_t i1);
-void swiglu_fwd(const float* a, const float* b, float* y, int64_t i0, int64_t i1);
-void swiglu_bwd(const float* a, const float* b, const float* g, float* da, float* db, int64_t i0, int64_t i1);
-void dropout_fused(DropMode mode, const float* x, const float* other, float* y, int64_t i0, int64_t i1,
-                   double p, uint64_t seed);
-}  // namespace avx2_rows
+// ---- the range kernels of one instruction set -------------------------------------------------
+// Each works on rows [r0, r1) (or elements [i0, i1)) of the arrays above; the functions above split the
+// work over threads and call the table of the active ISA. row_kernels_avx512.cc fills one with 16-lane
+// kernels, row_kernels_avx2.cc one with 8-lane kernels doing the same per element (dropout 4 elements
+// per vector); both hold their statistics in fp32 lanes reduced once per row.
+struct RowRangeKernels {
+  void (*layer_norm_fwd)(const float* x, const float* w, const float* b, float* y, double* mean, double* rstd,
+                         int64_t r0, int64_t r1, int64_t C, double eps);
+  // dw_acc, db_acc: [C] fp32 accumulators (+=), may be null; dx may be null.
+  void (*layer_norm_bwd)(const float* g, const float* x, const float* w, const double* mean,
+                         const double* rstd, float* dx, float* dw_acc, float* db_acc, int64_t r0, int64_t r1,
+                         int64_t C);
+  void (*rms_norm_fwd)(const float* x, const float* w, float* y, double* rstd, int64_t r0, int64_t r1,
+                       int64_t C, double eps);
+  void (*rms_norm_bwd)(const float* g, const float* x, const float* w, const double* rstd, float* dx,
+                       float* dw_acc, int64_t r0, int64_t r1, int64_t C);
+  void (*softmax_fwd)(const float* x, float* y, int64_t r0, int64_t r1, int64_t C, bool log);
+  void (*softmax_bwd)(const float* g, const float* y, float* dx, int64_t r0, int64_t r1, int64_t C, bool log);
+  double (*cross_entropy)(const float* x, const int64_t* target, double* lse, float* dx, int64_t r0,
+                          int64_t r1, int64_t V, int64_t ignore_index, double eps, double gscale);
+  void (*act_fwd)(Act act, const float* x, float* y, int64_t i0, int64_t i1);
+  void (*act_bwd)(Act act, const float* x, const float* g, float* dx, int64_t i0, int64_t i1);
+  void (*swiglu_fwd)(const float* a, const float* b, float* y, int64_t i0, int64_t i1);
+  void (*swiglu_bwd)(const float* a, const float* b, const float* g, float* da, float* db, int64_t i0,
+                     int64_t i1);
+  void (*dropout_fused)(DropMode mode, const float* x, const float* other, float* y, int64_t i0, int64_t i1,
+                        double p, uint64_t seed);
+};
+// Call only when the CPU has the instruction set (the tests compare the two tables).
+const RowRangeKernels& row_kernels_avx512();
+const RowRangeKernels& row_kernels_avx2();
 
 }  // namespace attn::kernels::cpu

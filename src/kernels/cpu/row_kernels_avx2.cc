@@ -124,8 +124,6 @@ inline bool keep_one(uint64_t seed, int64_t i, uint64_t thr) {
   return (z >> 11) >= thr;
 }
 
-}  // namespace
-
 // ---- layer norm -----------------------------------------------------------------------------
 void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, double* mean, double* rstd,
                     int64_t r0, int64_t r1, int64_t C, double eps) {
@@ -427,4 +425,19 @@ void dropout_fused(DropMode mode, const float* x, const float* other, float* y, 
   for (int64_t i = n4; i < i1; ++i) one(i, keep_one(seed, i, thr));
 }
 
+}  // namespace
+
 }  // namespace attn::kernels::cpu::avx2_rows
+
+namespace attn::kernels::cpu {
+
+const RowRangeKernels& row_kernels_avx2() {
+  namespace k = avx2_rows;
+  static const RowRangeKernels table{k::layer_norm_fwd, k::layer_norm_bwd, k::rms_norm_fwd,
+                                     k::rms_norm_bwd,   k::softmax_fwd,    k::softmax_bwd,
+                                     k::cross_entropy,  k::act_fwd,        k::act_bwd,
+                                     k::swiglu_fwd,     k::swiglu_bwd,     k::dropout_fused};
+  return table;
+}
+
+}  // namespace attn::kernels::cpu

@@ -130,8 +130,6 @@ inline __m512 act_grad(Act act, __m512 v, __m512 g) {
   return g;
 }
 
-}  // namespace
-
 // ---- layer norm -----------------------------------------------------------------------------
 void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, double* mean, double* rstd,
                     int64_t r0, int64_t r1, int64_t C, double eps) {
@@ -462,4 +460,19 @@ void dropout_fused(DropMode mode, const float* x, const float* other, float* y, 
   }
 }
 
+}  // namespace
+
 }  // namespace attn::kernels::cpu::avx512_rows
+
+namespace attn::kernels::cpu {
+
+const RowRangeKernels& row_kernels_avx512() {
+  namespace k = avx512_rows;
+  static const RowRangeKernels table{k::layer_norm_fwd, k::layer_norm_bwd, k::rms_norm_fwd,
+                                     k::rms_norm_bwd,   k::softmax_fwd,    k::softmax_bwd,
+                                     k::cross_entropy,  k::act_fwd,        k::act_bwd,
+                                     k::swiglu_fwd,     k::swiglu_bwd,     k::dropout_fused};
+  return table;
+}
+
+}  // namespace attn::kernels::cpu
