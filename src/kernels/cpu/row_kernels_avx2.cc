@@ -5,7 +5,7 @@
 // operations per element, 8-lane fp32 partial sums reduced once per row, avx2::exp_ps (vec_avx2.h: the
 // bits of the AVX-512 kernels' exp); held to the f64 reference like the AVX-512 kernels. Dropout: the
 // keep decision and rounding of the scalar kernel, bit for bit (avx2::mix64 builds the hash's 64-bit
-// products from 32 x 32 -> 64-bit multiplies), 4 elements per vector, the last few element by element.
+// products from 32 x 32 -> 64-bit multiplies), 4 elements per vector and a masked tail.
 // Only intrinsics, vec_avx2.h and helpers of this file's anonymous namespace are used here (no weak
 // symbols: see scripts/check-isa-objects.sh).
 #include <immintrin.h>
@@ -22,9 +22,8 @@ using avx2::exp_ps;
 using avx2::hmax;
 using avx2::hsum;
 using avx2::lanes;
+using avx2::load_n;
 using avx2::store_n;
-
-inline __m256 load(const float* p, int64_t n) { return avx2::load_n(p, n); }
 
 // Lanes past n read `fill`.
 inline __m256 load_or(const float* p, int64_t n, float fill) {
@@ -115,15 +114,6 @@ inline __m256 act_grad(Act act, __m256 v, __m256 g) {
   return g;
 }
 
-// The scalar keep decision (nn_kernels.h, dropout_keep_flat), for one element.
-inline bool keep_one(uint64_t seed, int64_t i, uint64_t thr) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(i) + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (z >> 11) >= thr;
-}
-
 // ---- layer norm -----------------------------------------------------------------------------
 void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, double* mean, double* rstd,
                     int64_t r0, int64_t r1, int64_t C, double eps) {
@@ -131,12 +121,12 @@ void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, do
     const float* xr = x + r * C;
     float* yr = y + r * C;
     __m256 s = _mm256_setzero_ps();
-    for (int64_t c = 0; c < C; c += 8) s = _mm256_add_ps(s, load(xr + c, C - c));
+    for (int64_t c = 0; c < C; c += 8) s = _mm256_add_ps(s, load_n(xr + c, C - c));
     const double m = static_cast<double>(hsum(s)) / static_cast<double>(C);
     const __m256 mv = _mm256_set1_ps(static_cast<float>(m));
     __m256 s2 = _mm256_setzero_ps();
     for (int64_t c = 0; c < C; c += 8) {
-      const __m256 d = keep_n(_mm256_sub_ps(load(xr + c, C - c), mv), C - c);
+      const __m256 d = keep_n(_mm256_sub_ps(load_n(xr + c, C - c), mv), C - c);
       s2 = _mm256_fmadd_ps(d, d, s2);
     }
     const double var = static_cast<double>(hsum(s2)) / static_cast<double>(C);
@@ -146,9 +136,9 @@ void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, do
     const __m256 rv = _mm256_set1_ps(static_cast<float>(rs));
     for (int64_t c = 0; c < C; c += 8) {
       // y = (x - mean) · rstd · w + b
-      __m256 o = _mm256_mul_ps(_mm256_sub_ps(load(xr + c, C - c), mv), rv);
-      if (w) o = _mm256_mul_ps(o, load(w + c, C - c));
-      if (b) o = _mm256_add_ps(o, load(b + c, C - c));
+      __m256 o = _mm256_mul_ps(_mm256_sub_ps(load_n(xr + c, C - c), mv), rv);
+      if (w) o = _mm256_mul_ps(o, load_n(w + c, C - c));
+      if (b) o = _mm256_add_ps(o, load_n(b + c, C - c));
       store_n(yr + c, C - c, o);
     }
   }
@@ -165,13 +155,13 @@ void layer_norm_bwd(const float* g, const float* x, const float* w, const double
     __m256 s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps();  // sum(dxhat), sum(dxhat · xhat)
     for (int64_t c = 0; c < C; c += 8) {
       const int64_t n = C - c;
-      const __m256 gv = load(gr + c, n);
-      const __m256 xh = keep_n(_mm256_mul_ps(_mm256_sub_ps(load(xr + c, n), mv), rv), n);
-      const __m256 dxh = w ? _mm256_mul_ps(gv, load(w + c, n)) : gv;
+      const __m256 gv = load_n(gr + c, n);
+      const __m256 xh = keep_n(_mm256_mul_ps(_mm256_sub_ps(load_n(xr + c, n), mv), rv), n);
+      const __m256 dxh = w ? _mm256_mul_ps(gv, load_n(w + c, n)) : gv;
       s1 = _mm256_add_ps(s1, dxh);
       s2 = _mm256_fmadd_ps(dxh, xh, s2);
-      if (dw_acc) store_n(dw_acc + c, n, _mm256_fmadd_ps(gv, xh, load(dw_acc + c, n)));
-      if (db_acc) store_n(db_acc + c, n, _mm256_add_ps(gv, load(db_acc + c, n)));
+      if (dw_acc) store_n(dw_acc + c, n, _mm256_fmadd_ps(gv, xh, load_n(dw_acc + c, n)));
+      if (db_acc) store_n(db_acc + c, n, _mm256_add_ps(gv, load_n(db_acc + c, n)));
     }
     if (!dx) continue;
     const float invC = 1.f / static_cast<float>(C);
@@ -179,9 +169,9 @@ void layer_norm_bwd(const float* g, const float* x, const float* w, const double
     const __m256 m2 = _mm256_set1_ps(hsum(s2) * invC);
     for (int64_t c = 0; c < C; c += 8) {
       const int64_t n = C - c;
-      const __m256 gv = load(gr + c, n);
-      const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(load(xr + c, n), mv), rv);
-      const __m256 dxh = w ? _mm256_mul_ps(gv, load(w + c, n)) : gv;
+      const __m256 gv = load_n(gr + c, n);
+      const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(load_n(xr + c, n), mv), rv);
+      const __m256 dxh = w ? _mm256_mul_ps(gv, load_n(w + c, n)) : gv;
       // dx = rstd · (dxhat - mean(dxhat) - xhat · mean(dxhat · xhat))
       store_n(dx + r * C + c, n, _mm256_mul_ps(rv, _mm256_fnmadd_ps(xh, m2, _mm256_sub_ps(dxh, m1))));
     }
@@ -195,7 +185,7 @@ void rms_norm_fwd(const float* x, const float* w, float* y, double* rstd, int64_
     const float* xr = x + r * C;
     __m256 s = _mm256_setzero_ps();
     for (int64_t c = 0; c < C; c += 8) {
-      const __m256 v = load(xr + c, C - c);
+      const __m256 v = load_n(xr + c, C - c);
       s = _mm256_fmadd_ps(v, v, s);
     }
     const double rs = 1.0 / sqrt(static_cast<double>(hsum(s)) / static_cast<double>(C) + eps);
@@ -203,8 +193,8 @@ void rms_norm_fwd(const float* x, const float* w, float* y, double* rstd, int64_
     const __m256 rv = _mm256_set1_ps(static_cast<float>(rs));
     for (int64_t c = 0; c < C; c += 8) {
       // y = x · rstd · w
-      __m256 o = _mm256_mul_ps(load(xr + c, C - c), rv);
-      if (w) o = _mm256_mul_ps(o, load(w + c, C - c));
+      __m256 o = _mm256_mul_ps(load_n(xr + c, C - c), rv);
+      if (w) o = _mm256_mul_ps(o, load_n(w + c, C - c));
       store_n(y + r * C + c, C - c, o);
     }
   }
@@ -219,19 +209,19 @@ void rms_norm_bwd(const float* g, const float* x, const float* w, const double* 
     __m256 s = _mm256_setzero_ps();  // sum(dxhat · xhat), xhat = x · rstd, dxhat = g · w
     for (int64_t c = 0; c < C; c += 8) {
       const int64_t n = C - c;
-      const __m256 gv = load(gr + c, n);
-      const __m256 xh = _mm256_mul_ps(load(xr + c, n), rv);
-      const __m256 dxh = w ? _mm256_mul_ps(gv, load(w + c, n)) : gv;
+      const __m256 gv = load_n(gr + c, n);
+      const __m256 xh = _mm256_mul_ps(load_n(xr + c, n), rv);
+      const __m256 dxh = w ? _mm256_mul_ps(gv, load_n(w + c, n)) : gv;
       s = _mm256_fmadd_ps(dxh, xh, s);
-      if (dw_acc) store_n(dw_acc + c, n, _mm256_fmadd_ps(gv, xh, load(dw_acc + c, n)));
+      if (dw_acc) store_n(dw_acc + c, n, _mm256_fmadd_ps(gv, xh, load_n(dw_acc + c, n)));
     }
     if (!dx) continue;
     const __m256 ms = _mm256_set1_ps(hsum(s) / static_cast<float>(C));
     for (int64_t c = 0; c < C; c += 8) {
       const int64_t n = C - c;
-      const __m256 gv = load(gr + c, n);
-      const __m256 xh = _mm256_mul_ps(load(xr + c, n), rv);
-      const __m256 dxh = w ? _mm256_mul_ps(gv, load(w + c, n)) : gv;
+      const __m256 gv = load_n(gr + c, n);
+      const __m256 xh = _mm256_mul_ps(load_n(xr + c, n), rv);
+      const __m256 dxh = w ? _mm256_mul_ps(gv, load_n(w + c, n)) : gv;
       // dx = rstd · (dxhat - xhat · mean(dxhat · xhat))
       store_n(dx + r * C + c, n, _mm256_mul_ps(rv, _mm256_fnmadd_ps(xh, ms, dxh)));
     }
@@ -249,7 +239,7 @@ void softmax_fwd(const float* x, float* y, int64_t r0, int64_t r1, int64_t C, bo
     const float m = hmax(mx);
     if (m == ninf) {  // a fully masked row: softmax 0, log_softmax -inf (= x)
       for (int64_t c = 0; c < C; c += 8)
-        store_n(yr + c, C - c, log ? load(xr + c, C - c) : _mm256_setzero_ps());
+        store_n(yr + c, C - c, log ? load_n(xr + c, C - c) : _mm256_setzero_ps());
       continue;
     }
     const __m256 mv = _mm256_set1_ps(m);
@@ -263,11 +253,11 @@ void softmax_fwd(const float* x, float* y, int64_t r0, int64_t r1, int64_t C, bo
     if (log) {
       // log_softmax: y = x - lse,  lse = max + log(sum exp(x - max))
       const __m256 lse = _mm256_set1_ps(static_cast<float>(static_cast<double>(m) + ::log(sum)));
-      for (int64_t c = 0; c < C; c += 8) store_n(yr + c, C - c, _mm256_sub_ps(load(xr + c, C - c), lse));
+      for (int64_t c = 0; c < C; c += 8) store_n(yr + c, C - c, _mm256_sub_ps(load_n(xr + c, C - c), lse));
     } else {
       // softmax: y = exp(x - max) / sum exp(x - max)
       const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
-      for (int64_t c = 0; c < C; c += 8) store_n(yr + c, C - c, _mm256_mul_ps(load(yr + c, C - c), inv));
+      for (int64_t c = 0; c < C; c += 8) store_n(yr + c, C - c, _mm256_mul_ps(load_n(yr + c, C - c), inv));
     }
   }
 }
@@ -279,19 +269,20 @@ void softmax_bwd(const float* g, const float* y, float* dx, int64_t r0, int64_t 
     float* dr = dx + r * C;
     __m256 s = _mm256_setzero_ps();
     if (log) {
-      for (int64_t c = 0; c < C; c += 8) s = _mm256_add_ps(s, load(gr + c, C - c));
+      for (int64_t c = 0; c < C; c += 8) s = _mm256_add_ps(s, load_n(gr + c, C - c));
       const __m256 sv = _mm256_set1_ps(hsum(s));
       // y = x - lse  =>  dx = g - softmax · sum(g);  softmax = exp(y) (exp(-inf) = 0)
       for (int64_t c = 0; c < C; c += 8) {
         const __m256 p = exp_ps(load_or(yr + c, C - c, -__builtin_inff()));
-        store_n(dr + c, C - c, _mm256_fnmadd_ps(p, sv, load(gr + c, C - c)));
+        store_n(dr + c, C - c, _mm256_fnmadd_ps(p, sv, load_n(gr + c, C - c)));
       }
     } else {
-      for (int64_t c = 0; c < C; c += 8) s = _mm256_fmadd_ps(load(gr + c, C - c), load(yr + c, C - c), s);
+      for (int64_t c = 0; c < C; c += 8) s = _mm256_fmadd_ps(load_n(gr + c, C - c), load_n(yr + c, C - c), s);
       const __m256 sv = _mm256_set1_ps(hsum(s));
       // y = exp(x - lse)  =>  dx = y · (g - sum(g · y))
       for (int64_t c = 0; c < C; c += 8)
-        store_n(dr + c, C - c, _mm256_mul_ps(load(yr + c, C - c), _mm256_sub_ps(load(gr + c, C - c), sv)));
+        store_n(dr + c, C - c,
+                _mm256_mul_ps(load_n(yr + c, C - c), _mm256_sub_ps(load_n(gr + c, C - c), sv)));
     }
   }
 }
@@ -346,28 +337,28 @@ double cross_entropy(const float* x, const int64_t* target, double* lse, float* 
 
 // ---- elementwise --------------------------------------------------------------------------------
 void act_fwd(Act act, const float* x, float* y, int64_t i0, int64_t i1) {
-  for (int64_t i = i0; i < i1; i += 8) store_n(y + i, i1 - i, act_value(act, load(x + i, i1 - i)));
+  for (int64_t i = i0; i < i1; i += 8) store_n(y + i, i1 - i, act_value(act, load_n(x + i, i1 - i)));
 }
 
 void act_bwd(Act act, const float* x, const float* g, float* dx, int64_t i0, int64_t i1) {
   for (int64_t i = i0; i < i1; i += 8)
-    store_n(dx + i, i1 - i, act_grad(act, load(x + i, i1 - i), load(g + i, i1 - i)));
+    store_n(dx + i, i1 - i, act_grad(act, load_n(x + i, i1 - i), load_n(g + i, i1 - i)));
 }
 
 void swiglu_fwd(const float* a, const float* b, float* y, int64_t i0, int64_t i1) {
   for (int64_t i = i0; i < i1; i += 8)  // y = silu(a) · b
-    store_n(y + i, i1 - i, _mm256_mul_ps(act_value(Act::silu, load(a + i, i1 - i)), load(b + i, i1 - i)));
+    store_n(y + i, i1 - i, _mm256_mul_ps(act_value(Act::silu, load_n(a + i, i1 - i)), load_n(b + i, i1 - i)));
 }
 
 void swiglu_bwd(const float* a, const float* b, const float* g, float* da, float* db, int64_t i0,
                 int64_t i1) {
   for (int64_t i = i0; i < i1; i += 8) {
     const int64_t n = i1 - i;
-    const __m256 av = load(a + i, n), gv = load(g + i, n);
+    const __m256 av = load_n(a + i, n), gv = load_n(g + i, n);
     const __m256 sg = sigmoid_ps(av);
     // forward: y = silu(a) · b   =>   da = dy · b · σ(a) (1 + a (1 - σ(a))),  db = dy · a σ(a)
     if (da) {
-      const __m256 d = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(gv, load(b + i, n)), sg),
+      const __m256 d = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(gv, load_n(b + i, n)), sg),
                                      _mm256_fmadd_ps(av, _mm256_sub_ps(ones(), sg), ones()));
       store_n(da + i, n, d);
     }
@@ -376,32 +367,13 @@ void swiglu_bwd(const float* a, const float* b, const float* g, float* da, float
 }
 
 // ---- dropout ----------------------------------------------------------------------------------
-// The AVX-512 kernel's operations, 4 elements at a time: keep when (z >> 11) >= ceil(p · 2^53) (both
-// below 2^53, so a signed compare serves), y = x · s in double rounded once to float, then the
-// neighbour's operation; the last i1 - i0 mod 4 elements take the same steps one by one.
+// The AVX-512 kernel's operations, 4 elements at a time with a masked tail: keep when (z >> 11) >=
+// ceil(p · 2^53) (both below 2^53, so a signed compare serves), y = x · s in double rounded once to
+// float, then the neighbour's operation.
 void dropout_fused(DropMode mode, const float* x, const float* other, float* y, int64_t i0, int64_t i1,
                    double p, uint64_t seed) {
-  const double s = 1.0 / (1.0 - p);
-  const __m256d sv = _mm256_set1_pd(s);
+  const __m256d sv = _mm256_set1_pd(1.0 / (1.0 - p));
   const uint64_t thr = static_cast<uint64_t>(ceil(p * 0x1.0p53));
-  const int64_t n4 = i0 + (i1 - i0) / 4 * 4;
-  auto one = [&](int64_t i, bool keep) {
-    float xv = x[i];
-    if (mode == DropMode::relu) xv = xv > 0.f ? xv : 0.f;  // _mm_max_ps(x, 0): NaN and -0 give +0
-    const float d =
-        keep ? static_cast<float>(static_cast<double>(mode == DropMode::relu_grad_out ? other[i] : xv) * s)
-             : 0.f;
-    y[i] = mode == DropMode::add ? other[i] + d : d;
-  };
-  if (mode == DropMode::relu_grad_out) {  // the keep decisions are where the forward's output is nonzero
-    for (int64_t i = i0; i < n4; i += 4) {
-      const __m128 keep = _mm_cmp_ps(_mm_loadu_ps(x + i), _mm_setzero_ps(), _CMP_NEQ_OQ);
-      const __m128 v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(other + i)), sv));
-      _mm_storeu_ps(y + i, _mm_and_ps(keep, v));
-    }
-    for (int64_t i = n4; i < i1; ++i) one(i, x[i] < 0.f || x[i] > 0.f);  // x != 0, false for NaN (NEQ_OQ)
-    return;
-  }
   const uint64_t golden = 0x9e3779b97f4a7c15ull;
   // z0 = seed + golden · (i + 1) for the lanes i, i + 1, i + 2, i + 3; the next group adds 4 · golden
   // (all modulo 2^64, as the scalar code computes it)
@@ -411,18 +383,30 @@ void dropout_fused(DropMode mode, const float* x, const float* other, float* y, 
                                   static_cast<long long>(seed + golden * (static_cast<uint64_t>(i0) + 4)));
   const __m256i step = _mm256_set1_epi64x(static_cast<long long>(golden * 4));
   const __m256i thr_minus_1 = _mm256_set1_epi64x(static_cast<long long>(thr) - 1);
-  for (int64_t i = i0; i < n4; i += 4) {
-    const __m256i z = avx2::mix64(z0);
-    z0 = _mm256_add_epi64(z0, step);
-    const __m256i keep64 = _mm256_cmpgt_epi64(_mm256_srli_epi64(z, 11), thr_minus_1);
-    __m128 xv = _mm_loadu_ps(x + i);
-    if (mode == DropMode::relu) xv = _mm_max_ps(xv, _mm_setzero_ps());  // relu: max(NaN, 0), max(-0, +0): +0
-    const __m256d prod = _mm256_and_pd(_mm256_mul_pd(_mm256_cvtps_pd(xv), sv), _mm256_castsi256_pd(keep64));
-    __m128 out = _mm256_cvtpd_ps(prod);
-    if (mode == DropMode::add) out = _mm_add_ps(_mm_loadu_ps(other + i), out);
-    _mm_storeu_ps(y + i, out);
+  for (int64_t i = i0; i < i1; i += 4) {
+    const bool full = i1 - i >= 4;
+    const __m128i k = _mm256_castsi256_si128(lanes(i1 - i));  // lanes [0, i1 - i) of 4
+    auto load4 = [&](const float* q) { return full ? _mm_loadu_ps(q) : _mm_maskload_ps(q, k); };
+    __m128 out;
+    if (mode == DropMode::relu_grad_out) {  // the keep decisions are where the forward's output is nonzero
+      const __m128 keep = _mm_cmp_ps(load4(x + i), _mm_setzero_ps(), _CMP_NEQ_OQ);
+      out = _mm_and_ps(keep, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(load4(other + i)), sv)));
+    } else {
+      const __m256i z = avx2::mix64(z0);
+      z0 = _mm256_add_epi64(z0, step);
+      const __m256i keep64 = _mm256_cmpgt_epi64(_mm256_srli_epi64(z, 11), thr_minus_1);
+      __m128 xv = load4(x + i);
+      if (mode == DropMode::relu)
+        xv = _mm_max_ps(xv, _mm_setzero_ps());  // relu: max(NaN, 0), max(-0, +0): +0
+      out =
+          _mm256_cvtpd_ps(_mm256_and_pd(_mm256_mul_pd(_mm256_cvtps_pd(xv), sv), _mm256_castsi256_pd(keep64)));
+      if (mode == DropMode::add) out = _mm_add_ps(load4(other + i), out);
+    }
+    if (full)
+      _mm_storeu_ps(y + i, out);
+    else
+      _mm_maskstore_ps(y + i, k, out);
   }
-  for (int64_t i = n4; i < i1; ++i) one(i, keep_one(seed, i, thr));
 }
 
 }  // namespace
