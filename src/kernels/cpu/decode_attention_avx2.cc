@@ -57,30 +57,17 @@ void scores_row(const float* q, const float* k, int64_t skl, int64_t len, float 
 
 // s[0, len) <- exp(s - max); returns the sum.
 float softmax_unnormalised(float* s, int64_t len) {
-  const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
-  __m256 m = neg_inf;
-  int64_t j = 0;
-  for (; j + 8 <= len; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + j));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, m);
-  float mx = lanes[0];
-  for (float l : lanes) mx = l > mx ? l : mx;
-  for (int64_t t = j; t < len; ++t) mx = s[t] > mx ? s[t] : mx;
-  const __m256 mv = _mm256_set1_ps(mx);
+  const float ninf = -__builtin_inff();
+  __m256 m = _mm256_set1_ps(ninf);
+  for (int64_t j = 0; j < len; j += 8) m = _mm256_max_ps(m, avx2::load_or(s + j, len - j, ninf));
+  const __m256 mv = _mm256_set1_ps(avx2::hmax(m));
   __m256 sum = _mm256_setzero_ps();
-  for (j = 0; j + 8 <= len; j += 8) {
-    const __m256 e = avx2::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
-    _mm256_storeu_ps(s + j, e);
+  for (int64_t j = 0; j < len; j += 8) {  // lanes past len read -inf: exp(-inf) = 0
+    const __m256 e = avx2::exp_ps(_mm256_sub_ps(avx2::load_or(s + j, len - j, ninf), mv));
+    avx2::store_n(s + j, len - j, e);
     sum = _mm256_add_ps(sum, e);
   }
-  if (j < len) {  // the tail through a zero-padded block: exp(-inf) = 0 past len
-    alignas(32) float tail[8];
-    for (int t = 0; t < 8; ++t) tail[t] = j + t < len ? s[j + t] : -__builtin_inff();
-    const __m256 e = avx2::exp_ps(_mm256_sub_ps(_mm256_load_ps(tail), mv));
-    _mm256_store_ps(tail, e);
-    for (int64_t t = j; t < len; ++t) s[t] = tail[t - j];
-    sum = _mm256_add_ps(sum, e);
-  }
+  alignas(32) float lanes[8];
   _mm256_store_ps(lanes, sum);
   float total = 0;
   for (float l : lanes) total += l;

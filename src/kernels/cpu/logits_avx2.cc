@@ -13,19 +13,13 @@
 namespace attn::kernels::cpu {
 namespace {
 
-// Lanes past n (< 8) read `fill`.
-inline __m256 load_tail(const float* p, int64_t n, __m256 fill) {
-  const __m256i k = avx2::lanes(n);
-  return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
-}
-
 double sum_exp_shifted(const float* x, int64_t V, float mx) {
   const __m256 vmx = _mm256_set1_ps(mx);
   __m256 s = _mm256_setzero_ps();
   int64_t t = 0;
   for (; t + 8 <= V; t += 8) s = _mm256_add_ps(s, avx2::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + t), vmx)));
   if (t < V) {  // lanes past V read -inf: exp(-inf) = 0
-    const __m256 last = load_tail(x + t, V - t, _mm256_set1_ps(-__builtin_inff()));
+    const __m256 last = avx2::load_or(x + t, V - t, -__builtin_inff());
     s = _mm256_add_ps(s, avx2::exp_ps(_mm256_sub_ps(last, vmx)));
   }
   alignas(32) float lanes[8];
@@ -42,11 +36,8 @@ double row_logsumexp_avx2(const float* x, int64_t V) {
   __m256 m = neg_inf;
   int64_t t = 0;
   for (; t + 8 <= V; t += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + t));
-  if (t < V) m = _mm256_max_ps(m, load_tail(x + t, V - t, neg_inf));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, m);
-  float mx = lanes[0];
-  for (float l : lanes) mx = l > mx ? l : mx;
+  if (t < V) m = _mm256_max_ps(m, avx2::load_or(x + t, V - t, -__builtin_inff()));
+  const float mx = avx2::hmax(m);
   if (mx == -__builtin_inff()) return mx;
   return mx + log(sum_exp_shifted(x, V, mx));
 }
@@ -65,7 +56,7 @@ ArgmaxLse row_argmax_logsumexp_avx2(const float* x, int64_t V) {
     idx = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(idx), _mm256_castsi256_ps(pos), gt));
   }
   if (t < V) {  // lanes past V read -inf and never compare greater
-    const __m256 xv = load_tail(x + t, V - t, neg_inf);
+    const __m256 xv = avx2::load_or(x + t, V - t, -__builtin_inff());
     const __m256 gt = _mm256_cmp_ps(xv, m, _CMP_GT_OQ);
     m = _mm256_blendv_ps(m, xv, gt);
     idx = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(idx), _mm256_castsi256_ps(pos), gt));

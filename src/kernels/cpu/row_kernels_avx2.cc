@@ -23,14 +23,9 @@ using avx2::hmax;
 using avx2::hsum;
 using avx2::lanes;
 using avx2::load_n;
+using avx2::load_or;
 using avx2::store_n;
 
-// Lanes past n read `fill`.
-inline __m256 load_or(const float* p, int64_t n, float fill) {
-  if (n >= 8) return _mm256_loadu_ps(p);
-  const __m256i k = lanes(n);
-  return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
-}
 // Lanes [0, n) of v, 0 elsewhere.
 inline __m256 keep_n(__m256 v, int64_t n) {
   return n >= 8 ? v : _mm256_and_ps(v, _mm256_castsi256_ps(lanes(n)));

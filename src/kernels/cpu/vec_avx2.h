@@ -44,6 +44,13 @@ ATTN_AVX2_INLINE void store_n(float* p, int64_t n, __m256 v) {
     _mm256_maskstore_ps(p, lanes(n), v);
 }
 
+// The first min(n, 8) floats of p, lanes past them `fill` (not read).
+ATTN_AVX2_INLINE __m256 load_or(const float* p, int64_t n, float fill) {
+  if (n >= 8) return _mm256_loadu_ps(p);
+  const __m256i k = lanes(n);
+  return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
+}
+
 // The sum and the maximum of the 8 lanes.
 ATTN_AVX2_INLINE float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
