@@ -272,7 +272,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          AttCase{"d64_l70", 70, 2, 64, {70, 33}, 1.5},
                                          AttCase{"d80_l5", 5, 1, 80, {5, 4}, 1.0},
                                          AttCase{"d48_l1", 1, 4, 48, {1}, 1.0},
-                                         AttCase{"d8_scalar_only", 9, 2, 8, {9, 3}, 2.0},
+                                         AttCase{"d8_l9", 9, 2, 8, {9, 3}, 2.0},
+                                         AttCase{"d24_l30", 30, 2, 24, {30, 9, 25}, 2.0},
+                                         AttCase{"d12_scalar_only", 7, 2, 12, {7, 2}, 2.0},
                                          AttCase{"peaked", 40, 2, 32, {40, 39}, 8.0}),
                        ::testing::ValuesIn(testing::available_isas())),
     testing::isa_case_name<AttCase>);

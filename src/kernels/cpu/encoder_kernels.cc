@@ -131,7 +131,10 @@ void residual_layer_norm(float* h, const float* y, const float* bias, const floa
 
 bool linear_small_m_fast() { return use_avx512(); }
 
-bool encoder_attention_fast(int64_t D) { return use_avx512() && D > 0 && D % 16 == 0; }
+bool encoder_attention_fast(int64_t D) {
+  const Isa isa = active_isa();
+  return D > 0 && ((isa == Isa::avx512 && D % 16 == 0) || (isa == Isa::avx2 && D % 8 == 0));
+}
 
 void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int64_t B, int64_t L, int64_t H,
                        int64_t D, float scale) {
@@ -143,7 +146,9 @@ void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int
   for (int64_t b = 0; b < B; ++b)
     ATTN_CHECK(lengths[b] >= 1 && lengths[b] <= L, "encoder_attention: lengths[", b, "] = ", lengths[b],
                "; expected a value in [1, ", L, "]");
-  const bool v = encoder_attention_fast(D);
+  const auto body = !encoder_attention_fast(D)          ? &detail::encoder_attention_scalar
+                    : active_isa() == Isa::avx512 ? &detail::encoder_attention_avx512
+                                                  : &detail::encoder_attention_avx2;
   const int64_t per = detail::encoder_attention_scratch(L, D);
   // At least ~1 MFLOP per chunk: short sequences (one sentence of 16 tokens: 12 heads x 64 kFLOP) run
   // on the caller instead of waking the pool for microseconds of work.
@@ -153,9 +158,7 @@ void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int
     thread_local std::vector<float> scratch;
     if (static_cast<int64_t>(scratch.size()) < per) scratch.resize(static_cast<std::size_t>(per));
     float* s = scratch.data();
-    for (int64_t i = i0; i < i1; ++i)
-      (v ? detail::encoder_attention_avx512 : detail::encoder_attention_scalar)(qkv, lengths, ctx, L, H, D,
-                                                                                scale, i / H, i % H, s);
+    for (int64_t i = i0; i < i1; ++i) body(qkv, lengths, ctx, L, H, D, scale, i / H, i % H, s);
   });
 }
 

@@ -2,7 +2,8 @@
 // points of include/attn/ops/inference.h and linear.h).
 // Raw contiguous fp32 pointers; each call splits rows over attn::parallel_for and
 // picks the AVX-512 version when active_isa() allows it, else the scalar one (add_bias,
-// bias_gelu and residual_layer_norm have an AVX2 version too).
+// bias_gelu, residual_layer_norm and encoder_attention have an AVX2 version too; the small-M
+// linears do not).
 // The scalar versions read like the formula and are the oracle of the tests
 // (tests/kernels/encoder_kernels_test.cc compares both against double).
 #pragma once
@@ -50,8 +51,8 @@ bool linear_small_m_fast();
 // otherwise use attn::attention (the scalar body is the test oracle, not a fast path).
 void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int64_t B, int64_t L, int64_t H,
                        int64_t D, float scale);
-// True when encoder_attention has a vectorised body for head size D on this CPU (AVX-512, D a
-// multiple of 16).
+// True when encoder_attention has a vectorised body for head size D on this CPU (AVX-512 with D a
+// multiple of 16, AVX2 with D a multiple of 8).
 bool encoder_attention_fast(int64_t D);
 
 // The per-row-range bodies, for the dispatch and the tests (no threads).
@@ -63,6 +64,8 @@ void encoder_attention_scalar(const float* qkv, const int64_t* lengths, float* c
                               int64_t D, float scale, int64_t b, int64_t h, float* scratch);
 void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
                               int64_t D, float scale, int64_t b, int64_t h, float* scratch);
+void encoder_attention_avx2(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
+                            int64_t D, float scale, int64_t b, int64_t h, float* scratch);
 // Columns [n0, n1) of the small-M product.
 void linear_small_m_scalar(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
                            int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1);

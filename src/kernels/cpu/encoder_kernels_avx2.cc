@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/cpu/encoder_kernels.h"
@@ -73,6 +74,140 @@ void residual_layer_norm_avx2(float* h, const float* y, const float* bias, const
       const __m256 d = _mm256_mul_ps(_mm256_sub_ps(load_n(hr + c, C - c), m), rs);
       store_n(hr + c, C - c, _mm256_fmadd_ps(d, load_n(w + c, C - c), load_n(b + c, C - c)));
     }
+  }
+}
+
+}  // namespace attn::kernels::cpu::detail
+
+// ---- encoder attention (encoder_kernels.h) --------------------------------------------------------------
+// encoder_attention_avx512's structure on 8 lanes and 16 registers: the valid keys transposed once per
+// (sequence, head) by 8 × 8 register transposes (AVX-512 gathers them), then blocks of 6 query rows:
+// scores 16 keys at a time, the softmax over the valid keys, P·V 16 value columns at a time. 6 × 2
+// accumulators + 2 key (or value) vectors + 1 broadcast = 15 of the 16 registers. D a multiple of 8.
+namespace attn::kernels::cpu::detail {
+namespace {
+
+constexpr int kAttRows = 6;
+
+// s: [R, ldk] columns [c0, c0 + 8 NC) = q rows [R] (row stride ldq) · kt (kt: [D, ldk], the keys
+// transposed).
+template <int R, int NC>
+inline void att_scores(const float* q, int64_t ldq, const float* kt, int64_t ldk, int64_t D, int64_t c0,
+                       float* s) {
+  __m256 acc[R][NC];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < D; ++d) {
+    __m256 kv[NC];
+#pragma GCC unroll 2
+    for (int c = 0; c < NC; ++c) kv[c] = _mm256_loadu_ps(kt + d * ldk + c0 + 8 * c);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 qb = _mm256_broadcast_ss(q + r * ldq + d);
+#pragma GCC unroll 2
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_fmadd_ps(qb, kv[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(s + r * ldk + c0 + 8 * c, acc[r][c]);
+}
+
+// o rows [R] (row stride ldo), columns [d0, d0 + 8 NC) = inv[r] · Σ_{j < n} p[r, j] · v[j, d0 ...]
+// (p: [R, ldk], v: row j at v + j · ldv).
+template <int R, int NC>
+inline void att_pv(const float* p, int64_t ldk, const float* v, int64_t ldv, int64_t n, int64_t d0,
+                   const float* inv, float* o, int64_t ldo) {
+  __m256 acc[R][NC];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; ++j) {
+    __m256 vv[NC];
+#pragma GCC unroll 2
+    for (int c = 0; c < NC; ++c) vv[c] = _mm256_loadu_ps(v + j * ldv + d0 + 8 * c);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 pb = _mm256_broadcast_ss(p + r * ldk + j);
+#pragma GCC unroll 2
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_fmadd_ps(pb, vv[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m256 s = _mm256_set1_ps(inv[r]);
+#pragma GCC unroll 2
+    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(o + r * ldo + d0 + 8 * c, _mm256_mul_ps(acc[r][c], s));
+  }
+}
+
+// exp(scale · (s − max)) over the n valid columns of each of R rows (zero past n, up to ldk);
+// inv[r] = 1 / row sum.
+inline void att_softmax(float* s, int64_t ldk, int R, int64_t n, float scale, float* inv) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int r = 0; r < R; ++r) {
+    float* row = s + r * ldk;
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < n; j += 8) mx = _mm256_max_ps(mx, avx2::load_or(row + j, n - j, -INFINITY));
+    const __m256 m = _mm256_set1_ps(avx2::hmax(mx));
+    __m256 z = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n; j += 8) {
+      const __m256 valid = _mm256_castsi256_ps(lanes(n - j));
+      const __m256 e =
+          _mm256_and_ps(valid, avx2::exp_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(row + j), m), sc)));
+      _mm256_storeu_ps(row + j, e);
+      z = _mm256_add_ps(z, e);
+    }
+    inv[r] = 1.0f / hsum(z);
+  }
+}
+
+template <int R>
+void att_rows(const float* q, int64_t ldq, const float* kt, int64_t ldk, const float* v, int64_t n, int64_t D,
+              float scale, float* s, float* o, int64_t ldo) {
+  int64_t c0 = 0;
+  for (; c0 + 16 <= ldk; c0 += 16) att_scores<R, 2>(q, ldq, kt, ldk, D, c0, s);
+  if (c0 < ldk) att_scores<R, 1>(q, ldq, kt, ldk, D, c0, s);
+  float inv[kAttRows];
+  att_softmax(s, ldk, R, n, scale, inv);
+  int64_t d0 = 0;
+  for (; d0 + 16 <= D; d0 += 16) att_pv<R, 2>(s, ldk, v, ldq, n, d0, inv, o, ldo);
+  if (d0 < D) att_pv<R, 1>(s, ldk, v, ldq, n, d0, inv, o, ldo);
+}
+
+}  // namespace
+
+void encoder_attention_avx2(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
+                            int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
+  using RowsFn = void (*)(const float*, int64_t, const float*, int64_t, const float*, int64_t, int64_t, float,
+                          float*, float*, int64_t);
+  static constexpr RowsFn table[kAttRows] = {&att_rows<1>, &att_rows<2>, &att_rows<3>,
+                                             &att_rows<4>, &att_rows<5>, &att_rows<6>};
+  const int64_t C = H * D, ld = 3 * C, n = lengths[b];
+  const int64_t ldk = (n + 7) / 8 * 8;
+  const float* q = qkv + b * L * ld + h * D;  // q: row i at q + i · ld; k, v likewise
+  const float* k = q + C;
+  const float* v = q + 2 * C;
+  float* kt = scratch;           // kt: [D, ldk], the valid keys transposed, zero columns up to ldk
+  float* s = scratch + D * ldk;  // s: [kAttRows, ldk] scores, then probabilities
+  for (int64_t j0 = 0; j0 < ldk; j0 += 8)
+    for (int64_t d0 = 0; d0 < D; d0 += 8) {
+      __m256 r[8];
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; ++t)
+        r[t] = j0 + t < n ? _mm256_loadu_ps(k + (j0 + t) * ld + d0) : _mm256_setzero_ps();
+      avx2::transpose8(r);
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; ++t) _mm256_storeu_ps(kt + (d0 + t) * ldk + j0, r[t]);
+    }
+  float* o = ctx + b * L * C + h * D;
+  for (int64_t i = 0; i < L; i += kAttRows) {
+    const int64_t r = std::min<int64_t>(kAttRows, L - i);
+    table[r - 1](q + i * ld, ld, kt, ldk, v, n, D, scale, s, o + i * C, C);
   }
 }
 
