@@ -215,7 +215,10 @@ constexpr int64_t kMaxCachedScratch = int64_t{1} << 25;
 
 // Rows per group of sequences in the fused layers (BertRunOptions::fuse_layers): about one row block
 // of the GEMM (12 panels of 12 rows), so each product of a group still reads each weight panel once
-// per ~128 rows, as the unfused products over the whole batch do.
+// per ~128 rows, as the unfused products over the whole batch do. Where the GEMM's row block is
+// smaller (AVX2: 12 panels of 6 rows), a group's products read each panel twice and the layers are not
+// fused: MiniLM batch 32 × 128 under ATTN_ISA=avx2, 1 thread, fused / unfused alternated
+// (minilm_bench --ab): best 28.4 / 29.9 sentences/s, median 27.4 / 28.1.
 constexpr int64_t kFusedRows = 128;
 
 // y: [rows, N] = bias: [N] broadcast over the rows.
@@ -642,7 +645,7 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   const int64_t n_groups = (B + G - 1) / G;
   const int64_t min_rows = (B - (n_groups - 1) * G) * L;  // the last group's
   const bool fused = options.fuse_layers && !small && !q8 && w_->packed && fast_attention &&
-                     n_groups >= 2 * nt && (n_groups % nt == 0 || n_groups >= 8 * nt) &&
+                     ops::gemm_packed_block_rows() >= kFusedRows && n_groups >= 2 * nt && (n_groups % nt == 0 || n_groups >= 8 * nt) &&
                      ops::gemm_packed_in_place(min_rows, std::min(C, F)) &&
                      ops::gemm_packed_in_place(min_rows, std::max(3 * C, F));
   // Per thread: qkv [G·L, 3C], ctx [G·L, C], ff [G·L, F], from the model's block when it has room

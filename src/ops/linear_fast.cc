@@ -157,6 +157,8 @@ bool gemm_packed_in_place(int64_t M, int64_t N) {
          kernels::cpu::sgemm_path(M, N, false) == kernels::cpu::SgemmPath::own_f32;
 }
 
+int64_t gemm_packed_block_rows() { return kernels::cpu::f32_gemm_row_block_rows(); }
+
 void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, float* C, int64_t ldc,
                  int64_t M, int64_t N, int64_t K) {
   check_packed("gemm_packed", packed, N, K);
@@ -168,7 +170,7 @@ void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, 
     kernels::cpu::sgemm_f32_packed_b(M, N, K, 1.0f, x, ldx, packed.data<float>(), beta, C, ldc);
     return;
   }
-  // Another kernel decides (bf16 precision, OpenBLAS, AVX2): give it the plain [K, N] layout.
+  // Another kernel decides (bf16 precision, OpenBLAS, the scalar oracle): give it the plain [K, N] layout.
   thread_local std::vector<float> wt;
   wt.resize(static_cast<std::size_t>(K * N));
   kernels::cpu::unpack_linear_weight_t(packed.data<float>(), K, N, wt.data(), N);

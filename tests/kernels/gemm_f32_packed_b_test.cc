@@ -1,7 +1,8 @@
 // sgemm_f32_packed_b (gemm_f32.h: op(B) given in linear_packed.h's 32-column panels, as BERT packs its
-// weights once at load) bit for bit against sgemm_f32 with the plain op(B) on the AVX-512 path, which
-// gemm_f32.h guarantees by construction (the same k blocks and register block; only the packing of op(B)
-// is skipped), over sizes off every register block, k block and panel, beta 0 (NaN in C) / 1 / 0.7,
+// weights once at load) bit for bit against sgemm_f32 with the plain op(B) on the same path (AVX-512:
+// whole panels; AVX2: their 16-column halves), which gemm_f32.h guarantees by construction (the same k
+// blocks and register block; only the packing of op(B) is skipped), over sizes off every register
+// block, k block and panel, beta 0 (NaN in C) / 1 / 0.7,
 // padded leading dimensions, 1 and 2 threads; and pack_linear_weight_t / unpack_linear_weight_t against
 // the layout written out by hand.
 #include <attn/core/error.h>
@@ -15,11 +16,13 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/linear_packed.h"
+#include "kernels/isa_test_util.h"
 #include "testing/testing.h"
 
 namespace attn {
@@ -69,12 +72,10 @@ struct PackedBCase {
   int64_t pad;
 };
 
-class GemmF32PackedB : public ::testing::TestWithParam<PackedBCase> {
+class GemmF32PackedB : public ::testing::TestWithParam<std::tuple<PackedBCase, Isa>> {
  protected:
   void SetUp() override {
-    if (!kernels::cpu::isa_available(Isa::avx512))
-      GTEST_SKIP() << "needs AVX-512 (the only path that reads the panels)";
-    kernels::cpu::force_isa(Isa::avx512);
+    kernels::cpu::force_isa(std::get<1>(GetParam()));
     threads_ = num_threads();
   }
   void TearDown() override {
@@ -85,8 +86,10 @@ class GemmF32PackedB : public ::testing::TestWithParam<PackedBCase> {
 };
 
 TEST_P(GemmF32PackedB, SameBitsAsTheUnpackedProduct) {
-  const PackedBCase& c = GetParam();
+  const auto& [c, isa] = GetParam();
   ASSERT_TRUE(kernels::cpu::f32_gemm_reads_packed_b());
+  const auto path =
+      isa == Isa::avx512 ? kernels::cpu::detail::F32GemmPath::avx512 : kernels::cpu::detail::F32GemmPath::avx2;
   const int64_t lda = c.K + c.pad, ldc = c.N + c.pad;
   const std::vector<float> A = random_vec(c.M * lda, 11), B = random_vec(c.K * c.N, 12);
   std::vector<float> C0 = random_vec(c.M * ldc, 13);
@@ -104,8 +107,8 @@ TEST_P(GemmF32PackedB, SameBitsAsTheUnpackedProduct) {
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     std::vector<float> want = C0, got = C0;
-    kernels::cpu::detail::sgemm_f32_path(kernels::cpu::detail::F32GemmPath::avx512, false, false, c.M, c.N,
-                                         c.K, 1.f, A.data(), lda, B.data(), c.N, c.beta, want.data(), ldc);
+    kernels::cpu::detail::sgemm_f32_path(path, false, false, c.M, c.N, c.K, 1.f, A.data(), lda, B.data(), c.N,
+                                         c.beta, want.data(), ldc);
     kernels::cpu::sgemm_f32_packed_b(c.M, c.N, c.K, 1.f, A.data(), lda, packed.get(), c.beta, got.data(),
                                      ldc);
     for (size_t i = 0; i < want.size(); ++i) {
@@ -122,32 +125,42 @@ std::vector<PackedBCase> packed_b_cases() {
       {1, 1, 1, 0.f, 0},        {5, 31, 7, 1.f, 2},      {12, 32, 256, 0.f, 0},   {13, 33, 257, 0.7f, 1},
       {96, 64, 100, 1.f, 0},    {97, 384, 384, 1.f, 0},  {150, 100, 513, 0.f, 3}, {300, 1152, 384, 1.f, 0},
       {257, 384, 1536, 1.f, 0}, {400, 2100, 40, 0.f, 0}, {13, 33, 769, 0.7f, 1},  // two k blocks of 768 / 385
+      // kF32RepackMinRows and more: AVX2 copies the panels into its own (an N tail, two k blocks)
+      {512, 100, 300, 1.f, 1},  {600, 47, 769, 0.f, 0},
   };
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, GemmF32PackedB, ::testing::ValuesIn(packed_b_cases()),
-                         [](const ::testing::TestParamInfo<PackedBCase>& i) {
-                           const PackedBCase& c = i.param;
+// The vector paths this CPU has (the scalar oracle does not read the panels).
+std::vector<Isa> vector_isas() {
+  std::vector<Isa> out;
+  for (const Isa isa : testing::available_isas())
+    if (isa != Isa::scalar) out.push_back(isa);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmF32PackedB,
+                         ::testing::Combine(::testing::ValuesIn(packed_b_cases()), ::testing::ValuesIn(vector_isas())),
+                         [](const ::testing::TestParamInfo<std::tuple<PackedBCase, Isa>>& i) {
+                           const PackedBCase& c = std::get<0>(i.param);
                            // appended piece by piece: g++ 12 warns (-Wrestrict) on "m" + std::to_string(...)
                            std::string name = "m";
                            for (const std::string& part :
                                 {std::to_string(c.M), "_n" + std::to_string(c.N), "_k" + std::to_string(c.K),
                                  "_beta" + std::to_string(static_cast<int>(c.beta * 10)),
-                                 "_pad" + std::to_string(c.pad)})
+                                 "_pad" + std::to_string(c.pad),
+                                 std::string("_").append(kernels::cpu::isa_str(std::get<1>(i.param)))})
                              name += part;
                            return name;
                          });
 
-TEST(GemmF32PackedBArgs, NeedsAvx512AndValidSizes) {
+TEST(GemmF32PackedBArgs, NeedsAVectorPathAndValidSizes) {
   alignas(64) float p[64] = {};
   std::vector<float> a(64, 1.f), c(64);
-  if (kernels::cpu::isa_available(Isa::avx2)) {
-    kernels::cpu::force_isa(Isa::avx2);
-    EXPECT_FALSE(kernels::cpu::f32_gemm_reads_packed_b());
-    EXPECT_ERROR_CONTAINS(kernels::cpu::sgemm_f32_packed_b(2, 2, 2, 1.f, a.data(), 2, p, 0.f, c.data(), 2),
-                          {"needs the AVX-512 path"});
-    kernels::cpu::force_isa(std::nullopt);
-  }
+  kernels::cpu::force_isa(Isa::scalar);
+  EXPECT_FALSE(kernels::cpu::f32_gemm_reads_packed_b());
+  EXPECT_ERROR_CONTAINS(kernels::cpu::sgemm_f32_packed_b(2, 2, 2, 1.f, a.data(), 2, p, 0.f, c.data(), 2),
+                        {"needs a vectorised path", "scalar"});
+  kernels::cpu::force_isa(std::nullopt);
   if (kernels::cpu::f32_gemm_reads_packed_b()) {
     EXPECT_ERROR_CONTAINS(kernels::cpu::sgemm_f32_packed_b(2, 2, 3, 1.f, a.data(), 2, p, 0.f, c.data(), 2),
                           {"leading dimensions too small"});

@@ -160,8 +160,9 @@ TEST(InferenceLinear, ManyWeightsInOneScopeKeepTheirOwnPackedCopies) {
   ops::PackedWeightScope scope;
   for (int i = 0; i < ops::PackedWeightScope::kPackAfter; ++i)
     for (const W& e : ws) (void)ops::inference_linear(e.x, e.w, e.b);
-  if (kernels::cpu::active_isa() != kernels::cpu::Isa::scalar)
+  if (kernels::cpu::active_isa() != kernels::cpu::Isa::scalar) {
     EXPECT_EQ(scope.packs(), static_cast<int64_t>(ws.size()));
+  }
   for (const W& e : ws) {
     const double tol = 2e-6 * std::sqrt(static_cast<double>(e.w.size(1)));
     EXPECT_ALL_CLOSE(ops::inference_linear(e.x, e.w, e.b).to(DType::f64), e.want,

@@ -1,6 +1,6 @@
 // Weights packed once at load (include/attn/ops/linear.h: pack_weight_t, linear_packed, gemm_packed,
 // as models/bert.cc uses them) against a double reference on every instruction set this CPU runs
-// (AVX-512 reads the panels in the own GEMM; AVX2 and scalar unpack them for ops::gemm), few and many
+// (AVX-512 and AVX2 read the panels in the own GEMM; scalar unpacks them for ops::gemm), few and many
 // rows, beta 0 and 1, padded strides, 1 and 2 threads; and the errors for a tensor that is not the
 // packed form of the stated shape.
 #include <attn/core/parallel.h>

@@ -93,8 +93,8 @@ Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b);
 //                   any M (a 12-row register block; threads split the panels)
 //   gemm_packed:    C [M, N] (row stride ldc) = x [M, K] (row stride ldx) · wt + beta · C (beta 0: C not
 //                   read): attn's own GEMM reading the panels in place when sgemm would take it for this
-//                   product (AVX-512, fp32, ATTN_SGEMM not blas), else unpacked into a scratch wt and
-//                   ops::gemm (bf16 precision, OpenBLAS, AVX2)
+//                   product (AVX-512 or AVX2, fp32, ATTN_SGEMM not blas), else unpacked into a scratch
+//                   wt and ops::gemm (bf16 precision, OpenBLAS, the scalar oracle)
 bool packed_weight_fast();
 Tensor pack_weight_t(const Tensor& wt);
 void linear_packed(const float* x, int64_t ldx, const Tensor& packed, const float* bias, float* y,
@@ -106,10 +106,14 @@ void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, 
 // ops::bias_gelu over C, but each block of rows is finished while the thread that wrote it still has it
 // in cache (one pass over C instead of two; MiniLM batch 32 x 128: the QKV bias and the FFN's GELU).
 enum class GemmEpilogue { bias, bias_gelu };
-// True when gemm_packed of M rows and N columns reads the panels in place (attn's own AVX-512 fp32
-// GEMM); false when it would unpack the weight into a scratch copy first (then a caller splitting one
-// product into many small ones, as BertModel's fused layers do, should not).
+// True when gemm_packed of M rows and N columns reads the panels in place (attn's own AVX-512 or AVX2
+// fp32 GEMM); false when it would unpack the weight into a scratch copy first (then a caller splitting
+// one product into many small ones, as BertModel's fused layers do, should not).
 bool gemm_packed_in_place(int64_t M, int64_t N);
+// Rows of x that one thread block of the in-place product holds (144 on AVX-512, 72 on AVX2): each
+// weight panel is read once per that many rows, so a caller splitting a product should give each part
+// at most that many.
+int64_t gemm_packed_block_rows();
 void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, float* C, int64_t ldc,
                  int64_t M, int64_t N, int64_t K, GemmEpilogue epilogue, const float* bias);
 

@@ -71,8 +71,8 @@ void block_b_scalar(int kc, const float* a, const float* b, int64_t ldb, float* 
     }
 }
 
-constexpr F32GemmKernels kScalar{kScalarMr,        kScalarNr,    pack_rows_scalar,
-                                 pack_cols_scalar, block_scalar, block_b_scalar};
+constexpr F32GemmKernels kScalar{kScalarMr,    kScalarNr,      pack_rows_scalar, pack_cols_scalar,
+                                 block_scalar, block_b_scalar, nullptr};
 
 // ---- blocking and threading -------------------------------------------------
 
@@ -92,7 +92,7 @@ float* scratch(std::vector<float>& buf, int64_t n) {
   return reinterpret_cast<float*>((addr + 63) & ~uintptr_t{63});
 }
 
-// prepacked_b: op(B) in linear_packed.h's layout (kern.nr == 32, trans_b false; B unused), or null.
+// prepacked_b: op(B) in linear_packed.h's layout (kern.block_p32 set, trans_b false; B unused), or null.
 // epilogue (or null): called on each finished (row block, column range) after the last k block.
 void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
@@ -122,8 +122,14 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
   // Few rows and op(B) not transposed: the register block reads op(B) in place (packing it would
   // cost about as much as the product).
   const bool b_in_place = prepacked_b == nullptr && !trans_b && M <= kF32InPlaceBMaxRows;
+  // A register block narrower than the prepacked panels (AVX2: 16 of 32 columns) reads every other 64
+  // bytes of their rows; over many rows, copying its half panels into panels of its own first is faster
+  // (gemm_f32.h: kF32RepackMinRows). The same values reach the same block either way.
+  constexpr int64_t P = kF32PackedNr;
+  const bool repack = prepacked_b != nullptr && Nr < P && M >= kF32RepackMinRows;
+  const bool pack_b = !b_in_place && (prepacked_b == nullptr || repack);
   static thread_local std::vector<float> b_buf;
-  float* bpack = b_in_place || prepacked_b != nullptr ? nullptr : scratch(b_buf, nc * kc);
+  float* bpack = pack_b ? scratch(b_buf, nc * kc) : nullptr;
   for (int64_t jc = 0; jc < N; jc += nc) {
     const int64_t ncur = std::min(nc, N - jc), npan = ceil_div(ncur, Nr);
     // Few row blocks: split the panels too, so that every thread has work.
@@ -134,7 +140,7 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
     // Split panels: every row block is read by n_split tasks, so when op(B) is packed (a parallel region
     // before the product's) op(A) is packed there too, once, into a buffer the tasks share (while it is
     // small), not again by each of them.
-    const bool shared_a = n_split > 1 && !b_in_place && prepacked_b == nullptr && mb * mc * kc <= kSharedAMax;
+    const bool shared_a = n_split > 1 && pack_b && mb * mc * kc <= kSharedAMax;
     static thread_local std::vector<float> a_shared_buf;
     float* ashared = shared_a ? scratch(a_shared_buf, mb * mc * kc) : nullptr;
     for (int64_t pc = 0; pc < K; pc += kc) {
@@ -154,7 +160,7 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
       // B: chunks of panels (each a contiguous run of columns), shared by all threads; with shared_a,
       // A's row blocks as further chunks of the same parallel region.
       const int64_t pan_chunk = std::max<int64_t>(1, ceil_div(npan, 2 * threads));
-      const int64_t b_chunks = !b_in_place && prepacked_b == nullptr ? ceil_div(npan, pan_chunk) : 0;
+      const int64_t b_chunks = pack_b ? ceil_div(npan, pan_chunk) : 0;
       const int64_t a_chunks = shared_a ? mb : 0;
       if (b_chunks + a_chunks > 0)
         for_each(b_chunks + a_chunks, 1, [&](int64_t b, int64_t e, int) {
@@ -165,6 +171,15 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
               continue;
             }
             const int64_t j = jc + ch * pan_chunk * Nr;
+            if (repack) {  // each Nr-column panel from its part of a prepacked panel (rows P apart)
+              for (int64_t pn = ch * pan_chunk; pn < std::min(npan, (ch + 1) * pan_chunk); ++pn) {
+                const int64_t jj = jc + pn * Nr;
+                kern.pack_rows(prepacked_b + (jj / P * K + pc) * P + jj % P, P, kcur,
+                               static_cast<int>(std::min(Nr, N - jj)), static_cast<int>(Nr),
+                               bpack + pn * kcur * Nr);
+              }
+              continue;
+            }
             const int w = static_cast<int>(std::min(pan_chunk * Nr, jc + ncur - j));
             // op(B)(k, j) = B[j, k] when B is transposed, else B[k, j]
             pack(B, ldb, !trans_b, j, w, Nr, bpack + ch * pan_chunk * kcur * Nr);
@@ -193,10 +208,14 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
                              static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
                 continue;
               }
-              // A prepacked panel holds all K rows: this k block starts pc rows in.
-              const float* bp =
-                  prepacked_b != nullptr ? prepacked_b + (j / Nr * K + pc) * Nr : bpack + pn * kcur * Nr;
-              kern.block(kcur, apack + q * kcur * Mr, bp, C + i * ldc + j, ldc,
+              if (prepacked_b != nullptr && !repack) {
+                // A prepacked panel holds all K rows of 32 columns: this k block starts pc rows in, and
+                // the register block's nr columns j % 32 columns in.
+                kern.block_p32(kcur, apack + q * kcur * Mr, prepacked_b + (j / P * K + pc) * P + j % P,
+                               C + i * ldc + j, ldc, static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
+                continue;
+              }
+              kern.block(kcur, apack + q * kcur * Mr, bpack + pn * kcur * Nr, C + i * ldc + j, ldc,
                          static_cast<int>(std::min(Mr, M - i)), n, alpha, beta_k);
             }
           }
@@ -251,7 +270,14 @@ void sgemm_f32_path(F32GemmPath path, bool trans_a, bool trans_b, int64_t M, int
 
 bool f32_gemm_fast() { return active_isa() != Isa::scalar; }
 
-bool f32_gemm_reads_packed_b() { return active_isa() == Isa::avx512; }
+bool f32_gemm_reads_packed_b() { return active_isa() != Isa::scalar; }
+
+int64_t f32_gemm_row_block_rows() {
+  const Isa isa = active_isa();
+  return detail::kMcPanels * (isa == Isa::avx512 ? detail::f32_gemm_avx512_kernels().mr
+                              : isa == Isa::avx2 ? detail::f32_gemm_avx2_kernels().mr
+                                                 : detail::f32_gemm_scalar_kernels().mr);
+}
 
 void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* packed_b, float beta, float* C, int64_t ldc) {
@@ -265,7 +291,8 @@ void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const floa
              ", K ", K);
   ATTN_CHECK(lda >= K && ldc >= N, "sgemm_f32_packed_b: leading dimensions too small: lda ", lda, ", ldc ",
              ldc, " for M ", M, ", N ", N, ", K ", K);
-  ATTN_CHECK(f32_gemm_reads_packed_b(), "sgemm_f32_packed_b: needs the AVX-512 path; the active one is ",
+  ATTN_CHECK(f32_gemm_reads_packed_b(),
+             "sgemm_f32_packed_b: needs a vectorised path (AVX2 or AVX-512); the active one is ",
              isa_str(active_isa()));
   ATTN_CHECK(reinterpret_cast<uintptr_t>(packed_b) % 64 == 0,
              "sgemm_f32_packed_b: the packed op(B) must be 64-byte aligned (its panels are read with aligned "
@@ -278,8 +305,8 @@ void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const floa
     if (epilogue) epilogue(0, M, 0, N);
     return;
   }
-  const detail::F32GemmKernels& kern = detail::f32_gemm_avx512_kernels();
-  ATTN_CHECK(kern.nr == 32, "sgemm_f32_packed_b: the AVX-512 block is ", kern.nr, " columns; expected 32");
+  const detail::F32GemmKernels& kern = active_isa() == Isa::avx512 ? detail::f32_gemm_avx512_kernels()
+                                                                    : detail::f32_gemm_avx2_kernels();
   detail::run(kern, false, false, M, N, K, alpha, A, lda, nullptr, N, beta, C, ldc, packed_b,
               epilogue ? &epilogue : nullptr);
 }

@@ -36,9 +36,10 @@ bool f32_gemm_fast();
 // linear_packed.h (32-column panels over all K rows: packed_b[p · K · 32 + k · 32 + j] = B[k, 32p + j],
 // zero past N; 64-byte aligned, as Tensor storage is), as a model packs its weights once at load:
 // the product packs only op(A).
-// The AVX-512 path alone reads that layout (its register block is 32 columns wide):
-// call only when f32_gemm_reads_packed_b(); throws attn::Error otherwise. The same bits as
-// sgemm_f32(false, false, M, N, K, alpha, A, lda, B, N, beta, C, ldc) on the AVX-512 path.
+// The vectorised paths read that layout: AVX-512 a whole 32-column panel per register block, AVX2 each
+// 16-column half (block_p32 below). Call only when f32_gemm_reads_packed_b(); throws attn::Error
+// otherwise. The same bits as sgemm_f32(false, false, M, N, K, alpha, A, lda, B, N, beta, C, ldc) on the
+// active path.
 void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* packed_b, float beta, float* C, int64_t ldc);
 // The same product with a row epilogue: once the last k block of rows [row0, row0 + rows) and
@@ -49,8 +50,12 @@ using F32GemmEpilogue = std::function<void(int64_t row0, int64_t rows, int64_t c
 void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* packed_b, float beta, float* C, int64_t ldc,
                         const F32GemmEpilogue& epilogue);
-// True when the active instruction set runs sgemm_f32_packed_b (AVX-512).
+// True when the active instruction set runs sgemm_f32_packed_b (AVX-512 or AVX2; the scalar oracle
+// does not read the panels).
 bool f32_gemm_reads_packed_b();
+// Rows of op(A) one thread block of sgemm_f32 holds on the active path (12 register-block panels: 144
+// rows on AVX-512, 72 on AVX2, 48 scalar): a product reads all of op(B) once per that many rows.
+int64_t f32_gemm_row_block_rows();
 
 namespace detail {
 
@@ -90,7 +95,20 @@ struct F32GemmKernels {
   // the product. The same arithmetic per element as block.
   void (*block_b)(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m, int n,
                   float alpha, float beta);
+  // The same block reading nr columns of a panel in linear_packed.h's layout (sgemm_f32_packed_b): row k
+  // at b + k · kF32PackedNr, every column there (zero past N), 32-byte aligned. The same arithmetic per
+  // element as block. Null on the scalar path.
+  void (*block_p32)(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
+                    float beta);
 };
+
+// Columns per panel of the pre-packed op(B) (linear_packed.h); nr of every path divides it.
+inline constexpr int64_t kF32PackedNr = 32;
+// From this many rows of op(A) on, a path whose nr is below kF32PackedNr (AVX2) copies the prepacked
+// panels into panels of its own width, as it packs a plain op(B), instead of reading them in place
+// (block_p32). AVX2, 1 thread, N 1152, K 384, best of 2 s: in place / repacked 95-98 / 90-92 GFLOP/s at
+// M 256, even at 512, 93-95 / 96-99 at 1024, 89-99 / 96-104 at 2048.
+inline constexpr int64_t kF32RepackMinRows = 512;
 
 // Most rows for which sgemm_f32 reads a non-transposed op(B) in place instead of packing it.
 inline constexpr int64_t kF32InPlaceBMaxRows = 96;

@@ -76,8 +76,9 @@ void pack_cols(const float* src, int64_t ld, int kc, int w, int W, float* out) {
     }
 }
 
-// kStrided: b is op(B) in place (row k at b + k · ldb, columns [0, n) read); else a packed panel.
-template <bool kStrided>
+// kLdb 0: b is op(B) in place (row k at b + k · ldb, columns [0, n) read); else a packed panel with rows
+// kLdb floats apart (16: this path's own panels; 32: the pre-packed weights of linear_packed.h).
+template <int kLdb>
 inline __attribute__((always_inline)) void block_impl(int kc, const float* a, const float* b, int64_t ldb,
                                                       float* c, int64_t ldc, int m, int n, float alpha,
                                                       float beta) {
@@ -90,14 +91,14 @@ inline __attribute__((always_inline)) void block_impl(int kc, const float* a, co
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int k = 0; k < kc; ++k) {
     __m256 b0, b1;
-    if constexpr (kStrided) {
+    if constexpr (kLdb == 0) {
       b0 = _mm256_maskload_ps(b, k0);
       b1 = _mm256_maskload_ps(b + 8, k1);
       _mm_prefetch(reinterpret_cast<const char*>(b + 4 * ldb), _MM_HINT_T0);
     } else {
       b0 = _mm256_load_ps(b);
       b1 = _mm256_load_ps(b + 8);
-      _mm_prefetch(reinterpret_cast<const char*>(b + 8 * kNr), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b + 8 * kLdb), _MM_HINT_T0);
     }
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
@@ -106,7 +107,7 @@ inline __attribute__((always_inline)) void block_impl(int kc, const float* a, co
       acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
     }
     a += kMr;
-    b += kStrided ? ldb : kNr;
+    b += kLdb == 0 ? ldb : kLdb;
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
   if (m == kMr && n == kNr) {
@@ -140,15 +141,20 @@ inline __attribute__((always_inline)) void block_impl(int kc, const float* a, co
 
 void block(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
            float beta) {
-  block_impl<false>(kc, a, b, 0, c, ldc, m, n, alpha, beta);
+  block_impl<kNr>(kc, a, b, 0, c, ldc, m, n, alpha, beta);
 }
 
 void block_b(int kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m, int n,
              float alpha, float beta) {
-  block_impl<true>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
+  block_impl<0>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
 }
 
-constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block, block_b};
+void block_p32(int kc, const float* a, const float* b, float* c, int64_t ldc, int m, int n, float alpha,
+               float beta) {
+  block_impl<kF32PackedNr>(kc, a, b, 0, c, ldc, m, n, alpha, beta);
+}
+
+constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block, block_b, block_p32};
 
 }  // namespace
 
