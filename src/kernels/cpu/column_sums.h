@@ -13,5 +13,7 @@ inline constexpr int64_t kColumnSumsBlock = 64;
 // (n <= kColumnSumsBlock), each sum in double and rounded to float once: the
 // same value as the scalar loop. x: [R, ldx] (the first n columns read).
 void column_sums_block_avx512(const float* x, int64_t R, int64_t ldx, int64_t n, float* out);
+// The same sums on AVX2 (4 double lanes per register; the same bits).
+void column_sums_block_avx2(const float* x, int64_t R, int64_t ldx, int64_t n, float* out);
 
 }  // namespace attn::kernels::cpu
