@@ -218,8 +218,8 @@ constexpr int64_t kMaxCachedScratch = int64_t{1} << 25;
 // per ~128 rows, as the unfused products over the whole batch do. The layers are fused only where a
 // group is one row block (ops::gemm_packed_block_rows), which is where fusing measured faster (AVX-512).
 // With AVX2's 72-row blocks it measured slower: MiniLM batch 32 × 128 under ATTN_ISA=avx2, fused /
-// unfused alternated (minilm_bench --ab), 1 thread best 28.4 / 29.9 and 22.0-24.8 / 26.1-28.9
-// sentences/s in two runs, 2 threads 48.4-55.2 / 55.5-58.5. It stayed slower with 144-row AVX2 blocks
+// unfused alternated (minilm_bench --ab), 1 thread best 28.4 / 29.9 sentences/s in one run and
+// 22.0-24.8 / 26.1-28.9 in four more, 2 threads 48.4-55.2 / 55.5-58.5 in two. It stayed slower with 144-row AVX2 blocks
 // and with the weight panels copied into the block's own, so the cause is not that; it was not found.
 constexpr int64_t kFusedRows = 128;
 

@@ -106,8 +106,9 @@ struct F32GemmKernels {
 inline constexpr int64_t kF32PackedNr = 32;
 // From this many rows of op(A) on, a path whose nr is below kF32PackedNr (AVX2) copies the prepacked
 // panels into panels of its own width, as it packs a plain op(B), instead of reading them in place
-// (block_p32). AVX2, 1 thread, N 1152, K 384, best of 2 s: in place / repacked 95-98 / 90-92 GFLOP/s at
-// M 256, even at 512, 93-95 / 96-99 at 1024, 89-99 / 96-104 at 2048.
+// (block_p32). AVX2, 1 thread, N 1152, K 384, best of 2 s, in place against a plain op(B) packed by the
+// product (what the copy amounts to): 95-98 / 90-92 GFLOP/s at M 256, even at 512, 93-95 / 96-99 at
+// 1024, 89-99 / 96-104 at 2048.
 inline constexpr int64_t kF32RepackMinRows = 512;
 
 // Most rows for which sgemm_f32 reads a non-transposed op(B) in place instead of packing it.
