@@ -219,8 +219,9 @@ constexpr int64_t kMaxCachedScratch = int64_t{1} << 25;
 // group is one row block (ops::gemm_packed_block_rows), which is where fusing measured faster (AVX-512).
 // With AVX2's 72-row blocks it measured slower: MiniLM batch 32 × 128 under ATTN_ISA=avx2, fused /
 // unfused alternated (minilm_bench --ab), 1 thread best 28.4 / 29.9 sentences/s in one run and
-// 22.0-24.8 / 26.1-28.9 in four more, 2 threads 48.4-55.2 / 55.5-58.5 in two. It stayed slower with 144-row AVX2 blocks
-// and with the weight panels copied into the block's own, so the cause is not that; it was not found.
+// 22.0-24.8 / 26.1-28.9 in four more, 2 threads 48.4-55.2 / 55.5-58.5 in two. It stayed slower with 144-row
+// AVX2 blocks and with the weight panels copied into the block's own, so the cause is not that; it was not
+// found.
 constexpr int64_t kFusedRows = 128;
 
 // y: [rows, N] = bias: [N] broadcast over the rows.
@@ -647,7 +648,8 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   const int64_t n_groups = (B + G - 1) / G;
   const int64_t min_rows = (B - (n_groups - 1) * G) * L;  // the last group's
   const bool fused = options.fuse_layers && !small && !q8 && w_->packed && fast_attention &&
-                     ops::gemm_packed_block_rows() >= kFusedRows && n_groups >= 2 * nt && (n_groups % nt == 0 || n_groups >= 8 * nt) &&
+                     ops::gemm_packed_block_rows() >= kFusedRows && n_groups >= 2 * nt &&
+                     (n_groups % nt == 0 || n_groups >= 8 * nt) &&
                      ops::gemm_packed_in_place(min_rows, std::min(C, F)) &&
                      ops::gemm_packed_in_place(min_rows, std::max(3 * C, F));
   // Per thread: qkv [G·L, 3C], ctx [G·L, C], ff [G·L, F], from the model's block when it has room

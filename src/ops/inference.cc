@@ -121,7 +121,8 @@ void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, c
     ATTN_CHECK(lengths[b] >= 1 && lengths[b] <= L, "encoder_attention: lengths[", b, "] must be in [1, ", L,
                "]; got ", lengths[b]);
   ATTN_CHECK(kernels::cpu::encoder_attention_fast(D), "encoder_attention: no vectorised body for head size ",
-             D, " on this CPU (needs AVX-512 and D a multiple of 16, or AVX2 and D a multiple of 8); use "
+             D,
+             " on this CPU (needs AVX-512 and D a multiple of 16, or AVX2 and D a multiple of 8); use "
              "attn::attention");
   kernels::cpu::encoder_attention(qkv.data<float>(), lengths.data(), ctx.data<float>(), B, L, H, D, scale);
 }

@@ -24,9 +24,10 @@ class ColumnSums : public ::testing::TestWithParam<std::tuple<ColCase, kernels::
 
 TEST_P(ColumnSums, MatchesDoubleSums) {
   const auto& [c, isa] = GetParam();
-  if (!kernels::cpu::isa_available(isa)) GTEST_SKIP() << "no " << kernels::cpu::isa_str(isa) << " on this CPU";
-  const auto block =
-      isa == kernels::cpu::Isa::avx512 ? &kernels::cpu::column_sums_block_avx512 : &kernels::cpu::column_sums_block_avx2;
+  if (!kernels::cpu::isa_available(isa))
+    GTEST_SKIP() << "no " << kernels::cpu::isa_str(isa) << " on this CPU";
+  const auto block = isa == kernels::cpu::Isa::avx512 ? &kernels::cpu::column_sums_block_avx512
+                                                      : &kernels::cpu::column_sums_block_avx2;
   const Tensor x = testing::random_uniform({c.R, c.ldx}, 21, -4, 4);
   const float* px = x.data<float>();
   std::vector<float> want(c.n);
@@ -52,7 +53,8 @@ std::vector<ColCase> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ColumnSums,
                          ::testing::Combine(::testing::ValuesIn(cases()),
-                                            ::testing::Values(kernels::cpu::Isa::avx2, kernels::cpu::Isa::avx512)));
+                                            ::testing::Values(kernels::cpu::Isa::avx2,
+                                                              kernels::cpu::Isa::avx512)));
 
 }  // namespace
 }  // namespace attn

@@ -88,8 +88,8 @@ class GemmF32PackedB : public ::testing::TestWithParam<std::tuple<PackedBCase, I
 TEST_P(GemmF32PackedB, SameBitsAsTheUnpackedProduct) {
   const auto& [c, isa] = GetParam();
   ASSERT_TRUE(kernels::cpu::f32_gemm_reads_packed_b());
-  const auto path =
-      isa == Isa::avx512 ? kernels::cpu::detail::F32GemmPath::avx512 : kernels::cpu::detail::F32GemmPath::avx2;
+  const auto path = isa == Isa::avx512 ? kernels::cpu::detail::F32GemmPath::avx512
+                                       : kernels::cpu::detail::F32GemmPath::avx2;
   const int64_t lda = c.K + c.pad, ldc = c.N + c.pad;
   const std::vector<float> A = random_vec(c.M * lda, 11), B = random_vec(c.K * c.N, 12);
   std::vector<float> C0 = random_vec(c.M * ldc, 13);
@@ -122,11 +122,20 @@ TEST_P(GemmF32PackedB, SameBitsAsTheUnpackedProduct) {
 
 std::vector<PackedBCase> packed_b_cases() {
   return {
-      {1, 1, 1, 0.f, 0},        {5, 31, 7, 1.f, 2},      {12, 32, 256, 0.f, 0},   {13, 33, 257, 0.7f, 1},
-      {96, 64, 100, 1.f, 0},    {97, 384, 384, 1.f, 0},  {150, 100, 513, 0.f, 3}, {300, 1152, 384, 1.f, 0},
-      {257, 384, 1536, 1.f, 0}, {400, 2100, 40, 0.f, 0}, {13, 33, 769, 0.7f, 1},  // two k blocks of 768 / 385
+      {1, 1, 1, 0.f, 0},
+      {5, 31, 7, 1.f, 2},
+      {12, 32, 256, 0.f, 0},
+      {13, 33, 257, 0.7f, 1},
+      {96, 64, 100, 1.f, 0},
+      {97, 384, 384, 1.f, 0},
+      {150, 100, 513, 0.f, 3},
+      {300, 1152, 384, 1.f, 0},
+      {257, 384, 1536, 1.f, 0},
+      {400, 2100, 40, 0.f, 0},
+      {13, 33, 769, 0.7f, 1},  // two k blocks of 768 / 385
       // kF32RepackMinRows and more: AVX2 copies the panels into its own (an N tail, two k blocks)
-      {512, 100, 300, 1.f, 1},  {600, 47, 769, 0.f, 0},
+      {512, 100, 300, 1.f, 1},
+      {600, 47, 769, 0.f, 0},
   };
 }
 
@@ -139,7 +148,8 @@ std::vector<Isa> vector_isas() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmF32PackedB,
-                         ::testing::Combine(::testing::ValuesIn(packed_b_cases()), ::testing::ValuesIn(vector_isas())),
+                         ::testing::Combine(::testing::ValuesIn(packed_b_cases()),
+                                            ::testing::ValuesIn(vector_isas())),
                          [](const ::testing::TestParamInfo<std::tuple<PackedBCase, Isa>>& i) {
                            const PackedBCase& c = std::get<0>(i.param);
                            // appended piece by piece: g++ 12 warns (-Wrestrict) on "m" + std::to_string(...)

@@ -146,7 +146,7 @@ void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int
   for (int64_t b = 0; b < B; ++b)
     ATTN_CHECK(lengths[b] >= 1 && lengths[b] <= L, "encoder_attention: lengths[", b, "] = ", lengths[b],
                "; expected a value in [1, ", L, "]");
-  const auto body = !encoder_attention_fast(D)          ? &detail::encoder_attention_scalar
+  const auto body = !encoder_attention_fast(D)    ? &detail::encoder_attention_scalar
                     : active_isa() == Isa::avx512 ? &detail::encoder_attention_avx512
                                                   : &detail::encoder_attention_avx2;
   const int64_t per = detail::encoder_attention_scratch(L, D);

@@ -89,59 +89,34 @@ namespace {
 
 constexpr int kAttRows = 6;
 
-// s: [R, ldk] columns [c0, c0 + 8 NC) = q rows [R] (row stride ldq) · kt (kt: [D, ldk], the keys
-// transposed).
+// c rows [R] (row stride ldc), columns [0, 8 NC) = row_scale[r] (1 when null) · Σ_{k < K} a[r, k] · b[k, :]
+// (a: row r at a + r · lda; b: row k at b + k · ldb): the scores (a = q, b = the transposed keys) and
+// P·V (a = the probabilities, b = the values, row_scale = 1 / row sums).
 template <int R, int NC>
-inline void att_scores(const float* q, int64_t ldq, const float* kt, int64_t ldk, int64_t D, int64_t c0,
-                       float* s) {
+inline void att_block(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t K,
+                      const float* row_scale, float* c, int64_t ldc) {
   __m256 acc[R][NC];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_setzero_ps();
-  for (int64_t d = 0; d < D; ++d) {
-    __m256 kv[NC];
+    for (int j = 0; j < NC; ++j) acc[r][j] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 bv[NC];
 #pragma GCC unroll 2
-    for (int c = 0; c < NC; ++c) kv[c] = _mm256_loadu_ps(kt + d * ldk + c0 + 8 * c);
+    for (int j = 0; j < NC; ++j) bv[j] = _mm256_loadu_ps(b + k * ldb + 8 * j);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m256 qb = _mm256_broadcast_ss(q + r * ldq + d);
+      const __m256 ab = _mm256_broadcast_ss(a + r * lda + k);
 #pragma GCC unroll 2
-      for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_fmadd_ps(qb, kv[c], acc[r][c]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(s + r * ldk + c0 + 8 * c, acc[r][c]);
-}
-
-// o rows [R] (row stride ldo), columns [d0, d0 + 8 NC) = inv[r] · Σ_{j < n} p[r, j] · v[j, d0 ...]
-// (p: [R, ldk], v: row j at v + j · ldv).
-template <int R, int NC>
-inline void att_pv(const float* p, int64_t ldk, const float* v, int64_t ldv, int64_t n, int64_t d0,
-                   const float* inv, float* o, int64_t ldo) {
-  __m256 acc[R][NC];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < n; ++j) {
-    __m256 vv[NC];
-#pragma GCC unroll 2
-    for (int c = 0; c < NC; ++c) vv[c] = _mm256_loadu_ps(v + j * ldv + d0 + 8 * c);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m256 pb = _mm256_broadcast_ss(p + r * ldk + j);
-#pragma GCC unroll 2
-      for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_fmadd_ps(pb, vv[c], acc[r][c]);
+      for (int j = 0; j < NC; ++j) acc[r][j] = _mm256_fmadd_ps(ab, bv[j], acc[r][j]);
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    const __m256 s = _mm256_set1_ps(inv[r]);
+    const __m256 sc = _mm256_set1_ps(row_scale ? row_scale[r] : 1.0f);
 #pragma GCC unroll 2
-    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(o + r * ldo + d0 + 8 * c, _mm256_mul_ps(acc[r][c], s));
+    for (int j = 0; j < NC; ++j)
+      _mm256_storeu_ps(c + r * ldc + 8 * j, row_scale ? _mm256_mul_ps(acc[r][j], sc) : acc[r][j]);
   }
 }
 
@@ -169,14 +144,14 @@ inline void att_softmax(float* s, int64_t ldk, int R, int64_t n, float scale, fl
 template <int R>
 void att_rows(const float* q, int64_t ldq, const float* kt, int64_t ldk, const float* v, int64_t n, int64_t D,
               float scale, float* s, float* o, int64_t ldo) {
-  int64_t c0 = 0;
-  for (; c0 + 16 <= ldk; c0 += 16) att_scores<R, 2>(q, ldq, kt, ldk, D, c0, s);
-  if (c0 < ldk) att_scores<R, 1>(q, ldq, kt, ldk, D, c0, s);
+  int64_t c0 = 0;  // scores: s [R, ldk] = q [R, D] · kt [D, ldk]
+  for (; c0 + 16 <= ldk; c0 += 16) att_block<R, 2>(q, ldq, kt + c0, ldk, D, nullptr, s + c0, ldk);
+  if (c0 < ldk) att_block<R, 1>(q, ldq, kt + c0, ldk, D, nullptr, s + c0, ldk);
   float inv[kAttRows];
   att_softmax(s, ldk, R, n, scale, inv);
-  int64_t d0 = 0;
-  for (; d0 + 16 <= D; d0 += 16) att_pv<R, 2>(s, ldk, v, ldq, n, d0, inv, o, ldo);
-  if (d0 < D) att_pv<R, 1>(s, ldk, v, ldq, n, d0, inv, o, ldo);
+  int64_t d0 = 0;  // o [R, D] = inv · p [R, n] · v [n, D]
+  for (; d0 + 16 <= D; d0 += 16) att_block<R, 2>(s, ldk, v + d0, ldq, n, inv, o + d0, ldo);
+  if (d0 < D) att_block<R, 1>(s, ldk, v + d0, ldq, n, inv, o + d0, ldo);
 }
 
 }  // namespace

@@ -305,8 +305,8 @@ void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const floa
     if (epilogue) epilogue(0, M, 0, N);
     return;
   }
-  const detail::F32GemmKernels& kern = active_isa() == Isa::avx512 ? detail::f32_gemm_avx512_kernels()
-                                                                    : detail::f32_gemm_avx2_kernels();
+  const detail::F32GemmKernels& kern =
+      active_isa() == Isa::avx512 ? detail::f32_gemm_avx512_kernels() : detail::f32_gemm_avx2_kernels();
   detail::run(kern, false, false, M, N, K, alpha, A, lda, nullptr, N, beta, C, ldc, packed_b,
               epilogue ? &epilogue : nullptr);
 }

@@ -138,7 +138,8 @@ void block_b(int kc, const float* a, const float* b, int64_t ldb, float* c, int6
   block_rows<true>(kc, a, b, ldb, c, ldc, m, n, alpha, beta);
 }
 
-static_assert(kNr == kF32PackedNr, "the pre-packed panels are this block's own: block reads them as they are");
+static_assert(kNr == kF32PackedNr,
+              "the pre-packed panels are this block's own: block reads them as they are");
 constexpr F32GemmKernels kKernels{kMr, kNr, pack_rows, pack_cols, block, block_b, block};
 
 #undef ATTN_INLINE
