@@ -102,7 +102,7 @@ namespace {
 bool use_avx512() { return active_isa() == Isa::avx512; }
 int64_t grain(int64_t C) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(1, C)); }
 
-// The row kernels' version for this CPU: AVX-512, AVX2 or the scalar oracle.
+// The kernels' version for this CPU: AVX-512, AVX2 or the scalar oracle.
 template <class Fn>
 Fn pick_rows(Fn avx512, Fn avx2, Fn scalar) {
   const Isa isa = active_isa();
@@ -146,9 +146,10 @@ void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int
   for (int64_t b = 0; b < B; ++b)
     ATTN_CHECK(lengths[b] >= 1 && lengths[b] <= L, "encoder_attention: lengths[", b, "] = ", lengths[b],
                "; expected a value in [1, ", L, "]");
-  const auto body = !encoder_attention_fast(D)    ? &detail::encoder_attention_scalar
-                    : active_isa() == Isa::avx512 ? &detail::encoder_attention_avx512
-                                                  : &detail::encoder_attention_avx2;
+  const auto body = encoder_attention_fast(D)
+                        ? pick_rows(&detail::encoder_attention_avx512, &detail::encoder_attention_avx2,
+                                    &detail::encoder_attention_scalar)
+                        : &detail::encoder_attention_scalar;
   const int64_t per = detail::encoder_attention_scratch(L, D);
   // At least ~1 MFLOP per chunk: short sequences (one sentence of 16 tokens: 12 heads x 64 kFLOP) run
   // on the caller instead of waking the pool for microseconds of work.

@@ -229,6 +229,14 @@ void run(const F32GemmKernels& kern, bool trans_a, bool trans_b, int64_t M, int6
   }
 }
 
+// The path of the active instruction set.
+F32GemmPath active_path() {
+  const Isa isa = active_isa();
+  return isa == Isa::avx512 ? F32GemmPath::avx512
+         : isa == Isa::avx2 ? F32GemmPath::avx2
+                            : F32GemmPath::scalar;
+}
+
 const F32GemmKernels& kernels_of(F32GemmPath path) {
   switch (path) {
     case F32GemmPath::avx512:
@@ -272,12 +280,7 @@ bool f32_gemm_fast() { return active_isa() != Isa::scalar; }
 
 bool f32_gemm_reads_packed_b() { return active_isa() != Isa::scalar; }
 
-int64_t f32_gemm_row_block_rows() {
-  const Isa isa = active_isa();
-  return detail::kMcPanels * (isa == Isa::avx512 ? detail::f32_gemm_avx512_kernels().mr
-                              : isa == Isa::avx2 ? detail::f32_gemm_avx2_kernels().mr
-                                                 : detail::f32_gemm_scalar_kernels().mr);
-}
+int64_t f32_gemm_row_block_rows() { return detail::kMcPanels * detail::kernels_of(detail::active_path()).mr; }
 
 void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* packed_b, float beta, float* C, int64_t ldc) {
@@ -305,19 +308,14 @@ void sgemm_f32_packed_b(int64_t M, int64_t N, int64_t K, float alpha, const floa
     if (epilogue) epilogue(0, M, 0, N);
     return;
   }
-  const detail::F32GemmKernels& kern =
-      active_isa() == Isa::avx512 ? detail::f32_gemm_avx512_kernels() : detail::f32_gemm_avx2_kernels();
-  detail::run(kern, false, false, M, N, K, alpha, A, lda, nullptr, N, beta, C, ldc, packed_b,
-              epilogue ? &epilogue : nullptr);
+  detail::run(detail::kernels_of(detail::active_path()), false, false, M, N, K, alpha, A, lda, nullptr, N,
+              beta, C, ldc, packed_b, epilogue ? &epilogue : nullptr);
 }
 
 void sgemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  const Isa isa = active_isa();
-  const detail::F32GemmPath path = isa == Isa::avx512 ? detail::F32GemmPath::avx512
-                                   : isa == Isa::avx2 ? detail::F32GemmPath::avx2
-                                                      : detail::F32GemmPath::scalar;
-  detail::sgemm_f32_path(path, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  detail::sgemm_f32_path(detail::active_path(), trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                         ldc);
 }
 
 }  // namespace attn::kernels::cpu

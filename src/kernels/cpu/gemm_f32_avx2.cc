@@ -83,9 +83,7 @@ inline __attribute__((always_inline)) void block_impl(int kc, const float* a, co
                                                       float* c, int64_t ldc, int m, int n, float alpha,
                                                       float beta) {
   // Lanes [0, n) and [8, n) of the two column vectors (the strided loads read no further).
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
-  const __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lane);
+  const __m256i k0 = avx2::lanes(n), k1 = avx2::lanes(n - 8);
   __m256 acc[kMr][2];
 #pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();

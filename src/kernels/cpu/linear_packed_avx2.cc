@@ -8,15 +8,12 @@
 #include <utility>
 
 #include "kernels/cpu/linear_packed.h"
+#include "kernels/cpu/vec_avx2.h"
 
 namespace attn::kernels::cpu::detail {
 namespace {
 
-// Lanes [0, n) of 8 as a maskload/maskstore mask.
-inline __attribute__((always_inline)) __m256i lanes(int64_t n) {
-  const int c = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int>(n);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+using avx2::lanes;  // lanes [0, n) of 8 as a maskload/maskstore mask
 
 // Rows [0, R) of x times 16 columns of a packed panel (row stride 32 floats); `cols` of them valid.
 // pf (PF true): the same half of the panel read next, one line per k fetched into L2 alongside (into L1 it
