@@ -27,11 +27,19 @@ inline void copy_panel_row(const float* src, int w, int W, float* o) {
   }
 }
 
-// Rows of k contiguous over the columns: for each k, every panel takes its W columns of row k.
+// Rows of k contiguous over the columns: for each k, every panel takes its W columns of row k. Row
+// k + 16 is fetched meanwhile, its last line too, as in the AVX-512 body (gemm_f32_avx512.cc says why).
+constexpr int kPackRowsAhead = 16;
+
 void pack_rows(const float* src, int64_t ld, int kc, int w, int W, float* out) {
   const int npanels = (w + W - 1) / W;
   for (int k = 0; k < kc; ++k) {
     const float* row = src + int64_t{k} * ld;
+    if (k + kPackRowsAhead < kc) {
+      const float* f = row + kPackRowsAhead * ld;
+      for (int c = 0; c < w; c += 16) _mm_prefetch(reinterpret_cast<const char*>(f + c), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(f + w - 1), _MM_HINT_T0);
+    }
     for (int q = 0; q < npanels; ++q) {
       const int c0 = q * W, n = w - c0 < W ? w - c0 : W;
       copy_panel_row(row + c0, n, W, out + (int64_t{q} * kc + k) * W);
@@ -53,8 +61,12 @@ void pack_cols(const float* src, int64_t ld, int kc, int w, int W, float* out) {
       for (int k0 = 0; k0 < kc8; k0 += 8) {
         __m256 r[8];
 #pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i)
+        for (int i = 0; i < 8; ++i) {
           r[i] = i < valid ? _mm256_loadu_ps(src + int64_t{c0 + i} * ld + k0) : _mm256_setzero_ps();
+          // One stream per column, ld apart: 8 lines ahead of each, once per line (as the AVX-512 body).
+          if (i < valid && (k0 & 15) == 0 && k0 + 128 < kc)
+            _mm_prefetch(reinterpret_cast<const char*>(src + int64_t{c0 + i} * ld + k0 + 128), _MM_HINT_T0);
+        }
         avx2::transpose8(r);
 #pragma GCC unroll 8
         for (int t = 0; t < 8; ++t) {
