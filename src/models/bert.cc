@@ -220,8 +220,10 @@ constexpr int64_t kMaxCachedScratch = int64_t{1} << 25;
 // With AVX2's 72-row blocks it measured slower: MiniLM batch 32 × 128 under ATTN_ISA=avx2, fused /
 // unfused alternated (minilm_bench --ab), 1 thread best 28.4 / 29.9 sentences/s in one run and
 // 22.0-24.8 / 26.1-28.9 in four more, 2 threads 48.4-55.2 / 55.5-58.5 in two. It stayed slower with 144-row
-// AVX2 blocks and with the weight panels copied into the block's own, so the cause is not that; it was not
-// found.
+// AVX2 blocks and with the weight panels copied into the block's own. What loses is the group's 128-row
+// product: alone (sgemm_f32_packed_b over MiniLM's six weights, 1 thread, Zen 4) AVX2 ran 91.6-96.5 GFLOP/s
+// at 128 rows against 100.5-103.1 at 4,096, AVX-512 98.7-111.1 at 128 (docs/benchmarks.md, issue 15's
+// closing run); the fused products were 11% slower in perf, the attention and row kernels the same.
 constexpr int64_t kFusedRows = 128;
 
 // y: [rows, N] = bias: [N] broadcast over the rows.

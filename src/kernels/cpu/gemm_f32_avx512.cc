@@ -23,7 +23,8 @@ constexpr int kMr = 12, kNr = 32;
 // so the rows are read once, front to back. Row k + 16 is fetched meanwhile, its last line too (a row of
 // w columns starting mid-line spans one line more): with a long stride (op(A) of a dW product over a
 // vocabulary, rows 32 KB apart, 64 MB in all) each row is a short run from memory that the hardware
-// prefetcher does not fetch in time; 4 rows ahead and no last line measured 17% slower there.
+// prefetcher does not fetch in time: 178-183 GFLOP/s there against 149-160 with row k + 4 and no last
+// line (Zen 5, 1 thread; docs/benchmarks.md).
 constexpr int kPackRowsAhead = 16;
 
 void pack_rows(const float* src, int64_t ld, int kc, int w, int W, float* out) {
