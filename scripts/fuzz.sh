@@ -18,7 +18,7 @@ root=$PWD
 
 seconds=${1:-60}
 shift || true
-all=(safetensors gguf gguf_tokenizer json utf8 wordpiece bpe_bytes view_export text_files e5_container)
+all=(safetensors gguf gguf_tokenizer json utf8 wordpiece bpe_bytes view_export text_files e5_container http)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
@@ -47,7 +47,7 @@ max_len_for() {
 }
 dict_for() {
   case $1 in
-    safetensors | json | gguf | view_export) echo "-dict=fuzz/dicts/$1.dict" ;;
+    safetensors | json | gguf | view_export | http) echo "-dict=fuzz/dicts/$1.dict" ;;
     gguf_tokenizer) echo "-dict=fuzz/dicts/gguf.dict" ;;
   esac
 }

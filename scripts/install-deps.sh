@@ -6,7 +6,7 @@ pkgs=(cmake ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libopenblas
 # Data-parallel training (attn::mpi, mpirun -np N attn train ...; tests/mpi run under mpirun).
 # Without them attn builds without MPI (ATTN_MPI=OFF) and the MPI tests skip.
 pkgs+=(openmpi-bin libopenmpi-dev)
-# attn serve's HTTP library (header + libcpp-httplib.so); without it attn builds without the server.
+# cpp-httplib: the HTTP client of the serve tests (attn serve itself needs no HTTP library).
 pkgs+=(libcpp-httplib-dev)
 # Optional: the browser tests of `attn view` (ctest label "browser"; skipped
 # without them): headless Chromium, its driver, Selenium, and a CJK font so

@@ -82,7 +82,7 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
   return filter_export(std::move(e), spec, l.max_attention_values);
 }
 
-void Impl::attention(const httplib::Request& req, httplib::Response& res) {
+void Impl::attention(const http::Request& req, http::Response& res) {
   require_ready();
   const json::Value body = parse_body(req);
   const std::optional<std::string> model = opt_string(body, "model");
@@ -101,7 +101,7 @@ void Impl::attention(const httplib::Request& req, httplib::Response& res) {
   send_json(res, 200, viz::export_json(e));
 }
 
-void Impl::view(const httplib::Request& req, httplib::Response& res) {
+void Impl::view(const http::Request& req, http::Response& res) {
   require_ready();
   const std::string text = req.get_param_value("text");
   std::string model = req.get_param_value("model");
@@ -117,7 +117,7 @@ void Impl::view(const httplib::Request& req, httplib::Response& res) {
   res.set_content(viz::page_html(e), "text/html; charset=utf-8");
 }
 
-void Impl::index_page(const httplib::Request&, httplib::Response& res) {
+void Impl::index_page(const http::Request&, http::Response& res) {
   std::vector<std::pair<std::string, std::string>> models;
   if (loaded.load()) {
     if (!embed_id.empty()) models.emplace_back(embed_id, "sentence encoder");

@@ -114,7 +114,7 @@ void append_embedding(std::string& out, const std::vector<float>& v, bool b64) {
 
 }  // namespace
 
-void Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
+void Impl::embeddings(const http::Request& req, http::Response& res) {
   require_ready();
   const json::Value body = parse_body(req);
   const Limits& l = options.limits;
@@ -219,7 +219,7 @@ void Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
   send_json(res, 200, out);
 }
 
-void Impl::classify(const httplib::Request& req, httplib::Response& res) {
+void Impl::classify(const http::Request& req, http::Response& res) {
   require_ready();
   const json::Value body = parse_body(req);
   const Limits& l = options.limits;

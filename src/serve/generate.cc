@@ -166,7 +166,7 @@ GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
   return out;
 }
 
-void Impl::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
+void Impl::completions(const http::Request& req, http::Response& res, bool chat) {
   const auto in_flight = std::make_shared<InFlight>(generations_in_flight);  // before the check stop() makes
   require_ready();
   const json::Value body = parse_body(req);
@@ -279,7 +279,13 @@ void Impl::completions(const httplib::Request& req, httplib::Response& res, bool
 
   if (!r->stream) {
     models::LlamaModel& m = *slots[lease->index];
-    const GenResult g = generate(m, *r, nullptr);
+    // No bytes go out until the reply is whole: ask the connection after each token instead.
+    const GenResult g =
+        generate(m, *r, [&req](const std::string&) { return !(req.client_gone && req.client_gone()); });
+    if (g.finish_reason == "cancelled") {  // nobody to answer: the status is for the metrics
+      send_error(res, HttpError(499, "the client went away before the reply was whole", "", "client_closed"));
+      return;
+    }
     std::string out = chunk_prefix(*r);
     // chunk_prefix names the chunk object; the whole reply is a chat.completion / text_completion.
     out.replace(out.find(r->chat ? "chat.completion.chunk" : "text_completion"), r->chat ? 21 : 15,
@@ -304,39 +310,39 @@ void Impl::completions(const httplib::Request& req, httplib::Response& res, bool
 
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider("text/event-stream", [this, r, lease, in_flight, P, attention_of](
-                                                            std::size_t, httplib::DataSink& sink) {
-    const auto write = [&sink](const std::string& data) {
-      const std::string line = "data: " + data + "\n\n";
-      return sink.write(line.data(), line.size());
-    };
-    try {
-      models::LlamaModel& m = *slots[lease->index];
-      if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
-      const GenResult g =
-          generate(m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
-      if (g.finish_reason == "cancelled") return false;  // the client went away: close
-      std::string last = chunk_json(*r, "", g.finish_reason, false);
-      if (r->attention) {
-        last.pop_back();
-        last += ",\"attention\":" + attention_of(m, *r, g) + "}";
-      }
-      if (!write(last)) return false;
-      if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
-                                     usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
-        return false;
-      if (!write("[DONE]")) return false;
-    } catch (const HttpError& e) {
-      write(error_body(e));
-      write("[DONE]");
-    } catch (const std::exception& e) {
-      log(std::string("error in a stream: ") + e.what());
-      write(error_body(HttpError(500, std::string("internal error: ") + e.what())));
-      write("[DONE]");
-    }
-    sink.done();
-    return true;
-  });
+  res.set_chunked_content_provider(
+      "text/event-stream", [this, r, lease, in_flight, P, attention_of](std::size_t, http::DataSink& sink) {
+        const auto write = [&sink](const std::string& data) {
+          const std::string line = "data: " + data + "\n\n";
+          return sink.write(line.data(), line.size());
+        };
+        try {
+          models::LlamaModel& m = *slots[lease->index];
+          if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
+          const GenResult g = generate(
+              m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
+          if (g.finish_reason == "cancelled") return false;  // the client went away: close
+          std::string last = chunk_json(*r, "", g.finish_reason, false);
+          if (r->attention) {
+            last.pop_back();
+            last += ",\"attention\":" + attention_of(m, *r, g) + "}";
+          }
+          if (!write(last)) return false;
+          if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
+                                         usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
+            return false;
+          if (!write("[DONE]")) return false;
+        } catch (const HttpError& e) {
+          write(error_body(e));
+          write("[DONE]");
+        } catch (const std::exception& e) {
+          log(std::string("error in a stream: ") + e.what());
+          write(error_body(HttpError(500, std::string("internal error: ") + e.what())));
+          write("[DONE]");
+        }
+        sink.done();
+        return true;
+      });
 }
 
 }  // namespace attn::serve::detail

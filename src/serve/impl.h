@@ -1,5 +1,5 @@
 // The server's state and the handlers' shared helpers (include/attn/serve/server.h). Private to the
-// serve floor; only the files of src/serve include httplib.h.
+// serve floor.
 #pragma once
 
 #include <attn/io/json.h>
@@ -8,7 +8,6 @@
 #include <attn/models/text_classifier.h>
 #include <attn/serve/server.h>
 #include <attn/viz/export.h>
-#include <httplib.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "serve/batcher.h"
+#include "serve/http.h"
 #include "serve/metrics.h"
 #include "serve/util.h"
 
@@ -97,12 +97,6 @@ struct GenResult {
   std::string finish_reason;  // "stop" or "length" ("cancelled": the client went away)
 };
 
-// httplib's server with its listening socket reachable (to raise the listen backlog).
-class HttpServer : public httplib::Server {
- public:
-  int listening_socket() const { return svr_sock_; }
-};
-
 // Counts a generation request in flight for its lifetime (shared by the handler and its stream).
 struct InFlight {
   explicit InFlight(std::atomic<int64_t>& n) : n_(n) { n_.fetch_add(1); }
@@ -118,12 +112,13 @@ struct Impl {
   explicit Impl(ServerOptions o) : options(std::move(o)) {}
 
   ServerOptions options;
-  HttpServer http;
+  std::unique_ptr<http::Server> http;
+  http::Router router;
   std::thread listen_thread;
   int port = 0;
   std::atomic<bool> started{false}, loaded{false}, stopping{false}, stopped{false};
   // Generation requests between their arrival and their last byte (streams included): stop() waits
-  // for them before it stops httplib, which would no longer run a stream's content provider.
+  // for them before it stops the HTTP server.
   std::atomic<int64_t> generations_in_flight{0};
   std::mutex stop_mu;
   Metrics metrics;
@@ -147,15 +142,21 @@ struct Impl {
   }
   void routes();
   void require_ready() const;
+  // Every request: the Host, API-key and cross-origin checks, then the router (server.cc).
+  void handle(http::Request& req, http::Response& res);
+  // The checks before any route (guard.cc); each throws HttpError (403 or 401).
+  void check_host(const http::Request& req) const;
+  void check_key(const http::Request& req, http::Response& res) const;
+  void check_origin(const http::Request& req) const;
 
   // Handlers (each may throw HttpError; the wrapper answers it).
-  void embeddings(const httplib::Request& req, httplib::Response& res);
-  void classify(const httplib::Request& req, httplib::Response& res);
-  void completions(const httplib::Request& req, httplib::Response& res, bool chat);
-  void attention(const httplib::Request& req, httplib::Response& res);
-  void view(const httplib::Request& req, httplib::Response& res);
-  void models_list(const httplib::Request& req, httplib::Response& res);
-  void index_page(const httplib::Request& req, httplib::Response& res);
+  void embeddings(const http::Request& req, http::Response& res);
+  void classify(const http::Request& req, http::Response& res);
+  void completions(const http::Request& req, http::Response& res, bool chat);
+  void attention(const http::Request& req, http::Response& res);
+  void view(const http::Request& req, http::Response& res);
+  void models_list(const http::Request& req, http::Response& res);
+  void index_page(const http::Request& req, http::Response& res);
 
   // The attention export of `text` under the model `model_id` (embed, generate or classify).
   viz::Export model_export(const std::string& model_id, const std::string& text, const AttentionSpec& spec);
@@ -163,10 +164,17 @@ struct Impl {
                      const std::function<bool(const std::string&)>& on_piece);
 };
 
+// The metrics' endpoint label of a path (server.cc).
+std::string endpoint_of(const std::string& path);
+// True for 127.x.x.x, ::1 and localhost (guard.cc).
+bool is_loopback_host(std::string_view host);
+// True when the two strings are equal; the time taken depends only on their lengths (guard.cc).
+bool equal_in_constant_time(std::string_view a, std::string_view b);
+
 // ---- request helpers (request.cc) ----------------------------------------------------------------
 
 // The body as a JSON object: 400 for malformed JSON, invalid UTF-8 or another type.
-json::Value parse_body(const httplib::Request& req);
+json::Value parse_body(const http::Request& req);
 // Optional members with their types checked (400 naming the parameter); null counts as absent.
 const json::Value* member(const json::Value& body, const char* name);
 std::optional<std::string> opt_string(const json::Value& body, const char* name);
@@ -185,8 +193,8 @@ viz::Export filter_export(viz::Export e, const AttentionSpec& spec, int64_t max_
 json::Value export_value(const viz::Export& e);
 
 // Responses.
-void send_json(httplib::Response& res, int status, const std::string& body);
-void send_error(httplib::Response& res, const HttpError& e);
+void send_json(http::Response& res, int status, const std::string& body);
+void send_error(http::Response& res, const HttpError& e);
 std::string error_body(const HttpError& e);
 std::string base64(const void* data, std::size_t n);
 void append_float(std::string& out, float v);

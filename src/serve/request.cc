@@ -11,7 +11,7 @@
 
 namespace attn::serve::detail {
 
-json::Value parse_body(const httplib::Request& req) {
+json::Value parse_body(const http::Request& req) {
   const std::size_t bad = json::find_invalid_utf8(req.body);
   if (bad != std::string::npos)
     throw bad_request("the request body is not valid UTF-8 (at byte " + std::to_string(bad) + ")", "",
@@ -180,31 +180,61 @@ viz::Export filter_export(viz::Export e, const AttentionSpec& spec, int64_t max_
 
 json::Value export_value(const viz::Export& e) { return json::parse(viz::export_json(e)); }
 
+namespace {
+// The code of an error that names none (every error body carries one).
+std::string default_code(int status) {
+  switch (status) {
+    case 400:
+      return "invalid_request";
+    case 401:
+      return "invalid_api_key";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 408:
+      return "request_timeout";
+    case 413:
+      return "body_too_large";
+    case 429:
+      return "rate_limited";
+    case 500:
+      return "internal_error";
+    case 503:
+      return "unavailable";
+    default:
+      return "http_" + std::to_string(status);
+  }
+}
+}  // namespace
+
 std::string error_body(const HttpError& e) {
+  // Messages may quote client input: at most 1 KiB of a message, always valid UTF-8.
+  const std::string_view what = e.what();
+  const bool clean = what.size() <= 1024 && json::find_invalid_utf8(what) == std::string::npos;
   std::string out = "{\"error\":{\"message\":";
-  json::write_string(out, e.what());
+  json::write_string(out, clean ? std::string(what) : http::quote(what, 1024));
   out += ",\"type\":";
   json::write_string(out, e.type);
   out += ",\"param\":";
   if (e.param.empty())
     out += "null";
   else
-    json::write_string(out, e.param);
+    json::write_string(out, http::quote(e.param, 128));
   out += ",\"code\":";
-  if (e.code.empty())
-    out += "null";
-  else
-    json::write_string(out, e.code);
+  json::write_string(out, e.code.empty() ? default_code(e.status) : e.code);
   out += "}}";
   return out;
 }
 
-void send_json(httplib::Response& res, int status, const std::string& body) {
+void send_json(http::Response& res, int status, const std::string& body) {
   res.status = status;
   res.set_content(body, "application/json");
 }
 
-void send_error(httplib::Response& res, const HttpError& e) {
+void send_error(http::Response& res, const HttpError& e) {
   if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
   send_json(res, e.status, error_body(e));
 }

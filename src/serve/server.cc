@@ -15,7 +15,6 @@
 
 namespace attn::serve {
 namespace detail {
-namespace {
 
 // The endpoint label of a path (a fixed set, so the metrics' label values stay bounded).
 std::string endpoint_of(const std::string& path) {
@@ -34,21 +33,6 @@ std::string endpoint_of(const std::string& path) {
   return "other";
 }
 
-thread_local std::chrono::steady_clock::time_point t_request_start;
-
-// httplib's connection queue (src/serve/util.h), as its TaskQueue.
-class BoundedTaskQueue : public httplib::TaskQueue {
- public:
-  BoundedTaskQueue(std::size_t threads, std::size_t max_pending) : q_(threads, max_pending) {}
-  void enqueue(std::function<void()> fn) override { q_.push(std::move(fn)); }
-  void shutdown() override { q_.finish(); }
-
- private:
-  BoundedTaskQueueBase q_;
-};
-
-}  // namespace
-
 void Impl::require_ready() const {
   if (stopping.load()) {
     HttpError e(503, "the server is shutting down", "", "shutting_down");
@@ -63,7 +47,7 @@ void Impl::require_ready() const {
   }
 }
 
-void Impl::models_list(const httplib::Request&, httplib::Response& res) {
+void Impl::models_list(const http::Request&, http::Response& res) {
   json::Value data = json::Value::array();
   const int64_t now = unix_time();
   auto add = [&](const std::string& id, const char* kind) {
@@ -88,9 +72,9 @@ void Impl::models_list(const httplib::Request&, httplib::Response& res) {
 }
 
 void Impl::routes() {
-  using httplib::Request;
-  using httplib::Response;
-  // Every handler: errors become OpenAI-style bodies; nothing escapes to httplib.
+  using http::Request;
+  using http::Response;
+  // Every handler: errors become OpenAI-style bodies; nothing escapes to the HTTP layer.
   auto wrap = [this](auto fn) {
     return [this, fn](const Request& req, Response& res) {
       try {
@@ -112,69 +96,47 @@ void Impl::routes() {
       }
     };
   };
-  http.Post("/v1/embeddings", wrap([this](const Request& q, Response& r) { embeddings(q, r); }));
-  http.Post("/embeddings", wrap([this](const Request& q, Response& r) { embeddings(q, r); }));
-  http.Post("/v1/chat/completions", wrap([this](const Request& q, Response& r) { completions(q, r, true); }));
-  http.Post("/v1/completions", wrap([this](const Request& q, Response& r) { completions(q, r, false); }));
-  http.Post("/v1/classify", wrap([this](const Request& q, Response& r) { classify(q, r); }));
-  http.Post("/v1/attention", wrap([this](const Request& q, Response& r) { attention(q, r); }));
-  http.Get("/v1/models", wrap([this](const Request& q, Response& r) { models_list(q, r); }));
-  http.Get("/view", wrap([this](const Request& q, Response& r) { view(q, r); }));
-  http.Get("/", wrap([this](const Request& q, Response& r) { index_page(q, r); }));
-  http.Get("/health", wrap([this](const Request&, Response& r) {
-             if (stopping.load()) {
-               r.set_header("Retry-After", "1");
-               send_json(r, 503, "{\"status\":\"shutting down\"}");
-             } else if (!loaded.load()) {
-               r.set_header("Retry-After", "1");
-               send_json(r, 503, "{\"status\":\"loading\"}");
-             } else {
-               send_json(r, 200, "{\"status\":\"ok\"}");
-             }
-           }));
-  http.Get("/metrics", wrap([this](const Request&, Response& r) {
-             r.set_content(metrics.text(), "text/plain; version=0.0.4; charset=utf-8");
-           }));
+  router.set_error([](http::Response& res, int status, const std::string& code, const std::string& msg) {
+    send_error(res, HttpError(status, msg, "", code));
+  });
+  router.add("POST", "/v1/embeddings", wrap([this](const Request& q, Response& r) { embeddings(q, r); }));
+  router.add("POST", "/embeddings", wrap([this](const Request& q, Response& r) { embeddings(q, r); }));
+  router.add("POST", "/v1/chat/completions",
+             wrap([this](const Request& q, Response& r) { completions(q, r, true); }));
+  router.add("POST", "/v1/completions",
+             wrap([this](const Request& q, Response& r) { completions(q, r, false); }));
+  router.add("POST", "/v1/classify", wrap([this](const Request& q, Response& r) { classify(q, r); }));
+  router.add("POST", "/v1/attention", wrap([this](const Request& q, Response& r) { attention(q, r); }));
+  router.add("GET", "/v1/models", wrap([this](const Request& q, Response& r) { models_list(q, r); }));
+  router.add("GET", "/view", wrap([this](const Request& q, Response& r) { view(q, r); }));
+  router.add("GET", "/", wrap([this](const Request& q, Response& r) { index_page(q, r); }));
+  router.add("GET", "/health", wrap([this](const Request&, Response& r) {
+               if (stopping.load()) {
+                 r.set_header("Retry-After", "1");
+                 send_json(r, 503, "{\"status\":\"shutting down\"}");
+               } else if (!loaded.load()) {
+                 r.set_header("Retry-After", "1");
+                 send_json(r, 503, "{\"status\":\"loading\"}");
+               } else {
+                 send_json(r, 200, "{\"status\":\"ok\"}");
+               }
+             }));
+  router.add("GET", "/metrics", wrap([this](const Request&, Response& r) {
+               r.set_content(metrics.text(), "text/plain; version=0.0.4; charset=utf-8");
+             }));
+}
 
-  // Errors httplib answers itself (no route, body too large, a bad request line) get the same body.
-  http.set_error_handler([this](const Request& req, Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404)
-      send_error(res, HttpError(404,
-                                "no route for " + req.method + " " + req.path.substr(0, 200) +
-                                    "; the endpoints are listed in docs/serve.md",
-                                "", "unknown_url"));
-    else if (res.status == 413)
-      send_error(res,
-                 HttpError(413,
-                           "the request body is too large; the limit is " +
-                               std::to_string(options.limits.max_body_bytes) + " bytes (--max-body-bytes)",
-                           "", "body_too_large"));
-    else
-      send_error(res, HttpError(res.status,
-                                "the request could not be read (HTTP " + std::to_string(res.status) + ")"));
-  });
-  http.set_exception_handler([this](const Request&, Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what += std::string(": ") + e.what();
-    } catch (...) {
-    }
-    log(what);
-    send_error(res, HttpError(500, what));
-  });
-  http.set_pre_routing_handler([](const Request&, Response&) {
-    t_request_start = std::chrono::steady_clock::now();
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  // Called once the response has been written (streams included).
-  http.set_logger([this](const Request& req, const Response& res) {
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_request_start).count();
-    metrics.request(endpoint_of(req.path), res.status, s);
-  });
+void Impl::handle(http::Request& req, http::Response& res) {
+  try {
+    check_host(req);
+    check_key(req, res);
+    check_origin(req);
+    router.route(req, res);
+  } catch (const HttpError& e) {
+    send_error(res, e);
+  } catch (const std::exception& e) {
+    send_error(res, HttpError(500, std::string("internal error: ") + e.what(), "", "internal_error"));
+  }
 }
 
 }  // namespace detail
@@ -194,6 +156,11 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
              l.http_threads);
   ATTN_CHECK(impl_->options.generate_slots >= 1 && impl_->options.generate_slots <= 64,
              "serve: generate_slots must be in [1, 64]; got ", impl_->options.generate_slots);
+  ATTN_CHECK(
+      l.max_connections >= 1 && l.max_headers >= 1 && l.max_header_bytes >= 1024 && l.max_request_line >= 64,
+      "serve: max_connections, max_headers must be >= 1, max_header_bytes >= 1024, max_request_line >= 64");
+  ATTN_CHECK(l.header_timeout_s > 0 && l.read_timeout_s > 0 && l.keep_alive_s > 0 && l.write_timeout_s > 0,
+             "serve: the timeouts must be > 0 s");
   ATTN_CHECK(impl_->options.port >= 0 && impl_->options.port <= 65535,
              "serve: port must be in [0, 65535]; got ", impl_->options.port);
 }
@@ -205,31 +172,34 @@ void Server::start() {
   ATTN_CHECK(!s.started.load(), "serve: the server was started already");
   ::signal(SIGPIPE, SIG_IGN);
   const Limits& l = s.options.limits;
-  s.http.new_task_queue = [threads = l.http_threads] {
-    return new detail::BoundedTaskQueue(static_cast<std::size_t>(threads), static_cast<std::size_t>(threads));
-  };
-  s.http.set_payload_max_length(static_cast<std::size_t>(l.max_body_bytes));
-  s.http.set_read_timeout(std::chrono::milliseconds(static_cast<int64_t>(l.read_timeout_s * 1000)));
-  s.http.set_write_timeout(std::chrono::milliseconds(static_cast<int64_t>(l.write_timeout_s * 1000)));
-  s.http.set_keep_alive_timeout(5);
-  s.http.set_keep_alive_max_count(100000);
-  s.http.set_tcp_nodelay(true);
+  http::Limits hl;
+  hl.max_request_line = static_cast<std::size_t>(l.max_request_line);
+  hl.max_header_bytes = static_cast<std::size_t>(l.max_header_bytes);
+  hl.max_headers = static_cast<std::size_t>(l.max_headers);
+  hl.max_body_bytes = static_cast<std::size_t>(l.max_body_bytes);
+  hl.header_timeout_s = l.header_timeout_s;
+  hl.body_timeout_s = l.read_timeout_s;
+  hl.keep_alive_s = l.keep_alive_s;
+  hl.write_timeout_s = l.write_timeout_s;
+  hl.max_connections = static_cast<std::size_t>(l.max_connections);
+  hl.threads = static_cast<int>(l.http_threads);
   s.routes();
-  if (s.options.port == 0) {
-    s.port = s.http.bind_to_any_port(s.options.host);
-    ATTN_CHECK(s.port > 0, "serve: cannot bind to ", s.options.host, " (an ephemeral port)");
-  } else {
-    ATTN_CHECK(s.http.bind_to_port(s.options.host, s.options.port), "serve: cannot bind to ", s.options.host,
-               ":", s.options.port, " (in use, or not an address of this machine)");
-    s.port = s.options.port;
-  }
-  // httplib listens with a backlog of 5: clients connecting at once past that wait for a SYN
-  // retransmission (1 s). Listening again on the bound socket sets a larger one.
-  ::listen(s.http.listening_socket(), 1024);
+  s.http = std::make_unique<http::Server>(
+      hl, [&s](http::Request& q, http::Response& r) { s.handle(q, r); },
+      [](http::Response& res, int status, const std::string& code, const std::string& msg) {
+        detail::send_error(res, detail::HttpError(status, msg, "", code));
+      },
+      [&s](const http::Request& q, const http::Response& r, double seconds) {
+        s.metrics.request(detail::endpoint_of(q.path), r.status, seconds);
+      });
+  s.port = s.http->bind(s.options.host, s.options.port);
+  if (!detail::is_loopback_host(s.options.host) && s.options.api_key.empty())
+    s.log("warning: listening on " + s.options.host +
+          ", beyond this machine, without --api-key: anyone who reaches this address can use the models");
   s.started.store(true);
-  s.listen_thread = std::thread([&s] { s.http.listen_after_bind(); });
-  // stop() acts only on a running httplib server: wait until it runs.
-  for (int i = 0; i < 5000 && !s.http.is_running(); ++i)
+  s.listen_thread = std::thread([&s] { s.http->run(); });
+  // stop() acts only on a running server: wait until it runs.
+  for (int i = 0; i < 5000 && !s.http->running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
@@ -345,13 +315,13 @@ void Server::stop() {
   if (s.stopped.load()) return;
   s.stopping.store(true);  // new requests for the models get 503 shutting_down from here on
   // Let the generation requests in flight finish first (those waiting for a slot included):
-  // once httplib is stopped it no longer calls a stream's content provider.
+  // the HTTP server's stop() waits for them too, but new model requests get 503 meanwhile.
   const auto limit = std::chrono::steady_clock::now() +
                      std::chrono::duration<double>(s.options.limits.max_queue_wait_s + 600);
   while (s.generations_in_flight.load() > 0 && std::chrono::steady_clock::now() < limit)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   if (s.started.load()) {
-    s.http.stop();  // stops accepting; listen_after_bind returns once every connection's request is done
+    s.http->stop();  // stops accepting; returns once every request being handled is answered
     if (s.listen_thread.joinable()) s.listen_thread.join();
   }
   if (s.embed_batcher) s.embed_batcher->stop();

@@ -1,5 +1,5 @@
-// Pieces shared by the server's files (src/serve): the error a handler throws, the compute gate,
-// the bounded pools. Private to the serve floor.
+// Pieces shared by the server's files (src/serve): the error a handler throws, the compute gate.
+// Private to the serve floor.
 #pragma once
 
 #include <chrono>
@@ -82,55 +82,6 @@ class GateHold {
  private:
   ComputeGate& g_;
   bool held_ = false;
-};
-
-// httplib's connection queue, bounded: when every thread is busy and `max_pending` connections
-// wait, the accepting thread waits too, so further clients wait in the kernel's listen backlog
-// instead of in memory.
-class BoundedTaskQueueBase {
- public:
-  BoundedTaskQueueBase(std::size_t threads, std::size_t max_pending) : max_pending_(max_pending) {
-    for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
-  }
-  void push(std::function<void()> fn) {
-    std::unique_lock<std::mutex> lk(mu_);
-    space_.wait(lk, [&] { return jobs_.size() < max_pending_ || quit_; });
-    jobs_.push_back(std::move(fn));
-    lk.unlock();
-    cv_.notify_one();
-  }
-  void finish() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      quit_ = true;
-    }
-    cv_.notify_all();
-    space_.notify_all();
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-  }
-
- private:
-  void work() {
-    while (true) {
-      std::function<void()> fn;
-      {
-        std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return quit_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // quit_ and nothing left: every accepted connection was served
-        fn = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      space_.notify_one();
-      fn();
-    }
-  }
-  std::size_t max_pending_;
-  std::mutex mu_;
-  std::condition_variable cv_, space_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  bool quit_ = false;
 };
 
 }  // namespace attn::serve::detail

@@ -209,3 +209,33 @@ def test_metrics_count_requests(server):
                  "attn_request_duration_seconds_bucket", "attn_tokens_total{kind=\"completion\"}",
                  "attn_batch_inputs_bucket", "attn_queue_depth", "attn_ready 1"):
         assert name in text, name
+
+
+def test_api_key_through_the_client():
+    """--api-key: the openai client with the key works; without it, or with another, 401."""
+    if not ATTN or not os.access(ATTN, os.X_OK):
+        pytest.skip("set ATTN_CLI to the attn binary")
+    key = "test-key-0123456789"
+    try:
+        s = ServeProcess(ATTN, ["--embed", "minilm"], env={"ATTN_API_KEY": key})
+    except RuntimeError as e:
+        if "not installed" in str(e) or "not found" in str(e):
+            pytest.skip("a model is missing: %s" % e)
+        raise
+    try:
+        good = openai.OpenAI(base_url=s.url + "/v1", api_key=key, max_retries=0)
+        vecs = good.embeddings.create(model="all-MiniLM-L6-v2", input=["a cat"], encoding_format="float").data
+        assert len(vecs) == 1 and len(vecs[0].embedding) == 384
+        for wrong in ("none", key + "x"):
+            bad = openai.OpenAI(base_url=s.url + "/v1", api_key=wrong, max_retries=0)
+            with pytest.raises(openai.AuthenticationError) as err:
+                bad.embeddings.create(model="all-MiniLM-L6-v2", input=["a cat"])
+            assert err.value.status_code == 401
+            assert err.value.body["code"] == "invalid_api_key"
+        assert s.health() == 200  # /health needs no key
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+        conn.request("GET", "/metrics")
+        assert conn.getresponse().status == 401
+        conn.close()
+    finally:
+        assert s.stop() == 0, "".join(s.stderr_lines)

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -36,7 +37,17 @@ const std::vector<OptionSpec>& serve_options() {
       {"max-queued-inputs", "N", "embedding or classification inputs waiting (default 16384; 429 beyond)"},
       {"max-queued-generations", "N", "generation requests waiting for a sequence (default 64; 429 beyond)"},
       {"max-attention-tokens", "N", "longest text whose attention a request may ask for (default 256)"},
-      {"http-threads", "N", "connections served at once (default 64)"},
+      {"http-threads", "N", "requests handled at once (default 64; slow clients hold none)"},
+      {"max-connections", "N", "open connections (default 1024; 503 beyond)"},
+      {"max-header-bytes", "N", "a request's head, request line and headers (default 32768; 431 beyond)"},
+      {"header-timeout", "S", "seconds from a request's first byte to the end of its head (default 10; 408)"},
+      {"read-timeout", "S", "seconds from a request's first byte to the end of its body (default 30; 408)"},
+      {"api-key", "KEY",
+       "require 'Authorization: Bearer KEY' on every endpoint but /health (ATTN_API_KEY sets it too)"},
+      {"api-key-file", "FILE", "the API key from the first line of FILE (kept out of the process list)"},
+      {"public-metrics", "", "serve /metrics without the API key"},
+      {"allowed-host", "NAMES",
+       "comma-separated Host names accepted besides localhost when bound to loopback (a proxy's name)"},
       {"help", "", "this text"},
   };
   return specs;
@@ -55,6 +66,19 @@ std::string serve_help() {
          "\nExamples:\n"
          "  attn serve --embed minilm --generate smollm2\n"
          "  curl -s localhost:8080/v1/embeddings -d '{\"input\": \"A man is eating food.\"}'\n";
+}
+
+// The first line of a key file, without its line end.
+std::string read_key_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ATTN_CHECK(f != nullptr, "--api-key-file: cannot open '", path, "'");
+  char buf[4096];
+  const std::size_t n = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  std::string key(buf, n);
+  key = key.substr(0, key.find_first_of("\r\n"));
+  ATTN_CHECK(!key.empty(), "--api-key-file: the first line of '", path, "' is empty; expected the key");
+  return key;
 }
 
 serve::ServerOptions server_options(const Args& a) {
@@ -81,6 +105,24 @@ serve::ServerOptions server_options(const Args& a) {
     l.max_queued_generations = a.integer("max-queued-generations", 0, 1 << 20);
   if (a.has("max-attention-tokens")) l.max_attention_tokens = a.integer("max-attention-tokens", 1, 4096);
   if (a.has("http-threads")) l.http_threads = a.integer("http-threads", 2, 4096);
+  if (a.has("max-connections")) l.max_connections = a.integer("max-connections", 1, 1 << 20);
+  if (a.has("max-header-bytes")) l.max_header_bytes = a.integer("max-header-bytes", 1024, 1 << 24);
+  if (a.has("header-timeout")) l.header_timeout_s = static_cast<double>(a.integer("header-timeout", 1, 3600));
+  if (a.has("read-timeout")) l.read_timeout_s = static_cast<double>(a.integer("read-timeout", 1, 3600));
+  ATTN_CHECK(!(a.has("api-key") && a.has("api-key-file")), "give --api-key or --api-key-file, not both");
+  if (a.has("api-key")) {
+    o.api_key = a.str("api-key");
+  } else if (a.has("api-key-file")) {
+    o.api_key = read_key_file(a.str("api-key-file"));
+  } else if (const char* env = std::getenv("ATTN_API_KEY"); env && *env) {
+    o.api_key = env;
+  }
+  if (a.has("api-key") || a.has("api-key-file"))
+    ATTN_CHECK(o.api_key.size() >= 8 && o.api_key.find_first_of(" \t\r\n") == std::string::npos,
+               "the API key must be at least 8 characters with no white space; got ", o.api_key.size(),
+               " characters");
+  o.public_metrics = a.has("public-metrics");
+  if (a.has("allowed-host")) o.allowed_hosts = a.words("allowed-host", ',');
   o.log = [](const std::string& line) {
     std::fprintf(stderr, "attn serve: %s\n", line.c_str());
     std::fflush(stderr);

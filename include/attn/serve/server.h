@@ -19,14 +19,17 @@
 // decoding step at a time), so streams and batches interleave and never oversubscribe the cores.
 //
 // Errors are OpenAI-style bodies {"error": {"message", "type", "param", "code"}}: 413 body too
-// large, 400 malformed JSON or UTF-8 and every limit (the message names it), 404 unknown model or
-// path, 429 (queue full) and 503 (loading, draining, queue wait too long) with Retry-After.
+// large, 400 malformed JSON or UTF-8 and every limit (the message names it), 401 a missing or
+// wrong API key, 403 a foreign Host or a cross-site form post, 404 unknown model or path, 408 a
+// request that arrives too slowly, 411/414/415/431 framing and size limits, 429 (queue full) and
+// 503 (loading, draining, queue wait too long) with Retry-After. No request can end the process.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace attn::serve {
 
@@ -48,8 +51,14 @@ struct Limits {
   double max_queue_wait_s = 120;           // a generation waiting longer gets 503
   int64_t max_attention_tokens = 256;      // tokens of a text whose attention is captured
   int64_t max_attention_values = 4 << 20;  // numbers in one attention export (layers x heads x N x N)
-  int64_t http_threads = 64;               // connections served at once (more wait in the backlog)
-  double read_timeout_s = 30;              // reading a request
+  int64_t http_threads = 64;               // requests handled at once (more wait, already read)
+  int64_t max_connections = 1024;          // open connections (503 beyond)
+  int64_t max_header_bytes = 32 << 10;     // a request's head: request line and headers (431 beyond)
+  int64_t max_headers = 100;               // header fields of a request (431 beyond)
+  int64_t max_request_line = 8192;         // the request line (414 beyond)
+  double header_timeout_s = 10;            // from a request's first byte to the end of its head (408)
+  double read_timeout_s = 30;              // from a request's first byte to the end of its body (408)
+  double keep_alive_s = 5;                 // an idle connection between requests is closed
   double write_timeout_s = 30;             // a client that does not read its response
 };
 
@@ -61,6 +70,16 @@ struct ServerOptions {
   std::string classify;        // "" none; a model file from `attn train classify`
   int64_t generate_slots = 1;  // generation sequences decoded at once (each a model instance)
   Limits limits;
+  // Every endpoint but /health (and /metrics with public_metrics) then needs
+  // "Authorization: Bearer KEY" (or HTTP Basic auth with KEY as the password, for the page);
+  // compared in constant time. Empty: no key.
+  std::string api_key;
+  bool public_metrics = false;
+  // Host names a request's Host header may carry besides the loopback names and the bound address.
+  // When the server binds to a loopback address, any other Host is refused (403), so a web page
+  // that rebinds its DNS name to 127.0.0.1 cannot read replies. Bound elsewhere: every Host is
+  // accepted ("--host opens it").
+  std::vector<std::string> allowed_hosts;
   // Log lines for people (a model loaded, a request failed on the server's side); none by default.
   std::function<void(const std::string&)> log;
 };
