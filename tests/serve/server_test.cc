@@ -587,6 +587,25 @@ TEST(ServeGenerate, AClientThatHangsUpStopsItsGeneration) {
   EXPECT_LT(std::stoi(t[1]), 200) << m;
 }
 
+// Not streamed: no byte goes out before the reply is whole, so the server asks the connection after
+// each token; a client that leaves stops the generation all the same.
+TEST(ServeGenerate, AClientThatLeavesANonStreamedRequestStopsIt) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  {
+    RawRequest raw(s.server.port(), "/v1/completions",
+                   R"({"prompt": "1, 2, 3, 4, 5,", "max_tokens": 500, "temperature": 0})");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }  // hangs up before any byte of the reply
+  const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 1, "temperature": 0})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const std::string m = s.client.Get("/metrics")->body;
+  std::smatch t;
+  ASSERT_TRUE(std::regex_search(m, t, std::regex("attn_tokens_total\\{kind=\"completion\"\\} (\\d+)"))) << m;
+  EXPECT_LT(std::stoi(t[1]), 200) << m;
+}
+
 TEST(ServeGenerate, ChatAttentionCoversPromptAndReplyCausally) {
   REQUIRE_SMOLLM2();
   Running s(generate_options());
