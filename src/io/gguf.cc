@@ -677,6 +677,24 @@ int64_t GgufFile::get_int(std::string_view key, int64_t fallback) const {
   return has(key) ? get_int(key) : fallback;
 }
 
+int64_t GgufFile::get_positive(std::string_view key) const {
+  if (!has(key)) Where{state_->path}.fail("missing metadata key '", key, "'");
+  const int64_t v = get_int(key);
+  if (v <= 0) Where{state_->path}.fail("'", key, "' must be > 0, got ", v);
+  return v;
+}
+
+double GgufFile::get_real(std::string_view key, double fallback) const {
+  if (!has(key)) return fallback;
+  const GgufType t = type(key);
+  if (t == GgufType::f32) return get_f32(key);
+  if (t == GgufType::f64) return get_f64(key);
+  if (t == GgufType::string || t == GgufType::array || t == GgufType::boolean)
+    Where{state_->path}.fail("'", key, "' must be a number (f32, f64 or an integer), got ",
+                             gguf_type_name(t));
+  return static_cast<double>(get_int(key));
+}
+
 std::vector<std::string> GgufFile::get_string_array(std::string_view key) const {
   const KeyValue& kv = state_->array_of(key);
   if (kv.elem != GgufType::string)

@@ -23,21 +23,6 @@ const char* kArch = "gemma3";
 
 std::string key(const char* k) { return std::string(kArch) + "." + k; }
 
-int64_t positive(const io::GgufFile& f, const std::string& k) {
-  ATTN_CHECK(f.has(k), "gemma3: ", f.path(), ": missing metadata key '", k, "'");
-  const int64_t v = f.get_int(k);
-  ATTN_CHECK(v > 0, "gemma3: ", f.path(), ": '", k, "' must be > 0, got ", v);
-  return v;
-}
-
-double real(const io::GgufFile& f, const std::string& k, double fallback) {
-  if (!f.has(k)) return fallback;
-  const io::GgufType t = f.type(k);
-  if (t == io::GgufType::f32) return f.get_f32(k);
-  if (t == io::GgufType::f64) return f.get_f64(k);
-  return static_cast<double>(f.get_int(k));
-}
-
 // One weight matrix W [N, K]: stored blocks, or an f32 copy (F32 / F16 / BF16 files).
 struct Mat {
   std::string name;
@@ -165,42 +150,43 @@ Gemma3Config Gemma3Config::from_gguf(const io::GgufFile& f) {
   const std::string arch = f.get_string("general.architecture");
   ATTN_CHECK(arch == kArch, "gemma3: ", f.path(), ": architecture '", arch, "'; expected 'gemma3'");
   Gemma3Config c;
-  c.context = positive(f, key("context_length"));
-  c.dim = positive(f, key("embedding_length"));
-  c.layers = positive(f, key("block_count"));
+  c.context = f.get_positive(key("context_length"));
+  c.dim = f.get_positive(key("embedding_length"));
+  c.layers = f.get_positive(key("block_count"));
   const int64_t stored = static_cast<int64_t>(f.tensor_names().size());
   ATTN_CHECK(c.layers <= stored / 13, "gemma3: ", f.path(), ": ", key("block_count"), " is ", c.layers,
              " but the file holds ", stored, " tensors (13 per block)");
-  c.ffn = positive(f, key("feed_forward_length"));
-  c.heads = positive(f, key("attention.head_count"));
-  c.kv_heads = f.has(key("attention.head_count_kv")) ? positive(f, key("attention.head_count_kv")) : c.heads;
+  c.ffn = f.get_positive(key("feed_forward_length"));
+  c.heads = f.get_positive(key("attention.head_count"));
+  c.kv_heads =
+      f.has(key("attention.head_count_kv")) ? f.get_positive(key("attention.head_count_kv")) : c.heads;
   c.head_dim =
-      f.has(key("attention.key_length")) ? positive(f, key("attention.key_length")) : c.dim / c.heads;
+      f.has(key("attention.key_length")) ? f.get_positive(key("attention.key_length")) : c.dim / c.heads;
   if (f.has(key("attention.value_length"))) {
-    const int64_t vl = positive(f, key("attention.value_length"));
+    const int64_t vl = f.get_positive(key("attention.value_length"));
     ATTN_CHECK(vl == c.head_dim, "gemma3: ", f.path(), ": ", key("attention.value_length"), " ", vl,
                " differs from ", key("attention.key_length"), " ", c.head_dim,
                "; only equal lengths are supported");
   }
-  c.rms_eps = real(f, key("attention.layer_norm_rms_epsilon"), 1e-6);
-  c.rope_global = real(f, key("rope.freq_base"), 1e6);
-  c.rope_local = real(f, key("rope.local.freq_base"), 10000.0);
-  c.window = f.has(key("attention.sliding_window")) ? positive(f, key("attention.sliding_window")) : 0;
+  c.rms_eps = f.get_real(key("attention.layer_norm_rms_epsilon"), 1e-6);
+  c.rope_global = f.get_real(key("rope.freq_base"), 1e6);
+  c.rope_local = f.get_real(key("rope.local.freq_base"), 10000.0);
+  c.window = f.has(key("attention.sliding_window")) ? f.get_positive(key("attention.sliding_window")) : 0;
   c.pattern = f.has(key("attention.sliding_window_pattern"))
-                  ? positive(f, key("attention.sliding_window_pattern"))
+                  ? f.get_positive(key("attention.sliding_window_pattern"))
                   : 6;
-  c.query_scalar = real(f, key("attention.query_pre_attn_scalar"), static_cast<double>(c.head_dim));
-  c.final_softcap = real(f, key("final_logit_softcapping"), 0.0);
-  c.attn_softcap = real(f, key("attn_logit_softcapping"), 0.0);
+  c.query_scalar = f.get_real(key("attention.query_pre_attn_scalar"), static_cast<double>(c.head_dim));
+  c.final_softcap = f.get_real(key("final_logit_softcapping"), 0.0);
+  c.attn_softcap = f.get_real(key("attn_logit_softcapping"), 0.0);
   ATTN_CHECK(f.has("tokenizer.ggml.tokens"), "gemma3: ", f.path(), ": no tokenizer.ggml.tokens");
   c.vocab = static_cast<int64_t>(f.array_size("tokenizer.ggml.tokens"));
   ATTN_CHECK(!f.has(key("rope.scaling.type")) || f.get_string(key("rope.scaling.type")) == "none" ||
                  f.get_string(key("rope.scaling.type")) == "linear",
              "gemma3: ", f.path(), ": RoPE scaling '", f.get_string(key("rope.scaling.type")),
              "' is not supported");
-  ATTN_CHECK(!f.has(key("rope.scaling.factor")) || real(f, key("rope.scaling.factor"), 1.0) == 1.0,
+  ATTN_CHECK(!f.has(key("rope.scaling.factor")) || f.get_real(key("rope.scaling.factor"), 1.0) == 1.0,
              "gemma3: ", f.path(), ": ", key("rope.scaling.factor"), " ",
-             real(f, key("rope.scaling.factor"), 1.0), " is not supported (only 1)");
+             f.get_real(key("rope.scaling.factor"), 1.0), " is not supported (only 1)");
   try {
     c.validate();
   } catch (const Error& e) {

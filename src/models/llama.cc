@@ -37,22 +37,6 @@ void fake_quantize_q8(const float* x, int64_t K, float* out) {
   }
 }
 
-int64_t positive_key(const io::GgufFile& f, const std::string& key) {
-  ATTN_CHECK(f.has(key), "llama: ", f.path(), ": missing metadata key '", key, "'");
-  const int64_t v = f.get_int(key);
-  ATTN_CHECK(v > 0, "llama: ", f.path(), ": '", key, "' must be > 0, got ", v);
-  return v;
-}
-
-double float_key(const io::GgufFile& f, const std::string& key, double fallback) {
-  if (!f.has(key)) return fallback;
-  const io::GgufType t = f.type(key);
-  if (t == io::GgufType::f32) return f.get_f32(key);
-  if (t == io::GgufType::f64) return f.get_f64(key);
-  throw Error(
-      detail::concat("llama: ", f.path(), ": '", key, "' must be f32 or f64, got ", io::gguf_type_name(t)));
-}
-
 // One weight matrix W [N, K]: the stored blocks (Q4_1, Q8_0) and/or an f32 copy.
 struct Mat {
   std::string name;
@@ -105,26 +89,26 @@ LlamaConfig LlamaConfig::from_gguf(const io::GgufFile& f) {
   ATTN_CHECK(arch == "llama", "llama: ", f.path(), ": unsupported architecture '", arch,
              "'; expected 'llama' (Llama-family decoders such as SmolLM2)");
   LlamaConfig c;
-  c.context = positive_key(f, "llama.context_length");
-  c.dim = positive_key(f, "llama.embedding_length");
-  c.layers = positive_key(f, "llama.block_count");
+  c.context = f.get_positive("llama.context_length");
+  c.dim = f.get_positive("llama.embedding_length");
+  c.layers = f.get_positive("llama.block_count");
   // Each block holds 9 tensors: a block count the tensors cannot back fails before anything is
   // allocated from it (0xFFFFFFFF would otherwise build a 3.5 GB list of expected names).
   const int64_t stored = static_cast<int64_t>(f.tensor_names().size());
   ATTN_CHECK(c.layers <= stored / 9, "llama: ", f.path(), ": llama.block_count is ", c.layers,
              " but the file holds ", stored, " tensors; expected at most ", stored / 9,
              " blocks (9 tensors each)");
-  c.ffn = positive_key(f, "llama.feed_forward_length");
-  c.heads = positive_key(f, "llama.attention.head_count");
+  c.ffn = f.get_positive("llama.feed_forward_length");
+  c.heads = f.get_positive("llama.attention.head_count");
   c.kv_heads =
-      f.has("llama.attention.head_count_kv") ? positive_key(f, "llama.attention.head_count_kv") : c.heads;
+      f.has("llama.attention.head_count_kv") ? f.get_positive("llama.attention.head_count_kv") : c.heads;
   c.head_dim = c.dim / c.heads;
   c.rope_dim =
-      f.has("llama.rope.dimension_count") ? positive_key(f, "llama.rope.dimension_count") : c.head_dim;
-  c.rope_base = float_key(f, "llama.rope.freq_base", 10000.0);
-  c.rms_eps = float_key(f, "llama.attention.layer_norm_rms_epsilon", 1e-5);
+      f.has("llama.rope.dimension_count") ? f.get_positive("llama.rope.dimension_count") : c.head_dim;
+  c.rope_base = f.get_real("llama.rope.freq_base", 10000.0);
+  c.rms_eps = f.get_real("llama.attention.layer_norm_rms_epsilon", 1e-5);
   if (f.has("llama.vocab_size")) {
-    c.vocab = positive_key(f, "llama.vocab_size");
+    c.vocab = f.get_positive("llama.vocab_size");
   } else {
     ATTN_CHECK(f.has("tokenizer.ggml.tokens"), "llama: ", f.path(),
                ": no llama.vocab_size and no tokenizer.ggml.tokens");

@@ -178,6 +178,12 @@ class GgufFile {
   // u32 vs i32 vs u64 for counts and ids.
   int64_t get_int(std::string_view key) const;
   int64_t get_int(std::string_view key, int64_t fallback) const;  // fallback when absent
+  // Typed getters for a model's hyperparameters, one wording for every architecture:
+  // an integer > 0 (any integer type); throws naming the file and the key when absent or not > 0.
+  int64_t get_positive(std::string_view key) const;
+  // A real number stored as f32, f64 or any integer type; `fallback` when absent; throws naming the
+  // key for another type.
+  double get_real(std::string_view key, double fallback) const;
 
   // Arrays. get_int_array takes any integer element type (values must fit in
   // int64), get_float_array f32 or f64 elements; the others need the exact type.
