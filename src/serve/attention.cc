@@ -65,6 +65,10 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
     if (static_cast<int64_t>(ids.size()) > l.max_attention_tokens)
       throw bad_request(too_long(static_cast<int64_t>(ids.size()), l.max_attention_tokens), "input",
                         "context_length_exceeded");
+    if (static_cast<int64_t>(ids.size()) > slots[0]->capacity())
+      throw bad_request("the text has " + std::to_string(ids.size()) + " tokens; the context holds " +
+                            std::to_string(slots[0]->capacity()) + " (--context)",
+                        "input", "context_length_exceeded");
     const models::LlamaConfig& c = slots[0]->config();
     const auto n = static_cast<int64_t>(ids.size());
     check_attention_values(attention_values(spec, c.layers, c.heads, n, n), l.max_attention_values, "");
