@@ -7,7 +7,9 @@
 
 #include <attn/text/text_piece.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,7 +23,7 @@ struct SpecialFrag {
 };
 
 struct ByteRange {
-  std::size_t begin, end;
+  std::size_t begin, end;  // [begin, end)
 };
 
 // The pieces' text joined, and the byte ranges of the runs of pieces that allow special tokens.
@@ -46,10 +48,12 @@ template <class TextOf, class Everywhere>
 std::vector<SpecialFrag> split_specials(std::string_view text, const std::vector<int32_t>& specials,
                                         const std::vector<ByteRange>& allowed, TextOf text_of,
                                         Everywhere everywhere) {
+  // `allowed` is sorted and disjoint: the one range that may hold [b, e) is the last starting at or
+  // before b (a chat of a thousand messages has thousands of ranges).
   const auto inside = [&](std::size_t b, std::size_t e) {
-    for (const ByteRange& r : allowed)
-      if (r.begin <= b && e <= r.end) return true;
-    return false;
+    const auto after = std::upper_bound(allowed.begin(), allowed.end(), b,
+                                        [](std::size_t x, const ByteRange& r) { return x < r.begin; });
+    return after != allowed.begin() && e <= std::prev(after)->end;
   };
   std::vector<SpecialFrag> frags = {{-1, 0, text.size()}};
   for (const int32_t sid : specials) {
