@@ -159,8 +159,7 @@ class Generator {
     try {
       r = interruptible(ErrorKind::value, [&] {
         model_->clear();
-        const std::string text = models::llama_prompt_text(*model_, prompt, chat, system);
-        const std::vector<int32_t> ids = model_->tokenizer().encode(text, false, true);
+        const std::vector<int32_t> ids = models::llama_prompt_ids(*model_, prompt, chat, system);
         ATTN_CHECK(!ids.empty(), "generate: the prompt encodes to no tokens");
         ATTN_CHECK(static_cast<int64_t>(ids.size()) <= model_->capacity(), "generate: the prompt has ",
                    ids.size(), " tokens; the context holds ", model_->capacity());

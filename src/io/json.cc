@@ -267,8 +267,17 @@ class Parser {
   }
 
   [[noreturn]] void fail(const std::string& expected) const { fail_at(pos_, expected, got()); }
+  // `got` quotes the input: at most its first ~40 bytes (a 100,000-digit number is not echoed whole),
+  // cut before a UTF-8 character that would not fit.
   [[noreturn]] void fail_at(std::size_t at, const std::string& expected, const std::string& got) const {
-    throw Error(detail::concat("json: at byte ", at, ": ", expected, "; got ", got));
+    constexpr std::size_t kQuote = 40;
+    std::string shown = got;
+    if (shown.size() > kQuote) {
+      std::size_t cut = kQuote;
+      while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+      shown = shown.substr(0, cut) + "... (" + std::to_string(got.size()) + " bytes)";
+    }
+    throw Error(detail::concat("json: at byte ", at, ": ", expected, "; got ", shown));
   }
 
   void skip_ws() {

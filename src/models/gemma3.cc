@@ -641,22 +641,42 @@ Gemma3Attention Gemma3Model::attention_weights(std::span<const int32_t> ids) {
   return a;
 }
 
-std::string Gemma3Model::apply_chat_template(const std::vector<Message>& messages,
-                                             bool add_generation_prompt) const {
-  std::string out, system;
+text::TextPieces Gemma3Model::chat_template_pieces(const std::vector<Message>& messages,
+                                                   bool add_generation_prompt) const {
+  // The template's markers may be special tokens; the messages' contents are text.
+  text::TextPieces out;
+  const auto markup = [&](std::string s) { out.push_back({std::move(s), true}); };
+  const auto data = [&](const std::string& s) {
+    if (!s.empty()) out.push_back({s, false});
+  };
+  std::vector<std::string> system;
   for (const Message& m : messages) {
     if (m.role == "system") {
-      system += m.content + "\n\n";
+      system.push_back(m.content);
       continue;
     }
     ATTN_CHECK(m.role == "user" || m.role == "assistant" || m.role == "model", "gemma3 chat: role '", m.role,
                "'; expected system, user or assistant");
     const std::string role = m.role == "user" ? "user" : "model";
-    out += "<start_of_turn>" + role + "\n" + (role == "user" ? system : std::string()) + m.content +
-           "<end_of_turn>\n";
-    if (role == "user") system.clear();
+    markup("<start_of_turn>" + role + "\n");
+    if (role == "user") {
+      for (const std::string& s : system) {
+        data(s);
+        markup("\n\n");
+      }
+      system.clear();
+    }
+    data(m.content);
+    markup("<end_of_turn>\n");
   }
-  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  if (add_generation_prompt) markup("<start_of_turn>model\n");
+  return out;
+}
+
+std::string Gemma3Model::apply_chat_template(const std::vector<Message>& messages,
+                                             bool add_generation_prompt) const {
+  std::string out;
+  for (const text::TextPiece& p : chat_template_pieces(messages, add_generation_prompt)) out += p.text;
   return out;
 }
 

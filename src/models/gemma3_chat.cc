@@ -2,7 +2,7 @@
 #include <attn/core/error.h>
 #include <attn/models/gemma3_chat.h>
 #include <attn/models/generate.h>
-#include <attn/text/utf8.h>
+#include <attn/models/text_stream.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@ std::vector<int32_t> gemma3_prompt_ids(const Gemma3Model& model, const std::stri
   std::vector<Gemma3Model::Message> msgs;
   if (system && !system->empty()) msgs.push_back({"system", *system});
   msgs.push_back({"user", prompt});
-  return tok.encode(model.apply_chat_template(msgs, true), tok.add_bos(), true);
+  return tok.encode(model.chat_template_pieces(msgs, true), tok.add_bos());
 }
 
 LlamaReply gemma3_generate_text(Gemma3Model& model, const std::vector<int32_t>& prompt_ids,
@@ -37,16 +37,14 @@ LlamaReply gemma3_generate_text(Gemma3Model& model, const std::vector<int32_t>& 
       g.stop_ids.push_back(id);
   LlamaReply r;
   r.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
-  const auto emit = [&](const std::string& text) {
-    if (text.size() <= r.text.size()) return;
-    const std::string piece = text.substr(r.text.size());
-    r.text = text;
-    if (o.on_text) o.on_text(piece);
+  TextStream stream([&tok](const std::vector<int32_t>& ids) { return tok.decode(ids, false); });
+  const auto emit = [&](const std::string& piece) {
+    r.text += piece;
+    if (o.on_text && !piece.empty()) o.on_text(piece);
   };
   const auto on_token = [&](int64_t token) {
     r.ids.push_back(static_cast<int32_t>(token));
-    const std::string text = tok.decode(r.ids, false);
-    emit(text.substr(0, text::complete_utf8_prefix(text)));
+    emit(stream.push(static_cast<int32_t>(token)));
   };
   const auto t0 = clock::now();
   auto t1 = t0;
@@ -76,8 +74,8 @@ LlamaReply gemma3_generate_text(Gemma3Model& model, const std::vector<int32_t>& 
       r.stopped = true;
     }
   }
-  const std::string all = tok.decode(r.ids, false);
-  emit(all.substr(0, text::complete_utf8_prefix(all)));
+  if (r.stopped) emit(stream.push(r.ids.back()));  // the stop token's text, if it has one
+  emit(stream.finish());  // a character cut by max_new_tokens ends the reply as U+FFFD
   r.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
   r.generate_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   return r;

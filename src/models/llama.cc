@@ -766,8 +766,8 @@ LlamaAttention LlamaModel::attention_weights(std::span<const int32_t> ids) {
 
 // ---------------------------------------------------------------- chat template
 
-std::string LlamaModel::apply_chat_template(const std::vector<Message>& messages,
-                                            bool add_generation_prompt) const {
+text::TextPieces LlamaModel::chat_template_pieces(const std::vector<Message>& messages,
+                                                  bool add_generation_prompt) const {
   const io::GgufFile& f = impl_->file;
   ATTN_CHECK(f.has("tokenizer.chat_template"), "llama: ", f.path(),
              ": no tokenizer.chat_template in the file");
@@ -788,12 +788,28 @@ std::string LlamaModel::apply_chat_template(const std::vector<Message>& messages
                "llama: chat template has a default system message that attn cannot read");
     default_system = t.substr(a, b - a + close.size()) + "\n";
   }
-  std::string out;
+  // The template's markers may be special tokens; a role and a message's content are text.
+  text::TextPieces out;
+  const auto markup = [&](std::string s) { out.push_back({std::move(s), true}); };
+  const auto data = [&](const std::string& s) {
+    if (!s.empty()) out.push_back({s, false});
+  };
   for (std::size_t i = 0; i < messages.size(); ++i) {
-    if (i == 0 && messages[0].role != "system") out += default_system;
-    out += "<|im_start|>" + messages[i].role + "\n" + messages[i].content + "<|im_end|>\n";
+    if (i == 0 && messages[0].role != "system" && !default_system.empty()) markup(default_system);
+    markup("<|im_start|>");
+    data(messages[i].role);
+    markup("\n");
+    data(messages[i].content);
+    markup("<|im_end|>\n");
   }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  if (add_generation_prompt) markup("<|im_start|>assistant\n");
+  return out;
+}
+
+std::string LlamaModel::apply_chat_template(const std::vector<Message>& messages,
+                                            bool add_generation_prompt) const {
+  std::string out;
+  for (const text::TextPiece& p : chat_template_pieces(messages, add_generation_prompt)) out += p.text;
   return out;
 }
 

@@ -2,15 +2,13 @@
 #include <attn/core/error.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama_chat.h>
-#include <attn/text/utf8.h>
+#include <attn/models/text_stream.h>
 
 #include <chrono>
 
 namespace attn::models {
 
 namespace {
-
-std::size_t complete_utf8(const std::string& s) { return text::complete_utf8_prefix(s); }
 
 GenerateOptions search_options(const LlamaModel& model, const LlamaTextOptions& o) {
   ATTN_CHECK(o.temperature >= 0, "llama: temperature must be >= 0 (0 = greedy); got ", o.temperature);
@@ -36,13 +34,26 @@ bool llama_is_stop(const LlamaModel& model, int32_t id) {
   return id == model.tokenizer().eos_id() || (!types.empty() && types[id] == text::BpeTokenType::control);
 }
 
-std::string llama_prompt_text(const LlamaModel& model, const std::string& prompt, bool chat,
-                              const std::optional<std::string>& system) {
-  if (!chat) return prompt;
+namespace {
+std::vector<LlamaModel::Message> prompt_messages(const std::string& prompt,
+                                                 const std::optional<std::string>& system) {
   std::vector<LlamaModel::Message> msgs;
   if (system) msgs.push_back({"system", *system});
   msgs.push_back({"user", prompt});
-  return model.apply_chat_template(msgs, true);
+  return msgs;
+}
+}  // namespace
+
+std::string llama_prompt_text(const LlamaModel& model, const std::string& prompt, bool chat,
+                              const std::optional<std::string>& system) {
+  return chat ? model.apply_chat_template(prompt_messages(prompt, system), true) : prompt;
+}
+
+std::vector<int32_t> llama_prompt_ids(const LlamaModel& model, const std::string& prompt, bool chat,
+                                      const std::optional<std::string>& system) {
+  const text::ByteBpeTokenizer& tok = model.tokenizer();
+  if (!chat) return tok.encode(prompt, false, true);
+  return tok.encode(model.chat_template_pieces(prompt_messages(prompt, system), true));
 }
 
 LlamaReply llama_generate_text(LlamaModel& model, const std::vector<int32_t>& prompt_ids,
@@ -56,27 +67,22 @@ LlamaReply llama_generate_text(LlamaModel& model, const std::vector<int32_t>& pr
   const std::span<const float> logits = model.prefill(prompt_ids);
   const auto t1 = clock::now();
   const text::ByteBpeTokenizer& tok = model.tokenizer();
-  // Streams the complete UTF-8 prefix of the decoded reply after every token.
-  const auto emit = [&](const std::string& text) {
-    if (text.size() <= r.text.size()) return;
-    const std::string piece = text.substr(r.text.size());
-    r.text = text;
-    if (options.on_text) options.on_text(piece);
+  TextStream stream([&tok](const std::vector<int32_t>& ids) { return tok.decode(ids, false); });
+  const auto emit = [&](const std::string& piece) {
+    r.text += piece;
+    if (options.on_text && !piece.empty()) options.on_text(piece);
   };
   const Generated out = generate_from(model, logits, g, rng, [&](int64_t, int64_t token) {
     r.ids.push_back(static_cast<int32_t>(token));
-    const std::string text = tok.decode(r.ids, false);
-    emit(text.substr(0, complete_utf8(text)));
+    emit(stream.push(static_cast<int32_t>(token)));
   });
   if (out.stop_token >= 0) {
     r.ids.push_back(static_cast<int32_t>(out.stop_token));
     r.stopped = true;
+    emit(stream.push(static_cast<int32_t>(out.stop_token)));  // its text, if it has one
   }
-  // What is left: the stop token's text. When max_new_tokens ran out inside a multi-token UTF-8
-  // character, its partial bytes are dropped (r.ids still holds every token): the reply never ends in
-  // the middle of a character.
-  const std::string all = tok.decode(r.ids, false);
-  emit(all.substr(0, complete_utf8(all)));
+  // What is held back: a character cut by max_new_tokens ends the reply as U+FFFD.
+  emit(stream.finish());
   r.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
   r.generate_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   return r;
@@ -91,19 +97,23 @@ void LlamaChat::reset() {
 }
 
 std::vector<int32_t> LlamaChat::turn_ids(const std::string& user_text) const {
-  std::string turn;
+  text::TextPieces turn;
   if (first_) {
     std::vector<LlamaModel::Message> msgs;
     if (!system_.empty()) msgs.push_back({"system", system_});
     msgs.push_back({"user", user_text});
-    turn = model_.apply_chat_template(msgs, true);
+    turn = model_.chat_template_pieces(msgs, true);
   } else {
-    // This turn alone: the template of [system, user] minus that of [system].
-    const std::string both = model_.apply_chat_template({{"system", ""}, {"user", user_text}}, true);
-    const std::string sys = model_.apply_chat_template({{"system", ""}}, false);
-    turn = both.substr(sys.size());
+    // This turn alone: the template of [system, user] minus that of [system], piece by piece.
+    const text::TextPieces both = model_.chat_template_pieces({{"system", ""}, {"user", user_text}}, true);
+    const text::TextPieces sys = model_.chat_template_pieces({{"system", ""}}, false);
+    std::size_t k = 0;
+    while (k < sys.size() && k < both.size() && sys[k].text == both[k].text) ++k;
+    ATTN_CHECK(k == sys.size(), "llama chat: the template of a conversation does not start with that of ",
+               "its system message (piece ", k, " of ", sys.size(), ")");
+    turn.assign(both.begin() + static_cast<std::ptrdiff_t>(k), both.end());
   }
-  return model_.tokenizer().encode(turn, false, true);
+  return model_.tokenizer().encode(turn);
 }
 
 LlamaChat::Turn LlamaChat::say(const std::string& user_text) {

@@ -52,6 +52,10 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
                                   " tokens, the model's limit (max_seq_length)"
                             : too_long(static_cast<int64_t>(ids.size()), l.max_attention_tokens),
                         "input", "context_length_exceeded");
+    const models::BertConfig& c = encoder->model().config();
+    const auto n = static_cast<int64_t>(ids.size());
+    check_attention_values(attention_values(spec, c.num_layers, c.num_heads, n, n), l.max_attention_values,
+                           "");
     GateHold hold(gate);
     e = viz::export_bert_attention(*encoder, embed_id, text);
   } else if (!generate_id.empty() &&
@@ -61,6 +65,13 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
     if (static_cast<int64_t>(ids.size()) > l.max_attention_tokens)
       throw bad_request(too_long(static_cast<int64_t>(ids.size()), l.max_attention_tokens), "input",
                         "context_length_exceeded");
+    if (static_cast<int64_t>(ids.size()) > slots[0]->capacity())
+      throw bad_request("the text has " + std::to_string(ids.size()) + " tokens; the context holds " +
+                            std::to_string(slots[0]->capacity()) + " (--context)",
+                        "input", "context_length_exceeded");
+    const models::LlamaConfig& c = slots[0]->config();
+    const auto n = static_cast<int64_t>(ids.size());
+    check_attention_values(attention_values(spec, c.layers, c.heads, n, n), l.max_attention_values, "");
     const auto lease = std::make_shared<SlotLease>(
         slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s));
     models::LlamaModel& m = *slots[lease->index];
@@ -70,14 +81,24 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
     if (static_cast<int64_t>(text.size()) + 1 > l.max_attention_tokens * 4)
       throw bad_request(too_long(static_cast<int64_t>(text.size()), l.max_attention_tokens), "input",
                         "context_length_exceeded");
+    models::Classification shown;
+    int64_t n = 0;
+    try {
+      n = static_cast<int64_t>(classifier->input_ids(text, shown).size());
+    } catch (const Error& e) {
+      throw bad_request(std::string("the text cannot be classified: ") + e.what(), "input", "invalid_input");
+    }
+    const models::TransformerConfig& c = classifier->model().config();
+    check_attention_values(attention_values(spec, c.encoder_layers, c.heads, n, n), l.max_attention_values,
+                           "");
     GateHold hold(gate);
     e = classifier_export(*classifier, classify_id, text);
   } else {
     std::string have;
     for (const std::string* id : {&embed_id, &generate_id, &classify_id})
       if (!id->empty()) have += (have.empty() ? "'" : ", '") + *id + "'";
-    throw HttpError(404, "the model '" + model_id + "' does not exist here; this server has " + have, "model",
-                    "model_not_found");
+    throw HttpError(404, "the model '" + excerpt(model_id) + "' does not exist here; this server has " + have,
+                    "model", "model_not_found");
   }
   return filter_export(std::move(e), spec, l.max_attention_values);
 }

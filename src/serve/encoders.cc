@@ -121,7 +121,7 @@ void Impl::embeddings(const http::Request& req, http::Response& res) {
   const std::string model = check_model(body, "embedding", embed_id, {options.embed, "minilm"});
   const std::string format = opt_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
-    throw bad_request("'encoding_format' must be \"float\" or \"base64\"; got \"" + format + "\"",
+    throw bad_request("'encoding_format' must be \"float\" or \"base64\"; got \"" + excerpt(format) + "\"",
                       "encoding_format", "invalid_value");
   const models::SentenceEncoder& enc = *encoder;
   if (const auto d = opt_integer(body, "dimensions", 1, 1 << 20); d && *d != enc.dim())
@@ -147,7 +147,9 @@ void Impl::embeddings(const http::Request& req, http::Response& res) {
       inputs.push_back(std::move(e));
     }
   } else {
-    if (att) throw bad_request("'attention' needs text inputs (strings), not token ids", "attention");
+    if (att)
+      throw bad_request("'attention' needs text inputs (strings), not token ids", "attention",
+                        "invalid_input");
     // Token ids of the text, as the tokenizer gives them: [CLS] and [SEP] are added here.
     const std::vector<int32_t> empty = enc.encode("");
     const int64_t V = enc.model().config().vocab_size;
@@ -180,6 +182,12 @@ void Impl::embeddings(const http::Request& req, http::Response& res) {
     throw bad_request("'attention' is answered for at most " + std::to_string(kMaxAttentionInputs) +
                           " inputs per request; got " + std::to_string(in.texts.size()),
                       "attention", "too_many_inputs");
+  if (att) {  // the exports of all inputs, sized before any compute
+    const models::BertConfig& c = enc.model().config();
+    int64_t values = 0;
+    for (const int64_t n : tokens) values += attention_values(*att, c.num_layers, c.num_heads, n, n);
+    check_attention_values(values, l.max_attention_values, "");
+  }
   const int64_t total = std::accumulate(tokens.begin(), tokens.end(), int64_t{0});
   const std::vector<EmbedOutput> vectors = embed_batcher->run(std::move(inputs), tokens);
   metrics.tokens("embedding", total);
@@ -231,6 +239,21 @@ void Impl::classify(const http::Request& req, http::Response& res) {
     throw bad_request("'attention' is answered for at most " + std::to_string(kMaxAttentionInputs) +
                           " inputs per request; got " + std::to_string(in.texts.size()),
                       "attention", "too_many_inputs");
+  if (att) {  // the exports of all inputs, sized from their tokens before any compute
+    const models::TransformerConfig& c = classifier->model().config();
+    int64_t values = 0;
+    for (const std::string& t : in.texts) {
+      models::Classification shown;
+      int64_t n = 0;
+      try {
+        n = static_cast<int64_t>(classifier->input_ids(t, shown).size());
+      } catch (const Error&) {
+        continue;  // an empty text: classify reports it below
+      }
+      values += attention_values(*att, c.encoder_layers, c.heads, n, n);
+    }
+    check_attention_values(values, l.max_attention_values, "");
+  }
   std::vector<ClassifyInput> inputs;
   std::vector<int64_t> tokens;
   const int64_t max_len = classifier->max_len();
@@ -273,13 +296,8 @@ void Impl::classify(const http::Request& req, http::Response& res) {
     return;
   }
   json::Value exports = json::Value::array();
-  int64_t budget = l.max_attention_values;
-  for (const std::string& text : in.texts) {
-    viz::Export e = filter_export(model_export(classify_id, text, AttentionSpec{}), *att, budget);
-    for (const viz::AttentionSet& s : e.sets)
-      for (const viz::Layer& layer : s.layers) budget -= layer.heads * layer.rows * layer.cols;
-    exports.push_back(export_value(e));
-  }
+  for (const std::string& text : in.texts)
+    exports.push_back(export_value(model_export(classify_id, text, *att)));
   json::Value out = json::Value::object();
   out.set("predictions", std::move(predictions));
   out.set("attention", in.single ? json::Value(exports.items().front()) : std::move(exports));

@@ -4,7 +4,7 @@
 #include <attn/core/error.h>
 #include <attn/core/random.h>
 #include <attn/models/generate.h>
-#include <attn/text/utf8.h>
+#include <attn/models/text_stream.h>
 #include <attn/viz/attention.h>
 
 #include <algorithm>
@@ -99,50 +99,22 @@ GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
     if (types[id] == text::BpeTokenType::control && static_cast<int64_t>(id) != g.eos_id)
       g.stop_ids.push_back(static_cast<int64_t>(id));
   Rng rng(r.seed);
-  std::size_t longest_stop = 0;
-  for (const std::string& s : r.stop) longest_stop = std::max(longest_stop, s.size());
 
   GenResult out;
-  std::string full;  // the complete UTF-8 prefix of the decoded reply
-  std::size_t emitted = 0;
-  bool cancelled = false, stop_string = false;
-  const auto emit = [&](std::size_t upto) {
-    if (upto <= emitted) return true;
-    const std::string piece = full.substr(emitted, upto - emitted);
-    emitted = upto;
+  // The reply as valid UTF-8 pieces, held back where a character or a stop string may continue.
+  models::TextStream stream([&tok](const std::vector<int32_t>& ids) { return tok.decode(ids, false); },
+                            r.stop);
+  bool cancelled = false;
+  // A piece of text to the client: false ends the generation (the client went away).
+  const auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return true;
     out.text += piece;
-    return !on_piece || on_piece(piece);
+    if (!on_piece || on_piece(piece)) return true;
+    cancelled = true;
+    return false;
   };
   // After each token: false ends the generation (a stop string, or the client went away).
-  const auto advance = [&](bool last) {
-    full = tok.decode(out.ids, false);
-    full.resize(text::complete_utf8_prefix(full));
-    if (!r.stop.empty()) {
-      std::size_t best = std::string::npos;
-      for (const std::string& s : r.stop) best = std::min(best, full.find(s));
-      if (best != std::string::npos) {
-        stop_string = true;
-        if (!emit(best)) cancelled = true;
-        return false;
-      }
-      // Hold back what could still become the start of a stop string (never a split character).
-      std::size_t safe = last                              ? full.size()
-                         : full.size() >= longest_stop - 1 ? full.size() - (longest_stop - 1)
-                                                           : 0;
-      while (safe > emitted && safe < full.size() && (static_cast<unsigned char>(full[safe]) & 0xC0) == 0x80)
-        --safe;
-      if (!emit(safe)) {
-        cancelled = true;
-        return false;
-      }
-      return true;
-    }
-    if (!emit(full.size())) {
-      cancelled = true;
-      return false;
-    }
-    return true;
-  };
+  const auto advance = [&](int32_t token) { return emit(stream.push(token)) && !stream.stopped(); };
 
   GateHold hold(gate);
   m.clear();
@@ -152,16 +124,15 @@ GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
     const models::Generated gen = models::generate_from(m, logits, g, rng, [&](int64_t, int64_t token) {
       out.ids.push_back(static_cast<int32_t>(token));
       hold.release();  // the next request's unit runs while this one decodes and writes its text
-      if (!advance(false)) throw StopGenerating{};
+      if (!advance(static_cast<int32_t>(token))) throw StopGenerating{};
       hold.acquire();
     });
     hold.release();
     out.finish_reason = gen.stop_token >= 0 ? "stop" : "length";
-    if (!advance(true)) out.finish_reason = cancelled ? "cancelled" : "stop";
+    if (!emit(stream.finish()) || stream.stopped()) out.finish_reason = cancelled ? "cancelled" : "stop";
   } catch (const StopGenerating&) {
     out.finish_reason = cancelled ? "cancelled" : "stop";
   }
-  (void)stop_string;
   metrics.tokens("completion", static_cast<int64_t>(out.ids.size()));
   return out;
 }
@@ -178,6 +149,7 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
   r->created = unix_time();
   models::LlamaModel& any = *slots[0];
   // The prompt.
+  text::TextPieces pieces;
   if (chat) {
     const json::Value* msgs = member(body, "messages");
     if (!msgs || !msgs->is_array() || msgs->size() == 0)
@@ -189,7 +161,8 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
     for (std::size_t i = 0; i < msgs->size(); ++i) {
       const json::Value& m = msgs->at(i);
       if (!m.is_object())
-        throw bad_request("messages[" + std::to_string(i) + "] must be an object", "messages");
+        throw bad_request("messages[" + std::to_string(i) + "] must be an object", "messages",
+                          "invalid_type");
       const json::Value* role = m.find("role");
       if (!role || !role->is_string())
         throw bad_request("messages[" + std::to_string(i) + "].role is required (system, user or assistant)",
@@ -197,25 +170,29 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
       std::string rl = role->as_string();
       if (rl == "developer") rl = "system";
       if (rl != "system" && rl != "user" && rl != "assistant")
-        throw bad_request(
-            "messages[" + std::to_string(i) + "].role must be system, user or assistant; got '" + rl + "'",
-            "messages", "invalid_role");
+        throw bad_request("messages[" + std::to_string(i) +
+                              "].role must be system, user or assistant; got '" + excerpt(rl) + "'",
+                          "messages", "invalid_role");
       turns.push_back({rl, content_text(m, i)});
     }
-    r->prompt_text = any.apply_chat_template(turns, true);
+    // The template's markers are special tokens; the messages' contents are text, always.
+    pieces = any.chat_template_pieces(turns, true);
   } else {
     const json::Value* p = member(body, "prompt");
     if (!p) throw bad_request("'prompt' is required: a string", "prompt", "missing_prompt");
     if (p->is_array() && p->size() == 1 && p->at(std::size_t{0}).is_string()) p = &p->at(std::size_t{0});
     if (!p->is_string())
       throw bad_request("'prompt' must be a string (or a list of one string)", "prompt", "invalid_type");
-    r->prompt_text = p->as_string();
+    // Text by default: "<|im_end|>" in a prompt is those characters. "special_tokens": true lets the
+    // prompt's special-token strings become their tokens (a raw prompt written in the model's format).
+    pieces.push_back({p->as_string(), opt_bool(body, "special_tokens").value_or(false)});
   }
+  for (const text::TextPiece& piece : pieces) r->prompt_text += piece.text;
   if (static_cast<int64_t>(r->prompt_text.size()) > l.max_input_bytes)
     throw bad_request("the prompt has " + std::to_string(r->prompt_text.size()) + " bytes; the limit is " +
                           std::to_string(l.max_input_bytes) + " (--max-input-bytes)",
                       chat ? "messages" : "prompt", "input_too_large");
-  r->prompt_ids = any.tokenizer().encode(r->prompt_text, false, true);
+  r->prompt_ids = any.tokenizer().encode(pieces);
   if (r->prompt_ids.empty())
     throw bad_request("the prompt is empty (no tokens)", chat ? "messages" : "prompt", "empty_prompt");
   // Options.
@@ -261,6 +238,12 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
                           " tokens (--max-attention-tokens); this request has " + std::to_string(P) +
                           " prompt tokens and max_tokens " + std::to_string(r->max_tokens),
                       "attention", "context_length_exceeded");
+  if (r->attention) {
+    // The worst case, prompt + max_tokens, checked before anything is generated.
+    const int64_t N = P + r->max_tokens;
+    check_attention_values(attention_values(*r->attention, any.config().layers, any.config().heads, N, N),
+                           l.max_attention_values, "up to ");
+  }
 
   const auto lease =
       std::make_shared<SlotLease>(slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s));
@@ -310,39 +293,39 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
 
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, r, lease, in_flight, P, attention_of](std::size_t, http::DataSink& sink) {
-        const auto write = [&sink](const std::string& data) {
-          const std::string line = "data: " + data + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
-        try {
-          models::LlamaModel& m = *slots[lease->index];
-          if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
-          const GenResult g = generate(
-              m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
-          if (g.finish_reason == "cancelled") return false;  // the client went away: close
-          std::string last = chunk_json(*r, "", g.finish_reason, false);
-          if (r->attention) {
-            last.pop_back();
-            last += ",\"attention\":" + attention_of(m, *r, g) + "}";
-          }
-          if (!write(last)) return false;
-          if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
-                                         usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
-            return false;
-          if (!write("[DONE]")) return false;
-        } catch (const HttpError& e) {
-          write(error_body(e));
-          write("[DONE]");
-        } catch (const std::exception& e) {
-          log(std::string("error in a stream: ") + e.what());
-          write(error_body(HttpError(500, std::string("internal error: ") + e.what())));
-          write("[DONE]");
-        }
-        sink.done();
-        return true;
-      });
+  res.set_chunked_content_provider("text/event-stream", [this, r, lease, in_flight, P, attention_of](
+                                                            std::size_t, http::DataSink& sink) {
+    const auto write = [&sink](const std::string& data) {
+      const std::string line = "data: " + data + "\n\n";
+      return sink.write(line.data(), line.size());
+    };
+    try {
+      models::LlamaModel& m = *slots[lease->index];
+      if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
+      const GenResult g =
+          generate(m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
+      if (g.finish_reason == "cancelled") return false;  // the client went away: close
+      std::string last = chunk_json(*r, "", g.finish_reason, false);
+      if (r->attention) {
+        last.pop_back();
+        last += ",\"attention\":" + attention_of(m, *r, g) + "}";
+      }
+      if (!write(last)) return false;
+      if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
+                                     usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
+        return false;
+      if (!write("[DONE]")) return false;
+    } catch (const HttpError& e) {
+      write(error_body(e));
+      write("[DONE]");
+    } catch (const std::exception& e) {
+      log(std::string("error in a stream: ") + e.what());
+      write(error_body(HttpError(500, std::string("internal error: ") + e.what(), "", "internal_error")));
+      write("[DONE]");
+    }
+    sink.done();
+    return true;
+  });
 }
 
 }  // namespace attn::serve::detail

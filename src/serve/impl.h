@@ -175,6 +175,9 @@ bool equal_in_constant_time(std::string_view a, std::string_view b);
 
 // The body as a JSON object: 400 for malformed JSON, invalid UTF-8 or another type.
 json::Value parse_body(const http::Request& req);
+// At most the first max_bytes of `s` (cut before a UTF-8 character that would not fit) and its size:
+// what an error message quotes of a request's input.
+std::string excerpt(std::string_view s, std::size_t max_bytes = 40);
 // Optional members with their types checked (400 naming the parameter); null counts as absent.
 const json::Value* member(const json::Value& body, const char* name);
 std::optional<std::string> opt_string(const json::Value& body, const char* name);
@@ -187,6 +190,13 @@ std::optional<AttentionSpec> opt_attention(const json::Value& body);
 std::string check_model(const json::Value& body, const std::string& what, const std::string& id,
                         const std::vector<std::string>& aliases);
 
+// The numbers an export of `spec` holds for a model of `layers` x `heads` over a rows x cols attention
+// matrix, from the request alone (before any compute): 400 naming a layer or head out of range.
+int64_t attention_values(const AttentionSpec& spec, int64_t layers, int64_t heads, int64_t rows,
+                         int64_t cols);
+// 400 attention_too_large naming --max-attention-values when values > max_values; `what` qualifies
+// the count in the message (e.g. "at most ").
+void check_attention_values(int64_t values, int64_t max_values, const std::string& what);
 // Filters the export to the spec's layers and heads (400 naming a layer or head out of range) and
 // checks the numbers it holds against max_values (400 naming the limit).
 viz::Export filter_export(viz::Export e, const AttentionSpec& spec, int64_t max_values);

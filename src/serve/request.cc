@@ -1,6 +1,7 @@
 // Request parsing and response helpers of the server (src/serve/impl.h).
 #include <attn/core/error.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -28,6 +29,13 @@ json::Value parse_body(const http::Request& req) {
     throw bad_request(std::string("the request body must be a JSON object; got ") + json::type_name(v.type()),
                       "", "invalid_json");
   return v;
+}
+
+std::string excerpt(std::string_view s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
 const json::Value* member(const json::Value& body, const char* name) {
@@ -94,20 +102,52 @@ std::optional<AttentionSpec> opt_attention(const json::Value& body) {
   for (const auto& [key, val] : v->members()) {
     std::vector<int64_t>* out = key == "layers" ? &spec.layers : key == "heads" ? &spec.heads : nullptr;
     if (out == nullptr)
-      throw bad_request("'attention' takes \"layers\" and \"heads\"; got \"" + key + "\"", "attention",
-                        "invalid_value");
+      throw bad_request("'attention' takes \"layers\" and \"heads\"; got \"" + excerpt(key) + "\"",
+                        "attention", "invalid_value");
     if (val.is_null()) continue;
     if (!val.is_array() || val.size() > 1024)
       throw bad_request("'attention." + key + "' must be a list of at most 1024 indices (from 0)",
                         "attention." + key, "invalid_type");
     for (const json::Value& i : val.items()) {
       if (!i.is_integer() || i.as_int64() < 0)
-        throw bad_request("'attention." + key + "' must hold indices numbered from 0; got " + json::dump(i),
-                          "attention." + key, "invalid_value");
+        throw bad_request(
+            "'attention." + key + "' must hold indices numbered from 0; got " + excerpt(json::dump(i)),
+            "attention." + key, "invalid_value");
+      // Each index once: a repeated one would copy the same weights again (64 x 64 repeats of layer 0
+      // and head 0 were ~2 GiB).
+      if (std::find(out->begin(), out->end(), i.as_int64()) != out->end())
+        throw bad_request("'attention." + key + "' lists " + key.substr(0, key.size() - 1) + " " +
+                              std::to_string(i.as_int64()) + " more than once; list each index once",
+                          "attention." + key, "duplicate_index");
       out->push_back(i.as_int64());
     }
   }
   return spec;
+}
+
+int64_t attention_values(const AttentionSpec& spec, int64_t layers, int64_t heads, int64_t rows,
+                         int64_t cols) {
+  for (const int64_t l : spec.layers)
+    if (l >= layers)
+      throw bad_request("attention.layers: layer " + std::to_string(l) + " does not exist; the model has " +
+                            std::to_string(layers) + " layers (0 to " + std::to_string(layers - 1) + ")",
+                        "attention.layers", "invalid_value");
+  for (const int64_t h : spec.heads)
+    if (h >= heads)
+      throw bad_request("attention.heads: head " + std::to_string(h) + " does not exist; the model has " +
+                            std::to_string(heads) + " heads (0 to " + std::to_string(heads - 1) + ")",
+                        "attention.heads", "invalid_value");
+  const auto nl = spec.layers.empty() ? layers : static_cast<int64_t>(spec.layers.size());
+  const auto nh = spec.heads.empty() ? heads : static_cast<int64_t>(spec.heads.size());
+  return nl * nh * rows * cols;  // at most 1024 x 1024 x rows x cols: no overflow for any context
+}
+
+void check_attention_values(int64_t values, int64_t max_values, const std::string& what) {
+  if (values > max_values)
+    throw bad_request("the attention asked for holds " + what + std::to_string(values) +
+                          " numbers; the limit is " + std::to_string(max_values) +
+                          " (--max-attention-values): ask for fewer layers or heads, or a shorter text",
+                      "attention", "attention_too_large");
 }
 
 std::string check_model(const json::Value& body, const std::string& what, const std::string& id,
@@ -124,8 +164,9 @@ std::string check_model(const json::Value& body, const std::string& what, const 
   if (!m || *m == id) return id;
   for (const std::string& a : aliases)
     if (*m == a) return id;
-  throw HttpError(404, "the model '" + *m + "' does not exist here; the " + what + " model is '" + id + "'",
-                  "model", "model_not_found");
+  throw HttpError(
+      404, "the model '" + excerpt(*m) + "' does not exist here; the " + what + " model is '" + id + "'",
+      "model", "model_not_found");
 }
 
 viz::Export filter_export(viz::Export e, const AttentionSpec& spec, int64_t max_values) {
@@ -170,11 +211,7 @@ viz::Export filter_export(viz::Export e, const AttentionSpec& spec, int64_t max_
     }
   }
   if (e.sets.size() != 1) e.layer_names.clear();
-  if (values > max_values)
-    throw bad_request("the attention asked for holds " + std::to_string(values) + " numbers; the limit is " +
-                          std::to_string(max_values) +
-                          " (--max-attention-values): ask for fewer layers or heads, or a shorter text",
-                      "attention", "attention_too_large");
+  check_attention_values(values, max_values, "");
   return e;
 }
 

@@ -87,12 +87,12 @@ void Impl::routes() {
         e.retry_after_s = 2;
         send_error(res, e);
       } catch (const Error& e) {
-        send_error(res, bad_request(e.what()));
+        send_error(res, bad_request(e.what(), "", "invalid_request"));
       } catch (const std::exception& e) {
         log(std::string("error: ") + req.method + " " + req.path + ": " + e.what());
-        send_error(res, HttpError(500, std::string("internal error: ") + e.what()));
+        send_error(res, HttpError(500, std::string("internal error: ") + e.what(), "", "internal_error"));
       } catch (...) {
-        send_error(res, HttpError(500, "internal error"));
+        send_error(res, HttpError(500, "internal error", "", "internal_error"));
       }
     };
   };

@@ -5,6 +5,7 @@
 #include <array>
 #include <queue>
 
+#include "text/special_split.h"
 #include "text/unicode_ucd.h"
 
 namespace attn::text {
@@ -297,42 +298,31 @@ void ByteBpeTokenizer::bpe_word(std::string_view word, std::vector<int32_t>& out
 }
 
 std::vector<int32_t> ByteBpeTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+  std::vector<specials::ByteRange> allowed;
+  if (parse_special) allowed.push_back({0, text.size()});
+  return encode_split(text, allowed, add_bos);
+}
+
+std::vector<int32_t> ByteBpeTokenizer::encode(const TextPieces& pieces, bool add_bos) const {
+  std::vector<specials::ByteRange> allowed;
+  const std::string text = specials::join_pieces(pieces, allowed);
+  return encode_split(text, allowed, add_bos);
+}
+
+std::vector<int32_t> ByteBpeTokenizer::encode_split(std::string_view text,
+                                                    const std::vector<specials::ByteRange>& allowed,
+                                                    bool add_bos) const {
   ucd::decode_utf8(text, "bpe: input text");  // validate: the error names the byte offset in `text`
   // Fragments: raw text ranges or special token ids, split one special at a time, longest first.
-  struct Frag {
-    int32_t id;  // -1: raw text [off, off + len)
-    std::size_t off, len;
-  };
-  std::vector<Frag> frags = {{-1, 0, text.size()}};
-  for (int32_t sid : specials_) {
-    const BpeTokenType ty = vocab_.types[sid];
-    if (!parse_special && ty != BpeTokenType::user_defined) continue;
-    const std::string& st = vocab_.tokens[sid];
-    std::vector<Frag> next;
-    for (const Frag& f : frags) {
-      if (f.id >= 0) {
-        next.push_back(f);
-        continue;
-      }
-      std::size_t pos = f.off;
-      const std::size_t end = f.off + f.len;
-      while (pos < end) {
-        const std::size_t hit = text.substr(0, end).find(st, pos);
-        if (hit == std::string_view::npos) break;
-        if (hit > pos) next.push_back({-1, pos, hit - pos});
-        next.push_back({sid, hit, st.size()});
-        pos = hit + st.size();
-      }
-      if (pos < end) next.push_back({-1, pos, end - pos});
-    }
-    frags = std::move(next);
-  }
+  const std::vector<specials::SpecialFrag> frags = specials::split_specials(
+      text, specials_, allowed, [&](int32_t id) -> const std::string& { return vocab_.tokens[id]; },
+      [&](int32_t id) { return vocab_.types[id] == BpeTokenType::user_defined; });
   std::vector<int32_t> ids;
   if (add_bos) {
     ATTN_CHECK(vocab_.bos_id >= 0, "bpe: add_bos requested but the vocabulary has no bos token");
     ids.push_back(vocab_.bos_id);
   }
-  for (const Frag& f : frags) {
+  for (const specials::SpecialFrag& f : frags) {
     if (f.id >= 0) {
       ids.push_back(f.id);
       continue;

@@ -176,4 +176,68 @@ std::size_t complete_utf8_prefix(std::string_view s) {
   return n;
 }
 
+namespace {
+
+// A lead byte's sequence length and the range its second byte must be in (length 0: no lead).
+struct Utf8Lead {
+  int len;
+  unsigned char lo, hi;
+};
+Utf8Lead utf8_lead(unsigned char b) {
+  if (b < 0x80) return {1, 0, 0};
+  if (b >= 0xC2 && b <= 0xDF) return {2, 0x80, 0xBF};
+  if (b == 0xE0) return {3, 0xA0, 0xBF};  // no overlong
+  if (b == 0xED) return {3, 0x80, 0x9F};  // no surrogate
+  if (b >= 0xE1 && b <= 0xEF) return {3, 0x80, 0xBF};
+  if (b == 0xF0) return {4, 0x90, 0xBF};  // no overlong
+  if (b >= 0xF1 && b <= 0xF3) return {4, 0x80, 0xBF};
+  if (b == 0xF4) return {4, 0x80, 0x8F};  // nothing above U+10FFFF
+  return {0, 0, 0};
+}
+
+}  // namespace
+
+std::size_t append_valid_utf8(std::string& out, std::string_view s, bool final) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const Utf8Lead lead = utf8_lead(static_cast<unsigned char>(s[i]));
+    if (lead.len == 1) {
+      std::size_t j = i + 1;
+      while (j < n && static_cast<unsigned char>(s[j]) < 0x80) ++j;
+      out.append(s.substr(i, j - i));
+      i = j;
+      continue;
+    }
+    if (lead.len == 0) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    std::size_t k = 1;  // bytes of the sequence that are well-formed so far
+    while (k < static_cast<std::size_t>(lead.len) && i + k < n) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if (c < (k == 1 ? lead.lo : 0x80) || c > (k == 1 ? lead.hi : 0xBF)) break;
+      ++k;
+    }
+    if (k == static_cast<std::size_t>(lead.len)) {
+      out.append(s.substr(i, k));
+    } else if (i + k == n && !final) {
+      return i;  // the sequence may still complete
+    } else {
+      out += kReplacement;  // one maximal subpart
+    }
+    i += k;
+  }
+  return n;
+}
+
+std::string to_valid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  append_valid_utf8(out, bytes, true);
+  return out;
+}
+
 }  // namespace attn::text

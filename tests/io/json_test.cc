@@ -211,6 +211,33 @@ TEST(Json, DepthLimitIsConfigurable) {
   EXPECT_THROW(parse(std::string(1000000, '[')), Error);
 }
 
+// Issue 40: an error quotes at most a short prefix of the input (a 100,000-digit number gave a 100 KB
+// message), cut before a character that would not fit whole.
+TEST(Json, ErrorsQuoteAShortPrefixOfTheInput) {
+  const auto message = [](const std::string& doc) {
+    try {
+      parse(doc);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "parsed without error";
+    return std::string();
+  };
+  const std::string number = message("[" + std::string(100000, '9') + "]");
+  EXPECT_LT(number.size(), 200u) << number.substr(0, 300);
+  EXPECT_NE(number.find("within the range of a double; got " + std::string(40, '9') + "... (100000 bytes)"),
+            std::string::npos)
+      << number;
+  // A duplicate key of 3-byte characters: the quote ends on a character boundary.
+  std::string key;
+  for (int i = 0; i < 5000; ++i) key += "ç«";  // 猫
+  const std::string dup = message("{\"" + key + "\":1,\"" + key + "\":2}");
+  EXPECT_LT(dup.size(), 200u);
+  EXPECT_EQ(find_invalid_utf8(dup), std::string::npos) << "cut inside a character";
+  EXPECT_NE(dup.find("duplicate key"), std::string::npos) << dup;
+  EXPECT_NE(dup.find("..."), std::string::npos) << dup;
+}
+
 struct Utf8Case {
   std::string bytes;
   std::size_t first_bad;  // npos when valid

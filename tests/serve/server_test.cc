@@ -10,6 +10,7 @@
 #include <attn/models/llama.h>
 #include <attn/serve/server.h>
 #include <attn/tasks/embed.h>
+#include <attn/text/utf8.h>
 #include <attn/viz/attention.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <map>
 #include <regex>
@@ -676,6 +678,145 @@ TEST(ServeGenerate, StopFinishesTheStreamsInFlight) {
   httplib::Client late(url);
   late.set_connection_timeout(1, 0);
   EXPECT_FALSE(late.Get("/health"));
+}
+
+}  // namespace
+}  // namespace attn::serve
+
+// ---- issue 40: the model-side defences ----------------------------------------------------------
+
+namespace attn::serve {
+namespace {
+
+// attn_tokens_total{kind} from /metrics (0 before the first).
+int64_t tokens_metric(Running& s, const std::string& kind) {
+  const std::string m = s.client.Get("/metrics")->body;
+  const std::string key = "attn_tokens_total{kind=\"" + kind + "\"} ";
+  const std::size_t at = m.find(key);
+  return at == std::string::npos ? 0 : std::stoll(m.substr(at + key.size()));
+}
+
+// VmRSS of this process in KiB.
+int64_t rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  return -1;
+}
+
+// Issue 40's sampled reproducer (a reply with bytes that are not UTF-8) is in server_slow_test.cc.
+
+TEST(ServeGenerate, CompletionsTakeThePromptAsTextUnlessAskedForSpecialTokens) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  const auto prompt_tokens = [&](const std::string& extra) {
+    const auto r = s.post("/v1/completions",
+                          R"({"prompt": "<|im_start|>", "max_tokens": 1, "temperature": 0)" + extra + "}");
+    EXPECT_EQ(r->status, 200) << r->body;
+    return body_of(r).at("usage").at("prompt_tokens").as_int64();
+  };
+  EXPECT_GT(prompt_tokens(""), 1) << "by default the string is text: several tokens";
+  EXPECT_GT(prompt_tokens(R"(, "special_tokens": false)"), 1);
+  EXPECT_EQ(prompt_tokens(R"(, "special_tokens": true)"), 1) << "opted in: the one control token";
+  expect_error(s.post("/v1/completions", R"({"prompt": "x", "special_tokens": "yes"})"), 400, "invalid_type",
+               "special_tokens");
+}
+
+// Attention is sized from the request before any compute: a chat from prompt + max_tokens (the
+// worst case), and nothing is generated when it is over the limit.
+TEST(ServeGenerate, AnOverLimitAttentionIsRefusedBeforeGenerating) {
+  REQUIRE_SMOLLM2();
+  ServerOptions o = generate_options();
+  o.limits.max_attention_values = 100000;
+  Running s(o);
+  const int64_t before = tokens_metric(s, "completion") + tokens_metric(s, "prompt");
+  const auto r =
+      s.post("/v1/chat/completions",
+             R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 64, "attention": true})");
+  expect_error(r, 400, "attention_too_large", "--max-attention-values");
+  EXPECT_EQ(tokens_metric(s, "completion") + tokens_metric(s, "prompt"), before) << "nothing was computed";
+  expect_error(s.post("/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "hi"}], "attention": {"layers": [99]}})"),
+               400, "invalid_value", "layer 99 does not exist");
+  EXPECT_EQ(tokens_metric(s, "completion") + tokens_metric(s, "prompt"), before);
+  // One layer and head of a short reply fits.
+  const auto ok = s.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}],
+      "max_tokens": 4, "temperature": 0, "attention": {"layers": [0], "heads": [0]}})");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body.substr(0, 300);
+  // Bad generation requests name the field, with a code, quoting a short prefix of the input.
+  expect_error(s.post("/v1/chat/completions", R"({"messages": [5]})"), 400, "invalid_type", "messages[0]");
+  const auto role = s.post("/v1/chat/completions", R"({"messages": [{"role": ")" + std::string(100000, 'x') +
+                                                       R"(", "content": "x"}]})");
+  expect_error(role, 400, "invalid_role", "system, user or assistant");
+  EXPECT_LT(role->body.size(), 400u);
+}
+
+TEST(Serve, RepeatedAttentionIndicesAreRefusedAtOnce) {
+  REQUIRE_MINILM();
+  Running s(embed_options());
+  std::string text;
+  for (int i = 0; i < 250; ++i) text += i % 2 ? "cat " : "sat ";
+  std::string zeros;
+  for (int i = 0; i < 64; ++i) zeros += i ? ",0" : "0";
+  const std::string att = R"("attention": {"layers": [)" + zeros + R"(], "heads": [)" + zeros + "]}";
+  const int64_t rss0 = rss_kib();
+  for (const char* path : {"/v1/embeddings", "/v1/attention"}) {
+    const auto r = s.post(path, R"({"input": ")" + text.substr(0, 1000) + R"(", )" + att + "}");
+    expect_error(r, 400, "duplicate_index", "layer 0 more than once");
+  }
+  const int64_t grown_kib = rss_kib() - rss0;
+  EXPECT_LT(grown_kib, 32 * 1024) << "VmRSS grew by " << grown_kib << " KiB";
+  EXPECT_EQ(tokens_metric(s, "embedding"), 0);
+}
+
+TEST(Serve, AttentionOfAllInputsIsSizedBeforeTheEmbeddings) {
+  REQUIRE_MINILM();
+  // "the cat sat": [CLS] + 3 + [SEP] = 5 tokens, 6 layers x 12 heads: 1800 numbers per input.
+  ServerOptions o = embed_options();
+  o.limits.max_attention_values = 2000;
+  Running s(o);
+  const auto one = s.post("/v1/embeddings", R"({"input": ["the cat sat"], "attention": true})");
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->status, 200) << one->body.substr(0, 300);
+  const int64_t before = tokens_metric(s, "embedding");
+  expect_error(s.post("/v1/embeddings", R"({"input": ["the cat sat", "the cat sat"], "attention": true})"),
+               400, "attention_too_large", "3600");
+  EXPECT_EQ(tokens_metric(s, "embedding"), before) << "refused before the embeddings were computed";
+  expect_error(s.post("/v1/attention", R"({"input": "the cat sat down on the mat", "attention": true})"), 400,
+               "attention_too_large", "--max-attention-values");
+}
+
+// Every error body carries a code, and quotes at most a short prefix of what was sent.
+TEST(Serve, EveryErrorHasACode) {
+  REQUIRE_MINILM();
+  Running s(embed_options());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"/v1/embeddings", R"({"input": )"},
+      {"/v1/embeddings", R"({"input": [)" + std::string(100000, '9') + "]}"},
+      {"/v1/embeddings", R"({"input": "a", "encoding_format": ")" + std::string(5000, 'h') + "\"}"},
+      {"/v1/embeddings", R"({"input": "a", "model": ")" + std::string(5000, 'm') + "\"}"},
+      {"/v1/embeddings", R"({"input": [[1, 2]], "attention": true})"},
+      {"/v1/embeddings", R"({"input": "a", "attention": {")" + std::string(5000, 'k') + "\": [0]}}"},
+      {"/v1/embeddings", R"({"input": "a", "attention": {"layers": ["x"]}})"},
+      {"/v1/embeddings", R"({"input": "a", "attention": {"heads": [3, 3]}})"},
+      {"/v1/embeddings", R"({"input": "a", "truncate": 1})"},
+      {"/v1/embeddings", R"({"input": "a", "dimensions": 0.5})"},
+      {"/v1/attention", R"({"model": 5})"},
+      {"/v1/attention", R"({"input": "a", "model": ")" + std::string(5000, 'z') + "\"}"},
+      {"/v1/classify", R"({"input": "a"})"},
+      {"/v1/chat/completions", R"({"messages": []})"},
+  };
+  for (const auto& [path, body] : bad) {
+    const auto r = s.post(path, body);
+    ASSERT_TRUE(r) << path;
+    EXPECT_GE(r->status, 400) << path << " " << body.substr(0, 80);
+    const json::Value e = body_of(r).at("error");
+    EXPECT_TRUE(e.at("code").is_string() && !e.at("code").as_string().empty())
+        << path << " " << body.substr(0, 80) << ": " << r->body.substr(0, 300);
+    EXPECT_LT(r->body.size(), 600u) << path << " " << body.substr(0, 80) << ": " << r->body.substr(0, 300);
+  }
 }
 
 }  // namespace

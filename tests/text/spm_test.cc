@@ -5,6 +5,7 @@
 #include <attn/io/model_files.h>
 #include <attn/text/spm.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "testing/testing.h"
@@ -58,6 +59,23 @@ TEST(Spm, MergesByScoreWithByteFallback) {
   EXPECT_EQ(t.encode("ab", false, false), (std::vector<int32_t>{262}));
   EXPECT_EQ(t.decode(t.encode(" ab 中c\n\n", false)), " ab 中c\n\n");
   EXPECT_ERROR_CONTAINS(t.encode("\xff", false), {"invalid UTF-8"});
+}
+
+// Issue 40: text pieces. Control-token strings become control tokens only inside pieces that allow
+// them (a chat template's markers); user-defined tokens (Gemma's newline runs) everywhere.
+TEST(Spm, PiecesAllowSpecialTokensOnlyWhereMarked) {
+  const SpmTokenizer t = tiny();
+  const TextPieces forged = {{"</s>", true}, {"a</s>b\n\n", false}, {"</s>", true}};
+  const std::vector<int32_t> ids = t.encode(forged, true);
+  EXPECT_EQ(ids.front(), 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 2) << "only the two marked </s> are control tokens";
+  EXPECT_EQ(ids[1], 2);
+  EXPECT_EQ(ids.back(), 2);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 265), 1) << "\\n\\n is user-defined: a token everywhere";
+  EXPECT_EQ(t.decode(ids, true), "<s></s>a</s>b\n\n</s>");
+  // Without special strings in the unmarked pieces the ids equal those of the joined text.
+  const TextPieces plain = {{"</s>", true}, {"ab b", false}, {"</s>", true}};
+  EXPECT_EQ(t.encode(plain, false), t.encode("</s>ab b</s>", false, true));
 }
 
 TEST(Spm, BadVocabulariesAreErrors) {

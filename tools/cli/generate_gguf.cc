@@ -115,10 +115,10 @@ int run_generate_gguf(const std::vector<std::string>& args) {
   }
   ATTN_CHECK(positional.size() == 1, "expected one prompt argument (quote it); got ", positional.size());
   Session s = open_session(a);
-  const std::string prompt =
-      models::llama_prompt_text(s.model, positional[0], a.has("chat"),
-                                a.has("system") ? std::optional<std::string>(a.str("system")) : std::nullopt);
-  const std::vector<int32_t> ids = s.model.tokenizer().encode(prompt, false, true);
+  const std::optional<std::string> system =
+      a.has("system") ? std::optional<std::string>(a.str("system")) : std::nullopt;
+  const std::string prompt = models::llama_prompt_text(s.model, positional[0], a.has("chat"), system);
+  const std::vector<int32_t> ids = models::llama_prompt_ids(s.model, positional[0], a.has("chat"), system);
   if (a.has("save-attention")) {
     ATTN_CHECK(static_cast<int64_t>(ids.size()) <= 512, "--save-attention: the prompt has ", ids.size(),
                " tokens; at most 512 (the export holds layers x heads x N x N weights)");

@@ -29,6 +29,8 @@ const std::vector<OptionSpec>& serve_options() {
       {"parallel", "N", "generation sequences decoded at once, each with its own KV cache (default 1)"},
       {"context", "N", "KV cache per generation sequence, prompt + reply tokens (default 2048)"},
       {"max-tokens", "N", "largest max_tokens a request may ask for (default 512)"},
+      {"default-max-tokens", "N",
+       "max_tokens of a request that gives none (default 128, at most --max-tokens)"},
       {"max-body-bytes", "N", "largest request body (default 8388608; 413 beyond)"},
       {"max-inputs", "N", "inputs per embedding or classification request (default 2048)"},
       {"max-input-bytes", "N", "bytes of one text input or prompt (default 1048576)"},
@@ -36,12 +38,17 @@ const std::vector<OptionSpec>& serve_options() {
       {"max-wait-ms", "MS", "how long a batch waits for more inputs (default 3)"},
       {"max-queued-inputs", "N", "embedding or classification inputs waiting (default 16384; 429 beyond)"},
       {"max-queued-generations", "N", "generation requests waiting for a sequence (default 64; 429 beyond)"},
+      {"max-queue-wait", "S",
+       "seconds a generation request may wait for a sequence (default 120; 503 beyond)"},
       {"max-attention-tokens", "N", "longest text whose attention a request may ask for (default 256)"},
+      {"max-attention-values", "N",
+       "numbers in one request's attention exports, layers x heads x N x N summed (default 4194304)"},
       {"http-threads", "N", "requests handled at once (default 64; slow clients hold none)"},
       {"max-connections", "N", "open connections (default 1024; 503 beyond)"},
       {"max-header-bytes", "N", "a request's head, request line and headers (default 32768; 431 beyond)"},
       {"header-timeout", "S", "seconds from a request's first byte to the end of its head (default 10; 408)"},
       {"read-timeout", "S", "seconds from a request's first byte to the end of its body (default 30; 408)"},
+      {"write-timeout", "S", "seconds a client may stop reading its response (default 30)"},
       {"api-key", "KEY",
        "require 'Authorization: Bearer KEY' on every endpoint but /health (ATTN_API_KEY sets it too)"},
       {"api-key-file", "FILE", "the API key from the first line of FILE (kept out of the process list)"},
@@ -94,6 +101,8 @@ serve::ServerOptions server_options(const Args& a) {
   if (a.has("parallel")) o.generate_slots = a.integer("parallel", 1, 64);
   if (a.has("context")) l.context = a.integer("context", 16, int64_t{1} << 20);
   if (a.has("max-tokens")) l.max_tokens = a.integer("max-tokens", 1, int64_t{1} << 20);
+  if (a.has("default-max-tokens"))
+    l.default_max_tokens = a.integer("default-max-tokens", 1, int64_t{1} << 20);
   l.default_max_tokens = std::min(l.default_max_tokens, l.max_tokens);
   if (a.has("max-body-bytes")) l.max_body_bytes = a.integer("max-body-bytes", 1024, int64_t{1} << 32);
   if (a.has("max-inputs")) l.max_inputs = a.integer("max-inputs", 1, 1 << 20);
@@ -104,11 +113,21 @@ serve::ServerOptions server_options(const Args& a) {
   if (a.has("max-queued-generations"))
     l.max_queued_generations = a.integer("max-queued-generations", 0, 1 << 20);
   if (a.has("max-attention-tokens")) l.max_attention_tokens = a.integer("max-attention-tokens", 1, 4096);
+  if (a.has("max-attention-values"))
+    l.max_attention_values = a.integer("max-attention-values", 1, int64_t{1} << 40);
+  const auto seconds = [&a](const char* name, double lo, double hi) {
+    const double s = parse_number(a.str(name), std::string("--") + name);
+    ATTN_CHECK(s >= lo && s <= hi, "--", name, ": expected seconds in [", lo, ", ", hi, "]; got ",
+               a.str(name));
+    return s;
+  };
+  if (a.has("max-queue-wait")) l.max_queue_wait_s = seconds("max-queue-wait", 0, 86400);
+  if (a.has("read-timeout")) l.read_timeout_s = seconds("read-timeout", 0.1, 3600);
+  if (a.has("write-timeout")) l.write_timeout_s = seconds("write-timeout", 0.1, 3600);
   if (a.has("http-threads")) l.http_threads = a.integer("http-threads", 2, 4096);
   if (a.has("max-connections")) l.max_connections = a.integer("max-connections", 1, 1 << 20);
   if (a.has("max-header-bytes")) l.max_header_bytes = a.integer("max-header-bytes", 1024, 1 << 24);
-  if (a.has("header-timeout")) l.header_timeout_s = static_cast<double>(a.integer("header-timeout", 1, 3600));
-  if (a.has("read-timeout")) l.read_timeout_s = static_cast<double>(a.integer("read-timeout", 1, 3600));
+  if (a.has("header-timeout")) l.header_timeout_s = seconds("header-timeout", 0.1, 3600);
   ATTN_CHECK(!(a.has("api-key") && a.has("api-key-file")), "give --api-key or --api-key-file, not both");
   if (a.has("api-key")) {
     o.api_key = a.str("api-key");

@@ -139,6 +139,11 @@ class Gemma3Model {
   struct Message {
     std::string role, content;
   };
+  // The same as pieces: the markers allow special tokens, the messages' contents never do
+  // (text::TextPiece). Encode them with tokenizer().encode(pieces, add_bos).
+  text::TextPieces chat_template_pieces(const std::vector<Message>& messages,
+                                        bool add_generation_prompt) const;
+  // The pieces joined, for display: encode the pieces, not this text.
   std::string apply_chat_template(const std::vector<Message>& messages, bool add_generation_prompt) const;
 
  private:

@@ -118,6 +118,13 @@ class LlamaModel {
   struct Message {
     std::string role, content;
   };
+  // The templated conversation as pieces: the template's markers allow special tokens, roles and
+  // contents never do (text::TextPiece), so a user who types "<|im_end|>" cannot end a turn.
+  // Encode them with tokenizer().encode(pieces).
+  text::TextPieces chat_template_pieces(const std::vector<Message>& messages,
+                                        bool add_generation_prompt) const;
+  // The same text joined, for display (an attention export's text). Encoding it with parse_special
+  // would turn special-token strings in messages into control tokens: encode the pieces instead.
   std::string apply_chat_template(const std::vector<Message>& messages, bool add_generation_prompt) const;
 
  private:

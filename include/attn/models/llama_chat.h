@@ -21,16 +21,17 @@ struct LlamaTextOptions {
   double temperature = 0;  // 0 = greedy; > 0 samples from softmax(logits / T)
   int64_t top_k = 0;       // sampling: only the K most likely tokens (0 = all)
   double top_p = 1;        // sampling: the smallest set of tokens whose probability reaches P, in (0, 1]
-  // The reply as it is produced: each call gets the next piece of text, never a split UTF-8 sequence.
+  // The reply as it is produced: each call gets the next piece of text, valid UTF-8 that never splits
+  // a character (models::TextStream).
   std::function<void(const std::string&)> on_text;
 };
 
 struct LlamaReply {
   std::vector<int32_t> ids;  // generated tokens, the stop token included when one ended the reply
   bool stopped = false;      // a stop token (llama_is_stop) ended it
-  // Everything on_text received: ids decoded, control tokens not rendered. Never ends inside a UTF-8
-  // character: when max_new_tokens runs out in the middle of a multi-token character, its partial
-  // bytes are dropped (ids keeps every generated token).
+  // Everything on_text received: ids decoded, control tokens not rendered, always valid UTF-8
+  // (models::TextStream): an ill-formed byte sequence the model wrote is U+FFFD, and so is a character
+  // that max_new_tokens cut in the middle (ids keeps every generated token).
   std::string text;
   int64_t prompt_tokens = 0;
   double prompt_seconds = 0;    // the prompt pass (prefill)
@@ -40,11 +41,16 @@ struct LlamaReply {
 // The model's stop tokens: its eos id and every control token of the vocabulary (e.g. <|im_end|>).
 bool llama_is_stop(const LlamaModel& model, int32_t id);
 
-// The prompt text to encode: with chat, `prompt` wrapped in the file's chat template as one user turn
-// (after the system message when one is given, else the template's default) with the assistant prompt;
-// else `prompt` itself. Its ids: model.tokenizer().encode(text, false, true).
+// The prompt's text: with chat, `prompt` wrapped in the file's chat template as one user turn (after
+// the system message when one is given, else the template's default) with the assistant prompt; else
+// `prompt` itself. For display: the ids are llama_prompt_ids'.
 std::string llama_prompt_text(const LlamaModel& model, const std::string& prompt, bool chat,
                               const std::optional<std::string>& system = std::nullopt);
+// The prompt's ids. With chat, the template's pieces (LlamaModel::chat_template_pieces): special-token
+// strings in `prompt` and `system` are text, never control tokens. Without chat, `prompt` is the
+// operator's raw prompt: its special-token strings become their tokens (encode(prompt, false, true)).
+std::vector<int32_t> llama_prompt_ids(const LlamaModel& model, const std::string& prompt, bool chat,
+                                      const std::optional<std::string>& system = std::nullopt);
 
 // Appends prompt_ids (non-empty) to the model's sequence and generates up to max_new_tokens tokens
 // (greedy, or sampled from rng), streaming the text to on_text. Stops at a stop token or when the KV

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <attn/io/gguf.h>
+#include <attn/text/text_piece.h>
 
 #include <cstdint>
 #include <string>
@@ -30,6 +31,10 @@
 #include <vector>
 
 namespace attn::text {
+
+namespace specials {
+struct ByteRange;
+}
 
 // GPT-2's byte → code point table: printable Latin-1 bytes map to themselves,
 // the other 68 bytes to U+0100.. in increasing byte order.
@@ -87,6 +92,11 @@ class ByteBpeTokenizer {
   std::vector<std::string> pre_tokenize(std::string_view text) const;
   // Steps 1–3. add_bos prepends bos_id (throws when there is none).
   std::vector<int32_t> encode(std::string_view text, bool add_bos = false, bool parse_special = true) const;
+  // The pieces' text joined and encoded as above, with CONTROL and UNKNOWN token strings becoming
+  // their ids only where they lie inside pieces that allow_special (a chat template's markers);
+  // elsewhere (a user's message) they are text. Pre-tokenization runs over the joined text, so the ids
+  // equal encode(joined, add_bos, true) when no piece without allow_special holds a special string.
+  std::vector<int32_t> encode(const TextPieces& pieces, bool add_bos = false) const;
   // The bytes of the tokens; control/unknown tokens as their text when
   // render_special, else omitted.
   std::string decode(const std::vector<int32_t>& ids, bool render_special = true) const;
@@ -98,6 +108,8 @@ class ByteBpeTokenizer {
   std::vector<int32_t> specials_;                   // special token ids, longest text first
 
   void bpe_word(std::string_view word, std::vector<int32_t>& out) const;
+  std::vector<int32_t> encode_split(std::string_view text, const std::vector<specials::ByteRange>& allowed,
+                                    bool add_bos) const;
 };
 
 }  // namespace attn::text

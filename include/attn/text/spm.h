@@ -19,6 +19,7 @@
 #pragma once
 
 #include <attn/io/gguf.h>
+#include <attn/text/text_piece.h>
 
 #include <cstdint>
 #include <string>
@@ -27,6 +28,10 @@
 #include <vector>
 
 namespace attn::text {
+
+namespace specials {
+struct ByteRange;
+}
 
 enum class SpmTokenType : int32_t {
   normal = 1,
@@ -65,6 +70,9 @@ class SpmTokenizer {
   SpmTokenType type(int32_t id) const;
 
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = true) const;
+  // The pieces' text joined and encoded as above, CONTROL and UNKNOWN token strings becoming their
+  // ids only inside pieces that allow_special (a chat template's markers, never a user's message).
+  std::vector<int32_t> encode(const TextPieces& pieces, bool add_bos) const;
   std::string decode(const std::vector<int32_t>& ids, bool render_special = false) const;
   // The text of one token as decode gives it (a byte token: its one byte).
   std::string piece_text(int32_t id, bool render_special = false) const;
@@ -76,6 +84,8 @@ class SpmTokenizer {
   int32_t byte_ids_[256] = {};
 
   void encode_raw(std::string_view raw, std::vector<int32_t>& out) const;
+  std::vector<int32_t> encode_split(std::string_view text, const std::vector<specials::ByteRange>& allowed,
+                                    bool add_bos) const;
 };
 
 }  // namespace attn::text

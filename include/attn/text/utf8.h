@@ -70,6 +70,17 @@ std::string encode_utf8(std::u32string_view cps);
 // shown half).
 std::size_t complete_utf8_prefix(std::string_view bytes);
 
+// Appends `bytes` to `out` as well-formed UTF-8: each ill-formed sequence becomes U+FFFD, one per
+// maximal subpart (Unicode's "substitution of maximal subparts", as llama.cpp and Hugging Face decode
+// model output): a stray continuation byte, a byte that never starts a sequence (C0, C1, F5..FF) and
+// the longest prefix of a sequence that can still be valid before a byte that cannot continue it
+// (so E0 80 is two U+FFFD: 80 cannot follow E0). Returns the bytes consumed: all of them when
+// `final`; else an incomplete sequence at the end that could still become a character is left for
+// the next call (at most 3 bytes).
+std::size_t append_valid_utf8(std::string& out, std::string_view bytes, bool final);
+// `bytes` with every ill-formed sequence replaced as above (the end included).
+std::string to_valid_utf8(std::string_view bytes);
+
 // The UTF-8 byte order mark EF BB BF (U+FEFF at the start of a file).
 bool starts_with_bom(std::string_view bytes);
 // `bytes` without a leading BOM (unchanged when there is none).
