@@ -1,0 +1,18 @@
+// A piece of prompt text and whether special-token strings inside it may become special tokens.
+// Chat templates produce pieces: the template's own markers allow them, message content never does,
+// so a user cannot forge a role turn by typing "<|im_start|>".
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attn::text {
+
+struct TextPiece {
+  std::string text;
+  bool allow_special = false;  // true: special-token strings in `text` become their control tokens
+};
+
+using TextPieces = std::vector<TextPiece>;
+
+}  // namespace attn::text
