@@ -677,6 +677,11 @@ int64_t GgufFile::get_int(std::string_view key, int64_t fallback) const {
   return has(key) ? get_int(key) : fallback;
 }
 
+std::optional<std::string> GgufFile::chat_template() const {
+  if (!has("tokenizer.chat_template")) return std::nullopt;
+  return get_string("tokenizer.chat_template");
+}
+
 std::vector<std::string> GgufFile::get_string_array(std::string_view key) const {
   const KeyValue& kv = state_->array_of(key);
   if (kv.elem != GgufType::string)

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -178,6 +179,9 @@ class GgufFile {
   // u32 vs i32 vs u64 for counts and ids.
   int64_t get_int(std::string_view key) const;
   int64_t get_int(std::string_view key, int64_t fallback) const;  // fallback when absent
+  // tokenizer.chat_template: the model's Jinja chat template (text::ChatTemplate renders it); nullopt
+  // when the file has none. Throws when the key holds something other than a string.
+  std::optional<std::string> chat_template() const;
 
   // Arrays. get_int_array takes any integer element type (values must fit in
   // int64), get_float_array f32 or f64 elements; the others need the exact type.

@@ -23,6 +23,7 @@
 
 #include <attn/io/gguf.h>
 #include <attn/text/bpe_bytes.h>
+#include <attn/text/text_piece.h>
 
 #include <cstdint>
 #include <memory>
@@ -112,13 +113,19 @@ class LlamaModel {
   LlamaAttention attention_weights(std::span<const int32_t> ids);
 
   // The chat template of the file (tokenizer.chat_template) applied to messages
-  // (role, content), with the assistant prompt appended when add_generation_prompt.
-  // Only the ChatML family (<|im_start|>role\n...<|im_end|>\n) is recognised; any
-  // other template throws naming it.
+  // (role, content), with the assistant prompt appended when add_generation_prompt, as
+  // transformers' apply_chat_template renders it: attn's own Jinja engine
+  // (text/chat_template.h, docs/chat_templates.md), with the vocabulary's bos and eos
+  // tokens as bos_token / eos_token. Throws when the file has no template, or when the
+  // template uses a construct the engine does not support (naming the line and column).
   struct Message {
     std::string role, content;
   };
   std::string apply_chat_template(const std::vector<Message>& messages, bool add_generation_prompt) const;
+  // The same prompt as pieces: the template's own text (and the special tokens) may become
+  // control tokens, the messages' text never (text/text_piece.h).
+  text::TextPieces apply_chat_template_pieces(const std::vector<Message>& messages,
+                                              bool add_generation_prompt) const;
 
  private:
   struct Impl;
