@@ -98,6 +98,16 @@ class Renderer {
   }
 
   Flow exec(const Node& n) {
+    try {
+      return exec_node(n);
+    } catch (const LocatedError&) {
+      throw;
+    } catch (const Error& e) {
+      fail(n, e.what());
+    }
+  }
+
+  Flow exec_node(const Node& n) {
     switch (n.kind) {
       case Node::Kind::text:
         emit(n.text, true, n.line, n.col);

@@ -33,14 +33,26 @@ std::shared_ptr<const StrData> make_str(std::string text, bool trusted);
 // a + b, keeping each byte's provenance.
 std::shared_ptr<const StrData> concat_str(const StrData& a, const StrData& b);
 
+// Values nest at most this deep (lists and dicts in lists and dicts), so that printing, comparing and
+// freeing them never recurses without bound.
+constexpr int kMaxValueDepth = 512;
+int value_depth(const Value& v);  // 0 for scalars
+// Whether v is or holds a namespace(). Namespaces, the only values a template can change, never hold
+// one, so no value can contain itself.
+bool holds_namespace(const Value& v);
+
 struct ListData {
   std::vector<Value> items;
   bool tuple = false;  // a Python tuple: printed (a, b); never equal to a list
+  int depth = 1;
+  bool has_namespace = false;
 };
 struct DictData {
   std::vector<std::pair<std::string, Value>> items;
   std::unordered_map<std::string, std::size_t> index;
   bool is_namespace = false;  // namespace(): attributes may be assigned with {% set ns.x = ... %}
+  int depth = 1;
+  bool has_namespace = false;  // an entry holds a namespace
   const Value* find(std::string_view key) const;
   void set(const std::string& key, Value v);
 };
@@ -85,6 +97,7 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;
   bool negated = false;
+  int depth = 1;  // of this subtree (the parser bounds it: evaluation recurses along it)
 };
 
 struct Node {

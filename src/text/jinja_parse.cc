@@ -1,6 +1,7 @@
 // The Jinja engine's parser (include/attn/text/jinja.h): tokens to the syntax tree of
 // jinja_internal.h, following Jinja2's grammar and operator precedence. Constructs outside the
 // supported subset are refused here, naming the line and column.
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <set>
@@ -100,6 +101,19 @@ class Parser {
     e->kind = k;
     e->line = at.line;
     e->col = at.col;
+    return e;
+  }
+
+  // Sets e's subtree depth and bounds it: evaluation recurses along it.
+  ExprPtr fin(ExprPtr e) {
+    int d = 0;
+    for (const ExprPtr& k : e->kids)
+      if (k) d = std::max(d, k->depth);
+    for (const auto& kw : e->kwargs) d = std::max(d, kw.second->depth);
+    e->depth = d + 1;
+    if (e->depth > 4 * limits_.max_depth)
+      throw Error(where(name_, e->line, e->col) + "an expression nests deeper than the limit of " +
+                  std::to_string(4 * limits_.max_depth) + " levels");
     return e;
   }
 
@@ -330,7 +344,7 @@ class Parser {
       if (cur().kind == Tok::block_end) break;
       l->kids.push_back(parse_expression());
     }
-    return l;
+    return fin(std::move(l));
   }
 
   ExprPtr parse_expression() {
@@ -348,7 +362,7 @@ class Parser {
       c->kids.push_back(std::move(e));
       c->kids.push_back(std::move(cond));
       c->kids.push_back(std::move(other));
-      e = std::move(c);
+      e = fin(std::move(c));
     }
     return e;
   }
@@ -358,7 +372,7 @@ class Parser {
     e->name = std::move(op);
     e->kids.push_back(std::move(a));
     e->kids.push_back(std::move(b));
-    return e;
+    return fin(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -384,7 +398,7 @@ class Parser {
       ExprPtr e = make(Expr::Kind::unary, at);
       e->name = "not";
       e->kids.push_back(parse_not());
-      return e;
+      return fin(std::move(e));
     }
     return parse_compare();
   }
@@ -414,7 +428,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->kids.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? fin(std::move(cmp)) : std::move(first);
   }
   ExprPtr parse_math1() {
     ExprPtr e = parse_concat();
@@ -456,6 +470,7 @@ class Parser {
       e = make(Expr::Kind::unary, at);
       e->name = at.text;
       e->kids.push_back(parse_unary(false));
+      e = fin(std::move(e));
     } else {
       e = parse_postfix(parse_primary());
     }
@@ -531,7 +546,7 @@ class Parser {
         if (is_op(")")) break;
         l->kids.push_back(parse_expression());
       }
-      e = std::move(l);
+      e = fin(std::move(l));
     }
     expect_op(")");
     return e;
@@ -544,7 +559,7 @@ class Parser {
       next();
     }
     expect_op("]");
-    return l;
+    return fin(std::move(l));
   }
   ExprPtr parse_dict() {
     ExprPtr d = make(Expr::Kind::dict, next());
@@ -556,7 +571,7 @@ class Parser {
       next();
     }
     expect_op("}");
-    return d;
+    return fin(std::move(d));
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
@@ -572,7 +587,7 @@ class Parser {
         ExprPtr a = make(Expr::Kind::attr, at);
         a->name = expect_name();
         a->kids.push_back(std::move(e));
-        e = std::move(a);
+        e = fin(std::move(a));
       } else if (is_op("[")) {
         e = parse_subscript(std::move(e));
       } else if (is_op("(")) {
@@ -608,7 +623,7 @@ class Parser {
     ExprPtr s = make(Expr::Kind::slice, at);
     s->kids.push_back(std::move(obj));
     for (auto& p : parts) s->kids.push_back(std::move(p));
-    return s;
+    return fin(std::move(s));
   }
 
   // Arguments of a call, filter or test: positional, then name=value.
@@ -634,14 +649,15 @@ class Parser {
     ExprPtr c = make(Expr::Kind::call, cur());
     c->kids.push_back(std::move(callee));
     parse_args(*c);
-    return c;
+    return fin(std::move(c));
   }
 
   std::string dotted_name() {
     std::string n = expect_name();
     while (is_op(".")) {
       next();
-      n += "." + expect_name();
+      n += '.';
+      n += expect_name();
     }
     return n;
   }
@@ -655,7 +671,7 @@ class Parser {
         if (!known_filter(f->name)) fail(at, "unknown or unsupported filter '" + f->name + "'");
         f->kids.push_back(std::move(e));
         if (is_op("(")) parse_args(*f);
-        e = std::move(f);
+        e = fin(std::move(f));
       } else if (is_name("is")) {
         const Token& at = next();
         ExprPtr t = make(Expr::Kind::test, at);
@@ -673,7 +689,7 @@ class Parser {
                    !is_name("else") && !is_name("or") && !is_name("and")) {
           t->kids.push_back(parse_postfix(parse_primary()));
         }
-        e = std::move(t);
+        e = fin(std::move(t));
       } else if (is_op("(")) {
         e = parse_call(std::move(e));
       } else {

@@ -61,6 +61,14 @@ Value Value::list(std::vector<Value> items) {
   Value v;
   v.kind_ = Kind::list;
   v.l_ = std::make_shared<ListData>();
+  int depth = 0;
+  for (const Value& e : items) {
+    depth = std::max(depth, detail::value_depth(e));
+    v.l_->has_namespace = v.l_->has_namespace || detail::holds_namespace(e);
+  }
+  ATTN_CHECK(depth < detail::kMaxValueDepth, "a list would nest deeper than ", detail::kMaxValueDepth,
+             " levels");
+  v.l_->depth = depth + 1;
   v.l_->items = std::move(items);
   return v;
 }
@@ -126,6 +134,11 @@ const std::vector<std::pair<std::string, Value>>& Value::entries() const {
 const Value* Value::find(std::string_view key) const { return kind_ == Kind::dict ? m_->find(key) : nullptr; }
 void Value::push_back(Value v) {
   ATTN_CHECK(kind_ == Kind::list, "jinja::Value::push_back: expected a list; got ", detail::kind_name(kind_));
+  const int depth = detail::value_depth(v);
+  ATTN_CHECK(depth < detail::kMaxValueDepth, "a list would nest deeper than ", detail::kMaxValueDepth,
+             " levels");
+  l_->depth = std::max(l_->depth, depth + 1);
+  l_->has_namespace = l_->has_namespace || detail::holds_namespace(v);
   l_->items.push_back(std::move(v));
 }
 void Value::set(const std::string& key, Value v) {
@@ -167,7 +180,25 @@ const Value* DictData::find(std::string_view key) const {
   const auto it = index.find(std::string(key));
   return it == index.end() ? nullptr : &items[it->second].second;
 }
+int value_depth(const Value& v) {
+  if (v.is_list()) return v.list_data()->depth;
+  if (v.is_dict()) return v.dict_data()->depth;
+  return 0;
+}
+
+bool holds_namespace(const Value& v) {
+  if (v.is_list()) return v.list_data()->has_namespace;
+  if (v.is_dict()) return v.dict_data()->is_namespace || v.dict_data()->has_namespace;
+  return false;
+}
+
 void DictData::set(const std::string& key, Value v) {
+  const int d = value_depth(v);
+  ATTN_CHECK(d < kMaxValueDepth, "a dict would nest deeper than ", kMaxValueDepth, " levels");
+  const bool ns = holds_namespace(v);
+  ATTN_CHECK(!is_namespace || !ns, "a namespace cannot hold a namespace (attribute '", key, "')");
+  depth = std::max(depth, d + 1);
+  has_namespace = has_namespace || ns;
   const auto it = index.find(key);
   if (it != index.end()) {
     items[it->second].second = std::move(v);

@@ -171,6 +171,21 @@ TEST(Jinja, LimitsStopHostileTemplates) {
                         {"macro calls nest deeper than the limit of 64"});
   EXPECT_ERROR_CONTAINS(Template("{{ " + std::string(200, '(') + "1" + std::string(200, ')') + " }}", "t"),
                         {"nesting deeper than the limit"});
+  // A long operator chain nests as deep as it is long: bounded when parsed (evaluation recurses on it).
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 5000; ++i) chain += " + 1";
+  EXPECT_ERROR_CONTAINS(Template(chain + " }}", "t"), {"an expression nests deeper than the limit of 256"});
+  std::string filters = "{{ x";
+  for (int i = 0; i < 400; ++i) filters += "|trim";
+  EXPECT_ERROR_CONTAINS(Template(filters + " }}", "t"), {"nests deeper than the limit"});
+  // Values cannot nest without bound, and a namespace never holds a namespace (so none holds itself).
+  EXPECT_ERROR_CONTAINS(
+      render("{% set ns = namespace(v=[]) %}{% for i in range(600) %}{% set ns.v = [ns.v] %}{% endfor %}"),
+      {"line 1", "would nest deeper than 512 levels"});
+  EXPECT_ERROR_CONTAINS(render("{% set ns = namespace(v=1) %}{% set ns.v = [ns] %}"),
+                        {"a namespace cannot hold a namespace"});
+  EXPECT_ERROR_CONTAINS(render("{% set a = namespace() %}{% set b = namespace(x=a) %}"),
+                        {"a namespace cannot hold a namespace"});
   EXPECT_ERROR_CONTAINS(Template(std::string(300, 'a') + "{% if x %}", "big", Limits{64, 1 << 20, 1000, 100}),
                         {"template 'big'", "the limit is 100"});
 }
