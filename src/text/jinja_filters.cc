@@ -2,6 +2,7 @@
 // templates use, with transformers' own tojson. Strings computed from the caller's input stay input.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "jinja_internal.h"
 
@@ -161,10 +162,8 @@ std::string title_words(const std::string& s) {  // Jinja2's title: words start 
   return out;
 }
 
-}  // namespace
-
-Value run_filter(const std::string& name, const Value& v, const Args& a, const Ctx& c) {
-  using K = Value::Kind;
+// Each group returns nullopt for a name it does not have.
+std::optional<Value> text_filter(const std::string& name, const Value& v, const Args& a, const Ctx& c) {
   if (name == "trim") {
     const Value* chars = a.get(0, "chars");
     const auto s = to_str(v);
@@ -198,6 +197,10 @@ Value run_filter(const std::string& name, const Value& v, const Args& a, const C
     }
     return derived_str(std::move(r), v);
   }
+  return std::nullopt;
+}
+
+std::optional<Value> sequence_filter(const std::string& name, const Value& v, const Args& a, const Ctx& c) {
   if (name == "join") return join_filter(v, a, c);
   if (name == "items") {
     if (v.is_undefined()) return Value::list();
@@ -253,6 +256,11 @@ Value run_filter(const std::string& name, const Value& v, const Args& a, const C
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")
     return select_filter(name, v, a);
   if (name == "map") return map_filter(v, a, c);
+  return std::nullopt;
+}
+
+std::optional<Value> number_filter(const std::string& name, const Value& v, const Args& a, const Ctx& c) {
+  using K = Value::Kind;
   if (name == "sum") {
     const Value* attr = a.get(0, "attribute");
     const Value* start = a.get(1, "start");
@@ -320,6 +328,10 @@ Value run_filter(const std::string& name, const Value& v, const Args& a, const C
     if (v.kind() == K::number) return Value::number(std::fabs(v.as_double()));
     bad(std::string("abs: expected a number; got ") + kind_name(v.kind()));
   }
+  return std::nullopt;
+}
+
+std::optional<Value> format_filter(const std::string& name, const Value& v, const Args& a, const Ctx& c) {
   if (name == "indent") {
     const Value* w = a.get(0, "width");
     const std::string pad =
@@ -371,6 +383,14 @@ Value run_filter(const std::string& name, const Value& v, const Args& a, const C
     }
     return derived_str(std::move(out), v);
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Value run_filter(const std::string& name, const Value& v, const Args& a, const Ctx& c) {
+  for (auto* group : {text_filter, sequence_filter, number_filter, format_filter})
+    if (std::optional<Value> r = group(name, v, a, c)) return *r;
   bad("unsupported filter '" + name + "'");
 }
 

@@ -72,7 +72,7 @@ class Lexer {
 
   std::vector<Token> run() {
     std::size_t pos = 0;
-    bool line_start = true, lstrip_next = false;
+    bool line_start = true;  // Jinja's line_starting: the last tag's end ended a line
     while (true) {
       std::size_t t = pos;
       int kind = 0;  // '{' var, '%' block, '#' comment
@@ -83,8 +83,7 @@ class Lexer {
         }
         ++t;
       }
-      std::size_t data_begin = pos;
-      if (lstrip_next) data_begin = skip_ws(src_, pos);
+      const std::size_t data_begin = pos;
       std::string data = src_.substr(data_begin, (kind ? t : src_.size()) - data_begin);
       if (kind) {
         const char mod = t + 2 < src_.size() ? src_[t + 2] : 0;
@@ -120,14 +119,11 @@ class Lexer {
         pos = lex_tag(after_open, kind, &end_mod);
         if (kind == '%') pos = maybe_raw(pos, &end_mod);
       }
-      lstrip_next = end_mod == '-';
       if (kind != '{' && end_mod == 0 && pos < src_.size() && src_[pos] == '\n') ++pos;  // trim_blocks
-      // Whether the text consumed by the tag's end ended a line (Jinja's line_starting).
-      if (end_mod == '-') {
+      if (end_mod == '-') {  // "-%}" strips the whitespace that follows
         const std::size_t next = skip_ws(src_, pos);
         line_start = next > pos && src_[next - 1] == '\n';
         pos = next;
-        lstrip_next = false;
       } else {
         line_start = pos > 0 && src_[pos - 1] == '\n' && kind != '{';
       }
