@@ -94,6 +94,12 @@ ENGINE_CONTEXT = {
     "xs": [3, 1, 2], "d": {"b": 1, "a": [1, 2.5, None, True]}, "s": "  Hello World  ", "n": 7, "f": 2.5,
 }
 ENGINE_CASES = [
+    "{% if messages|selectattr('role', 'equalto', 'tool') %}generators are true{% endif %}|{{ messages|selectattr('role', 'equalto', 'tool')|list|length }}",
+    "{{ d.items() }} {{ d.keys() }} {{ d.values() }} {{ d.items()[0] is defined }} {{ d.items()|list }} {{ (1, 2)[1:] }} {{ (1,) * 2 }}",
+    "{{ messages|map(attribute='role')|first }} {{ xs|reverse|list }} {{ xs|unique|list }} {{ d|items|list }}",
+    "{{ true|float }} {{ '1.5'|int }} {{ true|abs }} {{ {'k': 1} is lower }} {{ '123' is lower }} {{ 'AB1' is upper }}",
+    "{% if false %}{{ x|no_such_filter }}{% elif false %}{{ 1 is no_such_test }}{% endif %}unknown filters fail only when run",
+    "[{{ nope|trim }}][{{ nope|upper }}][{{ nope|replace('a', 'b') }}][{{ nope|first }}][{{ nope|list }}][{{ nope|sum }}][{{ nope|sort }}][{{ nope|items|list }}][{{ nope|join }}]",
     "{{ 1/2 }} {{ 4/2 }} {{ 7//2 }} {{ -7//2 }} {{ -7 % 3 }} {{ 1e20 }} {{ 1e-5 }} {{ 0.1+0.2 }} {{ 7.5 // 2 }} {{ -7.5 % 2 }} {{ 2**10 }}",
     "{{ [1,'a',none,true,{'k':'v'}] }} {{ d }}",
     "{{ \"it's\" }} {{ ['it\\'s', 'a\"b'] }}",

@@ -34,6 +34,12 @@ int64_t need_int(const Value* v, const char* what) {
 
 Value derived_str(std::string text, const Value& src) { return str_from(std::move(text), {&src}); }
 
+Value make_seq(std::vector<Value> items, Seq seq) {
+  Value v = Value::list(std::move(items));
+  v.list_data()->seq = seq;
+  return v;
+}
+
 Value get_attr(const Value& obj, const std::string& name) {
   if (obj.is_dict()) {
     const Value* v = obj.find(name);
@@ -47,6 +53,7 @@ Value get_item(const Value& obj, const Value& key) {
   if (key.kind() != Value::Kind::integer) return Value();
   int64_t i = key.as_int();
   if (obj.is_list()) {
+    if (!subscriptable(obj)) return Value();  // generators and dict views are not subscriptable
     const int64_t n = static_cast<int64_t>(obj.items().size());
     if (i < 0) i += n;
     return i >= 0 && i < n ? obj.items()[static_cast<std::size_t>(i)] : Value();
@@ -143,8 +150,11 @@ bool run_test(const std::string& name, const Value& v, const Args& a) {
     return k == K::undefined || k == K::string || k == K::list ||
            (k == K::dict && !v.dict_data()->is_namespace);
   if (name == "callable") return k == K::function;
-  if (name == "lower") return k == K::string && py_lower(v.str()) == v.str();
-  if (name == "upper") return k == K::string && py_upper(v.str()) == v.str();
+  if (name == "lower" || name == "upper") {  // str(value).islower() / isupper(): cased, all one case
+    const std::string s = to_str(v)->text;
+    const std::string low = py_lower(s), up = py_upper(s);
+    return low != up && (name == "lower" ? low == s : up == s);
+  }
   if (name == "escaped") return false;
   if (name == "odd" || name == "even") {
     const int64_t i = need_int(&v, name.c_str());
@@ -181,7 +191,7 @@ bool run_test(const std::string& name, const Value& v, const Args& a) {
     if (name == "gt" || name == "greaterthan" || name == ">") return c > 0;
     return c >= 0;
   }
-  bad("unknown test '" + name + "'");
+  bad("unknown or unsupported test '" + name + "'");
 }
 
 // ---- methods
@@ -405,17 +415,17 @@ Value run_method(const Value& obj, const std::string& n, const Args& a, const Ct
     if (n == "items") {
       std::vector<Value> out;
       for (const auto& [k, v] : obj.entries()) out.push_back(Value::tuple({Value::input(k), v}));
-      return Value::list(std::move(out));
+      return make_seq(std::move(out), Seq::dict_items);
     }
     if (n == "keys") {
       std::vector<Value> out;
       for (const auto& e : obj.entries()) out.push_back(Value::input(e.first));
-      return Value::list(std::move(out));
+      return make_seq(std::move(out), Seq::dict_keys);
     }
     if (n == "values") {
       std::vector<Value> out;
       for (const auto& e : obj.entries()) out.push_back(e.second);
-      return Value::list(std::move(out));
+      return make_seq(std::move(out), Seq::dict_values);
     }
     if (n == "get") {
       const Value* k = a.get(0, "key");

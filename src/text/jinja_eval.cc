@@ -354,9 +354,9 @@ class Renderer {
       const bool use = v.is_undefined() || (boolean && truthy(*boolean) && !truthy(v));
       return use ? (def ? *def : Value::text("")) : v;
     }
-    if (v.is_undefined() && e.name != "length" && e.name != "count" && e.name != "string" &&
-        e.name != "trim" && e.name != "list" && e.name != "join" && e.name != "upper" && e.name != "lower" &&
-        e.name != "safe")
+    // Jinja2's filters take undefined as empty (a string "", a sequence with no items) except these.
+    if (v.is_undefined() && (e.name == "tojson" || e.name == "abs" || e.name == "dictsort" ||
+                             e.name == "indent" || e.name == "int" || e.name == "float"))
       undefined_error(*e.kids[0], v);
     return run_filter(e.name, v, a, ctx_);
   }
@@ -436,10 +436,11 @@ class Renderer {
     if (obj.is_string()) {
       starts = code_point_starts(obj.str());
       n = static_cast<int64_t>(starts.size());
-    } else if (obj.is_list()) {
+    } else if (obj.is_list() && subscriptable(obj)) {
       n = static_cast<int64_t>(obj.items().size());
     } else {
-      fail(e, std::string("cannot slice a ") + kind_name(obj.kind()));
+      fail(e, std::string("a ") + (obj.is_list() ? "generator or dict view" : kind_name(obj.kind())) +
+                  " is not subscriptable");
     }
     // Python's slice.indices.
     const auto clamp = [&](int64_t v, bool is_given, int64_t def) {
@@ -455,7 +456,7 @@ class Renderer {
     if (obj.is_list()) {
       std::vector<Value> out;
       for (int64_t i : idx) out.push_back(obj.items()[static_cast<std::size_t>(i)]);
-      return Value::list(std::move(out));
+      return make_seq(std::move(out), seq_of(obj));
     }
     const std::string& s = obj.str();
     std::string out;
@@ -508,12 +509,12 @@ int64_t int_of(const Value& v) {
 }
 
 Value repeat(const Value& s, int64_t times, const Ctx& ctx) {
-  if (times <= 0) return s.is_list() ? Value::list() : derived_str("", s);
+  if (times <= 0) return s.is_list() ? make_seq({}, seq_of(s)) : derived_str("", s);
   if (s.is_list()) {
     ctx.check_size(s.items().size() * static_cast<std::size_t>(times));
     std::vector<Value> out;
     for (int64_t i = 0; i < times; ++i) out.insert(out.end(), s.items().begin(), s.items().end());
-    return Value::list(std::move(out));
+    return make_seq(std::move(out), seq_of(s));
   }
   ctx.check_size(s.str().size() * static_cast<std::size_t>(times));
   std::string out;
@@ -549,8 +550,8 @@ Value Renderer::eval_binary(const Expr& e) {
     }
   }
   if (op == "*") {
-    if ((a.is_string() || a.is_list()) && is_int(b)) return repeat(a, int_of(b), ctx_);
-    if (is_int(a) && (b.is_string() || b.is_list())) return repeat(b, int_of(a), ctx_);
+    if ((a.is_string() || (a.is_list() && subscriptable(a))) && is_int(b)) return repeat(a, int_of(b), ctx_);
+    if (is_int(a) && (b.is_string() || (b.is_list() && subscriptable(b)))) return repeat(b, int_of(a), ctx_);
   }
   if (!is_num(a) || !is_num(b)) type_error();
   if (is_int(a) && is_int(b) && op != "/") {

@@ -102,7 +102,7 @@ Value select_filter(const std::string& name, const Value& v, const Args& a) {
     const bool pass = test.empty() ? truthy(x) : run_test(test, x, targs);
     if (pass == keep) out.push_back(e);
   }
-  return Value::list(std::move(out));
+  return make_seq(std::move(out), Seq::generator);
 }
 
 Value map_filter(const Value& v, const Args& a, const Ctx& c) {
@@ -122,13 +122,13 @@ Value map_filter(const Value& v, const Args& a, const Ctx& c) {
       Value x = attr_path(e, *attr);
       out.push_back(x.is_undefined() && def ? *def : x);
     }
-    return Value::list(std::move(out));
+    return make_seq(std::move(out), Seq::generator);
   }
   if (a.pos.empty() || !a.pos[0].is_string()) bad("map: expected a filter name or attribute=");
   Args rest;
   rest.pos.assign(a.pos.begin() + 1, a.pos.end());
   for (const Value& e : iterate(v)) out.push_back(run_filter(a.pos[0].str(), e, rest, c));
-  return Value::list(std::move(out));
+  return make_seq(std::move(out), Seq::generator);
 }
 
 std::vector<Value> sorted(std::vector<Value> items, const Args& a, std::size_t first, const char* name) {
@@ -174,6 +174,8 @@ std::optional<Value> text_filter(const std::string& name, const Value& v, const 
   if (name == "length" || name == "count") {
     if (v.is_undefined()) return Value::integer(0);
     if (v.is_string()) return Value::integer(static_cast<int64_t>(code_point_count(v.str())));
+    if (seq_of(v) == Seq::generator)
+      bad("length: a generator (the result of map / select / ...) has no length; apply |list first");
     if (v.is_list()) return Value::integer(static_cast<int64_t>(v.items().size()));
     if (v.is_dict()) return Value::integer(static_cast<int64_t>(v.entries().size()));
     bad(std::string("length: a ") + kind_name(v.kind()) + " has no length");
@@ -205,11 +207,13 @@ std::optional<Value> sequence_filter(const std::string& name, const Value& v, co
   if (name == "items") {
     if (v.is_undefined()) return Value::list();
     if (!v.is_dict()) bad(std::string("items: expected a dict; got ") + kind_name(v.kind()));
-    return run_method(v, "items", Args{}, c);
+    return make_seq(run_method(v, "items", Args{}, c).items(), Seq::generator);
   }
   if (name == "list") return Value::list(iterate(v));
   if (name == "first" || name == "last") {
     const std::vector<Value> items = iterate(v);
+    if (name == "last" && seq_of(v) == Seq::generator)
+      bad("last: a generator cannot be reversed; apply |list first");
     if (items.empty()) return Value();
     return name == "first" ? items.front() : items.back();
   }
@@ -221,7 +225,7 @@ std::optional<Value> sequence_filter(const std::string& name, const Value& v, co
       for (const Value& e : items) s += e.str();
       return derived_str(std::move(s), v);
     }
-    return Value::list(std::move(items));
+    return make_seq(std::move(items), Seq::generator);  // Jinja2 gives a reverse iterator
   }
   if (name == "unique") {
     std::vector<Value> out;
@@ -231,7 +235,7 @@ std::optional<Value> sequence_filter(const std::string& name, const Value& v, co
       };
       if (std::none_of(out.begin(), out.end(), same)) out.push_back(e);
     }
-    return Value::list(std::move(out));
+    return make_seq(std::move(out), Seq::generator);
   }
   if (name == "sort") return Value::list(sorted(iterate(v), a, 0, "sort"));
   if (name == "dictsort") {
@@ -305,12 +309,21 @@ std::optional<Value> number_filter(const std::string& name, const Value& v, cons
         if (used == t.size()) return Value::integer(r);
       } catch (const std::exception&) {
       }
+      try {  // Jinja2 then tries int(float(value))
+        std::size_t used = 0;
+        const std::string t = py_strip(v.str(), "", false, true, true);
+        const double r = std::stod(t, &used);
+        if (used == t.size() && std::isfinite(r) && std::fabs(r) < 9.2e18)
+          return Value::integer(static_cast<int64_t>(r));
+      } catch (const std::exception&) {
+      }
     }
     return Value::integer(int_arg(a, 0, "default", 0));
   }
   if (name == "float") {
     if (v.kind() == K::number) return v;
     if (v.kind() == K::integer) return Value::number(static_cast<double>(v.as_int()));
+    if (v.kind() == K::boolean) return Value::number(v.as_bool() ? 1.0 : 0.0);
     if (v.is_string()) {
       try {
         std::size_t used = 0;
@@ -324,6 +337,7 @@ std::optional<Value> number_filter(const std::string& name, const Value& v, cons
     return d ? *d : Value::number(0.0);
   }
   if (name == "abs") {
+    if (v.kind() == K::boolean) return Value::integer(v.as_bool());
     if (v.kind() == K::integer) return Value::integer(v.as_int() < 0 ? -v.as_int() : v.as_int());
     if (v.kind() == K::number) return Value::number(std::fabs(v.as_double()));
     bad(std::string("abs: expected a number; got ") + kind_name(v.kind()));
@@ -340,6 +354,7 @@ std::optional<Value> format_filter(const std::string& name, const Value& v, cons
             : std::string(static_cast<std::size_t>(std::clamp<int64_t>(int_arg(a, 0, "width", 4), 0, 256)),
                           ' ');
     const bool first = bool_arg(a, 1, "first", false), blank = bool_arg(a, 2, "blank", false);
+    if (!v.is_string()) bad(std::string("indent: expected a string; got ") + kind_name(v.kind()));
     const auto s = to_str(v);
     std::string out;
     std::size_t at = 0;
@@ -391,7 +406,7 @@ std::optional<Value> format_filter(const std::string& name, const Value& v, cons
 Value run_filter(const std::string& name, const Value& v, const Args& a, const Ctx& c) {
   for (auto* group : {text_filter, sequence_filter, number_filter, format_filter})
     if (std::optional<Value> r = group(name, v, a, c)) return *r;
-  bad("unsupported filter '" + name + "'");
+  bad("unknown or unsupported filter '" + name + "'");
 }
 
 }  // namespace attn::text::jinja::detail

@@ -41,9 +41,14 @@ int value_depth(const Value& v);  // 0 for scalars
 // one, so no value can contain itself.
 bool holds_namespace(const Value& v);
 
+// What Python type a sequence stands for: Jinja2's map / select / items filters give generators
+// (always true, no length, not printable), dict.items() / keys() / values() give views (printed
+// dict_items([...]), not subscriptable).
+enum class Seq : uint8_t { list, tuple, generator, dict_items, dict_keys, dict_values };
+
 struct ListData {
   std::vector<Value> items;
-  bool tuple = false;  // a Python tuple: printed (a, b); never equal to a list
+  Seq seq = Seq::list;
   int depth = 1;
   bool has_namespace = false;
 };
@@ -198,5 +203,9 @@ std::vector<Value> iterate(const Value& v);
 int compare_values(const Value& a, const Value& b);
 // String pieces of a value derived from `src` (provenance: trusted only if all of src was).
 Value derived_str(std::string text, const Value& src);
+// A list standing for another Python sequence type (Seq).
+Value make_seq(std::vector<Value> items, Seq seq);
+inline Seq seq_of(const Value& v) { return v.is_list() ? v.list_data()->seq : Seq::list; }
+inline bool subscriptable(const Value& v) { return seq_of(v) == Seq::list || seq_of(v) == Seq::tuple; }
 
 }  // namespace attn::text::jinja::detail

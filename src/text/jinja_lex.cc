@@ -77,7 +77,8 @@ class Lexer {
       std::size_t t = pos;
       int kind = 0;  // '{' var, '%' block, '#' comment
       while ((t = src_.find('{', t)) != std::string::npos) {
-        if (t + 1 < src_.size() && std::strchr("{%#", src_[t + 1])) {
+        const char c = t + 1 < src_.size() ? src_[t + 1] : 0;
+        if (c == '{' || c == '%' || c == '#') {
           kind = src_[t + 1];
           break;
         }
@@ -110,6 +111,8 @@ class Lexer {
       char end_mod = 0;
       if (kind == '#') {
         end = src_.find("#}", after_open);
+        if (end == std::string::npos && after_open >= src_.size())
+          break;  // a bare "{#" ends it, as in Jinja2
         if (end == std::string::npos) fail(t, "missing end of comment tag '#}'");
         // "-#}" / "+#}": the marker is the character before "#}" (when it is not the opener's).
         if (end > after_open && (src_[end - 1] == '-' || src_[end - 1] == '+')) end_mod = src_[end - 1];

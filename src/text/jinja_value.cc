@@ -73,9 +73,7 @@ Value Value::list(std::vector<Value> items) {
   return v;
 }
 Value Value::tuple(std::vector<Value> items) {
-  Value v = list(std::move(items));
-  v.l_->tuple = true;
-  return v;
+  return detail::make_seq(std::move(items), detail::Seq::tuple);
 }
 Value Value::dict() { return from_dict(std::make_shared<DictData>()); }
 Value Value::from_dict(std::shared_ptr<DictData> m) {
@@ -246,7 +244,7 @@ bool truthy(const Value& v) {
     case Value::Kind::string:
       return !v.str().empty();
     case Value::Kind::list:
-      return !v.items().empty();
+      return !v.items().empty() || v.list_data()->seq == Seq::generator;  // a generator is always true
     case Value::Kind::dict:
       return !v.entries().empty();
     case Value::Kind::function:
@@ -328,6 +326,19 @@ void repr_string(std::string& out, const std::string& s) {
   out += q;
 }
 
+const char* seq_name(Seq s) {
+  switch (s) {
+    case Seq::dict_items:
+      return "dict_items";
+    case Seq::dict_keys:
+      return "dict_keys";
+    case Seq::dict_values:
+      return "dict_values";
+    default:
+      return "";
+  }
+}
+
 void repr_into(std::string& out, const Value& v, bool top) {
   switch (v.kind()) {
     case Value::Kind::undefined:
@@ -351,7 +362,14 @@ void repr_into(std::string& out, const Value& v, bool top) {
         repr_string(out, v.str());
       return;
     case Value::Kind::list: {
-      const bool tuple = v.list_data()->tuple;
+      const Seq seq = v.list_data()->seq;
+      if (seq == Seq::generator)
+        throw Error(
+            "printing the result of map / select / reject / items (a generator in Jinja2) is not supported; "
+            "apply |list first");
+      const bool tuple = seq == Seq::tuple;
+      const bool view = !tuple && seq != Seq::list;
+      if (view) out += std::string(seq_name(seq)) + "(";
       out += tuple ? '(' : '[';
       bool first = true;
       for (const Value& e : v.items()) {
@@ -361,6 +379,7 @@ void repr_into(std::string& out, const Value& v, bool top) {
       }
       if (tuple && v.items().size() == 1) out += ',';
       out += tuple ? ')' : ']';
+      if (view) out += ')';
       return;
     }
     case Value::Kind::dict: {
@@ -482,6 +501,10 @@ void to_json(std::string& out, const Value& v, int indent, bool sort_keys, int l
       json_string(out, v.str());
       return;
     case Value::Kind::list: {
+      if (!subscriptable(v))
+        throw Error(std::string("tojson: a ") +
+                    (seq_of(v) == Seq::generator ? "generator" : seq_name(seq_of(v))) +
+                    " is not JSON serializable; apply |list first");
       if (v.items().empty()) {
         out += "[]";
         return;
@@ -555,7 +578,8 @@ bool values_equal(const Value& a, const Value& b) {
     case K::string:
       return a.str() == b.str();
     case K::list: {
-      if (a.list_data()->tuple != b.list_data()->tuple) return false;
+      if (a.list_data() == b.list_data()) return true;
+      if (a.list_data()->seq != b.list_data()->seq || a.list_data()->seq == Seq::generator) return false;
       if (a.items().size() != b.items().size()) return false;
       for (std::size_t i = 0; i < a.items().size(); ++i)
         if (!values_equal(a.items()[i], b.items()[i])) return false;
