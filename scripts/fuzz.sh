@@ -18,7 +18,7 @@ root=$PWD
 
 seconds=${1:-60}
 shift || true
-all=(safetensors gguf gguf_tokenizer json utf8 wordpiece bpe_bytes view_export text_files e5_container http)
+all=(safetensors gguf gguf_tokenizer json utf8 wordpiece bpe_bytes view_export text_files e5_container http chat_template)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
@@ -35,6 +35,7 @@ seeds_for() {
     gguf_tokenizer) echo tests/io/data/gguf_tokenizer_tiny.gguf tests/io/data/bad/*tokenizer*.gguf ;;
     view_export) echo fuzz/seeds/view_export/* tests/io/data/bad/*.export.json ;;
     e5_container) echo tests/io/data/e5_tiny.bin tests/io/data/bad/e5_*.bin ;;
+    chat_template) echo tests/text/data/chat_templates/*.jinja ;;
     *) echo fuzz/seeds/"$1"/* ;;
   esac
 }
@@ -42,6 +43,7 @@ max_len_for() {
   case $1 in
     safetensors | gguf | gguf_tokenizer) echo 8192 ;;
     e5_container) echo 16384 ;;
+    chat_template) echo 8192 ;;
     *) echo 4096 ;;
   esac
 }
@@ -49,6 +51,7 @@ dict_for() {
   case $1 in
     safetensors | json | gguf | view_export | http) echo "-dict=fuzz/dicts/$1.dict" ;;
     gguf_tokenizer) echo "-dict=fuzz/dicts/gguf.dict" ;;
+    chat_template) echo "-dict=fuzz/dicts/jinja.dict" ;;
   esac
 }
 

@@ -695,6 +695,11 @@ double GgufFile::get_real(std::string_view key, double fallback) const {
   return static_cast<double>(get_int(key));
 }
 
+std::optional<std::string> GgufFile::chat_template() const {
+  if (!has("tokenizer.chat_template")) return std::nullopt;
+  return get_string("tokenizer.chat_template");
+}
+
 std::vector<std::string> GgufFile::get_string_array(std::string_view key) const {
   const KeyValue& kv = state_->array_of(key);
   if (kv.elem != GgufType::string)

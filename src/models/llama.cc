@@ -10,6 +10,7 @@
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
 #include <attn/ops/quantized.h>
+#include <attn/text/chat_template.h>
 
 #include <algorithm>
 #include <array>
@@ -769,48 +770,27 @@ LlamaAttention LlamaModel::attention_weights(std::span<const int32_t> ids) {
 text::TextPieces LlamaModel::chat_template_pieces(const std::vector<Message>& messages,
                                                   bool add_generation_prompt) const {
   const io::GgufFile& f = impl_->file;
-  ATTN_CHECK(f.has("tokenizer.chat_template"), "llama: ", f.path(),
-             ": no tokenizer.chat_template in the file");
-  const std::string t = f.get_string("tokenizer.chat_template");
-  const bool chatml =
-      t.find("<|im_start|>") != std::string::npos && t.find("<|im_end|>") != std::string::npos &&
-      t.find("message['role']") != std::string::npos && t.find("message['content']") != std::string::npos;
-  ATTN_CHECK(chatml,
-             "llama: unknown chat template (only the ChatML family, <|im_start|>role\\n...<|im_end|>, ",
-             "is supported): ", t.substr(0, 120), t.size() > 120 ? "..." : "");
-  // A default system message, written by the template when the first message is not "system".
-  std::string default_system;
-  if (t.find("messages[0]['role'] != 'system'") != std::string::npos) {
-    const std::string open = "<|im_start|>system\n", close = "<|im_end|>";
-    const std::size_t a = t.find(open);
-    const std::size_t b = a == std::string::npos ? a : t.find(close, a);
-    ATTN_CHECK(b != std::string::npos,
-               "llama: chat template has a default system message that attn cannot read");
-    default_system = t.substr(a, b - a + close.size()) + "\n";
-  }
-  // The template's markers may be special tokens; a role and a message's content are text.
-  text::TextPieces out;
-  const auto markup = [&](std::string s) { out.push_back({std::move(s), true}); };
-  const auto data = [&](const std::string& s) {
-    if (!s.empty()) out.push_back({s, false});
+  const std::optional<std::string> source = f.chat_template();
+  ATTN_CHECK(source, "llama: ", f.path(), ": no tokenizer.chat_template in the file");
+  // The special tokens as transformers passes them: the vocabulary's bos / eos text (when it has them).
+  const text::ByteBpeTokenizer& tok = impl_->tok;
+  const auto special = [&](int32_t id) -> std::optional<std::string> {
+    if (id < 0) return std::nullopt;
+    return tok.decode({id}, true);
   };
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    if (i == 0 && messages[0].role != "system" && !default_system.empty()) markup(default_system);
-    markup("<|im_start|>");
-    data(messages[i].role);
-    markup("\n");
-    data(messages[i].content);
-    markup("<|im_end|>\n");
-  }
-  if (add_generation_prompt) markup("<|im_start|>assistant\n");
-  return out;
+  const text::ChatTemplate chat(*source, f.path() + ": tokenizer.chat_template", special(tok.bos_id()),
+                                special(tok.eos_id()));
+  std::vector<text::ChatMessage> msgs;
+  msgs.reserve(messages.size());
+  for (const Message& m : messages) msgs.push_back({m.role, m.content});
+  text::ChatRenderOptions o;
+  o.add_generation_prompt = add_generation_prompt;
+  return chat.render(msgs, o);
 }
 
 std::string LlamaModel::apply_chat_template(const std::vector<Message>& messages,
                                             bool add_generation_prompt) const {
-  std::string out;
-  for (const text::TextPiece& p : chat_template_pieces(messages, add_generation_prompt)) out += p.text;
-  return out;
+  return text::jinja::join_pieces(chat_template_pieces(messages, add_generation_prompt));
 }
 
 // ---------------------------------------------------------------- attention export

@@ -105,13 +105,21 @@ std::vector<int32_t> LlamaChat::turn_ids(const std::string& user_text) const {
     turn = model_.chat_template_pieces(msgs, true);
   } else {
     // This turn alone: the template of [system, user] minus that of [system], piece by piece.
+    // The template merges neighbouring pieces of the same kind, so the cut is made in bytes.
     const text::TextPieces both = model_.chat_template_pieces({{"system", ""}, {"user", user_text}}, true);
-    const text::TextPieces sys = model_.chat_template_pieces({{"system", ""}}, false);
-    std::size_t k = 0;
-    while (k < sys.size() && k < both.size() && sys[k].text == both[k].text) ++k;
-    ATTN_CHECK(k == sys.size(), "llama chat: the template of a conversation does not start with that of ",
-               "its system message (piece ", k, " of ", sys.size(), ")");
-    turn.assign(both.begin() + static_cast<std::ptrdiff_t>(k), both.end());
+    std::string sys;
+    for (const text::TextPiece& p : model_.chat_template_pieces({{"system", ""}}, false)) sys += p.text;
+    std::size_t skip = sys.size(), matched = 0;
+    for (const text::TextPiece& p : both) {
+      const std::size_t n = std::min(skip, p.text.size());
+      ATTN_CHECK(p.text.compare(0, n, sys, matched, n) == 0,
+                 "llama chat: the template of a conversation does not start with that of its system ",
+                 "message (they differ at byte ", matched, ")");
+      matched += n;
+      skip -= n;
+      if (n < p.text.size()) turn.push_back({p.text.substr(n), p.allow_special});
+    }
+    ATTN_CHECK(skip == 0, "llama chat: the template of a conversation is shorter than that of its system message");
   }
   return model_.tokenizer().encode(turn);
 }

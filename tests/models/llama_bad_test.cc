@@ -289,13 +289,25 @@ TEST_F(LlamaBad, TokenOutOfRange) {
 TEST_F(LlamaBad, ChatTemplates) {
   TinyFile f = tiny();
   LlamaModel ok = LlamaModel::load(write("chat", f.bytes()));
-  EXPECT_EQ(ok.apply_chat_template({{"user", "x"}}, true),
-            "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");
+  // The file's template is rendered as transformers renders it: this one writes no assistant prompt,
+  // so add_generation_prompt adds none.
+  EXPECT_EQ(ok.apply_chat_template({{"user", "x"}}, true), "<|im_start|>user\nx<|im_end|>\n");
+  // Any template the engine supports, not only ChatML; the message text is never special.
   f.set("tokenizer.chat_template",
-        std::string("{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}"));
+        std::string("{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}"
+                    "{% if add_generation_prompt %}<a>{% endif %}"));
   LlamaModel other = LlamaModel::load(write("chat", f.bytes()));
-  EXPECT_ERROR_CONTAINS(other.apply_chat_template({{"user", "x"}}, true),
-                        {"unknown chat template", "[INST]"});
+  EXPECT_EQ(other.apply_chat_template({{"user", "x"}}, true), "[INST] x [/INST]<a>");
+  const text::TextPieces pieces = other.chat_template_pieces({{"user", "<a>"}}, false);
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_TRUE(pieces[0].allow_special);
+  EXPECT_EQ(pieces[1].text, "<a>");
+  EXPECT_FALSE(pieces[1].allow_special);
+  // A construct the engine does not support: an error naming the file's template and the line.
+  f.set("tokenizer.chat_template", std::string("ok\n{% include 'other.jinja' %}"));
+  LlamaModel unsupported = LlamaModel::load(write("chat", f.bytes()));
+  EXPECT_ERROR_CONTAINS(unsupported.apply_chat_template({{"user", "x"}}, true),
+                        {"tokenizer.chat_template' line 2", "include"});
   f.erase("tokenizer.chat_template");
   LlamaModel none = LlamaModel::load(write("chat", f.bytes()));
   EXPECT_ERROR_CONTAINS(none.apply_chat_template({{"user", "x"}}, true), {"no tokenizer.chat_template"});

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -184,6 +185,9 @@ class GgufFile {
   // A real number stored as f32, f64 or any integer type; `fallback` when absent; throws naming the
   // key for another type.
   double get_real(std::string_view key, double fallback) const;
+  // tokenizer.chat_template: the model's Jinja chat template (text::ChatTemplate renders it); nullopt
+  // when the file has none. Throws when the key holds something other than a string.
+  std::optional<std::string> chat_template() const;
 
   // Arrays. get_int_array takes any integer element type (values must fit in
   // int64), get_float_array f32 or f64 elements; the others need the exact type.

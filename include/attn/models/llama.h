@@ -23,6 +23,7 @@
 
 #include <attn/io/gguf.h>
 #include <attn/text/bpe_bytes.h>
+#include <attn/text/text_piece.h>
 
 #include <cstdint>
 #include <memory>
@@ -112,9 +113,11 @@ class LlamaModel {
   LlamaAttention attention_weights(std::span<const int32_t> ids);
 
   // The chat template of the file (tokenizer.chat_template) applied to messages
-  // (role, content), with the assistant prompt appended when add_generation_prompt.
-  // Only the ChatML family (<|im_start|>role\n...<|im_end|>\n) is recognised; any
-  // other template throws naming it.
+  // (role, content), with the assistant prompt appended when add_generation_prompt, as
+  // transformers' apply_chat_template renders it: attn's own Jinja engine
+  // (text/chat_template.h, docs/chat_templates.md), with the vocabulary's bos and eos
+  // tokens as bos_token / eos_token. Throws when the file has no template, or when the
+  // template uses a construct the engine does not support (naming the line and column).
   struct Message {
     std::string role, content;
   };
