@@ -25,16 +25,8 @@ LlamaReply gemma3_generate_text(Gemma3Model& model, const std::vector<int32_t>& 
   ATTN_CHECK(o.temperature >= 0, "gemma3: temperature must be >= 0 (0 = greedy); got ", o.temperature);
   ATTN_CHECK(!prompt_ids.empty(), "the prompt is empty (no tokens)");
   const text::SpmTokenizer& tok = model.tokenizer();
-  GenerateOptions g;
-  g.max_new_tokens = o.max_new_tokens;
-  g.search = o.temperature > 0 ? SearchKind::sample : SearchKind::greedy;
-  g.temperature = o.temperature > 0 ? o.temperature : 1.0;
-  g.top_k = o.top_k;
-  g.top_p = o.top_p;
-  g.eos_id = tok.eos_id();
-  for (int64_t id = 0; id < tok.vocab_size(); ++id)
-    if (tok.type(static_cast<int32_t>(id)) == text::SpmTokenType::control && id != g.eos_id)
-      g.stop_ids.push_back(id);
+  GenerateOptions g = request_options(o.max_new_tokens, o.temperature, o.top_k, o.top_p);
+  set_stop_tokens(g, tok);
   LlamaReply r;
   r.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   TextStream stream([&tok](const std::vector<int32_t>& ids) { return tok.decode(ids, false); });
@@ -55,7 +47,7 @@ LlamaReply gemma3_generate_text(Gemma3Model& model, const std::vector<int32_t>& 
     t1 = clock::now();
     const int64_t cap = std::min<int64_t>(g.max_new_tokens, model.capacity() - model.position() + 1);
     for (int64_t n = 0; n < cap; ++n) {
-      if (id == g.eos_id || std::find(g.stop_ids.begin(), g.stop_ids.end(), id) != g.stop_ids.end()) {
+      if (is_stop_token(g, id)) {
         r.ids.push_back(id);
         r.stopped = true;
         break;

@@ -12,18 +12,8 @@ namespace {
 
 GenerateOptions search_options(const LlamaModel& model, const LlamaTextOptions& o) {
   ATTN_CHECK(o.temperature >= 0, "llama: temperature must be >= 0 (0 = greedy); got ", o.temperature);
-  GenerateOptions g;
-  g.max_new_tokens = o.max_new_tokens;
-  g.search = o.temperature > 0 ? SearchKind::sample : SearchKind::greedy;
-  g.temperature = o.temperature > 0 ? o.temperature : 1.0;
-  g.top_k = o.top_k;
-  g.top_p = o.top_p;
-  const text::ByteBpeTokenizer& tok = model.tokenizer();
-  g.eos_id = tok.eos_id();
-  const auto& types = tok.vocab().types;
-  for (std::size_t id = 0; id < types.size(); ++id)
-    if (types[id] == text::BpeTokenType::control && static_cast<int64_t>(id) != g.eos_id)
-      g.stop_ids.push_back(static_cast<int64_t>(id));
+  GenerateOptions g = request_options(o.max_new_tokens, o.temperature, o.top_k, o.top_p);
+  set_stop_tokens(g, model.tokenizer());
   return g;
 }
 
@@ -119,7 +109,8 @@ std::vector<int32_t> LlamaChat::turn_ids(const std::string& user_text) const {
       skip -= n;
       if (n < p.text.size()) turn.push_back({p.text.substr(n), p.allow_special});
     }
-    ATTN_CHECK(skip == 0, "llama chat: the template of a conversation is shorter than that of its system message");
+    ATTN_CHECK(skip == 0,
+               "llama chat: the template of a conversation is shorter than that of its system message");
   }
   return model_.tokenizer().encode(turn);
 }

@@ -87,17 +87,8 @@ std::string chunk_json(const GenRequest& r, const std::string& text, const std::
 GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
                          const std::function<bool(const std::string&)>& on_piece) {
   const text::ByteBpeTokenizer& tok = m.tokenizer();
-  models::GenerateOptions g;
-  g.max_new_tokens = r.max_tokens;
-  g.search = r.temperature > 0 ? models::SearchKind::sample : models::SearchKind::greedy;
-  g.temperature = r.temperature > 0 ? r.temperature : 1.0;
-  g.top_k = r.top_k;
-  g.top_p = r.top_p;
-  g.eos_id = tok.eos_id();
-  const auto& types = tok.vocab().types;
-  for (std::size_t id = 0; id < types.size(); ++id)
-    if (types[id] == text::BpeTokenType::control && static_cast<int64_t>(id) != g.eos_id)
-      g.stop_ids.push_back(static_cast<int64_t>(id));
+  models::GenerateOptions g = models::request_options(r.max_tokens, r.temperature, r.top_k, r.top_p);
+  models::set_stop_tokens(g, tok);
   Rng rng(r.seed);
 
   GenResult out;
@@ -293,39 +284,39 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
 
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider("text/event-stream", [this, r, lease, in_flight, P, attention_of](
-                                                            std::size_t, http::DataSink& sink) {
-    const auto write = [&sink](const std::string& data) {
-      const std::string line = "data: " + data + "\n\n";
-      return sink.write(line.data(), line.size());
-    };
-    try {
-      models::LlamaModel& m = *slots[lease->index];
-      if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
-      const GenResult g =
-          generate(m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
-      if (g.finish_reason == "cancelled") return false;  // the client went away: close
-      std::string last = chunk_json(*r, "", g.finish_reason, false);
-      if (r->attention) {
-        last.pop_back();
-        last += ",\"attention\":" + attention_of(m, *r, g) + "}";
-      }
-      if (!write(last)) return false;
-      if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
-                                     usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
-        return false;
-      if (!write("[DONE]")) return false;
-    } catch (const HttpError& e) {
-      write(error_body(e));
-      write("[DONE]");
-    } catch (const std::exception& e) {
-      log(std::string("error in a stream: ") + e.what());
-      write(error_body(HttpError(500, std::string("internal error: ") + e.what(), "", "internal_error")));
-      write("[DONE]");
-    }
-    sink.done();
-    return true;
-  });
+  res.set_chunked_content_provider(
+      "text/event-stream", [this, r, lease, in_flight, P, attention_of](std::size_t, http::DataSink& sink) {
+        const auto write = [&sink](const std::string& data) {
+          const std::string line = "data: " + data + "\n\n";
+          return sink.write(line.data(), line.size());
+        };
+        try {
+          models::LlamaModel& m = *slots[lease->index];
+          if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
+          const GenResult g = generate(
+              m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
+          if (g.finish_reason == "cancelled") return false;  // the client went away: close
+          std::string last = chunk_json(*r, "", g.finish_reason, false);
+          if (r->attention) {
+            last.pop_back();
+            last += ",\"attention\":" + attention_of(m, *r, g) + "}";
+          }
+          if (!write(last)) return false;
+          if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
+                                         usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
+            return false;
+          if (!write("[DONE]")) return false;
+        } catch (const HttpError& e) {
+          write(error_body(e));
+          write("[DONE]");
+        } catch (const std::exception& e) {
+          log(std::string("error in a stream: ") + e.what());
+          write(error_body(HttpError(500, std::string("internal error: ") + e.what(), "", "internal_error")));
+          write("[DONE]");
+        }
+        sink.done();
+        return true;
+      });
 }
 
 }  // namespace attn::serve::detail

@@ -53,6 +53,11 @@
 #include <span>
 #include <vector>
 
+namespace attn::text {
+class ByteBpeTokenizer;
+class SpmTokenizer;
+}  // namespace attn::text
+
 namespace attn::models {
 
 class LlamaModel;   // include/attn/models/llama.h
@@ -134,6 +139,16 @@ Generated generate_from(LlamaModel& model, std::span<const float> logits, const 
 Generated generate_from(Gemma3Model& model, std::span<const float> logits, const GenerateOptions& options,
                         Rng& rng, const TokenCallback& on_token = {});
 // The length penalty lp(n) above.
+// A request's decoding options, one place for the CLI, the Python package and the server: greedy
+// when temperature is 0, else sampling at that temperature with top_k (0 = all) and top_p.
+GenerateOptions request_options(int64_t max_new_tokens, double temperature, int64_t top_k, double top_p);
+// The stop tokens of a vocabulary, one place for every model: its eos and every other control token
+// (ChatML's <|im_end|>, Gemma's <end_of_turn>), set as g.eos_id and g.stop_ids.
+void set_stop_tokens(GenerateOptions& g, const text::ByteBpeTokenizer& tok);
+void set_stop_tokens(GenerateOptions& g, const text::SpmTokenizer& tok);
+// True when `id` ends a reply under those stop tokens.
+bool is_stop_token(const GenerateOptions& g, int64_t id);
+
 double length_penalty(int64_t n, double alpha, LengthPenalty kind);
 
 // The sampling distribution of one row of logits (exposed for tests): the
