@@ -1,0 +1,35 @@
+// Paged attention on the CPU (include/attn/ops/paged_attention.h): each work item is one sequence,
+// one kv head and up to kPagedRows query rows, i.e. the G query heads of the group for each row
+// (decode: one row). The item walks its keys in tiles that never cross a block (at most
+// kPagedTile keys, read in place through the block table) with an online softmax: scores of the
+// tile, the running maximum and sum, the accumulators rescaled only when the maximum grows,
+// P·V into them. One body (paged_attention_body.h) is compiled for 1 lane (the portable body),
+// 8 (AVX2 + FMA + F16C) and 16 (AVX-512) lanes; the items are split over the thread pool.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/paged_attention_args.h"
+
+namespace attn::kernels::cpu {
+
+inline constexpr int64_t kPagedRows = 4;   // query rows per item in a prefill chunk
+inline constexpr int64_t kPagedTile = 32;  // keys per tile (at most)
+
+void paged_attention(const PagedAttnArgs& a);
+
+namespace detail {
+// Floats of scratch one item needs.
+int64_t paged_scratch_floats(const PagedAttnArgs& a);
+// One item: sequence s, kv head g, query rows [r0, r1) of s. No threads.
+using PagedItemFn = void (*)(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
+                             float* scratch);
+void paged_item_scalar(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
+                       float* scratch);
+void paged_item_avx2(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
+                     float* scratch);
+void paged_item_avx512(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
+                       float* scratch);
+}  // namespace detail
+
+}  // namespace attn::kernels::cpu
