@@ -26,6 +26,10 @@ struct V1 {
   static void store(float* p, F x) { *p = x; }
   static F mul(F a, F b) { return a * b; }
   static F sub(F a, F b) { return a - b; }
+  static F add(F a, F b) { return a + b; }
+  static F max(F a, F b) { return a > b ? a : b; }
+  static float reduce_sum(F a) { return a; }
+  static float reduce_max(F a) { return a; }
   static F fma(F a, F b, F c) { return a * b + c; }
   static F exp(F x) { return std::exp(x); }
   static F tanh(F x) { return std::tanh(x); }

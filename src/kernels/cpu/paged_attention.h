@@ -1,7 +1,8 @@
 // Paged attention on the CPU (include/attn/ops/paged_attention.h): each work item is one sequence,
 // one kv head and up to kPagedRows query rows, i.e. the G query heads of the group for each row
-// (decode: one row). The item walks its keys in tiles that never cross a block (at most
-// kPagedTile keys, read in place through the block table) with an online softmax: scores of the
+// (decode: one row). The item walks its keys in tiles of at most kPagedTile (each key's K and V rows
+// read in place at the address its block table entry gives, so a tile may span blocks) with an
+// online softmax: scores of the
 // tile, the running maximum and sum, the accumulators rescaled only when the maximum grows,
 // P·V into them. One body (paged_attention_body.h) is compiled for 1 lane (the portable body),
 // 8 (AVX2 + FMA + F16C) and 16 (AVX-512) lanes; the items are split over the thread pool.

@@ -24,6 +24,10 @@ struct V256 {
   static void store(float* p, F x) { _mm256_storeu_ps(p, x); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
+  static float reduce_sum(F a) { return avx2::hsum(a); }
+  static float reduce_max(F a) { return avx2::hmax(a); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static F exp(F x) { return avx2::exp_ps(x); }
   // tanh(x) = 1 − 2 / (exp(2x) + 1): ±1 where exp saturates, absolute error ~1e-7 near 0.

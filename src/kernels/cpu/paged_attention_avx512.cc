@@ -25,6 +25,10 @@ struct V512 {
   static void store(float* p, F x) { _mm512_storeu_ps(p, x); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }
+  static float reduce_sum(F a) { return _mm512_reduce_add_ps(a); }
+  static float reduce_max(F a) { return _mm512_reduce_max_ps(a); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static F exp(F x) { return avx512::exp_ps(x); }
   // tanh(x) = 1 − 2 / (exp(2x) + 1): ±1 where exp saturates, absolute error ~1e-7 near 0.

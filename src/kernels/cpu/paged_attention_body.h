@@ -27,28 +27,40 @@ struct PagedBody {
   static constexpr int N = V::N;
   static constexpr int64_t kTile = kPagedTile;
 
-  // Scores of `nt` keys k[t · D] against qs (scaled, zero-padded to the chunk): sc[0, nt).
-  static void scores(const float* qs, const T* k, int64_t D, int64_t nt, float* sc) {
+  // Scores of N keys against qs (scaled, zero-padded to the chunk) into out[0, N): key i's row is
+  // kr[i], or base + i · D when the N keys lie in one block (then the loads take fixed offsets).
+  template <bool Contiguous>
+  static void dots(const float* qs, const T* const* kr, const T* base, int64_t D, float* out) {
     const int64_t full = D / N * N;
+    F acc[N];
+    for (int i = 0; i < N; ++i) acc[i] = V::zero();
+    for (int64_t c = 0; c < full; c += N) {
+      const F qv = V::load(qs + c);
+      for (int i = 0; i < N; ++i)
+        acc[i] = V::fma(qv, V::load((Contiguous ? base + i * D : kr[i]) + c), acc[i]);
+    }
+    if (full < D) {
+      const F qv = V::load(qs + full);
+      for (int i = 0; i < N; ++i)
+        acc[i] = V::fma(qv, V::load_n((Contiguous ? base + i * D : kr[i]) + full, D - full), acc[i]);
+    }
+    V::store(out, V::hsum(acc));
+  }
+
+  // Scores of the keys at positions t0 .. t0 + nt − 1 (rows kr[0, nt); kr[nt, round_up(nt, N)) repeat
+  // a valid row) into sc[0, round_up(nt, N)).
+  static void scores(const float* qs, const T* const* kr, int64_t t0, int64_t bt, int64_t D, int64_t nt,
+                     float* sc) {
     for (int64_t j = 0; j < nt; j += N) {
-      const int64_t m = std::min<int64_t>(N, nt - j);
-      F acc[N];
-      for (int i = 0; i < N; ++i) acc[i] = V::zero();
-      for (int64_t c = 0; c < full; c += N) {
-        const F qv = V::load(qs + c);
-        for (int64_t i = 0; i < m; ++i) acc[i] = V::fma(qv, V::load(k + (j + i) * D + c), acc[i]);
-      }
-      if (full < D) {
-        const F qv = V::load(qs + full);
-        for (int64_t i = 0; i < m; ++i)
-          acc[i] = V::fma(qv, V::load_n(k + (j + i) * D + full, D - full), acc[i]);
-      }
-      V::store(sc + j, V::hsum(acc));
+      if (j + N <= nt && (t0 + j) / bt == (t0 + j + N - 1) / bt)
+        dots<true>(qs, kr + j, kr[j], D, sc + j);
+      else
+        dots<false>(qs, kr + j, kr[j], D, sc + j);
     }
   }
 
-  // acc[0, D) = acc · corr + Σ_t p[t] · v[t · D], the chunks of 4 vectors with the keys inside.
-  static void accumulate(float* acc, float corr, const float* p, const T* v, int64_t D, int64_t nt) {
+  // acc[0, D) = acc · corr + Σ_t p[t] · vr[t][0, D), the chunks of 4 vectors with the keys inside.
+  static void accumulate(float* acc, float corr, const float* p, const T* const* vr, int64_t D, int64_t nt) {
     const F cv = V::set1(corr);
     const int64_t full = D / N * N;
     int64_t c = 0;
@@ -57,11 +69,11 @@ struct PagedBody {
       F a2 = V::mul(V::load(acc + c + 2 * N), cv), a3 = V::mul(V::load(acc + c + 3 * N), cv);
       for (int64_t t = 0; t < nt; ++t) {
         const F pt = V::set1(p[t]);
-        const T* vr = v + t * D + c;
-        a0 = V::fma(pt, V::load(vr), a0);
-        a1 = V::fma(pt, V::load(vr + N), a1);
-        a2 = V::fma(pt, V::load(vr + 2 * N), a2);
-        a3 = V::fma(pt, V::load(vr + 3 * N), a3);
+        const T* x = vr[t] + c;
+        a0 = V::fma(pt, V::load(x), a0);
+        a1 = V::fma(pt, V::load(x + N), a1);
+        a2 = V::fma(pt, V::load(x + 2 * N), a2);
+        a3 = V::fma(pt, V::load(x + 3 * N), a3);
       }
       V::store(acc + c, a0);
       V::store(acc + c + N, a1);
@@ -72,10 +84,44 @@ struct PagedBody {
       const int64_t n = std::min<int64_t>(N, D - c);
       F a = V::mul(V::load(acc + c), cv);
       if (n == N)
-        for (int64_t t = 0; t < nt; ++t) a = V::fma(V::set1(p[t]), V::load(v + t * D + c), a);
+        for (int64_t t = 0; t < nt; ++t) a = V::fma(V::set1(p[t]), V::load(vr[t] + c), a);
       else
-        for (int64_t t = 0; t < nt; ++t) a = V::fma(V::set1(p[t]), V::load_n(v + t * D + c, n), a);
+        for (int64_t t = 0; t < nt; ++t) a = V::fma(V::set1(p[t]), V::load_n(vr[t] + c, n), a);
       V::store(acc + c, a);
+    }
+  }
+
+  // The K and V rows of positions [t0, t1) of kv head g, one division per block.
+  static void key_rows(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t t0, int64_t t1,
+                       const T** kr, const T** vr) {
+    const int64_t bt = a.block_tokens, D = a.D, voff = a.Hkv * bt * D;
+    const T* pool = static_cast<const T*>(a.kv);
+    for (int64_t t = t0; t < t1;) {
+      const int64_t b = t / bt, end = std::min(t1, (b + 1) * bt);
+      const T* row = pool + s.blocks[b] * a.block_stride + (g * bt + t - b * bt) * D;
+      for (; t < end; ++t, row += D) {
+        *kr++ = row;
+        *vr++ = row + voff;
+      }
+    }
+  }
+
+  // Positions [t0, t1) of kv head g into the cache while the tile before computes: the blocks lie
+  // anywhere in the pool, so the hardware prefetcher (which stops at page ends) does not find them.
+  static void prefetch(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t t0, int64_t t1) {
+    const int64_t bt = a.block_tokens, D = a.D, voff = a.Hkv * bt * D;
+    const T* pool = static_cast<const T*>(a.kv);
+    for (int64_t t = t0; t < t1;) {
+      const int64_t b = t / bt, end = std::min(t1, (b + 1) * bt);
+      const auto* k =
+          reinterpret_cast<const char*>(pool + s.blocks[b] * a.block_stride + (g * bt + t - b * bt) * D);
+      const auto* v = k + voff * static_cast<int64_t>(sizeof(T));
+      const int64_t bytes = (end - t) * D * static_cast<int64_t>(sizeof(T));
+      for (int64_t o = 0; o < bytes; o += 64) {
+        __builtin_prefetch(k + o);
+        __builtin_prefetch(v + o);
+      }
+      t = end;
     }
   }
 
@@ -89,6 +135,8 @@ struct PagedBody {
     float* sum = mx + nv;        // [nv]
     float* sc = sum + nv;        // [kTile + 16]
     float* p = sc + kTile + 16;  // [kTile + 16]
+    const T* kr[kTile + 16];     // the tile's key and value rows, read in place
+    const T* vr[kTile + 16];
     for (int64_t v = 0; v < nv; ++v) {
       const int64_t r = r0 + v / G, h = g * G + v % G;
       const float* q = a.q + ((s.row0 + r) * a.H + h) * D;
@@ -102,39 +150,45 @@ struct PagedBody {
     int64_t lo0, hi0, lo1, hi1;
     paged_row_range(a, s, r0, &lo0, &hi0);
     paged_row_range(a, s, r1 - 1, &lo1, &hi1);
-    const T* pool = static_cast<const T*>(a.kv);
     for (int64_t t0 = lo0; t0 <= hi1;) {
-      const int64_t t1 = std::min(std::min(hi1 + 1, (t0 / bt + 1) * bt), t0 + kTile);
+      const int64_t t1 = std::min(hi1 + 1, (t0 / kTile + 1) * kTile);  // aligned: groups of N in one block
       const int64_t nt = t1 - t0;
-      const T* kb = pool + s.blocks[t0 / bt] * a.block_stride + (g * bt + t0 % bt) * D;
-      const T* vb = kb + a.Hkv * bt * D;
+      key_rows(a, s, g, t0, t1, kr, vr);
+      const int64_t padded = (nt + N - 1) / N * N;
+      for (int64_t j = nt; j < padded; ++j) kr[j] = kr[0];  // computed, then masked
+      prefetch(a, s, g, t1, std::min(hi1 + 1, t1 + kTile));
       for (int64_t v = 0; v < nv; ++v) {
         int64_t lo, hi;
         paged_row_range(a, s, r0 + v / G, &lo, &hi);
         if (t1 <= lo || t0 > hi) continue;
-        scores(qs + v * Dp, kb, D, nt, sc);
+        scores(qs + v * Dp, kr, t0, bt, D, nt, sc);
         if (a.softcap > 0) {
           const F inv = V::set1(1.0f / a.softcap), cap = V::set1(a.softcap);
           for (int64_t j = 0; j < nt; j += N)
             V::store(sc + j, V::mul(cap, V::tanh(V::mul(V::load(sc + j), inv))));
         }
         const float ninf = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < nt; ++j)
-          if (t0 + j < lo || t0 + j > hi) sc[j] = ninf;
-        const int64_t padded = (nt + N - 1) / N * N;
+        if (t0 < lo || t1 - 1 > hi)
+          for (int64_t j = 0; j < nt; ++j)
+            if (t0 + j < lo || t0 + j > hi) sc[j] = ninf;
         for (int64_t j = nt; j < padded; ++j) sc[j] = ninf;
-        float tm = ninf;
-        for (int64_t j = 0; j < nt; ++j) tm = std::max(tm, sc[j]);
+        F tmv = V::load(sc);
+        for (int64_t j = N; j < padded; j += N) tmv = V::max(tmv, V::load(sc + j));
+        const float tm = V::reduce_max(tmv);
         if (tm == ninf) continue;  // no key of this tile is visible to this row
         const float m_new = std::max(mx[v], tm);
         const float corr = mx[v] == m_new ? 1.0f : std::exp(mx[v] - m_new);
         const F mv = V::set1(m_new);
-        for (int64_t j = 0; j < padded; j += N) V::store(p + j, V::exp(V::sub(V::load(sc + j), mv)));
-        float ps = 0.0f;
-        for (int64_t j = 0; j < nt; ++j) ps += p[j];
+        F psv = V::zero();
+        for (int64_t j = 0; j < padded; j += N) {
+          const F e = V::exp(V::sub(V::load(sc + j), mv));
+          V::store(p + j, e);
+          psv = V::add(psv, e);
+        }
+        const float ps = V::reduce_sum(psv);
         sum[v] = sum[v] * corr + ps;
         mx[v] = m_new;
-        accumulate(acc + v * Dp, corr, p, vb, D, nt);
+        accumulate(acc + v * Dp, corr, p, vr, D, nt);
       }
       t0 = t1;
     }
