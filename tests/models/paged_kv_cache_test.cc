@@ -272,6 +272,9 @@ TEST(PagedKvCache, AccountsBytes) {
 TEST(PagedKvCache, RejectsBadArguments) {
   EXPECT_ERROR_CONTAINS(PagedKvCache(small_config(0)),
                         {"pool_bytes must hold at least one block of 512 bytes", "got 0"});
+  KvCacheConfig huge = small_config(8);
+  huge.pool_bytes = int64_t{1} << 62;
+  EXPECT_ERROR_CONTAINS(PagedKvCache{huge}, {"at most 2^31 - 1 blocks", "got 9007199254740992"});
   KvCacheConfig cfg = small_config(8);
   cfg.layer_windows = {0};
   EXPECT_ERROR_CONTAINS(PagedKvCache{cfg}, {"one entry per layer (2)", "got 1"});

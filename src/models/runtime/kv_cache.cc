@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace attn::models::runtime {
 
@@ -31,10 +32,15 @@ PagedKvCache::PagedKvCache(const KvCacheConfig& config) : config_(config) {
              " bytes; got ", c.pool_bytes);
   ATTN_CHECK(num_blocks_ <= std::numeric_limits<int32_t>::max(),
              "PagedKvCache: at most 2^31 - 1 blocks; got ", num_blocks_);
-  if (c.dtype == ops::KvDtype::f16)
-    data_f16_.assign(static_cast<std::size_t>(num_blocks_ * block_elems_), 0);
-  else
-    data_f32_.assign(static_cast<std::size_t>(num_blocks_ * block_elems_), 0.0f);
+  try {
+    if (c.dtype == ops::KvDtype::f16)
+      data_f16_.reset(new uint16_t[static_cast<std::size_t>(num_blocks_ * block_elems_)]);
+    else
+      data_f32_.reset(new float[static_cast<std::size_t>(num_blocks_ * block_elems_)]);
+  } catch (const std::bad_alloc&) {
+    throw Error(detail::concat("PagedKvCache: cannot allocate a pool of ", num_blocks_ * block_bytes(),
+                               " bytes (", num_blocks_, " blocks); give a smaller pool_bytes"));
+  }
   refs_.assign(static_cast<std::size_t>(num_blocks_), 0);
   fill_.assign(static_cast<std::size_t>(num_blocks_), 0);
   free_.reserve(static_cast<std::size_t>(num_blocks_));
@@ -153,10 +159,10 @@ int32_t PagedKvCache::take_block() {
 
 void PagedKvCache::copy_block(int32_t from, int32_t to) {
   const auto n = static_cast<std::size_t>(block_elems_);
-  if (!data_f16_.empty())
-    std::memcpy(data_f16_.data() + to * n, data_f16_.data() + from * n, n * sizeof(uint16_t));
+  if (data_f16_)
+    std::memcpy(data_f16_.get() + to * n, data_f16_.get() + from * n, n * sizeof(uint16_t));
   else
-    std::memcpy(data_f32_.data() + to * n, data_f32_.data() + from * n, n * sizeof(float));
+    std::memcpy(data_f32_.get() + to * n, data_f32_.get() + from * n, n * sizeof(float));
   fill_[static_cast<std::size_t>(to)] = fill_[static_cast<std::size_t>(from)];
 }
 
@@ -241,12 +247,12 @@ void PagedKvCache::write(SeqId seq, int64_t layer, int64_t pos, const float* k, 
       const int64_t ko = base + h * bt * D, vo = ko + Hkv * bt * D;
       const float* kr = k + (i * Hkv + h) * D;
       const float* vr = v + (i * Hkv + h) * D;
-      if (!data_f16_.empty()) {
-        ops::store_f16(kr, D, data_f16_.data() + ko);
-        ops::store_f16(vr, D, data_f16_.data() + vo);
+      if (data_f16_) {
+        ops::store_f16(kr, D, data_f16_.get() + ko);
+        ops::store_f16(vr, D, data_f16_.get() + vo);
       } else {
-        std::memcpy(data_f32_.data() + ko, kr, static_cast<std::size_t>(D) * sizeof(float));
-        std::memcpy(data_f32_.data() + vo, vr, static_cast<std::size_t>(D) * sizeof(float));
+        std::memcpy(data_f32_.get() + ko, kr, static_cast<std::size_t>(D) * sizeof(float));
+        std::memcpy(data_f32_.get() + vo, vr, static_cast<std::size_t>(D) * sizeof(float));
       }
     }
   }
@@ -331,7 +337,7 @@ void PagedKvCache::commit(SeqId seq) {
 
 ops::PagedKv PagedKvCache::view() const {
   ops::PagedKv v;
-  v.data = data_f16_.empty() ? static_cast<const void*>(data_f32_.data()) : data_f16_.data();
+  v.data = data_f16_ ? static_cast<const void*>(data_f16_.get()) : data_f32_.get();
   v.dtype = config_.dtype;
   v.num_blocks = num_blocks_;
   v.block_tokens = config_.block_tokens;

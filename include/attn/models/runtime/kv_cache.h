@@ -25,7 +25,7 @@
 #include <attn/ops/paged_attention.h>
 
 #include <cstdint>
-#include <list>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -67,7 +67,8 @@ class PagedKvCache {
 
   // ---- sequences ----
   SeqId create();  // an empty sequence
-  // A new sequence sharing every block (and the tokens) of `parent`.
+  // A new sequence sharing every block (and the tokens) of `parent`, with the rows as they are now
+  // (fork after the parent's commit: rows it has appended but not yet written stay its to write).
   SeqId fork(SeqId parent);
   // Drops the sequence's references; its committed full blocks stay in the prefix index.
   void free(SeqId seq);
@@ -136,8 +137,10 @@ class PagedKvCache {
 
   KvCacheConfig config_;
   int64_t num_blocks_ = 0, block_elems_ = 0, elem_bytes_ = 4;
-  std::vector<float> data_f32_;
-  std::vector<uint16_t> data_f16_;
+  // The pool, allocated once and not initialised (its pages are touched as blocks are first
+  // written; only written rows are ever read).
+  std::unique_ptr<float[]> data_f32_;
+  std::unique_ptr<uint16_t[]> data_f16_;
   std::vector<int32_t> refs_;  // per block: references by sequences and the prefix index
   std::vector<int32_t> fill_;  // per block: positions filled
   std::vector<int32_t> free_;  // free block ids (a stack)
