@@ -1,4 +1,5 @@
-// ops::paged_attention on every instruction set this CPU has, against the double oracle
+// ops::paged_attention on every instruction set this CPU has, at 1 and 2 threads (where a long
+// decode row's keys are split into shares that are merged), against the double oracle
 // (kernels/ref/paged_attention_ref.h) reading the same pool, and against attn::attention
 // (Backend::reference, causal bottom-right, window, softcap) over the same keys gathered into
 // contiguous tensors. The pools hold every sequence's blocks in a shuffled order among spare blocks of
@@ -192,6 +193,11 @@ std::vector<PagedCase> paged_cases() {
       {"chunk_softcap_f16", 16, 2, 2, 64, {{70, 13}}, 0, 1.5f, true},
       {"ragged_mixed", 16, 3, 2, 48, {{33, 1}, {64, 16}, {5, 5}, {80, 1}, {7, 0}}, 0, 0.0f, false},
       {"ragged_window_softcap_f16", 16, 2, 4, 40, {{120, 1}, {50, 20}, {3, 3}}, 17, 3.0f, true},
+      // Few items for 2 threads: the decode rows' keys are split into shares and merged.
+      {"decode_split_long", 16, 1, 4, 64, {{3000, 1}}},
+      {"decode_split_f16_softcap", 16, 2, 2, 40, {{1500, 1}}, 0, 2.0f, true},
+      {"decode_split_window", 32, 1, 2, 48, {{5000, 1}}, 1200},
+      {"ragged_split", 16, 1, 2, 32, {{2000, 1}, {30, 4}}},
   };
 }
 

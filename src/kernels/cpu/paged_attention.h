@@ -20,17 +20,23 @@ inline constexpr int64_t kPagedTile = 32;  // keys per tile (at most)
 void paged_attention(const PagedAttnArgs& a);
 
 namespace detail {
+// One work item: sequence s, kv head g, query rows [r0, r1) of s, keys clamped to [k0, k1). With
+// partial null it writes out and lse; else (a decode row's share of its keys, merged by the caller)
+// per query head of the group: the unnormalised accumulator [D], then the running maximum and sum.
+struct PagedItem {
+  int64_t s = 0, g = 0, r0 = 0, r1 = 0;
+  int64_t k0 = 0, k1 = INT64_MAX;
+  float* partial = nullptr;
+};
+// Floats of one item's partial: G · (D + 2).
+inline int64_t paged_partial_floats(const PagedAttnArgs& a) { return (a.H / a.Hkv) * (a.D + 2); }
 // Floats of scratch one item needs.
 int64_t paged_scratch_floats(const PagedAttnArgs& a);
-// One item: sequence s, kv head g, query rows [r0, r1) of s. No threads.
-using PagedItemFn = void (*)(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
-                             float* scratch);
-void paged_item_scalar(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
-                       float* scratch);
-void paged_item_avx2(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
-                     float* scratch);
-void paged_item_avx512(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
-                       float* scratch);
+// One item, no threads.
+using PagedItemFn = void (*)(const PagedAttnArgs& a, const PagedItem& it, float* scratch);
+void paged_item_scalar(const PagedAttnArgs& a, const PagedItem& it, float* scratch);
+void paged_item_avx2(const PagedAttnArgs& a, const PagedItem& it, float* scratch);
+void paged_item_avx512(const PagedAttnArgs& a, const PagedItem& it, float* scratch);
 }  // namespace detail
 
 }  // namespace attn::kernels::cpu

@@ -45,8 +45,7 @@ struct V256 {
 };
 }  // namespace
 
-void paged_item_avx2(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
-                     float* scratch) {
-  paged_item<V256>(a, s, g, r0, r1, scratch);
+void paged_item_avx2(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
+  paged_item<V256>(a, it, scratch);
 }
 }  // namespace attn::kernels::cpu::detail

@@ -46,9 +46,8 @@ struct V512 {
 };
 }  // namespace
 
-void paged_item_avx512(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
-                       float* scratch) {
-  paged_item<V512>(a, s, g, r0, r1, scratch);
+void paged_item_avx512(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
+  paged_item<V512>(a, it, scratch);
 }
 }  // namespace attn::kernels::cpu::detail
 

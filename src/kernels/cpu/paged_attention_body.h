@@ -125,8 +125,9 @@ struct PagedBody {
     }
   }
 
-  static void item(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
-                   float* scratch) {
+  static void item(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
+    const PagedSeqArgs& s = a.seqs[it.s];
+    const int64_t g = it.g, r0 = it.r0, r1 = it.r1;
     const int64_t G = a.H / a.Hkv, D = a.D, Dp = paged_padded(D), bt = a.block_tokens;
     const int64_t nv = (r1 - r0) * G;
     float* qs = scratch;         // [nv, Dp]
@@ -150,6 +151,8 @@ struct PagedBody {
     int64_t lo0, hi0, lo1, hi1;
     paged_row_range(a, s, r0, &lo0, &hi0);
     paged_row_range(a, s, r1 - 1, &lo1, &hi1);
+    lo0 = std::max(lo0, it.k0);  // this item's share of the keys
+    hi1 = std::min(hi1, it.k1 - 1);
     for (int64_t t0 = lo0; t0 <= hi1;) {
       const int64_t t1 = std::min(hi1 + 1, (t0 / kTile + 1) * kTile);  // aligned: groups of N in one block
       const int64_t nt = t1 - t0;
@@ -160,6 +163,8 @@ struct PagedBody {
       for (int64_t v = 0; v < nv; ++v) {
         int64_t lo, hi;
         paged_row_range(a, s, r0 + v / G, &lo, &hi);
+        lo = std::max(lo, it.k0);
+        hi = std::min(hi, it.k1 - 1);
         if (t1 <= lo || t0 > hi) continue;
         scores(qs + v * Dp, kr, t0, bt, D, nt, sc);
         if (a.softcap > 0) {
@@ -192,6 +197,15 @@ struct PagedBody {
       }
       t0 = t1;
     }
+    if (it.partial) {
+      for (int64_t v = 0; v < nv; ++v) {
+        float* part = it.partial + v * (D + 2);
+        std::copy_n(acc + v * Dp, D, part);
+        part[D] = mx[v];
+        part[D + 1] = sum[v];
+      }
+      return;
+    }
     for (int64_t v = 0; v < nv; ++v) {
       const int64_t r = r0 + v / G, h = g * G + v % G, row = (s.row0 + r) * a.H + h;
       float* o = a.out + row * D;
@@ -204,12 +218,11 @@ struct PagedBody {
 
 // The item for either cache type.
 template <typename V>
-void paged_item(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t r0, int64_t r1,
-                float* scratch) {
+void paged_item(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
   if (a.f16)
-    PagedBody<V, uint16_t>::item(a, s, g, r0, r1, scratch);
+    PagedBody<V, uint16_t>::item(a, it, scratch);
   else
-    PagedBody<V, float>::item(a, s, g, r0, r1, scratch);
+    PagedBody<V, float>::item(a, it, scratch);
 }
 
 }  // namespace
