@@ -11,6 +11,7 @@ struct PagedSeqArgs {
   int64_t keys = 0;                 // Lk
   int64_t queries = 0;              // Lq <= Lk: the last Lq positions are query rows
   int64_t row0 = 0;                 // the sequence's first row in q / out / lse
+  float* weights = nullptr;         // [queries, H, keys] probabilities, or null
 };
 
 struct PagedAttnArgs {

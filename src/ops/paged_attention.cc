@@ -51,12 +51,19 @@ void paged_attention(const float* q, int64_t H, const PagedKv& kv, std::span<con
              "paged_attention: scale must be finite and >= 0 (0 = 1/sqrt(D)); got ", options.scale);
   std::vector<kernels::PagedSeqArgs> args(seqs.size());
   int64_t rows = 0;
+  bool capture = false;
   for (std::size_t i = 0; i < seqs.size(); ++i) {
     check_sequence(kv, seqs[i], static_cast<int64_t>(i), options.window);
-    args[i] = {seqs[i].blocks, seqs[i].keys, seqs[i].queries, rows};
+    args[i] = {seqs[i].blocks, seqs[i].keys, seqs[i].queries, rows, seqs[i].weights};
     rows += seqs[i].queries;
+    capture = capture || seqs[i].weights != nullptr;
   }
   if (rows == 0) return;
+  std::vector<float> own_lse;  // the weights are re-derived from the log-sum-exp
+  if (capture && lse == nullptr) {
+    own_lse.resize(static_cast<std::size_t>(rows * H));
+    lse = own_lse.data();
+  }
   ATTN_CHECK(q != nullptr && out != nullptr, "paged_attention: q and out must be non-null for ", rows,
              " rows");
   kernels::PagedAttnArgs a;

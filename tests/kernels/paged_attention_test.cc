@@ -1,5 +1,6 @@
 // ops::paged_attention on every instruction set this CPU has, at 1 and 2 threads (where a long
-// decode row's keys are split into shares that are merged), against the double oracle
+// decode row's keys are split into shares that are merged), with its weight capture, against the
+// double oracle
 // (kernels/ref/paged_attention_ref.h) reading the same pool, and against attn::attention
 // (Backend::reference, causal bottom-right, window, softcap) over the same keys gathered into
 // contiguous tensors. The pools hold every sequence's blocks in a shuffled order among spare blocks of
@@ -163,13 +164,20 @@ TEST_P(PagedAttentionTest, MatchesTheOracleAndContiguousAttention) {
     if (c.window) ao.window_left = c.window - 1;
     ao.softcap = c.softcap;
     ao.backend = Backend::reference;
+    ao.capture.enabled = true;
     const AttentionResult r = attention(q, k, v, ao);  // [1, H, Lq, D]
     Tensor out = Tensor::zeros({Lq, H, D}), lse = Tensor::zeros({Lq, H});
+    Tensor weights = Tensor::full({Lq, H, Lk}, 7.0);
     ops::PagedSequence one = ps;
+    one.weights = weights.data<float>();
+    // Every other sequence without lse: the entry keeps its own for the weights.
     ops::paged_attention(s.q.data<float>() + sargs[i].row0 * H * D, H, s.kv, {&one, 1}, opt,
-                         out.data<float>(), lse.data<float>());
+                         out.data<float>(), i % 2 ? lse.data<float>() : nullptr);
     EXPECT_ALL_CLOSE(out, r.out.select(0, 0).permute({1, 0, 2}).contiguous(), testing::tol::kFusedForward)
         << "sequence " << i;
+    EXPECT_ALL_CLOSE(weights, r.weights.select(0, 0).permute({1, 0, 2}).contiguous(), testing::tol::kWeights)
+        << "sequence " << i;
+    if (i % 2 == 0) continue;
     EXPECT_ALL_CLOSE(lse, r.lse.select(0, 0).permute({1, 0}).contiguous(), testing::tol::kFusedForward)
         << "sequence " << i;
   }

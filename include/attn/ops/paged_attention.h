@@ -45,6 +45,9 @@ struct PagedSequence {
   int64_t table_size = 0;           // entries of `blocks`, >= ceil(keys / block_tokens)
   int64_t keys = 0;                 // Lk >= 1: positions cached, this call's included
   int64_t queries = 0;              // Lq in [0, Lk]: the last Lq positions are query rows
+  // Optional exact weight capture: [Lq, H, Lk] receives each row's probabilities over all Lk keys
+  // (0 for the keys a row does not see), re-derived from the row's log-sum-exp; null = none.
+  float* weights = nullptr;
 };
 
 struct PagedAttentionOptions {

@@ -76,6 +76,41 @@ void merge_parts(const PagedAttnArgs& a, const detail::PagedItem& it, int64_t pa
     if (a.lse) a.lse[row] = l > 0 ? m + std::log(l) : -INFINITY;
   }
 }
+// The probabilities of every query row of the sequences that ask for them, from lse.
+void capture_weights(const PagedAttnArgs& a) {
+  std::vector<std::pair<int64_t, int64_t>> rows;  // (sequence, row)
+  for (int64_t s = 0; s < a.n_seqs; ++s)
+    if (a.seqs[s].weights)
+      for (int64_t r = 0; r < a.seqs[s].queries; ++r) rows.emplace_back(s, r);
+  const int64_t D = a.D, G = a.H / a.Hkv, bt = a.block_tokens;
+  parallel_for(static_cast<int64_t>(rows.size()), 1, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const PagedSeqArgs& s = a.seqs[rows[static_cast<std::size_t>(i)].first];
+      const int64_t r = rows[static_cast<std::size_t>(i)].second;
+      int64_t lo, hi;
+      paged_row_range(a, s, r, &lo, &hi);
+      for (int64_t h = 0; h < a.H; ++h) {
+        const int64_t row = (s.row0 + r) * a.H + h, g = h / G;
+        const float* q = a.q + row * D;
+        float* w = s.weights + (r * a.H + h) * s.keys;
+        std::fill_n(w, s.keys, 0.0f);
+        const double lse = a.lse[row];
+        if (!std::isfinite(lse)) continue;
+        for (int64_t j = lo; j <= hi; ++j) {
+          const int64_t off = s.blocks[j / bt] * a.block_stride + (g * bt + j % bt) * D;
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dot +=
+                static_cast<double>(q[d]) * (a.f16 ? f16_to_f32(static_cast<const uint16_t*>(a.kv)[off + d])
+                                                   : static_cast<const float*>(a.kv)[off + d]);
+          double x = dot * a.scale;
+          if (a.softcap > 0) x = a.softcap * std::tanh(x / a.softcap);
+          w[j] = static_cast<float>(std::exp(x - lse));
+        }
+      }
+    }
+  });
+}
 }  // namespace
 
 void paged_attention(const PagedAttnArgs& a) {
@@ -144,6 +179,7 @@ void paged_attention(const PagedAttnArgs& a) {
     for (int64_t i = i0; i < i1; ++i) body(a, items[static_cast<std::size_t>(i)], scratch.data());
   });
   for (std::size_t i = 0; i < shares.size(); ++i) merge_parts(a, shares[i], share_parts[i], stride);
+  capture_weights(a);
 }
 
 }  // namespace attn::kernels::cpu

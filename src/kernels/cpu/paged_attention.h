@@ -17,6 +17,8 @@ namespace attn::kernels::cpu {
 inline constexpr int64_t kPagedRows = 4;   // query rows per item in a prefill chunk
 inline constexpr int64_t kPagedTile = 32;  // keys per tile (at most)
 
+// Writes out and lse (a.lse must be non-null when a sequence asks for weights), then the weights
+// [queries, H, keys] of the sequences that ask: exp(s_j − lse) with s_j recomputed in double.
 void paged_attention(const PagedAttnArgs& a);
 
 namespace detail {
