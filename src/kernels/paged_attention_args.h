@@ -26,8 +26,9 @@ struct PagedAttnArgs {
   const PagedSeqArgs* seqs = nullptr;
   int64_t n_seqs = 0;
   float scale = 1.0f;
-  int64_t window = 0;    // 0: none
-  float softcap = 0.0f;  // 0: none
+  int64_t window = 0;      // 0: none
+  float softcap = 0.0f;    // 0: none
+  int64_t g0 = 0, g1 = 0;  // kv heads [g0, g1) only (g1 = 0: Hkv)
 };
 
 // The key interval [lo, hi] that query row r of sequence s sees (bottom-right causal, window).

@@ -47,6 +47,10 @@ void paged_attention(const float* q, int64_t H, const PagedKv& kv, std::span<con
   ATTN_CHECK(options.window >= 0, "paged_attention: window must be >= 0 (0 = none); got ", options.window);
   ATTN_CHECK(std::isfinite(options.softcap) && options.softcap >= 0,
              "paged_attention: softcap must be finite and >= 0 (0 = none); got ", options.softcap);
+  const int64_t g1 = options.kv_head_end ? options.kv_head_end : kv.kv_heads;
+  ATTN_CHECK(options.kv_head_begin >= 0 && options.kv_head_begin < g1 && g1 <= kv.kv_heads,
+             "paged_attention: kv heads [kv_head_begin, kv_head_end) must be a non-empty range in [0, ",
+             kv.kv_heads, "]; got [", options.kv_head_begin, ", ", options.kv_head_end, ")");
   ATTN_CHECK(std::isfinite(options.scale) && options.scale >= 0,
              "paged_attention: scale must be finite and >= 0 (0 = 1/sqrt(D)); got ", options.scale);
   std::vector<kernels::PagedSeqArgs> args(seqs.size());
@@ -82,6 +86,8 @@ void paged_attention(const float* q, int64_t H, const PagedKv& kv, std::span<con
   a.scale = options.scale > 0 ? options.scale : 1.0f / std::sqrt(static_cast<float>(kv.head_dim));
   a.window = options.window;
   a.softcap = options.softcap;
+  a.g0 = options.kv_head_begin;
+  a.g1 = g1;
   kernels::cpu::paged_attention(a);
 }
 

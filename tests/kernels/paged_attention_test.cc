@@ -25,6 +25,7 @@ namespace attn {
 namespace {
 
 using kernels::cpu::Isa;
+constexpr testing::Tolerance kUntouched{0.0, 0.0};  // rows the call must not write
 
 struct PagedCase {
   std::string name;
@@ -137,6 +138,20 @@ TEST_P(PagedAttentionTest, MatchesTheOracleAndContiguousAttention) {
     // f16 storage: both read the same half values, so the tolerance is the f32 kernel's.
     EXPECT_ALL_CLOSE(out, want, testing::tol::kFusedForward) << threads << " threads";
     EXPECT_ALL_CLOSE(lse, want_lse, testing::tol::kFusedForward) << threads << " threads";
+  }
+
+  // One kv head's query heads only (a caller splitting heads over its threads): the others' rows stay.
+  if (c.Hkv >= 2) {
+    ops::PagedAttentionOptions one_head = opt;
+    one_head.kv_head_begin = 1;
+    one_head.kv_head_end = 2;
+    Tensor out = Tensor::full({s.rows, H, D}, 123.0);
+    ops::paged_attention(s.q.data<float>(), H, s.kv, s.seqs, one_head, out.data<float>());
+    const Tensor mine = out.slice(1, c.G, 2 * c.G), others = out.slice(1, 2 * c.G, H);
+    EXPECT_ALL_CLOSE(mine.contiguous(), want.slice(1, c.G, 2 * c.G).contiguous(),
+                     testing::tol::kFusedForward);
+    EXPECT_ALL_CLOSE(out.slice(1, 0, c.G).contiguous(), Tensor::full({s.rows, c.G, D}, 123.0), kUntouched);
+    EXPECT_ALL_CLOSE(others.contiguous(), Tensor::full({s.rows, H - 2 * c.G, D}, 123.0), kUntouched);
   }
 
   // attn::attention over each sequence's keys gathered into [1, Hkv, Lk, D].
@@ -258,6 +273,9 @@ TEST(PagedAttention, RejectsBadArguments) {
   ops::PagedAttentionOptions opt;
   opt.window = -2;
   EXPECT_ERROR_CONTAINS(run(s.kv, s.seqs, 4, opt), {"window must be >= 0", "got -2"});
+  opt.window = 0;
+  opt.kv_head_begin = 2;
+  EXPECT_ERROR_CONTAINS(run(s.kv, s.seqs, 4, opt), {"non-empty range in [0, 2]", "got [2, 0)"});
 }
 
 }  // namespace

@@ -269,6 +269,29 @@ TEST(PagedKvCache, AccountsBytes) {
   EXPECT_EQ(c.accounting().free, c.accounting().pool);
 }
 
+TEST(PagedKvCache, WritesOneHeadAtATime) {
+  for (auto dtype : {ops::KvDtype::f32, ops::KvDtype::f16}) {
+    PagedKvCache c(small_config(16, 4, 2, dtype));
+    const auto s = c.create();
+    ASSERT_TRUE(append_rows(c, s, nullptr, 5, 1));
+    ASSERT_TRUE(c.append(s, nullptr, 1));  // position 5, written head by head (as a decode step does)
+    std::vector<float> k(8), v(8);
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t h = 1; h >= 0; --h) {
+        for (int64_t d = 0; d < 8; ++d) {
+          k[static_cast<std::size_t>(d)] = row_value(1, l, 5, h, d);
+          v[static_cast<std::size_t>(d)] = -k[static_cast<std::size_t>(d)];
+        }
+        c.write_head(s, l, 5, h, k.data(), v.data());
+      }
+    c.commit(s);
+    expect_rows(c, s, 0, 6, 1);
+    EXPECT_ERROR_CONTAINS(c.write_head(s, 0, 5, 0, k.data(), v.data()), {"position 5", "[6, 6)"});
+    ASSERT_TRUE(c.append(s, nullptr, 1));
+    EXPECT_ERROR_CONTAINS(c.write_head(s, 0, 6, 2, k.data(), v.data()), {"head in [0, 2)", "got 0, 2"});
+  }
+}
+
 TEST(PagedKvCache, RejectsBadArguments) {
   EXPECT_ERROR_CONTAINS(PagedKvCache(small_config(0)),
                         {"pool_bytes must hold at least one block of 512 bytes", "got 0"});

@@ -54,6 +54,10 @@ struct PagedAttentionOptions {
   float scale = 0.0f;    // 0: 1/sqrt(D)
   int64_t window = 0;    // 0: none; W >= 1: a query at p sees p − W < j <= p
   float softcap = 0.0f;  // 0: none; c > 0: scores c · tanh(s / c)
+  // Only the query heads of kv heads [kv_head_begin, kv_head_end) (end 0 = Hkv): for a caller that
+  // splits the heads over its own threads (the others' rows of out, lse and weights are not written).
+  int64_t kv_head_begin = 0;
+  int64_t kv_head_end = 0;
 };
 
 // q   [rows, H, D] f32 contiguous, rows = Σ_s queries_s, the sequences' rows in order

@@ -89,7 +89,7 @@ void capture_weights(const PagedAttnArgs& a) {
       const int64_t r = rows[static_cast<std::size_t>(i)].second;
       int64_t lo, hi;
       paged_row_range(a, s, r, &lo, &hi);
-      for (int64_t h = 0; h < a.H; ++h) {
+      for (int64_t h = a.g0 * G; h < a.g1 * G; ++h) {
         const int64_t row = (s.row0 + r) * a.H + h, g = h / G;
         const float* q = a.q + row * D;
         float* w = s.weights + (r * a.H + h) * s.keys;
@@ -113,7 +113,9 @@ void capture_weights(const PagedAttnArgs& a) {
 }
 }  // namespace
 
-void paged_attention(const PagedAttnArgs& a) {
+void paged_attention(const PagedAttnArgs& args) {
+  PagedAttnArgs a = args;
+  if (a.g1 == 0) a.g1 = a.Hkv;
   const Isa isa = active_isa();
   const detail::PagedItemFn body = isa == Isa::avx512 ? &detail::paged_item_avx512
                                    : isa == Isa::avx2 ? &detail::paged_item_avx2
@@ -123,7 +125,7 @@ void paged_attention(const PagedAttnArgs& a) {
     const int64_t Lq = a.seqs[s].queries;
     const int64_t rows = Lq == 1 ? 1 : kPagedRows;
     for (int64_t r0 = 0; r0 < Lq; r0 += rows)
-      for (int64_t g = 0; g < a.Hkv; ++g) items.push_back({s, g, r0, std::min(r0 + rows, Lq)});
+      for (int64_t g = a.g0; g < a.g1; ++g) items.push_back({s, g, r0, std::min(r0 + rows, Lq)});
   }
   // Fewer items than twice the threads (one long sequence decoding): each decode row's keys are split
   // into shares of >= kMinSplitKeys, computed as items of their own and merged by their maxima.

@@ -28,7 +28,7 @@ void paged_attention(const PagedAttnArgs& a) {
     for (int64_t r = 0; r < s.queries; ++r) {
       int64_t lo, hi;
       paged_row_range(a, s, r, &lo, &hi);
-      for (int64_t h = 0; h < a.H; ++h) {
+      for (int64_t h = a.g0 * G; h < (a.g1 ? a.g1 : a.Hkv) * G; ++h) {
         const int64_t g = h / G, row = (s.row0 + r) * a.H + h;
         const float* q = a.q + row * D;
         sc.assign(static_cast<std::size_t>(std::max<int64_t>(hi - lo + 1, 0)), 0.0);

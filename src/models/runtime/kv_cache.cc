@@ -258,6 +258,28 @@ void PagedKvCache::write(SeqId seq, int64_t layer, int64_t pos, const float* k, 
   }
 }
 
+void PagedKvCache::write_head(SeqId seq, int64_t layer, int64_t pos, int64_t head, const float* k,
+                              const float* v) {
+  const Sequence& s = seq_at(seq);
+  ATTN_CHECK(layer >= 0 && layer < config_.layers && head >= 0 && head < config_.kv_heads,
+             "PagedKvCache::write_head: layer must be in [0, ", config_.layers, ") and head in [0, ",
+             config_.kv_heads, "); got ", layer, ", ", head);
+  ATTN_CHECK(pos >= s.written_from && pos < s.length, "PagedKvCache::write_head: position ", pos,
+             " must lie in the last append's [", s.written_from, ", ", s.length, ")");
+  const int64_t bt = config_.block_tokens, D = config_.head_dim;
+  const int64_t ko =
+      s.tables[static_cast<std::size_t>(layer)][static_cast<std::size_t>(pos / bt)] * block_elems_ +
+      (head * bt + pos % bt) * D;
+  const int64_t vo = ko + config_.kv_heads * bt * D;
+  if (data_f16_) {
+    ops::store_f16(k, D, data_f16_.get() + ko);
+    ops::store_f16(v, D, data_f16_.get() + vo);
+  } else {
+    std::memcpy(data_f32_.get() + ko, k, static_cast<std::size_t>(D) * sizeof(float));
+    std::memcpy(data_f32_.get() + vo, v, static_cast<std::size_t>(D) * sizeof(float));
+  }
+}
+
 int64_t PagedKvCache::attach_prefix(SeqId seq, const int32_t* tokens, int64_t n) {
   Sequence& s = seq_at(seq);
   ATTN_CHECK(s.length == 0, "PagedKvCache::attach_prefix: the sequence must be empty; it holds ", s.length,

@@ -89,6 +89,9 @@ class PagedKvCache {
   // Writes the rows of positions [pos, pos + n) of one layer: k, v [n, Hkv, D] f32 contiguous
   // (rounded to half for an f16 cache). Only positions of the last append may be written.
   void write(SeqId seq, int64_t layer, int64_t pos, const float* k, const float* v, int64_t n);
+  // The rows of ONE kv head at one position: k, v [D]. Calls for distinct (layer, head) may run
+  // concurrently (disjoint rows, nothing else changes): a decode step splitting heads over threads.
+  void write_head(SeqId seq, int64_t layer, int64_t pos, int64_t head, const float* k, const float* v);
   // Declares every appended position written on every layer: full blocks with known tokens enter
   // the prefix index.
   void commit(SeqId seq);
