@@ -7,13 +7,16 @@
 //
 //   paged_attention_bench [--lk 1024,8192,32768] [--d 64,128] [--hkv 4] [--g 4] [--block 16]
 //                         [--threads 1] [--min-time 0.5] [--f16 0|1|2 (2: both)] [--clock wall|thread]
-//                         [--shuffle 1|0 (0: blocks in pool order)]
+//                         [--shuffle 1|0 (0: blocks in pool order)] [--prefill 512,2048]
+//
+// --prefill L,...: causal prompt passes of L tokens (f32) against attn::attention instead.
 //
 // --clock thread times the calling thread's CPU time (with --threads 1 every kernel runs on it), which
 // other jobs on a shared machine disturb far less.
 // FLOPs of a step: 4 · H · Lk · D (q·k and p·v). Prints the CPU model, then one line per shape.
 #include <attn/core/f16.h>
 #include <attn/core/parallel.h>
+#include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/paged_attention.h>
 
@@ -134,11 +137,58 @@ Result run(int64_t Lk, int64_t D, int64_t Hkv, int64_t G, int64_t bt, bool f16, 
   return r;
 }
 
+// A prompt pass: L queries over L keys (causal), f32, the paged chunk against attn::attention (the
+// fused op a model called for prompts before issue 37) on the same data. Returns (fused s, paged s).
+std::pair<double, double> prefill(int64_t L, int64_t D, int64_t Hkv, int64_t G, int64_t bt, double min_time) {
+  const int64_t H = Hkv * G, nb = (L + bt - 1) / bt, stride = 2 * Hkv * bt * D;
+  const attn::Tensor q = attn::Tensor::empty({1, H, L, D}), k = attn::Tensor::empty({1, Hkv, L, D}),
+                     v = attn::Tensor::empty({1, Hkv, L, D});
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const attn::Tensor* t : {&q, &k, &v})
+    for (int64_t i = 0; i < t->numel(); ++i) t->data<float>()[i] = u(rng);
+  std::vector<int32_t> table(static_cast<std::size_t>(nb));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  std::vector<float> pool(static_cast<std::size_t>(nb * stride)), qr(static_cast<std::size_t>(L * H * D)),
+      out(qr.size());
+  for (int64_t h = 0; h < Hkv; ++h)
+    for (int64_t j = 0; j < L; ++j) {
+      const int64_t off = table[static_cast<std::size_t>(j / bt)] * stride + (h * bt + j % bt) * D;
+      std::memcpy(&pool[static_cast<std::size_t>(off)], k.data<float>() + (h * L + j) * D, D * sizeof(float));
+      std::memcpy(&pool[static_cast<std::size_t>(off + Hkv * bt * D)], v.data<float>() + (h * L + j) * D,
+                  D * sizeof(float));
+    }
+  for (int64_t h = 0; h < H; ++h)  // q [1, H, L, D] -> [L, H, D]
+    for (int64_t i = 0; i < L; ++i)
+      std::memcpy(&qr[static_cast<std::size_t>((i * H + h) * D)], q.data<float>() + (h * L + i) * D,
+                  D * sizeof(float));
+  attn::AttentionOptions ao;
+  ao.causal = true;
+  ao.align = attn::Align::bottom_right;
+  const double fused = attn::bench::time_median([&] { (void)attn::attention(q, k, v, ao); }, min_time, 3);
+  attn::ops::PagedKv kv;
+  kv.data = pool.data();
+  kv.num_blocks = nb;
+  kv.block_tokens = bt;
+  kv.kv_heads = Hkv;
+  kv.head_dim = D;
+  kv.block_stride = stride;
+  const attn::ops::PagedSequence seq{table.data(), nb, L, L};
+  const double paged = attn::bench::time_median(
+      [&] {
+        attn::ops::paged_attention(qr.data(), H, kv, {&seq, 1}, {}, out.data());
+      },
+      min_time, 3);
+  return {fused, paged};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int64_t> lks = {1024, 8192, 32768}, ds = {64, 128};
   int64_t Hkv = 4, G = 4, bt = 16, threads = 1, f16_mode = 2, shuffle = 1;
+  std::vector<int64_t> prefill_lengths;  // --prefill: prompt passes instead of decode steps
   double min_time = 0.5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -156,6 +206,8 @@ int main(int argc, char** argv) {
       threads = std::atoll(argv[i + 1]);
     else if (a == "--min-time")
       min_time = std::atof(argv[i + 1]);
+    else if (a == "--prefill")
+      prefill_lengths = parse_list(argv[i + 1]);
     else if (a == "--shuffle")
       shuffle = std::atoll(argv[i + 1]);
     else if (a == "--clock")
@@ -172,6 +224,18 @@ int main(int argc, char** argv) {
               attn::kernels::cpu::isa_str(attn::kernels::cpu::active_isa()), static_cast<long long>(threads),
               static_cast<long long>(Hkv), static_cast<long long>(G), static_cast<long long>(bt),
               attn::bench::clock_name());
+  if (!prefill_lengths.empty()) {
+    std::printf("GFLOP/s of a causal prompt pass (f32); fused = attn::attention, ratio = paged / fused\n");
+    std::printf("%4s %6s %8s %8s %7s\n", "D", "L", "fused", "paged", "ratio");
+    for (int64_t D : ds)
+      for (int64_t L : prefill_lengths) {
+        const auto [fused, paged] = prefill(L, D, Hkv, G, bt, min_time);
+        const double flops = 2.0 * static_cast<double>(Hkv * G * L * L * D);  // causal: half of 4·H·L²·D
+        std::printf("%4lld %6lld %8.1f %8.1f %7.2f\n", static_cast<long long>(D), static_cast<long long>(L),
+                    flops / fused / 1e9, flops / paged / 1e9, fused / paged);
+      }
+    return 0;
+  }
   std::printf(
       "GFLOP/s of one decode step; ratio = paged / contiguous (group: group_decode_attention, mha: "
       "decode_attention)\n");

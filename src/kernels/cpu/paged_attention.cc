@@ -31,6 +31,7 @@ struct V1 {
   static F max(F a, F b) { return a > b ? a : b; }
   static float reduce_sum(F a) { return a; }
   static float reduce_max(F a) { return a; }
+  static void transpose(F*) {}
   static F fma(F a, F b, F c) { return a * b + c; }
   static F exp(F x) { return std::exp(x); }
   static F tanh(F x) { return std::tanh(x); }
@@ -39,8 +40,8 @@ struct V1 {
 }  // namespace
 
 int64_t paged_scratch_floats(const PagedAttnArgs& a) {
-  const int64_t nv = kPagedRows * (a.H / a.Hkv);
-  return 2 * nv * paged_padded(a.D) + 2 * nv + 2 * (kPagedTile + 16);
+  const int64_t nv = kPagedRows * (a.H / a.Hkv), Dp = paged_padded(a.D);
+  return 2 * nv * Dp + 3 * nv + 2 * nv * (kPagedTile + 16) + Dp * kPagedTile;
 }
 
 void paged_item_scalar(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {

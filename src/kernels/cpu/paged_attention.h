@@ -2,10 +2,12 @@
 // one kv head and up to kPagedRows query rows, i.e. the G query heads of the group for each row
 // (decode: one row). The item walks its keys in tiles of at most kPagedTile (each key's K and V rows
 // read in place at the address its block table entry gives, so a tile may span blocks) with an
-// online softmax: scores of the
-// tile, the running maximum and sum, the accumulators rescaled only when the maximum grows,
-// P·V into them. One body (paged_attention_body.h) is compiled for 1 lane (the portable body),
-// 8 (AVX2 + FMA + F16C) and 16 (AVX-512) lanes; the items are split over the thread pool.
+// online softmax: scores of the tile (dot products with a transpose-and-add reduction, or with many
+// query vectors the tile's keys transposed once and each key vector shared by several of them), the
+// running maximum and sum, the accumulators rescaled only when the maximum grows, P·V into them
+// (two query vectors per load of V). Few items (one long decode): each decode row's keys are split
+// into shares merged by their maxima. One body (paged_attention_body.h) is compiled for 1 lane (the
+// portable body), 8 (AVX2 + FMA + F16C) and 16 (AVX-512) lanes; the items are split over the pool.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,7 @@
 
 namespace attn::kernels::cpu {
 
-inline constexpr int64_t kPagedRows = 4;   // query rows per item in a prefill chunk
+inline constexpr int64_t kPagedRows = 16;  // query rows per item in a prefill chunk
 inline constexpr int64_t kPagedTile = 32;  // keys per tile (at most)
 
 // Writes out and lse (a.lse must be non-null when a sequence asks for weights), then the weights

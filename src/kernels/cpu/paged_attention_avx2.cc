@@ -36,6 +36,7 @@ struct V256 {
     const F e = avx2::exp_ps(_mm256_add_ps(x, x));
     return _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
   }
+  static void transpose(F* a) { avx2::transpose8(a); }
   static F hsum(F* a) {
     avx2::transpose8(a);
     const F s01 = _mm256_add_ps(a[0], a[1]), s23 = _mm256_add_ps(a[2], a[3]);

@@ -37,6 +37,7 @@ struct V512 {
     const F e = avx512::exp_ps(_mm512_add_ps(x, x));
     return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
   }
+  static void transpose(F* a) { avx512::transpose16(a); }
   static F hsum(F* a) {
     avx512::transpose16(a);
     for (int w = 8; w >= 1; w /= 2)

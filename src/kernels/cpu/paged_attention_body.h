@@ -91,6 +91,82 @@ struct PagedBody {
     }
   }
 
+  // The tile's keys transposed: kt[d · kTile + j] = k_j[d] for d < Dp, j < round_up(nt, N) (rows past
+  // D are 0), N × N blocks at a time.
+  static void transpose_keys(const T* const* kr, int64_t D, int64_t nt, float* kt) {
+    const int64_t full = D / N * N, Dp = paged_padded(D);
+    for (int64_t j = 0; j < nt; j += N)
+      for (int64_t c = 0; c < Dp; c += N) {
+        F blk[N];
+        for (int i = 0; i < N; ++i)
+          blk[i] = c < full ? V::load(kr[j + i] + c) : c < D ? V::load_n(kr[j + i] + c, D - c) : V::zero();
+        V::transpose(blk);
+        for (int x = 0; x < N; ++x) V::store(kt + (c + x) * kTile + j, blk[x]);
+      }
+  }
+
+  // Scores of VB query vectors qs[v · Dp] against the transposed tile: sc[v · ldsc + j], j <
+  // round_up(nt, N). Each key vector loaded once serves VB FMAs (no horizontal sums).
+  static constexpr int kKeyVecs = static_cast<int>(kTile / N);
+  static constexpr int kVB = 8 * N / kTile > 1 ? static_cast<int>(8 * N / kTile) : 1;
+  template <int VB>
+  static void scores_kt(const float* qs, int64_t Dp, const float* kt, int64_t D, float* sc, int64_t ldsc) {
+    // All kTile columns (those past the tile's keys hold zeros or an earlier tile's: their scores are
+    // never read), so every index is a constant and the accumulators stay in registers.
+    F acc[VB][kKeyVecs];
+    for (int v = 0; v < VB; ++v)
+      for (int x = 0; x < kKeyVecs; ++x) acc[v][x] = V::zero();
+    for (int64_t d = 0; d < D; ++d) {
+      const float* row = kt + d * kTile;
+      F k[kKeyVecs];
+      for (int x = 0; x < kKeyVecs; ++x) k[x] = V::load(row + x * N);
+      for (int v = 0; v < VB; ++v) {
+        const F b = V::set1(qs[v * Dp + d]);
+        for (int x = 0; x < kKeyVecs; ++x) acc[v][x] = V::fma(b, k[x], acc[v][x]);
+      }
+    }
+    for (int v = 0; v < VB; ++v)
+      for (int x = 0; x < kKeyVecs; ++x) V::store(sc + v * ldsc + x * N, acc[v][x]);
+  }
+
+  // accumulate() for two query vectors at once: each V chunk loaded once serves both.
+  static void accumulate2(float* acc0, float* acc1, float corr0, float corr1, const float* p0,
+                          const float* p1, const T* const* vr, int64_t D, int64_t nt) {
+    const F c0 = V::set1(corr0), c1 = V::set1(corr1);
+    const int64_t full = D / N * N;
+    int64_t c = 0;
+    for (; c + 4 * N <= full; c += 4 * N) {  // 8 accumulators: enough independent FMA chains
+      F a[4], b[4];
+      for (int i = 0; i < 4; ++i) {
+        a[i] = V::mul(V::load(acc0 + c + i * N), c0);
+        b[i] = V::mul(V::load(acc1 + c + i * N), c1);
+      }
+      for (int64_t t = 0; t < nt; ++t) {
+        const F p = V::set1(p0[t]), q = V::set1(p1[t]);
+        for (int i = 0; i < 4; ++i) {
+          const F x = V::load(vr[t] + c + i * N);
+          a[i] = V::fma(p, x, a[i]);
+          b[i] = V::fma(q, x, b[i]);
+        }
+      }
+      for (int i = 0; i < 4; ++i) {
+        V::store(acc0 + c + i * N, a[i]);
+        V::store(acc1 + c + i * N, b[i]);
+      }
+    }
+    for (; c < D; c += N) {
+      const int64_t n = std::min<int64_t>(N, D - c);
+      F a = V::mul(V::load(acc0 + c), c0), b = V::mul(V::load(acc1 + c), c1);
+      for (int64_t t = 0; t < nt; ++t) {
+        const F x = n == N ? V::load(vr[t] + c) : V::load_n(vr[t] + c, n);
+        a = V::fma(V::set1(p0[t]), x, a);
+        b = V::fma(V::set1(p1[t]), x, b);
+      }
+      V::store(acc0 + c, a);
+      V::store(acc1 + c, b);
+    }
+  }
+
   // The K and V rows of positions [t0, t1) of kv head g, one division per block.
   static void key_rows(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t t0, int64_t t1,
                        const T** kr, const T** vr) {
@@ -130,13 +206,18 @@ struct PagedBody {
     const int64_t g = it.g, r0 = it.r0, r1 = it.r1;
     const int64_t G = a.H / a.Hkv, D = a.D, Dp = paged_padded(D), bt = a.block_tokens;
     const int64_t nv = (r1 - r0) * G;
-    float* qs = scratch;         // [nv, Dp]
-    float* acc = qs + nv * Dp;   // [nv, Dp]
-    float* mx = acc + nv * Dp;   // [nv]
-    float* sum = mx + nv;        // [nv]
-    float* sc = sum + nv;        // [kTile + 16]
-    float* p = sc + kTile + 16;  // [kTile + 16]
-    const T* kr[kTile + 16];     // the tile's key and value rows, read in place
+    constexpr int64_t ld = kTile + 16;      // a row of scores or probabilities
+    float* qs = scratch;                    // [nv, Dp]
+    float* acc = qs + nv * Dp;              // [nv, Dp]
+    float* mx = acc + nv * Dp;              // [nv]
+    float* sum = mx + nv;                   // [nv]
+    float* cor = sum + nv;                  // [nv] this tile's rescaling
+    float* sc = cor + nv;                   // [nv, ld]
+    float* p = sc + nv * ld;                // [nv, ld]
+    float* kt = p + nv * ld;                // [Dp, kTile] the tile's keys transposed (many rows)
+    const bool transposed = nv >= 2 * kVB;  // enough rows to pay for the transpose
+    if (transposed) std::fill_n(kt, Dp * kTile, 0.0f);
+    const T* kr[kTile + 16];  // the tile's key and value rows, read in place
     const T* vr[kTile + 16];
     for (int64_t v = 0; v < nv; ++v) {
       const int64_t r = r0 + v / G, h = g * G + v % G;
@@ -160,41 +241,55 @@ struct PagedBody {
       const int64_t padded = (nt + N - 1) / N * N;
       for (int64_t j = nt; j < padded; ++j) kr[j] = kr[0];  // computed, then masked
       prefetch(a, s, g, t1, std::min(hi1 + 1, t1 + kTile));
+      if (transposed) {
+        transpose_keys(kr, D, nt, kt);
+        int64_t v = 0;
+        for (; v + kVB <= nv; v += kVB) scores_kt<kVB>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
+        for (; v < nv; ++v) scores_kt<1>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
+      }
+      const float ninf = -std::numeric_limits<float>::infinity();
       for (int64_t v = 0; v < nv; ++v) {
+        float* sv = sc + v * ld;
+        float* pv = p + v * ld;
         int64_t lo, hi;
         paged_row_range(a, s, r0 + v / G, &lo, &hi);
         lo = std::max(lo, it.k0);
         hi = std::min(hi, it.k1 - 1);
-        if (t1 <= lo || t0 > hi) continue;
-        scores(qs + v * Dp, kr, t0, bt, D, nt, sc);
+        cor[v] = 1.0f;
+        if (t1 <= lo || t0 > hi) {  // no key of this tile is visible to this row
+          std::fill_n(pv, padded, 0.0f);
+          continue;
+        }
+        if (!transposed) scores(qs + v * Dp, kr, t0, bt, D, nt, sv);
         if (a.softcap > 0) {
           const F inv = V::set1(1.0f / a.softcap), cap = V::set1(a.softcap);
           for (int64_t j = 0; j < nt; j += N)
-            V::store(sc + j, V::mul(cap, V::tanh(V::mul(V::load(sc + j), inv))));
+            V::store(sv + j, V::mul(cap, V::tanh(V::mul(V::load(sv + j), inv))));
         }
-        const float ninf = -std::numeric_limits<float>::infinity();
         if (t0 < lo || t1 - 1 > hi)
           for (int64_t j = 0; j < nt; ++j)
-            if (t0 + j < lo || t0 + j > hi) sc[j] = ninf;
-        for (int64_t j = nt; j < padded; ++j) sc[j] = ninf;
-        F tmv = V::load(sc);
-        for (int64_t j = N; j < padded; j += N) tmv = V::max(tmv, V::load(sc + j));
+            if (t0 + j < lo || t0 + j > hi) sv[j] = ninf;
+        for (int64_t j = nt; j < padded; ++j) sv[j] = ninf;
+        F tmv = V::load(sv);
+        for (int64_t j = N; j < padded; j += N) tmv = V::max(tmv, V::load(sv + j));
         const float tm = V::reduce_max(tmv);
-        if (tm == ninf) continue;  // no key of this tile is visible to this row
         const float m_new = std::max(mx[v], tm);
-        const float corr = mx[v] == m_new ? 1.0f : std::exp(mx[v] - m_new);
+        cor[v] = mx[v] == m_new ? 1.0f : std::exp(mx[v] - m_new);
         const F mv = V::set1(m_new);
         F psv = V::zero();
         for (int64_t j = 0; j < padded; j += N) {
-          const F e = V::exp(V::sub(V::load(sc + j), mv));
-          V::store(p + j, e);
+          const F e = V::exp(V::sub(V::load(sv + j), mv));
+          V::store(pv + j, e);
           psv = V::add(psv, e);
         }
-        const float ps = V::reduce_sum(psv);
-        sum[v] = sum[v] * corr + ps;
+        sum[v] = sum[v] * cor[v] + V::reduce_sum(psv);
         mx[v] = m_new;
-        accumulate(acc + v * Dp, corr, p, vr, D, nt);
       }
+      int64_t v = 0;
+      for (; v + 2 <= nv; v += 2)
+        accumulate2(acc + v * Dp, acc + (v + 1) * Dp, cor[v], cor[v + 1], p + v * ld, p + (v + 1) * ld, vr, D,
+                    nt);
+      if (v < nv) accumulate(acc + v * Dp, cor[v], p + v * ld, vr, D, nt);
       t0 = t1;
     }
     if (it.partial) {
