@@ -167,6 +167,38 @@ struct PagedBody {
     }
   }
 
+  // One query vector's tile of scores sv[0, nt) (keys t0 .. t1 − 1, the row seeing lo .. hi, at least
+  // one of them): softcap, mask, then the online softmax step: the running maximum *mx and sum *sum
+  // updated, pv[0, round_up(nt, N)) = exp(s − max) (0 for masked keys), *cor = the factor the
+  // accumulator must be rescaled by.
+  static void online_softmax(float* sv, float* pv, int64_t t0, int64_t t1, int64_t lo, int64_t hi,
+                             float softcap, float* mx, float* sum, float* cor) {
+    const int64_t nt = t1 - t0, padded = (nt + N - 1) / N * N;
+    const float ninf = -std::numeric_limits<float>::infinity();
+    if (softcap > 0) {
+      const F inv = V::set1(1.0f / softcap), cap = V::set1(softcap);
+      for (int64_t j = 0; j < nt; j += N)
+        V::store(sv + j, V::mul(cap, V::tanh(V::mul(V::load(sv + j), inv))));
+    }
+    if (t0 < lo || t1 - 1 > hi)
+      for (int64_t j = 0; j < nt; ++j)
+        if (t0 + j < lo || t0 + j > hi) sv[j] = ninf;
+    for (int64_t j = nt; j < padded; ++j) sv[j] = ninf;
+    F tmv = V::load(sv);
+    for (int64_t j = N; j < padded; j += N) tmv = V::max(tmv, V::load(sv + j));
+    const float m_new = std::max(*mx, V::reduce_max(tmv));
+    *cor = *mx == m_new ? 1.0f : std::exp(*mx - m_new);
+    const F mv = V::set1(m_new);
+    F psv = V::zero();
+    for (int64_t j = 0; j < padded; j += N) {
+      const F e = V::exp(V::sub(V::load(sv + j), mv));
+      V::store(pv + j, e);
+      psv = V::add(psv, e);
+    }
+    *sum = *sum * *cor + V::reduce_sum(psv);
+    *mx = m_new;
+  }
+
   // The K and V rows of positions [t0, t1) of kv head g, one division per block.
   static void key_rows(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t t0, int64_t t1,
                        const T** kr, const T** vr) {
@@ -247,7 +279,6 @@ struct PagedBody {
         for (; v + kVB <= nv; v += kVB) scores_kt<kVB>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
         for (; v < nv; ++v) scores_kt<1>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
       }
-      const float ninf = -std::numeric_limits<float>::infinity();
       for (int64_t v = 0; v < nv; ++v) {
         float* sv = sc + v * ld;
         float* pv = p + v * ld;
@@ -261,29 +292,7 @@ struct PagedBody {
           continue;
         }
         if (!transposed) scores(qs + v * Dp, kr, t0, bt, D, nt, sv);
-        if (a.softcap > 0) {
-          const F inv = V::set1(1.0f / a.softcap), cap = V::set1(a.softcap);
-          for (int64_t j = 0; j < nt; j += N)
-            V::store(sv + j, V::mul(cap, V::tanh(V::mul(V::load(sv + j), inv))));
-        }
-        if (t0 < lo || t1 - 1 > hi)
-          for (int64_t j = 0; j < nt; ++j)
-            if (t0 + j < lo || t0 + j > hi) sv[j] = ninf;
-        for (int64_t j = nt; j < padded; ++j) sv[j] = ninf;
-        F tmv = V::load(sv);
-        for (int64_t j = N; j < padded; j += N) tmv = V::max(tmv, V::load(sv + j));
-        const float tm = V::reduce_max(tmv);
-        const float m_new = std::max(mx[v], tm);
-        cor[v] = mx[v] == m_new ? 1.0f : std::exp(mx[v] - m_new);
-        const F mv = V::set1(m_new);
-        F psv = V::zero();
-        for (int64_t j = 0; j < padded; j += N) {
-          const F e = V::exp(V::sub(V::load(sv + j), mv));
-          V::store(pv + j, e);
-          psv = V::add(psv, e);
-        }
-        sum[v] = sum[v] * cor[v] + V::reduce_sum(psv);
-        mx[v] = m_new;
+        online_softmax(sv, pv, t0, t1, lo, hi, a.softcap, &mx[v], &sum[v], &cor[v]);
       }
       int64_t v = 0;
       for (; v + 2 <= nv; v += 2)
