@@ -247,7 +247,7 @@ struct PagedBody {
     float* sc = cor + nv;                   // [nv, ld]
     float* p = sc + nv * ld;                // [nv, ld]
     float* kt = p + nv * ld;                // [Dp, kTile] the tile's keys transposed (many rows)
-    const bool transposed = nv >= 2 * kVB;  // enough rows to pay for the transpose
+    const bool transposed = nv >= 4 * kVB;  // enough rows to pay for the transpose
     if (transposed) std::fill_n(kt, Dp * kTile, 0.0f);
     const T* kr[kTile + 16];  // the tile's key and value rows, read in place
     const T* vr[kTile + 16];
