@@ -1,0 +1,333 @@
+// The body of kernels/cpu/paged_attention.h, written once over a lane type V (included by
+// paged_attention.cc with 1 lane, paged_attention_avx2.cc with 8 and paged_attention_avx512.cc
+// with 16). V provides, on float lanes F of V::N elements:
+//   F zero(), set1(float), load(const float*), load_n(const float*, n) (lanes >= n are 0, not read),
+//   load(const uint16_t*), load_n(const uint16_t*, n) (IEEE half bits), store(float*, F),
+//   mul(F, F), sub(F, F), fma(a, b, c) = a·b + c, exp(F), tanh(F), F hsum(F a[N]) (lane i = Σ of a[i]'s
+//   lanes)
+// The cache element type T is float or uint16_t (half bits).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/cpu/paged_attention.h"
+
+namespace attn::kernels::cpu::detail {
+namespace {
+
+// D rounded up to 16 floats: the stride of the query and accumulator rows in the scratch.
+inline int64_t paged_padded(int64_t D) { return (D + 15) / 16 * 16; }
+
+template <typename V, typename T>
+struct PagedBody {
+  using F = typename V::F;
+  static constexpr int N = V::N;
+  static constexpr int64_t kTile = kPagedTile;
+
+  // Scores of N keys against qs (scaled, zero-padded to the chunk) into out[0, N): key i's row is
+  // kr[i], or base + i · D when the N keys lie in one block (then the loads take fixed offsets).
+  template <bool Contiguous>
+  static void dots(const float* qs, const T* const* kr, const T* base, int64_t D, float* out) {
+    const int64_t full = D / N * N;
+    F acc[N];
+    for (int i = 0; i < N; ++i) acc[i] = V::zero();
+    for (int64_t c = 0; c < full; c += N) {
+      const F qv = V::load(qs + c);
+      for (int i = 0; i < N; ++i)
+        acc[i] = V::fma(qv, V::load((Contiguous ? base + i * D : kr[i]) + c), acc[i]);
+    }
+    if (full < D) {
+      const F qv = V::load(qs + full);
+      for (int i = 0; i < N; ++i)
+        acc[i] = V::fma(qv, V::load_n((Contiguous ? base + i * D : kr[i]) + full, D - full), acc[i]);
+    }
+    V::store(out, V::hsum(acc));
+  }
+
+  // Scores of the keys at positions t0 .. t0 + nt − 1 (rows kr[0, nt); kr[nt, round_up(nt, N)) repeat
+  // a valid row) into sc[0, round_up(nt, N)).
+  static void scores(const float* qs, const T* const* kr, int64_t t0, int64_t bt, int64_t D, int64_t nt,
+                     float* sc) {
+    for (int64_t j = 0; j < nt; j += N) {
+      if (j + N <= nt && (t0 + j) / bt == (t0 + j + N - 1) / bt)
+        dots<true>(qs, kr + j, kr[j], D, sc + j);
+      else
+        dots<false>(qs, kr + j, kr[j], D, sc + j);
+    }
+  }
+
+  // acc[0, D) = acc · corr + Σ_t p[t] · vr[t][0, D), the chunks of 4 vectors with the keys inside.
+  static void accumulate(float* acc, float corr, const float* p, const T* const* vr, int64_t D, int64_t nt) {
+    const F cv = V::set1(corr);
+    const int64_t full = D / N * N;
+    int64_t c = 0;
+    for (; c + 4 * N <= full; c += 4 * N) {
+      F a0 = V::mul(V::load(acc + c), cv), a1 = V::mul(V::load(acc + c + N), cv);
+      F a2 = V::mul(V::load(acc + c + 2 * N), cv), a3 = V::mul(V::load(acc + c + 3 * N), cv);
+      for (int64_t t = 0; t < nt; ++t) {
+        const F pt = V::set1(p[t]);
+        const T* x = vr[t] + c;
+        a0 = V::fma(pt, V::load(x), a0);
+        a1 = V::fma(pt, V::load(x + N), a1);
+        a2 = V::fma(pt, V::load(x + 2 * N), a2);
+        a3 = V::fma(pt, V::load(x + 3 * N), a3);
+      }
+      V::store(acc + c, a0);
+      V::store(acc + c + N, a1);
+      V::store(acc + c + 2 * N, a2);
+      V::store(acc + c + 3 * N, a3);
+    }
+    for (; c < D; c += N) {
+      const int64_t n = std::min<int64_t>(N, D - c);
+      F a = V::mul(V::load(acc + c), cv);
+      if (n == N)
+        for (int64_t t = 0; t < nt; ++t) a = V::fma(V::set1(p[t]), V::load(vr[t] + c), a);
+      else
+        for (int64_t t = 0; t < nt; ++t) a = V::fma(V::set1(p[t]), V::load_n(vr[t] + c, n), a);
+      V::store(acc + c, a);
+    }
+  }
+
+  // The tile's keys transposed: kt[d · kTile + j] = k_j[d] for d < Dp, j < round_up(nt, N) (rows past
+  // D are 0), N × N blocks at a time.
+  static void transpose_keys(const T* const* kr, int64_t D, int64_t nt, float* kt) {
+    const int64_t full = D / N * N, Dp = paged_padded(D);
+    for (int64_t j = 0; j < nt; j += N)
+      for (int64_t c = 0; c < Dp; c += N) {
+        F blk[N];
+        for (int i = 0; i < N; ++i)
+          blk[i] = c < full ? V::load(kr[j + i] + c) : c < D ? V::load_n(kr[j + i] + c, D - c) : V::zero();
+        V::transpose(blk);
+        for (int x = 0; x < N; ++x) V::store(kt + (c + x) * kTile + j, blk[x]);
+      }
+  }
+
+  // Scores of VB query vectors qs[v · Dp] against the transposed tile: sc[v · ldsc + j], j <
+  // round_up(nt, N). Each key vector loaded once serves VB FMAs (no horizontal sums).
+  static constexpr int kKeyVecs = static_cast<int>(kTile / N);
+  static constexpr int kVB = 8 * N / kTile > 1 ? static_cast<int>(8 * N / kTile) : 1;
+  template <int VB>
+  static void scores_kt(const float* qs, int64_t Dp, const float* kt, int64_t D, float* sc, int64_t ldsc) {
+    // All kTile columns (those past the tile's keys hold zeros or an earlier tile's: their scores are
+    // never read), so every index is a constant and the accumulators stay in registers.
+    F acc[VB][kKeyVecs];
+    for (int v = 0; v < VB; ++v)
+      for (int x = 0; x < kKeyVecs; ++x) acc[v][x] = V::zero();
+    for (int64_t d = 0; d < D; ++d) {
+      const float* row = kt + d * kTile;
+      F k[kKeyVecs];
+      for (int x = 0; x < kKeyVecs; ++x) k[x] = V::load(row + x * N);
+      for (int v = 0; v < VB; ++v) {
+        const F b = V::set1(qs[v * Dp + d]);
+        for (int x = 0; x < kKeyVecs; ++x) acc[v][x] = V::fma(b, k[x], acc[v][x]);
+      }
+    }
+    for (int v = 0; v < VB; ++v)
+      for (int x = 0; x < kKeyVecs; ++x) V::store(sc + v * ldsc + x * N, acc[v][x]);
+  }
+
+  // accumulate() for two query vectors at once: each V chunk loaded once serves both.
+  static void accumulate2(float* acc0, float* acc1, float corr0, float corr1, const float* p0,
+                          const float* p1, const T* const* vr, int64_t D, int64_t nt) {
+    const F c0 = V::set1(corr0), c1 = V::set1(corr1);
+    const int64_t full = D / N * N;
+    int64_t c = 0;
+    for (; c + 4 * N <= full; c += 4 * N) {  // 8 accumulators: enough independent FMA chains
+      F a[4], b[4];
+      for (int i = 0; i < 4; ++i) {
+        a[i] = V::mul(V::load(acc0 + c + i * N), c0);
+        b[i] = V::mul(V::load(acc1 + c + i * N), c1);
+      }
+      for (int64_t t = 0; t < nt; ++t) {
+        const F p = V::set1(p0[t]), q = V::set1(p1[t]);
+        for (int i = 0; i < 4; ++i) {
+          const F x = V::load(vr[t] + c + i * N);
+          a[i] = V::fma(p, x, a[i]);
+          b[i] = V::fma(q, x, b[i]);
+        }
+      }
+      for (int i = 0; i < 4; ++i) {
+        V::store(acc0 + c + i * N, a[i]);
+        V::store(acc1 + c + i * N, b[i]);
+      }
+    }
+    for (; c < D; c += N) {
+      const int64_t n = std::min<int64_t>(N, D - c);
+      F a = V::mul(V::load(acc0 + c), c0), b = V::mul(V::load(acc1 + c), c1);
+      for (int64_t t = 0; t < nt; ++t) {
+        const F x = n == N ? V::load(vr[t] + c) : V::load_n(vr[t] + c, n);
+        a = V::fma(V::set1(p0[t]), x, a);
+        b = V::fma(V::set1(p1[t]), x, b);
+      }
+      V::store(acc0 + c, a);
+      V::store(acc1 + c, b);
+    }
+  }
+
+  // One query vector's tile of scores sv[0, nt) (keys t0 .. t1 − 1, the row seeing lo .. hi, at least
+  // one of them): softcap, mask, then the online softmax step: the running maximum *mx and sum *sum
+  // updated, pv[0, round_up(nt, N)) = exp(s − max) (0 for masked keys), *cor = the factor the
+  // accumulator must be rescaled by.
+  static void online_softmax(float* sv, float* pv, int64_t t0, int64_t t1, int64_t lo, int64_t hi,
+                             float softcap, float* mx, float* sum, float* cor) {
+    const int64_t nt = t1 - t0, padded = (nt + N - 1) / N * N;
+    const float ninf = -std::numeric_limits<float>::infinity();
+    if (softcap > 0) {
+      const F inv = V::set1(1.0f / softcap), cap = V::set1(softcap);
+      for (int64_t j = 0; j < nt; j += N)
+        V::store(sv + j, V::mul(cap, V::tanh(V::mul(V::load(sv + j), inv))));
+    }
+    if (t0 < lo || t1 - 1 > hi)
+      for (int64_t j = 0; j < nt; ++j)
+        if (t0 + j < lo || t0 + j > hi) sv[j] = ninf;
+    for (int64_t j = nt; j < padded; ++j) sv[j] = ninf;
+    F tmv = V::load(sv);
+    for (int64_t j = N; j < padded; j += N) tmv = V::max(tmv, V::load(sv + j));
+    const float m_new = std::max(*mx, V::reduce_max(tmv));
+    *cor = *mx == m_new ? 1.0f : std::exp(*mx - m_new);
+    const F mv = V::set1(m_new);
+    F psv = V::zero();
+    for (int64_t j = 0; j < padded; j += N) {
+      const F e = V::exp(V::sub(V::load(sv + j), mv));
+      V::store(pv + j, e);
+      psv = V::add(psv, e);
+    }
+    *sum = *sum * *cor + V::reduce_sum(psv);
+    *mx = m_new;
+  }
+
+  // The K and V rows of positions [t0, t1) of kv head g, one division per block.
+  static void key_rows(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t t0, int64_t t1,
+                       const T** kr, const T** vr) {
+    const int64_t bt = a.block_tokens, D = a.D, voff = a.Hkv * bt * D;
+    const T* pool = static_cast<const T*>(a.kv);
+    for (int64_t t = t0; t < t1;) {
+      const int64_t b = t / bt, end = std::min(t1, (b + 1) * bt);
+      const T* row = pool + s.blocks[b] * a.block_stride + (g * bt + t - b * bt) * D;
+      for (; t < end; ++t, row += D) {
+        *kr++ = row;
+        *vr++ = row + voff;
+      }
+    }
+  }
+
+  // Positions [t0, t1) of kv head g into the cache while the tile before computes: the blocks lie
+  // anywhere in the pool, so the hardware prefetcher (which stops at page ends) does not find them.
+  static void prefetch(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t t0, int64_t t1) {
+    const int64_t bt = a.block_tokens, D = a.D, voff = a.Hkv * bt * D;
+    const T* pool = static_cast<const T*>(a.kv);
+    for (int64_t t = t0; t < t1;) {
+      const int64_t b = t / bt, end = std::min(t1, (b + 1) * bt);
+      const auto* k =
+          reinterpret_cast<const char*>(pool + s.blocks[b] * a.block_stride + (g * bt + t - b * bt) * D);
+      const auto* v = k + voff * static_cast<int64_t>(sizeof(T));
+      const int64_t bytes = (end - t) * D * static_cast<int64_t>(sizeof(T));
+      for (int64_t o = 0; o < bytes; o += 64) {
+        __builtin_prefetch(k + o);
+        __builtin_prefetch(v + o);
+      }
+      t = end;
+    }
+  }
+
+  static void item(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
+    const PagedSeqArgs& s = a.seqs[it.s];
+    const int64_t g = it.g, r0 = it.r0, r1 = it.r1;
+    const int64_t G = a.H / a.Hkv, D = a.D, Dp = paged_padded(D), bt = a.block_tokens;
+    const int64_t nv = (r1 - r0) * G;
+    constexpr int64_t ld = kTile + 16;      // a row of scores or probabilities
+    float* qs = scratch;                    // [nv, Dp]
+    float* acc = qs + nv * Dp;              // [nv, Dp]
+    float* mx = acc + nv * Dp;              // [nv]
+    float* sum = mx + nv;                   // [nv]
+    float* cor = sum + nv;                  // [nv] this tile's rescaling
+    float* sc = cor + nv;                   // [nv, ld]
+    float* p = sc + nv * ld;                // [nv, ld]
+    float* kt = p + nv * ld;                // [Dp, kTile] the tile's keys transposed (many rows)
+    const bool transposed = nv >= 4 * kVB;  // enough rows to pay for the transpose
+    if (transposed) std::fill_n(kt, Dp * kTile, 0.0f);
+    const T* kr[kTile + 16];  // the tile's key and value rows, read in place
+    const T* vr[kTile + 16];
+    for (int64_t v = 0; v < nv; ++v) {
+      const int64_t r = r0 + v / G, h = g * G + v % G;
+      const float* q = a.q + ((s.row0 + r) * a.H + h) * D;
+      for (int64_t d = 0; d < Dp; ++d) {
+        qs[v * Dp + d] = d < D ? q[d] * a.scale : 0.0f;
+        acc[v * Dp + d] = 0.0f;
+      }
+      mx[v] = -std::numeric_limits<float>::infinity();
+      sum[v] = 0.0f;
+    }
+    int64_t lo0, hi0, lo1, hi1;
+    paged_row_range(a, s, r0, &lo0, &hi0);
+    paged_row_range(a, s, r1 - 1, &lo1, &hi1);
+    lo0 = std::max(lo0, it.k0);  // this item's share of the keys
+    hi1 = std::min(hi1, it.k1 - 1);
+    for (int64_t t0 = lo0; t0 <= hi1;) {
+      const int64_t t1 = std::min(hi1 + 1, (t0 / kTile + 1) * kTile);  // aligned: groups of N in one block
+      const int64_t nt = t1 - t0;
+      key_rows(a, s, g, t0, t1, kr, vr);
+      const int64_t padded = (nt + N - 1) / N * N;
+      for (int64_t j = nt; j < padded; ++j) kr[j] = kr[0];  // computed, then masked
+      prefetch(a, s, g, t1, std::min(hi1 + 1, t1 + kTile));
+      if (transposed) {
+        transpose_keys(kr, D, nt, kt);
+        int64_t v = 0;
+        for (; v + kVB <= nv; v += kVB) scores_kt<kVB>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
+        for (; v < nv; ++v) scores_kt<1>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
+      }
+      for (int64_t v = 0; v < nv; ++v) {
+        float* sv = sc + v * ld;
+        float* pv = p + v * ld;
+        int64_t lo, hi;
+        paged_row_range(a, s, r0 + v / G, &lo, &hi);
+        lo = std::max(lo, it.k0);
+        hi = std::min(hi, it.k1 - 1);
+        cor[v] = 1.0f;
+        if (t1 <= lo || t0 > hi) {  // no key of this tile is visible to this row
+          std::fill_n(pv, padded, 0.0f);
+          continue;
+        }
+        if (!transposed) scores(qs + v * Dp, kr, t0, bt, D, nt, sv);
+        online_softmax(sv, pv, t0, t1, lo, hi, a.softcap, &mx[v], &sum[v], &cor[v]);
+      }
+      int64_t v = 0;
+      for (; v + 2 <= nv; v += 2)
+        accumulate2(acc + v * Dp, acc + (v + 1) * Dp, cor[v], cor[v + 1], p + v * ld, p + (v + 1) * ld, vr, D,
+                    nt);
+      if (v < nv) accumulate(acc + v * Dp, cor[v], p + v * ld, vr, D, nt);
+      t0 = t1;
+    }
+    if (it.partial) {
+      for (int64_t v = 0; v < nv; ++v) {
+        float* part = it.partial + v * (D + 2);
+        std::copy_n(acc + v * Dp, D, part);
+        part[D] = mx[v];
+        part[D + 1] = sum[v];
+      }
+      return;
+    }
+    for (int64_t v = 0; v < nv; ++v) {
+      const int64_t r = r0 + v / G, h = g * G + v % G, row = (s.row0 + r) * a.H + h;
+      float* o = a.out + row * D;
+      const float inv = sum[v] > 0 ? 1.0f / sum[v] : 0.0f;
+      for (int64_t d = 0; d < D; ++d) o[d] = acc[v * Dp + d] * inv;
+      if (a.lse) a.lse[row] = sum[v] > 0 ? mx[v] + std::log(sum[v]) : -std::numeric_limits<float>::infinity();
+    }
+  }
+};
+
+// The item for either cache type.
+template <typename V>
+void paged_item(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
+  if (a.f16)
+    PagedBody<V, uint16_t>::item(a, it, scratch);
+  else
+    PagedBody<V, float>::item(a, it, scratch);
+}
+
+}  // namespace
+}  // namespace attn::kernels::cpu::detail

@@ -1,0 +1,43 @@
+// The raw arguments of the paged attention kernels (ops::paged_attention checks them and fills
+// this). Layouts and semantics: include/attn/ops/paged_attention.h.
+#pragma once
+
+#include <cstdint>
+
+namespace attn::kernels {
+
+struct PagedSeqArgs {
+  const int32_t* blocks = nullptr;  // block table
+  int64_t keys = 0;                 // Lk
+  int64_t queries = 0;              // Lq <= Lk: the last Lq positions are query rows
+  int64_t row0 = 0;                 // the sequence's first row in q / out / lse
+  float* weights = nullptr;         // [queries, H, keys] probabilities, or null
+};
+
+struct PagedAttnArgs {
+  const float* q = nullptr;  // [rows, H, D]
+  float* out = nullptr;      // [rows, H, D]
+  float* lse = nullptr;      // [rows, H] or null
+  int64_t H = 0, Hkv = 0, D = 0;
+  const void* kv = nullptr;  // the pool: float, or uint16_t half bits when f16
+  bool f16 = false;
+  int64_t block_tokens = 0;
+  int64_t block_stride = 0;  // elements per block (K [Hkv, bt, D] then V [Hkv, bt, D])
+  const PagedSeqArgs* seqs = nullptr;
+  int64_t n_seqs = 0;
+  float scale = 1.0f;
+  int64_t window = 0;      // 0: none
+  float softcap = 0.0f;    // 0: none
+  int64_t g0 = 0, g1 = 0;  // kv heads [g0, g1) only (g1 = 0: Hkv)
+};
+
+// The key interval [lo, hi] that query row r of sequence s sees (bottom-right causal, window).
+// static: each file compiled for an instruction set keeps its own copy (no weak symbol).
+static inline void paged_row_range(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t r, int64_t* lo,
+                                   int64_t* hi) {
+  const int64_t pos = s.keys - s.queries + r;
+  *hi = pos;
+  *lo = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0;
+}
+
+}  // namespace attn::kernels

@@ -1,0 +1,282 @@
+// ops::paged_attention on every instruction set this CPU has, at 1 and 2 threads (where a long
+// decode row's keys are split into shares that are merged), with its weight capture, against the
+// double oracle
+// (kernels/ref/paged_attention_ref.h) reading the same pool, and against attn::attention
+// (Backend::reference, causal bottom-right, window, softcap) over the same keys gathered into
+// contiguous tensors. The pools hold every sequence's blocks in a shuffled order among spare blocks of
+// garbage, and the blocks a window leaves behind are -1 in the tables, so a kernel that read past its
+// table, its block or its window would differ.
+#include <attn/core/f16.h>
+#include <attn/core/parallel.h>
+#include <attn/ops/attention.h>
+#include <attn/ops/paged_attention.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "kernels/isa_test_util.h"
+#include "kernels/ref/paged_attention_ref.h"
+#include "testing/testing.h"
+#include "testing/tolerances.h"
+
+namespace attn {
+namespace {
+
+using kernels::cpu::Isa;
+constexpr testing::Tolerance kUntouched{0.0, 0.0};  // rows the call must not write
+
+struct PagedCase {
+  std::string name;
+  int64_t bt, Hkv, G, D;
+  std::vector<std::pair<int64_t, int64_t>> seqs;  // (keys, queries)
+  int64_t window = 0;
+  float softcap = 0.0f;
+  bool f16 = false;
+};
+
+// A pool with the case's sequences in shuffled blocks, the queries and the tables.
+struct PagedSetup {
+  ops::PagedKv kv;
+  std::vector<float> pool_f32;
+  std::vector<uint16_t> pool_f16;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<ops::PagedSequence> seqs;
+  Tensor q;  // [rows, H, D]
+  int64_t rows = 0;
+
+  float at(int64_t off) const {
+    return kv.dtype == ops::KvDtype::f16 ? f16_to_f32(pool_f16[off]) : pool_f32[off];
+  }
+};
+
+PagedSetup make_setup(const PagedCase& c, uint64_t seed) {
+  PagedSetup s;
+  const int64_t H = c.G * c.Hkv, stride = 2 * c.Hkv * c.bt * c.D;
+  int64_t blocks = 3;  // spares
+  for (auto [keys, queries] : c.seqs) blocks += (keys + c.bt - 1) / c.bt;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const auto n = static_cast<std::size_t>(blocks * stride);
+  if (c.f16) {
+    s.pool_f16.resize(n);
+    for (auto& x : s.pool_f16) x = f32_to_f16(u(rng));
+  } else {
+    s.pool_f32.resize(n);
+    for (auto& x : s.pool_f32) x = u(rng);
+  }
+  std::vector<int32_t> ids(static_cast<std::size_t>(blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  std::size_t next = 0;
+  for (auto [keys, queries] : c.seqs) {
+    std::vector<int32_t> t;
+    const int64_t first_pos = keys - queries;
+    const int64_t lo = c.window > 0 ? std::max<int64_t>(0, first_pos - c.window + 1) : 0;
+    for (int64_t b = 0; b < (keys + c.bt - 1) / c.bt; ++b)
+      t.push_back((b + 1) * c.bt <= lo ? -1 : ids[next++]);  // a window's released blocks: -1
+    s.tables.push_back(std::move(t));
+    s.rows += queries;
+  }
+  for (std::size_t i = 0; i < c.seqs.size(); ++i)
+    s.seqs.push_back(
+        {s.tables[i].data(), static_cast<int64_t>(s.tables[i].size()), c.seqs[i].first, c.seqs[i].second});
+  s.kv.data = c.f16 ? static_cast<const void*>(s.pool_f16.data()) : s.pool_f32.data();
+  s.kv.dtype = c.f16 ? ops::KvDtype::f16 : ops::KvDtype::f32;
+  s.kv.num_blocks = blocks;
+  s.kv.block_tokens = c.bt;
+  s.kv.kv_heads = c.Hkv;
+  s.kv.head_dim = c.D;
+  s.kv.block_stride = stride;
+  s.q = testing::random_uniform({std::max<int64_t>(s.rows, 1), H, c.D}, seed + 1);
+  return s;
+}
+
+using PagedAttentionTest = testing::IsaCaseTest<PagedCase>;
+
+TEST_P(PagedAttentionTest, MatchesTheOracleAndContiguousAttention) {
+  const auto& [c, isa] = GetParam();
+  kernels::cpu::force_isa(isa);
+  const PagedSetup s = make_setup(c, 17);
+  const int64_t H = c.G * c.Hkv, D = c.D;
+  ops::PagedAttentionOptions opt;
+  opt.scale = 0.7f / std::sqrt(static_cast<float>(D));
+  opt.window = c.window;
+  opt.softcap = c.softcap;
+
+  // The double oracle on the same pool.
+  std::vector<kernels::PagedSeqArgs> sargs;
+  int64_t row0 = 0;
+  for (const auto& ps : s.seqs) {
+    sargs.push_back({ps.blocks, ps.keys, ps.queries, row0});
+    row0 += ps.queries;
+  }
+  Tensor want = Tensor::zeros({s.rows, H, D}), want_lse = Tensor::zeros({s.rows, H});
+  kernels::PagedAttnArgs ra;
+  ra.q = s.q.data<float>();
+  ra.out = want.data<float>();
+  ra.lse = want_lse.data<float>();
+  ra.H = H;
+  ra.Hkv = c.Hkv;
+  ra.D = D;
+  ra.kv = s.kv.data;
+  ra.f16 = c.f16;
+  ra.block_tokens = c.bt;
+  ra.block_stride = s.kv.block_stride;
+  ra.seqs = sargs.data();
+  ra.n_seqs = static_cast<int64_t>(sargs.size());
+  ra.scale = opt.scale;
+  ra.window = c.window;
+  ra.softcap = c.softcap;
+  kernels::ref::paged_attention(ra);
+
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor out = Tensor::full({s.rows, H, D}, 123.0), lse = Tensor::full({s.rows, H}, 123.0);
+    ops::paged_attention(s.q.data<float>(), H, s.kv, s.seqs, opt, out.data<float>(), lse.data<float>());
+    // f16 storage: both read the same half values, so the tolerance is the f32 kernel's.
+    EXPECT_ALL_CLOSE(out, want, testing::tol::kFusedForward) << threads << " threads";
+    EXPECT_ALL_CLOSE(lse, want_lse, testing::tol::kFusedForward) << threads << " threads";
+  }
+
+  // One kv head's query heads only (a caller splitting heads over its threads): the others' rows stay.
+  if (c.Hkv >= 2) {
+    ops::PagedAttentionOptions one_head = opt;
+    one_head.kv_head_begin = 1;
+    one_head.kv_head_end = 2;
+    Tensor out = Tensor::full({s.rows, H, D}, 123.0);
+    ops::paged_attention(s.q.data<float>(), H, s.kv, s.seqs, one_head, out.data<float>());
+    const Tensor mine = out.slice(1, c.G, 2 * c.G), others = out.slice(1, 2 * c.G, H);
+    EXPECT_ALL_CLOSE(mine.contiguous(), want.slice(1, c.G, 2 * c.G).contiguous(),
+                     testing::tol::kFusedForward);
+    EXPECT_ALL_CLOSE(out.slice(1, 0, c.G).contiguous(), Tensor::full({s.rows, c.G, D}, 123.0), kUntouched);
+    EXPECT_ALL_CLOSE(others.contiguous(), Tensor::full({s.rows, H - 2 * c.G, D}, 123.0), kUntouched);
+  }
+
+  // attn::attention over each sequence's keys gathered into [1, Hkv, Lk, D].
+  for (std::size_t i = 0; i < s.seqs.size(); ++i) {
+    const auto& ps = s.seqs[i];
+    if (ps.queries == 0) continue;
+    const int64_t Lk = ps.keys, Lq = ps.queries;
+    Tensor k = Tensor::zeros({1, c.Hkv, Lk, D}), v = Tensor::zeros({1, c.Hkv, Lk, D});
+    for (int64_t g = 0; g < c.Hkv; ++g)
+      for (int64_t j = 0; j < Lk; ++j) {
+        const int32_t b = ps.blocks[j / c.bt];
+        for (int64_t d = 0; d < D; ++d) {
+          const int64_t off = b * s.kv.block_stride + (g * c.bt + j % c.bt) * D + d;
+          const bool seen = b >= 0;  // released blocks are never seen: leave them 0
+          k.data<float>()[(g * Lk + j) * D + d] = seen ? s.at(off) : 0.0f;
+          v.data<float>()[(g * Lk + j) * D + d] = seen ? s.at(off + c.Hkv * c.bt * D) : 0.0f;
+        }
+      }
+    const Tensor q =
+        s.q.slice(0, sargs[i].row0, sargs[i].row0 + Lq).permute({1, 0, 2}).unsqueeze(0).contiguous();
+    AttentionOptions ao;
+    ao.scale = opt.scale;
+    ao.causal = true;
+    ao.align = Align::bottom_right;
+    if (c.window) ao.window_left = c.window - 1;
+    ao.softcap = c.softcap;
+    ao.backend = Backend::reference;
+    ao.capture.enabled = true;
+    const AttentionResult r = attention(q, k, v, ao);  // [1, H, Lq, D]
+    Tensor out = Tensor::zeros({Lq, H, D}), lse = Tensor::zeros({Lq, H});
+    Tensor weights = Tensor::full({Lq, H, Lk}, 7.0);
+    ops::PagedSequence one = ps;
+    one.weights = weights.data<float>();
+    // Every other sequence without lse: the entry keeps its own for the weights.
+    ops::paged_attention(s.q.data<float>() + sargs[i].row0 * H * D, H, s.kv, {&one, 1}, opt,
+                         out.data<float>(), i % 2 ? lse.data<float>() : nullptr);
+    EXPECT_ALL_CLOSE(out, r.out.select(0, 0).permute({1, 0, 2}).contiguous(), testing::tol::kFusedForward)
+        << "sequence " << i;
+    EXPECT_ALL_CLOSE(weights, r.weights.select(0, 0).permute({1, 0, 2}).contiguous(), testing::tol::kWeights)
+        << "sequence " << i;
+    if (i % 2 == 0) continue;
+    EXPECT_ALL_CLOSE(lse, r.lse.select(0, 0).permute({1, 0}).contiguous(), testing::tol::kFusedForward)
+        << "sequence " << i;
+  }
+}
+
+std::vector<PagedCase> paged_cases() {
+  return {
+      {"decode_bt16", 16, 2, 3, 64, {{100, 1}, {16, 1}, {1, 1}}},
+      {"decode_bt1", 1, 1, 4, 32, {{37, 1}, {5, 1}}},
+      {"decode_bt32_mha", 32, 4, 1, 128, {{70, 1}}},
+      {"decode_window", 16, 2, 2, 64, {{200, 1}, {9, 1}}, 40},
+      {"decode_softcap", 16, 1, 8, 64, {{90, 1}}, 0, 2.0f},
+      {"decode_f16", 16, 2, 4, 128, {{150, 1}, {3, 1}}, 0, 0.0f, true},
+      {"decode_d_off_simd", 16, 2, 2, 20, {{45, 1}, {17, 1}}},
+      {"decode_d_odd_f16", 8, 1, 3, 13, {{29, 1}}, 0, 0.0f, true},
+      {"chunk_whole_prompt", 16, 2, 2, 64, {{37, 37}}},
+      {"chunk_after_cache", 16, 2, 3, 32, {{90, 11}, {20, 5}}},
+      {"chunk_bt1", 1, 1, 2, 24, {{19, 7}}},
+      {"chunk_bt32_window", 32, 2, 2, 64, {{150, 40}}, 24},
+      {"chunk_window_1", 16, 1, 2, 16, {{40, 9}}, 1},
+      {"chunk_softcap_f16", 16, 2, 2, 64, {{70, 13}}, 0, 1.5f, true},
+      {"ragged_mixed", 16, 3, 2, 48, {{33, 1}, {64, 16}, {5, 5}, {80, 1}, {7, 0}}, 0, 0.0f, false},
+      {"ragged_window_softcap_f16", 16, 2, 4, 40, {{120, 1}, {50, 20}, {3, 3}}, 17, 3.0f, true},
+      // Few items for 2 threads: the decode rows' keys are split into shares and merged.
+      {"decode_split_long", 16, 1, 4, 64, {{3000, 1}}},
+      {"decode_split_f16_softcap", 16, 2, 2, 40, {{1500, 1}}, 0, 2.0f, true},
+      {"decode_split_window", 32, 1, 2, 48, {{5000, 1}}, 1200},
+      {"ragged_split", 16, 1, 2, 32, {{2000, 1}, {30, 4}}},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, PagedAttentionTest,
+                         ::testing::Combine(::testing::ValuesIn(paged_cases()),
+                                            ::testing::ValuesIn(testing::available_isas())),
+                         testing::isa_case_name<PagedCase>);
+
+TEST(PagedAttention, HugeLogitsStayFinite) {
+  // Scores of ±1e4: the online softmax's rescaling must not overflow or lose the winner.
+  PagedCase c{"huge", 16, 1, 2, 16, {{50, 3}}};
+  PagedSetup s = make_setup(c, 5);
+  for (int64_t i = 0; i < s.q.numel(); ++i) s.q.data<float>()[i] *= 3000.0f;
+  for (Isa isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    Tensor out = Tensor::zeros({s.rows, 2, 16}), lse = Tensor::zeros({s.rows, 2});
+    ops::paged_attention(s.q.data<float>(), 2, s.kv, s.seqs, {}, out.data<float>(), lse.data<float>());
+    for (int64_t i = 0; i < out.numel(); ++i)
+      ASSERT_TRUE(std::isfinite(out.data<float>()[i])) << isa_str(isa);
+    for (int64_t i = 0; i < lse.numel(); ++i)
+      ASSERT_TRUE(std::isfinite(lse.data<float>()[i])) << isa_str(isa);
+  }
+  kernels::cpu::force_isa(std::nullopt);
+}
+
+TEST(PagedAttention, RejectsBadArguments) {
+  PagedCase c{"bad", 16, 2, 2, 32, {{40, 1}}};
+  PagedSetup s = make_setup(c, 9);
+  Tensor out = Tensor::zeros({1, 4, 32});
+  auto run = [&](const ops::PagedKv& kv, std::vector<ops::PagedSequence> seqs, int64_t H,
+                 ops::PagedAttentionOptions opt = {}) {
+    ops::paged_attention(s.q.data<float>(), H, kv, seqs, opt, out.data<float>());
+  };
+  EXPECT_ERROR_CONTAINS(run(s.kv, s.seqs, 3), {"H must be a positive multiple of Hkv = 2", "got H = 3"});
+  ops::PagedSequence bad = s.seqs[0];
+  bad.queries = 41;
+  EXPECT_ERROR_CONTAINS(run(s.kv, {bad}, 4), {"0 <= queries <= keys", "queries 41, keys 40"});
+  bad = s.seqs[0];
+  bad.table_size = 2;
+  EXPECT_ERROR_CONTAINS(run(s.kv, {bad}, 4), {"needs a table of >= 3 blocks", "got 2"});
+  std::vector<int32_t> released = s.tables[0];
+  released[0] = -1;  // no window: position 0 is seen
+  bad = s.seqs[0];
+  bad.blocks = released.data();
+  EXPECT_ERROR_CONTAINS(run(s.kv, {bad}, 4), {"block 0", "got -1"});
+  ops::PagedKv kv = s.kv;
+  kv.block_stride = 10;
+  EXPECT_ERROR_CONTAINS(run(kv, s.seqs, 4),
+                        {"block_stride must be >= 2 · Hkv · block_tokens · D = 2048", "got 10"});
+  ops::PagedAttentionOptions opt;
+  opt.window = -2;
+  EXPECT_ERROR_CONTAINS(run(s.kv, s.seqs, 4, opt), {"window must be >= 0", "got -2"});
+  opt.window = 0;
+  opt.kv_head_begin = 2;
+  EXPECT_ERROR_CONTAINS(run(s.kv, s.seqs, 4, opt), {"non-empty range in [0, 2]", "got [2, 0)"});
+}
+
+}  // namespace
+}  // namespace attn
