@@ -497,8 +497,7 @@ struct LlamaModel::Impl {
   // every phase on its share (rows of a matrix, heads of the attention) and meets the others at a
   // barrier where the next phase needs their results (5 per layer). The norms and the activation
   // quantizations are computed by every rank for itself (a few hundred ns), which saves barriers.
-  // Residual adds are fused into the products (y += W·a). Once the scratch exists the only allocations
-  // are the attention entry's few small argument vectors per call.
+  // Residual adds are fused into the products (y += W·a). No allocation once the scratch exists.
   void decode_step_q8(int32_t id) {
     const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
     const int64_t group = H / Hkv;
