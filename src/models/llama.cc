@@ -6,11 +6,9 @@
 #include <attn/io/json.h>
 #include <attn/models/llama.h>
 #include <attn/models/llama_tuning.h>
-#include <attn/models/runtime/kv_cache.h>
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
-#include <attn/ops/paged_attention.h>
 #include <attn/ops/quantized.h>
 #include <attn/text/chat_template.h>
 
@@ -236,12 +234,11 @@ struct LlamaModel::Impl {
   std::vector<float> output_norm;
   std::vector<Layer> layers;
 
-  // The KV cache: the runtime's paged cache (models/runtime/kv_cache.h) holding this model's one
-  // sequence, f32, its pool sized for `cap` positions. With the 8-bit decode path also an f16 copy
-  // (llama.cpp's cache type; what decode steps read: half the bytes of the f32 cache, which prompt
-  // passes keep using). Both are appended and written together, so their tables are the same.
-  std::unique_ptr<runtime::PagedKvCache> kv32, kv16;
-  runtime::PagedKvCache::SeqId seq = 0;
+  // KV cache per layer: [Hkv, cap, D]
+  std::vector<Tensor> kcache, vcache;
+  // With the 8-bit decode path also an f16 copy (llama.cpp's cache type; what decode steps read: half
+  // the bytes of the f32 cache, which prompt passes keep using): per layer [Hkv, cap, D] half bits.
+  std::vector<std::unique_ptr<uint16_t[]>> kcache16, vcache16;
   int64_t pos = 0;
 
   // Scratch, grown to the longest pass so far (no allocation per decode step).
@@ -260,6 +257,7 @@ struct LlamaModel::Impl {
   ops::Q8Activations xq8;  // [M, K] rows of X for matmul()
   std::vector<ops::Q8Activations> rank_q8;      // per rank of the decode region: [1, max(C, F)]
   std::vector<std::vector<float>> rank_n;       // per rank: [C] normed row
+  std::vector<std::vector<float>> rank_scores;  // per rank: [H / Hkv, cap] attention scores
   std::unique_ptr<PhaseSync[]> phases;          // the decode step's phases
   int64_t nphase_alloc = 0;
 
@@ -441,47 +439,16 @@ struct LlamaModel::Impl {
     }
   }
 
-  // The caches, made at the first pass (their pools are not initialised: pages are touched as the
-  // sequence grows).
   void ensure_cache() {
-    if (kv32) return;
-    runtime::KvCacheConfig kc;
-    kc.layers = c.layers;
-    kc.kv_heads = c.kv_heads;
-    kc.head_dim = c.head_dim;
-    const int64_t blocks = c.layers * ((cap + kc.block_tokens - 1) / kc.block_tokens);
-    kc.pool_bytes = blocks * 2 * c.kv_heads * kc.block_tokens * c.head_dim * 4;
-    kv32 = std::make_unique<runtime::PagedKvCache>(kc);
-    seq = kv32->create();
-    if (q8_decode && opt.decode_kv_f16) {
-      kc.dtype = ops::KvDtype::f16;
-      kc.pool_bytes /= 2;
-      kv16 = std::make_unique<runtime::PagedKvCache>(kc);
-      kv16->create();  // the same id: both caches hold one sequence
+    if (!kcache.empty()) return;
+    for (int64_t l = 0; l < c.layers; ++l) {
+      kcache.push_back(Tensor::empty({c.kv_heads, cap, c.head_dim}));
+      vcache.push_back(Tensor::empty({c.kv_heads, cap, c.head_dim}));
+      if (q8_decode && opt.decode_kv_f16) {  // not value-initialized: pages are touched as the sequence grows
+        kcache16.emplace_back(new uint16_t[c.kv_heads * cap * c.head_dim]);
+        vcache16.emplace_back(new uint16_t[c.kv_heads * cap * c.head_dim]);
+      }
     }
-  }
-
-  // Forgets the sequence: the cache starts empty at position 0.
-  void reset() {
-    pos = 0;
-    if (!kv32) return;
-    const runtime::PagedKvCache::SeqId old = seq;
-    kv32->free(old);
-    seq = kv32->create();
-    if (kv16) {
-      kv16->free(old);
-      ATTN_CHECK(kv16->create() == seq, "llama: the f16 KV cache lost step with the f32 one");
-    }
-  }
-
-  // Positions [pos, pos + L) in both caches (no prefix keys: one sequence, never shared).
-  void append_cache(int64_t L) {
-    ATTN_CHECK(kv32->append(seq, nullptr, L) && (!kv16 || kv16->append(seq, nullptr, L)),
-               "llama: the KV cache cannot hold ", pos + L, " positions");
-  }
-  void commit_cache() {
-    kv32->commit(seq);
-    if (kv16) kv16->commit(seq);
   }
 
   // x[0, :] = the embedding row of `id`.
@@ -500,7 +467,7 @@ struct LlamaModel::Impl {
   // Residual adds are fused into the products (y += W·a). No allocation once the scratch exists.
   void decode_step_q8(int32_t id) {
     const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
-    const int64_t group = H / Hkv;
+    const int64_t group = H / Hkv, Lk = pos + 1;
     embed_row(id, x.data());
     rope_tables(pos, 1);
     logits.resize(c.vocab);
@@ -510,14 +477,13 @@ struct LlamaModel::Impl {
     if (static_cast<int>(rank_q8.size()) < T) {
       rank_q8.resize(T);
       rank_n.resize(T);
+      rank_scores.resize(T);
     }
     for (int r = 0; r < T; ++r) {
       rank_q8[r].reserve(1, std::max(C, F));
       rank_n[r].resize(C);
+      rank_scores[r].resize(group * cap);
     }
-    append_cache(1);
-    const runtime::PagedKvCache& read = kv16 ? *kv16 : *kv32;  // what the steps' attention reads
-    const ops::PagedKv read_view = read.view();
     const ops::Q8Dot q8dot = ops::q8_dot();  // the kernel chosen once per step
     auto dot = [q8dot](const Mat& w, int64_t n0, int64_t n1, const ops::Q8Activations& a, float* y,
                        bool acc) {
@@ -579,22 +545,29 @@ struct LlamaModel::Impl {
           dot(ly.wv, std::clamp(b - C - kv, int64_t{0}, kv), std::clamp(e - C - kv, int64_t{0}, kv), a,
               vbuf.data(), false);
         });
-        // Per KV head: RoPE, its rows written into the caches (f32 and f16), then the group's query
-        // heads over the f16 cache (the f32 one without it) through the paged attention, this head
-        // only (no barrier between the write and its readers).
+        // Per KV head: RoPE, the KV caches (f32 and f16) appended in place, then the group's query heads
+        // over the f16 cache (no barrier between the append and its readers).
         phase(
             static_cast<int>(Hkv), [] {},
             [&](int kh) {
+              float* kc = kcache[l].data<float>();
+              float* vc = vcache[l].data<float>();
               rope(kbuf.data() + kh * D, 1, 1);
-              kv32->write_head(seq, l, pos, kh, kbuf.data() + kh * D, vbuf.data() + kh * D);
-              if (kv16) kv16->write_head(seq, l, pos, kh, kbuf.data() + kh * D, vbuf.data() + kh * D);
+              std::memcpy(kc + (kh * cap + pos) * D, kbuf.data() + kh * D, D * sizeof(float));
+              std::memcpy(vc + (kh * cap + pos) * D, vbuf.data() + kh * D, D * sizeof(float));
               rope(qp + kh * group * D, 1, group);
-              const ops::PagedSequence ps = read.attention_sequence(seq, l, 1);
-              ops::PagedAttentionOptions ao;
-              ao.scale = scale;
-              ao.kv_head_begin = kh;
-              ao.kv_head_end = kh + 1;
-              ops::paged_attention(qp, H, read_view, {&ps, 1}, ao, ap);
+              if (kcache16.empty()) {
+                ops::group_decode_attention(qp + kh * group * D, group, kc + kh * cap * D, vc + kh * cap * D,
+                                            D, Lk, D, scale, rank_scores[r].data(), ap + kh * group * D);
+                return;
+              }
+              uint16_t* kc16 = kcache16[l].get();
+              uint16_t* vc16 = vcache16[l].get();
+              ops::store_f16(kbuf.data() + kh * D, D, kc16 + (kh * cap + pos) * D);
+              ops::store_f16(vbuf.data() + kh * D, D, vc16 + (kh * cap + pos) * D);
+              ops::group_decode_attention_f16(qp + kh * group * D, group, kc16 + kh * cap * D,
+                                              vc16 + kh * cap * D, D, Lk, D, scale, rank_scores[r].data(),
+                                              ap + kh * group * D);
             });
         phase(
             chunks(C, kRows), [&] { quantize(ap, C, a); },
@@ -618,7 +591,6 @@ struct LlamaModel::Impl {
         dot(out_mat(), ch * kOutRows, std::min(c.vocab, (ch + 1) * kOutRows), a, logits.data(), false);
       });
     });
-    commit_cache();
     pos += 1;
   }
 
@@ -646,8 +618,6 @@ struct LlamaModel::Impl {
     rope_tables(pos, L);
     float* qp = q.data<float>();
     float* ap = att.data<float>();
-    append_cache(L);
-    std::vector<float> weights;  // [L, H, Lk] of a capture
     for (int64_t l = 0; l < c.layers; ++l) {
       Layer& ly = layers[l];
       rms_norm(x.data(), ly.attn_norm, n.data(), L);
@@ -659,21 +629,31 @@ struct LlamaModel::Impl {
         for (int64_t k = 0; k < L * kv; ++k) kbuf[k] = round_to_f16(kbuf[k]);
         for (int64_t k = 0; k < L * kv; ++k) vbuf[k] = round_to_f16(vbuf[k]);
       }
-      kv32->write(seq, l, pos, kbuf.data(), vbuf.data(), L);  // kbuf, vbuf: [L, Hkv, D]
-      if (kv16) kv16->write(seq, l, pos, kbuf.data(), vbuf.data(), L);
-      // The L new queries over the f32 cache (causal, bottom-right), written into att [L, H, D].
+      float* kc = kcache[l].data<float>();
+      float* vc = vcache[l].data<float>();
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t h = 0; h < Hkv; ++h) {
+          std::memcpy(kc + (h * cap + pos + i) * D, kbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
+          std::memcpy(vc + (h * cap + pos + i) * D, vbuf.data() + (i * Hkv + h) * D, D * sizeof(float));
+          if (!kcache16.empty()) {
+            ops::store_f16(kbuf.data() + (i * Hkv + h) * D, D, kcache16[l].get() + (h * cap + pos + i) * D);
+            ops::store_f16(vbuf.data() + (i * Hkv + h) * D, D, vcache16[l].get() + (h * cap + pos + i) * D);
+          }
+        }
       const int64_t Lk = pos + L;
-      ops::PagedSequence ps = kv32->attention_sequence(seq, l, L);
+      Tensor qv = q.slice(0, 0, L).unsqueeze(0).permute({0, 2, 1, 3});  // [1, H, L, D]
+      Tensor kv4 = kcache[l].slice(1, 0, Lk).unsqueeze(0);              // [1, Hkv, Lk, D]
+      Tensor vv4 = vcache[l].slice(1, 0, Lk).unsqueeze(0);              // [1, Hkv, Lk, D]
+      AttentionOptions ao;
+      ao.causal = true;
+      ao.align = Align::bottom_right;
+      if (capture) ao.capture.enabled = true;
+      AttentionResult r = attention(qv, kv4, vv4, ao);
+      // r.out: [1, H, L, D] → att [L, H, D]
+      att.slice(0, 0, L).copy_from(r.out.select(0, 0).permute({1, 0, 2}));
       if (capture) {
-        weights.assign(static_cast<std::size_t>(L * H * Lk), 0.0f);
-        ps.weights = weights.data();
-      }
-      ops::paged_attention(qp, H, kv32->view(), {&ps, 1}, {}, ap);
-      if (capture) {  // [L, H, Lk] -> [H, L, Lk]
-        std::vector<float>& w = capture->emplace_back(static_cast<std::size_t>(H * L * Lk));
-        for (int64_t i = 0; i < L; ++i)
-          for (int64_t h = 0; h < H; ++h)
-            std::copy_n(weights.data() + (i * H + h) * Lk, Lk, w.data() + (h * L + i) * Lk);
+        const Tensor w = r.weights.contiguous();  // [1, H, L, Lk]
+        capture->emplace_back(w.data<float>(), w.data<float>() + w.numel());
       }
       matmul({{&ly.wo, tmp.data(), C}}, ap, L, C, form);
       for (int64_t k = 0; k < L * C; ++k) x[k] += tmp[k];
@@ -686,7 +666,6 @@ struct LlamaModel::Impl {
       matmul({{&ly.down, tmp.data(), C}}, g.data(), L, F, form);
       for (int64_t k = 0; k < L * C; ++k) x[k] += tmp[k];
     }
-    commit_cache();
     pos += L;
     last.resize(C);
     rms_norm(x.data() + (L - 1) * C, output_norm, last.data(), 1);
@@ -763,7 +742,7 @@ const LlamaConfig& LlamaModel::config() const { return impl_->c; }
 const text::ByteBpeTokenizer& LlamaModel::tokenizer() const { return impl_->tok; }
 const io::GgufFile& LlamaModel::file() const { return impl_->file; }
 int64_t LlamaModel::capacity() const { return impl_->cap; }
-void LlamaModel::clear() { impl_->reset(); }
+void LlamaModel::clear() { impl_->pos = 0; }
 int64_t LlamaModel::position() const { return impl_->pos; }
 
 std::span<const float> LlamaModel::prefill(std::span<const int32_t> ids) {
@@ -781,7 +760,7 @@ LlamaAttention LlamaModel::attention_weights(std::span<const int32_t> ids) {
   a.ids.assign(ids.begin(), ids.end());
   for (int32_t id : ids) a.tokens.push_back(llama_token_display(impl_->tok, id));
   a.heads = impl_->c.heads;
-  impl_->reset();
+  impl_->pos = 0;
   impl_->forward(ids, &a.layers);
   return a;
 }
