@@ -234,6 +234,13 @@ def main():
     t.kind("bad JSON bodies: error has a code, under 4 KB", {True}, [
         lambda b=b: error_has_code(b) for b in (b"{", b"[]", b"{\"input\": 1" + b"9" * 100000 + b"}", b"\xff\xfe",
                                                   b"{\"input\": [" + b"[" * 100 + b"]}", b"{\"input\": null}")] * 3)
+    def attention_bomb():
+        body = json.dumps({"input": "the cat sat on the mat " * 40,
+                           "attention": {"layers": [0] * 64, "heads": [0] * 64}}).encode()
+        out = raw(port, post + b"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                  % len(body) + body)
+        return status_of(out) == 400 and b"duplicate_index" in out
+    t.kind("attention with 64 x 64 repeated indices (1.7 KB)", {True}, [attention_bomb] * 5)
     if have_chat:
         def chat(seed):
             body = json.dumps({"messages": [{"role": "user", "content": "写一首关于猫的诗，用很多表情符号 🐱🎉"}],
