@@ -568,6 +568,18 @@ struct RawRequest {
   }
 };
 
+// After a client left a 500-token generation: the slot is free for the next request, and the
+// counter of completion tokens shows the first one stopped early.
+void expect_stopped_early(Running& s) {
+  const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 1, "temperature": 0})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const std::string m = s.client.Get("/metrics")->body;
+  std::smatch t;
+  ASSERT_TRUE(std::regex_search(m, t, std::regex("attn_tokens_total\\{kind=\"completion\"\\} (\\d+)"))) << m;
+  EXPECT_LT(std::stoi(t[1]), 200) << m;
+}
+
 // A raw HTTP request on a socket: the client reads the first chunk of the stream and hangs up.
 TEST(ServeGenerate, AClientThatHangsUpStopsItsGeneration) {
   REQUIRE_SMOLLM2();
@@ -578,15 +590,7 @@ TEST(ServeGenerate, AClientThatHangsUpStopsItsGeneration) {
                    R"({"prompt": "1, 2, 3, 4, 5,", "max_tokens": 500, "temperature": 0, "stream": true})");
     ASSERT_TRUE(raw.read_until("data: "));
   }  // hangs up
-  // The slot comes free long before 500 tokens: the next request is answered, and the counter
-  // of completion tokens shows the first one stopped early.
-  const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 1, "temperature": 0})");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
-  const std::string m = s.client.Get("/metrics")->body;
-  std::smatch t;
-  ASSERT_TRUE(std::regex_search(m, t, std::regex("attn_tokens_total\\{kind=\"completion\"\\} (\\d+)"))) << m;
-  EXPECT_LT(std::stoi(t[1]), 200) << m;
+  expect_stopped_early(s);
 }
 
 // Not streamed: no byte goes out before the reply is whole, so the server asks the connection after
@@ -599,13 +603,7 @@ TEST(ServeGenerate, AClientThatLeavesANonStreamedRequestStopsIt) {
                    R"({"prompt": "1, 2, 3, 4, 5,", "max_tokens": 500, "temperature": 0})");
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }  // hangs up before any byte of the reply
-  const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 1, "temperature": 0})");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
-  const std::string m = s.client.Get("/metrics")->body;
-  std::smatch t;
-  ASSERT_TRUE(std::regex_search(m, t, std::regex("attn_tokens_total\\{kind=\"completion\"\\} (\\d+)"))) << m;
-  EXPECT_LT(std::stoi(t[1]), 200) << m;
+  expect_stopped_early(s);
 }
 
 TEST(ServeGenerate, ChatAttentionCoversPromptAndReplyCausally) {
