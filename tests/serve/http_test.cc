@@ -438,6 +438,15 @@ TEST(HttpServe, ForeignHostsAndCrossSiteFormPostsAreRefused) {
   EXPECT_EQ(error_code(rebound), "invalid_host");
   EXPECT_EQ(status(roundtrip(s, "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")),
             200);
+  ServerOptions proxied;
+  proxied.allowed_hosts = {"proxy.internal"};
+  Live p(proxied);  // a reverse proxy's name, given with --allowed-host
+  EXPECT_EQ(status(roundtrip(
+                p, "GET /v1/models HTTP/1.1\r\nHost: Proxy.Internal:443\r\nConnection: close\r\n\r\n")),
+            200);
+  EXPECT_EQ(
+      status(roundtrip(p, "GET /v1/models HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")),
+      403);
   const std::string post =
       "POST /v1/embeddings HTTP/1.1\r\nHost: " + s.host() + "\r\nContent-Length: 2\r\nConnection: close\r\n";
   const std::string forged =
