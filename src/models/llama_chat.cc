@@ -78,8 +78,34 @@ LlamaReply llama_generate_text(LlamaModel& model, const std::vector<int32_t>& pr
   return r;
 }
 
+namespace {
+
+std::string joined(const text::TextPieces& pieces) {
+  std::string out;
+  for (const text::TextPiece& p : pieces) out += p.text;
+  return out;
+}
+
+// What the model's template writes after an assistant reply: the template of [user, assistant R]
+// minus that of [user] with the generation prompt, minus R.
+std::string reply_closing(const LlamaModel& model) {
+  const std::string reply = "R";
+  const std::string open = joined(model.chat_template_pieces({{"user", "u"}}, true));
+  const std::string done = joined(model.chat_template_pieces({{"user", "u"}, {"assistant", reply}}, false));
+  ATTN_CHECK(done.compare(0, open.size(), open) == 0 && done.compare(open.size(), reply.size(), reply) == 0,
+             "llama chat: the model's chat template does not write an assistant reply right after its ",
+             "generation prompt, so a conversation cannot continue in the cache; use one prompt per turn");
+  return done.substr(open.size() + reply.size());
+}
+
+}  // namespace
+
 LlamaChat::LlamaChat(LlamaModel& model, std::string system, LlamaTextOptions options, uint64_t seed)
-    : model_(model), system_(std::move(system)), options_(std::move(options)), rng_(seed) {}
+    : model_(model),
+      system_(std::move(system)),
+      closing_(reply_closing(model)),
+      options_(std::move(options)),
+      rng_(seed) {}
 
 void LlamaChat::reset() {
   model_.clear();
@@ -132,13 +158,19 @@ LlamaChat::Turn LlamaChat::say(const std::string& user_text) {
   }
   t.turn_tokens = static_cast<int64_t>(ids.size());
   t.reply = llama_generate_text(model_, ids, options_, rng_);
-  // Close the assistant turn in the cache as the template writes it: <|im_end|>\n. The last generated
-  // token (the stop token, or the last one when max_new_tokens ran out) is not in the cache yet.
+  // Close the assistant turn in the cache as the template writes it (ChatML: <|im_end|>\n). The last
+  // generated token (the stop token, or the last one when max_new_tokens ran out) is not in the cache
+  // yet; a stop token that is the closing's start (<|im_end|>) stands for that part of it.
   const std::vector<int32_t>& reply = t.reply.ids;
-  const std::vector<int32_t> tail =
-      model_.tokenizer().encode(t.reply.stopped ? "\n" : "<|im_end|>\n", false, true);
+  std::string closing = closing_;
+  if (t.reply.stopped && !reply.empty()) {
+    const std::string stop = model_.tokenizer().decode({reply.back()}, true);
+    if (!stop.empty() && closing.compare(0, stop.size(), stop) == 0) closing.erase(0, stop.size());
+  }
+  const std::vector<int32_t> tail = model_.tokenizer().encode(closing, false, true);
   if (!reply.empty() && model_.position() < model_.capacity()) model_.step(reply.back());
-  if (model_.position() + static_cast<int64_t>(tail.size()) <= model_.capacity()) model_.prefill(tail);
+  if (!tail.empty() && model_.position() + static_cast<int64_t>(tail.size()) <= model_.capacity())
+    model_.prefill(tail);
   first_ = false;
   return t;
 }

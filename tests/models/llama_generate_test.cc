@@ -164,6 +164,11 @@ TEST(LlamaChat, TurnsStayInTheCacheAndResetClears) {
   EXPECT_NE(a.reply.text.find("Paris"), std::string::npos) << a.reply.text;
   const int64_t after_first = model->position();
   EXPECT_GT(after_first, a.reply.prompt_tokens);
+  // The turn is closed as SmolLM2's template writes it: the stop token <|im_end|>, then "\n".
+  ASSERT_TRUE(a.reply.stopped);
+  EXPECT_EQ(model->tokenizer().decode({a.reply.ids.back()}, true), "<|im_end|>");
+  EXPECT_EQ(after_first, a.reply.prompt_tokens + static_cast<int64_t>(a.reply.ids.size()) +
+                             static_cast<int64_t>(model->tokenizer().encode("\n", false, false).size()));
   const models::LlamaChat::Turn b = chat.say("And of Germany?");
   EXPECT_NE(b.reply.text.find("Berlin"), std::string::npos) << b.reply.text;
   EXPECT_GT(model->position(), after_first);

@@ -76,7 +76,8 @@ class LlamaChat {
     LlamaReply reply;
   };
   // One user turn: templated, generated (streamed to options.on_text), then closed in the cache as the
-  // template writes it (<|im_end|>\n).
+  // template writes it after an assistant reply (derived from the template when the chat is made;
+  // ChatML: <|im_end|>\n). The constructor throws when the template cannot continue a conversation.
   Turn say(const std::string& user_text);
   // Starts a new conversation.
   void reset();
@@ -85,6 +86,7 @@ class LlamaChat {
   std::vector<int32_t> turn_ids(const std::string& user_text) const;  // this turn, templated
   LlamaModel& model_;
   std::string system_;
+  std::string closing_;  // what the template writes after an assistant reply (ChatML: "<|im_end|>\n")
   LlamaTextOptions options_;
   Rng rng_;
   bool first_ = true;
