@@ -156,6 +156,22 @@ TEST(GgufGood, GetterErrorsNameKeyAndTypes) {
   EXPECT_EQ(g.get_int("test.u16", -7), 65000);
 }
 
+TEST(GgufGood, HyperparameterGetters) {
+  const GgufFile& g = fixture().file;
+  EXPECT_EQ(g.get_positive("test.u16"), 65000);
+  std::string e = error_of([&] { g.get_positive("test.i8"); });
+  EXPECT_NE(e.find("gguf_good.gguf"), std::string::npos) << e;
+  EXPECT_NE(e.find("'test.i8' must be > 0, got -100"), std::string::npos) << e;
+  e = error_of([&] { g.get_positive("llama.block_count"); });
+  EXPECT_NE(e.find("missing metadata key 'llama.block_count'"), std::string::npos) << e;
+  EXPECT_EQ(g.get_real("test.f32", 0), static_cast<double>(g.get_f32("test.f32")));
+  EXPECT_EQ(g.get_real("test.u16", 0), 65000.0);  // integers count as reals
+  EXPECT_EQ(g.get_real("no.such.key", 2.5), 2.5);
+  e = error_of([&] { g.get_real("test.string", 0); });
+  EXPECT_NE(e.find("'test.string' must be a number (f32, f64 or an integer), got string"), std::string::npos)
+      << e;
+}
+
 class GgufDequant : public ::testing::TestWithParam<std::string> {};
 
 // load() against gguf.quants.dequantize, bit for bit: the per-element
