@@ -540,10 +540,11 @@ struct RawRequest {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
       throw std::runtime_error("connect");
-    const std::string req = "POST " + path +
-                            " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
-                            "Content-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string req =
+        "POST " + path +
+        " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     if (::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size()))
       throw std::runtime_error("send");
   }
