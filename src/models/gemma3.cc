@@ -675,9 +675,7 @@ text::TextPieces Gemma3Model::chat_template_pieces(const std::vector<Message>& m
 
 std::string Gemma3Model::apply_chat_template(const std::vector<Message>& messages,
                                              bool add_generation_prompt) const {
-  std::string out;
-  for (const text::TextPiece& p : chat_template_pieces(messages, add_generation_prompt)) out += p.text;
-  return out;
+  return text::join_pieces(chat_template_pieces(messages, add_generation_prompt));
 }
 
 }  // namespace attn::models

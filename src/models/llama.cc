@@ -790,7 +790,7 @@ text::TextPieces LlamaModel::chat_template_pieces(const std::vector<Message>& me
 
 std::string LlamaModel::apply_chat_template(const std::vector<Message>& messages,
                                             bool add_generation_prompt) const {
-  return text::jinja::join_pieces(chat_template_pieces(messages, add_generation_prompt));
+  return text::join_pieces(chat_template_pieces(messages, add_generation_prompt));
 }
 
 // ---------------------------------------------------------------- attention export

@@ -80,18 +80,13 @@ LlamaReply llama_generate_text(LlamaModel& model, const std::vector<int32_t>& pr
 
 namespace {
 
-std::string joined(const text::TextPieces& pieces) {
-  std::string out;
-  for (const text::TextPiece& p : pieces) out += p.text;
-  return out;
-}
-
 // What the model's template writes after an assistant reply: the template of [user, assistant R]
 // minus that of [user] with the generation prompt, minus R.
 std::string reply_closing(const LlamaModel& model) {
   const std::string reply = "R";
-  const std::string open = joined(model.chat_template_pieces({{"user", "u"}}, true));
-  const std::string done = joined(model.chat_template_pieces({{"user", "u"}, {"assistant", reply}}, false));
+  const std::string open = text::join_pieces(model.chat_template_pieces({{"user", "u"}}, true));
+  const std::string done =
+      text::join_pieces(model.chat_template_pieces({{"user", "u"}, {"assistant", reply}}, false));
   ATTN_CHECK(done.compare(0, open.size(), open) == 0 && done.compare(open.size(), reply.size(), reply) == 0,
              "llama chat: the model's chat template does not write an assistant reply right after its ",
              "generation prompt, so a conversation cannot continue in the cache; use one prompt per turn");
@@ -123,8 +118,7 @@ std::vector<int32_t> LlamaChat::turn_ids(const std::string& user_text) const {
     // This turn alone: the template of [system, user] minus that of [system], piece by piece.
     // The template merges neighbouring pieces of the same kind, so the cut is made in bytes.
     const text::TextPieces both = model_.chat_template_pieces({{"system", ""}, {"user", user_text}}, true);
-    std::string sys;
-    for (const text::TextPiece& p : model_.chat_template_pieces({{"system", ""}}, false)) sys += p.text;
+    const std::string sys = text::join_pieces(model_.chat_template_pieces({{"system", ""}}, false));
     std::size_t skip = sys.size(), matched = 0;
     for (const text::TextPiece& p : both) {
       const std::size_t n = std::min(skip, p.text.size());

@@ -85,7 +85,8 @@ std::string chunk_json(const GenRequest& r, const std::string& text, const std::
 }  // namespace
 
 GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
-                         const std::function<bool(const std::string&)>& on_piece) {
+                         const std::function<bool(const std::string&)>& on_piece,
+                         const std::function<bool()>& client_gone) {
   const text::ByteBpeTokenizer& tok = m.tokenizer();
   models::GenerateOptions g = models::request_options(r.max_tokens, r.temperature, r.top_k, r.top_p);
   models::set_stop_tokens(g, tok);
@@ -105,7 +106,14 @@ GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
     return false;
   };
   // After each token: false ends the generation (a stop string, or the client went away).
-  const auto advance = [&](int32_t token) { return emit(stream.push(token)) && !stream.stopped(); };
+  const auto advance = [&](int32_t token) {
+    if (!emit(stream.push(token)) || stream.stopped()) return false;
+    if (client_gone && client_gone()) {
+      cancelled = true;
+      return false;
+    }
+    return true;
+  };
 
   GateHold hold(gate);
   m.clear();
@@ -178,7 +186,7 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
     // prompt's special-token strings become their tokens (a raw prompt written in the model's format).
     pieces.push_back({p->as_string(), opt_bool(body, "special_tokens").value_or(false)});
   }
-  for (const text::TextPiece& piece : pieces) r->prompt_text += piece.text;
+  r->prompt_text = text::join_pieces(pieces);
   if (static_cast<int64_t>(r->prompt_text.size()) > l.max_input_bytes)
     throw bad_request("the prompt has " + std::to_string(r->prompt_text.size()) + " bytes; the limit is " +
                           std::to_string(l.max_input_bytes) + " (--max-input-bytes)",
@@ -253,9 +261,8 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
 
   if (!r->stream) {
     models::LlamaModel& m = *slots[lease->index];
-    // No bytes go out until the reply is whole: ask the connection after each token instead.
-    const GenResult g =
-        generate(m, *r, [&req](const std::string&) { return !(req.client_gone && req.client_gone()); });
+    // No bytes go out until the reply is whole: the connection is asked after each token instead.
+    const GenResult g = generate(m, *r, nullptr, req.client_gone);
     if (g.finish_reason == "cancelled") {  // nobody to answer: the status is for the metrics
       send_error(res, HttpError(499, "the client went away before the reply was whole", "", "client_closed"));
       return;

@@ -160,8 +160,11 @@ struct Impl {
 
   // The attention export of `text` under the model `model_id` (embed, generate or classify).
   viz::Export model_export(const std::string& model_id, const std::string& text, const AttentionSpec& spec);
+  // on_piece gets each piece of text (false: the client went away); client_gone is asked after each
+  // token (a reply that is sent whole at the end); either may be empty.
   GenResult generate(models::LlamaModel& m, const GenRequest& r,
-                     const std::function<bool(const std::string&)>& on_piece);
+                     const std::function<bool(const std::string&)>& on_piece,
+                     const std::function<bool()>& client_gone = nullptr);
 };
 
 // The metrics' endpoint label of a path (server.cc).

@@ -32,10 +32,8 @@ json::Value parse_body(const http::Request& req) {
 }
 
 std::string excerpt(std::string_view s, std::size_t max_bytes) {
-  if (s.size() <= max_bytes) return std::string(s);
-  std::size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
+  const std::string q = http::quote(s, max_bytes);  // "..." when cut
+  return s.size() <= max_bytes ? q : q + " (" + std::to_string(s.size()) + " bytes)";
 }
 
 const json::Value* member(const json::Value& body, const char* name) {

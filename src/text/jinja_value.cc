@@ -144,12 +144,6 @@ void Value::set(const std::string& key, Value v) {
   m_->set(key, std::move(v));
 }
 
-std::string join_pieces(const TextPieces& pieces) {
-  std::string out;
-  for (const TextPiece& p : pieces) out += p.text;
-  return out;
-}
-
 namespace detail {
 
 std::shared_ptr<const StrData> make_str(std::string text, bool trusted) {

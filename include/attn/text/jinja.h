@@ -136,7 +136,7 @@ class Template {
   std::shared_ptr<const detail::Program> program_;
 };
 
-// The pieces' text joined.
-std::string join_pieces(const TextPieces& pieces);
+// The pieces' text joined (text/text_piece.h).
+using text::join_pieces;
 
 }  // namespace attn::text::jinja

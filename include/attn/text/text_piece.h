@@ -15,4 +15,11 @@ struct TextPiece {
 
 using TextPieces = std::vector<TextPiece>;
 
+// The pieces' text joined (for display; encode the pieces themselves).
+inline std::string join_pieces(const TextPieces& pieces) {
+  std::string out;
+  for (const TextPiece& p : pieces) out += p.text;
+  return out;
+}
+
 }  // namespace attn::text
