@@ -9,6 +9,7 @@
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
+#include <attn/ops/paged_attention.h>
 #include <attn/ops/quantized.h>
 #include <attn/text/chat_template.h>
 
@@ -216,6 +217,9 @@ LlamaTensorCheck check_llama_tensors(const io::GgufFile& f, const LlamaConfig& c
 
 // Quantized products over at most this many rows use 8-bit activations (LlamaTuning::q8_activations).
 constexpr int64_t kQ8MaxRows = 16;
+// A batched step expands quantized matrices to f32 (LlamaTuning::prefill) only from this many rows on:
+// fewer rows (decode steps of many sequences) read the blocks once for all of them.
+constexpr int64_t kBatchF32MinRows = 64;
 
 // The most bytes load() allocates for the KV caches (f32 + f16 copies, all layers).
 constexpr int64_t kMaxKvCacheBytes = int64_t{16} << 30;
@@ -248,6 +252,7 @@ struct LlamaModel::Impl {
   std::vector<float> kbuf, vbuf;          // [L, Hkv·D]
   std::vector<float> rope_cos, rope_sin;  // [L, D/2]
   std::vector<float> logits;              // [V]
+  std::vector<float> batch_logits;        // [entries wanting logits, V] (forward_batch)
   std::vector<float> last;                // [C]
   std::vector<float> xq;                  // [L, K] (llama_cpp_rounding)
   std::vector<float> wtmp;                // [N, K] one matrix expanded to f32 for a prompt pass
@@ -407,16 +412,16 @@ struct LlamaModel::Impl {
     }
   }
 
-  // cos/sin of pos·base^(−2i/D) for positions pos0 .. pos0+L−1, as llama.cpp computes them
-  // (theta multiplied by base^(−2/D) in float, pair by pair).
-  void rope_tables(int64_t pos0, int64_t L) {
+  // cos/sin of pos·base^(−2i/D) for positions pos0 .. pos0+L−1 into table rows row0 .. row0+L−1, as
+  // llama.cpp computes them (theta multiplied by base^(−2/D) in float, pair by pair).
+  void rope_tables(int64_t pos0, int64_t L, int64_t row0 = 0) {
     const int64_t half = c.head_dim / 2;
     const float scale = std::pow(static_cast<float>(c.rope_base), -2.0f / static_cast<float>(c.head_dim));
     for (int64_t i = 0; i < L; ++i) {
       float theta = static_cast<float>(pos0 + i);
       for (int64_t p = 0; p < half; ++p) {
-        rope_cos[i * half + p] = std::cos(theta);
-        rope_sin[i * half + p] = std::sin(theta);
+        rope_cos[(row0 + i) * half + p] = std::cos(theta);
+        rope_sin[(row0 + i) * half + p] = std::sin(theta);
         theta *= scale;
       }
     }
@@ -672,7 +677,90 @@ struct LlamaModel::Impl {
     logits.resize(c.vocab);
     matmul({{&out_mat(), logits.data(), c.vocab}}, last.data(), 1, C, opt.decode);
   }
+
+  // The runtime's batched step (models/runtime/batch.h): every entry's rows stacked into one [M, C]
+  // activation matrix for the products, attention per entry through its block tables.
+  void forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch);
 };
+
+void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch) {
+  ATTN_CHECK(!batch.empty(), "llama: an empty batch");
+  const runtime::KvCacheConfig& kc = cache.config();
+  ATTN_CHECK(kc.layers == c.layers && kc.kv_heads == c.kv_heads && kc.head_dim == c.head_dim,
+             "llama: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ", kc.head_dim,
+             "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim, " (LlamaModel::kv_layout)");
+  const int64_t B = static_cast<int64_t>(batch.size());
+  std::vector<int64_t> row0(static_cast<std::size_t>(B)), pos0(static_cast<std::size_t>(B));
+  int64_t M = 0, wanted = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const runtime::BatchEntry& e = batch[b];
+    const int64_t len = cache.length(e.seq);
+    ATTN_CHECK(e.n >= 1 && e.tokens != nullptr && e.n <= len, "llama: batch entry ", b, " (sequence ", e.seq,
+               ") has ", e.n, " tokens; expected 1 to ", len, ", the positions appended to the cache");
+    ATTN_CHECK(len <= cap, "llama: sequence ", e.seq, " holds ", len, " positions; the model's context is ", cap,
+               cap < c.context ? " (--max-context)" : "");
+    for (int64_t i = 0; i < e.n; ++i)
+      ATTN_CHECK(e.tokens[i] >= 0 && e.tokens[i] < c.vocab, "llama: token id ", e.tokens[i], " at ", i,
+                 " of batch entry ", b, " is out of range [0, ", c.vocab, ")");
+    row0[b] = M;
+    pos0[b] = len - e.n;
+    M += e.n;
+    wanted += e.logits != nullptr;
+  }
+  grow(std::max(M, wanted));
+  const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
+  // Quantized products for the few rows of decode steps (weights read once for all of them); the f32
+  // form of prompt passes once the rows are many.
+  const WeightForm form = M >= std::max<int64_t>(opt.prefill_f32_min_tokens, kBatchF32MinRows)
+                              ? opt.prefill
+                              : WeightForm::quantized;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < batch[b].n; ++i) embed_row(batch[b].tokens[i], x.data() + (row0[b] + i) * C);
+    rope_tables(pos0[b], batch[b].n, row0[b]);
+  }
+  float* qp = q.data<float>();
+  float* ap = att.data<float>();
+  std::vector<ops::PagedSequence> seqs(static_cast<std::size_t>(B));
+  const ops::PagedKv view = cache.view();
+  for (int64_t l = 0; l < c.layers; ++l) {
+    Layer& ly = layers[l];
+    rms_norm(x.data(), ly.attn_norm, n.data(), M);
+    matmul({{&ly.wq, qp, C}, {&ly.wk, kbuf.data(), kv}, {&ly.wv, vbuf.data(), kv}}, n.data(), M, C, form);
+    rope(qp, M, H);
+    rope(kbuf.data(), M, Hkv);
+    if (opt.llama_cpp_rounding) {
+      for (int64_t k = 0; k < M * C; ++k) qp[k] = round_to_f16(qp[k]);
+      for (int64_t k = 0; k < M * kv; ++k) kbuf[k] = round_to_f16(kbuf[k]);
+      for (int64_t k = 0; k < M * kv; ++k) vbuf[k] = round_to_f16(vbuf[k]);
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      cache.write(batch[b].seq, l, pos0[b], kbuf.data() + row0[b] * kv, vbuf.data() + row0[b] * kv, batch[b].n);
+      seqs[b] = cache.attention_sequence(batch[b].seq, l, batch[b].n);
+    }
+    ops::paged_attention(qp, H, view, seqs, ops::PagedAttentionOptions{}, ap);
+    matmul({{&ly.wo, tmp.data(), C}}, ap, M, C, form);
+    for (int64_t k = 0; k < M * C; ++k) x[k] += tmp[k];
+    rms_norm(x.data(), ly.ffn_norm, n.data(), M);
+    matmul({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), M, C, form);
+    for (int64_t k = 0; k < M * F; ++k) {
+      const float a = g[k];
+      g[k] = a / (1.0f + std::exp(-a)) * u[k];
+    }
+    matmul({{&ly.down, tmp.data(), C}}, g.data(), M, F, form);
+    for (int64_t k = 0; k < M * C; ++k) x[k] += tmp[k];
+  }
+  for (const runtime::BatchEntry& e : batch) cache.commit(e.seq);
+  if (wanted == 0) return;
+  // The last row of each entry that wants logits: normed into n, one product for all of them.
+  int64_t r = 0;
+  for (int64_t b = 0; b < B; ++b)
+    if (batch[b].logits) rms_norm(x.data() + (row0[b] + batch[b].n - 1) * C, output_norm, n.data() + r++ * C, 1);
+  batch_logits.resize(static_cast<std::size_t>(wanted * c.vocab));
+  matmul({{&out_mat(), batch_logits.data(), c.vocab}}, n.data(), wanted, C, opt.decode);
+  r = 0;
+  for (const runtime::BatchEntry& e : batch)
+    if (e.logits) std::memcpy(e.logits, batch_logits.data() + r++ * c.vocab, c.vocab * sizeof(float));
+}
 
 LlamaModel::LlamaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
@@ -748,6 +836,19 @@ int64_t LlamaModel::position() const { return impl_->pos; }
 std::span<const float> LlamaModel::prefill(std::span<const int32_t> ids) {
   impl_->forward(ids, nullptr);
   return impl_->logits;
+}
+
+int64_t LlamaModel::batch_vocab() const { return impl_->c.vocab; }
+int64_t LlamaModel::batch_context() const { return impl_->cap; }
+runtime::KvCacheConfig LlamaModel::kv_layout() const {
+  runtime::KvCacheConfig k;
+  k.layers = impl_->c.layers;
+  k.kv_heads = impl_->c.kv_heads;
+  k.head_dim = impl_->c.head_dim;
+  return k;
+}
+void LlamaModel::forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch) {
+  impl_->forward_batch(cache, batch);
 }
 
 std::span<const float> LlamaModel::step(int32_t id) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquant.h"
 #include "kernels/cpu/q8k.h"
 #include "kernels/cpu/q8k_gemm.h"
@@ -119,7 +120,9 @@ void quant_linear_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const float
   check_range("quant_linear_rows", w, n0, n1, M, y, ldy);
   ATTN_CHECK(ldx >= w.cols() && (M == 0 || x != nullptr), "quant_linear_rows: x [M, K = ", w.cols(),
              "] needs a non-null buffer and row stride >= K; got ldx ", ldx);
-  if (!q8_capable(w.format())) {
+  // Q4_1 and Q8_0 have a block kernel for AVX-512 (qmatmul); elsewhere the row kernel (each weight row
+  // unpacked once, then AVX2 FMAs against the M rows) is several times faster than its portable body.
+  if (!q8_capable(w.format()) || kernels::cpu::active_isa() != kernels::cpu::Isa::avx512) {
     kernels::cpu::kquant_matmul_rows(kq(w.format()), w.blocks(), n0, n1, w.cols(), x, M, ldx, y, ldy, false);
     return;
   }

@@ -60,23 +60,20 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
     e = viz::export_bert_attention(*encoder, embed_id, text);
   } else if (!generate_id.empty() &&
              (model_id == generate_id || model_id == options.generate || model_id == "smollm2")) {
-    const std::vector<int32_t> ids = slots[0]->tokenizer().encode(text, false, true);
+    const std::vector<int32_t> ids = gen_model->tokenizer().encode(text, false, true);
     if (ids.empty()) throw bad_request("the text has no tokens", "input", "empty_input");
     if (static_cast<int64_t>(ids.size()) > l.max_attention_tokens)
       throw bad_request(too_long(static_cast<int64_t>(ids.size()), l.max_attention_tokens), "input",
                         "context_length_exceeded");
-    if (static_cast<int64_t>(ids.size()) > slots[0]->capacity())
+    if (static_cast<int64_t>(ids.size()) > gen_model->capacity())
       throw bad_request("the text has " + std::to_string(ids.size()) + " tokens; the context holds " +
-                            std::to_string(slots[0]->capacity()) + " (--context)",
+                            std::to_string(gen_model->capacity()) + " (--context)",
                         "input", "context_length_exceeded");
-    const models::LlamaConfig& c = slots[0]->config();
+    const models::LlamaConfig& c = gen_model->config();
     const auto n = static_cast<int64_t>(ids.size());
     check_attention_values(attention_values(spec, c.layers, c.heads, n, n), l.max_attention_values, "");
-    const auto lease = std::make_shared<SlotLease>(
-        slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s));
-    models::LlamaModel& m = *slots[lease->index];
-    GateHold hold(gate);
-    e = viz::export_llama_attention(m.attention_weights(ids), generate_id, text);
+    GateHold hold(gate);  // the model's own sequence, between the engine's steps
+    e = viz::export_llama_attention(gen_model->attention_weights(ids), generate_id, text);
   } else if (!classify_id.empty() && (model_id == classify_id || model_id == options.classify)) {
     if (static_cast<int64_t>(text.size()) + 1 > l.max_attention_tokens * 4)
       throw bad_request(too_long(static_cast<int64_t>(text.size()), l.max_attention_tokens), "input",

@@ -1,6 +1,6 @@
-// POST /v1/chat/completions and POST /v1/completions: a generation slot (one LlamaModel) per
-// request, models::generate_from's loop with the compute gate given up between tokens, stop
-// strings, and server-sent events when "stream" is true.
+// POST /v1/chat/completions and POST /v1/completions: each request joins the engine's batch
+// (serve/engine.h: one model, continuous batching, the prefix cache) and turns its tokens into text
+// here: stop strings, valid UTF-8 pieces, and server-sent events when "stream" is true.
 #include <attn/core/error.h>
 #include <attn/core/random.h>
 #include <attn/models/generate.h>
@@ -8,14 +8,14 @@
 #include <attn/viz/attention.h>
 
 #include <algorithm>
+#include <chrono>
+#include <deque>
 #include <random>
 
 #include "serve/impl.h"
 
 namespace attn::serve::detail {
 namespace {
-
-struct StopGenerating {};
 
 // The text of a message's content: a string, or a list of {"type": "text", "text": ...} parts.
 std::string content_text(const json::Value& msg, std::size_t i) {
@@ -84,19 +84,15 @@ std::string chunk_json(const GenRequest& r, const std::string& text, const std::
 
 }  // namespace
 
-GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
+GenResult Impl::generate(GenStream& st, const GenRequest& r,
                          const std::function<bool(const std::string&)>& on_piece,
                          const std::function<bool()>& client_gone) {
-  const text::ByteBpeTokenizer& tok = m.tokenizer();
-  models::GenerateOptions g = models::request_options(r.max_tokens, r.temperature, r.top_k, r.top_p);
-  models::set_stop_tokens(g, tok);
-  Rng rng(r.seed);
-
+  const text::ByteBpeTokenizer& tok = gen_model->tokenizer();
   GenResult out;
   // The reply as valid UTF-8 pieces, held back where a character or a stop string may continue.
   models::TextStream stream([&tok](const std::vector<int32_t>& ids) { return tok.decode(ids, false); },
                             r.stop);
-  bool cancelled = false;
+  bool cancelled = false, ended = false;
   // A piece of text to the client: false ends the generation (the client went away).
   const auto emit = [&](const std::string& piece) {
     if (piece.empty()) return true;
@@ -105,34 +101,42 @@ GenResult Impl::generate(models::LlamaModel& m, const GenRequest& r,
     cancelled = true;
     return false;
   };
-  // After each token: false ends the generation (a stop string, or the client went away).
-  const auto advance = [&](int32_t token) {
-    if (!emit(stream.push(token)) || stream.stopped()) return false;
-    if (client_gone && client_gone()) {
-      cancelled = true;
-      return false;
+  models::runtime::FinishReason reason = models::runtime::FinishReason::stop;
+  std::string error;
+  // The engine's tokens as they come; the text is written here, outside the engine's steps.
+  while (!ended) {
+    std::deque<int32_t> got;
+    bool finished = false;
+    {
+      std::unique_lock<std::mutex> lk(st.mu);
+      st.cv.wait_for(lk, std::chrono::milliseconds(client_gone ? 100 : 1000),
+                     [&] { return !st.tokens.empty() || st.finished; });
+      got.swap(st.tokens);
+      finished = st.finished;
+      reason = st.reason;
+      error = st.error;
     }
-    return true;
-  };
-
-  GateHold hold(gate);
-  m.clear();
-  const std::span<const float> logits = m.prefill(r.prompt_ids);
-  metrics.tokens("prompt", static_cast<int64_t>(r.prompt_ids.size()));
-  try {
-    const models::Generated gen = models::generate_from(m, logits, g, rng, [&](int64_t, int64_t token) {
-      out.ids.push_back(static_cast<int32_t>(token));
-      hold.release();  // the next request's unit runs while this one decodes and writes its text
-      if (!advance(static_cast<int32_t>(token))) throw StopGenerating{};
-      hold.acquire();
-    });
-    hold.release();
-    out.finish_reason = gen.stop_token >= 0 ? "stop" : "length";
-    if (!emit(stream.finish()) || stream.stopped()) out.finish_reason = cancelled ? "cancelled" : "stop";
-  } catch (const StopGenerating&) {
-    out.finish_reason = cancelled ? "cancelled" : "stop";
+    for (int32_t t : got) {
+      out.ids.push_back(t);
+      if (!emit(stream.push(t)) || stream.stopped()) {
+        ended = true;
+        break;
+      }
+    }
+    if (!ended && client_gone && client_gone()) cancelled = ended = true;
+    if (!ended && finished) break;
   }
   metrics.tokens("completion", static_cast<int64_t>(out.ids.size()));
+  if (ended) {  // a stop string, or the client went away: the engine frees the sequence at its next step
+    engine->cancel(st);
+    out.finish_reason = cancelled ? "cancelled" : "stop";
+    return out;
+  }
+  if (reason == models::runtime::FinishReason::error || reason == models::runtime::FinishReason::cancelled)
+    throw HttpError(500, "generation failed: " + (error.empty() ? std::string("the engine stopped it") : error), "",
+                    "internal_error");
+  out.finish_reason = reason == models::runtime::FinishReason::length ? "length" : "stop";
+  if (!emit(stream.finish()) || stream.stopped()) out.finish_reason = cancelled ? "cancelled" : "stop";
   return out;
 }
 
@@ -146,7 +150,7 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
   r->model = check_model(body, "generation", generate_id, {options.generate, "smollm2"});
   r->id = new_id(chat ? "chatcmpl" : "cmpl");
   r->created = unix_time();
-  models::LlamaModel& any = *slots[0];
+  models::LlamaModel& any = *gen_model;
   // The prompt.
   text::TextPieces pieces;
   if (chat) {
@@ -226,12 +230,15 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
     r->include_usage = opt_bool(*so, "include_usage").value_or(false);
   r->attention = opt_attention(body);
   const auto P = static_cast<int64_t>(r->prompt_ids.size());
-  if (P + r->max_tokens > any.capacity())
+  if (P + r->max_tokens > engine->sequence_capacity()) {
+    const bool pool = engine->sequence_capacity() < any.capacity();
     throw bad_request("this request has " + std::to_string(P) + " prompt tokens and asks for up to " +
-                          std::to_string(r->max_tokens) + " more; the context holds " +
-                          std::to_string(any.capacity()) +
-                          " tokens (--context): shorten the prompt or max_tokens",
+                          std::to_string(r->max_tokens) + " more; a sequence holds " +
+                          std::to_string(engine->sequence_capacity()) + " tokens" +
+                          (pool ? " (the KV cache, --kv-cache-mb)" : " (--context)") +
+                          ": shorten the prompt or max_tokens",
                       chat ? "messages" : "prompt", "context_length_exceeded");
+  }
   if (r->attention && P + r->max_tokens > l.max_attention_tokens)
     throw bad_request("'attention' is captured for at most " + std::to_string(l.max_attention_tokens) +
                           " tokens (--max-attention-tokens); this request has " + std::to_string(P) +
@@ -244,25 +251,44 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
                            l.max_attention_values, "up to ");
   }
 
-  const auto lease =
-      std::make_shared<SlotLease>(slot_pool, slot_pool.acquire(l.max_queued_generations, l.max_queue_wait_s));
-  // The attention of prompt + reply, on the request's own slot.
-  const auto attention_of = [this](models::LlamaModel& m, const GenRequest& q, const GenResult& g) {
+  // Into the batch: wait for room (a 503 after --max-queue-wait, a 429 when too many wait already).
+  models::GenerateOptions g = models::request_options(r->max_tokens, r->temperature, r->top_k, r->top_p);
+  models::set_stop_tokens(g, any.tokenizer());
+  const std::shared_ptr<GenStream> st = engine->submit(r->prompt_ids, g, r->seed);
+  // However the request ends (an error, a stream never started), its sequence leaves the batch.
+  const std::shared_ptr<void> leave(nullptr, [this, st](void*) { engine->cancel(*st); });
+  {
+    std::unique_lock<std::mutex> lk(st->mu);
+    const bool in = st->cv.wait_for(lk, std::chrono::duration<double>(l.max_queue_wait_s),
+                                    [&] { return st->admitted || st->finished; });
+    if (!in) {
+      lk.unlock();
+      engine->cancel(*st);
+      HttpError e(503,
+                  "no room in the generation batch within " + std::to_string(l.max_queue_wait_s) +
+                      " s (--max-queue-wait); retry later",
+                  "", "queue_timeout");
+      e.retry_after_s = 2;
+      throw e;
+    }
+  }
+  metrics.tokens("prompt", P);
+  // The attention of prompt + reply, from the model's own sequence between the engine's steps.
+  const auto attention_of = [this](const GenRequest& q, const GenResult& g) {
     std::vector<int32_t> ids = q.prompt_ids;
     ids.insert(ids.end(), g.ids.begin(), g.ids.end());
     viz::Export e;
     {
       GateHold hold(gate);
-      e = viz::export_llama_attention(m.attention_weights(ids), generate_id, q.prompt_text + g.text);
+      e = viz::export_llama_attention(gen_model->attention_weights(ids), generate_id, q.prompt_text + g.text);
     }
     return json::dump(
         export_value(filter_export(std::move(e), *q.attention, options.limits.max_attention_values)));
   };
 
   if (!r->stream) {
-    models::LlamaModel& m = *slots[lease->index];
     // No bytes go out until the reply is whole: the connection is asked after each token instead.
-    const GenResult g = generate(m, *r, nullptr, req.client_gone);
+    const GenResult g = generate(*st, *r, nullptr, req.client_gone);
     if (g.finish_reason == "cancelled") {  // nobody to answer: the status is for the metrics
       send_error(res, HttpError(499, "the client went away before the reply was whole", "", "client_closed"));
       return;
@@ -283,7 +309,7 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
     out += ",\"logprobs\":null,\"finish_reason\":";
     json::write_string(out, g.finish_reason);
     out += "}],\"usage\":" + usage_json(P, static_cast<int64_t>(g.ids.size()));
-    if (r->attention) out += ",\"attention\":" + attention_of(m, *r, g);
+    if (r->attention) out += ",\"attention\":" + attention_of(*r, g);
     out += "}";
     send_json(res, 200, out);
     return;
@@ -292,21 +318,23 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
-      "text/event-stream", [this, r, lease, in_flight, P, attention_of](std::size_t, http::DataSink& sink) {
+      "text/event-stream", [this, r, st, leave, in_flight, P, attention_of](std::size_t, http::DataSink& sink) {
         const auto write = [&sink](const std::string& data) {
           const std::string line = "data: " + data + "\n\n";
           return sink.write(line.data(), line.size());
         };
         try {
-          models::LlamaModel& m = *slots[lease->index];
-          if (r->chat && !write(chunk_json(*r, "", "", true))) return false;
+          if (r->chat && !write(chunk_json(*r, "", "", true))) {
+            engine->cancel(*st);
+            return false;
+          }
           const GenResult g = generate(
-              m, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
+              *st, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
           if (g.finish_reason == "cancelled") return false;  // the client went away: close
           std::string last = chunk_json(*r, "", g.finish_reason, false);
           if (r->attention) {
             last.pop_back();
-            last += ",\"attention\":" + attention_of(m, *r, g) + "}";
+            last += ",\"attention\":" + attention_of(*r, g) + "}";
           }
           if (!write(last)) return false;
           if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +

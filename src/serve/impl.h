@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "serve/batcher.h"
+#include "serve/engine.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
 #include "serve/util.h"
@@ -43,36 +44,6 @@ struct ClassifyInput {
 struct ClassifyOutput {
   models::Classification c;
   std::string error;  // this input could not be classified (the others of its batch were)
-};
-
-// The generation slots: one LlamaModel (one sequence) each; requests wait in a bounded queue.
-class SlotPool {
- public:
-  void init(std::size_t n, Metrics* metrics) {
-    busy_.assign(n, false);
-    metrics_ = metrics;
-  }
-  std::size_t size() const { return busy_.size(); }
-  // A free slot's index; HttpError 429 when max_waiting requests wait already, 503 after max_wait_s.
-  std::size_t acquire(int64_t max_waiting, double max_wait_s);
-  void release(std::size_t i);
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<bool> busy_;
-  int64_t waiting_ = 0, active_ = 0;
-  Metrics* metrics_ = nullptr;
-};
-
-// A slot held for one request (released when the last copy goes: the handler's or the stream's).
-struct SlotLease {
-  SlotLease(SlotPool& p, std::size_t i) : pool(&p), index(i) {}
-  SlotLease(const SlotLease&) = delete;
-  SlotLease& operator=(const SlotLease&) = delete;
-  ~SlotLease() { pool->release(index); }
-  SlotPool* pool;
-  std::size_t index;
 };
 
 // A parsed generation request (chat or completion).
@@ -134,8 +105,8 @@ struct Impl {
   std::unique_ptr<Batcher<ClassifyInput, ClassifyOutput>> classify_batcher;
   // Generation.
   std::string generate_id;
-  std::vector<std::unique_ptr<models::LlamaModel>> slots;
-  SlotPool slot_pool;
+  std::unique_ptr<models::LlamaModel> gen_model;  // one instance for every generation request
+  std::unique_ptr<GenEngine> engine;              // its continuous batching (serve/engine.h)
 
   void log(const std::string& line) const {
     if (options.log) options.log(line);
@@ -162,8 +133,8 @@ struct Impl {
   viz::Export model_export(const std::string& model_id, const std::string& text, const AttentionSpec& spec);
   // on_piece gets each piece of text (false: the client went away); client_gone is asked after each
   // token (a reply that is sent whole at the end); either may be empty.
-  GenResult generate(models::LlamaModel& m, const GenRequest& r,
-                     const std::function<bool(const std::string&)>& on_piece,
+  // The request's stream (submitted, and admitted or finished) to its end.
+  GenResult generate(GenStream& st, const GenRequest& r, const std::function<bool(const std::string&)>& on_piece,
                      const std::function<bool()>& client_gone = nullptr);
 };
 

@@ -76,6 +76,55 @@ void Metrics::queue_depth(const char* queue, int64_t depth) {
   queues_[queue] = depth;
 }
 
+void Metrics::runtime(const RuntimeGauges& g) {
+  std::lock_guard<std::mutex> lk(mu_);
+  runtime_ = g;
+  runtime_.present = true;
+}
+
+namespace {
+void runtime_text(std::string& out, const RuntimeGauges& g) {
+  const auto line = [&out](const std::string& name, int64_t v) { out += name + " " + std::to_string(v) + "\n"; };
+  out += "# HELP attn_kv_cache_bytes the paged KV pool: pool, reserved (held by sequences or the prefix cache), "
+         "used (filled positions), wasted (reserved - used), cached (held only by the prefix cache), free\n";
+  out += "# TYPE attn_kv_cache_bytes gauge\n";
+  line("attn_kv_cache_bytes{state=\"pool\"}", g.pool_bytes);
+  line("attn_kv_cache_bytes{state=\"reserved\"}", g.reserved_bytes);
+  line("attn_kv_cache_bytes{state=\"used\"}", g.used_bytes);
+  line("attn_kv_cache_bytes{state=\"wasted\"}", g.wasted_bytes);
+  line("attn_kv_cache_bytes{state=\"cached\"}", g.cached_bytes);
+  line("attn_kv_cache_bytes{state=\"free\"}", g.pool_bytes - g.reserved_bytes);
+  out += "# HELP attn_kv_cache_blocks blocks of the paged KV pool: all, free, in use\n";
+  out += "# TYPE attn_kv_cache_blocks gauge\n";
+  line("attn_kv_cache_blocks{state=\"all\"}", g.blocks);
+  line("attn_kv_cache_blocks{state=\"free\"}", g.blocks_free);
+  line("attn_kv_cache_blocks{state=\"in_use\"}", g.blocks - g.blocks_free);
+  out += "# HELP attn_prefix_cache_tokens_total prompt tokens of admitted requests: from the prefix cache "
+         "(hit) or computed (miss)\n";
+  out += "# TYPE attn_prefix_cache_tokens_total counter\n";
+  line("attn_prefix_cache_tokens_total{result=\"hit\"}", g.cached_tokens);
+  line("attn_prefix_cache_tokens_total{result=\"miss\"}", g.prompt_tokens - g.cached_tokens);
+  out += "# HELP attn_prefix_cache_hit_ratio prompt tokens from the prefix cache / all prompt tokens\n";
+  out += "# TYPE attn_prefix_cache_hit_ratio gauge\n";
+  out += "attn_prefix_cache_hit_ratio " +
+         std::to_string(g.prompt_tokens ? static_cast<double>(g.cached_tokens) / g.prompt_tokens : 0.0) + "\n";
+  out += "# HELP attn_kv_cache_evictions_total prefix-cache entries evicted for room\n";
+  out += "# TYPE attn_kv_cache_evictions_total counter\n";
+  line("attn_kv_cache_evictions_total", g.evictions);
+  out += "# HELP attn_preemptions_total sequences preempted (blocks freed, recomputed later)\n";
+  out += "# TYPE attn_preemptions_total counter\n";
+  line("attn_preemptions_total", g.preemptions);
+  out += "# HELP attn_generate_steps_total batched steps, and their rows (tokens computed)\n";
+  out += "# TYPE attn_generate_steps_total counter\n";
+  line("attn_generate_steps_total", g.steps);
+  line("attn_generate_step_rows_total", g.rows);
+  out += "# HELP attn_generate_sequences generation sequences running in the batch, and waiting for room\n";
+  out += "# TYPE attn_generate_sequences gauge\n";
+  line("attn_generate_sequences{state=\"running\"}", g.running);
+  line("attn_generate_sequences{state=\"waiting\"}", g.waiting);
+}
+}  // namespace
+
 std::string Metrics::text() const {
   std::lock_guard<std::mutex> lk(mu_);
   std::string out;
@@ -103,6 +152,7 @@ std::string Metrics::text() const {
   out += "# HELP attn_generations_active generation requests decoding now\n";
   out += "# TYPE attn_generations_active gauge\n";
   out += "attn_generations_active " + std::to_string(active_.load()) + "\n";
+  if (runtime_.present) runtime_text(out, runtime_);
   return out;
 }
 

@@ -28,6 +28,17 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// The generation runtime's state (models/runtime): the paged KV pool and the scheduler's counters.
+struct RuntimeGauges {
+  bool present = false;
+  int64_t pool_bytes = 0, reserved_bytes = 0, used_bytes = 0, wasted_bytes = 0, cached_bytes = 0;
+  int64_t blocks = 0, blocks_free = 0;
+  int64_t prompt_tokens = 0, cached_tokens = 0;  // admitted prompts' tokens, and those from the prefix cache
+  int64_t evictions = 0, preemptions = 0;
+  int64_t steps = 0, rows = 0;
+  int64_t running = 0, waiting = 0;
+};
+
 class Metrics {
  public:
   Metrics();
@@ -38,6 +49,7 @@ class Metrics {
   void queue_depth(const char* queue, int64_t depth);
   void generations_active(int64_t n) { active_.store(n); }
   void set_ready(bool r) { ready_.store(r); }
+  void runtime(const RuntimeGauges& g);
   std::string text() const;  // the Prometheus exposition format (text/plain; version=0.0.4)
 
  private:
@@ -49,6 +61,7 @@ class Metrics {
   std::map<std::string, int64_t> queues_;
   std::atomic<int64_t> active_{0};
   std::atomic<bool> ready_{false};
+  RuntimeGauges runtime_;
 };
 
 }  // namespace attn::serve::detail

@@ -154,8 +154,12 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   ATTN_CHECK(l.context >= 16, "serve: context must be >= 16 tokens; got ", l.context);
   ATTN_CHECK(l.http_threads >= 2 && l.http_threads <= 4096, "serve: http_threads must be in [2, 4096]; got ",
              l.http_threads);
-  ATTN_CHECK(impl_->options.generate_slots >= 1 && impl_->options.generate_slots <= 64,
-             "serve: generate_slots must be in [1, 64]; got ", impl_->options.generate_slots);
+  ATTN_CHECK(impl_->options.generate_slots >= 1 && impl_->options.generate_slots <= 256,
+             "serve: generate_slots must be in [1, 256]; got ", impl_->options.generate_slots);
+  ATTN_CHECK(impl_->options.kv_cache_bytes >= 0, "serve: kv_cache_bytes must be >= 0; got ",
+             impl_->options.kv_cache_bytes);
+  ATTN_CHECK(impl_->options.prefill_chunk >= 16 && impl_->options.prefill_chunk <= 8192,
+             "serve: prefill_chunk must be in [16, 8192]; got ", impl_->options.prefill_chunk);
   ATTN_CHECK(
       l.max_connections >= 1 && l.max_headers >= 1 && l.max_header_bytes >= 1024 && l.max_request_line >= 64,
       "serve: max_connections, max_headers must be >= 1, max_header_bytes >= 1024, max_request_line >= 64");
@@ -292,18 +296,34 @@ void Server::load_models() {
     const std::string path = io::require_smollm2_gguf(named ? "" : o.generate);
     models::LlamaOptions lo;
     lo.max_context = l.context;
-    for (int64_t i = 0; i < o.generate_slots; ++i)
-      s.slots.push_back(std::make_unique<models::LlamaModel>(models::LlamaModel::load(path, lo)));
-    ATTN_CHECK(s.slots[0]->capacity() >= 16, "serve: the generation context holds only ",
-               s.slots[0]->capacity(), " tokens");
-    s.slot_pool.init(s.slots.size(), &s.metrics);
+    s.gen_model = std::make_unique<models::LlamaModel>(models::LlamaModel::load(path, lo));
+    ATTN_CHECK(s.gen_model->capacity() >= 16, "serve: the generation context holds only ",
+               s.gen_model->capacity(), " tokens");
+    detail::EngineOptions eo;
+    eo.scheduler.max_sequences = o.generate_slots;
+    eo.scheduler.prefill_chunk = o.prefill_chunk;
+    eo.scheduler.max_batch_tokens = o.prefill_chunk + o.generate_slots;
+    eo.scheduler.prefix_cache = o.prefix_cache;
+    eo.kv_dtype = o.kv_cache_f16 ? ops::KvDtype::f16 : ops::KvDtype::f32;
+    eo.max_waiting = l.max_queued_generations;
+    const models::runtime::KvCacheConfig kc = s.gen_model->kv_layout();
+    const int64_t position_bytes = kc.layers * 2 * kc.kv_heads * kc.head_dim * (o.kv_cache_f16 ? 2 : 4);
+    const int64_t cap = s.gen_model->capacity();
+    eo.kv_cache_bytes = o.kv_cache_bytes > 0
+                            ? o.kv_cache_bytes
+                            : std::max(cap, o.generate_slots * cap / 2) * position_bytes + eo.block_tokens * position_bytes;
+    ATTN_CHECK(eo.kv_cache_bytes >= eo.block_tokens * position_bytes, "serve: the KV cache of ", eo.kv_cache_bytes,
+               " bytes holds no block of ", eo.block_tokens, " positions (", eo.block_tokens * position_bytes,
+               " bytes); give a larger --kv-cache-mb");
+    s.engine = std::make_unique<detail::GenEngine>(*s.gen_model, eo, s.metrics, s.gate);
     std::string id = path;
     const std::size_t slash = id.find_last_of('/');
     if (slash != std::string::npos) id = id.substr(slash + 1);
     if (id.size() > 5 && id.compare(id.size() - 5, 5, ".gguf") == 0) id.resize(id.size() - 5);
     s.generate_id = named ? "SmolLM2-135M-Instruct" : id;
-    s.log("loaded " + s.generate_id + " (generation, " + std::to_string(s.slots.size()) + " slot(s) of " +
-          std::to_string(s.slots[0]->capacity()) + " tokens)");
+    s.log("loaded " + s.generate_id + " (generation: up to " + std::to_string(o.generate_slots) +
+          " sequences per batch, " + std::to_string(s.engine->sequence_capacity()) + " tokens each, KV cache " +
+          std::to_string(s.engine->pool_bytes() >> 20) + " MiB " + (o.kv_cache_f16 ? "f16" : "f32") + ")");
   }
   s.loaded.store(true);
   s.metrics.set_ready(true);
@@ -324,6 +344,7 @@ void Server::stop() {
     s.http->stop();  // stops accepting; returns once every request being handled is answered
     if (s.listen_thread.joinable()) s.listen_thread.join();
   }
+  if (s.engine) s.engine->stop();
   if (s.embed_batcher) s.embed_batcher->stop();
   if (s.classify_batcher) s.classify_batcher->stop();
   s.stopped.store(true);

@@ -26,8 +26,13 @@ const std::vector<OptionSpec>& serve_options() {
        "serve chat and completions: smollm2 (SmolLM2-135M-Instruct) or a Llama .gguf file"},
       {"classify", "FILE", "serve classification: a model file from 'attn train classify'"},
       {"threads", "N", "compute threads (default: ATTN_NUM_THREADS or all cores)"},
-      {"parallel", "N", "generation sequences decoded at once, each with its own KV cache (default 1)"},
-      {"context", "N", "KV cache per generation sequence, prompt + reply tokens (default 2048)"},
+      {"parallel", "N", "generation sequences decoded together in one batch (default 16)"},
+      {"context", "N", "positions of one generation sequence, prompt + reply tokens (default 2048)"},
+      {"kv-cache-mb", "MB",
+       "the paged KV cache shared by every sequence (default: room for parallel x context / 2 positions)"},
+      {"kv-cache-type", "TYPE", "f32 (default: the same text as 'attn generate') or f16 (half the bytes)"},
+      {"prefill-chunk", "N", "prompt tokens of one sequence per step (default 256; streams wait at most that)"},
+      {"no-prefix-cache", "", "do not share full prompt blocks between requests"},
       {"max-tokens", "N", "largest max_tokens a request may ask for (default 512)"},
       {"default-max-tokens", "N",
        "max_tokens of a request that gives none (default 128, at most --max-tokens)"},
@@ -37,9 +42,10 @@ const std::vector<OptionSpec>& serve_options() {
       {"max-batch-tokens", "N", "tokens per embedding or classification batch (default 8192)"},
       {"max-wait-ms", "MS", "how long a batch waits for more inputs (default 3)"},
       {"max-queued-inputs", "N", "embedding or classification inputs waiting (default 16384; 429 beyond)"},
-      {"max-queued-generations", "N", "generation requests waiting for a sequence (default 64; 429 beyond)"},
+      {"max-queued-generations", "N",
+       "generation requests waiting for room in the batch (default 64; 429 beyond)"},
       {"max-queue-wait", "S",
-       "seconds a generation request may wait for a sequence (default 120; 503 beyond)"},
+       "seconds a generation request may wait for room in the batch (default 120; 503 beyond)"},
       {"max-attention-tokens", "N", "longest text whose attention a request may ask for (default 256)"},
       {"max-attention-values", "N",
        "numbers in one request's attention exports, layers x heads x N x N summed (default 4194304)"},
@@ -98,7 +104,15 @@ serve::ServerOptions server_options(const Args& a) {
   if (a.has("classify")) o.classify = a.str("classify");
   ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty(),
              "nothing to serve: give --embed minilm, --generate smollm2 or --classify FILE");
-  if (a.has("parallel")) o.generate_slots = a.integer("parallel", 1, 64);
+  if (a.has("parallel")) o.generate_slots = a.integer("parallel", 1, 256);
+  if (a.has("kv-cache-mb")) o.kv_cache_bytes = a.integer("kv-cache-mb", 1, int64_t{1} << 20) << 20;
+  if (a.has("kv-cache-type")) {
+    const std::string t = a.str("kv-cache-type");
+    ATTN_CHECK(t == "f32" || t == "f16", "--kv-cache-type must be f32 or f16; got '", t, "'");
+    o.kv_cache_f16 = t == "f16";
+  }
+  if (a.has("prefill-chunk")) o.prefill_chunk = a.integer("prefill-chunk", 16, 8192);
+  o.prefix_cache = !a.has("no-prefix-cache");
   if (a.has("context")) l.context = a.integer("context", 16, int64_t{1} << 20);
   if (a.has("max-tokens")) l.max_tokens = a.integer("max-tokens", 1, int64_t{1} << 20);
   if (a.has("default-max-tokens"))

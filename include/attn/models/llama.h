@@ -22,6 +22,7 @@
 #pragma once
 
 #include <attn/io/gguf.h>
+#include <attn/models/runtime/batch.h>
 #include <attn/text/bpe_bytes.h>
 #include <attn/text/text_piece.h>
 
@@ -82,7 +83,10 @@ struct LlamaAttention {
   std::vector<std::vector<float>> layers;  // per layer: [H, N, N]
 };
 
-class LlamaModel {
+// One model holds one sequence of its own (prefill, step: `attn generate`, the chat) and runs any
+// number of sequences in a runtime::PagedKvCache (forward_batch: `attn serve`, batched generation).
+// Both share the model's scratch: one call at a time.
+class LlamaModel : public runtime::BatchDecoder {
  public:
   // Opens and validates `path` (GGUF): config, tokenizer, tensor names, shapes and types.
   static LlamaModel load(const std::string& path, const LlamaOptions& options = {});
@@ -90,7 +94,7 @@ class LlamaModel {
   static LlamaModel load(const std::string& path, const LlamaOptions& options, const LlamaTuning& tuning);
   LlamaModel(LlamaModel&&) noexcept;
   LlamaModel& operator=(LlamaModel&&) noexcept;
-  ~LlamaModel();
+  ~LlamaModel() override;
 
   const LlamaConfig& config() const;
   const text::ByteBpeTokenizer& tokenizer() const;
@@ -107,6 +111,16 @@ class LlamaModel {
   std::span<const float> prefill(std::span<const int32_t> ids);
   // One token: the same as prefill({id}) on the decode path.
   std::span<const float> step(int32_t id);
+
+  // ---- the runtime's batched step (attn/models/runtime/batch.h) ----
+  int64_t batch_vocab() const override;    // config().vocab
+  int64_t batch_context() const override;  // capacity()
+  runtime::KvCacheConfig kv_layout() const override;
+  // The entries' tokens in one pass. Logits agree with prefill/step's to float tolerance (the
+  // products may take another form for another row count, and the attention kernel differs); a
+  // sequence's logits do not depend on which other sequences share its batch beyond that. Independent
+  // of the model's own sequence.
+  void forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch) override;
 
   // Runs `ids` as a fresh sequence (clears the cache) and returns every layer's
   // exact attention probabilities [H, N, N] (the engine's weight capture).

@@ -13,10 +13,13 @@
 // export layout (attn/viz/export.h), filtered to those layers and heads.
 //
 // Embedding and classification requests are batched dynamically: a batch closes when it holds
-// max_batch_tokens tokens or max_wait_ms after its first input arrived. Generation runs on
-// `generate_slots` model instances (one sequence each); further requests wait in a bounded queue.
-// All model compute goes through one first-come-first-served gate (a batch, a prompt pass, one
-// decoding step at a time), so streams and batches interleave and never oversubscribe the cores.
+// max_batch_tokens tokens or max_wait_ms after its first input arrived. Generation runs on ONE model
+// instance with continuous batching (models/runtime/scheduler.h): up to `generate_slots` sequences
+// share every step (decoding ones one token each, prompts in chunks of prefill_chunk), their KV in one
+// paged cache of kv_cache_bytes whose full prompt blocks are shared between requests (the prefix
+// cache); further requests wait in a bounded queue, admitted by KV memory, first come first served.
+// All model compute goes through one first-come-first-served gate (a batch, one generation step at a
+// time), so streams and batches interleave and never oversubscribe the cores.
 //
 // Errors are OpenAI-style bodies {"error": {"message", "type", "param", "code"}}: 413 body too
 // large, 400 malformed JSON or UTF-8 and every limit (the message names it), 401 a missing or
@@ -46,8 +49,8 @@ struct Limits {
   int64_t max_queued_inputs = 16384;       // embedding / classification inputs waiting (429 beyond)
   int64_t max_tokens = 512;                // largest max_tokens of a generation request
   int64_t default_max_tokens = 128;        // when the request gives none
-  int64_t context = 2048;                  // KV cache per generation slot: prompt + completion tokens
-  int64_t max_queued_generations = 64;     // generation requests waiting for a slot (429 beyond)
+  int64_t context = 2048;                  // positions of one generation sequence: prompt + completion
+  int64_t max_queued_generations = 64;     // generation requests waiting for room in the batch (429 beyond)
   double max_queue_wait_s = 120;           // a generation waiting longer gets 503
   int64_t max_attention_tokens = 256;      // tokens of a text whose attention is captured
   int64_t max_attention_values = 4 << 20;  // numbers in one attention export (layers x heads x N x N)
@@ -68,7 +71,14 @@ struct ServerOptions {
   std::string embed;           // "" none; "minilm", or a BERT folder (tasks::find_encoder)
   std::string generate;        // "" none; "smollm2", or a Llama .gguf file
   std::string classify;        // "" none; a model file from `attn train classify`
-  int64_t generate_slots = 1;  // generation sequences decoded at once (each a model instance)
+  int64_t generate_slots = 16;  // generation sequences in one batch (decoded together)
+  // The paged KV cache of generation: 0 = room for generate_slots × context / 2 positions (at least
+  // one full context); f16 halves the bytes per position (the default f32 keeps the text the same
+  // as `attn generate`'s).
+  int64_t kv_cache_bytes = 0;
+  bool kv_cache_f16 = false;
+  int64_t prefill_chunk = 256;  // prompt tokens of one sequence per step (running streams wait at most that)
+  bool prefix_cache = true;     // share full prompt blocks between requests
   Limits limits;
   // Every endpoint but /health (and /metrics with public_metrics) then needs
   // "Authorization: Bearer KEY" (or HTTP Basic auth with KEY as the password, for the page);

@@ -143,7 +143,19 @@ bool PagedKvCache::evict_one() {
     }
   if (victim < 0) return false;
   drop_entry(victim);
+  ++evictions_;
   return true;
+}
+
+int64_t PagedKvCache::evictable_blocks() const {
+  // An entry whose blocks only the index holds: no sequence reads them, nor (a sequence holds every
+  // block of its prefix) the blocks of any entry after it, so evicting leaves first frees them all.
+  int64_t n = 0;
+  for (const auto& [id, e] : entries_)
+    if (std::all_of(e.blocks.begin(), e.blocks.end(),
+                    [this](int32_t b) { return refs_[static_cast<std::size_t>(b)] == 1; }))
+      n += static_cast<int64_t>(e.blocks.size());
+  return n;
 }
 
 int32_t PagedKvCache::take_block() {

@@ -106,6 +106,12 @@ class PagedKvCache {
   ops::PagedSequence attention_sequence(SeqId seq, int64_t layer, int64_t queries) const;
 
   KvAccounting accounting() const;
+  // For a scheduler's admission, without accounting()'s walk over the pool: blocks on the free list,
+  // blocks held only by the prefix index (each evictable once the entries after it are gone), and
+  // the prefix entries evicted so far.
+  int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  int64_t evictable_blocks() const;
+  int64_t evictions() const { return evictions_; }
   int64_t refcount(int32_t block) const { return refs_.at(static_cast<std::size_t>(block)); }
   int64_t cached_blocks() const { return static_cast<int64_t>(entries_.size()); }
 
@@ -153,6 +159,7 @@ class PagedKvCache {
   std::unordered_multimap<uint64_t, int64_t> by_hash_;  // hash -> entry ids
   int64_t next_entry_ = 0;
   uint64_t clock_ = 0;
+  int64_t evictions_ = 0;
 };
 
 }  // namespace attn::models::runtime

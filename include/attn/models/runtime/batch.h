@@ -1,0 +1,43 @@
+// One batched step of the inference runtime (issue 37): a decoder runs a RAGGED batch — some
+// sequences in a prefill chunk, others decoding one token — as one pass, so each weight is read once
+// per step for all of them. The rows of every entry are stacked into one activation matrix for the
+// products; attention reads each entry's own keys through its block tables in a PagedKvCache
+// (ops::paged_attention). The scheduler (models/runtime/scheduler.h) decides what goes in a batch.
+#pragma once
+
+#include <attn/models/runtime/kv_cache.h>
+
+#include <cstdint>
+#include <span>
+
+namespace attn::models::runtime {
+
+// One sequence of a batch. Its `n` tokens were appended to the cache before the step
+// (PagedKvCache::append): they sit at positions [length − n, length) and attend to every position
+// before them. The decoder writes their keys and values and commits the sequence.
+struct BatchEntry {
+  PagedKvCache::SeqId seq = 0;
+  const int32_t* tokens = nullptr;
+  int64_t n = 0;  // >= 1
+  // The logits of the LAST of the n tokens, [vocab] (written), or null: none wanted (a prefill chunk
+  // that does not end the prompt).
+  float* logits = nullptr;
+};
+
+// A decoder the runtime can batch. Not thread-safe: one step at a time per decoder.
+class BatchDecoder {
+ public:
+  virtual ~BatchDecoder() = default;
+  virtual int64_t batch_vocab() const = 0;
+  // The most positions one sequence may hold (the model's trained context, or less when the caller
+  // asked for less).
+  virtual int64_t batch_context() const = 0;
+  // The cache layout the decoder needs: layers, kv heads, head size and per-layer windows filled in;
+  // block_tokens, dtype and pool_bytes are the caller's to choose.
+  virtual KvCacheConfig kv_layout() const = 0;
+  // Runs every entry (see BatchEntry) and commits each sequence. Throws attn::Error on an entry whose
+  // tokens are out of range or were not appended, leaving the cache's committed state as it was.
+  virtual void forward_batch(PagedKvCache& cache, std::span<const BatchEntry> batch) = 0;
+};
+
+}  // namespace attn::models::runtime
