@@ -54,7 +54,9 @@ std::shared_ptr<GenStream> GenEngine::submit(std::vector<int32_t> prompt, const 
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) throw HttpError(503, "the server is shutting down", "", "shutting_down");
-    if (queued_.load() >= opt_.max_waiting) {
+    // Requests beyond the batch's free places wait; more than max_waiting of them: 429.
+    const int64_t places = std::max<int64_t>(0, opt_.scheduler.max_sequences - running_.load());
+    if (queued_.load() >= opt_.max_waiting + places) {
       HttpError e(429,
                   "the server is busy: " + std::to_string(queued_.load()) +
                       " generation requests are waiting for room in the batch (limit " +
@@ -155,7 +157,9 @@ void GenEngine::run() {
                   active_.end());
     {
       std::lock_guard<std::mutex> lk(mu_);
-      queued_.store(static_cast<int64_t>(inbox_.size()) + sched_->stats().waiting);
+      const models::runtime::SchedulerStats st = sched_->stats();
+      queued_.store(static_cast<int64_t>(inbox_.size()) + st.waiting);
+      running_.store(st.running);
     }
     publish(sched_->idle());
   }

@@ -85,6 +85,7 @@ class GenEngine {
   std::vector<std::shared_ptr<GenStream>> inbox_;
   std::vector<std::shared_ptr<GenStream>> active_;  // submitted to the scheduler, not finished
   std::atomic<int64_t> queued_{0};                  // in the inbox or waiting in the scheduler
+  std::atomic<int64_t> running_{0};                 // in the batch
   bool stopping_ = false;
   std::thread thread_;
   std::chrono::steady_clock::time_point published_{};

@@ -643,11 +643,12 @@ TEST(ServeGenerate, ChatAttentionCoversPromptAndReplyCausally) {
 TEST(ServeGenerate, AFullQueueIs429AtOnce) {
   REQUIRE_SMOLLM2();
   ServerOptions o = generate_options();
+  o.generate_slots = 1;
   o.limits.max_queued_generations = 0;
   Running s(o);
   RawRequest busy(s.server.port(), "/v1/completions",
                   R"({"prompt": "1, 2, 3,", "max_tokens": 200, "temperature": 0, "stream": true})");
-  ASSERT_TRUE(busy.read_until("data: "));  // holds the only slot
+  ASSERT_TRUE(busy.read_until("data: "));  // holds the batch's only place
   const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 1})");
   expect_error(r, 429, "queue_full", "--max-queued-generations");
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
@@ -677,6 +678,101 @@ TEST(ServeGenerate, StopFinishesTheStreamsInFlight) {
   httplib::Client late(url);
   late.set_connection_timeout(1, 0);
   EXPECT_FALSE(late.Get("/health"));
+}
+
+// One number of /metrics (the first line that matches `name` followed by a space).
+double metric(Running& s, const std::string& name) {
+  const std::string m = s.client.Get("/metrics")->body;
+  const std::size_t at = m.find("\n" + name + " ");
+  if (at == std::string::npos) throw std::runtime_error("no metric " + name + " in\n" + m);
+  return std::stod(m.substr(at + name.size() + 2));
+}
+
+// Several streams at once share the batch (one step serves them all: fewer steps than tokens), and
+// each gets the text the library gives its prompt alone.
+TEST(ServeGenerate, ConcurrentStreamsShareTheBatchAndKeepTheirText) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  const std::vector<std::string> users = {"What is the capital of France?", "Name three colors.",
+                                          "What is 2 + 2?", "Say hello in Spanish."};
+  std::vector<std::string> refs;
+  for (const auto& u : users) refs.push_back(library_greedy(u, 16));
+  std::vector<std::unique_ptr<RawRequest>> streams;
+  for (const auto& u : users)
+    streams.push_back(std::make_unique<RawRequest>(
+        s.server.port(), "/v1/chat/completions",
+        R"({"messages": [{"role": "user", "content": ")" + u +
+            R"("}], "temperature": 0, "max_tokens": 16, "stream": true})"));
+  int64_t tokens = 0;
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    streams[i]->read_all();
+    const Sse sse = parse_sse(streams[i]->got.substr(streams[i]->got.find("data: ")));
+    EXPECT_TRUE(sse.done);
+    EXPECT_EQ(sse.text, refs[i]) << users[i];
+  }
+  tokens = static_cast<int64_t>(metric(s, "attn_tokens_total{kind=\"completion\"}"));
+  const double steps = metric(s, "attn_generate_steps_total");
+  EXPECT_GT(tokens, 16);
+  EXPECT_LT(steps, static_cast<double>(tokens)) << "the streams were decoded one after another";
+}
+
+// The same system prompt twice: the second request takes its full blocks from the prefix cache, and
+// the reply is the same.
+TEST(ServeGenerate, ASharedPromptPrefixComesFromTheCache) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  std::string system;
+  for (int i = 0; i < 12; ++i) system += "You answer briefly and politely, in plain English. ";
+  const std::string body = R"({"messages": [{"role": "system", "content": ")" + system +
+                           R"("}, {"role": "user", "content": "Name a fruit."}], "temperature": 0, "max_tokens": 8})";
+  const auto a = s.post("/v1/chat/completions", body);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->status, 200) << a->body;
+  const double miss = metric(s, "attn_prefix_cache_tokens_total{result=\"miss\"}");
+  EXPECT_EQ(metric(s, "attn_prefix_cache_tokens_total{result=\"hit\"}"), 0);
+  const auto b = s.post("/v1/chat/completions", body);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->status, 200) << b->body;
+  const double hit = metric(s, "attn_prefix_cache_tokens_total{result=\"hit\"}");
+  EXPECT_GE(hit, miss - 16) << "all but the last, partial block of the prompt";
+  EXPECT_EQ(body_of(b).at("choices").at(std::size_t{0}).at("message").at("content").as_string(),
+            body_of(a).at("choices").at(std::size_t{0}).at("message").at("content").as_string());
+  EXPECT_GT(metric(s, "attn_prefix_cache_hit_ratio"), 0.4);
+}
+
+// A KV cache smaller than the context: a request that can never fit is refused up front, naming the
+// option; one that fits runs.
+TEST(ServeGenerate, ARequestBeyondTheKvCacheIs400NamingTheOption) {
+  REQUIRE_SMOLLM2();
+  ServerOptions o = generate_options();
+  o.kv_cache_bytes = 128 * 30 * 2 * 3 * 64 * 4;  // 128 positions of SmolLM2 (30 layers, 3 kv heads of 64)
+  Running s(o);
+  const auto r = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 200})");
+  expect_error(r, 400, "context_length_exceeded", "--kv-cache-mb");
+  const auto ok = s.post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 8, "temperature": 0})");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// Clients that hang up mid-stream: their sequences leave the batch and only the prefix cache holds
+// blocks afterwards.
+TEST(ServeGenerate, BlocksAreFreedWhenClientsLeave) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  {
+    std::vector<std::unique_ptr<RawRequest>> streams;
+    for (int i = 0; i < 3; ++i)
+      streams.push_back(std::make_unique<RawRequest>(
+          s.server.port(), "/v1/completions",
+          R"({"prompt": "Count: 1, 2, 3,", "max_tokens": 400, "temperature": 0, "stream": true})"));
+    for (auto& r : streams) ASSERT_TRUE(r->read_until("data: "));
+  }  // all hang up
+  // The engine notices at its next step; /metrics is published at most every 200 ms while it runs.
+  for (int i = 0; i < 100 && metric(s, "attn_generate_sequences{state=\"running\"}") > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(metric(s, "attn_generate_sequences{state=\"running\"}"), 0);
+  EXPECT_EQ(metric(s, "attn_kv_cache_bytes{state=\"reserved\"}"), metric(s, "attn_kv_cache_bytes{state=\"cached\"}"));
+  EXPECT_LT(metric(s, "attn_tokens_total{kind=\"completion\"}"), 3 * 400);
 }
 
 }  // namespace

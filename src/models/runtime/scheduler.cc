@@ -158,7 +158,9 @@ struct Scheduler::Impl {
       // r.s may have been preempted by an earlier row's append (it is younger than that row).
       if (std::none_of(running.begin(), running.end(), [&](const SeqPtr& s) { return s.get() == r.s; }))
         continue;
-      while (!cache.append(r.s->cache_seq, r.s->tokens.data() + r.s->done, r.n)) {
+      // Without the prefix cache no block is keyed by its tokens: each is freed with its sequence.
+      const int32_t* keys = opt.prefix_cache ? r.s->tokens.data() + r.s->done : nullptr;
+      while (!cache.append(r.s->cache_seq, keys, r.n)) {
         if (running.back().get() == r.s && running.size() == 1) {
           // Alone and still out of blocks: cannot happen for a request that passed submit()'s check.
           Seq& s = *r.s;
