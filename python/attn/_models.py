@@ -86,6 +86,7 @@ class Generator:
     def __init__(self, model="smollm2", max_context=2048):
         self._gen = _attn.Generator(str(model), int(max_context))
         self.last = None  # details of the last finished generate()
+        self.last_batch = None  # per prompt of the last generate_batch()
 
     def generate(self, prompt, max_new_tokens=64, temperature=0.0, top_k=0, top_p=1.0, seed=0, stream=False,
                  chat=False, system=None):
@@ -100,6 +101,23 @@ class Generator:
         self.last = dict(ids=list(ids), stopped=stopped, prompt_tokens=n_prompt, prompt_seconds=t_prompt,
                          generate_seconds=t_gen)
         return text.decode("utf-8")
+
+    def generate_batch(self, prompts, max_new_tokens=64, temperature=0.0, top_k=0, top_p=1.0, seed=0, chat=False,
+                       system=None):
+        """The continuations of many prompts at once, as a list of texts in the prompts' order: one
+        batched step per token for all of them (the runtime `attn serve` runs on), each prompt with its
+        own KV cache pages. Greedy gives each prompt the text generate() gives it alone; sampled,
+        prompt i draws from its own generator seeded from (seed, i). self.last_batch holds the ids and
+        whether a stop token ended each."""
+        items, single = _texts(prompts, "generate_batch")
+        if not items:
+            self.last_batch = []
+            return []
+        out = self._gen.generate_batch(items, int(max_new_tokens), float(temperature), int(top_k), float(top_p),
+                                       int(seed), bool(chat), system)
+        self.last_batch = [dict(ids=list(ids), stopped=stopped) for _, ids, stopped in out]
+        texts = [text.decode("utf-8") for text, _, _ in out]
+        return texts[0] if single else texts
 
     def _stream(self, args):
         pieces = queue.Queue()

@@ -5,7 +5,10 @@
 // as text (io/json.h dump) and are parsed by the Python side.
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
+#include <attn/models/generate.h>
 #include <attn/models/llama_chat.h>
+#include <attn/models/runtime/scheduler.h>
+#include <attn/models/text_stream.h>
 #include <attn/tasks/classify.h>
 #include <attn/tasks/embed.h>
 #include <attn/teach/explain.h>
@@ -172,6 +175,41 @@ class Generator {
     return nb::make_tuple(nb::bytes(r.text.data(), r.text.size()), r.ids, r.stopped || stopped_by_caller,
                           r.prompt_tokens, r.prompt_seconds, r.generate_seconds);
   }
+  // Every prompt at once through the runtime's continuous batching (models/runtime/scheduler.h):
+  // [(text, ids, stopped)] in the prompts' order. Prompt i samples from Rng(mix_seed(seed, i)).
+  nb::list generate_batch(const std::vector<std::string>& prompts, int64_t max_new_tokens, double temperature,
+                          int64_t top_k, double top_p, uint64_t seed, bool chat, std::optional<std::string> system) {
+    std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
+    if (!lock.owns_lock())
+      throw std::runtime_error("Generator: another generate() on this model is running; finish or close it first");
+    if (max_new_tokens < 1) throw nb::value_error("max_new_tokens must be >= 1");
+    if (!(temperature >= 0)) throw nb::value_error("temperature must be >= 0");
+    if (top_k < 0) throw nb::value_error("top_k must be >= 0");
+    if (!(top_p > 0 && top_p <= 1)) throw nb::value_error("top_p must be in (0, 1]");
+    const auto results = interruptible(ErrorKind::value, [&] {
+      std::vector<std::vector<int32_t>> ids;
+      for (std::size_t i = 0; i < prompts.size(); ++i) {
+        ids.push_back(models::llama_prompt_ids(*model_, prompts[i], chat, system));
+        ATTN_CHECK(!ids.back().empty(), "generate_batch: prompt ", i, " encodes to no tokens");
+        ATTN_CHECK(static_cast<int64_t>(ids.back().size()) <= model_->capacity(), "generate_batch: prompt ", i,
+                   " has ", ids.back().size(), " tokens; the context holds ", model_->capacity());
+      }
+      models::GenerateOptions g = models::request_options(max_new_tokens, temperature, top_k, top_p);
+      g.seed = seed;
+      models::set_stop_tokens(g, model_->tokenizer());
+      return models::runtime::generate_batch(*model_, ids, g);
+    });
+    nb::list out;
+    const text::ByteBpeTokenizer& tok = model_->tokenizer();
+    for (const auto& r : results) {
+      models::TextStream text([&tok](const std::vector<int32_t>& v) { return tok.decode(v, false); });
+      for (int32_t id : r.ids) text.push(id);
+      text.finish();
+      out.append(nb::make_tuple(nb::bytes(text.text().data(), text.text().size()), r.ids,
+                                r.reason == models::runtime::FinishReason::stop));
+    }
+    return out;
+  }
   int64_t capacity() const { return model_->capacity(); }
 
  private:
@@ -293,6 +331,8 @@ void bind_models(nb::module_& m) {
       .def(nb::init<const std::string&, int64_t>(), "name"_a, "max_context"_a)
       .def("generate", &Generator::generate, "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a,
            "top_p"_a, "seed"_a, "chat"_a, "system"_a.none(), "on_text"_a.none())
+      .def("generate_batch", &Generator::generate_batch, "prompts"_a, "max_new_tokens"_a, "temperature"_a,
+           "top_k"_a, "top_p"_a, "seed"_a, "chat"_a, "system"_a.none())
       .def_prop_ro("capacity", &Generator::capacity);
   m.def("explain", &explain, "mode"_a, "sentence"_a.none(), "seed"_a.none(), "query"_a, "scores"_a,
         "tokens"_a, "heads"_a, "n"_a, "d"_a, "batch"_a, "causal"_a, "mask"_a, "length"_a, "window"_a,

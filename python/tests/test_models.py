@@ -169,6 +169,26 @@ def test_stream_pieces_join_to_the_text_and_close(generator):
     assert generator.generate("Once upon a time", **kw) == full  # the model is usable again
 
 
+def test_generate_batch_gives_each_prompt_its_own_text(generator):
+    prompts = ["The capital of France is", "Once upon a time", "1, 2, 3,"]
+    # Each prompt alone on the runtime, then all three in one batch: the same texts (the C++ tests
+    # compare the runtime with generate()'s own path, where a near-tie may go either way).
+    alone = [generator.generate_batch([p], max_new_tokens=12)[0] for p in prompts]
+    assert generator.generate_batch(prompts, max_new_tokens=12) == alone
+    assert len(generator.last_batch) == 3 and all(len(b["ids"]) > 0 for b in generator.last_batch)
+    assert generator.generate_batch(prompts[0], max_new_tokens=12) == alone[0]
+    kw = dict(max_new_tokens=8, temperature=0.9, top_k=20, seed=5)
+    sampled = generator.generate_batch(prompts, **kw)
+    assert sampled == generator.generate_batch(prompts, **kw)  # the same seeds, the same texts
+    assert generator.generate_batch([]) == []
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        generator.generate_batch(prompts, max_new_tokens=0)
+    with pytest.raises(TypeError):
+        generator.generate_batch(["x", 3])
+    with pytest.raises(ValueError, match="context"):
+        generator.generate_batch(["x", "word " * 400], max_new_tokens=1)
+
+
 def test_generate_bad_input(generator):
     with pytest.raises(ValueError):
         generator.generate("x", top_p=0)
