@@ -4,6 +4,10 @@
 Phase 1: 16 concurrent clients send 2,000 embedding requests in all (keep-alive connections) while
 8 chat streams run; every answer must be complete and correct (zero errors), the server's RSS stays
 bounded, and /metrics counts every request.
+Phase 1b (issue 37): 64 chat streams at once (16 in the batch, the rest queued), a third of them
+hanging up after a few chunks (chosen at random, seeded): every other stream ends whole with
+`data: [DONE]`, zero errors; afterwards no sequence runs and only the prefix cache holds KV blocks
+(the pool's reserved bytes equal its cached bytes), and the RSS stays bounded.
 Phase 2: clients keep sending embedding requests and 4 streams run while the server gets SIGTERM:
 every response that had begun (status line received) must arrive whole (streams end with
 `data: [DONE]`, those still waiting for a generation slot included); connections refused or closed
@@ -15,6 +19,7 @@ usage: test_load.py ATTN_BINARY   (exits 77, skipped, when a model is not instal
 import http.client
 import json
 import os
+import random
 import signal
 import sys
 import threading
@@ -143,7 +148,7 @@ def main():
         print("usage: test_load.py ATTN_BINARY")
         return 2
     try:
-        server = ServeProcess(ATTN, ["--embed", "minilm", "--generate", "smollm2", "--parallel", "2",
+        server = ServeProcess(ATTN, ["--embed", "minilm", "--generate", "smollm2", "--parallel", "16",
                                      "--context", "512", "--max-wait-ms", "5"])
     except RuntimeError as e:
         if "not installed" in str(e) or "not found" in str(e):
@@ -189,6 +194,55 @@ def main():
     c.close()
     line = [m for m in metrics.splitlines() if m.startswith('attn_requests_total{endpoint="/v1/embeddings",status="200"}')]
     assert line and int(line[0].split()[-1]) == REQUESTS, line
+
+    # ---- phase 1b: 64 streams, random disconnects ------------------------------------------------
+    rng = random.Random(37)
+    leavers = set(rng.sample(range(64), 21))
+    counts1b = Counts()
+
+    def leaving_client(i):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+            conn.request("POST", "/v1/chat/completions", body=chat_body(1000 + i, 32),
+                         headers={"Content-Type": "application/json", "Connection": "close"})
+            resp = conn.getresponse()
+            if resp.status != 200:
+                counts1b.error("leaver status %d" % resp.status)
+                return
+            for _ in range(rng.randint(1, 4)):
+                resp.readline()
+            resp.close()  # hang up mid-stream (Connection: close: the response holds the socket)
+            conn.close()
+            counts1b.add("not_begun")
+        except Exception as e:  # noqa: BLE001
+            counts1b.error("leaver %d: %r" % (i, e))
+
+    threads = [threading.Thread(target=leaving_client, args=(i,)) if i in leavers else
+               threading.Thread(target=stream_client, args=(server.port, [1000 + i], counts1b, 32))
+               for i in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=TIME_LIMIT_S)
+        assert not t.is_alive(), "a stream hung"
+    assert not counts1b.errors, counts1b.errors[:5]
+    assert counts1b.streams_done == 64 - len(leavers), counts1b.streams_done
+    deadline = time.time() + 30
+    while True:
+        c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        c.request("GET", "/metrics")
+        m = dict(line.rsplit(" ", 1) for line in c.getresponse().read().decode().splitlines()
+                 if line and not line.startswith("#"))
+        c.close()
+        if float(m['attn_generate_sequences{state="running"}']) == 0 or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert float(m['attn_generate_sequences{state="running"}']) == 0, m
+    assert m['attn_kv_cache_bytes{state="reserved"}'] == m['attn_kv_cache_bytes{state="cached"}'], m
+    print("phase 1b: %d of 64 streams whole, %d hung up; %s steps, %s preemptions; RSS peak %.0f MiB"
+          % (counts1b.streams_done, len(leavers), m["attn_generate_steps_total"], m["attn_preemptions_total"],
+             peak[0]))
+    assert peak[0] < RSS_LIMIT_MIB, peak[0]
 
     # ---- phase 2: SIGTERM in the middle -----------------------------------------------------------
     counts2 = Counts()
