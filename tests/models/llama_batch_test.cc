@@ -1,5 +1,6 @@
 // The runtime's batched step on SmolLM2 (LlamaModel::forward_batch, runtime::Scheduler,
-// runtime::generate_batch) against the model's own one-sequence path (prefill, step): logits of
+// runtime::generate_batch) against the model's own one-sequence path (prefill, step), both with f32
+// activations: logits of
 // ragged batches (prompts in one chunk or several, decode rows beside them) agree to float
 // tolerance, and greedy decoding of many prompts at once gives each the tokens it gets alone, up to a
 // near-tie (the two paths sum in different orders). Skipped when SmolLM2 is not installed.
@@ -7,6 +8,7 @@
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
 #include <attn/models/llama_chat.h>
+#include <attn/models/llama_tuning.h>
 #include <attn/models/runtime/scheduler.h>
 
 #include <algorithm>
@@ -29,7 +31,12 @@ LlamaModel* smollm() {
   if (!m) {
     models::LlamaOptions o;
     o.max_context = 512;
-    m = std::make_unique<LlamaModel>(LlamaModel::load(*path, o));
+    // f32 activations on every path: where the CPU has AVX512-VNNI the default rounds the activations of
+    // products over at most 16 rows to 8 bits (LlamaTuning::q8_activations), so a batch and a sequence
+    // alone could round differently; the comparisons below are about the batched step itself.
+    models::LlamaTuning t;
+    t.q8_activations = false;
+    m = std::make_unique<LlamaModel>(LlamaModel::load(*path, o, t));
   }
   return m.get();
 }

@@ -1,13 +1,14 @@
 // attn serve in-process (include/attn/serve/server.h): each test starts a Server on an ephemeral
 // loopback port, talks HTTP to it with cpp-httplib's client (or a raw socket), and stops it.
 // The answers are compared with the library called directly: embeddings with
-// SentenceEncoder::embed, generation with models::generate on a LlamaModel of its own, attention
+// SentenceEncoder::embed, generation with the runtime (models::runtime::generate_batch) on a LlamaModel of its own, attention
 // with the viz builders. Tests needing a model skip when it is not installed.
 #include <arpa/inet.h>
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
+#include <attn/models/runtime/scheduler.h>
 #include <attn/serve/server.h>
 #include <attn/tasks/embed.h>
 #include <attn/text/utf8.h>
@@ -396,10 +397,11 @@ std::string library_greedy_now(const std::string& user, int64_t max_new) {
   const auto& types = m.tokenizer().vocab().types;
   for (std::size_t id = 0; id < types.size(); ++id)
     if (types[id] == text::BpeTokenType::control) g.stop_ids.push_back(static_cast<int64_t>(id));
-  Rng rng(0);
-  const models::Generated out = models::generate(m, m.tokenizer().encode(prompt, false, true), g, rng);
-  std::vector<int32_t> ids(out.ids.begin(), out.ids.end());
-  return m.tokenizer().decode(ids, false);
+  // The runtime the server runs on, one request at a time (the same rows per step as a lone request
+  // to the server, so the same roundings on every CPU); tests/models/llama_batch_test.cc compares it
+  // with models::generate on the model's own sequence.
+  const auto out = models::runtime::generate_batch(m, {m.tokenizer().encode(prompt, false, true)}, g);
+  return m.tokenizer().decode(out[0].ids, false);
 }
 
 // The content of an SSE stream, and whether it ended with [DONE].

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <attn/io/gguf.h>
+#include <attn/models/runtime/batch.h>
 #include <attn/text/spm.h>
 
 #include <cstdint>
@@ -100,14 +101,24 @@ struct Gemma3Attention {
   std::vector<std::vector<float>> layers;  // per layer: [H, N, N]
 };
 
-class Gemma3Model {
+// One model holds one sequence of its own (prefill, step) and runs any number of sequences in a
+// runtime::PagedKvCache (forward_batch). Both share the model's scratch: one call at a time.
+class Gemma3Model : public runtime::BatchDecoder {
  public:
   // Opens and validates `path`: config, tokenizer, every tensor's name, shape and type (all reported
   // at once), before anything is allocated from the metadata.
   static Gemma3Model load(const std::string& path, const Gemma3Options& options = {});
   Gemma3Model(Gemma3Model&&) noexcept;
   Gemma3Model& operator=(Gemma3Model&&) noexcept;
-  ~Gemma3Model();
+  ~Gemma3Model() override;
+
+  // ---- the runtime's batched step (attn/models/runtime/batch.h) ----
+  int64_t batch_vocab() const override;    // config().vocab
+  int64_t batch_context() const override;  // capacity()
+  // Sliding layers carry their window: their blocks before it go back to the pool.
+  runtime::KvCacheConfig kv_layout() const override;
+  // The entries' tokens in one pass; logits agree with prefill/step's to float tolerance.
+  void forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch) override;
 
   const Gemma3Config& config() const;
   const text::SpmTokenizer& tokenizer() const;
