@@ -6,6 +6,8 @@
 #include <attn/viz/attention.h>
 #include <attn/viz/view.h>
 
+#include <algorithm>
+
 #include "serve/impl.h"
 
 namespace attn::serve::detail {
@@ -59,8 +61,9 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
     GateHold hold(gate);
     e = viz::export_bert_attention(*encoder, embed_id, text);
   } else if (!generate_id.empty() &&
-             (model_id == generate_id || model_id == options.generate || model_id == "smollm2")) {
-    const std::vector<int32_t> ids = gen_model->tokenizer().encode(text, false, true);
+             (model_id == generate_id || std::find(generate_aliases.begin(), generate_aliases.end(), model_id) !=
+                                             generate_aliases.end())) {
+    const std::vector<int32_t> ids = gen_model->encode_text(text);
     if (ids.empty()) throw bad_request("the text has no tokens", "input", "empty_input");
     if (static_cast<int64_t>(ids.size()) > l.max_attention_tokens)
       throw bad_request(too_long(static_cast<int64_t>(ids.size()), l.max_attention_tokens), "input",
@@ -69,11 +72,11 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
       throw bad_request("the text has " + std::to_string(ids.size()) + " tokens; the context holds " +
                             std::to_string(gen_model->capacity()) + " (--context)",
                         "input", "context_length_exceeded");
-    const models::LlamaConfig& c = gen_model->config();
     const auto n = static_cast<int64_t>(ids.size());
-    check_attention_values(attention_values(spec, c.layers, c.heads, n, n), l.max_attention_values, "");
+    check_attention_values(attention_values(spec, gen_model->layers(), gen_model->heads(), n, n),
+                           l.max_attention_values, "");
     GateHold hold(gate);  // the model's own sequence, between the engine's steps
-    e = viz::export_llama_attention(gen_model->attention_weights(ids), generate_id, text);
+    e = gen_model->attention(ids, generate_id, text);
   } else if (!classify_id.empty() && (model_id == classify_id || model_id == options.classify)) {
     if (static_cast<int64_t>(text.size()) + 1 > l.max_attention_tokens * 4)
       throw bad_request(too_long(static_cast<int64_t>(text.size()), l.max_attention_tokens), "input",

@@ -10,7 +10,8 @@ namespace attn::serve::detail {
 using models::runtime::FinishReason;
 using models::runtime::SequenceEvent;
 
-GenEngine::GenEngine(models::LlamaModel& model, const EngineOptions& options, Metrics& metrics, ComputeGate& gate)
+GenEngine::GenEngine(models::runtime::BatchDecoder& model, const EngineOptions& options, Metrics& metrics,
+                     ComputeGate& gate)
     : model_(model), opt_(options), metrics_(metrics), gate_(gate) {
   models::runtime::KvCacheConfig kc = model.kv_layout();
   kc.block_tokens = options.block_tokens;

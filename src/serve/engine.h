@@ -5,7 +5,7 @@
 // serve floor.
 #pragma once
 
-#include <attn/models/llama.h>
+#include <attn/models/runtime/batch.h>
 #include <attn/models/runtime/kv_cache.h>
 #include <attn/models/runtime/scheduler.h>
 
@@ -52,7 +52,8 @@ struct EngineOptions {
 class GenEngine {
  public:
   // Each step holds `gate` (the server's compute gate): whoever holds it may use the model.
-  GenEngine(models::LlamaModel& model, const EngineOptions& options, Metrics& metrics, ComputeGate& gate);
+  GenEngine(models::runtime::BatchDecoder& model, const EngineOptions& options, Metrics& metrics,
+            ComputeGate& gate);
   ~GenEngine();  // stop()
   GenEngine(const GenEngine&) = delete;
   GenEngine& operator=(const GenEngine&) = delete;
@@ -73,7 +74,7 @@ class GenEngine {
   void run();
   void publish(bool force);
 
-  models::LlamaModel& model_;
+  models::runtime::BatchDecoder& model_;
   EngineOptions opt_;
   Metrics& metrics_;
   std::unique_ptr<models::runtime::PagedKvCache> cache_;

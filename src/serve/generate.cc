@@ -87,11 +87,9 @@ std::string chunk_json(const GenRequest& r, const std::string& text, const std::
 GenResult Impl::generate(GenStream& st, const GenRequest& r,
                          const std::function<bool(const std::string&)>& on_piece,
                          const std::function<bool()>& client_gone) {
-  const text::ByteBpeTokenizer& tok = gen_model->tokenizer();
   GenResult out;
   // The reply as valid UTF-8 pieces, held back where a character or a stop string may continue.
-  models::TextStream stream([&tok](const std::vector<int32_t>& ids) { return tok.decode(ids, false); },
-                            r.stop);
+  models::TextStream stream([this](const std::vector<int32_t>& ids) { return gen_model->decode(ids); }, r.stop);
   bool cancelled = false, ended = false;
   // A piece of text to the client: false ends the generation (the client went away).
   const auto emit = [&](const std::string& piece) {
@@ -147,10 +145,10 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
   const Limits& l = options.limits;
   auto r = std::make_shared<GenRequest>();
   r->chat = chat;
-  r->model = check_model(body, "generation", generate_id, {options.generate, "smollm2"});
+  r->model = check_model(body, "generation", generate_id, generate_aliases);
   r->id = new_id(chat ? "chatcmpl" : "cmpl");
   r->created = unix_time();
-  models::LlamaModel& any = *gen_model;
+  GenModel& any = *gen_model;
   // The prompt.
   text::TextPieces pieces;
   if (chat) {
@@ -160,7 +158,7 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
                         "missing_messages");
     if (msgs->size() > 1024)
       throw bad_request("too many messages (the limit is 1024)", "messages", "too_many_messages");
-    std::vector<models::LlamaModel::Message> turns;
+    std::vector<std::pair<std::string, std::string>> turns;
     for (std::size_t i = 0; i < msgs->size(); ++i) {
       const json::Value& m = msgs->at(i);
       if (!m.is_object())
@@ -179,7 +177,7 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
       turns.push_back({rl, content_text(m, i)});
     }
     // The template's markers are special tokens; the messages' contents are text, always.
-    pieces = any.chat_template_pieces(turns, true);
+    pieces = any.chat_pieces(turns);
   } else {
     const json::Value* p = member(body, "prompt");
     if (!p) throw bad_request("'prompt' is required: a string", "prompt", "missing_prompt");
@@ -195,7 +193,7 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
     throw bad_request("the prompt has " + std::to_string(r->prompt_text.size()) + " bytes; the limit is " +
                           std::to_string(l.max_input_bytes) + " (--max-input-bytes)",
                       chat ? "messages" : "prompt", "input_too_large");
-  r->prompt_ids = any.tokenizer().encode(pieces);
+  r->prompt_ids = any.encode(pieces);
   if (r->prompt_ids.empty())
     throw bad_request("the prompt is empty (no tokens)", chat ? "messages" : "prompt", "empty_prompt");
   // Options.
@@ -247,13 +245,13 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
   if (r->attention) {
     // The worst case, prompt + max_tokens, checked before anything is generated.
     const int64_t N = P + r->max_tokens;
-    check_attention_values(attention_values(*r->attention, any.config().layers, any.config().heads, N, N),
+    check_attention_values(attention_values(*r->attention, any.layers(), any.heads(), N, N),
                            l.max_attention_values, "up to ");
   }
 
   // Into the batch: wait for room (a 503 after --max-queue-wait, a 429 when too many wait already).
   models::GenerateOptions g = models::request_options(r->max_tokens, r->temperature, r->top_k, r->top_p);
-  models::set_stop_tokens(g, any.tokenizer());
+  any.set_stop_tokens(g);
   const std::shared_ptr<GenStream> st = engine->submit(r->prompt_ids, g, r->seed);
   // However the request ends (an error, a stream never started), its sequence leaves the batch.
   const std::shared_ptr<void> leave(nullptr, [this, st](void*) { engine->cancel(*st); });
@@ -280,7 +278,7 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
     viz::Export e;
     {
       GateHold hold(gate);
-      e = viz::export_llama_attention(gen_model->attention_weights(ids), generate_id, q.prompt_text + g.text);
+      e = gen_model->attention(ids, generate_id, q.prompt_text + g.text);
     }
     return json::dump(
         export_value(filter_export(std::move(e), *q.attention, options.limits.max_attention_values)));

@@ -21,6 +21,7 @@
 
 #include "serve/batcher.h"
 #include "serve/engine.h"
+#include "serve/gen_model.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
 #include "serve/util.h"
@@ -105,7 +106,8 @@ struct Impl {
   std::unique_ptr<Batcher<ClassifyInput, ClassifyOutput>> classify_batcher;
   // Generation.
   std::string generate_id;
-  std::unique_ptr<models::LlamaModel> gen_model;  // one instance for every generation request
+  std::vector<std::string> generate_aliases;      // other names a request may use for it
+  std::unique_ptr<GenModel> gen_model;            // one instance for every generation request
   std::unique_ptr<GenEngine> engine;              // its continuous batching (serve/engine.h)
 
   void log(const std::string& line) const {

@@ -292,11 +292,12 @@ void Server::load_models() {
           ")");
   }
   if (!o.generate.empty()) {
-    const bool named = o.generate == "smollm2" || o.generate == "SmolLM2-135M-Instruct";
-    const std::string path = io::require_smollm2_gguf(named ? "" : o.generate);
-    models::LlamaOptions lo;
-    lo.max_context = l.context;
-    s.gen_model = std::make_unique<models::LlamaModel>(models::LlamaModel::load(path, lo));
+    s.gen_model = detail::load_gen_model(o.generate, l.context, &s.generate_id);
+    s.generate_aliases = {o.generate};
+    if (s.gen_model->architecture() == "gemma3")
+      s.generate_aliases.insert(s.generate_aliases.end(), {"gemma3", "gemma-3-270m"});
+    else
+      s.generate_aliases.push_back("smollm2");
     ATTN_CHECK(s.gen_model->capacity() >= 16, "serve: the generation context holds only ",
                s.gen_model->capacity(), " tokens");
     detail::EngineOptions eo;
@@ -306,21 +307,19 @@ void Server::load_models() {
     eo.scheduler.prefix_cache = o.prefix_cache;
     eo.kv_dtype = o.kv_cache_f16 ? ops::KvDtype::f16 : ops::KvDtype::f32;
     eo.max_waiting = l.max_queued_generations;
-    const models::runtime::KvCacheConfig kc = s.gen_model->kv_layout();
+    models::runtime::BatchDecoder& dec = s.gen_model->decoder();
+    const models::runtime::KvCacheConfig kc = dec.kv_layout();
     const int64_t position_bytes = kc.layers * 2 * kc.kv_heads * kc.head_dim * (o.kv_cache_f16 ? 2 : 4);
     const int64_t cap = s.gen_model->capacity();
-    eo.kv_cache_bytes = o.kv_cache_bytes > 0
-                            ? o.kv_cache_bytes
-                            : std::max(cap, o.generate_slots * cap / 2) * position_bytes + eo.block_tokens * position_bytes;
-    ATTN_CHECK(eo.kv_cache_bytes >= eo.block_tokens * position_bytes, "serve: the KV cache of ", eo.kv_cache_bytes,
-               " bytes holds no block of ", eo.block_tokens, " positions (", eo.block_tokens * position_bytes,
-               " bytes); give a larger --kv-cache-mb");
-    s.engine = std::make_unique<detail::GenEngine>(*s.gen_model, eo, s.metrics, s.gate);
-    std::string id = path;
-    const std::size_t slash = id.find_last_of('/');
-    if (slash != std::string::npos) id = id.substr(slash + 1);
-    if (id.size() > 5 && id.compare(id.size() - 5, 5, ".gguf") == 0) id.resize(id.size() - 5);
-    s.generate_id = named ? "SmolLM2-135M-Instruct" : id;
+    // Default: room for generate_slots sequences of half the context each (at least one whole one),
+    // plus one block.
+    eo.kv_cache_bytes = o.kv_cache_bytes > 0 ? o.kv_cache_bytes
+                                             : (std::max(cap, o.generate_slots * cap / 2) + eo.block_tokens) *
+                                                   position_bytes;
+    ATTN_CHECK(eo.kv_cache_bytes >= eo.block_tokens * position_bytes, "serve: the KV cache of ",
+               eo.kv_cache_bytes, " bytes holds no block of ", eo.block_tokens, " positions (",
+               eo.block_tokens * position_bytes, " bytes); give a larger --kv-cache-mb");
+    s.engine = std::make_unique<detail::GenEngine>(dec, eo, s.metrics, s.gate);
     s.log("loaded " + s.generate_id + " (generation: up to " + std::to_string(o.generate_slots) +
           " sequences per batch, " + std::to_string(s.engine->sequence_capacity()) + " tokens each, KV cache " +
           std::to_string(s.engine->pool_bytes() >> 20) + " MiB " + (o.kv_cache_f16 ? "f16" : "f32") + ")");

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
+#include <attn/models/gemma3.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
 #include <attn/models/runtime/scheduler.h>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "testing/micro_classifier.h"
+#include "testing/testing.h"
 
 namespace attn::serve {
 namespace {
@@ -682,6 +684,34 @@ TEST(ServeGenerate, StopFinishesTheStreamsInFlight) {
   EXPECT_FALSE(late.Get("/health"));
 }
 
+// Gemma 3 on the same runtime (the tiny random gemma3 file: always present): a completion equals the
+// runtime's greedy continuation of the same prompt, and /v1/attention names its sliding layers.
+TEST(ServeGenerate, Gemma3IsServedOnTheRuntime) {
+  const std::string path = ::attn::testing::source_path("tests/models/data/gemma3_tiny.gguf");
+  ServerOptions o;
+  o.generate = path;
+  o.limits.context = 256;
+  Running s(o);
+  const auto r = s.post("/v1/completions", R"({"prompt": "ab ab", "max_tokens": 8, "temperature": 0})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  models::Gemma3Options go;
+  go.max_context = 256;
+  models::Gemma3Model m = models::Gemma3Model::load(path, go);
+  models::GenerateOptions g;
+  g.max_new_tokens = 8;
+  models::set_stop_tokens(g, m.tokenizer());
+  const auto out = models::runtime::generate_batch(m, {m.tokenizer().encode("ab ab", m.tokenizer().add_bos(), false)}, g);
+  const json::Value b = body_of(r);
+  EXPECT_EQ(b.at("model").as_string(), "gemma3_tiny");
+  EXPECT_EQ(b.at("usage").at("completion_tokens").as_int64(), static_cast<int64_t>(out[0].ids.size()));
+  EXPECT_EQ(b.at("choices").at(std::size_t{0}).at("text").as_string(), m.tokenizer().decode(out[0].ids));
+  const auto a = s.post("/v1/attention", R"({"model": "gemma3_tiny", "input": "ab ab"})");
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->status, 200) << a->body;
+  EXPECT_NE(a->body.find("(sliding, window 4)"), std::string::npos);
+}
+
 // One number of /metrics (the first line that matches `name` followed by a space).
 double metric(Running& s, const std::string& name) {
   const std::string m = s.client.Get("/metrics")->body;
@@ -769,9 +799,14 @@ TEST(ServeGenerate, BlocksAreFreedWhenClientsLeave) {
           R"({"prompt": "Count: 1, 2, 3,", "max_tokens": 400, "temperature": 0, "stream": true})"));
     for (auto& r : streams) ASSERT_TRUE(r->read_until("data: "));
   }  // all hang up
-  // The engine notices at its next step; /metrics is published at most every 200 ms while it runs.
-  for (int i = 0; i < 100 && metric(s, "attn_generate_sequences{state=\"running\"}") > 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The workers notice at their next write, the engine at its next step; /metrics is published at
+  // most every 200 ms while the engine runs (and at once when it goes idle).
+  const auto done = [&] {
+    const std::string m = s.client.Get("/metrics")->body;
+    return m.find("attn_tokens_total{kind=\"completion\"}") != std::string::npos &&
+           metric(s, "attn_generate_sequences{state=\"running\"}") == 0;
+  };
+  for (int i = 0; i < 100 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(metric(s, "attn_generate_sequences{state=\"running\"}"), 0);
   EXPECT_EQ(metric(s, "attn_kv_cache_bytes{state=\"reserved\"}"), metric(s, "attn_kv_cache_bytes{state=\"cached\"}"));
   EXPECT_LT(metric(s, "attn_tokens_total{kind=\"completion\"}"), 3 * 400);

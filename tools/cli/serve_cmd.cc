@@ -23,7 +23,7 @@ const std::vector<OptionSpec>& serve_options() {
       {"port", "N", "port (default 8080; 0: any free port, printed)"},
       {"embed", "MODEL", "serve embeddings: minilm (all-MiniLM-L6-v2) or a BERT sentence-encoder folder"},
       {"generate", "MODEL",
-       "serve chat and completions: smollm2 (SmolLM2-135M-Instruct) or a Llama .gguf file"},
+       "serve chat and completions: smollm2 (SmolLM2-135M-Instruct), gemma3 (Gemma 3 270M) or a .gguf file"},
       {"classify", "FILE", "serve classification: a model file from 'attn train classify'"},
       {"threads", "N", "compute threads (default: ATTN_NUM_THREADS or all cores)"},
       {"parallel", "N", "generation sequences decoded together in one batch (default 16)"},
