@@ -178,10 +178,12 @@ class Generator {
   // Every prompt at once through the runtime's continuous batching (models/runtime/scheduler.h):
   // [(text, ids, stopped)] in the prompts' order. Prompt i samples from Rng(mix_seed(seed, i)).
   nb::list generate_batch(const std::vector<std::string>& prompts, int64_t max_new_tokens, double temperature,
-                          int64_t top_k, double top_p, uint64_t seed, bool chat, std::optional<std::string> system) {
+                          int64_t top_k, double top_p, uint64_t seed, bool chat,
+                          std::optional<std::string> system) {
     std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
     if (!lock.owns_lock())
-      throw std::runtime_error("Generator: another generate() on this model is running; finish or close it first");
+      throw std::runtime_error(
+          "Generator: another generate() on this model is running; finish or close it first");
     if (max_new_tokens < 1) throw nb::value_error("max_new_tokens must be >= 1");
     if (!(temperature >= 0)) throw nb::value_error("temperature must be >= 0");
     if (top_k < 0) throw nb::value_error("top_k must be >= 0");
@@ -191,8 +193,8 @@ class Generator {
       for (std::size_t i = 0; i < prompts.size(); ++i) {
         ids.push_back(models::llama_prompt_ids(*model_, prompts[i], chat, system));
         ATTN_CHECK(!ids.back().empty(), "generate_batch: prompt ", i, " encodes to no tokens");
-        ATTN_CHECK(static_cast<int64_t>(ids.back().size()) <= model_->capacity(), "generate_batch: prompt ", i,
-                   " has ", ids.back().size(), " tokens; the context holds ", model_->capacity());
+        ATTN_CHECK(static_cast<int64_t>(ids.back().size()) <= model_->capacity(), "generate_batch: prompt ",
+                   i, " has ", ids.back().size(), " tokens; the context holds ", model_->capacity());
       }
       models::GenerateOptions g = models::request_options(max_new_tokens, temperature, top_k, top_p);
       g.seed = seed;

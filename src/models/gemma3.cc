@@ -4,10 +4,10 @@
 #include <attn/core/parallel.h>
 #include <attn/io/finite.h>
 #include <attn/models/gemma3.h>
-#include <attn/ops/paged_attention.h>
 #include <attn/ops/geglu.h>
 #include <attn/ops/kv_cache.h>
 #include <attn/ops/linear.h>
+#include <attn/ops/paged_attention.h>
 #include <attn/ops/quantized.h>
 
 #include <algorithm>
@@ -503,16 +503,19 @@ struct Gemma3Model::Impl {
 // The runtime's batched step (models/runtime/batch.h): every entry's rows stacked for the products,
 // RoPE at each row's own position, attention per entry through its block tables (the sliding layers
 // with their window), as forward() computes one sequence.
-void Gemma3Model::Impl::forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch) {
+void Gemma3Model::Impl::forward_batch(runtime::PagedKvCache& cache,
+                                      std::span<const runtime::BatchEntry> batch) {
   ATTN_CHECK(!batch.empty(), "gemma3: an empty batch");
   const runtime::KvCacheConfig& kc = cache.config();
   ATTN_CHECK(kc.layers == c.layers && kc.kv_heads == c.kv_heads && kc.head_dim == c.head_dim,
-             "gemma3: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ", kc.head_dim,
-             "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim, " (Gemma3Model::kv_layout)");
+             "gemma3: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ",
+             kc.head_dim, "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim,
+             " (Gemma3Model::kv_layout)");
   for (int64_t l = 0; l < c.layers; ++l)
     ATTN_CHECK(kc.layer_windows[static_cast<std::size_t>(l)] == (c.sliding(l) ? c.window : 0),
-               "gemma3: layer ", l, " of the KV cache has window ", kc.layer_windows[static_cast<std::size_t>(l)],
-               "; this model needs ", c.sliding(l) ? c.window : 0, " (Gemma3Model::kv_layout)");
+               "gemma3: layer ", l, " of the KV cache has window ",
+               kc.layer_windows[static_cast<std::size_t>(l)], "; this model needs ",
+               c.sliding(l) ? c.window : 0, " (Gemma3Model::kv_layout)");
   const auto B = static_cast<int64_t>(batch.size());
   std::vector<int64_t> row0(static_cast<std::size_t>(B)), pos0(static_cast<std::size_t>(B));
   int64_t M = 0, wanted = 0;
@@ -566,15 +569,17 @@ void Gemma3Model::Impl::forward_batch(runtime::PagedKvCache& cache, std::span<co
     ops::paged_attention(q.data(), H, view, seqs, ao, att.data());
     matmul(ly.wo, att.data(), M, tmp.data(), C);
     rows_for(M, 16, [&](int64_t b, int64_t e) {
-      post_norm_residual(x.data(), tmp.data(), ly.post_attn_norm.data(), ly.ffn_norm.data(), b, e, C, c.rms_eps,
-                         n.data());
+      post_norm_residual(x.data(), tmp.data(), ly.post_attn_norm.data(), ly.ffn_norm.data(), b, e, C,
+                         c.rms_eps, n.data());
     });
     matmul_same_x({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), M);
-    rows_for(M, 16, [&](int64_t b, int64_t e) { ops::geglu_tanh(g.data() + b * F, u.data() + b * F, (e - b) * F); });
+    rows_for(M, 16,
+             [&](int64_t b, int64_t e) { ops::geglu_tanh(g.data() + b * F, u.data() + b * F, (e - b) * F); });
     matmul(ly.down, g.data(), M, tmp.data(), C);
     const float* next_norm = l + 1 < c.layers ? layers[l + 1].attn_norm.data() : nullptr;
     rows_for(M, 16, [&](int64_t b, int64_t e) {
-      post_norm_residual(x.data(), tmp.data(), ly.post_ffw_norm.data(), next_norm, b, e, C, c.rms_eps, n.data());
+      post_norm_residual(x.data(), tmp.data(), ly.post_ffw_norm.data(), next_norm, b, e, C, c.rms_eps,
+                         n.data());
     });
   }
   for (const runtime::BatchEntry& e : batch) cache.commit(e.seq);
@@ -582,7 +587,8 @@ void Gemma3Model::Impl::forward_batch(runtime::PagedKvCache& cache, std::span<co
   int64_t r = 0;
   for (int64_t b = 0; b < B; ++b)
     if (batch[b].logits)
-      rms_norm(x.data() + (row0[b] + batch[b].n - 1) * C, output_norm.data(), 1, C, c.rms_eps, n.data() + r++ * C);
+      rms_norm(x.data() + (row0[b] + batch[b].n - 1) * C, output_norm.data(), 1, C, c.rms_eps,
+               n.data() + r++ * C);
   batch_logits.resize(static_cast<std::size_t>(wanted * c.vocab));
   matmul(out_mat(), n.data(), wanted, batch_logits.data(), c.vocab);
   r = 0;

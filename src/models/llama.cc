@@ -683,12 +683,14 @@ struct LlamaModel::Impl {
   void forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch);
 };
 
-void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch) {
+void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache,
+                                     std::span<const runtime::BatchEntry> batch) {
   ATTN_CHECK(!batch.empty(), "llama: an empty batch");
   const runtime::KvCacheConfig& kc = cache.config();
   ATTN_CHECK(kc.layers == c.layers && kc.kv_heads == c.kv_heads && kc.head_dim == c.head_dim,
-             "llama: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ", kc.head_dim,
-             "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim, " (LlamaModel::kv_layout)");
+             "llama: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ",
+             kc.head_dim, "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim,
+             " (LlamaModel::kv_layout)");
   const int64_t B = static_cast<int64_t>(batch.size());
   std::vector<int64_t> row0(static_cast<std::size_t>(B)), pos0(static_cast<std::size_t>(B));
   int64_t M = 0, wanted = 0;
@@ -697,8 +699,8 @@ void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache, std::span<con
     const int64_t len = cache.length(e.seq);
     ATTN_CHECK(e.n >= 1 && e.tokens != nullptr && e.n <= len, "llama: batch entry ", b, " (sequence ", e.seq,
                ") has ", e.n, " tokens; expected 1 to ", len, ", the positions appended to the cache");
-    ATTN_CHECK(len <= cap, "llama: sequence ", e.seq, " holds ", len, " positions; the model's context is ", cap,
-               cap < c.context ? " (--max-context)" : "");
+    ATTN_CHECK(len <= cap, "llama: sequence ", e.seq, " holds ", len, " positions; the model's context is ",
+               cap, cap < c.context ? " (--max-context)" : "");
     for (int64_t i = 0; i < e.n; ++i)
       ATTN_CHECK(e.tokens[i] >= 0 && e.tokens[i] < c.vocab, "llama: token id ", e.tokens[i], " at ", i,
                  " of batch entry ", b, " is out of range [0, ", c.vocab, ")");
@@ -734,7 +736,8 @@ void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache, std::span<con
       for (int64_t k = 0; k < M * kv; ++k) vbuf[k] = round_to_f16(vbuf[k]);
     }
     for (int64_t b = 0; b < B; ++b) {
-      cache.write(batch[b].seq, l, pos0[b], kbuf.data() + row0[b] * kv, vbuf.data() + row0[b] * kv, batch[b].n);
+      cache.write(batch[b].seq, l, pos0[b], kbuf.data() + row0[b] * kv, vbuf.data() + row0[b] * kv,
+                  batch[b].n);
       seqs[b] = cache.attention_sequence(batch[b].seq, l, batch[b].n);
     }
     ops::paged_attention(qp, H, view, seqs, ops::PagedAttentionOptions{}, ap);
@@ -754,7 +757,8 @@ void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache, std::span<con
   // The last row of each entry that wants logits: normed into n, one product for all of them.
   int64_t r = 0;
   for (int64_t b = 0; b < B; ++b)
-    if (batch[b].logits) rms_norm(x.data() + (row0[b] + batch[b].n - 1) * C, output_norm, n.data() + r++ * C, 1);
+    if (batch[b].logits)
+      rms_norm(x.data() + (row0[b] + batch[b].n - 1) * C, output_norm, n.data() + r++ * C, 1);
   batch_logits.resize(static_cast<std::size_t>(wanted * c.vocab));
   matmul({{&out_mat(), batch_logits.data(), c.vocab}}, n.data(), wanted, C, opt.decode);
   r = 0;

@@ -61,8 +61,8 @@ viz::Export Impl::model_export(const std::string& model_id, const std::string& t
     GateHold hold(gate);
     e = viz::export_bert_attention(*encoder, embed_id, text);
   } else if (!generate_id.empty() &&
-             (model_id == generate_id || std::find(generate_aliases.begin(), generate_aliases.end(), model_id) !=
-                                             generate_aliases.end())) {
+             (model_id == generate_id || std::find(generate_aliases.begin(), generate_aliases.end(),
+                                                   model_id) != generate_aliases.end())) {
     const std::vector<int32_t> ids = gen_model->encode_text(text);
     if (ids.empty()) throw bad_request("the text has no tokens", "input", "empty_input");
     if (static_cast<int64_t>(ids.size()) > l.max_attention_tokens)

@@ -28,8 +28,8 @@ GenEngine::~GenEngine() { stop(); }
 
 int64_t GenEngine::pool_bytes() const { return cache_->num_blocks() * cache_->block_bytes(); }
 
-std::shared_ptr<GenStream> GenEngine::submit(std::vector<int32_t> prompt, const models::GenerateOptions& options,
-                                             uint64_t seed) {
+std::shared_ptr<GenStream> GenEngine::submit(std::vector<int32_t> prompt,
+                                             const models::GenerateOptions& options, uint64_t seed) {
   auto s = std::make_shared<GenStream>();
   s->request.prompt = std::move(prompt);
   s->request.options = options;

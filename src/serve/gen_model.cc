@@ -30,8 +30,12 @@ class LlamaGen final : public GenModel {
   std::vector<int32_t> encode_text(const std::string& text) const override {
     return m_.tokenizer().encode(text, false, true);
   }
-  std::string decode(const std::vector<int32_t>& ids) const override { return m_.tokenizer().decode(ids, false); }
-  void set_stop_tokens(models::GenerateOptions& g) const override { models::set_stop_tokens(g, m_.tokenizer()); }
+  std::string decode(const std::vector<int32_t>& ids) const override {
+    return m_.tokenizer().decode(ids, false);
+  }
+  void set_stop_tokens(models::GenerateOptions& g) const override {
+    models::set_stop_tokens(g, m_.tokenizer());
+  }
   viz::Export attention(const std::vector<int32_t>& ids, const std::string& model_id,
                         const std::string& text) override {
     return viz::export_llama_attention(m_.attention_weights(ids), model_id, text);
@@ -61,7 +65,9 @@ class Gemma3Gen final : public GenModel {
     return m_.tokenizer().encode(text, m_.tokenizer().add_bos(), true);
   }
   std::string decode(const std::vector<int32_t>& ids) const override { return m_.tokenizer().decode(ids); }
-  void set_stop_tokens(models::GenerateOptions& g) const override { models::set_stop_tokens(g, m_.tokenizer()); }
+  void set_stop_tokens(models::GenerateOptions& g) const override {
+    models::set_stop_tokens(g, m_.tokenizer());
+  }
   viz::Export attention(const std::vector<int32_t>& ids, const std::string& model_id,
                         const std::string& text) override {
     models::Gemma3Attention g = m_.attention_weights(ids);
@@ -70,9 +76,9 @@ class Gemma3Gen final : public GenModel {
     viz::Export e = viz::export_llama_attention(a, model_id, text);
     e.layer_names.clear();
     for (std::size_t l = 0; l < sliding.size(); ++l)
-      e.layer_names.push_back("layer " + std::to_string(l) +
-                              (sliding[l] ? " (sliding, window " + std::to_string(m_.config().window) + ")"
-                                          : " (global)"));
+      e.layer_names.push_back(
+          "layer " + std::to_string(l) +
+          (sliding[l] ? " (sliding, window " + std::to_string(m_.config().window) + ")" : " (global)"));
     return e;
   }
 

@@ -26,7 +26,8 @@ class GenModel {
   virtual int64_t heads() const = 0;
   // The file's chat template over (role, content) turns with the assistant prompt: markers may be
   // special tokens, contents never are (text::TextPiece).
-  virtual text::TextPieces chat_pieces(const std::vector<std::pair<std::string, std::string>>& turns) const = 0;
+  virtual text::TextPieces chat_pieces(
+      const std::vector<std::pair<std::string, std::string>>& turns) const = 0;
   // Token ids of pieces, with the tokenizer's begin-of-sequence token where the model wants one.
   virtual std::vector<int32_t> encode(const text::TextPieces& pieces) const = 0;
   // Ids of a text for the attention endpoint (special-token strings become their tokens).

@@ -89,7 +89,8 @@ GenResult Impl::generate(GenStream& st, const GenRequest& r,
                          const std::function<bool()>& client_gone) {
   GenResult out;
   // The reply as valid UTF-8 pieces, held back where a character or a stop string may continue.
-  models::TextStream stream([this](const std::vector<int32_t>& ids) { return gen_model->decode(ids); }, r.stop);
+  models::TextStream stream([this](const std::vector<int32_t>& ids) { return gen_model->decode(ids); },
+                            r.stop);
   bool cancelled = false, ended = false;
   // A piece of text to the client: false ends the generation (the client went away).
   const auto emit = [&](const std::string& piece) {
@@ -131,8 +132,9 @@ GenResult Impl::generate(GenStream& st, const GenRequest& r,
     return out;
   }
   if (reason == models::runtime::FinishReason::error || reason == models::runtime::FinishReason::cancelled)
-    throw HttpError(500, "generation failed: " + (error.empty() ? std::string("the engine stopped it") : error), "",
-                    "internal_error");
+    throw HttpError(500,
+                    "generation failed: " + (error.empty() ? std::string("the engine stopped it") : error),
+                    "", "internal_error");
   out.finish_reason = reason == models::runtime::FinishReason::length ? "length" : "stop";
   if (!emit(stream.finish()) || stream.stopped()) out.finish_reason = cancelled ? "cancelled" : "stop";
   return out;
@@ -315,41 +317,41 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
 
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, r, st, leave, in_flight, P, attention_of](std::size_t, http::DataSink& sink) {
-        const auto write = [&sink](const std::string& data) {
-          const std::string line = "data: " + data + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
-        try {
-          if (r->chat && !write(chunk_json(*r, "", "", true))) {
-            engine->cancel(*st);
-            return false;
-          }
-          const GenResult g = generate(
-              *st, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
-          if (g.finish_reason == "cancelled") return false;  // the client went away: close
-          std::string last = chunk_json(*r, "", g.finish_reason, false);
-          if (r->attention) {
-            last.pop_back();
-            last += ",\"attention\":" + attention_of(*r, g) + "}";
-          }
-          if (!write(last)) return false;
-          if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
-                                         usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
-            return false;
-          if (!write("[DONE]")) return false;
-        } catch (const HttpError& e) {
-          write(error_body(e));
-          write("[DONE]");
-        } catch (const std::exception& e) {
-          log(std::string("error in a stream: ") + e.what());
-          write(error_body(HttpError(500, std::string("internal error: ") + e.what(), "", "internal_error")));
-          write("[DONE]");
-        }
-        sink.done();
-        return true;
-      });
+  res.set_chunked_content_provider("text/event-stream", [this, r, st, leave, in_flight, P, attention_of](
+                                                            std::size_t, http::DataSink& sink) {
+    const auto write = [&sink](const std::string& data) {
+      const std::string line = "data: " + data + "\n\n";
+      return sink.write(line.data(), line.size());
+    };
+    try {
+      if (r->chat && !write(chunk_json(*r, "", "", true))) {
+        engine->cancel(*st);
+        return false;
+      }
+      const GenResult g = generate(
+          *st, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
+      if (g.finish_reason == "cancelled") return false;  // the client went away: close
+      std::string last = chunk_json(*r, "", g.finish_reason, false);
+      if (r->attention) {
+        last.pop_back();
+        last += ",\"attention\":" + attention_of(*r, g) + "}";
+      }
+      if (!write(last)) return false;
+      if (r->include_usage && !write(chunk_prefix(*r) + ",\"choices\":[],\"usage\":" +
+                                     usage_json(P, static_cast<int64_t>(g.ids.size())) + "}"))
+        return false;
+      if (!write("[DONE]")) return false;
+    } catch (const HttpError& e) {
+      write(error_body(e));
+      write("[DONE]");
+    } catch (const std::exception& e) {
+      log(std::string("error in a stream: ") + e.what());
+      write(error_body(HttpError(500, std::string("internal error: ") + e.what(), "", "internal_error")));
+      write("[DONE]");
+    }
+    sink.done();
+    return true;
+  });
 }
 
 }  // namespace attn::serve::detail

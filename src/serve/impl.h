@@ -106,9 +106,9 @@ struct Impl {
   std::unique_ptr<Batcher<ClassifyInput, ClassifyOutput>> classify_batcher;
   // Generation.
   std::string generate_id;
-  std::vector<std::string> generate_aliases;      // other names a request may use for it
-  std::unique_ptr<GenModel> gen_model;            // one instance for every generation request
-  std::unique_ptr<GenEngine> engine;              // its continuous batching (serve/engine.h)
+  std::vector<std::string> generate_aliases;  // other names a request may use for it
+  std::unique_ptr<GenModel> gen_model;        // one instance for every generation request
+  std::unique_ptr<GenEngine> engine;          // its continuous batching (serve/engine.h)
 
   void log(const std::string& line) const {
     if (options.log) options.log(line);
@@ -136,7 +136,8 @@ struct Impl {
   // on_piece gets each piece of text (false: the client went away); client_gone is asked after each
   // token (a reply that is sent whole at the end); either may be empty.
   // The request's stream (submitted, and admitted or finished) to its end.
-  GenResult generate(GenStream& st, const GenRequest& r, const std::function<bool(const std::string&)>& on_piece,
+  GenResult generate(GenStream& st, const GenRequest& r,
+                     const std::function<bool(const std::string&)>& on_piece,
                      const std::function<bool()>& client_gone = nullptr);
 };
 

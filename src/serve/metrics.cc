@@ -84,9 +84,12 @@ void Metrics::runtime(const RuntimeGauges& g) {
 
 namespace {
 void runtime_text(std::string& out, const RuntimeGauges& g) {
-  const auto line = [&out](const std::string& name, int64_t v) { out += name + " " + std::to_string(v) + "\n"; };
-  out += "# HELP attn_kv_cache_bytes the paged KV pool: pool, reserved (held by sequences or the prefix cache), "
-         "used (filled positions), wasted (reserved - used), cached (held only by the prefix cache), free\n";
+  const auto line = [&out](const std::string& name, int64_t v) {
+    out += name + " " + std::to_string(v) + "\n";
+  };
+  out +=
+      "# HELP attn_kv_cache_bytes the paged KV pool: pool, reserved (held by sequences or the prefix cache), "
+      "used (filled positions), wasted (reserved - used), cached (held only by the prefix cache), free\n";
   out += "# TYPE attn_kv_cache_bytes gauge\n";
   line("attn_kv_cache_bytes{state=\"pool\"}", g.pool_bytes);
   line("attn_kv_cache_bytes{state=\"reserved\"}", g.reserved_bytes);
@@ -99,15 +102,17 @@ void runtime_text(std::string& out, const RuntimeGauges& g) {
   line("attn_kv_cache_blocks{state=\"all\"}", g.blocks);
   line("attn_kv_cache_blocks{state=\"free\"}", g.blocks_free);
   line("attn_kv_cache_blocks{state=\"in_use\"}", g.blocks - g.blocks_free);
-  out += "# HELP attn_prefix_cache_tokens_total prompt tokens of admitted requests: from the prefix cache "
-         "(hit) or computed (miss)\n";
+  out +=
+      "# HELP attn_prefix_cache_tokens_total prompt tokens of admitted requests: from the prefix cache "
+      "(hit) or computed (miss)\n";
   out += "# TYPE attn_prefix_cache_tokens_total counter\n";
   line("attn_prefix_cache_tokens_total{result=\"hit\"}", g.cached_tokens);
   line("attn_prefix_cache_tokens_total{result=\"miss\"}", g.prompt_tokens - g.cached_tokens);
   out += "# HELP attn_prefix_cache_hit_ratio prompt tokens from the prefix cache / all prompt tokens\n";
   out += "# TYPE attn_prefix_cache_hit_ratio gauge\n";
   out += "attn_prefix_cache_hit_ratio " +
-         std::to_string(g.prompt_tokens ? static_cast<double>(g.cached_tokens) / g.prompt_tokens : 0.0) + "\n";
+         std::to_string(g.prompt_tokens ? static_cast<double>(g.cached_tokens) / g.prompt_tokens : 0.0) +
+         "\n";
   out += "# HELP attn_kv_cache_evictions_total prefix-cache entries evicted for room\n";
   out += "# TYPE attn_kv_cache_evictions_total counter\n";
   line("attn_kv_cache_evictions_total", g.evictions);

@@ -206,8 +206,9 @@ viz::Export filter_export(viz::Export e, const AttentionSpec& spec, int64_t max_
       // The kept layers' own names where the export has them (Gemma 3's say which layers slide).
       std::vector<std::string> names;
       for (const int64_t l : layers)
-        names.push_back(static_cast<std::size_t>(l) < e.layer_names.size() ? e.layer_names[static_cast<std::size_t>(l)]
-                                                                           : "layer " + std::to_string(l));
+        names.push_back(static_cast<std::size_t>(l) < e.layer_names.size()
+                            ? e.layer_names[static_cast<std::size_t>(l)]
+                            : "layer " + std::to_string(l));
       e.layer_names = std::move(names);
     }
   }

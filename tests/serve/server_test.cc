@@ -1,8 +1,8 @@
 // attn serve in-process (include/attn/serve/server.h): each test starts a Server on an ephemeral
 // loopback port, talks HTTP to it with cpp-httplib's client (or a raw socket), and stops it.
 // The answers are compared with the library called directly: embeddings with
-// SentenceEncoder::embed, generation with the runtime (models::runtime::generate_batch) on a LlamaModel of its own, attention
-// with the viz builders. Tests needing a model skip when it is not installed.
+// SentenceEncoder::embed, generation with the runtime (models::runtime::generate_batch) on a LlamaModel of
+// its own, attention with the viz builders. Tests needing a model skip when it is not installed.
 #include <arpa/inet.h>
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
@@ -701,7 +701,8 @@ TEST(ServeGenerate, Gemma3IsServedOnTheRuntime) {
   models::GenerateOptions g;
   g.max_new_tokens = 8;
   models::set_stop_tokens(g, m.tokenizer());
-  const auto out = models::runtime::generate_batch(m, {m.tokenizer().encode("ab ab", m.tokenizer().add_bos(), false)}, g);
+  const auto out =
+      models::runtime::generate_batch(m, {m.tokenizer().encode("ab ab", m.tokenizer().add_bos(), false)}, g);
   const json::Value b = body_of(r);
   EXPECT_EQ(b.at("model").as_string(), "gemma3_tiny");
   EXPECT_EQ(b.at("usage").at("completion_tokens").as_int64(), static_cast<int64_t>(out[0].ids.size()));
@@ -731,10 +732,10 @@ TEST(ServeGenerate, ConcurrentStreamsShareTheBatchAndKeepTheirText) {
   for (const auto& u : users) refs.push_back(library_greedy(u, 16));
   std::vector<std::unique_ptr<RawRequest>> streams;
   for (const auto& u : users)
-    streams.push_back(std::make_unique<RawRequest>(
-        s.server.port(), "/v1/chat/completions",
-        R"({"messages": [{"role": "user", "content": ")" + u +
-            R"("}], "temperature": 0, "max_tokens": 16, "stream": true})"));
+    streams.push_back(
+        std::make_unique<RawRequest>(s.server.port(), "/v1/chat/completions",
+                                     R"({"messages": [{"role": "user", "content": ")" + u +
+                                         R"("}], "temperature": 0, "max_tokens": 16, "stream": true})"));
   int64_t tokens = 0;
   for (std::size_t i = 0; i < streams.size(); ++i) {
     streams[i]->read_all();
@@ -755,8 +756,9 @@ TEST(ServeGenerate, ASharedPromptPrefixComesFromTheCache) {
   Running s(generate_options());
   std::string system;
   for (int i = 0; i < 12; ++i) system += "You answer briefly and politely, in plain English. ";
-  const std::string body = R"({"messages": [{"role": "system", "content": ")" + system +
-                           R"("}, {"role": "user", "content": "Name a fruit."}], "temperature": 0, "max_tokens": 8})";
+  const std::string body =
+      R"({"messages": [{"role": "system", "content": ")" + system +
+      R"("}, {"role": "user", "content": "Name a fruit."}], "temperature": 0, "max_tokens": 8})";
   const auto a = s.post("/v1/chat/completions", body);
   ASSERT_TRUE(a);
   ASSERT_EQ(a->status, 200) << a->body;
@@ -808,7 +810,8 @@ TEST(ServeGenerate, BlocksAreFreedWhenClientsLeave) {
   };
   for (int i = 0; i < 100 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(metric(s, "attn_generate_sequences{state=\"running\"}"), 0);
-  EXPECT_EQ(metric(s, "attn_kv_cache_bytes{state=\"reserved\"}"), metric(s, "attn_kv_cache_bytes{state=\"cached\"}"));
+  EXPECT_EQ(metric(s, "attn_kv_cache_bytes{state=\"reserved\"}"),
+            metric(s, "attn_kv_cache_bytes{state=\"cached\"}"));
   EXPECT_LT(metric(s, "attn_tokens_total{kind=\"completion\"}"), 3 * 400);
 }
 

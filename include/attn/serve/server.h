@@ -67,10 +67,10 @@ struct Limits {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;             // 0: an ephemeral port (Server::port() says which)
-  std::string embed;           // "" none; "minilm", or a BERT folder (tasks::find_encoder)
-  std::string generate;        // "" none; "smollm2", "gemma3", or a .gguf file (llama or gemma3)
-  std::string classify;        // "" none; a model file from `attn train classify`
+  int port = 8080;              // 0: an ephemeral port (Server::port() says which)
+  std::string embed;            // "" none; "minilm", or a BERT folder (tasks::find_encoder)
+  std::string generate;         // "" none; "smollm2", "gemma3", or a .gguf file (llama or gemma3)
+  std::string classify;         // "" none; a model file from `attn train classify`
   int64_t generate_slots = 16;  // generation sequences in one batch (decoded together)
   // The paged KV cache of generation: 0 = room for generate_slots × context / 2 positions (at least
   // one full context); f16 halves the bytes per position (the default f32 keeps the text the same

@@ -12,10 +12,14 @@ namespace attn::models::runtime {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::cancelled: return "cancelled";
-    case FinishReason::error: return "error";
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::length:
+      return "length";
+    case FinishReason::cancelled:
+      return "cancelled";
+    case FinishReason::error:
+      return "error";
   }
   return "?";
 }
@@ -56,7 +60,8 @@ struct Scheduler::Impl {
     const KvCacheConfig want = d.kv_layout(), &have = c.config();
     ATTN_CHECK(want.layers == have.layers && want.kv_heads == have.kv_heads && want.head_dim == have.head_dim,
                "Scheduler: the cache holds ", have.layers, " layers x ", have.kv_heads, " kv heads x ",
-               have.head_dim, "; the decoder needs ", want.layers, " x ", want.kv_heads, " x ", want.head_dim);
+               have.head_dim, "; the decoder needs ", want.layers, " x ", want.kv_heads, " x ",
+               want.head_dim);
     V = d.batch_vocab();
     layers = have.layers;
     const int64_t pool_tokens = c.num_blocks() / layers * have.block_tokens;
@@ -93,7 +98,8 @@ struct Scheduler::Impl {
       s.cache_seq = cache.create();
       const auto n = static_cast<int64_t>(s.tokens.size());
       // The last token is always computed: its logits choose the next one.
-      const int64_t attached = opt.prefix_cache ? cache.attach_prefix(s.cache_seq, s.tokens.data(), n - 1) : 0;
+      const int64_t attached =
+          opt.prefix_cache ? cache.attach_prefix(s.cache_seq, s.tokens.data(), n - 1) : 0;
       const int64_t need = blocks_for(n, attached);
       const int64_t reserve = layers * static_cast<int64_t>(running.size());
       if (!running.empty() && need + reserve > cache.free_blocks() + cache.evictable_blocks()) {
@@ -278,14 +284,15 @@ int64_t Scheduler::submit(SequenceRequest request) {
     ATTN_CHECK(request.prompt[i] >= 0 && request.prompt[i] < m.V, "Scheduler: token id ", request.prompt[i],
                " at ", i, " of the prompt is out of range [0, ", m.V, ")");
   const GenerateOptions& o = request.options;
-  ATTN_CHECK(o.search != SearchKind::beam, "Scheduler: beam search is not batched here; use greedy or sample");
+  ATTN_CHECK(o.search != SearchKind::beam,
+             "Scheduler: beam search is not batched here; use greedy or sample");
   ATTN_CHECK(o.max_new_tokens >= 1, "Scheduler: max_new_tokens must be >= 1; got ", o.max_new_tokens);
   if (o.search == SearchKind::sample)
     ATTN_CHECK(o.temperature > 0 && o.top_p > 0 && o.top_p <= 1 && o.top_k >= 0,
-               "Scheduler: sampling needs temperature > 0, top_p in (0, 1] and top_k >= 0; got ", o.temperature,
-               ", ", o.top_p, " and ", o.top_k);
-  ATTN_CHECK(P <= m.capacity, "Scheduler: the prompt has ", P, " tokens; a sequence holds at most ", m.capacity,
-             m.capacity < m.dec.batch_context() ? " (the KV pool's size)" : " (the context)");
+               "Scheduler: sampling needs temperature > 0, top_p in (0, 1] and top_k >= 0; got ",
+               o.temperature, ", ", o.top_p, " and ", o.top_k);
+  ATTN_CHECK(P <= m.capacity, "Scheduler: the prompt has ", P, " tokens; a sequence holds at most ",
+             m.capacity, m.capacity < m.dec.batch_context() ? " (the KV pool's size)" : " (the context)");
   auto s = std::make_unique<Impl::Seq>();
   s->id = m.next_id++;
   s->rng = Rng(request.seed);
@@ -328,7 +335,8 @@ SchedulerStats Scheduler::stats() const {
   return s;
 }
 
-std::vector<BatchResult> generate_batch(BatchDecoder& decoder, const std::vector<std::vector<int32_t>>& prompts,
+std::vector<BatchResult> generate_batch(BatchDecoder& decoder,
+                                        const std::vector<std::vector<int32_t>>& prompts,
                                         const GenerateOptions& options, const SchedulerOptions& scheduler,
                                         int64_t pool_bytes, ops::KvDtype dtype) {
   KvCacheConfig kc = decoder.kv_layout();
@@ -339,7 +347,8 @@ std::vector<BatchResult> generate_batch(BatchDecoder& decoder, const std::vector
       positions += ceil_div(static_cast<int64_t>(p.size()) + options.max_new_tokens, kc.block_tokens) *
                    kc.block_tokens;
     const int64_t elem = dtype == ops::KvDtype::f16 ? 2 : 4;
-    pool_bytes = std::max<int64_t>(positions, kc.block_tokens) * kc.layers * 2 * kc.kv_heads * kc.head_dim * elem;
+    pool_bytes =
+        std::max<int64_t>(positions, kc.block_tokens) * kc.layers * 2 * kc.kv_heads * kc.head_dim * elem;
   }
   kc.pool_bytes = pool_bytes;
   PagedKvCache cache(kc);

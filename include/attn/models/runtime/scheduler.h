@@ -46,9 +46,9 @@ const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled
 struct SequenceEvent {
   enum class Kind { admitted, token, finished };
   Kind kind = Kind::token;
-  int64_t id = -1;             // the request (submit's id)
-  int64_t token = -1;          // token: the generated token
-  int64_t cached_tokens = 0;   // admitted: prompt positions the prefix cache gave
+  int64_t id = -1;                           // the request (submit's id)
+  int64_t token = -1;                        // token: the generated token
+  int64_t cached_tokens = 0;                 // admitted: prompt positions the prefix cache gave
   FinishReason reason = FinishReason::stop;  // finished
   int64_t stop_token = -1;                   // finished by a stop token: that token (not reported before)
   int64_t generated = 0;                     // finished: tokens reported
@@ -123,8 +123,10 @@ struct BatchResult {
   FinishReason reason = FinishReason::stop;
   int64_t stop_token = -1;
 };
-std::vector<BatchResult> generate_batch(BatchDecoder& decoder, const std::vector<std::vector<int32_t>>& prompts,
-                                        const GenerateOptions& options, const SchedulerOptions& scheduler = {},
-                                        int64_t pool_bytes = 0, ops::KvDtype dtype = ops::KvDtype::f32);
+std::vector<BatchResult> generate_batch(BatchDecoder& decoder,
+                                        const std::vector<std::vector<int32_t>>& prompts,
+                                        const GenerateOptions& options,
+                                        const SchedulerOptions& scheduler = {}, int64_t pool_bytes = 0,
+                                        ops::KvDtype dtype = ops::KvDtype::f32);
 
 }  // namespace attn::models::runtime
