@@ -567,6 +567,7 @@ void Gemma3Model::Impl::forward_batch(runtime::PagedKvCache& cache,
     }
     ao.window = c.sliding(l) ? c.window : 0;
     ops::paged_attention(q.data(), H, view, seqs, ao, att.data());
+    runtime::capture_last_rows(cache, batch, row0.data(), l, q.data(), H, ao);
     matmul(ly.wo, att.data(), M, tmp.data(), C);
     rows_for(M, 16, [&](int64_t b, int64_t e) {
       post_norm_residual(x.data(), tmp.data(), ly.post_attn_norm.data(), ly.ffn_norm.data(), b, e, C,

@@ -741,6 +741,7 @@ void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache,
       seqs[b] = cache.attention_sequence(batch[b].seq, l, batch[b].n);
     }
     ops::paged_attention(qp, H, view, seqs, ops::PagedAttentionOptions{}, ap);
+    runtime::capture_last_rows(cache, batch, row0.data(), l, qp, H, ops::PagedAttentionOptions{});
     matmul({{&ly.wo, tmp.data(), C}}, ap, M, C, form);
     for (int64_t k = 0; k < M * C; ++k) x[k] += tmp[k];
     rms_norm(x.data(), ly.ffn_norm, n.data(), M);

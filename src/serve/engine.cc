@@ -29,14 +29,20 @@ GenEngine::~GenEngine() { stop(); }
 int64_t GenEngine::pool_bytes() const { return cache_->num_blocks() * cache_->block_bytes(); }
 
 std::shared_ptr<GenStream> GenEngine::submit(std::vector<int32_t> prompt,
-                                             const models::GenerateOptions& options, uint64_t seed) {
+                                             const models::GenerateOptions& options, uint64_t seed,
+                                             std::vector<int64_t> row_layers,
+                                             std::vector<int64_t> row_heads) {
   auto s = std::make_shared<GenStream>();
   s->request.prompt = std::move(prompt);
   s->request.options = options;
   s->request.seed = seed;
+  s->row_layers = std::move(row_layers);
+  s->row_heads = std::move(row_heads);
+  s->request.capture_attention = !s->row_layers.empty() && !s->row_heads.empty();
   GenStream* raw = s.get();
+  const int64_t layers = model_.kv_layout().layers;
   // Runs on the engine thread (inside step or cancel); the stream outlives it (active_ holds it).
-  s->request.on_event = [raw](const SequenceEvent& e) {
+  s->request.on_event = [raw, layers](const SequenceEvent& e) {
     {
       std::lock_guard<std::mutex> lk(raw->mu);
       if (e.kind == SequenceEvent::Kind::admitted) {
@@ -44,6 +50,18 @@ std::shared_ptr<GenStream> GenEngine::submit(std::vector<int32_t> prompt,
         raw->cached_tokens = e.cached_tokens;
       } else if (e.kind == SequenceEvent::Kind::token) {
         raw->tokens.push_back(static_cast<int32_t>(e.token));
+        if (e.attention) {  // [layers, H, keys] -> the requested [layers', heads', keys]
+          const int64_t keys = e.keys;
+          const int64_t H = static_cast<int64_t>(e.attention->size()) / (layers * keys);
+          std::vector<float> rows;
+          rows.reserve(raw->row_layers.size() * raw->row_heads.size() * static_cast<std::size_t>(keys));
+          for (const int64_t l : raw->row_layers)
+            for (const int64_t h : raw->row_heads) {
+              const float* src = e.attention->data() + (l * H + h) * keys;
+              rows.insert(rows.end(), src, src + keys);
+            }
+          raw->rows.push_back(std::move(rows));
+        }
       } else {
         raw->finished = true;
         raw->reason = e.reason;

@@ -31,6 +31,10 @@ struct GenStream {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<int32_t> tokens;  // generated, not yet taken
+  // With rows requested: per token in `tokens`, the attention row that chose it, [layers, heads, keys]
+  // for the requested layers and heads (keys = the positions before the token).
+  std::deque<std::vector<float>> rows;
+  std::vector<int64_t> row_layers, row_heads;  // set before submission; empty: no rows
   bool admitted = false, finished = false;
   int64_t cached_tokens = 0;  // prompt tokens the prefix cache gave
   models::runtime::FinishReason reason = models::runtime::FinishReason::stop;
@@ -60,8 +64,10 @@ class GenEngine {
 
   // Queues a request (HttpError 429 when max_waiting requests wait already). The options must have
   // passed the server's checks; an error the scheduler still finds ends the stream with it.
+  // row_layers / row_heads (both non-empty, ids in range): each token comes with its attention row.
   std::shared_ptr<GenStream> submit(std::vector<int32_t> prompt, const models::GenerateOptions& options,
-                                    uint64_t seed);
+                                    uint64_t seed, std::vector<int64_t> row_layers = {},
+                                    std::vector<int64_t> row_heads = {});
   // Ends the request at the next step (blocks freed); its stream reports finished(cancelled).
   void cancel(GenStream& s);
   // The most positions one sequence may hold (the context, or the pool when smaller).

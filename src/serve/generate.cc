@@ -57,7 +57,8 @@ std::string usage_json(int64_t prompt, int64_t completion) {
 }
 
 // One streamed chunk: a piece of text (finish empty) or the last one (finish set, text empty).
-std::string chunk_json(const GenRequest& r, const std::string& text, const std::string& finish, bool role) {
+std::string chunk_json(const GenRequest& r, const std::string& text, const std::string& finish, bool role,
+                       const std::string& rows = "") {
   std::string out = chunk_prefix(r) + ",\"choices\":[{\"index\":0,";
   if (r.chat) {
     out += "\"delta\":{";
@@ -78,16 +79,53 @@ std::string chunk_json(const GenRequest& r, const std::string& text, const std::
     out += "null";
   else
     json::write_string(out, finish);
-  out += "}]}";
+  out += "}]";
+  if (!rows.empty()) {  // stream_attention: the rows that chose this chunk's tokens
+    out += ",\"attention_rows\":{\"layers\":[";
+    for (std::size_t i = 0; i < r.row_layers.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(r.row_layers[i]);
+    }
+    out += "],\"heads\":[";
+    for (std::size_t i = 0; i < r.row_heads.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(r.row_heads[i]);
+    }
+    out += "],\"tokens\":[" + rows + "]}";
+  }
+  out += "}";
   return out;
 }
 
 }  // namespace
 
-GenResult Impl::generate(GenStream& st, const GenRequest& r,
-                         const std::function<bool(const std::string&)>& on_piece,
+GenResult Impl::generate(GenStream& st, const GenRequest& r, const PieceSink& on_piece,
                          const std::function<bool()>& client_gone) {
   GenResult out;
+  // With stream_attention: the attention rows of the tokens since the last piece, as JSON objects.
+  std::string rows;
+  const auto P = static_cast<int64_t>(r.prompt_ids.size());
+  const auto add_rows = [&](int32_t token, const std::vector<float>& w) {
+    const auto i = static_cast<int64_t>(out.ids.size()) - 1;  // this token's index in the reply
+    const int64_t keys = P + i;                               // the positions its row saw
+    rows += rows.empty() ? "{" : ",{";
+    rows += "\"index\":" + std::to_string(i) + ",\"token\":" + std::to_string(token) +
+            ",\"position\":" + std::to_string(keys - 1) + ",\"weights\":[";
+    const float* v = w.data();
+    for (std::size_t l = 0; l < r.row_layers.size(); ++l) {
+      rows += l ? ",[" : "[";
+      for (std::size_t h = 0; h < r.row_heads.size(); ++h) {
+        rows += h ? ",[" : "[";
+        for (int64_t j = 0; j < keys; ++j) {
+          if (j) rows += ',';
+          append_float(rows, *v++);
+        }
+        rows += ']';
+      }
+      rows += ']';
+    }
+    rows += "]}";
+  };
   // The reply as valid UTF-8 pieces, held back where a character or a stop string may continue.
   models::TextStream stream([this](const std::vector<int32_t>& ids) { return gen_model->decode(ids); },
                             r.stop);
@@ -96,7 +134,9 @@ GenResult Impl::generate(GenStream& st, const GenRequest& r,
   const auto emit = [&](const std::string& piece) {
     if (piece.empty()) return true;
     out.text += piece;
-    if (!on_piece || on_piece(piece)) return true;
+    const std::string sent = std::move(rows);
+    rows.clear();
+    if (!on_piece || on_piece(piece, sent)) return true;
     cancelled = true;
     return false;
   };
@@ -105,18 +145,22 @@ GenResult Impl::generate(GenStream& st, const GenRequest& r,
   // The engine's tokens as they come; the text is written here, outside the engine's steps.
   while (!ended) {
     std::deque<int32_t> got;
+    std::deque<std::vector<float>> got_rows;
     bool finished = false;
     {
       std::unique_lock<std::mutex> lk(st.mu);
       st.cv.wait_for(lk, std::chrono::milliseconds(client_gone ? 100 : 1000),
                      [&] { return !st.tokens.empty() || st.finished; });
       got.swap(st.tokens);
+      got_rows.swap(st.rows);
       finished = st.finished;
       reason = st.reason;
       error = st.error;
     }
-    for (int32_t t : got) {
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      const int32_t t = got[k];
       out.ids.push_back(t);
+      if (k < got_rows.size()) add_rows(t, got_rows[k]);
       if (!emit(stream.push(t)) || stream.stopped()) {
         ended = true;
         break;
@@ -137,6 +181,7 @@ GenResult Impl::generate(GenStream& st, const GenRequest& r,
                     "", "internal_error");
   out.finish_reason = reason == models::runtime::FinishReason::length ? "length" : "stop";
   if (!emit(stream.finish()) || stream.stopped()) out.finish_reason = cancelled ? "cancelled" : "stop";
+  out.rows = std::move(rows);  // tokens whose text never became a piece: their rows go with the last chunk
   return out;
 }
 
@@ -244,6 +289,34 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
                           " tokens (--max-attention-tokens); this request has " + std::to_string(P) +
                           " prompt tokens and max_tokens " + std::to_string(r->max_tokens),
                       "attention", "context_length_exceeded");
+  if (const auto rows = opt_attention(body, "stream_attention")) {
+    // Each token's attention row (the query that chose it) in its chunk: the layers and heads asked for.
+    if (!r->stream)
+      throw bad_request(
+          "'stream_attention' needs \"stream\": true (each chunk carries its tokens' attention "
+          "rows); 'attention' gives a whole reply's weights",
+          "stream_attention", "invalid_value");
+    const auto all = [](int64_t n) {
+      std::vector<int64_t> v(static_cast<std::size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+      return v;
+    };
+    r->row_layers = rows->layers.empty() ? all(any.layers()) : rows->layers;
+    r->row_heads = rows->heads.empty() ? all(any.heads()) : rows->heads;
+    for (const int64_t v : r->row_layers)
+      if (v >= any.layers())
+        throw bad_request("stream_attention.layers: layer " + std::to_string(v) +
+                              " does not exist; the model has " + std::to_string(any.layers()) + " layers",
+                          "stream_attention.layers", "invalid_value");
+    for (const int64_t v : r->row_heads)
+      if (v >= any.heads())
+        throw bad_request("stream_attention.heads: head " + std::to_string(v) +
+                              " does not exist; the model has " + std::to_string(any.heads()) + " heads",
+                          "stream_attention.heads", "invalid_value");
+    // Every row of the whole reply at most, before anything is generated.
+    const auto per_row = static_cast<int64_t>(r->row_layers.size() * r->row_heads.size());
+    check_attention_values(per_row * r->max_tokens * (P + r->max_tokens), l.max_attention_values, "up to ");
+  }
   if (r->attention) {
     // The worst case, prompt + max_tokens, checked before anything is generated.
     const int64_t N = P + r->max_tokens;
@@ -254,7 +327,8 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
   // Into the batch: wait for room (a 503 after --max-queue-wait, a 429 when too many wait already).
   models::GenerateOptions g = models::request_options(r->max_tokens, r->temperature, r->top_k, r->top_p);
   any.set_stop_tokens(g);
-  const std::shared_ptr<GenStream> st = engine->submit(r->prompt_ids, g, r->seed);
+  const std::shared_ptr<GenStream> st =
+      engine->submit(r->prompt_ids, g, r->seed, r->row_layers, r->row_heads);
   // However the request ends (an error, a stream never started), its sequence leaves the batch.
   const std::shared_ptr<void> leave(nullptr, [this, st](void*) { engine->cancel(*st); });
   {
@@ -328,10 +402,11 @@ void Impl::completions(const http::Request& req, http::Response& res, bool chat)
         engine->cancel(*st);
         return false;
       }
-      const GenResult g = generate(
-          *st, *r, [&](const std::string& piece) { return write(chunk_json(*r, piece, "", false)); });
+      const GenResult g = generate(*st, *r, [&](const std::string& piece, const std::string& rows) {
+        return write(chunk_json(*r, piece, "", false, rows));
+      });
       if (g.finish_reason == "cancelled") return false;  // the client went away: close
-      std::string last = chunk_json(*r, "", g.finish_reason, false);
+      std::string last = chunk_json(*r, "", g.finish_reason, false, g.rows);
       if (r->attention) {
         last.pop_back();
         last += ",\"attention\":" + attention_of(*r, g) + "}";

@@ -61,13 +61,18 @@ struct GenRequest {
   uint64_t seed = 0;
   std::vector<std::string> stop;
   std::optional<AttentionSpec> attention;
+  std::vector<int64_t> row_layers, row_heads;  // stream_attention, resolved (empty: none)
 };
 
 struct GenResult {
   std::string text;
   std::vector<int32_t> ids;   // generated, without a stop token
   std::string finish_reason;  // "stop" or "length" ("cancelled": the client went away)
+  std::string rows;           // stream_attention: rows not yet sent (tokens without a piece of text)
 };
+// A piece of text to the client with the attention rows of its tokens (JSON objects, or ""): false
+// when the client went away.
+using PieceSink = std::function<bool(const std::string& piece, const std::string& rows)>;
 
 // Counts a generation request in flight for its lifetime (shared by the handler and its stream).
 struct InFlight {
@@ -136,8 +141,7 @@ struct Impl {
   // on_piece gets each piece of text (false: the client went away); client_gone is asked after each
   // token (a reply that is sent whole at the end); either may be empty.
   // The request's stream (submitted, and admitted or finished) to its end.
-  GenResult generate(GenStream& st, const GenRequest& r,
-                     const std::function<bool(const std::string&)>& on_piece,
+  GenResult generate(GenStream& st, const GenRequest& r, const PieceSink& on_piece,
                      const std::function<bool()>& client_gone = nullptr);
 };
 
@@ -162,7 +166,8 @@ std::optional<int64_t> opt_integer(const json::Value& body, const char* name, in
                                    const std::string& limit_note = "");
 std::optional<double> opt_number(const json::Value& body, const char* name, double lo, double hi);
 std::optional<bool> opt_bool(const json::Value& body, const char* name);
-std::optional<AttentionSpec> opt_attention(const json::Value& body);
+// body[name] ("attention" unless said): true, or {"layers": [...], "heads": [...]}.
+std::optional<AttentionSpec> opt_attention(const json::Value& body, const std::string& name = "attention");
 // The request's model: the given one if it is `id` or one of `aliases`, else 404 model_not_found.
 std::string check_model(const json::Value& body, const std::string& what, const std::string& id,
                         const std::vector<std::string>& aliases);

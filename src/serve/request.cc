@@ -88,35 +88,35 @@ std::optional<bool> opt_bool(const json::Value& body, const char* name) {
   return v->as_bool();
 }
 
-std::optional<AttentionSpec> opt_attention(const json::Value& body) {
-  const json::Value* v = member(body, "attention");
+std::optional<AttentionSpec> opt_attention(const json::Value& body, const std::string& name) {
+  const json::Value* v = member(body, name.c_str());
   if (!v) return std::nullopt;
   if (v->is_bool()) {
     if (!v->as_bool()) return std::nullopt;
     return AttentionSpec{};
   }
-  if (!v->is_object()) throw wrong_type("attention", "an object {\"layers\": [...], \"heads\": [...]}", *v);
+  if (!v->is_object()) throw wrong_type(name.c_str(), "an object {\"layers\": [...], \"heads\": [...]}", *v);
   AttentionSpec spec;
   for (const auto& [key, val] : v->members()) {
     std::vector<int64_t>* out = key == "layers" ? &spec.layers : key == "heads" ? &spec.heads : nullptr;
     if (out == nullptr)
-      throw bad_request("'attention' takes \"layers\" and \"heads\"; got \"" + excerpt(key) + "\"",
-                        "attention", "invalid_value");
+      throw bad_request("'" + name + "' takes \"layers\" and \"heads\"; got \"" + excerpt(key) + "\"", name,
+                        "invalid_value");
     if (val.is_null()) continue;
     if (!val.is_array() || val.size() > 1024)
-      throw bad_request("'attention." + key + "' must be a list of at most 1024 indices (from 0)",
-                        "attention." + key, "invalid_type");
+      throw bad_request("'" + name + "." + key + "' must be a list of at most 1024 indices (from 0)",
+                        name + "." + key, "invalid_type");
     for (const json::Value& i : val.items()) {
       if (!i.is_integer() || i.as_int64() < 0)
         throw bad_request(
-            "'attention." + key + "' must hold indices numbered from 0; got " + excerpt(json::dump(i)),
-            "attention." + key, "invalid_value");
+            "'" + name + "." + key + "' must hold indices numbered from 0; got " + excerpt(json::dump(i)),
+            name + "." + key, "invalid_value");
       // Each index once: a repeated one would copy the same weights again (64 x 64 repeats of layer 0
       // and head 0 were ~2 GiB).
       if (std::find(out->begin(), out->end(), i.as_int64()) != out->end())
-        throw bad_request("'attention." + key + "' lists " + key.substr(0, key.size() - 1) + " " +
+        throw bad_request("'" + name + "." + key + "' lists " + key.substr(0, key.size() - 1) + " " +
                               std::to_string(i.as_int64()) + " more than once; list each index once",
-                          "attention." + key, "duplicate_index");
+                          name + "." + key, "duplicate_index");
       out->push_back(i.as_int64());
     }
   }

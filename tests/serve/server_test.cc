@@ -644,6 +644,70 @@ TEST(ServeGenerate, ChatAttentionCoversPromptAndReplyCausally) {
                400, "invalid_value", "9 heads");
 }
 
+// A stream that asks for its tokens' attention rows: every generated token's row (the query that
+// chose it) arrives in a chunk, sums to 1 over the positions before the token, and equals the row of
+// the same position in the whole reply's attention export (another kernel: the fused prompt pass).
+TEST(ServeGenerate, AStreamCarriesEachTokensAttentionRow) {
+  REQUIRE_SMOLLM2();
+  Running s(generate_options());
+  const std::string ask =
+      R"({"messages": [{"role": "user", "content": "Hi"}], "temperature": 0, "max_tokens": 5,)";
+  const auto st = s.post("/v1/chat/completions",
+                         ask + R"( "stream": true, "stream_attention": {"layers": [0, 29], "heads": [8]}})");
+  ASSERT_TRUE(st);
+  ASSERT_EQ(st->status, 200) << st->body.substr(0, 300);
+  std::map<int64_t, std::vector<std::vector<float>>> rows;  // token index -> per layer the head's row
+  std::map<int64_t, int64_t> positions;
+  std::size_t pos = 0;
+  while ((pos = st->body.find("data: {", pos)) != std::string::npos) {
+    const std::size_t end = st->body.find("\n\n", pos);
+    const json::Value c = json::parse(st->body.substr(pos + 6, end - pos - 6));
+    pos = end;
+    const json::Value* ar = c.find("attention_rows");
+    if (!ar) continue;
+    EXPECT_EQ(ar->at("layers").size(), 2u);
+    for (const json::Value& t : ar->at("tokens").items()) {
+      const int64_t i = t.at("index").as_int64();
+      positions[i] = t.at("position").as_int64();
+      for (const json::Value& layer : t.at("weights").items())
+        rows[i].push_back(floats_of(layer.at(std::size_t{0})));
+    }
+  }
+  const auto whole =
+      s.post("/v1/chat/completions", ask + R"( "attention": {"layers": [0, 29], "heads": [8]}})");
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200);
+  const json::Value b = body_of(whole);
+  const int64_t P = b.at("usage").at("prompt_tokens").as_int64();
+  const int64_t n = b.at("usage").at("completion_tokens").as_int64();
+  ASSERT_EQ(static_cast<int64_t>(rows.size()), n) << "one row per generated token";
+  const viz::Export e = viz::parse_export(json::dump(b.at("attention")));
+  for (const auto& [i, per_layer] : rows) {
+    EXPECT_EQ(positions[i], P + i - 1);
+    ASSERT_EQ(per_layer.size(), 2u);
+    for (std::size_t l = 0; l < 2; ++l) {
+      const std::vector<float>& row = per_layer[l];
+      ASSERT_EQ(static_cast<int64_t>(row.size()), P + i) << "keys 0 .. the position before token " << i;
+      double sum = 0;
+      for (std::size_t j = 0; j < row.size(); ++j) {
+        sum += row[j];
+        EXPECT_NEAR(row[j], e.sets.at(0).layers.at(l).at(0, P + i - 1, static_cast<int64_t>(j)), 1e-4)
+            << "token " << i << " layer " << l << " key " << j;
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-4);
+    }
+  }
+  expect_error(s.post("/v1/chat/completions", ask + R"( "stream_attention": {"heads": [0]}})"), 400,
+               "invalid_value", "needs \"stream\": true");
+  expect_error(
+      s.post("/v1/chat/completions", ask + R"( "stream": true, "stream_attention": {"layers": [30]}})"), 400,
+      "invalid_value", "layer 30 does not exist");
+  expect_error(s.post("/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 500, "stream": true,
+                          "stream_attention": true})"),
+               400, "attention_too_large", "--max-attention-values");
+}
+
 TEST(ServeGenerate, AFullQueueIs429AtOnce) {
   REQUIRE_SMOLLM2();
   ServerOptions o = generate_options();

@@ -39,6 +39,7 @@ struct Scheduler::Impl {
     int64_t generated = 0;
     PagedKvCache::SeqId cache_seq = -1;
     bool admitted_once = false;
+    std::vector<float> attention;  // the last row's, when the request captures it
   };
   using SeqPtr = std::unique_ptr<Seq>;
 
@@ -214,7 +215,10 @@ struct Scheduler::Impl {
       e.seq = r.s->cache_seq;
       e.tokens = r.s->tokens.data() + r.s->done;
       e.n = r.n;
-      if (r.s->done + r.n == static_cast<int64_t>(r.s->tokens.size())) e.logits = logits.data() + k++ * V;
+      if (r.s->done + r.n == static_cast<int64_t>(r.s->tokens.size())) {
+        e.logits = logits.data() + k++ * V;
+        if (r.s->req.capture_attention) e.attention = &r.s->attention;
+      }
       batch.push_back(e);
       M += r.n;
     }
@@ -252,6 +256,10 @@ struct Scheduler::Impl {
       SequenceEvent e;
       e.kind = SequenceEvent::Kind::token;
       e.token = t;
+      if (s.req.capture_attention) {
+        e.attention = &s.attention;
+        e.keys = s.done;  // the positions the choosing row saw
+      }
       emit(s, e);
       // The next step computes t at position size − 1: it must lie in the sequence's context.
       if (s.generated >= s.req.options.max_new_tokens || static_cast<int64_t>(s.tokens.size()) > capacity) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace attn::models::runtime {
 
@@ -22,7 +23,17 @@ struct BatchEntry {
   // The logits of the LAST of the n tokens, [vocab] (written), or null: none wanted (a prefill chunk
   // that does not end the prompt).
   float* logits = nullptr;
+  // Optional: the exact attention of the LAST of the n tokens on every layer, [layers, H, length]
+  // (resized and written): each query head's probabilities over the sequence's positions, 0 where it
+  // does not see (before a window). From the same kernel as the output (capture_last_rows).
+  std::vector<float>* attention = nullptr;
 };
+
+// For each entry of `batch` that asks for attention: its last row's probabilities on `layer`, by one
+// more pass of the paged entry over that row alone (q: the batch's queries [rows, H, D] after RoPE;
+// row0[b]: the first row of entry b). A decoder calls this after each layer's attention.
+void capture_last_rows(const PagedKvCache& cache, std::span<const BatchEntry> batch, const int64_t* row0,
+                       int64_t layer, const float* q, int64_t H, const ops::PagedAttentionOptions& options);
 
 // A decoder the runtime can batch. Not thread-safe: one step at a time per decoder.
 class BatchDecoder {

@@ -53,6 +53,10 @@ struct SequenceEvent {
   int64_t stop_token = -1;                   // finished by a stop token: that token (not reported before)
   int64_t generated = 0;                     // finished: tokens reported
   std::string error;                         // finished with FinishReason::error: why
+  // token, with SequenceRequest::capture_attention: the attention of the row that chose this token
+  // (the position before it), [layers, H, keys] (BatchEntry::attention); valid during the callback.
+  const std::vector<float>* attention = nullptr;
+  int64_t keys = 0;
 };
 using SequenceCallback = std::function<void(const SequenceEvent&)>;
 
@@ -61,7 +65,8 @@ struct SequenceRequest {
   // greedy or sample (beam throws); max_new_tokens >= 1; eos_id and stop_ids end the sequence;
   // temperature, top_k, top_p as models::generate. options.seed is unused: see seed.
   GenerateOptions options;
-  uint64_t seed = 0;  // the request's own generator, Rng(seed)
+  uint64_t seed = 0;               // the request's own generator, Rng(seed)
+  bool capture_attention = false;  // token events carry their row's attention
   SequenceCallback on_event;
 };
 
