@@ -163,6 +163,60 @@ TEST(Scheduler, EverySequenceGetsTheTokensItWouldGetAlone) {
   EXPECT_EQ(a.reserved, a.cached) << "only the prefix cache holds blocks once every request has finished";
 }
 
+// Greedy and sampled requests share steps; each sampled one draws from its own generator, so its
+// tokens are those it gets alone with the same seed, whoever shares the batch.
+TEST(Scheduler, SampledAndGreedyRequestsMixAndEachSampleFollowsItsSeed) {
+  const auto sampled = [](int64_t seed) {
+    SequenceRequest r;
+    r.prompt = prompt_of(7, static_cast<int32_t>(seed));
+    r.options.search = SearchKind::sample;
+    r.options.temperature = 0.7;
+    r.options.top_k = 8;
+    r.options.max_new_tokens = 15;
+    r.options.eos_id = -1;
+    r.seed = static_cast<uint64_t>(seed);
+    return r;
+  };
+  const auto run = [](std::vector<SequenceRequest> reqs) {
+    SumDecoder dec(4096);
+    PagedKvCache cache(Fixture::config(4096, 4));
+    Scheduler sched(dec, cache);
+    std::map<int64_t, std::vector<int32_t>> got;
+    for (auto& r : reqs) {
+      r.on_event = [&got](const SequenceEvent& e) {
+        if (e.kind == SequenceEvent::Kind::token) got[e.id].push_back(static_cast<int32_t>(e.token));
+      };
+      sched.submit(std::move(r));
+    }
+    while (sched.step()) {
+    }
+    return got;
+  };
+  std::vector<SequenceRequest> mixed;
+  for (int i = 0; i < 6; ++i) {
+    if (i % 2) {
+      mixed.push_back(sampled(100 + i));
+    } else {
+      SequenceRequest g;
+      g.prompt = prompt_of(5 + i, i);
+      g.options.max_new_tokens = 15;
+      g.options.eos_id = -1;
+      mixed.push_back(g);
+    }
+  }
+  const auto together = run(mixed);
+  for (int i = 0; i < 6; ++i) {
+    if (i % 2) {
+      const auto alone = run({sampled(100 + i)});
+      EXPECT_EQ(together.at(i), alone.at(0)) << "request " << i;
+    } else {
+      EXPECT_EQ(together.at(i), expected(prompt_of(5 + i, i), 15)) << "request " << i;
+    }
+  }
+  // A sampled continuation is not the greedy one (the one-hot logit leaves other tokens likely).
+  EXPECT_NE(together.at(1), expected(prompt_of(7, 101), 15));
+}
+
 TEST(Scheduler, StopTokenEndsASequenceAndIsNotReported) {
   Fixture f(1024);
   const std::vector<int32_t> p = prompt_of(5, 3);
