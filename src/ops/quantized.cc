@@ -171,11 +171,11 @@ void Q8Activations::quantize(const float* x, int64_t M, int64_t K, int64_t ldx) 
   M_ = M, K_ = K;
 }
 
-bool q8_dot_fast() { return kernels::cpu::qdot_vnni_active(); }
+bool q8_dot_fast() { return kernels::cpu::qdot_kernel() != kernels::cpu::QdotKernel::scalar; }
 
 Q8Dot q8_dot() {
   Q8Dot d;
-  d.vnni_ = kernels::cpu::qdot_vnni_active();
+  d.kernel_ = static_cast<int>(kernels::cpu::qdot_kernel());
   return d;
 }
 
@@ -186,12 +186,8 @@ void Q8Dot::operator()(const QuantMatrix& w, int64_t n0, int64_t n1, const Q8Act
   ATTN_CHECK(x.cols() == w.cols(), "Q8Dot: activations of K = ", x.cols(),
              " against a weight of K = ", w.cols());
   const kernels::Q8RowsConst xr(x.q(), x.d(), x.s(), x.sum(), x.ldq(), x.ldb());
-  if (vnni_)
-    kernels::cpu::detail::qdot_rows_vnni(kformat(w.format()), w.q8_packed(), n0, n1, w.cols(), xr, x.rows(),
-                                         y, ldy, accumulate);
-  else
-    kernels::cpu::detail::qdot_rows_scalar(kformat(w.format()), w.q8_packed(), n0, n1, w.cols(), xr, x.rows(),
-                                           y, ldy, accumulate);
+  kernels::cpu::detail::qdot_rows_with(static_cast<kernels::cpu::QdotKernel>(kernel_), kformat(w.format()),
+                                       w.q8_packed(), n0, n1, w.cols(), xr, x.rows(), y, ldy, accumulate);
 }
 
 // ---- issue 19: 8-bit activations for the formats of Gemma 3's GGUF (kernels/cpu/q8k.h) ----------

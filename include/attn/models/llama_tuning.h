@@ -27,11 +27,11 @@ struct LlamaTuning {
   bool expand_on_load = false;
   // Quantized products over few rows (decode steps, passes shorter than prefill_f32_min_tokens) first
   // quantize the activation rows to 8 bits per block of 32 (ggml's Q8_1 against Q4_1 weights, Q8_0
-  // against Q8_0) and sum integer products (ops::Q8Dot; AVX512-VNNI where the CPU has it), as
+  // against Q8_0) and sum integer products (ops::Q8Dot; AVX512-VNNI where the CPU has it, else AVX2), as
   // llama.cpp's CPU backend does; a decode step then runs as one parallel region with barriers between
   // its phases. false keeps the activations f32 (the oracle path) and skips the repacked copy of the
-  // quantized weights (~0.63 bytes per weight). Ignored with llama_cpp_rounding, and where the CPU has
-  // no AVX512-VNNI (or ATTN_ISA is below avx512) at load time.
+  // quantized weights (~0.63 bytes per weight). Ignored with llama_cpp_rounding, and where neither
+  // vector kernel runs (ATTN_ISA=scalar) at load time.
   bool q8_activations = true;
   // With q8_activations: decode steps read an f16 copy of the KV cache (llama.cpp's cache type, half the
   // bytes of f32 per step; prompt passes keep the f32 cache). false: they read the f32 cache.

@@ -11,7 +11,8 @@
 //   quant_linear_rows  f32 activations; each weight block unpacked in registers (the oracle path)
 //   Q8Dot              activations quantized to 8 bits per block of 32 (Q8Activations: ggml's Q8_1
 //                      against Q4_1, Q8_0 against Q8_0) and integer block products (AVX512-VNNI where
-//                      the CPU has it), against a repacked copy of the weight (QuantMatrix::pack_q8).
+//                      the CPU has it, else AVX2), against a repacked copy of the weight
+//                      (QuantMatrix::pack_q8).
 #pragma once
 
 #include <cstddef>
@@ -102,8 +103,8 @@ class Q8Activations {
   int64_t M_ = 0, K_ = 0;
 };
 
-// True when the 8-bit products run the AVX512-VNNI kernel (else a portable loop, slower than the f32
-// activations: callers then keep f32 activations).
+// True when the 8-bit products run a vector kernel: AVX512-VNNI, or AVX2 (vpmaddubsw) on CPUs without
+// it (else a portable loop, slower than the f32 activations: callers then keep f32 activations).
 bool q8_dot_fast();
 
 // The 8-bit product, with the kernel for this CPU chosen once (q8_dot()) by a loop that calls it
@@ -117,7 +118,7 @@ class Q8Dot {
 
  private:
   friend Q8Dot q8_dot();
-  bool vnni_ = false;
+  int kernel_ = 0;  // kernels::cpu::QdotKernel
 };
 Q8Dot q8_dot();
 

@@ -160,6 +160,24 @@ void qdot_rows_scalar(QFormat f, const std::byte* packed, int64_t n0, int64_t n1
 
 bool qdot_vnni_active() { return active_isa() == Isa::avx512 && cpu_has_avx512_vnni(); }
 
+QdotKernel qdot_kernel() {
+  if (qdot_vnni_active()) return QdotKernel::vnni;
+  if (active_isa() != Isa::scalar) return QdotKernel::avx2;  // AVX2, or AVX-512 without VNNI
+  return QdotKernel::scalar;
+}
+
+namespace detail {
+void qdot_rows_with(QdotKernel k, QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K,
+                    Q8RowsConst x, int64_t M, float* y, int64_t ldy, bool accumulate) {
+  if (k == QdotKernel::vnni)
+    qdot_rows_vnni(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
+  else if (k == QdotKernel::avx2)
+    qdot_rows_avx2(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
+  else
+    qdot_rows_scalar(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
+}
+}  // namespace detail
+
 void quantize_q8(const float* x, int64_t M, int64_t K, int64_t ldx, Q8Rows out) {
   ATTN_CHECK(K > 0 && K % kQBlock == 0, "quantize_q8: K must be a positive multiple of 32, got ", K);
   ATTN_CHECK(ldx >= K, "quantize_q8: ldx must be >= K=", K, ", got ", ldx);
@@ -178,22 +196,16 @@ void qdot_rows(QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64
                int64_t M, float* y, int64_t ldy, bool accumulate) {
   check_dot_args(K, M, n1, ldy, x);
   ATTN_CHECK(0 <= n0 && n0 <= n1, "qdot_rows: need 0 <= n0 <= n1, got ", n0, ", ", n1);
-  if (qdot_vnni_active())
-    detail::qdot_rows_vnni(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
-  else
-    detail::qdot_rows_scalar(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
+  detail::qdot_rows_with(qdot_kernel(), f, packed, n0, n1, K, x, M, y, ldy, accumulate);
 }
 
 void qdot_matmul(QFormat f, const std::byte* packed, int64_t N, int64_t K, Q8RowsConst x, int64_t M, float* y,
                  int64_t ldy, bool accumulate) {
   check_dot_args(K, M, N, ldy, x);
-  const bool vnni = qdot_vnni_active();
+  const QdotKernel k = qdot_kernel();
   const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, K * std::max<int64_t>(M, 1)));
   parallel_for(N, grain, [&](int64_t b, int64_t e, int) {
-    if (vnni)
-      detail::qdot_rows_vnni(f, packed, b, e, K, x, M, y, ldy, accumulate);
-    else
-      detail::qdot_rows_scalar(f, packed, b, e, K, x, M, y, ldy, accumulate);
+    detail::qdot_rows_with(k, f, packed, b, e, K, x, M, y, ldy, accumulate);
   });
 }
 }  // namespace cpu

@@ -69,9 +69,12 @@ void qdot_matmul(QFormat f, const std::byte* packed, int64_t N, int64_t K, Q8Row
 }  // namespace ref
 
 namespace cpu {
-// True when the AVX512-VNNI kernels run (the active ISA is avx512 and the CPU has avx512_vnni);
-// otherwise the portable loops do.
+// True when the AVX512-VNNI kernels run (the active ISA is avx512 and the CPU has avx512_vnni).
 bool qdot_vnni_active();
+// Which products run: the VNNI kernel, the AVX2 one (vpmaddubsw; also on AVX-512 CPUs without VNNI),
+// or the portable loops.
+enum class QdotKernel { scalar, avx2, vnni };
+QdotKernel qdot_kernel();
 
 // Quantizes M rows x: [M, ldx] of K values (K a multiple of 32) into out (padding zeroed).
 void quantize_q8(const float* x, int64_t M, int64_t K, int64_t ldx, Q8Rows out);
@@ -91,6 +94,11 @@ void qdot_rows_scalar(QFormat f, const std::byte* packed, int64_t n0, int64_t n1
                       int64_t M, float* y, int64_t ldy, bool accumulate);
 void qdot_rows_vnni(QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsConst x,
                     int64_t M, float* y, int64_t ldy, bool accumulate);
+void qdot_rows_avx2(QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsConst x,
+                    int64_t M, float* y, int64_t ldy, bool accumulate);
+// The kernel's rows, chosen by qdot_kernel().
+void qdot_rows_with(QdotKernel k, QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K,
+                    Q8RowsConst x, int64_t M, float* y, int64_t ldy, bool accumulate);
 }  // namespace detail
 }  // namespace cpu
 }  // namespace attn::kernels
