@@ -44,6 +44,8 @@ std::vector<QdCase> cases() {
     v.push_back({p + "3x9x1024_32_blocks_acc", f, 3, 9, 1024, 0, true});
     v.push_back({p + "1x33x1536_2threads", f, 1, 33, 1536, 1, false, 2});
     v.push_back({p + "4x70x1056_33_blocks_3threads", f, 4, 70, 1056, 0, true, 3});
+    v.push_back({p + "7x13x576_rows_in_fours_and_rest", f, 7, 13, 576, 1, true});
+    v.push_back({p + "16x24x1536_a_batch_of_16", f, 16, 24, 1536, 0, false, 2});
   }
   return v;
 }
@@ -211,6 +213,33 @@ INSTANTIATE_TEST_SUITE_P(Table, QDot,
                          ::testing::Combine(::testing::ValuesIn(cases()),
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<QdCase>);
+
+// A row of the product is the same bits however many rows are multiplied with it (batched decoding
+// relies on it: a sequence's tokens do not depend on which others share its step), on every ISA.
+TEST(QDotRows, ARowsResultDoesNotDependOnItsNeighbours) {
+  for (const Isa isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    for (QFormat f : {QFormat::q4_1, QFormat::q8_0}) {
+      const int64_t M = 7, N = 5, K = 576;
+      const std::vector<std::byte> w = testing::random_blocks(f, N, K, 3);
+      std::vector<std::byte> packed(N * kernels::qdot_row_bytes(f, K));
+      kernels::qdot_pack(f, w.data(), N, K, packed.data());
+      std::vector<float> x = random_x(M, K, 4);
+      Q8Buf xq(M, K);
+      kernels::cpu::quantize_q8(x.data(), M, K, K, xq.rows());
+      std::vector<float> all(M * N), one(N);
+      kernels::cpu::qdot_rows(f, packed.data(), 0, N, K, xq.rows(), M, all.data(), N, false);
+      for (int64_t m = 0; m < M; ++m) {
+        const kernels::Q8RowsConst r(xq.q.data() + m * xq.ldq, xq.d.data() + m * xq.ldb,
+                                     xq.s.data() + m * xq.ldb, xq.sum.data() + m * xq.ldb, xq.ldq, xq.ldb);
+        kernels::cpu::qdot_rows(f, packed.data(), 0, N, K, r, 1, one.data(), N, false);
+        for (int64_t n = 0; n < N; ++n)
+          EXPECT_EQ(one[n], all[m * N + n]) << kernels::cpu::isa_str(isa) << " row " << m << " col " << n;
+      }
+    }
+  }
+  kernels::cpu::force_isa(std::nullopt);
+}
 
 TEST(QDotArgs, BadSizesThrow) {
   std::vector<std::byte> w(20 * 4);
