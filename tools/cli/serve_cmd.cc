@@ -29,7 +29,7 @@ const std::vector<OptionSpec>& serve_options() {
       {"parallel", "N", "generation sequences decoded together in one batch (default 16)"},
       {"context", "N", "positions of one generation sequence, prompt + reply tokens (default 2048)"},
       {"kv-cache-mb", "MB",
-       "the paged KV cache shared by every sequence (default: room for parallel x context / 2 positions)"},
+       "the paged KV cache of every sequence (default: max(context, parallel x context / 2) positions)"},
       {"kv-cache-type", "TYPE", "f32 (default: the same text as 'attn generate') or f16 (half the bytes)"},
       {"prefill-chunk", "N",
        "prompt tokens of one sequence per step (default 256; streams wait at most that)"},
