@@ -181,12 +181,14 @@ void qdot_rows_with(QdotKernel k, QFormat f, const std::byte* packed, int64_t n0
 void quantize_q8(const float* x, int64_t M, int64_t K, int64_t ldx, Q8Rows out) {
   ATTN_CHECK(K > 0 && K % kQBlock == 0, "quantize_q8: K must be a positive multiple of 32, got ", K);
   ATTN_CHECK(ldx >= K, "quantize_q8: ldx must be >= K=", K, ", got ", ldx);
-  const bool avx = active_isa() == Isa::avx512;
+  const Isa isa = active_isa();
   for (int64_t m = 0; m < M; ++m) {
     int8_t* q = out.q + m * out.ldq;
     float *d = out.d + m * out.ldb, *s = out.s + m * out.ldb, *sum = out.sum + m * out.ldb;
-    if (avx)
+    if (isa == Isa::avx512)
       detail::quantize_q8_avx512(x + m * ldx, K, q, d, s, sum);
+    else if (isa == Isa::avx2)
+      detail::quantize_q8_avx2(x + m * ldx, K, q, d, s, sum);
     else
       detail::quantize_q8_scalar(x + m * ldx, K, q, d, s, sum);
   }

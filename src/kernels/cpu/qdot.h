@@ -90,6 +90,7 @@ void qdot_matmul(QFormat f, const std::byte* packed, int64_t N, int64_t K, Q8Row
 namespace detail {
 void quantize_q8_scalar(const float* x, int64_t K, int8_t* q, float* d, float* s, float* sum);
 void quantize_q8_avx512(const float* x, int64_t K, int8_t* q, float* d, float* s, float* sum);
+void quantize_q8_avx2(const float* x, int64_t K, int8_t* q, float* d, float* s, float* sum);
 void qdot_rows_scalar(QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsConst x,
                       int64_t M, float* y, int64_t ldy, bool accumulate);
 void qdot_rows_vnni(QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsConst x,

@@ -7,6 +7,8 @@
 // The integer sums equal the oracle's; only the float accumulation order differs.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/qdot.h"
 
 namespace attn::kernels::cpu::detail {
@@ -37,15 +39,12 @@ inline void row_dots(const std::byte* row, int64_t nbp, const Q8RowsConst& x, in
   const uint8_t* qs = reinterpret_cast<const uint8_t*>(row) + (F == QFormat::q4_1 ? 4 : 2) * nbp;
   const __m256i nib = _mm256_set1_epi8(0x0f), bias = _mm256_set1_epi8(static_cast<char>(0x80));
   __m256 acc0[R], acc1[R];
-  float side[R];
   const int8_t* xq[R];
-  const float *xd[R], *xs[R];
+  const float* xd[R];
   for (int r = 0; r < R; ++r) {
     acc0[r] = acc1[r] = _mm256_setzero_ps();
-    side[r] = 0.0f;
     xq[r] = x.q + (m0 + r) * x.ldq;
     xd[r] = x.d + (m0 + r) * x.ldb;
-    xs[r] = x.s + (m0 + r) * x.ldb;
   }
   for (int64_t b = 0; b < nbp; b += 2) {  // nbp is even: blocks in pairs
     __m256i wa, wb;
@@ -58,8 +57,6 @@ inline void row_dots(const std::byte* row, int64_t nbp, const Q8RowsConst& x, in
       wb = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + b * 32 + 32)), bias);
     }
     const float da = half(dw[b]), db = half(dw[b + 1]);
-    float ma = 0.0f, mb = 0.0f;
-    if constexpr (F == QFormat::q4_1) ma = half(dw[nbp + b]), mb = half(dw[nbp + b + 1]);
     for (int r = 0; r < R; ++r) {
       const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[r] + b * 32));
       const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[r] + b * 32 + 32));
@@ -67,10 +64,22 @@ inline void row_dots(const std::byte* row, int64_t nbp, const Q8RowsConst& x, in
           _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<F>(wa, xa)), _mm256_set1_ps(da * xd[r][b]), acc0[r]);
       acc1[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<F>(wb, xb)), _mm256_set1_ps(db * xd[r][b + 1]),
                                 acc1[r]);
-      if constexpr (F == QFormat::q4_1) side[r] += ma * xs[r][b] + mb * xs[r][b + 1];
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc0[r], acc1[r])) + side[r];
+  for (int r = 0; r < R; ++r) {
+    float side = 0.0f;
+    if constexpr (F == QFormat::q4_1) {  // Σ_b m_w[b] · s_x[b], 8 blocks per FMA
+      const float* xs = x.s + (m0 + r) * x.ldb;
+      __m256 sv = _mm256_setzero_ps();
+      int64_t b = 0;
+      for (; b + 8 <= nbp; b += 8)
+        sv = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dw + nbp + b))),
+                             _mm256_loadu_ps(xs + b), sv);
+      side = hsum(sv);
+      for (; b < nbp; ++b) side += half(dw[nbp + b]) * xs[b];
+    }
+    out[r] = hsum(_mm256_add_ps(acc0[r], acc1[r])) + side;
+  }
 }
 
 template <QFormat F>
@@ -99,6 +108,50 @@ void rows(const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsCons
 }
 
 }  // namespace
+
+// The activation quantization of quantize_q8_scalar on 8 lanes: the same values bit for bit
+// (max |x| exactly, x · (127 / max) rounded to nearest even by cvtps, as std::nearbyint).
+void quantize_q8_avx2(const float* x, int64_t K, int8_t* q, float* d, float* s, float* sum) {
+  const int64_t nb = K / kQBlock, nbp = q8_padded_blocks(K);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* xb = x + b * kQBlock;
+    __m256 v[4];
+    __m256 a = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(xb + 8 * i);
+      a = _mm256_max_ps(a, _mm256_andnot_ps(sign, v[i]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    const float amax = _mm_cvtss_f32(m);
+    const float db = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 idv = _mm256_set1_ps(id);
+    __m256i qi[4];
+    __m256i isum = _mm256_setzero_si256();
+    for (int i = 0; i < 4; ++i) {
+      qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], idv));
+      isum = _mm256_add_epi32(isum, qi[i]);
+    }
+    // 32 i32 -> 32 i8 (values in [-127, 127]: the saturating packs keep them), back in order.
+    const __m256i p01 = _mm256_packs_epi32(qi[0], qi[1]), p23 = _mm256_packs_epi32(qi[2], qi[3]);
+    const __m256i p = _mm256_packs_epi16(p01, p23);
+    const __m256i ordered = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQBlock), ordered);
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+    const int32_t total = _mm_cvtsi128_si32(t);
+    d[b] = _cvtsh_ss(_cvtss_sh(db, 0));
+    s[b] = _cvtsh_ss(_cvtss_sh(db * static_cast<float>(total), 0));
+    sum[b] = static_cast<float>(total);
+  }
+  for (int64_t b = nb; b < nbp; ++b) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQBlock), _mm256_setzero_si256());
+    d[b] = s[b] = sum[b] = 0.0f;
+  }
+}
 
 void qdot_rows_avx2(QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K, Q8RowsConst x,
                     int64_t M, float* y, int64_t ldy, bool accumulate) {
