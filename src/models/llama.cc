@@ -217,9 +217,6 @@ LlamaTensorCheck check_llama_tensors(const io::GgufFile& f, const LlamaConfig& c
 
 // Quantized products over at most this many rows use 8-bit activations (LlamaTuning::q8_activations).
 constexpr int64_t kQ8MaxRows = 16;
-// A batched step expands quantized matrices to f32 (LlamaTuning::prefill) only from this many rows on:
-// fewer rows (decode steps of many sequences) read the blocks once for all of them.
-constexpr int64_t kBatchF32MinRows = 64;
 
 // The most bytes load() allocates for the KV caches (f32 + f16 copies, all layers).
 constexpr int64_t kMaxKvCacheBytes = int64_t{16} << 30;
@@ -337,7 +334,9 @@ struct LlamaModel::Impl {
   }
 
   // Runs every job on the weights of one phase; quantized jobs share one pass over the thread pool.
-  void matmul(std::initializer_list<MatJob> jobs, const float* X, int64_t M, int64_t ldx, WeightForm form) {
+  // any_rows: the 8-bit products for any number of rows (the batched step), not only up to kQ8MaxRows.
+  void matmul(std::initializer_list<MatJob> jobs, const float* X, int64_t M, int64_t ldx, WeightForm form,
+              bool any_rows = false) {
     std::array<MatJob, 4> qbuf;  // no allocation per call
     std::size_t nq = 0;
     ATTN_CHECK(jobs.size() <= qbuf.size(), "llama: at most 4 products per pass, got ", jobs.size());
@@ -360,7 +359,7 @@ struct LlamaModel::Impl {
     }
     if (nq == 0) return;
     const std::span<const MatJob> qjobs(qbuf.data(), nq);
-    bool packed = q8 && M <= kQ8MaxRows;
+    bool packed = q8 && (any_rows || M <= kQ8MaxRows);
     for (const MatJob& j : qjobs) packed = packed && j.w->q.has_q8();
     if (packed) {
       const int64_t K = qjobs[0].w->K;
@@ -713,9 +712,12 @@ void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache,
   const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
   // Quantized products for the few rows of decode steps (weights read once for all of them); the f32
   // form of prompt passes once the rows are many.
-  const WeightForm form = M >= std::max<int64_t>(opt.prefill_f32_min_tokens, kBatchF32MinRows)
-                              ? opt.prefill
-                              : WeightForm::quantized;
+  // The products take the same form for any batch: quantized, with 8-bit activations where the CPU has
+  // a vector kernel for them (ops::q8_dot_fast). Each row's result then does not depend on the other
+  // rows of the step (the kernels work row by row: tests/kernels/qdot_test.cc), so a sequence gets the
+  // same tokens whoever shares its steps. (An f32 expansion for many rows would hand them to an sgemm
+  // whose sums depend on the row count.)
+  const WeightForm form = WeightForm::quantized;
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t i = 0; i < batch[b].n; ++i) embed_row(batch[b].tokens[i], x.data() + (row0[b] + i) * C);
     rope_tables(pos0[b], batch[b].n, row0[b]);
@@ -727,7 +729,8 @@ void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache,
   for (int64_t l = 0; l < c.layers; ++l) {
     Layer& ly = layers[l];
     rms_norm(x.data(), ly.attn_norm, n.data(), M);
-    matmul({{&ly.wq, qp, C}, {&ly.wk, kbuf.data(), kv}, {&ly.wv, vbuf.data(), kv}}, n.data(), M, C, form);
+    matmul({{&ly.wq, qp, C}, {&ly.wk, kbuf.data(), kv}, {&ly.wv, vbuf.data(), kv}}, n.data(), M, C, form,
+           true);
     rope(qp, M, H);
     rope(kbuf.data(), M, Hkv);
     if (opt.llama_cpp_rounding) {
@@ -742,15 +745,15 @@ void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache,
     }
     ops::paged_attention(qp, H, view, seqs, ops::PagedAttentionOptions{}, ap);
     runtime::capture_last_rows(cache, batch, row0.data(), l, qp, H, ops::PagedAttentionOptions{});
-    matmul({{&ly.wo, tmp.data(), C}}, ap, M, C, form);
+    matmul({{&ly.wo, tmp.data(), C}}, ap, M, C, form, true);
     for (int64_t k = 0; k < M * C; ++k) x[k] += tmp[k];
     rms_norm(x.data(), ly.ffn_norm, n.data(), M);
-    matmul({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), M, C, form);
+    matmul({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), M, C, form, true);
     for (int64_t k = 0; k < M * F; ++k) {
       const float a = g[k];
       g[k] = a / (1.0f + std::exp(-a)) * u[k];
     }
-    matmul({{&ly.down, tmp.data(), C}}, g.data(), M, F, form);
+    matmul({{&ly.down, tmp.data(), C}}, g.data(), M, F, form, true);
     for (int64_t k = 0; k < M * C; ++k) x[k] += tmp[k];
   }
   for (const runtime::BatchEntry& e : batch) cache.commit(e.seq);
@@ -761,7 +764,7 @@ void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache,
     if (batch[b].logits)
       rms_norm(x.data() + (row0[b] + batch[b].n - 1) * C, output_norm, n.data() + r++ * C, 1);
   batch_logits.resize(static_cast<std::size_t>(wanted * c.vocab));
-  matmul({{&out_mat(), batch_logits.data(), c.vocab}}, n.data(), wanted, C, opt.decode);
+  matmul({{&out_mat(), batch_logits.data(), c.vocab}}, n.data(), wanted, C, opt.decode, true);
   r = 0;
   for (const runtime::BatchEntry& e : batch)
     if (e.logits) std::memcpy(e.logits, batch_logits.data() + r++ * c.vocab, c.vocab * sizeof(float));
