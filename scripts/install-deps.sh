@@ -3,6 +3,8 @@
 # Nothing else is downloaded: no vendored code, no fetch at build or run time.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libopenblas-dev)
+# ccache: rebuilds, and the Python wheel's copy of the library, reuse the compiled objects (build.sh).
+pkgs+=(ccache)
 # Data-parallel training (attn::mpi, mpirun -np N attn train ...; tests/mpi run under mpirun).
 # Without them attn builds without MPI (ATTN_MPI=OFF) and the MPI tests skip.
 pkgs+=(openmpi-bin libopenmpi-dev)

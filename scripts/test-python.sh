@@ -16,7 +16,7 @@
 #                        (default PyTorch's CPU-only index, ~200 MB) or PyPI when
 #                        that index cannot be reached
 #
-# The wheel's build folder (build/python/<tag>) is kept between runs and ccache
+# The wheel's build folder (build/py-<tag>) is kept between runs and ccache
 # is used when installed, so a second run recompiles only what changed.
 # pytest's exit code 5 (no tests collected) is an error like any other failure.
 set -euo pipefail
@@ -43,8 +43,12 @@ if [[ $mode == auto ]]; then
 fi
 [[ $mode == system || $mode == cache ]] || fail "ATTN_PY_DEPS must be system or cache; got '$mode'"
 
-if command -v ccache >/dev/null; then
+if command -v ccache >/dev/null && [[ ${ATTN_NO_CCACHE:-0} != 1 ]]; then
+  # The same compiler and base folder as scripts/build.sh: the library's objects of build/release are
+  # hits here (build/py-<tag> is at the same depth), only the nanobind module is compiled anew.
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)}
+  export CXX=${CXX:-c++} CC=${CC:-cc}
 fi
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 

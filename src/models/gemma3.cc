@@ -505,7 +505,6 @@ struct Gemma3Model::Impl {
 // with their window), as forward() computes one sequence.
 void Gemma3Model::Impl::forward_batch(runtime::PagedKvCache& cache,
                                       std::span<const runtime::BatchEntry> batch) {
-  ATTN_CHECK(!batch.empty(), "gemma3: an empty batch");
   const runtime::KvCacheConfig& kc = cache.config();
   ATTN_CHECK(kc.layers == c.layers && kc.kv_heads == c.kv_heads && kc.head_dim == c.head_dim,
              "gemma3: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ",
@@ -516,24 +515,10 @@ void Gemma3Model::Impl::forward_batch(runtime::PagedKvCache& cache,
                "gemma3: layer ", l, " of the KV cache has window ",
                kc.layer_windows[static_cast<std::size_t>(l)], "; this model needs ",
                c.sliding(l) ? c.window : 0, " (Gemma3Model::kv_layout)");
+  const runtime::BatchRows br = runtime::batch_rows(cache, batch, c.vocab, cap, cap < c.context, "gemma3");
   const auto B = static_cast<int64_t>(batch.size());
-  std::vector<int64_t> row0(static_cast<std::size_t>(B)), pos0(static_cast<std::size_t>(B));
-  int64_t M = 0, wanted = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    const runtime::BatchEntry& e = batch[b];
-    const int64_t len = cache.length(e.seq);
-    ATTN_CHECK(e.n >= 1 && e.tokens != nullptr && e.n <= len, "gemma3: batch entry ", b, " (sequence ", e.seq,
-               ") has ", e.n, " tokens; expected 1 to ", len, ", the positions appended to the cache");
-    ATTN_CHECK(len <= cap, "gemma3: sequence ", e.seq, " holds ", len, " positions; the model's context is ",
-               cap, cap < c.context ? " (--max-context)" : "");
-    for (int64_t i = 0; i < e.n; ++i)
-      ATTN_CHECK(e.tokens[i] >= 0 && e.tokens[i] < c.vocab, "gemma3: token id ", e.tokens[i], " at ", i,
-                 " of batch entry ", b, " is out of range [0, ", c.vocab, ")");
-    row0[b] = M;
-    pos0[b] = len - e.n;
-    M += e.n;
-    wanted += e.logits != nullptr;
-  }
+  const std::vector<int64_t>&row0 = br.row0, &pos0 = br.pos0;
+  const int64_t M = br.rows, wanted = br.logits;
   const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim;
   const int64_t QD = H * D, KD = Hkv * D;
   x.resize(M * C), n.resize(std::max(M, wanted) * std::max(C, QD)), tmp.resize(M * C), q.resize(M * QD),

@@ -684,30 +684,15 @@ struct LlamaModel::Impl {
 
 void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache,
                                      std::span<const runtime::BatchEntry> batch) {
-  ATTN_CHECK(!batch.empty(), "llama: an empty batch");
   const runtime::KvCacheConfig& kc = cache.config();
   ATTN_CHECK(kc.layers == c.layers && kc.kv_heads == c.kv_heads && kc.head_dim == c.head_dim,
              "llama: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ",
              kc.head_dim, "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim,
              " (LlamaModel::kv_layout)");
-  const int64_t B = static_cast<int64_t>(batch.size());
-  std::vector<int64_t> row0(static_cast<std::size_t>(B)), pos0(static_cast<std::size_t>(B));
-  int64_t M = 0, wanted = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    const runtime::BatchEntry& e = batch[b];
-    const int64_t len = cache.length(e.seq);
-    ATTN_CHECK(e.n >= 1 && e.tokens != nullptr && e.n <= len, "llama: batch entry ", b, " (sequence ", e.seq,
-               ") has ", e.n, " tokens; expected 1 to ", len, ", the positions appended to the cache");
-    ATTN_CHECK(len <= cap, "llama: sequence ", e.seq, " holds ", len, " positions; the model's context is ",
-               cap, cap < c.context ? " (--max-context)" : "");
-    for (int64_t i = 0; i < e.n; ++i)
-      ATTN_CHECK(e.tokens[i] >= 0 && e.tokens[i] < c.vocab, "llama: token id ", e.tokens[i], " at ", i,
-                 " of batch entry ", b, " is out of range [0, ", c.vocab, ")");
-    row0[b] = M;
-    pos0[b] = len - e.n;
-    M += e.n;
-    wanted += e.logits != nullptr;
-  }
+  const runtime::BatchRows br = runtime::batch_rows(cache, batch, c.vocab, cap, cap < c.context, "llama");
+  const auto B = static_cast<int64_t>(batch.size());
+  const std::vector<int64_t>&row0 = br.row0, &pos0 = br.pos0;
+  const int64_t M = br.rows, wanted = br.logits;
   grow(std::max(M, wanted));
   const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
   // Quantized products for the few rows of decode steps (weights read once for all of them); the f32

@@ -70,16 +70,7 @@ class Gemma3Gen final : public GenModel {
   }
   viz::Export attention(const std::vector<int32_t>& ids, const std::string& model_id,
                         const std::string& text) override {
-    models::Gemma3Attention g = m_.attention_weights(ids);
-    const std::vector<bool> sliding = g.sliding;
-    const models::LlamaAttention a{std::move(g.ids), std::move(g.tokens), g.heads, std::move(g.layers)};
-    viz::Export e = viz::export_llama_attention(a, model_id, text);
-    e.layer_names.clear();
-    for (std::size_t l = 0; l < sliding.size(); ++l)
-      e.layer_names.push_back(
-          "layer " + std::to_string(l) +
-          (sliding[l] ? " (sliding, window " + std::to_string(m_.config().window) + ")" : " (global)"));
-    return e;
+    return viz::export_gemma3_attention(m_.attention_weights(ids), model_id, text, m_.config().window);
   }
 
  private:

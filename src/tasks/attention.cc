@@ -40,17 +40,7 @@ Export gemma3_attention(const std::string& gguf, const std::string& text, int64_
   const std::vector<int32_t> ids = m.tokenizer().encode(text, m.tokenizer().add_bos(), true);
   ATTN_CHECK(static_cast<int64_t>(ids.size()) <= max_context, "the text has ", ids.size(),
              " tokens; expected at most ", max_context);
-  models::Gemma3Attention g = m.attention_weights(ids);
-  const std::vector<bool> sliding = g.sliding;
-  models::LlamaAttention a{std::move(g.ids), std::move(g.tokens), g.heads, std::move(g.layers)};
-  Export e = viz::export_llama_attention(a, "Gemma-3-270M", text);
-  // Which layers slide: their weights are zero left of the window band (visible past W tokens).
-  e.layer_names.clear();
-  for (std::size_t l = 0; l < sliding.size(); ++l)
-    e.layer_names.push_back(
-        "layer " + std::to_string(l) +
-        (sliding[l] ? " (sliding, window " + std::to_string(m.config().window) + ")" : " (global)"));
-  return e;
+  return viz::export_gemma3_attention(m.attention_weights(ids), "Gemma-3-270M", text, m.config().window);
 }
 
 bool is_gemma3_file(const std::string& path) {

@@ -91,6 +91,20 @@ Export export_llama_attention(const models::LlamaAttention& a, const std::string
   return self_attention_export(std::move(in));
 }
 
+Export export_gemma3_attention(const models::Gemma3Attention& a, const std::string& model_name,
+                               const std::string& text, int64_t window) {
+  ATTN_CHECK(a.sliding.size() == a.layers.size(), "attention export: ", a.sliding.size(),
+             " sliding flags for ", a.layers.size(), " layers; expected one per layer");
+  const models::LlamaAttention as_llama{a.ids, a.tokens, a.heads, a.layers};
+  Export e = export_llama_attention(as_llama, model_name, text);
+  e.layer_names.clear();
+  for (std::size_t l = 0; l < a.sliding.size(); ++l)
+    e.layer_names.push_back(
+        "layer " + std::to_string(l) +
+        (a.sliding[l] ? " (sliding, window " + std::to_string(window) + ")" : " (global)"));
+  return e;
+}
+
 Export export_translation(const models::Translation& t, const models::AttentionCapture& capture,
                           const std::string& model_name) {
   EncoderDecoderInput in;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <attn/models/bert.h>
+#include <attn/models/gemma3.h>
 #include <attn/models/llama.h>
 #include <attn/models/translation.h>
 #include <attn/viz/export.h>
@@ -19,6 +20,12 @@ namespace attn::viz {
 // self-attention with layer_names "layer 0", "layer 1", ...
 Export export_llama_attention(const models::LlamaAttention& a, const std::string& model_name,
                               const std::string& text);
+
+// Gemma 3's (Gemma3Model::attention_weights): as export_llama_attention, with layer_names saying
+// which layers slide ("layer 0 (sliding, window 512)": zero left of the window band) and which are
+// global.
+Export export_gemma3_attention(const models::Gemma3Attention& a, const std::string& model_name,
+                               const std::string& text, int64_t window);
 
 // A translation and the attention captured while it was generated (encoder
 // self-attention, decoder self-attention, cross-attention): the encoder-decoder

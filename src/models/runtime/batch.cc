@@ -4,6 +4,28 @@
 
 namespace attn::models::runtime {
 
+BatchRows batch_rows(const PagedKvCache& cache, std::span<const BatchEntry> batch, int64_t vocab,
+                     int64_t context, bool context_capped, const char* who) {
+  ATTN_CHECK(!batch.empty(), who, ": an empty batch");
+  BatchRows r;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    const BatchEntry& e = batch[b];
+    const int64_t len = cache.length(e.seq);
+    ATTN_CHECK(e.n >= 1 && e.tokens != nullptr && e.n <= len, who, ": batch entry ", b, " (sequence ", e.seq,
+               ") has ", e.n, " tokens; expected 1 to ", len, ", the positions appended to the cache");
+    ATTN_CHECK(len <= context, who, ": sequence ", e.seq, " holds ", len,
+               " positions; the model's context is ", context, context_capped ? " (--max-context)" : "");
+    for (int64_t i = 0; i < e.n; ++i)
+      ATTN_CHECK(e.tokens[i] >= 0 && e.tokens[i] < vocab, who, ": token id ", e.tokens[i], " at ", i,
+                 " of batch entry ", b, " is out of range [0, ", vocab, ")");
+    r.row0.push_back(r.rows);
+    r.pos0.push_back(len - e.n);
+    r.rows += e.n;
+    r.logits += e.logits != nullptr;
+  }
+  return r;
+}
+
 void capture_last_rows(const PagedKvCache& cache, std::span<const BatchEntry> batch, const int64_t* row0,
                        int64_t layer, const float* q, int64_t H, const ops::PagedAttentionOptions& options) {
   const KvCacheConfig& c = cache.config();

@@ -29,6 +29,18 @@ struct BatchEntry {
   std::vector<float>* attention = nullptr;
 };
 
+// Where each entry's rows sit in a batch, checked: n in [1, the positions appended], the sequence
+// within `context` positions, every token in [0, vocab). `who` names the model in the errors
+// (attn::Error with the entry, the sequence and the expected and actual values).
+struct BatchRows {
+  std::vector<int64_t> row0;  // per entry: its first row of the stacked activations
+  std::vector<int64_t> pos0;  // per entry: the position of its first token
+  int64_t rows = 0;           // Σ n
+  int64_t logits = 0;         // entries that want logits
+};
+BatchRows batch_rows(const PagedKvCache& cache, std::span<const BatchEntry> batch, int64_t vocab,
+                     int64_t context, bool context_capped, const char* who);
+
 // For each entry of `batch` that asks for attention: its last row's probabilities on `layer`, by one
 // more pass of the paged entry over that row alone (q: the batch's queries [rows, H, D] after RoPE;
 // row0[b]: the first row of entry b). A decoder calls this after each layer's attention.
