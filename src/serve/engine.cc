@@ -163,8 +163,8 @@ void GenEngine::run() {
       GateHold hold(gate_);
       sched_->step();
     } catch (const std::exception& e) {
-      // The scheduler ends the sequences of a failed step itself; anything else is logged as an error of
-      // every active request, which end here (the engine goes on).
+      // The scheduler ends the sequences of a failed forward pass itself (finished, error). Anything else
+      // thrown here ends every active request (their workers answer 500); the engine goes on.
       for (auto& s : active_) sched_->cancel(s->id);
     }
     // Finished streams leave; the queue count follows the scheduler.
