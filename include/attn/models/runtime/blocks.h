@@ -1,0 +1,53 @@
+// The shared inference blocks of the runtime (issue 37): what every decoder (and, in time, encoder) is
+// composed of, written once. Row-wise work only, so a row's values do not depend on the rows it shares a
+// call with (the runtime's batch invariance). The products go through ops::linear_rows
+// (ops/weight_matrix.h) and attention through ops::paged_attention: those pick their kernels.
+#pragma once
+
+#include <attn/core/parallel.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace attn::models::runtime {
+
+// fn(b, e) over rows [0, rows): split over the pool when there are enough rows to repay a parallel
+// region (prompt chunks), else on the calling thread (decode steps).
+template <class F>
+void for_rows(int64_t rows, F&& fn, int64_t grain = 16) {
+  if (rows >= 2 * grain && num_threads() > 1 && !in_parallel_for())
+    parallel_for(rows, grain, [&](int64_t b, int64_t e, int) { fn(b, e); });
+  else
+    fn(0, rows);
+}
+
+// RMSNorm of `rows` rows of n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w (sum in double; out may be x).
+void rms_norm_rows(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* out);
+
+// Rotary position embedding. `pairs`: dimensions (2i, 2i+1) rotate together (GGUF's llama layout, whose
+// converter permutes q and k for it); `halves`: i and i + dims/2 (NeoX; Qwen, Gemma, Phi-3). The first
+// `dims` of each head's D rotate (partial rotary when dims < D).
+enum class RopeStyle { pairs, halves };
+
+struct Rope {
+  RopeStyle style = RopeStyle::pairs;
+  int64_t dims = 0;              // rotated dimensions, even, <= D
+  std::vector<double> inv_freq;  // [dims / 2]: base^(−2i/dims) / factor_i
+  double position_scale = 1.0;   // linear RoPE scaling: positions · 1/factor
+
+  static Rope make(RopeStyle style, int64_t dims, double base, std::span<const float> freq_factors = {},
+                   double linear_factor = 1.0);
+  // cos / sin of each row's position: [rows, dims / 2] each (resized).
+  void tables(const int64_t* positions, int64_t rows, std::vector<float>& cs, std::vector<float>& sn) const;
+  // x [rows, heads, D] rotated in place on rows [r0, r1) with those tables.
+  void apply(float* x, int64_t r0, int64_t r1, int64_t heads, int64_t D, const float* cs, const float* sn) const;
+};
+
+enum class Activation { silu, gelu_tanh };
+// g[i] = act(g[i]) · u[i] for i in [0, n).
+void gated_activation(Activation act, float* g, const float* u, int64_t n);
+// x[i] = c · tanh(x[i] / c) (c > 0).
+void soft_cap(float* x, int64_t n, float c);
+
+}  // namespace attn::models::runtime

@@ -1,0 +1,271 @@
+// The runtime's decoder: one forward over a ragged batch for every architecture
+// (include/attn/models/runtime/decoder.h).
+#include "decoder_weights.h"
+
+#include <attn/core/error.h>
+#include <attn/models/runtime/decoder.h>
+#include <attn/ops/paged_attention.h>
+#include <attn/ops/weight_matrix.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace attn::models::runtime {
+
+namespace {
+constexpr double kMaxKvCacheBytes = 16.0 * (int64_t{1} << 30);
+}
+
+struct Decoder::Impl {
+  DecoderConfig c;
+  detail::DecoderWeights w;
+  int64_t cap = 0;
+  bool q8 = true;
+  Rope rope_full, rope_local;
+  ops::LinearScratch lin;
+  // Scratch, grown to the largest step so far.
+  std::vector<float> x, n, q, k, v, att, tmp, g, u, logits_rows;
+  std::vector<int64_t> positions;
+  std::vector<float> cs_full, sn_full, cs_local, sn_local;
+  std::vector<ops::PagedSequence> seqs;
+
+  const Rope& rope_of(int64_t l) const { return c.sliding(l) && c.rope_base_local > 0 ? rope_local : rope_full; }
+
+  void grow(int64_t M) {
+    const int64_t C = c.dim, F = c.ffn, QD = c.heads * c.head_dim, KD = c.kv_heads * c.head_dim;
+    const auto sz = [](int64_t a) { return static_cast<std::size_t>(a); };
+    x.resize(sz(M * C)), n.resize(sz(M * std::max(C, QD))), tmp.resize(sz(M * C)), q.resize(sz(M * QD)),
+        k.resize(sz(M * KD)), v.resize(sz(M * KD)), att.resize(sz(M * QD)), g.resize(sz(M * F)),
+        u.resize(sz(M * F));
+  }
+
+  void linear(std::initializer_list<ops::LinearJob> jobs, const float* X, int64_t M) {
+    ops::linear_rows(std::span<const ops::LinearJob>(jobs.begin(), jobs.size()), X, M, jobs.begin()->w->cols(),
+                     lin, q8);
+  }
+
+  // One layer over the batch's M rows. capture: the first entry's rows' weights [Lq, H, Lk], or null.
+  void layer(int64_t l, PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
+             float* capture);
+  // Every entry's rows through every layer; logits of the rows in `logit_rows` into logits_rows.
+  // capture: per layer, the first entry's weights (each [Lq, H, Lk], sized by the caller), or null.
+  void run(PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
+           std::vector<std::vector<float>>* capture, const std::vector<int64_t>& logit_rows);
+};
+
+void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
+                          float* capture) {
+  const detail::DecoderLayer& y = w.layers[static_cast<std::size_t>(l)];
+  const int64_t M = br.rows, C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim;
+  const int64_t QD = H * D, KD = Hkv * D;
+  const double eps = c.norm_eps;
+  if (l == 0)  // later layers get their norm from the previous layer's residual step
+    for_rows(M, [&](int64_t b, int64_t e) {
+      rms_norm_rows(x.data() + b * C, y.attn_norm.data(), e - b, C, eps, n.data() + b * C);
+    });
+  linear({{&y.wq, q.data(), QD, y.bq.empty() ? nullptr : y.bq.data()},
+          {&y.wk, k.data(), KD, y.bk.empty() ? nullptr : y.bk.data()},
+          {&y.wv, v.data(), KD, y.bv.empty() ? nullptr : y.bv.data()}},
+         n.data(), M);
+  const Rope& rope = rope_of(l);
+  const bool local = &rope == &rope_local;
+  const float* cs = local ? cs_local.data() : cs_full.data();
+  const float* sn = local ? sn_local.data() : sn_full.data();
+  for_rows(M, [&](int64_t b, int64_t e) {
+    if (c.qk_norm) {
+      rms_norm_rows(q.data() + b * QD, y.q_norm.data(), (e - b) * H, D, eps, q.data() + b * QD);
+      rms_norm_rows(k.data() + b * KD, y.k_norm.data(), (e - b) * Hkv, D, eps, k.data() + b * KD);
+    }
+    rope.apply(q.data(), b, e, H, D, cs, sn);
+    rope.apply(k.data(), b, e, Hkv, D, cs, sn);
+  });
+  const auto B = static_cast<int64_t>(batch.size());
+  seqs.resize(static_cast<std::size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    const BatchEntry& e = batch[b];
+    cache.write(e.seq, l, br.pos0[b], k.data() + br.row0[b] * KD, v.data() + br.row0[b] * KD, e.n);
+    seqs[b] = cache.attention_sequence(e.seq, l, e.n);
+    if (capture && b == 0) seqs[b].weights = capture;
+  }
+  ops::PagedAttentionOptions ao;
+  ao.scale = c.attn_scale;
+  ao.window = c.windows[static_cast<std::size_t>(l)];
+  ao.softcap = c.attn_softcap;
+  ops::paged_attention(q.data(), H, cache.view(), seqs, ao, att.data());
+  capture_last_rows(cache, batch, br.row0.data(), l, q.data(), H, ao);
+  const float* next_norm = l + 1 < c.layers ? w.layers[static_cast<std::size_t>(l + 1)].attn_norm.data()
+                                            : nullptr;
+  if (c.post_norms) {
+    linear({{&y.wo, tmp.data(), C}}, att.data(), M);
+    for_rows(M, [&](int64_t b, int64_t e) {
+      rms_norm_rows(tmp.data() + b * C, y.post_attn_norm.data(), e - b, C, eps, tmp.data() + b * C);
+      for (int64_t i = b * C; i < e * C; ++i) x[i] += tmp[i];
+      rms_norm_rows(x.data() + b * C, y.ffn_norm.data(), e - b, C, eps, n.data() + b * C);
+    });
+  } else {
+    linear({{&y.wo, x.data(), C, nullptr, true}}, att.data(), M);  // x += Wo · att
+    for_rows(M, [&](int64_t b, int64_t e) {
+      rms_norm_rows(x.data() + b * C, y.ffn_norm.data(), e - b, C, eps, n.data() + b * C);
+    });
+  }
+  linear({{&y.gate, g.data(), F}, {&y.up, u.data(), F}}, n.data(), M);
+  for_rows(M, [&](int64_t b, int64_t e) { gated_activation(c.activation, g.data() + b * F, u.data() + b * F, (e - b) * F); });
+  if (c.post_norms) {
+    linear({{&y.down, tmp.data(), C}}, g.data(), M);
+    for_rows(M, [&](int64_t b, int64_t e) {
+      rms_norm_rows(tmp.data() + b * C, y.post_ffw_norm.data(), e - b, C, eps, tmp.data() + b * C);
+      for (int64_t i = b * C; i < e * C; ++i) x[i] += tmp[i];
+      if (next_norm) rms_norm_rows(x.data() + b * C, next_norm, e - b, C, eps, n.data() + b * C);
+    });
+  } else {
+    linear({{&y.down, x.data(), C, nullptr, true}}, g.data(), M);  // x += Wdown · h
+    if (next_norm)
+      for_rows(M, [&](int64_t b, int64_t e) {
+        rms_norm_rows(x.data() + b * C, next_norm, e - b, C, eps, n.data() + b * C);
+      });
+  }
+}
+
+void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
+                        std::vector<std::vector<float>>* capture, const std::vector<int64_t>& logit_rows) {
+  const int64_t M = br.rows, C = c.dim;
+  grow(std::max<int64_t>(M, static_cast<int64_t>(logit_rows.size())));
+  positions.resize(static_cast<std::size_t>(M));
+  for (std::size_t b = 0; b < batch.size(); ++b)
+    for (int64_t i = 0; i < batch[b].n; ++i) {
+      const int64_t r = br.row0[b] + i;
+      positions[static_cast<std::size_t>(r)] = br.pos0[b] + i;
+      w.embed.row(batch[b].tokens[i], x.data() + r * C);
+    }
+  if (c.embed_scale != 1.0f)
+    for (int64_t i = 0; i < M * C; ++i) x[static_cast<std::size_t>(i)] *= c.embed_scale;
+  rope_full.tables(positions.data(), M, cs_full, sn_full);
+  if (c.rope_base_local > 0) rope_local.tables(positions.data(), M, cs_local, sn_local);
+  for (int64_t l = 0; l < c.layers; ++l)
+    layer(l, cache, batch, br, capture ? (*capture)[static_cast<std::size_t>(l)].data() : nullptr);
+  for (const BatchEntry& e : batch) cache.commit(e.seq);
+  const auto R = static_cast<int64_t>(logit_rows.size());
+  if (R == 0) return;
+  for (int64_t r = 0; r < R; ++r)
+    rms_norm_rows(x.data() + logit_rows[static_cast<std::size_t>(r)] * C, w.output_norm.data(), 1, C, c.norm_eps,
+                  n.data() + r * C);
+  logits_rows.resize(static_cast<std::size_t>(R * c.vocab));
+  linear({{&w.out(), logits_rows.data(), c.vocab}}, n.data(), R);
+  if (c.final_softcap > 0) soft_cap(logits_rows.data(), R * c.vocab, c.final_softcap);
+}
+
+Decoder::Decoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Decoder::~Decoder() = default;
+
+std::unique_ptr<Decoder> Decoder::load(const io::GgufFile& file, const DecoderOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+  m.c = DecoderConfig::from_gguf(file);
+  ATTN_CHECK(options.max_context >= 0, m.c.arch, ": max_context must be >= 0, got ", options.max_context);
+  m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
+  m.q8 = options.activations_8bit;
+  const double kv_bytes = static_cast<double>(m.c.layers) * static_cast<double>(m.c.kv_heads) *
+                          static_cast<double>(m.c.head_dim) * 8.0;  // f32 K and V per position
+  ATTN_CHECK(kv_bytes > 0 && kv_bytes <= kMaxKvCacheBytes, m.c.arch, ": ", file.path(), ": one position of the KV cache would take ",
+             kv_bytes, " bytes");
+  m.w = detail::load_decoder_weights(file, m.c);
+  m.rope_full = Rope::make(m.c.rope_style, m.c.rope_dims, m.c.rope_base, m.w.rope_freqs, m.c.rope_linear_factor);
+  if (m.c.rope_base_local > 0) m.rope_local = Rope::make(m.c.rope_style, m.c.rope_dims, m.c.rope_base_local);
+  return std::unique_ptr<Decoder>(new Decoder(std::move(impl)));
+}
+
+const DecoderConfig& Decoder::config() const { return impl_->c; }
+int64_t Decoder::batch_vocab() const { return impl_->c.vocab; }
+int64_t Decoder::batch_context() const { return impl_->cap; }
+
+KvCacheConfig Decoder::kv_layout() const {
+  KvCacheConfig k;
+  k.layers = impl_->c.layers;
+  k.kv_heads = impl_->c.kv_heads;
+  k.head_dim = impl_->c.head_dim;
+  k.layer_windows = impl_->c.windows;
+  return k;
+}
+
+namespace {
+void check_layout(const PagedKvCache& cache, const DecoderConfig& c) {
+  const KvCacheConfig& kc = cache.config();
+  ATTN_CHECK(kc.layers == c.layers && kc.kv_heads == c.kv_heads && kc.head_dim == c.head_dim, c.arch,
+             ": the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ", kc.head_dim,
+             "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim, " (Decoder::kv_layout)");
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const int64_t have = l < static_cast<int64_t>(kc.layer_windows.size()) ? kc.layer_windows[static_cast<std::size_t>(l)] : 0;
+    ATTN_CHECK(have == c.windows[static_cast<std::size_t>(l)], c.arch, ": layer ", l, " of the KV cache has window ",
+               have, "; this model needs ", c.windows[static_cast<std::size_t>(l)], " (Decoder::kv_layout)");
+  }
+}
+}  // namespace
+
+void Decoder::forward_batch(PagedKvCache& cache, std::span<const BatchEntry> batch) {
+  Impl& m = *impl_;
+  check_layout(cache, m.c);
+  const BatchRows br = batch_rows(cache, batch, m.c.vocab, m.cap, m.cap < m.c.context, m.c.arch.c_str());
+  std::vector<int64_t> rows;
+  for (std::size_t b = 0; b < batch.size(); ++b)
+    if (batch[b].logits) rows.push_back(br.row0[b] + batch[b].n - 1);
+  m.run(cache, batch, br, nullptr, rows);
+  std::size_t r = 0;
+  for (const BatchEntry& e : batch)
+    if (e.logits)
+      std::memcpy(e.logits, m.logits_rows.data() + r++ * m.c.vocab, static_cast<std::size_t>(m.c.vocab) * sizeof(float));
+}
+
+namespace {
+// A private cache holding one sequence of n positions.
+PagedKvCache one_sequence_cache(const KvCacheConfig& layout, int64_t n) {
+  KvCacheConfig kc = layout;
+  kc.block_tokens = 16;
+  const int64_t blocks = (n + kc.block_tokens - 1) / kc.block_tokens * kc.layers + 1;
+  kc.pool_bytes = blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
+  return PagedKvCache(kc);
+}
+}  // namespace
+
+std::vector<std::vector<float>> Decoder::attention_weights(std::span<const int32_t> ids, std::vector<float>* logits) {
+  Impl& m = *impl_;
+  const auto N = static_cast<int64_t>(ids.size());
+  ATTN_CHECK(N >= 1 && N <= m.cap, m.c.arch, ": attention over ", N, " tokens; expected 1 to ", m.cap);
+  PagedKvCache cache = one_sequence_cache(kv_layout(), N);
+  const PagedKvCache::SeqId s = cache.create();
+  ATTN_CHECK(cache.append(s, ids.data(), N), m.c.arch, ": the attention cache is too small");
+  BatchEntry e{s, ids.data(), N, nullptr, nullptr};
+  const BatchRows br = batch_rows(cache, {&e, 1}, m.c.vocab, m.cap, m.cap < m.c.context, m.c.arch.c_str());
+  const int64_t H = m.c.heads;
+  // The kernel writes [Lq, H, Lk] per layer; the export wants [H, N, N].
+  std::vector<std::vector<float>> raw(static_cast<std::size_t>(m.c.layers),
+                                      std::vector<float>(static_cast<std::size_t>(N * H * N)));
+  std::vector<int64_t> rows;
+  if (logits) rows.push_back(N - 1);
+  m.run(cache, {&e, 1}, br, &raw, rows);
+  if (logits) *logits = m.logits_rows;
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(m.c.layers),
+                                      std::vector<float>(static_cast<std::size_t>(H * N * N)));
+  for (int64_t l = 0; l < m.c.layers; ++l)
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t h = 0; h < H; ++h)
+        std::memcpy(out[static_cast<std::size_t>(l)].data() + (h * N + i) * N,
+                    raw[static_cast<std::size_t>(l)].data() + (i * H + h) * N, static_cast<std::size_t>(N) * sizeof(float));
+  return out;
+}
+
+std::vector<float> Decoder::logits_all(std::span<const int32_t> ids) {
+  Impl& m = *impl_;
+  const auto N = static_cast<int64_t>(ids.size());
+  ATTN_CHECK(N >= 1 && N <= m.cap, m.c.arch, ": logits over ", N, " tokens; expected 1 to ", m.cap);
+  PagedKvCache cache = one_sequence_cache(kv_layout(), N);
+  const PagedKvCache::SeqId s = cache.create();
+  ATTN_CHECK(cache.append(s, ids.data(), N), m.c.arch, ": the cache is too small");
+  BatchEntry e{s, ids.data(), N, nullptr, nullptr};
+  const BatchRows br = batch_rows(cache, {&e, 1}, m.c.vocab, m.cap, m.cap < m.c.context, m.c.arch.c_str());
+  std::vector<int64_t> rows(static_cast<std::size_t>(N));
+  for (int64_t i = 0; i < N; ++i) rows[static_cast<std::size_t>(i)] = i;
+  m.run(cache, {&e, 1}, br, nullptr, rows);
+  return m.logits_rows;
+}
+
+}  // namespace attn::models::runtime

@@ -1,0 +1,31 @@
+// The weights of a runtime::Decoder by their GGUF names (private to src/models/runtime).
+#pragma once
+
+#include <attn/io/gguf.h>
+#include <attn/models/runtime/decoder.h>
+#include <attn/ops/weight_matrix.h>
+
+#include <string>
+#include <vector>
+
+namespace attn::models::runtime::detail {
+
+struct DecoderLayer {
+  std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffw_norm;  // RMSNorm weights
+  std::vector<float> bq, bk, bv;                                                          // qwen2's biases
+  ops::WeightMatrix wq, wk, wv, wo, gate, up, down;
+};
+
+struct DecoderWeights {
+  ops::WeightMatrix embed, output;  // output empty: tied to embed
+  std::vector<float> output_norm;
+  std::vector<float> rope_freqs;  // Llama 3's frequency factors [rope_dims / 2], or empty
+  std::vector<DecoderLayer> layers;
+  const ops::WeightMatrix& out() const { return output.empty() ? embed : output; }
+};
+
+// Every tensor the config names, checked (present, shape, type, finite values and block scales); a
+// tensor the config does not use is an error too. Throws attn::Error listing the problems.
+DecoderWeights load_decoder_weights(const io::GgufFile& file, const DecoderConfig& config);
+
+}  // namespace attn::models::runtime::detail

@@ -1,0 +1,139 @@
+// The runtime's product entry (include/attn/ops/weight_matrix.h): one door that picks the kernel.
+#include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <attn/ops/linear.h>
+#include <attn/ops/weight_matrix.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace attn::ops {
+
+WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K) {
+  ATTN_CHECK(N > 0 && K > 0 && K % quant_block_elems(format) == 0, "weight matrix: ", quant_format_name(format),
+             " needs N > 0 and K a positive multiple of ", quant_block_elems(format), "; got [", N, ", ", K, "]");
+  ATTN_CHECK(blocks != nullptr, "weight matrix: no blocks");
+  WeightMatrix w;
+  w.quant_ = true;
+  w.q_ = QuantMatrix(format, blocks, N, K);
+  w.N_ = N;
+  w.K_ = K;
+  // The repacked 8-bit copy for q8_dot where its vector kernel runs (Q4_1 / Q8_0).
+  if ((format == QuantFormat::q4_1 || format == QuantFormat::q8_0) && q8_dot_fast()) w.q_.pack_q8();
+  return w;
+}
+
+WeightMatrix WeightMatrix::dense(std::vector<float> values, int64_t N, int64_t K) {
+  ATTN_CHECK(N > 0 && K > 0 && static_cast<int64_t>(values.size()) == N * K, "weight matrix: ", values.size(),
+             " values for [", N, ", ", K, "]; expected ", N * K);
+  WeightMatrix w;
+  w.f32_ = std::move(values);
+  w.N_ = N;
+  w.K_ = K;
+  return w;
+}
+
+void WeightMatrix::row(int64_t n, float* out) const {
+  ATTN_CHECK(n >= 0 && n < N_, "weight matrix: row ", n, " out of range [0, ", N_, ")");
+  if (quant_)
+    quant_unpack_rows(q_, n, n + 1, out);
+  else
+    std::memcpy(out, f32_.data() + n * K_, static_cast<std::size_t>(K_) * sizeof(float));
+}
+
+int64_t WeightMatrix::owned_bytes() const {
+  int64_t b = static_cast<int64_t>(f32_.size() * sizeof(float));
+  if (quant_ && q_.has_q8()) b += N_ * K_ + N_ * (K_ / 32) * 8;  // int8 quants + per-block scale terms
+  return b;
+}
+
+std::string WeightMatrix::form() const { return quant_ ? quant_format_name(q_.format()) : "F32"; }
+
+namespace {
+
+enum class Kind { q8, qdot_k, qdot_0, f32act, dense };
+
+Kind kind_of(const WeightMatrix& w, bool q8) {
+  if (!w.is_quantized()) return Kind::dense;
+  if (!q8) return Kind::f32act;
+  const QuantMatrix& q = w.quant();
+  if (q.has_q8()) return Kind::q8;
+  if (quant_dot_supported(q.format()) && quant_dot_fast()) {
+    // Q5_0 / Q8_0 multiply Q8_0 activations; the K-quants Q8_K ones.
+    return quant_dot_same_activations(q.format(), QuantFormat::q8_0) ? Kind::qdot_0 : Kind::qdot_k;
+  }
+  return Kind::f32act;
+}
+
+}  // namespace
+
+void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int64_t ldx, LinearScratch& s,
+                 bool activations_8bit) {
+  ATTN_CHECK(!jobs.empty() && jobs.size() <= 8, "linear_rows: 1 to 8 jobs, got ", jobs.size());
+  ATTN_CHECK(M >= 1, "linear_rows: M must be >= 1, got ", M);
+  const int64_t K = jobs[0].w->cols();
+  ATTN_CHECK(ldx >= K, "linear_rows: ldx ", ldx, " < K ", K);
+  std::array<Kind, 8> kinds{};
+  bool want_q8 = false;
+  int64_t total = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const LinearJob& j = jobs[i];
+    ATTN_CHECK(j.w && !j.w->empty() && j.w->cols() == K, "linear_rows: job ", i, " has ",
+               j.w ? j.w->cols() : 0, " columns; expected ", K);
+    ATTN_CHECK(j.y && j.ldy >= j.w->rows(), "linear_rows: job ", i, " output stride ", j.ldy, " < N ",
+               j.w->rows());
+    kinds[i] = kind_of(*j.w, activations_8bit);
+    want_q8 |= kinds[i] == Kind::q8;
+    if (kinds[i] != Kind::dense) total += j.w->rows();
+  }
+  // The f32 weights: one BLAS call each (it splits its own work over the pool).
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (kinds[i] != Kind::dense) continue;
+    const LinearJob& j = jobs[i];
+    gemm(false, true, M, j.w->rows(), K, 1.0f, X, ldx, j.w->values(), K, j.accumulate ? 1.0f : 0.0f, j.y,
+         j.ldy);
+  }
+  if (total > 0) {
+    if (want_q8) s.q8.quantize(X, M, K, ldx);
+    QuantActivations* act_k = nullptr;
+    QuantActivations* act_0 = nullptr;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (kinds[i] == Kind::qdot_k && !act_k) {
+        s.act.quantize(jobs[i].w->quant().format(), X, M, K, ldx);
+        act_k = &s.act;
+      }
+      if (kinds[i] == Kind::qdot_0 && !act_0) {
+        s.act0.quantize(jobs[i].w->quant().format(), X, M, K, ldx);
+        act_0 = &s.act0;
+      }
+    }
+    const Q8Dot dot = q8_dot();
+    const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, K * M)) / 16 * 16;
+    parallel_for(total, grain, [&](int64_t b, int64_t e, int) {
+      int64_t base = 0;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (kinds[i] == Kind::dense) continue;
+        const LinearJob& j = jobs[i];
+        const int64_t N = j.w->rows();
+        const int64_t lo = std::max(b, base) - base, hi = std::min(e, base + N) - base;
+        base += N;
+        if (lo >= hi) continue;
+        switch (kinds[i]) {
+          case Kind::q8: dot(j.w->quant(), lo, hi, s.q8, j.y, j.ldy, j.accumulate); break;
+          case Kind::qdot_k: quant_dot_rows(j.w->quant(), lo, hi, *act_k, j.y, j.ldy, j.accumulate); break;
+          case Kind::qdot_0: quant_dot_rows(j.w->quant(), lo, hi, *act_0, j.y, j.ldy, j.accumulate); break;
+          default: quant_linear_rows(j.w->quant(), lo, hi, X, M, ldx, j.y, j.ldy, j.accumulate); break;
+        }
+      }
+    });
+  }
+  for (const LinearJob& j : jobs) {
+    if (!j.bias) continue;
+    const int64_t N = j.w->rows();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) j.y[m * j.ldy + n] += j.bias[n];
+  }
+}
+
+}  // namespace attn::ops
