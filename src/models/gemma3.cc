@@ -4,10 +4,10 @@
 #include <attn/core/parallel.h>
 #include <attn/io/finite.h>
 #include <attn/models/gemma3.h>
+#include <attn/models/runtime/decoder.h>
 #include <attn/ops/geglu.h>
 #include <attn/ops/kv_cache.h>
 #include <attn/ops/linear.h>
-#include <attn/ops/paged_attention.h>
 #include <attn/ops/quantized.h>
 
 #include <algorithm>
@@ -245,7 +245,6 @@ struct Gemma3Model::Impl {
   int64_t pos = 0;
 
   std::vector<float> x, n, q, k, v, att, tmp, g, u, wtmp, logits, last, scores;
-  std::vector<float> batch_logits;  // [entries wanting logits, V] (forward_batch)
 
   explicit Impl(io::GgufFile f) : file(std::move(f)) {}
   // The greedy pick after forward(..., logits_out = false): the screen when it applies, else every
@@ -497,98 +496,18 @@ struct Gemma3Model::Impl {
     }
   }
 
-  void forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch);
+  // The runtime's batched step runs on the runtime's decoder for this file, made on first use.
+  std::unique_ptr<runtime::Decoder> dec;
+  runtime::Decoder& decoder() {
+    if (!dec) {
+      runtime::DecoderOptions o;
+      o.max_context = cap;
+      o.activations_8bit = int8_rows > 0;  // Gemma3Options::int8_max_rows = 0: f32 activations
+      dec = runtime::Decoder::load(file, o);
+    }
+    return *dec;
+  }
 };
-
-// The runtime's batched step (models/runtime/batch.h): every entry's rows stacked for the products,
-// RoPE at each row's own position, attention per entry through its block tables (the sliding layers
-// with their window), as forward() computes one sequence.
-void Gemma3Model::Impl::forward_batch(runtime::PagedKvCache& cache,
-                                      std::span<const runtime::BatchEntry> batch) {
-  const runtime::KvCacheConfig& kc = cache.config();
-  ATTN_CHECK(kc.layers == c.layers && kc.kv_heads == c.kv_heads && kc.head_dim == c.head_dim,
-             "gemma3: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ",
-             kc.head_dim, "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim,
-             " (Gemma3Model::kv_layout)");
-  for (int64_t l = 0; l < c.layers; ++l)
-    ATTN_CHECK(kc.layer_windows[static_cast<std::size_t>(l)] == (c.sliding(l) ? c.window : 0),
-               "gemma3: layer ", l, " of the KV cache has window ",
-               kc.layer_windows[static_cast<std::size_t>(l)], "; this model needs ",
-               c.sliding(l) ? c.window : 0, " (Gemma3Model::kv_layout)");
-  const runtime::BatchRows br = runtime::batch_rows(cache, batch, c.vocab, cap, cap < c.context, "gemma3");
-  const auto B = static_cast<int64_t>(batch.size());
-  const std::vector<int64_t>&row0 = br.row0, &pos0 = br.pos0;
-  const int64_t M = br.rows, wanted = br.logits;
-  const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim;
-  const int64_t QD = H * D, KD = Hkv * D;
-  x.resize(M * C), n.resize(std::max(M, wanted) * std::max(C, QD)), tmp.resize(M * C), q.resize(M * QD),
-      k.resize(M * KD), v.resize(M * KD), att.resize(M * QD), g.resize(M * F), u.resize(M * F);
-  for (int64_t b = 0; b < B; ++b)
-    embed_rows({batch[b].tokens, static_cast<std::size_t>(batch[b].n)}, x.data() + row0[b] * C);
-  std::vector<ops::PagedSequence> seqs(static_cast<std::size_t>(B));
-  const ops::PagedKv view = cache.view();
-  ops::PagedAttentionOptions ao;
-  ao.scale = static_cast<float>(1.0 / std::sqrt(c.query_scalar));
-  for (int64_t l = 0; l < c.layers; ++l) {
-    Layer& ly = layers[l];
-    if (l == 0)
-      rows_for(M, 16, [&](int64_t b, int64_t e) {
-        rms_norm(x.data() + b * C, ly.attn_norm.data(), e - b, C, c.rms_eps, n.data() + b * C);
-      });
-    matmul_same_x({{&ly.wq, q.data(), QD}, {&ly.wk, k.data(), KD}, {&ly.wv, v.data(), KD}}, n.data(), M);
-    rows_for(M, 16, [&](int64_t b, int64_t e) {
-      rms_norm(q.data() + b * QD, ly.q_norm.data(), (e - b) * H, D, c.rms_eps, q.data() + b * QD);
-      rms_norm(k.data() + b * KD, ly.k_norm.data(), (e - b) * Hkv, D, c.rms_eps, k.data() + b * KD);
-    });
-    for (int64_t b = 0; b < B; ++b) {
-      rope(q.data() + row0[b] * QD, batch[b].n, H, pos0[b], c.rope_base(l));
-      rope(k.data() + row0[b] * KD, batch[b].n, Hkv, pos0[b], c.rope_base(l));
-    }
-    if (kv_f16)
-      for (int64_t i = 0; i < M * KD; ++i) k[i] = round_to_f16(k[i]), v[i] = round_to_f16(v[i]);
-    for (int64_t b = 0; b < B; ++b) {
-      cache.write(batch[b].seq, l, pos0[b], k.data() + row0[b] * KD, v.data() + row0[b] * KD, batch[b].n);
-      seqs[b] = cache.attention_sequence(batch[b].seq, l, batch[b].n);
-    }
-    ao.window = c.sliding(l) ? c.window : 0;
-    ops::paged_attention(q.data(), H, view, seqs, ao, att.data());
-    runtime::capture_last_rows(cache, batch, row0.data(), l, q.data(), H, ao);
-    matmul(ly.wo, att.data(), M, tmp.data(), C);
-    rows_for(M, 16, [&](int64_t b, int64_t e) {
-      post_norm_residual(x.data(), tmp.data(), ly.post_attn_norm.data(), ly.ffn_norm.data(), b, e, C,
-                         c.rms_eps, n.data());
-    });
-    matmul_same_x({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), M);
-    rows_for(M, 16,
-             [&](int64_t b, int64_t e) { ops::geglu_tanh(g.data() + b * F, u.data() + b * F, (e - b) * F); });
-    matmul(ly.down, g.data(), M, tmp.data(), C);
-    const float* next_norm = l + 1 < c.layers ? layers[l + 1].attn_norm.data() : nullptr;
-    rows_for(M, 16, [&](int64_t b, int64_t e) {
-      post_norm_residual(x.data(), tmp.data(), ly.post_ffw_norm.data(), next_norm, b, e, C, c.rms_eps,
-                         n.data());
-    });
-  }
-  for (const runtime::BatchEntry& e : batch) cache.commit(e.seq);
-  if (wanted == 0) return;
-  int64_t r = 0;
-  for (int64_t b = 0; b < B; ++b)
-    if (batch[b].logits)
-      rms_norm(x.data() + (row0[b] + batch[b].n - 1) * C, output_norm.data(), 1, C, c.rms_eps,
-               n.data() + r++ * C);
-  batch_logits.resize(static_cast<std::size_t>(wanted * c.vocab));
-  matmul(out_mat(), n.data(), wanted, batch_logits.data(), c.vocab);
-  r = 0;
-  for (const runtime::BatchEntry& e : batch) {
-    if (!e.logits) continue;
-    const float* src = batch_logits.data() + r++ * c.vocab;
-    if (c.final_softcap > 0) {
-      const float cap_v = static_cast<float>(c.final_softcap);
-      for (int64_t i = 0; i < c.vocab; ++i) e.logits[i] = cap_v * std::tanh(src[i] / cap_v);
-    } else {
-      std::memcpy(e.logits, src, c.vocab * sizeof(float));
-    }
-  }
-}
 
 int64_t Gemma3Model::batch_vocab() const { return impl_->c.vocab; }
 int64_t Gemma3Model::batch_context() const { return impl_->cap; }
@@ -602,7 +521,7 @@ runtime::KvCacheConfig Gemma3Model::kv_layout() const {
   return k;
 }
 void Gemma3Model::forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch) {
-  impl_->forward_batch(cache, batch);
+  impl_->decoder().forward_batch(cache, batch);
 }
 
 Gemma3Model::Gemma3Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -5,11 +5,11 @@
 #include <attn/io/finite.h>
 #include <attn/io/json.h>
 #include <attn/models/llama.h>
+#include <attn/models/runtime/decoder.h>
 #include <attn/models/llama_tuning.h>
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
-#include <attn/ops/paged_attention.h>
 #include <attn/ops/quantized.h>
 #include <attn/text/chat_template.h>
 
@@ -249,7 +249,6 @@ struct LlamaModel::Impl {
   std::vector<float> kbuf, vbuf;          // [L, Hkv·D]
   std::vector<float> rope_cos, rope_sin;  // [L, D/2]
   std::vector<float> logits;              // [V]
-  std::vector<float> batch_logits;        // [entries wanting logits, V] (forward_batch)
   std::vector<float> last;                // [C]
   std::vector<float> xq;                  // [L, K] (llama_cpp_rounding)
   std::vector<float> wtmp;                // [N, K] one matrix expanded to f32 for a prompt pass
@@ -677,83 +676,19 @@ struct LlamaModel::Impl {
     matmul({{&out_mat(), logits.data(), c.vocab}}, last.data(), 1, C, opt.decode);
   }
 
-  // The runtime's batched step (models/runtime/batch.h): every entry's rows stacked into one [M, C]
-  // activation matrix for the products, attention per entry through its block tables.
-  void forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch);
+  // The runtime's batched step (models/runtime/batch.h) runs on the runtime's decoder for this file,
+  // made on first use.
+  std::unique_ptr<runtime::Decoder> dec;
+  runtime::Decoder& decoder() {
+    if (!dec) {
+      runtime::DecoderOptions o;
+      o.max_context = cap;
+      o.activations_8bit = opt.batch_q8_activations;
+      dec = runtime::Decoder::load(file, o);
+    }
+    return *dec;
+  }
 };
-
-void LlamaModel::Impl::forward_batch(runtime::PagedKvCache& cache,
-                                     std::span<const runtime::BatchEntry> batch) {
-  const runtime::KvCacheConfig& kc = cache.config();
-  ATTN_CHECK(kc.layers == c.layers && kc.kv_heads == c.kv_heads && kc.head_dim == c.head_dim,
-             "llama: the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ",
-             kc.head_dim, "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim,
-             " (LlamaModel::kv_layout)");
-  const runtime::BatchRows br = runtime::batch_rows(cache, batch, c.vocab, cap, cap < c.context, "llama");
-  const auto B = static_cast<int64_t>(batch.size());
-  const std::vector<int64_t>&row0 = br.row0, &pos0 = br.pos0;
-  const int64_t M = br.rows, wanted = br.logits;
-  grow(std::max(M, wanted));
-  const int64_t C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, kv = Hkv * D;
-  // Quantized products for the few rows of decode steps (weights read once for all of them); the f32
-  // form of prompt passes once the rows are many.
-  // The products take the same form for any batch: quantized, with 8-bit activations where the CPU has
-  // a vector kernel for them (ops::q8_dot_fast). Each row's result then does not depend on the other
-  // rows of the step (the kernels work row by row: tests/kernels/qdot_test.cc), so a sequence gets the
-  // same tokens whoever shares its steps. (An f32 expansion for many rows would hand them to an sgemm
-  // whose sums depend on the row count.)
-  const WeightForm form = WeightForm::quantized;
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = 0; i < batch[b].n; ++i) embed_row(batch[b].tokens[i], x.data() + (row0[b] + i) * C);
-    rope_tables(pos0[b], batch[b].n, row0[b]);
-  }
-  float* qp = q.data<float>();
-  float* ap = att.data<float>();
-  std::vector<ops::PagedSequence> seqs(static_cast<std::size_t>(B));
-  const ops::PagedKv view = cache.view();
-  for (int64_t l = 0; l < c.layers; ++l) {
-    Layer& ly = layers[l];
-    rms_norm(x.data(), ly.attn_norm, n.data(), M);
-    matmul({{&ly.wq, qp, C}, {&ly.wk, kbuf.data(), kv}, {&ly.wv, vbuf.data(), kv}}, n.data(), M, C, form,
-           true);
-    rope(qp, M, H);
-    rope(kbuf.data(), M, Hkv);
-    if (opt.llama_cpp_rounding) {
-      for (int64_t k = 0; k < M * C; ++k) qp[k] = round_to_f16(qp[k]);
-      for (int64_t k = 0; k < M * kv; ++k) kbuf[k] = round_to_f16(kbuf[k]);
-      for (int64_t k = 0; k < M * kv; ++k) vbuf[k] = round_to_f16(vbuf[k]);
-    }
-    for (int64_t b = 0; b < B; ++b) {
-      cache.write(batch[b].seq, l, pos0[b], kbuf.data() + row0[b] * kv, vbuf.data() + row0[b] * kv,
-                  batch[b].n);
-      seqs[b] = cache.attention_sequence(batch[b].seq, l, batch[b].n);
-    }
-    ops::paged_attention(qp, H, view, seqs, ops::PagedAttentionOptions{}, ap);
-    runtime::capture_last_rows(cache, batch, row0.data(), l, qp, H, ops::PagedAttentionOptions{});
-    matmul({{&ly.wo, tmp.data(), C}}, ap, M, C, form, true);
-    for (int64_t k = 0; k < M * C; ++k) x[k] += tmp[k];
-    rms_norm(x.data(), ly.ffn_norm, n.data(), M);
-    matmul({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), M, C, form, true);
-    for (int64_t k = 0; k < M * F; ++k) {
-      const float a = g[k];
-      g[k] = a / (1.0f + std::exp(-a)) * u[k];
-    }
-    matmul({{&ly.down, tmp.data(), C}}, g.data(), M, F, form, true);
-    for (int64_t k = 0; k < M * C; ++k) x[k] += tmp[k];
-  }
-  for (const runtime::BatchEntry& e : batch) cache.commit(e.seq);
-  if (wanted == 0) return;
-  // The last row of each entry that wants logits: normed into n, one product for all of them.
-  int64_t r = 0;
-  for (int64_t b = 0; b < B; ++b)
-    if (batch[b].logits)
-      rms_norm(x.data() + (row0[b] + batch[b].n - 1) * C, output_norm, n.data() + r++ * C, 1);
-  batch_logits.resize(static_cast<std::size_t>(wanted * c.vocab));
-  matmul({{&out_mat(), batch_logits.data(), c.vocab}}, n.data(), wanted, C, opt.decode, true);
-  r = 0;
-  for (const runtime::BatchEntry& e : batch)
-    if (e.logits) std::memcpy(e.logits, batch_logits.data() + r++ * c.vocab, c.vocab * sizeof(float));
-}
 
 LlamaModel::LlamaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
@@ -838,10 +773,11 @@ runtime::KvCacheConfig LlamaModel::kv_layout() const {
   k.layers = impl_->c.layers;
   k.kv_heads = impl_->c.kv_heads;
   k.head_dim = impl_->c.head_dim;
+  k.layer_windows.assign(static_cast<std::size_t>(k.layers), 0);
   return k;
 }
 void LlamaModel::forward_batch(runtime::PagedKvCache& cache, std::span<const runtime::BatchEntry> batch) {
-  impl_->forward_batch(cache, batch);
+  impl_->decoder().forward_batch(cache, batch);
 }
 
 std::span<const float> LlamaModel::step(int32_t id) {

@@ -36,6 +36,7 @@ LlamaModel* smollm() {
     // alone could round differently; the comparisons below are about the batched step itself.
     models::LlamaTuning t;
     t.q8_activations = false;
+    t.batch_q8_activations = false;
     m = std::make_unique<LlamaModel>(LlamaModel::load(*path, o, t));
   }
   return m.get();
@@ -176,6 +177,7 @@ TEST(LlamaBatch, ForwardBatchRefusesWhatWasNotAppended) {
   EXPECT_ERROR_CONTAINS(model->forward_batch(cache, {&b, 1}), {"token id -4"});
   models::runtime::KvCacheConfig k = model->kv_layout();
   k.layers = 3;
+  k.layer_windows.clear();
   k.pool_bytes = 1 << 20;
   PagedKvCache wrong(k);
   const auto w = wrong.create();

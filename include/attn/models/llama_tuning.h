@@ -41,6 +41,10 @@ struct LlamaTuning {
   // values q = round(x·127/max|x|), scale stored as f16) before every quantized product, and Q, K, V
   // rounded to f16 (its KV cache type). Slower; off by default.
   bool llama_cpp_rounding = false;
+  // The batched step (forward_batch, the runtime's decoder: runtime/decoder.h) with 8-bit activations
+  // where the CPU has a vector kernel for them; false keeps them f32 (for comparisons with the f32
+  // one-sequence path). Independent of q8_activations, which only concerns prefill and step.
+  bool batch_q8_activations = true;
 };
 
 }  // namespace attn::models

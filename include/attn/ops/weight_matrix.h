@@ -1,7 +1,7 @@
 // THE inference product entry of the runtime (issue 37): Y = X · Wᵀ for a weight matrix as a model
 // file stores it (quantized blocks of any supported GGUF type, or f32 from F32 / F16 / BF16), with
-// the kernel chosen here, never by the model: the 8-bit products (ops::q8_dot for Q4_1 / Q8_0 with
-// their repacked copy, ops::quant_dot_rows for Q5_0 / Q8_0 / K-quants) where the CPU has a vector
+// the kernel chosen here, never by the model: the 8-bit products (ops::q8_dot for Q4_1 with its
+// repacked copy, ops::quant_dot_rows on the stored blocks of Q5_0 / Q8_0 / K-quants) where the CPU has a vector
 // kernel for them, else f32 activations against the stored blocks (ops::quant_linear_rows), and
 // ops::gemm for f32 weights. INFERENCE ONLY: NO AUTOGRAD.
 //
@@ -24,7 +24,7 @@ class WeightMatrix {
  public:
   WeightMatrix() = default;
   // Quantized blocks, borrowed (they must outlive this: a mapped file), [N, K] with K a multiple of the
-  // format's block. Makes the repacked 8-bit copy when the CPU's kernel for it pays.
+  // format's block. Makes Q4_1's repacked 8-bit copy when the CPU's kernel for it pays.
   static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K);
   // f32 values [N, K], owned.
   static WeightMatrix dense(std::vector<float> values, int64_t N, int64_t K);
