@@ -754,6 +754,17 @@ LlamaModel LlamaModel::load(const std::string& path, const LlamaOptions& options
   return LlamaModel(std::move(impl));
 }
 
+bool LlamaModel::can_load(const io::GgufFile& f) {
+  try {
+    if (!f.has("tokenizer.ggml.model") || f.get_string("tokenizer.ggml.model") != "gpt2") return false;
+    const LlamaConfig c = LlamaConfig::from_gguf(f);
+    const LlamaTensorCheck chk = check_llama_tensors(f, c);
+    return chk.ok() && chk.unexpected.empty();
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 const LlamaConfig& LlamaModel::config() const { return impl_->c; }
 const text::ByteBpeTokenizer& LlamaModel::tokenizer() const { return impl_->tok; }
 const io::GgufFile& LlamaModel::file() const { return impl_->file; }

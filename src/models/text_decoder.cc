@@ -1,11 +1,15 @@
 // A text decoder from one GGUF file on the runtime (include/attn/models/text_decoder.h).
 #include <attn/core/error.h>
 #include <attn/io/json.h>
+#include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_decoder.h>
+#include <attn/models/text_stream.h>
 #include <attn/text/bpe_bytes.h>
 #include <attn/text/chat_template.h>
 #include <attn/text/spm.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <variant>
@@ -112,6 +116,63 @@ std::vector<std::string> TextDecoder::token_strings(const std::vector<int32_t>& 
 
 void TextDecoder::set_stop_tokens(GenerateOptions& g) const {
   std::visit([&](const auto& t) { models::set_stop_tokens(g, t); }, impl_->tok);
+}
+
+LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
+                                 const LlamaTextOptions& options, uint64_t seed) {
+  const auto P = static_cast<int64_t>(prompt_ids.size());
+  const int64_t cap = model.capacity();
+  ATTN_CHECK(P >= 1 && P <= cap, "generate: the prompt has ", P, " tokens; expected 1 to ", cap,
+             " (the context)");
+  ATTN_CHECK(options.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0, got ", options.max_new_tokens);
+  LlamaReply reply;
+  reply.prompt_tokens = P;
+  const int64_t n_new = std::min(options.max_new_tokens, cap - P);
+  if (n_new == 0) return reply;
+  runtime::KvCacheConfig kc = model.decoder().kv_layout();
+  kc.block_tokens = 16;
+  const int64_t blocks = (P + n_new + kc.block_tokens - 1) / kc.block_tokens * kc.layers + kc.layers;
+  kc.pool_bytes = blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
+  runtime::PagedKvCache cache(kc);
+  runtime::Scheduler sched(model.decoder(), cache);
+  runtime::SequenceRequest req;
+  req.prompt = prompt_ids;
+  req.options.max_new_tokens = n_new;
+  req.options.search = options.temperature > 0 ? SearchKind::sample : SearchKind::greedy;
+  req.options.temperature = options.temperature;
+  req.options.top_k = options.top_k;
+  req.options.top_p = options.top_p;
+  model.set_stop_tokens(req.options);
+  req.seed = seed;
+  TextStream ts([&](const std::vector<int32_t>& ids) { return model.decode(ids); });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto t1 = t0;
+  const auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return;
+    reply.text += piece;
+    if (options.on_text) options.on_text(piece);
+  };
+  req.on_event = [&](const runtime::SequenceEvent& e) {
+    if (e.kind == runtime::SequenceEvent::Kind::token) {
+      if (reply.ids.empty()) t1 = std::chrono::steady_clock::now();
+      reply.ids.push_back(static_cast<int32_t>(e.token));
+      emit(ts.push(static_cast<int32_t>(e.token)));
+    } else if (e.kind == runtime::SequenceEvent::Kind::finished) {
+      ATTN_CHECK(e.reason != runtime::FinishReason::error, "generate: ", e.error);
+      if (e.stop_token >= 0) {
+        reply.ids.push_back(static_cast<int32_t>(e.stop_token));
+        reply.stopped = true;
+      }
+    }
+  };
+  sched.submit(std::move(req));
+  while (sched.step()) {
+  }
+  emit(ts.finish());
+  const auto t2 = std::chrono::steady_clock::now();
+  reply.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
+  reply.generate_seconds = std::chrono::duration<double>(t2 - t1).count();
+  return reply;
 }
 
 }  // namespace attn::models

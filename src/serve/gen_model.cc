@@ -139,10 +139,10 @@ std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t contex
     std::string list;
     for (const std::string& a : models::runtime::decoder_architectures()) list += (list.empty() ? "" : ", ") + a;
     ATTN_CHECK(known, "serve: ", path, ": general.architecture is '", arch, "'; the runtime serves ", list);
-    // A llama file whose tokenizer is not byte-level BPE (Llama 2, Mistral: SentencePiece) and every other
-    // architecture but gemma3 run on the runtime's decoder alone.
-    const bool bpe = f.has("tokenizer.ggml.model") && f.get_string("tokenizer.ggml.model") == "gpt2";
-    if (arch != "gemma3" && !(arch == "llama" && bpe)) {
+    // A llama file the one-sequence engine does not take (a SentencePiece tokenizer as Llama 2 and
+    // Mistral have, Llama 3's RoPE scaling) and every other architecture but gemma3 run on the runtime's
+    // decoder alone.
+    if (arch != "gemma3" && !(arch == "llama" && models::LlamaModel::can_load(f))) {
       models::TextDecoderOptions o;
       o.max_context = context;
       *id = file_id(path);

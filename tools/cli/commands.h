@@ -35,6 +35,10 @@ int run_generate_gguf(const std::vector<std::string>& args);
 // Gemma 3 (generate_gemma3.cc): --model gemma3, or a .gguf whose architecture is gemma3.
 int run_generate_gemma3(const std::vector<std::string>& args);
 bool is_gemma3_model_arg(const std::string& model);
+// The runtime's decoder (generate_decoder.cc): a .gguf of another architecture (qwen2, qwen3, phi3,
+// gemma2, a SentencePiece llama).
+int run_generate_decoder(const std::vector<std::string>& args);
+bool is_decoder_model_arg(const std::string& model);
 int run_chat(const std::vector<std::string>& args);
 int run_embed(const std::vector<std::string>& args);
 int run_similarity(const std::vector<std::string>& args);

@@ -143,7 +143,8 @@ int run_generate(const std::vector<std::string>& args) {
   if (help && model.empty()) {
     std::fputs(
         "attn generate runs either kind of language model:\n"
-        "  --model smollm2 | FILE.gguf   a pretrained Llama-family GGUF (the default: SmolLM2)\n"
+        "  --model smollm2 | FILE.gguf   a pretrained GGUF decoder (the default: SmolLM2; also Gemma 3,\n"
+        "                                Qwen2, Qwen3, Phi-3, Gemma 2, Mistral and other Llama files)\n"
         "  --model FILE                  a character LM written by 'attn train lm'\n\n",
         stdout);
     run_generate_gguf({"--help"});
@@ -151,6 +152,7 @@ int run_generate(const std::vector<std::string>& args) {
     return run_generate_lm({"--help"});
   }
   if (!model.empty() && is_gemma3_model_arg(model)) return run_generate_gemma3(args);
+  if (!model.empty() && is_decoder_model_arg(model)) return run_generate_decoder(args);
   return gguf ? run_generate_gguf(args) : run_generate_lm(args);
 }
 

@@ -92,6 +92,9 @@ class LlamaModel : public runtime::BatchDecoder {
   static LlamaModel load(const std::string& path, const LlamaOptions& options = {});
   // The same with measurement-only knobs (attn/models/llama_tuning.h): benchmarks and parity tests.
   static LlamaModel load(const std::string& path, const LlamaOptions& options, const LlamaTuning& tuning);
+  // Whether this engine takes the file (architecture llama, a byte-level BPE tokenizer, the tensors it
+  // knows, no RoPE scaling); any other decoder file runs on the runtime's decoder (models/text_decoder.h).
+  static bool can_load(const io::GgufFile& file);
   LlamaModel(LlamaModel&&) noexcept;
   LlamaModel& operator=(LlamaModel&&) noexcept;
   ~LlamaModel() override;

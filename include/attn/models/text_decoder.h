@@ -7,6 +7,7 @@
 
 #include <attn/io/gguf.h>
 #include <attn/models/generate.h>
+#include <attn/models/llama_chat.h>
 #include <attn/models/runtime/decoder.h>
 #include <attn/text/text_piece.h>
 
@@ -52,5 +53,13 @@ class TextDecoder {
   std::unique_ptr<Impl> impl_;
   explicit TextDecoder(std::unique_ptr<Impl> impl);
 };
+
+// Generates up to options.max_new_tokens after prompt_ids (non-empty, at most capacity()) on the
+// runtime (one request through runtime::Scheduler: chunked prefill, then one token per step), greedy
+// or sampled from Rng(seed), streaming the text to options.on_text through models::TextStream; stops
+// at a stop token (set_stop_tokens) or when the context is full. prompt_seconds is the time to the
+// first token.
+LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
+                                 const LlamaTextOptions& options, uint64_t seed = 0);
 
 }  // namespace attn::models
