@@ -80,8 +80,9 @@ class TextClassifier:
 
 
 class Generator:
-    """Text generation with a Llama-family GGUF model: "smollm2" (SmolLM2-135M-Instruct,
-    found as `attn generate --model smollm2` finds it) or a .gguf path."""
+    """Text generation with a GGUF decoder: "smollm2" (SmolLM2-135M-Instruct, found as
+    `attn generate --model smollm2` finds it) or a .gguf path of any architecture the runtime reads
+    (llama, qwen2, qwen3, phi3, gemma2, gemma3; docs/runtime.md)."""
 
     def __init__(self, model="smollm2", max_context=2048):
         self._gen = _attn.Generator(str(model), int(max_context))

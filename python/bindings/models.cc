@@ -9,6 +9,7 @@
 #include <attn/models/llama_chat.h>
 #include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_stream.h>
+#include <attn/models/text_decoder.h>
 #include <attn/tasks/classify.h>
 #include <attn/tasks/embed.h>
 #include <attn/teach/explain.h>
@@ -112,13 +113,22 @@ class Classifier {
 
 class Generator {
  public:
+  // SmolLM2 (and any llama file its engine takes) on LlamaModel; any other GGUF decoder the runtime
+  // reads (qwen2, qwen3, phi3, gemma2, gemma3, Llama 3, Mistral) on models::TextDecoder.
   Generator(const std::string& name, int64_t max_context) {
-    model_ = without_gil(ErrorKind::runtime, [&] {
+    without_gil(ErrorKind::runtime, [&] {
       const std::string path =
           name == "smollm2" ? io::require_smollm2_gguf() : io::require_smollm2_gguf(name);
-      models::LlamaOptions o;
-      o.max_context = max_context;
-      return std::make_unique<models::LlamaModel>(models::LlamaModel::load(path, o));
+      if (name == "smollm2" || models::LlamaModel::can_load(io::GgufFile::open(path))) {
+        models::LlamaOptions o;
+        o.max_context = max_context;
+        model_ = std::make_unique<models::LlamaModel>(models::LlamaModel::load(path, o));
+      } else {
+        models::TextDecoderOptions o;
+        o.max_context = max_context;
+        dec_ = std::make_unique<models::TextDecoder>(models::TextDecoder::load(path, o));
+      }
+      return 0;
     });
   }
   // (text, ids, stopped, prompt_tokens, prompt_seconds, generate_seconds). on_text(piece) is called
@@ -161,11 +171,12 @@ class Generator {
     models::LlamaReply r;
     try {
       r = interruptible(ErrorKind::value, [&] {
-        model_->clear();
-        const std::vector<int32_t> ids = models::llama_prompt_ids(*model_, prompt, chat, system);
+        const std::vector<int32_t> ids = prompt_ids(prompt, chat, system);
         ATTN_CHECK(!ids.empty(), "generate: the prompt encodes to no tokens");
-        ATTN_CHECK(static_cast<int64_t>(ids.size()) <= model_->capacity(), "generate: the prompt has ",
-                   ids.size(), " tokens; the context holds ", model_->capacity());
+        ATTN_CHECK(static_cast<int64_t>(ids.size()) <= capacity(), "generate: the prompt has ", ids.size(),
+                   " tokens; the context holds ", capacity());
+        if (dec_) return models::decoder_generate_text(*dec_, ids, o, seed);
+        model_->clear();
         Rng rng(seed);
         return models::llama_generate_text(*model_, ids, o, rng);
       });
@@ -191,20 +202,26 @@ class Generator {
     const auto results = interruptible(ErrorKind::value, [&] {
       std::vector<std::vector<int32_t>> ids;
       for (std::size_t i = 0; i < prompts.size(); ++i) {
-        ids.push_back(models::llama_prompt_ids(*model_, prompts[i], chat, system));
+        ids.push_back(prompt_ids(prompts[i], chat, system));
         ATTN_CHECK(!ids.back().empty(), "generate_batch: prompt ", i, " encodes to no tokens");
-        ATTN_CHECK(static_cast<int64_t>(ids.back().size()) <= model_->capacity(), "generate_batch: prompt ",
-                   i, " has ", ids.back().size(), " tokens; the context holds ", model_->capacity());
+        ATTN_CHECK(static_cast<int64_t>(ids.back().size()) <= capacity(), "generate_batch: prompt ", i, " has ",
+                   ids.back().size(), " tokens; the context holds ", capacity());
       }
       models::GenerateOptions g = models::request_options(max_new_tokens, temperature, top_k, top_p);
       g.seed = seed;
+      if (dec_) {
+        dec_->set_stop_tokens(g);
+        return models::runtime::generate_batch(dec_->decoder(), ids, g);
+      }
       models::set_stop_tokens(g, model_->tokenizer());
       return models::runtime::generate_batch(*model_, ids, g);
     });
     nb::list out;
-    const text::ByteBpeTokenizer& tok = model_->tokenizer();
+    const auto decode = [this](const std::vector<int32_t>& v) {
+      return dec_ ? dec_->decode(v) : model_->tokenizer().decode(v, false);
+    };
     for (const auto& r : results) {
-      models::TextStream text([&tok](const std::vector<int32_t>& v) { return tok.decode(v, false); });
+      models::TextStream text(decode);
       for (int32_t id : r.ids) text.push(id);
       text.finish();
       out.append(nb::make_tuple(nb::bytes(text.text().data(), text.text().size()), r.ids,
@@ -212,11 +229,23 @@ class Generator {
     }
     return out;
   }
-  int64_t capacity() const { return model_->capacity(); }
+  int64_t capacity() const { return dec_ ? dec_->capacity() : model_->capacity(); }
 
  private:
+  // The prompt's ids: with chat, the file's chat template over (system,) user (special-token strings in
+  // the texts stay text); else the raw prompt (its special-token strings become their tokens).
+  std::vector<int32_t> prompt_ids(const std::string& prompt, bool chat, const std::optional<std::string>& system) {
+    if (!dec_) return models::llama_prompt_ids(*model_, prompt, chat, system);
+    if (!chat) return dec_->encode_text(prompt);
+    std::vector<std::pair<std::string, std::string>> turns;
+    if (system) turns.emplace_back("system", *system);
+    turns.emplace_back("user", prompt);
+    return dec_->encode(dec_->chat_pieces(turns, true));
+  }
+
   std::mutex busy_;
-  std::unique_ptr<models::LlamaModel> model_;
+  std::unique_ptr<models::LlamaModel> model_;  // or
+  std::unique_ptr<models::TextDecoder> dec_;
 };
 
 teach::Sentence sentence_of(const std::optional<std::vector<std::string>>& words,

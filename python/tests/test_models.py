@@ -234,3 +234,25 @@ def test_ctrl_c_interrupts_generation(generator, mode):
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
     assert out.split() == ["interrupted", "True"], (out, err)
+
+
+def _decoder_file(name):
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, "..", "..", "tests", "models", "data", "decoders", name)
+
+
+def test_generator_runs_any_runtime_architecture():
+    # Tiny random Qwen2 and Phi-3 checkpoints (python/reference/make_decoder_arch_files.py) on the
+    # runtime's decoder (their logits against transformers: tests/models/decoder_arch_test.cc):
+    # generate() and generate_batch() give the same greedy tokens, the file's chat template is applied.
+    for arch in ("qwen2", "phi3"):
+        g = attn.Generator(_decoder_file(arch + ".gguf"), max_context=64)
+        assert g.capacity == 64
+        one = g.generate("hello world", max_new_tokens=5)
+        ids = list(g.last["ids"])
+        assert g.generate_batch(["hello world", "the world"], max_new_tokens=5)[0] == one
+        assert list(g.last_batch[0]["ids"]) == ids[: len(g.last_batch[0]["ids"])]
+        chat = g.generate("hello", max_new_tokens=3, chat=True, system="be brief")
+        assert isinstance(chat, str) and g.last["prompt_tokens"] > 10  # the template's markers were added
+    with pytest.raises(ValueError, match="context"):
+        g.generate("word " * 100, max_new_tokens=1)

@@ -97,12 +97,7 @@ class DecoderGen final : public GenModel {
   void set_stop_tokens(models::GenerateOptions& g) const override { m_.set_stop_tokens(g); }
   viz::Export attention(const std::vector<int32_t>& ids, const std::string& model_id,
                         const std::string& text) override {
-    models::LlamaAttention a;
-    a.ids = ids;
-    a.tokens = m_.token_strings(ids);
-    a.heads = m_.config().heads;
-    a.layers = m_.decoder().attention_weights(ids);
-    return viz::export_llama_attention(a, model_id, text);
+    return viz::export_decoder_attention(m_, ids, model_id, text);
   }
 
  private:

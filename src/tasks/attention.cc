@@ -4,6 +4,7 @@
 #include <attn/io/model_files.h>
 #include <attn/models/gemma3.h>
 #include <attn/models/llama.h>
+#include <attn/models/text_decoder.h>
 #include <attn/tasks/attention.h>
 #include <attn/tasks/embed.h>
 #include <attn/viz/attention.h>
@@ -43,6 +44,26 @@ Export gemma3_attention(const std::string& gguf, const std::string& text, int64_
   return viz::export_gemma3_attention(m.attention_weights(ids), "Gemma-3-270M", text, m.config().window);
 }
 
+// Any other decoder the runtime reads (qwen2, qwen3, phi3, gemma2, Llama 3, Mistral).
+Export decoder_attention(const std::string& gguf, const std::string& text, int64_t max_context) {
+  models::TextDecoderOptions o;
+  o.max_context = max_context;
+  models::TextDecoder m = models::TextDecoder::load(gguf, o);
+  const std::vector<int32_t> ids = m.encode_text(text);
+  ATTN_CHECK(!ids.empty() && static_cast<int64_t>(ids.size()) <= m.capacity(), "the text has ", ids.size(),
+             " tokens; expected 1 to ", m.capacity());
+  std::string name = gguf.substr(gguf.find_last_of('/') == std::string::npos ? 0 : gguf.find_last_of('/') + 1);
+  return viz::export_decoder_attention(m, ids, name, text);
+}
+
+// A llama file SmolLM2's engine does not take, or another architecture: the runtime's decoder.
+bool is_runtime_only_file(const std::string& path) {
+  const io::GgufFile f = io::GgufFile::open(path);
+  if (!f.has("general.architecture")) return false;  // the Llama path names the problem
+  const std::string arch = f.get_string("general.architecture");
+  return arch != "gemma3" && !(arch == "llama" && models::LlamaModel::can_load(f));
+}
+
 bool is_gemma3_file(const std::string& path) {
   const io::GgufFile f = io::GgufFile::open(path);
   return f.has("general.architecture") && f.get_string("general.architecture") == "gemma3";
@@ -56,6 +77,8 @@ Export model_attention(const ModelAttentionOptions& o) {
     return gemma3_attention(io::require_gemma3_gguf(), o.text, o.max_context);
   if (ends_with(model, ".gguf") && is_gemma3_file(model))
     return gemma3_attention(model, o.text, o.max_context);
+  if (ends_with(model, ".gguf") && is_runtime_only_file(model))
+    return decoder_attention(model, o.text, o.max_context);
   if (model == "smollm2" || model == "SmolLM2-135M-Instruct")
     return llama_attention(io::require_smollm2_gguf(), "SmolLM2-135M-Instruct", o.text, o.max_context);
   if (ends_with(model, ".gguf"))

@@ -105,6 +105,22 @@ Export export_gemma3_attention(const models::Gemma3Attention& a, const std::stri
   return e;
 }
 
+Export export_decoder_attention(models::TextDecoder& model, const std::vector<int32_t>& ids,
+                                const std::string& model_name, const std::string& text) {
+  const models::runtime::DecoderConfig& c = model.config();
+  const models::LlamaAttention a{ids, model.token_strings(ids), c.heads, model.decoder().attention_weights(ids)};
+  Export e = export_llama_attention(a, model_name, text);
+  bool any = false;
+  for (int64_t w : c.windows) any = any || w > 0;
+  if (!any) return e;
+  e.layer_names.clear();
+  for (std::size_t l = 0; l < c.windows.size(); ++l)
+    e.layer_names.push_back("layer " + std::to_string(l) +
+                            (c.windows[l] > 0 ? " (sliding, window " + std::to_string(c.windows[l]) + ")"
+                                              : " (global)"));
+  return e;
+}
+
 Export export_translation(const models::Translation& t, const models::AttentionCapture& capture,
                           const std::string& model_name) {
   EncoderDecoderInput in;

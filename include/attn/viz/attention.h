@@ -7,6 +7,7 @@
 
 #include <attn/models/bert.h>
 #include <attn/models/gemma3.h>
+#include <attn/models/text_decoder.h>
 #include <attn/models/llama.h>
 #include <attn/models/translation.h>
 #include <attn/viz/export.h>
@@ -26,6 +27,11 @@ Export export_llama_attention(const models::LlamaAttention& a, const std::string
 // global.
 Export export_gemma3_attention(const models::Gemma3Attention& a, const std::string& model_name,
                                const std::string& text, int64_t window);
+
+// Any decoder on the runtime (models::TextDecoder): every layer's exact attention over ids
+// (runtime::Decoder::attention_weights), layer names saying which layers slide and their window.
+Export export_decoder_attention(models::TextDecoder& model, const std::vector<int32_t>& ids,
+                                const std::string& model_name, const std::string& text);
 
 // A translation and the attention captured while it was generated (encoder
 // self-attention, decoder self-attention, cross-attention): the encoder-decoder

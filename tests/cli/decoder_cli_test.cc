@@ -1,0 +1,62 @@
+// Smoke tests of the commands on the runtime's decoder (models/text_decoder.h) with the tiny random
+// checkpoints of tests/models/data/decoders: attn generate (raw and --chat) prints the library's greedy
+// continuation, attn attention --export writes every layer with the sliding layers named, an
+// unsupported file is refused.
+#include <attn/io/files.h>
+#include <attn/io/json.h>
+#include <attn/models/text_decoder.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "testing/cli_runner.h"
+#include "testing/testing.h"
+
+namespace attn {
+namespace {
+
+using testing::run_attn;
+
+std::string file(const std::string& name) { return testing::source_path("tests/models/data/decoders/" + name); }
+
+TEST(DecoderCli, GenerateEqualsTheLibrarysGreedyContinuation) {
+  for (const std::string arch : {"qwen3", "phi3", "llama"}) {
+    SCOPED_TRACE(arch);
+    const std::string path = file(arch + "_q8_0.gguf");
+    const auto r = run_attn("generate --model '" + path + "' --max-new 6 'hello world'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    models::TextDecoder m = models::TextDecoder::load(path, {64});
+    models::LlamaTextOptions t;
+    t.max_new_tokens = 6;
+    const models::LlamaReply want = models::decoder_generate_text(m, m.encode_text("hello world"), t);
+    EXPECT_EQ(r.out, want.text + "\n");
+    const auto c = run_attn("generate --model '" + path + "' --chat --system 'be brief' --max-new 4 --stats 'hi'");
+    ASSERT_EQ(c.status, 0) << c.err;
+    EXPECT_NE(c.err.find("[" + m.config().arch + ": prompt"), std::string::npos) << c.err;
+  }
+}
+
+TEST(DecoderCli, AttentionExportNamesTheSlidingLayers) {
+  const std::string out = ::testing::TempDir() + "attn_decoder_cli_" + std::to_string(::getpid()) + ".json";
+  const auto r = run_attn("attention --model '" + file("gemma2.gguf") + "' 'hello world' --export '" + out + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::Value e = json::parse(io::read_file(out, "export"));
+  const std::string names = json::dump(e.at("layer_names"));
+  EXPECT_NE(names.find("layer 0 (sliding, window 4)"), std::string::npos) << names;
+  EXPECT_NE(names.find("layer 1 (global)"), std::string::npos) << names;
+  EXPECT_EQ(e.at("attention").size(), 3u);
+  std::remove(out.c_str());
+}
+
+TEST(DecoderCli, AnUnsupportedWeightTypeIsRefusedByName) {
+  const auto r = run_attn("generate --model '" + testing::source_path("tests/models/data/gemma3_tiny_bad_type.gguf") +
+                          "' 'ab'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("Q2_K"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace attn
