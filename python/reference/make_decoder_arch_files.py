@@ -13,6 +13,10 @@ Checkpoints: llama (Llama 3 RoPE scaling as rope_freqs.weight, untied output), m
 (fused qkv and gate-up, partial rotary, sliding window 6), gemma2 (soft caps, every other layer
 sliding, window 4), gemma3 (q/k norms, sliding pattern 3 with a local RoPE base, window 4).
 
+Hugging Face folders (config.json + safetensors, as save_pretrained writes them) of three of them:
+  hf_qwen3/   f32, one file          hf_gemma3/  bf16 weights (the reference is the f32 model:
+  hf_phi3/    f32 in 4 shards        within bf16 rounding)      with model.safetensors.index.json
+
 Every file shares one tiny byte-level BPE vocabulary (tokenizer.ggml.model gpt2, 270 tokens, a ChatML
 template) so the same checkpoints run in `attn serve` and `attn generate`.
 
@@ -263,6 +267,18 @@ def main():
             write_gguf(os.path.join(OUT, name + "_f16.gguf"), name, cfg, ts, T.F16)
         write_gguf(os.path.join(OUT, name + "_q8_0.gguf"), name, cfg, ts, T.Q8_0)
         ref = reference(model)
+        if name in ("qwen3", "phi3", "gemma3"):
+            hf = os.path.join(OUT, "hf_" + name)
+            if name == "gemma3":
+                model.to(torch.bfloat16).save_pretrained(hf, safe_serialization=True)
+                model.float()
+            elif name == "phi3":
+                model.save_pretrained(hf, safe_serialization=True, max_shard_size="200KB")
+            else:
+                model.save_pretrained(hf, safe_serialization=True)
+            for extra in ("generation_config.json",):
+                if os.path.exists(os.path.join(hf, extra)):
+                    os.remove(os.path.join(hf, extra))
         with open(os.path.join(OUT, name + ".json"), "w") as f:
             json.dump(ref, f, separators=(",", ":"))
         print(name, "greedy", ref["greedy"])

@@ -10,7 +10,10 @@
 #include <attn/models/runtime/decoder.h>
 #include <attn/models/runtime/scheduler.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <cstring>
 
@@ -187,6 +190,48 @@ TEST(DecoderArch, TheGemma3EngineAndTheDecoderAgree) {
   // Both round the activations to 8 bits where the CPU has the kernels (seen: 1e-4 apart here); with
   // f32 activations on one side only they are 6e-3 apart.
   EXPECT_LT(rel_diff(std::span<const float>(all).subspan((ids.size() - 1) * V, V), ref), 0.02);
+}
+
+TEST(DecoderArch, HuggingFaceFoldersEqualTransformers) {
+  // The same checkpoints as save_pretrained writes them: one f32 file, f32 in shards with an index, and
+  // bf16 weights (the reference ran the f32 model, so within bf16's rounding of the weights).
+  for (const auto& [arch, tol] : std::vector<std::pair<std::string, double>>{{"qwen3", 2e-5}, {"phi3", 2e-5}, {"gemma3", 0.05}}) {
+    SCOPED_TRACE(arch);
+    const Reference ref = reference(arch);
+    auto d = Decoder::load_hf(data("hf_" + arch));
+    EXPECT_EQ(d->config().arch, arch);
+    EXPECT_LT(rel_diff(d->logits_all(ref.ids), ref.logits), tol);
+    if (arch != "gemma3") {
+      const auto att = d->attention_weights(ref.ids);
+      for (std::size_t l = 0; l < att.size(); ++l) EXPECT_LT(max_abs_diff(att[l], ref.attentions[l]), 1e-5);
+    }
+  }
+}
+
+TEST(DecoderArch, HuggingFaceFolderErrorsNameTheProblem) {
+  const std::string dir = ::testing::TempDir() + "attn_hf_bad_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto error_of = [&]() {
+    try {
+      Decoder::load_hf(dir);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of().find("config.json"), std::string::npos) << error_of();
+  std::filesystem::copy_file(data("hf_qwen3/config.json"), dir + "/config.json");
+  EXPECT_NE(error_of().find("neither model.safetensors"), std::string::npos) << error_of();
+  // Another checkpoint's weights: wrong shapes, named.
+  std::filesystem::copy_file(data("hf_gemma3/model.safetensors"), dir + "/model.safetensors");
+  EXPECT_NE(error_of().find("expected shape"), std::string::npos) << error_of();
+  {
+    std::string cfg = io::read_file(data("hf_qwen3/config.json"), "config");
+    cfg.replace(cfg.find("\"qwen3\""), 7, "\"mamba\"");
+    io::write_file_atomically(dir + "/config.json", cfg);
+  }
+  EXPECT_NE(error_of().find("model_type \"mamba\" is not supported"), std::string::npos) << error_of();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DecoderArch, LoaderErrorsNameTheProblem) {

@@ -157,20 +157,35 @@ void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, 
 Decoder::Decoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Decoder::~Decoder() = default;
 
-std::unique_ptr<Decoder> Decoder::load(const io::GgufFile& file, const DecoderOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  Impl& m = *impl;
-  m.c = DecoderConfig::from_gguf(file);
+namespace {
+// The checks and tables every decoder needs once its config and weights are read.
+void finish(Decoder::Impl& m, const DecoderOptions& options, const std::string& where) {
   ATTN_CHECK(options.max_context >= 0, m.c.arch, ": max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
   m.q8 = options.activations_8bit;
   const double kv_bytes = static_cast<double>(m.c.layers) * static_cast<double>(m.c.kv_heads) *
                           static_cast<double>(m.c.head_dim) * 8.0;  // f32 K and V per position
-  ATTN_CHECK(kv_bytes > 0 && kv_bytes <= kMaxKvCacheBytes, m.c.arch, ": ", file.path(), ": one position of the KV cache would take ",
-             kv_bytes, " bytes");
-  m.w = detail::load_decoder_weights(file, m.c);
+  ATTN_CHECK(kv_bytes > 0 && kv_bytes <= kMaxKvCacheBytes, m.c.arch, ": ", where,
+             ": one position of the KV cache would take ", kv_bytes, " bytes");
   m.rope_full = Rope::make(m.c.rope_style, m.c.rope_dims, m.c.rope_base, m.w.rope_freqs, m.c.rope_linear_factor);
   if (m.c.rope_base_local > 0) m.rope_local = Rope::make(m.c.rope_style, m.c.rope_dims, m.c.rope_base_local);
+}
+}  // namespace
+
+std::unique_ptr<Decoder> Decoder::load(const io::GgufFile& file, const DecoderOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->c = DecoderConfig::from_gguf(file);
+  impl->w = detail::load_decoder_weights(file, impl->c);
+  finish(*impl, options, file.path());
+  return std::unique_ptr<Decoder>(new Decoder(std::move(impl)));
+}
+
+std::unique_ptr<Decoder> Decoder::load_hf(const std::string& folder, const DecoderOptions& options) {
+  detail::HfDecoder hf = detail::read_hf_decoder(folder);
+  auto impl = std::make_unique<Impl>();
+  impl->c = std::move(hf.config);
+  impl->w = std::move(hf.weights);
+  finish(*impl, options, folder);
   return std::unique_ptr<Decoder>(new Decoder(std::move(impl)));
 }
 

@@ -28,4 +28,12 @@ struct DecoderWeights {
 // tensor the config does not use is an error too. Throws attn::Error listing the problems.
 DecoderWeights load_decoder_weights(const io::GgufFile& file, const DecoderConfig& config);
 
+// A Hugging Face folder: config.json and model.safetensors (or the shards model.safetensors.index.json
+// names), f32 / f16 / bf16 weights read as f32, transformers' tensor names (decoder_hf.cc).
+struct HfDecoder {
+  DecoderConfig config;
+  DecoderWeights weights;
+};
+HfDecoder read_hf_decoder(const std::string& folder);
+
 }  // namespace attn::models::runtime::detail

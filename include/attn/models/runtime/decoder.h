@@ -68,6 +68,11 @@ class Decoder : public BatchDecoder {
  public:
   // `file` must outlive the decoder (its quantized blocks are read in place).
   static std::unique_ptr<Decoder> load(const io::GgufFile& file, const DecoderOptions& options = {});
+  // A Hugging Face folder (config.json + model.safetensors, or shards named by
+  // model.safetensors.index.json; f32, f16 or bf16 weights, kept as f32) of model_type llama, mistral,
+  // qwen2, qwen3, phi3, gemma2 or gemma3_text; RoPE on halves as transformers computes it (no
+  // permutation), Llama 3 scaling from rope_scaling / rope_parameters.
+  static std::unique_ptr<Decoder> load_hf(const std::string& folder, const DecoderOptions& options = {});
   ~Decoder() override;
 
   const DecoderConfig& config() const;
@@ -83,8 +88,9 @@ class Decoder : public BatchDecoder {
   // The logits of every prefix end: [N, vocab] for ids from position 0 (one sequence, one pass).
   std::vector<float> logits_all(std::span<const int32_t> ids);
 
+  struct Impl;  // (src/models/runtime/decoder.cc)
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
   explicit Decoder(std::unique_ptr<Impl> impl);
 };
