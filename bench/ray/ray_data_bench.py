@@ -69,7 +69,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=256)
     a = ap.parse_args()
     texts = reviews(a.rows)
-    ray.init(num_cpus=3, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    ray.init(address="local", num_cpus=3, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     best = {}
     want = None

@@ -137,7 +137,8 @@ def main():
             p.terminate()
             p.wait()
         for routing in (True, False):
-            ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+            ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+                     log_to_driver=False)
             try:
                 port = free_port()
                 serve.start(http_options={"host": "127.0.0.1", "port": port})

@@ -25,12 +25,13 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep serving until Ctrl-C")
     a = ap.parse_args()
 
-    ray.init(num_cpus=a.replicas * a.threads + 1, include_dashboard=False)
+    ray.init(address="local", num_cpus=a.replicas * a.threads + 1, include_dashboard=False)
     serve.start(http_options={"host": "127.0.0.1", "port": a.port})
     serve.run(build_app(["--embed", "minilm", "--generate", "smollm2"], replicas=a.replicas, threads=a.threads))
     client = OpenAI(base_url=f"http://127.0.0.1:{a.port}/v1", api_key="unused")
 
-    vecs = client.embeddings.create(model="all-MiniLM-L6-v2", input=["A man is eating food.", "这个东西质量很好"])
+    texts = ["A man is eating food.", "这个东西质量很好"]
+    vecs = client.embeddings.create(model="all-MiniLM-L6-v2", input=texts)
     print("embeddings:", [len(d.embedding) for d in vecs.data])
     system = "You are a helpful assistant of a bookshop. Answer in one sentence. " * 3
     for question in ("When do you open?", "Do you sell maps?", "Can I return a book?"):

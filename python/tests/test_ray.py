@@ -62,9 +62,11 @@ def cluster(tmp_path_factory):
     from ray.cluster_utils import Cluster
 
     kill_dir = tmp_path_factory.mktemp("kill")
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "ATTN_TEST_KILL_DIR", "ATTN_TEST_BATCH_SLEEP")}
     # Ray's worker processes inherit this environment: they import ray_workers from here.
     os.environ["PYTHONPATH"] = os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     os.environ["ATTN_TEST_KILL_DIR"] = str(kill_dir)
+    os.environ["ATTN_TEST_BATCH_SLEEP"] = "0.3"  # ray_workers.NotingEmbedder: time to kill one mid-run
     c = Cluster(initialize_head=True, connect=False,
                 head_node_args=dict(num_cpus=2, node_ip_address="127.0.0.1", include_dashboard=False))
     c.add_node(num_cpus=2, node_ip_address="127.0.0.1")
@@ -77,6 +79,11 @@ def cluster(tmp_path_factory):
     finally:
         ray.shutdown()
         c.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _dataset(texts):
@@ -138,7 +145,6 @@ def test_classify_on_two_nodes_equals_one_process(cluster, tmp_path):
 def test_a_worker_killed_mid_run_loses_no_row(cluster, encoder, tmp_path):
     _, kill_dir = cluster
     texts = _reviews(ROWS)
-    os.environ["ATTN_TEST_BATCH_SLEEP"] = "0.3"  # in the workers' environment: time to kill one mid-run
     killed = []
 
     def killer():
@@ -158,11 +164,8 @@ def test_a_worker_killed_mid_run_loses_no_row(cluster, encoder, tmp_path):
     out = tmp_path / "vectors"
     import ray_workers
 
-    try:
-        ds = ar.map_batches(_dataset(texts), ray_workers.NotingEmbedder, workers=2, threads=1, batch_size=20)
-        ds.write_parquet(str(out))
-    finally:
-        os.environ.pop("ATTN_TEST_BATCH_SLEEP", None)
+    ds = ar.map_batches(_dataset(texts), ray_workers.NotingEmbedder, workers=2, threads=1, batch_size=20)
+    ds.write_parquet(str(out))
     t.join()
     assert killed, "no worker was killed: the run ended before one had finished two batches"
     # The killed process finished some batches; none of them reached the output twice or got lost.

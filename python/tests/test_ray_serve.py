@@ -47,7 +47,8 @@ def ingress():
         attn.Generator("smollm2", max_context=64)
     except OSError as e:
         pytest.skip(f"the models are not installed (docs/models.md): {e}")
-    ray.init(num_cpus=3, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=3, _node_ip_address="127.0.0.1", include_dashboard=False,
+             log_to_driver=False)
     port = _free_port()
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
