@@ -2,11 +2,14 @@
 """Replicated serving (attn.ray.serve, docs/scale.md): Ray Serve with 2 replicas × 1 thread, with and
 without prefix routing, against one `attn serve` with 2 threads, at 16 concurrent chat streams.
 
-The streams are 4 groups of 4; a group's requests share a long system prompt (a different one per
-group) and differ in the question, so a request's prefix is in a replica's prefix cache only if one
-of its group ran there before. Each stream sends --requests streamed greedy chats of --gen tokens
-back to back. Reported: aggregate completion tokens/s over the wall time of the run, and time to
-first token (median and 90th percentile), per setup; the setups run one after another --rounds
+The streams fall in --groups groups (default: one per stream, a conversation each); a group's
+requests share a long system prompt (a different one per group, different from its first words)
+and differ in the question, so a request's prefix is in a replica's prefix cache only if one of its
+group ran there before. Each stream sends --requests streamed greedy chats of --gen tokens
+back to back. Reported: aggregate completion tokens/s over the wall time of the run, time to
+first token (median and 90th percentile), and the share of prompt tokens the servers found in their
+prefix caches (attn_prefix_cache_tokens_total of each server's /metrics, the two warm-up requests
+included), per setup; the setups run one after another --rounds
 times, best round kept (the machine is shared).
 
   python3 bench/ray/ray_serve_bench.py [--cli build/release/attn] [--streams 16] [--gen 64]
@@ -31,17 +34,19 @@ TOPICS = ["a bookshop in Lisbon", "a bicycle repair shop", "a train company's he
 
 
 def system_prompt(g):
-    return (f"You are the assistant of {TOPICS[g]}. Answer questions about opening hours, prices, orders, "
-            f"returns and recommendations, briefly, politely and in the customer's language. ") * 3
+    return (f"Assistant {g}: you work for {TOPICS[g % len(TOPICS)]}. Answer questions about opening hours, "
+            f"prices, orders, returns and recommendations, briefly, politely and in the customer's language. ") * 3
 
 
 def chat(host, port, body):
-    """One streamed chat: (seconds to the first content chunk, completion tokens)."""
+    """One streamed chat: (seconds to the first content chunk, completion tokens, the attn serve that
+    answered: x-attn-upstream through Ray Serve)."""
     c = http.client.HTTPConnection(host, port, timeout=600)
     t = time.perf_counter()
     c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
     assert r.status == 200, (r.status, r.read()[:300])
+    upstream = r.getheader("x-attn-upstream") or f"http://{host}:{port}"
     ttft, tokens = None, 0
     for line in r:
         line = line.strip()
@@ -53,24 +58,35 @@ def chat(host, port, body):
         if ev.get("usage"):
             tokens = ev["usage"]["completion_tokens"]
     c.close()
-    return ttft if ttft is not None else time.perf_counter() - t, tokens
+    return ttft if ttft is not None else time.perf_counter() - t, tokens, upstream
 
 
-def load(url, streams, requests, gen):
+def prefix_tokens(url):
+    """attn serve's prefix-cache counters {hit, miss} (tokens) from its /metrics."""
+    out = {}
+    for line in urllib.request.urlopen(url + "/metrics", timeout=10).read().decode().splitlines():
+        for kind in ("hit", "miss"):
+            if line.startswith(f'attn_prefix_cache_tokens_total{{result="{kind}"}}'):
+                out[kind] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def load(url, streams, requests, gen, groups):
     host, port = url.split("//")[1].split(":")
     port = int(port)
-    ttfts, tokens = [], []
+    ttfts, tokens, upstreams = [], [], set()
     lock = threading.Lock()
 
     def stream(s):
         for i in range(requests):
-            body = {"messages": [{"role": "system", "content": system_prompt(s % 4)},
+            body = {"messages": [{"role": "system", "content": system_prompt(s % groups)},
                                  {"role": "user", "content": f"Question {s}.{i}: what should I know about day {i}?"}],
                     "max_tokens": gen, "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
-            t, n = chat(host, port, body)
+            t, n, up = chat(host, port, body)
             with lock:
                 ttfts.append(t)
                 tokens.append(n)
+                upstreams.add(up)
 
     threads = [threading.Thread(target=stream, args=(s,)) for s in range(streams)]
     t = time.perf_counter()
@@ -80,8 +96,10 @@ def load(url, streams, requests, gen):
         th.join()
     wall = time.perf_counter() - t
     ttfts.sort()
+    counts = [prefix_tokens(u) for u in sorted(upstreams)]
+    hit, miss = sum(c.get("hit", 0) for c in counts), sum(c.get("miss", 0) for c in counts)
     return dict(tok_s=sum(tokens) / wall, ttft_p50=statistics.median(ttfts), ttft_p90=ttfts[int(0.9 * len(ttfts))],
-                wall=wall, tokens=sum(tokens))
+                wall=wall, tokens=sum(tokens), hit_ratio=hit / max(1.0, hit + miss), replicas=len(upstreams))
 
 
 def free_port():
@@ -113,7 +131,9 @@ def main():
     ap.add_argument("--requests", type=int, default=3, help="requests per stream")
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--groups", type=int, default=None, help="system prompts shared by the streams (default: one each)")
     a = ap.parse_args()
+    groups = a.groups or a.streams
     args = ["--generate", "smollm2", "--parallel", str(a.streams), "--context", "1024"]
     import ray
     from ray import serve
@@ -124,6 +144,7 @@ def main():
 
     def keep(name, r):
         print(f"{name:34s} {r['tok_s']:7.1f} tok/s  TTFT p50 {r['ttft_p50']:6.2f} s  p90 {r['ttft_p90']:6.2f} s  "
+              f"prefix hits {r['hit_ratio']:.0%} of prompt tokens on {r['replicas']} server(s) "
               f"({r['tokens']} tokens in {r['wall']:.1f} s)", flush=True)
         if name not in best or r["tok_s"] > best[name]["tok_s"]:
             best[name] = r
@@ -131,8 +152,8 @@ def main():
     for _ in range(a.rounds):
         p, url = one_server(a.cli, 2, args)
         try:
-            load(url, 2, 1, 8)  # warm up
-            keep("one attn serve, 2 threads", load(url, a.streams, a.requests, a.gen))
+            load(url, 2, 1, 8, groups)  # warm up
+            keep("one attn serve, 2 threads", load(url, a.streams, a.requests, a.gen, groups))
         finally:
             p.terminate()
             p.wait()
@@ -144,15 +165,17 @@ def main():
                 serve.start(http_options={"host": "127.0.0.1", "port": port})
                 serve.run(build_app(args, replicas=2, threads=1, binary=a.cli, prefix_routing=routing))
                 url = f"http://127.0.0.1:{port}"
-                load(url, 2, 1, 8)
+                load(url, 2, 1, 8, groups)
                 keep(f"ray serve 2x1, prefix routing {'on' if routing else 'off'}",
-                     load(url, a.streams, a.requests, a.gen))
+                     load(url, a.streams, a.requests, a.gen, groups))
             finally:
                 serve.shutdown()
                 ray.shutdown()
-    print(f"\nbest of {a.rounds}, {a.streams} streams x {a.requests} requests, {a.gen} tokens each:")
+    print(f"\nbest of {a.rounds}, {a.streams} streams x {a.requests} requests, {a.gen} tokens each, "
+          f"{groups} system prompts:")
     for name, r in best.items():
-        print(f"  {name:34s} {r['tok_s']:7.1f} tok/s  TTFT p50 {r['ttft_p50']:6.2f} s  p90 {r['ttft_p90']:6.2f} s")
+        print(f"  {name:34s} {r['tok_s']:7.1f} tok/s  TTFT p50 {r['ttft_p50']:6.2f} s  p90 {r['ttft_p90']:6.2f} s  "
+              f"prefix hits {r['hit_ratio']:.0%}")
 
 
 if __name__ == "__main__":
