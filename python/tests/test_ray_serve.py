@@ -3,8 +3,8 @@ OpenAI-compatible ingress on 127.0.0.1; the official openai client's embeddings 
 and not) through it; requests sharing a prompt prefix land on one replica, whose /metrics counts
 the prefix-cache hits. Slow (a Ray instance and two servers): scripts/test-python.sh --slow."""
 
+import json
 import os
-import re
 import socket
 import urllib.request
 
@@ -77,7 +77,7 @@ def test_health_and_models_through_the_ingress(ingress):
     with urllib.request.urlopen(ingress + "/health", timeout=30) as r:
         assert r.status == 200 and b"ok" in r.read()
     with urllib.request.urlopen(ingress + "/v1/models", timeout=30) as r:
-        ids = [m["id"] for m in __import__("json").loads(r.read())["data"]]
+        ids = [m["id"] for m in json.loads(r.read())["data"]]
     assert any("MiniLM" in i for i in ids) and any("SmolLM2" in i for i in ids)
 
 

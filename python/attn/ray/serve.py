@@ -16,7 +16,6 @@ target_ongoing_requests. Every answer names its replica in `x-attn-replica` (and
 in `x-attn-upstream`, whose /metrics holds that replica's prefix-cache counters).
 """
 
-import asyncio
 import json
 import os
 import shutil
