@@ -21,10 +21,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="CPUs (and attn threads) per replica")
-    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--port", type=int, default=8000, help="the ingress's port on 127.0.0.1 (0: any free one)")
     ap.add_argument("--keep", action="store_true", help="keep serving until Ctrl-C")
     a = ap.parse_args()
 
+    if a.port == 0:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            a.port = s.getsockname()[1]
     ray.init(address="local", num_cpus=a.replicas * a.threads + 1, include_dashboard=False)
     serve.start(http_options={"host": "127.0.0.1", "port": a.port})
     serve.run(build_app(["--embed", "minilm", "--generate", "smollm2"], replicas=a.replicas, threads=a.threads))
