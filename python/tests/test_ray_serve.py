@@ -21,6 +21,7 @@ ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'attn
 serve = pytest.importorskip("ray.serve", reason="ray[serve] is not installed")
 openai = pytest.importorskip("openai", reason="the openai client is not installed")
 
+KEY = "test-key-39"
 SYSTEM = ("You are the assistant of a small bookshop in Lisbon. You answer questions about opening hours, "
           "orders, returns and book recommendations, briefly and politely, in the customer's language. ") * 2
 
@@ -52,7 +53,8 @@ def ingress():
     port = _free_port()
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
-        args = ["--embed", "minilm", "--generate", "smollm2", "--parallel", "8", "--context", "512"]
+        args = ["--embed", "minilm", "--generate", "smollm2", "--parallel", "8", "--context", "512",
+                "--api-key", KEY, "--public-metrics"]
         serve.run(build_app(args, replicas=2, threads=1, binary=cli), name="attn", route_prefix="/")
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -62,7 +64,7 @@ def ingress():
 
 @pytest.fixture(scope="module")
 def client(ingress):
-    return openai.OpenAI(base_url=ingress + "/v1", api_key="unused", max_retries=0, timeout=120)
+    return openai.OpenAI(base_url=ingress + "/v1", api_key=KEY, max_retries=0, timeout=120)
 
 
 def _metric(url, name, labels):
@@ -76,9 +78,13 @@ def _metric(url, name, labels):
 def test_health_and_models_through_the_ingress(ingress):
     with urllib.request.urlopen(ingress + "/health", timeout=30) as r:
         assert r.status == 200 and b"ok" in r.read()
-    with urllib.request.urlopen(ingress + "/v1/models", timeout=30) as r:
+    models = urllib.request.Request(ingress + "/v1/models", headers={"Authorization": f"Bearer {KEY}"})
+    with urllib.request.urlopen(models, timeout=30) as r:
         ids = [m["id"] for m in json.loads(r.read())["data"]]
     assert any("MiniLM" in i for i in ids) and any("SmolLM2" in i for i in ids)
+    # The replicas check the key the client sent.
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=ingress + "/v1", api_key="wrong", max_retries=0).models.list()
 
 
 def test_embeddings_through_the_ingress_equal_the_encoder(client):
@@ -96,7 +102,7 @@ def test_chat_streamed_and_not_through_the_ingress(client):
     text = reply.choices[0].message.content
     assert text and reply.choices[0].finish_reason in ("stop", "length") and reply.usage.completion_tokens > 0
     # The same request straight to the replica that answered gives the same greedy text.
-    direct = openai.OpenAI(base_url=raw.headers["x-attn-upstream"] + "/v1", api_key="unused", max_retries=0)
+    direct = openai.OpenAI(base_url=raw.headers["x-attn-upstream"] + "/v1", api_key=KEY, max_retries=0)
     assert direct.chat.completions.create(model="SmolLM2-135M-Instruct", messages=messages, temperature=0,
                                           max_tokens=24).choices[0].message.content == text
     pieces = []

@@ -141,19 +141,25 @@ class AttnReplica:
         return dict(status=status, content_type=headers.get("Content-Type", "application/json"),
                     replica=self.name, upstream=self.url)
 
-    async def call(self, method, path, body=None):
-        """One request; (meta, body bytes)."""
+    @staticmethod
+    def _headers(auth):
+        h = {"Content-Type": "application/json"}
+        if auth:
+            h["Authorization"] = auth
+        return h
+
+    async def call(self, method, path, body=None, auth=None):
+        """One request (auth: the client's Authorization header, for `attn serve --api-key`);
+        (meta, body bytes)."""
         s = await self._client()
         data = None if body is None else json.dumps(body).encode("utf-8")
-        async with s.request(method, self.url + path, data=data,
-                             headers={"Content-Type": "application/json"}) as r:
+        async with s.request(method, self.url + path, data=data, headers=self._headers(auth)) as r:
             return self._meta(r.status, r.headers), await r.read()
 
-    async def stream(self, path, body):
+    async def stream(self, path, body, auth=None):
         """A streamed request: first its meta, then the bytes as `attn serve` sends them."""
         s = await self._client()
-        async with s.post(self.url + path, data=json.dumps(body).encode("utf-8"),
-                          headers={"Content-Type": "application/json"}) as r:
+        async with s.post(self.url + path, data=json.dumps(body).encode("utf-8"), headers=self._headers(auth)) as r:
             yield self._meta(r.status, r.headers)
             async for chunk in r.content.iter_any():
                 yield chunk
@@ -189,8 +195,8 @@ class Ingress:
         return Response(data, status_code=meta["status"], media_type=meta["content_type"], headers=_headers(meta))
 
     @app.get("/v1/{path:path}")
-    async def get(self, path: str):
-        meta, data = await self.replicas.call.remote("GET", "/v1/" + path)
+    async def get(self, path: str, request: Request):
+        meta, data = await self.replicas.call.remote("GET", "/v1/" + path, None, request.headers.get("authorization"))
         return Response(data, status_code=meta["status"], media_type=meta["content_type"], headers=_headers(meta))
 
     @app.post("/v1/{path:path}")
@@ -204,8 +210,9 @@ class Ingress:
             return JSONResponse({"error": {"message": f"the body must be a JSON object; got {type(body).__name__}",
                                            "type": "invalid_request_error", "param": None,
                                            "code": "invalid_request"}}, status_code=400)
+        auth = request.headers.get("authorization")  # for `attn serve --api-key`
         if body.get("stream") is True:
-            gen = self.replicas.options(stream=True).stream.remote("/v1/" + path, body)
+            gen = self.replicas.options(stream=True).stream.remote("/v1/" + path, body, auth)
             meta = await gen.__anext__()
 
             async def rest():
@@ -214,7 +221,7 @@ class Ingress:
 
             return StreamingResponse(rest(), status_code=meta["status"], media_type=meta["content_type"],
                                      headers=_headers(meta))
-        meta, data = await self.replicas.call.remote("POST", "/v1/" + path, body)
+        meta, data = await self.replicas.call.remote("POST", "/v1/" + path, body, auth)
         return Response(data, status_code=meta["status"], media_type=meta["content_type"], headers=_headers(meta))
 
 
