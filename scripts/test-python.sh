@@ -16,6 +16,10 @@
 #                        (default PyTorch's CPU-only index, ~200 MB) or PyPI when
 #                        that index cannot be reached
 #
+# --slow (passed on to pytest) also runs the tests marked slow (docs/testing.md): Ray clusters, Ray
+# Serve and torch.distributed. Their extra dependencies (ray[data,serve], openai) are installed once
+# into ~/.cache/attn/py-ray-deps/<python> (ATTN_PY_RAY_DEPS_DIR overrides) and read the same way.
+#
 # The wheel's build folder (build/py-<tag>) is kept between runs and ccache
 # is used when installed, so a second run recompiles only what changed.
 # pytest's exit code 5 (no tests collected) is an error like any other failure.
@@ -91,6 +95,25 @@ else
   site=$("$deps/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   vsite=$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "$site" >"$vsite/attn-test-deps.pth"
+fi
+
+slow=0
+for a in "$@"; do [[ $a == --slow ]] && slow=1; done
+if [[ $slow == 1 ]]; then
+  rdeps=${ATTN_PY_RAY_DEPS_DIR:-$HOME/.cache/attn/py-ray-deps/$pyver}
+  rwant="ray[data,serve]>=2.60 openai"
+  if [[ ! -f $rdeps/.complete ]] || [[ $(cat "$rdeps/.complete") != "$rwant" ]]; then
+    stamp "installing the slow tests' dependencies ($rwant) once into $rdeps"
+    rm -rf "$rdeps"
+    mkdir -p "$rdeps"
+    "$py" -m venv "$rdeps/venv"
+    # shellcheck disable=SC2086
+    "$rdeps/venv/bin/python" -m pip install -q $rwant
+    echo "$rwant" >"$rdeps/.complete"
+  fi
+  rsite=$("$rdeps/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  vsite=$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$rsite" >"$vsite/attn-ray-deps.pth"
 fi
 
 stamp "running pytest"

@@ -7,7 +7,8 @@ The same C++ library as the `attn` command (docs/python.md):
     out, weights = attn.attention(q, k, v, is_causal=True, return_weights=True)
 
 attn.torch holds the drop-in for torch.nn.functional.scaled_dot_product_attention,
-patch() and capture(); it imports torch only when used.
+patch() and capture(); it imports torch only when used. attn.ray holds the Ray Data
+actors and (attn.ray.serve) the Ray Serve deployment (docs/scale.md).
 """
 
 from . import _attn
@@ -28,8 +29,8 @@ def get_num_threads():
 
 
 def __getattr__(name):
-    # attn.torch is imported on first use, so `import attn` never needs torch.
-    if name == "torch":
+    # attn.torch and attn.ray are imported on first use, so `import attn` never needs torch or ray.
+    if name in ("torch", "ray"):
         import importlib
 
         return importlib.import_module(".torch", __name__)
