@@ -33,7 +33,7 @@ def __getattr__(name):
     if name in ("torch", "ray"):
         import importlib
 
-        return importlib.import_module(".torch", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'attn' has no attribute {name!r}")
 
 

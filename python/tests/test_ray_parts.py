@@ -168,3 +168,10 @@ def test_generator_on_a_plain_batch_equals_generate_batch():
         assert list(out["generated"]) == [g.generator.generate(p, max_new_tokens=6) for p in prompts]
     finally:
         attn.set_num_threads(threads)
+
+
+def test_attn_ray_is_reached_as_an_attribute_without_ray():
+    import attn
+
+    assert attn.ray.__name__ == "attn.ray"  # not attn.torch: each lazy attribute loads its own module
+    assert attn.torch.__name__ == "attn.torch"
