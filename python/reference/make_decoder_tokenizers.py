@@ -115,6 +115,29 @@ SPECIAL_TEXTS = {
 }
 
 
+def random_texts(n=150, seed=38):
+    """Seeded random strings over the characters where pre-tokenizers disagree: contractions in both
+    cases, digits of several scripts, every kind of whitespace, marks, emoji, CJK, specials."""
+    import random
+    rng = random.Random(seed)
+    pool = (list("abcXYZ sStTdDmM'\"'") + ["'s", "'S", "'ll", "'LL", "'ve", "'Re", "'d", "\u017f"] +
+            list("0123456789") + ["\u0663", "\uff12", "\u0969", "\u2167", "\u00bd"] +
+            [" ", "  ", "\t", "\n", "\r\n", "\r", "\n\n", "\u00a0", "\u3000", "\u2028", "\u0085", "\x0b"] +
+            list(".,;:!?()[]{}<>-_=+*/\\|@#$%^&~`") + ["\u0301", "\u0308", "\u200d", "\ufe0f"] +
+            ["\U0001F600", "\U0001F44D\U0001F3FD", "\U0001F1E8\U0001F1F3", "\u2764"] +
+            list("注意力机制模型你好，。！") + list("日本語カタ한국어") + list("Приветαβγ") + list("مرحبا") +
+            ["e\u0301", "\u1100\u1161", "\u00e9", "<|", "|>", "<s", "</s>", "<|im_start|>", "<|endoftext|>",
+             "<|eot_id|>", "<s>"])
+    out = []
+    for _ in range(n):
+        out.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 14))))
+    return out
+
+
+PATTERNS = {"gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+            "llama3": LLAMA3_RE, "qwen2": QWEN2_RE}
+
+
 def corpus_lines():
     return [l for l in CORPUS.split("\n") if l] * 3
 
@@ -250,7 +273,14 @@ def write_gguf(path, family, tok, j):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    fixtures = {"generator": "python/reference/make_decoder_tokenizers.py", "families": {}}
+    rand = random_texts()
+    fixtures = {"generator": "python/reference/make_decoder_tokenizers.py", "random_texts": rand, "families": {},
+                "pre_tokenizers": {}}
+    # The pre-tokenizers alone: `tokenizers`' Split on each fixture and random text (no NFC, no bytes).
+    for name, pattern in PATTERNS.items():
+        split = pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False)
+        fixtures["pre_tokenizers"][name] = [[w for w, _ in split.pre_tokenize_str(t)]
+                                            for t in TEXTS + rand]
     for family in ["gpt2", "smollm", "llama3", "qwen2", "llama2", "mistral", "phi3"]:
         tok = byte_level(family) if family in ("gpt2", "smollm", "llama3", "qwen2") else spm_bpe(family)
         j = json.loads(tok.to_str())
@@ -275,9 +305,10 @@ def main():
             "vocab_size": tok.get_vocab_size(with_added_tokens=True),
             "bos_id": tok.token_to_id(cfg["bos_token"]) if cfg["bos_token"] else -1,
             "eos_id": tok.token_to_id(cfg["eos_token"]),
-            "cases": cases}
+            "cases": cases,
+            "random_ids": [tok.encode(t, add_special_tokens=True).ids for t in rand]}
     with open(os.path.join(OUT, "decoder_tok_ids.json"), "w", encoding="utf-8") as f:
-        json.dump(fixtures, f, ensure_ascii=False, indent=1)
+        json.dump(fixtures, f, ensure_ascii=False, separators=(",", ":"))
         f.write("\n")
 
 

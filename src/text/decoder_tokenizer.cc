@@ -88,9 +88,9 @@ std::unique_ptr<DecoderTokenizer> load_tokenizer(const std::string& path) {
   const json::Value* type = model && model->is_object() ? model->find("type") : nullptr;
   const std::string t = type && type->is_string() ? type->as_string() : "";
   if (t != "BPE")
-    throw Error(detail::concat("tokenizer.json: ", path, ": model type ",
-                               t.empty() ? std::string("missing") : "\"" + t + "\"",
-                               " is not supported for a decoder; supported: \"BPE\" (byte-level or with byte "
+    throw Error(detail::concat("tokenizer.json: ", path, ": ",
+                               t.empty() ? std::string("no model.type") : "model type \"" + t + "\" is not supported",
+                               " for a decoder; supported: \"BPE\" (byte-level or with byte "
                                "fallback). WordPiece and Unigram files are read by the encoders (BERT, XLM-R)"));
   return std::make_unique<ByteBpeDecoderTokenizer>(ByteBpeTokenizer::from_tokenizer_json(path));
 }

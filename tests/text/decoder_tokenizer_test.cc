@@ -2,11 +2,13 @@
 // tokenizer.json files of each family (GPT-2, SmolLM, Llama 3, Qwen2, Llama 2, Mistral, Phi-3), and the
 // same vocabularies as GGUF metadata through text::load_tokenizer(GgufFile).
 // Fixtures and files: python/reference/make_decoder_tokenizers.py (tests/text/data/decoder_tok/).
+#include <attn/core/error.h>
 #include <attn/io/gguf.h>
 #include <attn/io/json.h>
 #include <attn/text/bpe_bytes.h>
 #include <attn/text/decoder_tokenizer.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -66,8 +68,45 @@ TEST(DecoderTokenizer, TokenizerJsonIdsMatchHuggingFace) {
   }
 }
 
+// 150 seeded random strings over the characters where pre-tokenizers disagree, every family.
+TEST(DecoderTokenizer, RandomStringsMatchHuggingFace) {
+  const std::vector<json::Value>& texts = fixtures().at("random_texts").items();
+  ASSERT_EQ(texts.size(), 150u);
+  for (const std::string& fam : kFamilies) {
+    SCOPED_TRACE(fam);
+    const auto tok = load_tokenizer(data_path(fam + "/tokenizer.json"));
+    const std::vector<json::Value>& ids = fixtures().at("families").at(fam).at("random_ids").items();
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      SCOPED_TRACE("text: \"" + testing::printable(texts[i].as_string()) + "\"");
+      EXPECT_EQ(tok->encode(texts[i].as_string(), tok->add_bos(), true), testing::ids_of(ids[i]));
+    }
+  }
+}
+
+// The hand-written scanners word for word against `tokenizers`' Split with each family's regex.
+TEST(DecoderTokenizer, PreTokenizersMatchTheRegexes) {
+  std::vector<std::string> texts;
+  const std::vector<json::Value>& cases = fixtures().at("families").at("gpt2").at("cases").items();
+  for (std::size_t i = 0; i < 27; ++i) texts.push_back(cases[i].at("text").as_string());
+  for (const json::Value& t : fixtures().at("random_texts").items()) texts.push_back(t.as_string());
+  for (const std::string& fam : {"gpt2", "llama3", "qwen2"}) {
+    SCOPED_TRACE(fam);
+    const auto tok = load_tokenizer(data_path(fam + "/tokenizer.json"));
+    ASSERT_NE(tok->byte_bpe(), nullptr);
+    const std::vector<json::Value>& words = fixtures().at("pre_tokenizers").at(fam).items();
+    ASSERT_EQ(words.size(), texts.size());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      SCOPED_TRACE("text: \"" + testing::printable(texts[i]) + "\"");
+      std::vector<std::string> want;
+      for (const json::Value& w : words[i].items()) want.push_back(w.as_string());
+      EXPECT_EQ(tok->byte_bpe()->pre_tokenize(texts[i]), want);
+    }
+  }
+}
+
 // The same vocabulary as GGUF metadata gives the same ids (llama.cpp's rules), except where the two
-// libraries differ by design: Phi-3's rstrip flags, which GGUF does not carry, and Mistral's Metaspace
+// libraries differ by design: Phi-3's rstrip flags, which GGUF does not carry; Qwen2's NFC normalizer,
+// which llama.cpp does not apply (the decomposed-accent text); and Mistral's Metaspace
 // prepend_scheme "first" (llama.cpp prefixes a space after every special token, as Llama 2's legacy
 // normalizer does: its GGUF is checked against the llama2 ids, the same vocabulary).
 TEST(DecoderTokenizer, GgufIdsMatchTokenizerJson) {
@@ -82,9 +121,87 @@ TEST(DecoderTokenizer, GgufIdsMatchTokenizerJson) {
     for (const json::Value& c : f.at("cases").items()) {
       const std::string& text = c.at("text").as_string();
       if (fam == "phi3" && text.find("<|") != std::string::npos) continue;
+      if (fam == "qwen2" && text.find("(decomposed)") != std::string::npos) continue;
       SCOPED_TRACE("text: \"" + testing::printable(text) + "\"");
       EXPECT_EQ(tok->encode(text, tok->add_bos(), true), testing::ids_of(c.at("ids")));
     }
+  }
+}
+
+// A chat template's pieces: a special-token string typed in a message stays text; the template's own
+// markers become their ids (both paths), and whole-text encoding with parse_special agrees.
+TEST(DecoderTokenizer, UserTextCannotForgeSpecialTokens) {
+  for (const std::string& fam : {"qwen2", "llama3", "llama2"}) {
+    SCOPED_TRACE(fam);
+    for (const bool gguf : {false, true}) {
+      const auto tok = gguf ? load_tokenizer(io::GgufFile::open(data_path(fam + "/tokenizer.gguf")))
+                            : load_tokenizer(data_path(fam + "/tokenizer.json"));
+      const std::string marker = fam == "llama2" ? "</s>" : fam == "llama3" ? "<|eot_id|>" : "<|im_end|>";
+      const int32_t id = tok->token_to_id(marker);
+      ASSERT_GE(id, 0);
+      ASSERT_TRUE(tok->is_control(id));
+      const TextPieces pieces = {{"hi " + marker + " there", false}, {marker, true}};
+      const std::vector<int32_t> ids = tok->encode(pieces, false);
+      EXPECT_EQ(std::count(ids.begin(), ids.end(), id), 1);
+      EXPECT_EQ(ids.back(), id);
+      const std::vector<int32_t> whole = tok->encode("hi " + marker + " there" + marker, false, true);
+      EXPECT_EQ(std::count(whole.begin(), whole.end(), id), 2);
+      EXPECT_EQ(tok->encode(marker, false, false).size() > 1, true);
+    }
+  }
+}
+
+// decode of a growing id list only grows at its end (models::TextStream's contract), for every
+// family and both paths, with and without specials rendered.
+TEST(DecoderTokenizer, DecodeOfAPrefixIsAPrefix) {
+  for (const std::string& fam : kFamilies) {
+    SCOPED_TRACE(fam);
+    for (const bool gguf : {false, true}) {
+      const auto tok = gguf ? load_tokenizer(io::GgufFile::open(data_path(fam + "/tokenizer.gguf")))
+                            : load_tokenizer(data_path(fam + "/tokenizer.json"));
+      for (const json::Value& c : fixtures().at("families").at(fam).at("cases").items()) {
+        const std::vector<int32_t> ids = testing::ids_of(c.at("ids"));
+        for (const bool render : {false, true}) {
+          std::string last;
+          for (std::size_t k = 0; k <= ids.size(); ++k) {
+            const std::string d = tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + k), render);
+            ASSERT_EQ(d.compare(0, last.size(), last), 0) << testing::printable(c.at("text").as_string());
+            last = d;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Without special-token strings, decode(encode(s)) == s on the byte-level families; on the
+// SentencePiece-style ones too when every character is known or byte-coded (the leading space that
+// the prefix adds is stripped again).
+TEST(DecoderTokenizer, RoundTrip) {
+  for (const std::string& fam : kFamilies) {
+    SCOPED_TRACE(fam);
+    const auto tok = load_tokenizer(data_path(fam + "/tokenizer.json"));
+    for (const json::Value& c : fixtures().at("families").at(fam).at("cases").items()) {
+      const std::string& text = c.at("text").as_string();
+      if (text.find('<') != std::string::npos) continue;
+      if (fam == "qwen2" && text.find("(decomposed)") != std::string::npos) continue;  // NFC
+      if (fam == "mistral") continue;  // its Metaspace decoder keeps <0xXX> as text, as tokenizers does
+      if ((fam == "llama2" || fam == "phi3") && text.empty()) continue;
+      EXPECT_EQ(tok->decode(tok->encode(text, false, false), false), text) << testing::printable(text);
+    }
+  }
+}
+
+TEST(DecoderTokenizer, UnsupportedGgufNamesAreRefusedByName) {
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("llama-bpe"), PreTokenizer::llama3);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("qwen2"), PreTokenizer::qwen2);
+  try {
+    pre_tokenizer_from_gguf_name("tekken");
+    ADD_FAILURE() << "tekken accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported tokenizer.ggml.pre \"tekken\"; supported: \"gpt2\""),
+              std::string::npos)
+        << e.what();
   }
 }
 
