@@ -104,8 +104,10 @@ void read_model(const Ctx& c, const json::Value& j, ByteBpeVocab& v, std::string
   std::vector<std::string>& tokens = v.tokens;
   std::vector<bool> seen;
   for (const auto& [tok, id] : vocab->members()) {
-    if (!id.is_integer() || id.as_int64() < 0 || id.as_int64() >= (int64_t{1} << 24))
-      c.fail(detail::concat("model vocab \"", tok, "\": expected an id in [0, 16777216); got ", json::dump(id)));
+    // Ids run 0..n-1 without gaps, so each is below the count (a hostile id cannot size the table).
+    if (!id.is_integer() || id.as_int64() < 0 || id.as_int64() >= static_cast<int64_t>(vocab->size()))
+      c.fail(detail::concat("model vocab \"", tok, "\": expected an id in [0, ", vocab->size(), ") (ids 0..n-1); got ",
+                            json::dump(id)));
     const auto i = static_cast<std::size_t>(id.as_int64());
     if (i >= tokens.size()) {
       tokens.resize(i + 1);
@@ -156,9 +158,11 @@ void read_added(const Ctx& c, const json::Value& j, ByteBpeVocab& v) {
     const std::string where = detail::concat("added_tokens[", k, "]");
     const json::Value* id = a.is_object() ? a.find("id") : nullptr;
     const json::Value* content = a.is_object() ? a.find("content") : nullptr;
-    if (id == nullptr || !id->is_integer() || id->as_int64() < 0 || id->as_int64() >= (int64_t{1} << 24) ||
+    const auto bound = static_cast<int64_t>(v.tokens.size() + added->size());  // no gaps: below this
+    if (id == nullptr || !id->is_integer() || id->as_int64() < 0 || id->as_int64() >= bound ||
         content == nullptr || !content->is_string() || content->as_string().empty())
-      c.fail(where + ": expected {\"id\": an id, \"content\": a non-empty string, ...}");
+      c.fail(detail::concat(where, ": expected {\"id\": an id in [0, ", bound,
+                            "), \"content\": a non-empty string, ...}"));
     uint8_t f = 0;
     if (flag(c, a, "lstrip", false, where)) f |= kAddedLstrip;
     if (flag(c, a, "rstrip", false, where)) f |= kAddedRstrip;

@@ -74,7 +74,7 @@ const std::vector<BadFile>& corpus() {
       {"tokjson_pre_whitespace.json", {"pre_tokenizer \"Whitespace\" is not supported", "supported: ByteLevel"}},
       {"tokjson_normalizer_nfkc.json", {"normalizer \"NFKC\" is not supported", "supported: NFC"}},
       {"tokjson_merge_numbers.json", {"model merges[0]: expected \"a b\" or [\"a\", \"b\"]; got [1,2]"}},
-      {"tokjson_vocab_gap.json", {"model vocab: no token has id 2"}},
+      {"tokjson_vocab_gap.json", {"model vocab \"b\": expected an id in [0, 3) (ids 0..n-1); got 3"}},
       {"tokjson_added_conflict.json", {"added_tokens: \"<pad>\" has id 0, which the vocabulary gives to \"<s>\""}},
       {"tokjson_dropout.json", {"model dropout 0.1 is not supported"}},
       {"tokjson_template_eos.json", {"post_processor TemplateProcessing single: only \"$A\" and \"<bos> $A\""}},
