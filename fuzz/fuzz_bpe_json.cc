@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string& path = file.write(data, size);
   try {
     const auto tok = text::load_tokenizer(path);
-    for (const char* s : {"", " a  b\n\n", "ab\xef\xbd\x81 e\xcc\x81 123", "<s>a</s><|x|> ", "\xf4\x8f\xbf\xbf 'S"}) {
+    for (const char* s :
+         {"", " a  b\n\n", "ab\xef\xbd\x81 e\xcc\x81 123", "<s>a</s><|x|> ", "\xf4\x8f\xbf\xbf 'S"}) {
       for (const bool special : {false, true}) {
         const std::vector<int32_t> ids = tok->encode(s, tok->add_bos() && tok->bos_id() >= 0, special);
         for (int32_t id : ids) FUZZ_ASSERT(id >= 0 && id < tok->vocab_size(), "id %d out of range", id);

@@ -57,10 +57,14 @@ PreTokenizer pre_tokenizer_from_gguf_name(const std::string& name) {
 
 const char* pre_tokenizer_name(PreTokenizer p) {
   switch (p) {
-    case PreTokenizer::gpt2: return "gpt2";
-    case PreTokenizer::smollm: return "smollm";
-    case PreTokenizer::llama3: return "llama-bpe";
-    case PreTokenizer::qwen2: return "qwen2";
+    case PreTokenizer::gpt2:
+      return "gpt2";
+    case PreTokenizer::smollm:
+      return "smollm";
+    case PreTokenizer::llama3:
+      return "llama-bpe";
+    case PreTokenizer::qwen2:
+      return "qwen2";
   }
   return "?";
 }
@@ -92,8 +96,9 @@ ByteBpeTokenizer ByteBpeTokenizer::from_vocab(ByteBpeVocab vocab) {
                "bpe: merge ", r, " \"", m, "\" must be two symbols separated by one space");
     t.ranks_.emplace(m, static_cast<int32_t>(r));  // the first (lowest) rank wins
   }
-  ATTN_CHECK(t.vocab_.added_flags.empty() || t.vocab_.added_flags.size() == n, "bpe: ",
-             t.vocab_.added_flags.size(), " added-token flags for ", n, " tokens; expected one per token");
+  ATTN_CHECK(t.vocab_.added_flags.empty() || t.vocab_.added_flags.size() == n,
+             "bpe: ", t.vocab_.added_flags.size(), " added-token flags for ", n,
+             " tokens; expected one per token");
   for (int b = 0; b < 256; ++b) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "<0x%02X>", b);
@@ -176,7 +181,8 @@ char32_t cp_at(std::string_view s, std::size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
   const std::size_t n = utf8_len(c);
   char32_t v = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-  for (std::size_t k = 1; k < n && i + k < s.size(); ++k) v = (v << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  for (std::size_t k = 1; k < n && i + k < s.size(); ++k)
+    v = (v << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   return v;
 }
 
@@ -208,9 +214,15 @@ std::vector<std::string> ByteBpeTokenizer::pre_tokenize(std::string_view text) c
       pretok::split_gpt2(cps, start, cps.size(), words);
       break;
     }
-    case PreTokenizer::gpt2: pretok::split_gpt2(cps, 0, cps.size(), words); break;
-    case PreTokenizer::llama3: pretok::split_llama3(cps, 0, cps.size(), 3, words); break;
-    case PreTokenizer::qwen2: pretok::split_llama3(cps, 0, cps.size(), 1, words); break;
+    case PreTokenizer::gpt2:
+      pretok::split_gpt2(cps, 0, cps.size(), words);
+      break;
+    case PreTokenizer::llama3:
+      pretok::split_llama3(cps, 0, cps.size(), 3, words);
+      break;
+    case PreTokenizer::qwen2:
+      pretok::split_llama3(cps, 0, cps.size(), 1, words);
+      break;
   }
   std::vector<std::string> out;
   out.reserve(words.size());
@@ -321,7 +333,8 @@ void ByteBpeTokenizer::spm_word(std::string_view word, std::vector<int32_t>& out
       continue;
     }
     bool bytes = vocab_.byte_fallback;
-    for (std::size_t k = 0; bytes && k < ch.size(); ++k) bytes = byte_ids_[static_cast<unsigned char>(ch[k])] >= 0;
+    for (std::size_t k = 0; bytes && k < ch.size(); ++k)
+      bytes = byte_ids_[static_cast<unsigned char>(ch[k])] >= 0;
     if (bytes) {
       for (const char c : ch) {
         cuts.push_back(s.size());
@@ -401,7 +414,9 @@ std::vector<int32_t> ByteBpeTokenizer::encode_split(std::string_view text,
   const auto everywhere = [&](int32_t id) { return vocab_.types[id] == BpeTokenType::user_defined; };
   std::vector<specials::SpecialFrag> frags;
   if (vocab_.hf_added_tokens) {
-    const auto flags = [&](int32_t id) { return vocab_.added_flags.empty() ? 0 : int{vocab_.added_flags[id]}; };
+    const auto flags = [&](int32_t id) {
+      return vocab_.added_flags.empty() ? 0 : int{vocab_.added_flags[id]};
+    };
     const auto space_before = [](std::string_view t, std::size_t i) -> std::size_t {
       const std::size_t b = cp_before(t, i);
       return ucd::is_white_space(cp_at(t, b)) ? i - b : 0;

@@ -16,7 +16,8 @@
 namespace attn::text {
 namespace {
 
-constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 constexpr const char* kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen2Pattern =
@@ -53,7 +54,8 @@ bool is_type(const json::Value& v, const char* t) {
 bool flag(const Ctx& c, const json::Value& obj, const char* key, bool def, const std::string& where) {
   const json::Value* v = obj.find(key);
   if (v == nullptr || v->is_null()) return def;
-  if (!v->is_bool()) c.fail(detail::concat(where, " ", key, ": expected true or false; got ", json::dump(*v)));
+  if (!v->is_bool())
+    c.fail(detail::concat(where, " ", key, ": expected true or false; got ", json::dump(*v)));
   return v->as_bool();
 }
 
@@ -66,15 +68,18 @@ std::string text_of(const Ctx& c, const json::Value& obj, const char* key, const
 }
 
 // The components of a Sequence (its `key` array), or the component itself.
-std::vector<const json::Value*> flatten(const Ctx& c, const json::Value* v, const char* key, const char* field) {
+std::vector<const json::Value*> flatten(const Ctx& c, const json::Value* v, const char* key,
+                                        const char* field) {
   std::vector<const json::Value*> out;
   if (v == nullptr || v->is_null()) return out;
   if (!v->is_object()) c.fail(detail::concat(field, ": expected an object or null; got ", type_of(v)));
   if (!is_type(*v, "Sequence")) return {v};
   const json::Value* items = v->find(key);
-  if (items == nullptr || !items->is_array()) c.fail(detail::concat(field, " Sequence: missing the \"", key, "\" array"));
+  if (items == nullptr || !items->is_array())
+    c.fail(detail::concat(field, " Sequence: missing the \"", key, "\" array"));
   for (const json::Value& item : items->items()) {
-    if (is_type(item, "Sequence")) c.fail(detail::concat(field, ": a Sequence inside a Sequence is not supported"));
+    if (is_type(item, "Sequence"))
+      c.fail(detail::concat(field, ": a Sequence inside a Sequence is not supported"));
     out.push_back(&item);
   }
   return out;
@@ -87,7 +92,8 @@ void read_model(const Ctx& c, const json::Value& j, ByteBpeVocab& v, std::string
     c.fail("model type " + type_of(model) +
            " is not supported by the BPE tokenizer; supported: \"BPE\" (WordPiece, Unigram: the encoders' "
            "tokenizers; WordLevel: not supported)");
-  if (const json::Value* d = model->find("dropout"); d && !d->is_null() && !(d->is_number() && d->as_double() == 0))
+  if (const json::Value* d = model->find("dropout");
+      d && !d->is_null() && !(d->is_number() && d->as_double() == 0))
     c.fail("model dropout " + json::dump(*d) + " is not supported; expected null (no BPE dropout)");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (!text_of(c, *model, key, "model").empty())
@@ -106,20 +112,23 @@ void read_model(const Ctx& c, const json::Value& j, ByteBpeVocab& v, std::string
   for (const auto& [tok, id] : vocab->members()) {
     // Ids run 0..n-1 without gaps, so each is below the count (a hostile id cannot size the table).
     if (!id.is_integer() || id.as_int64() < 0 || id.as_int64() >= static_cast<int64_t>(vocab->size()))
-      c.fail(detail::concat("model vocab \"", tok, "\": expected an id in [0, ", vocab->size(), ") (ids 0..n-1); got ",
-                            json::dump(id)));
+      c.fail(detail::concat("model vocab \"", tok, "\": expected an id in [0, ", vocab->size(),
+                            ") (ids 0..n-1); got ", json::dump(id)));
     const auto i = static_cast<std::size_t>(id.as_int64());
     if (i >= tokens.size()) {
       tokens.resize(i + 1);
       seen.resize(i + 1, false);
     }
-    if (seen[i]) c.fail(detail::concat("model vocab: id ", i, " is given to both \"", tokens[i], "\" and \"", tok, "\""));
+    if (seen[i])
+      c.fail(
+          detail::concat("model vocab: id ", i, " is given to both \"", tokens[i], "\" and \"", tok, "\""));
     if (tok.empty()) c.fail(detail::concat("model vocab: id ", i, " is the empty string"));
     seen[i] = true;
     tokens[i] = tok;
   }
   for (std::size_t i = 0; i < tokens.size(); ++i)
-    if (!seen[i]) c.fail(detail::concat("model vocab: no token has id ", i, " (ids must be 0..", tokens.size() - 1, ")"));
+    if (!seen[i])
+      c.fail(detail::concat("model vocab: no token has id ", i, " (ids must be 0..", tokens.size() - 1, ")"));
 
   const json::Value* merges = model->find("merges");
   if (merges == nullptr || !merges->is_array()) c.fail("model merges: expected an array");
@@ -128,7 +137,8 @@ void read_model(const Ctx& c, const json::Value& j, ByteBpeVocab& v, std::string
     const json::Value& m = merges->at(r);
     if (m.is_string()) {
       v.merges.push_back(m.as_string());
-    } else if (m.is_array() && m.size() == 2 && m.at(std::size_t{0}).is_string() && m.at(std::size_t{1}).is_string()) {
+    } else if (m.is_array() && m.size() == 2 && m.at(std::size_t{0}).is_string() &&
+               m.at(std::size_t{1}).is_string()) {
       const std::string& a = m.at(std::size_t{0}).as_string();
       const std::string& b = m.at(std::size_t{1}).as_string();
       if (a.empty() || b.empty() || a.find(' ') != std::string::npos || b.find(' ') != std::string::npos)
@@ -136,7 +146,8 @@ void read_model(const Ctx& c, const json::Value& j, ByteBpeVocab& v, std::string
                               "\"]: tokens that are empty or hold a space are not supported"));
       v.merges.push_back(a + " " + b);
     } else {
-      c.fail(detail::concat("model merges[", r, "]: expected \"a b\" or [\"a\", \"b\"]; got ", json::dump(m)));
+      c.fail(
+          detail::concat("model merges[", r, "]: expected \"a b\" or [\"a\", \"b\"]; got ", json::dump(m)));
     }
   }
 }
@@ -167,7 +178,8 @@ void read_added(const Ctx& c, const json::Value& j, ByteBpeVocab& v) {
     if (flag(c, a, "lstrip", false, where)) f |= kAddedLstrip;
     if (flag(c, a, "rstrip", false, where)) f |= kAddedRstrip;
     if (flag(c, a, "single_word", false, where)) f |= kAddedSingleWord;
-    list.push_back({static_cast<std::size_t>(id->as_int64()), content->as_string(), flag(c, a, "special", false, where), f});
+    list.push_back({static_cast<std::size_t>(id->as_int64()), content->as_string(),
+                    flag(c, a, "special", false, where), f});
   }
   std::size_t n = v.tokens.size();
   for (const Added& a : list) n = std::max(n, a.id + 1);
@@ -177,15 +189,16 @@ void read_added(const Ctx& c, const json::Value& j, ByteBpeVocab& v) {
   std::vector<bool> is_added(n, false);
   for (const Added& a : list) {
     if (!v.tokens[a.id].empty() && v.tokens[a.id] != a.content)
-      c.fail(detail::concat("added_tokens: \"", a.content, "\" has id ", a.id, ", which the vocabulary gives to \"",
-                            v.tokens[a.id], "\""));
+      c.fail(detail::concat("added_tokens: \"", a.content, "\" has id ", a.id,
+                            ", which the vocabulary gives to \"", v.tokens[a.id], "\""));
     v.tokens[a.id] = a.content;
     v.types[a.id] = a.special ? BpeTokenType::control : BpeTokenType::user_defined;
     v.added_flags[a.id] = a.flags;
     is_added[a.id] = true;
   }
   for (std::size_t i = 0; i < n; ++i)
-    if (v.tokens[i].empty()) c.fail(detail::concat("added_tokens: no token has id ", i, " (ids must be 0..", n - 1, ")"));
+    if (v.tokens[i].empty())
+      c.fail(detail::concat("added_tokens: no token has id ", i, " (ids must be 0..", n - 1, ")"));
 }
 
 // ---- normalizer and pre-tokenizer: byte-level or SentencePiece-style ----
@@ -201,16 +214,22 @@ void read_text_pipeline(const Ctx& c, const json::Value& j, ByteBpeVocab& v) {
       const json::Value* str = pat && pat->is_object() ? pat->find("String") : nullptr;
       if (str == nullptr || !str->is_string() || str->as_string() != " " ||
           text_of(c, *n, "content", "normalizer Replace") != kMeta)
-        c.fail("normalizer Replace: only the String \" \" → \"\xE2\x96\x81\" is supported (SentencePiece's spaces)");
+        c.fail(
+            "normalizer Replace: only the String \" \" → \"\xE2\x96\x81\" is supported (SentencePiece's "
+            "spaces)");
       replace = true;
     } else {
-      c.fail("normalizer " + type_of(n) +
-             " is not supported; supported: NFC, Prepend \"\xE2\x96\x81\", Replace \" \" → \"\xE2\x96\x81\", a "
-             "Sequence of these, null");
+      c.fail(
+          "normalizer " + type_of(n) +
+          " is not supported; supported: NFC, Prepend \"\xE2\x96\x81\", Replace \" \" → \"\xE2\x96\x81\", a "
+          "Sequence of these, null");
     }
   }
-  const std::vector<const json::Value*> pre = flatten(c, j.find("pre_tokenizer"), "pretokenizers", "pre_tokenizer");
-  const auto unsupported = [&](const std::string& what) { c.fail("pre_tokenizer " + what + " is not supported; " + kSupportedPre); };
+  const std::vector<const json::Value*> pre =
+      flatten(c, j.find("pre_tokenizer"), "pretokenizers", "pre_tokenizer");
+  const auto unsupported = [&](const std::string& what) {
+    c.fail("pre_tokenizer " + what + " is not supported; " + kSupportedPre);
+  };
   if (pre.empty()) {  // SentencePiece-style through the normalizers (Llama 2's legacy files)
     if (!replace) unsupported("null without the Replace \" \" → \"\xE2\x96\x81\" normalizer");
     v.byte_level = false;
@@ -224,7 +243,8 @@ void read_text_pipeline(const Ctx& c, const json::Value& j, ByteBpeVocab& v) {
     if (text_of(c, last, "replacement", "pre_tokenizer Metaspace") != kMeta)
       c.fail("pre_tokenizer Metaspace replacement: only \"\xE2\x96\x81\" (U+2581) is supported");
     std::string scheme = text_of(c, last, "prepend_scheme", "pre_tokenizer Metaspace");
-    if (scheme.empty()) scheme = flag(c, last, "add_prefix_space", true, "pre_tokenizer Metaspace") ? "always" : "never";
+    if (scheme.empty())
+      scheme = flag(c, last, "add_prefix_space", true, "pre_tokenizer Metaspace") ? "always" : "never";
     if (scheme == "always")
       v.space_prefix = SpacePrefix::metaspace_always;
     else if (scheme == "first")
@@ -232,12 +252,14 @@ void read_text_pipeline(const Ctx& c, const json::Value& j, ByteBpeVocab& v) {
     else if (scheme == "never")
       v.space_prefix = SpacePrefix::none;
     else
-      c.fail("pre_tokenizer Metaspace prepend_scheme \"" + scheme + "\" is not supported; expected always, first or never");
+      c.fail("pre_tokenizer Metaspace prepend_scheme \"" + scheme +
+             "\" is not supported; expected always, first or never");
     v.metaspace_split = flag(c, last, "split", true, "pre_tokenizer Metaspace");
     v.byte_level = false;
     return;
   }
-  if (!is_type(last, "ByteLevel")) unsupported(type_of(&last) + (pre.size() > 1 ? " (last in a Sequence)" : ""));
+  if (!is_type(last, "ByteLevel"))
+    unsupported(type_of(&last) + (pre.size() > 1 ? " (last in a Sequence)" : ""));
   if (flag(c, last, "add_prefix_space", false, "pre_tokenizer ByteLevel"))
     c.fail("pre_tokenizer ByteLevel add_prefix_space true is not supported; expected false");
   const bool use_regex = flag(c, last, "use_regex", true, "pre_tokenizer ByteLevel");
@@ -259,7 +281,8 @@ void read_text_pipeline(const Ctx& c, const json::Value& j, ByteBpeVocab& v) {
   const json::Value* pat = first.find("pattern");
   const json::Value* re = pat && pat->is_object() ? pat->find("Regex") : nullptr;
   if (re == nullptr || !re->is_string()) c.fail("pre_tokenizer Split: expected a {\"Regex\": ...} pattern");
-  if (text_of(c, first, "behavior", "pre_tokenizer Split") != "Isolated" || flag(c, first, "invert", false, "pre_tokenizer Split"))
+  if (text_of(c, first, "behavior", "pre_tokenizer Split") != "Isolated" ||
+      flag(c, first, "invert", false, "pre_tokenizer Split"))
     c.fail("pre_tokenizer Split: only behavior Isolated with invert false is supported");
   const std::string& p = re->as_string();
   if (p == kGpt2Pattern)
@@ -279,7 +302,8 @@ void read_post_and_decoder(const Ctx& c, const json::Value& j, ByteBpeVocab& v,
   for (const json::Value* p : flatten(c, j.find("post_processor"), "processors", "post_processor")) {
     if (is_type(*p, "ByteLevel")) continue;
     if (!is_type(*p, "TemplateProcessing"))
-      c.fail("post_processor " + type_of(p) + " is not supported; supported: ByteLevel, TemplateProcessing, a Sequence of these, null");
+      c.fail("post_processor " + type_of(p) +
+             " is not supported; supported: ByteLevel, TemplateProcessing, a Sequence of these, null");
     const json::Value* single = p->find("single");
     const char* want = "post_processor TemplateProcessing single: only \"$A\" and \"<bos> $A\" are supported";
     if (single == nullptr || !single->is_array() || single->size() == 0 || single->size() > 2) c.fail(want);
@@ -300,7 +324,8 @@ void read_post_and_decoder(const Ctx& c, const json::Value& j, ByteBpeVocab& v,
       else if (const auto it = ids.find(name->as_string()); it != ids.end())
         id = it->second;
       if (id < 0 || id >= static_cast<int64_t>(v.tokens.size()))
-        c.fail("post_processor TemplateProcessing: special token \"" + name->as_string() + "\" has no id in the vocabulary");
+        c.fail("post_processor TemplateProcessing: special token \"" + name->as_string() +
+               "\" has no id in the vocabulary");
       v.bos_id = id;
       v.add_bos = true;
     }
@@ -318,7 +343,8 @@ void read_post_and_decoder(const Ctx& c, const json::Value& j, ByteBpeVocab& v,
       v.strip_decoded_space = text_of(c, *d, "prepend_scheme", "decoder Metaspace") != "never";
       continue;
     }
-    c.fail("decoder " + type_of(d) + " is not supported; supported: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip");
+    c.fail("decoder " + type_of(d) +
+           " is not supported; supported: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip");
   }
 }
 
@@ -365,7 +391,8 @@ ByteBpeTokenizer ByteBpeTokenizer::from_tokenizer_json(const std::string& path) 
   read_added(c, j, v);
   if (v.types.empty()) v.types.assign(v.tokens.size(), BpeTokenType::normal);
   read_text_pipeline(c, j, v);
-  if (v.byte_level && v.byte_fallback) c.fail("model byte_fallback true with a ByteLevel pre_tokenizer is not supported");
+  if (v.byte_level && v.byte_fallback)
+    c.fail("model byte_fallback true with a ByteLevel pre_tokenizer is not supported");
   std::unordered_map<std::string, int32_t> ids;
   for (std::size_t i = 0; i < v.tokens.size(); ++i) ids.emplace(v.tokens[i], static_cast<int32_t>(i));
   if (!unk_token.empty()) {

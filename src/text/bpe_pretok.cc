@@ -69,7 +69,8 @@ void split_gpt2(const std::u32string& cps, std::size_t begin, std::size_t end, R
   }
 }
 
-void split_llama3(const std::u32string& cps, std::size_t begin, std::size_t end, int max_digits, Ranges& out) {
+void split_llama3(const std::u32string& cps, std::size_t begin, std::size_t end, int max_digits,
+                  Ranges& out) {
   std::size_t pos = begin;
   while (pos < end) {
     const char32_t c = cps[pos];

@@ -88,21 +88,24 @@ std::unique_ptr<DecoderTokenizer> load_tokenizer(const std::string& path) {
   const json::Value* type = model && model->is_object() ? model->find("type") : nullptr;
   const std::string t = type && type->is_string() ? type->as_string() : "";
   if (t != "BPE")
-    throw Error(detail::concat("tokenizer.json: ", path, ": ",
-                               t.empty() ? std::string("no model.type") : "model type \"" + t + "\" is not supported",
-                               " for a decoder; supported: \"BPE\" (byte-level or with byte "
-                               "fallback). WordPiece and Unigram files are read by the encoders (BERT, XLM-R)"));
+    throw Error(
+        detail::concat("tokenizer.json: ", path, ": ",
+                       t.empty() ? std::string("no model.type") : "model type \"" + t + "\" is not supported",
+                       " for a decoder; supported: \"BPE\" (byte-level or with byte "
+                       "fallback). WordPiece and Unigram files are read by the encoders (BERT, XLM-R)"));
   return std::make_unique<ByteBpeDecoderTokenizer>(ByteBpeTokenizer::from_tokenizer_json(path));
 }
 
 std::unique_ptr<DecoderTokenizer> load_tokenizer(const io::GgufFile& f) {
   if (!f.has("tokenizer.ggml.model"))
-    throw Error(detail::concat("tokenizer: ", f.path(), ": no tokenizer.ggml.model (the file carries no tokenizer)"));
+    throw Error(
+        detail::concat("tokenizer: ", f.path(), ": no tokenizer.ggml.model (the file carries no tokenizer)"));
   const std::string model = f.get_string("tokenizer.ggml.model");
   if (model == "gpt2") return std::make_unique<ByteBpeDecoderTokenizer>(ByteBpeTokenizer::from_gguf(f));
   if (model == "llama") return std::make_unique<SpmDecoderTokenizer>(SpmTokenizer::from_gguf(f));
-  throw Error(detail::concat("tokenizer: ", f.path(), ": tokenizer.ggml.model \"", model,
-                             "\" is not supported; supported: \"gpt2\" (byte-level BPE), \"llama\" (SentencePiece)"));
+  throw Error(
+      detail::concat("tokenizer: ", f.path(), ": tokenizer.ggml.model \"", model,
+                     "\" is not supported; supported: \"gpt2\" (byte-level BPE), \"llama\" (SentencePiece)"));
 }
 
 }  // namespace attn::text

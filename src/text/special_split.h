@@ -106,7 +106,8 @@ std::vector<SpecialFrag> split_added(std::string_view text, const std::vector<in
   };
   std::vector<std::vector<int32_t>> by_first(256);
   for (const int32_t sid : specials)
-    if (everywhere(sid) || !allowed.empty()) by_first[static_cast<unsigned char>(text_of(sid)[0])].push_back(sid);
+    if (everywhere(sid) || !allowed.empty())
+      by_first[static_cast<unsigned char>(text_of(sid)[0])].push_back(sid);
   std::vector<SpecialFrag> frags;
   std::size_t done = 0;  // text before this is in frags
   for (std::size_t i = 0; i < text.size();) {
@@ -117,7 +118,8 @@ std::vector<SpecialFrag> split_added(std::string_view text, const std::vector<in
       if (st.size() <= best_len || text.compare(i, st.size(), st) != 0) continue;
       if (!everywhere(sid) && !inside(i, i + st.size())) continue;
       const int f = flags(sid);
-      if ((f & 4) && ((i > 0 && word_before(text, i)) || (i + st.size() < text.size() && word_after(text, i + st.size()))))
+      if ((f & 4) && ((i > 0 && word_before(text, i)) ||
+                      (i + st.size() < text.size() && word_after(text, i + st.size()))))
         continue;
       best = sid;
       best_len = st.size();

@@ -107,7 +107,7 @@ std::u32string nfc(std::u32string_view s) {
   std::u32string out;
   out.reserve(d.size());
   std::size_t starter = std::u32string::npos;  // index in `out` of the last starter
-  int last_class = -1;                          // class of the last character kept after the starter
+  int last_class = -1;                         // class of the last character kept after the starter
   for (const char32_t c : d) {
     const int cls = combining_class(c);
     // Not blocked: c directly follows the starter, or c is a mark and every mark kept since the

@@ -64,10 +64,10 @@ const char* pre_tokenizer_name(PreTokenizer p);
 
 // Where a SentencePiece-style BPE (byte_level false) puts the ▁ that stands for a leading space.
 enum class SpacePrefix {
-  none,             // nowhere
-  every_piece,      // Prepend("▁") normalizer: before every piece of text between added tokens
-  metaspace_always, // Metaspace prepend_scheme "always": the same unless the piece starts with ▁
-  metaspace_first,  // Metaspace prepend_scheme "first": only the piece at the start of the text
+  none,              // nowhere
+  every_piece,       // Prepend("▁") normalizer: before every piece of text between added tokens
+  metaspace_always,  // Metaspace prepend_scheme "always": the same unless the piece starts with ▁
+  metaspace_first,   // Metaspace prepend_scheme "first": only the piece at the start of the text
 };
 
 // Flags of a tokenizer.json added token (ByteBpeVocab::added_flags).
@@ -92,18 +92,19 @@ struct ByteBpeVocab {
   bool add_bos = false;
 
   // Hugging Face tokenizer.json semantics (set by from_tokenizer_json; the defaults are the GGUF path's).
-  bool byte_level = true;     // false: SentencePiece-style: ' ' → ▁, characters as symbols, byte fallback
+  bool byte_level = true;  // false: SentencePiece-style: ' ' → ▁, characters as symbols, byte fallback
   SpacePrefix space_prefix = SpacePrefix::none;  // byte_level false
-  bool metaspace_split = false;    // byte_level false: each ▁ starts a new word (Metaspace split)
-  bool byte_fallback = false;      // byte_level false: a character not in the vocabulary → <0xXX> tokens
-  bool fuse_unk = false;           // consecutive unknown characters → one unk_id
+  bool metaspace_split = false;      // byte_level false: each ▁ starts a new word (Metaspace split)
+  bool byte_fallback = false;        // byte_level false: a character not in the vocabulary → <0xXX> tokens
+  bool fuse_unk = false;             // consecutive unknown characters → one unk_id
   bool strip_decoded_space = false;  // decode drops the first leading space (Strip / Metaspace decoder)
-  bool decode_bytes = true;        // byte_level false: <0xXX> tokens decode to their byte (ByteFallback
-                                   // decoder); false: to their text, as a decoder without it does
-  bool nfc = false;                // NFC normalizer (Qwen2)
-  bool ignore_merges = false;      // a word that is a token is that one token (Llama 3)
-  bool hf_added_tokens = false;    // step 1 with Hugging Face's matching and added_flags
-  std::vector<uint8_t> added_flags;  // per token (empty: none): kAddedLstrip | kAddedRstrip | kAddedSingleWord
+  bool decode_bytes = true;          // byte_level false: <0xXX> tokens decode to their byte (ByteFallback
+                                     // decoder); false: to their text, as a decoder without it does
+  bool nfc = false;                  // NFC normalizer (Qwen2)
+  bool ignore_merges = false;        // a word that is a token is that one token (Llama 3)
+  bool hf_added_tokens = false;      // step 1 with Hugging Face's matching and added_flags
+  std::vector<uint8_t>
+      added_flags;  // per token (empty: none): kAddedLstrip | kAddedRstrip | kAddedSingleWord
 };
 
 class ByteBpeTokenizer {
