@@ -465,10 +465,9 @@ std::string ByteBpeTokenizer::decode(const std::vector<int32_t>& ids, bool rende
         out.push_back(static_cast<char>(std::stoi(t.substr(3, 2), nullptr, 16)));
         continue;
       }
-      const bool strip = vocab_.strip_decoded_space && out.empty();
       for (std::size_t i = 0; i < t.size();) {
         if (t.compare(i, kMeta.size(), kMeta) == 0) {
-          if (!(strip && i == 0)) out += ' ';
+          out += ' ';
           i += kMeta.size();
         } else {
           out += t[i++];
@@ -485,6 +484,9 @@ std::string ByteBpeTokenizer::decode(const std::vector<int32_t>& ids, bool rende
       }
     }
   }
+  // The Strip / Metaspace decoder: the space the prefix added goes (the first character of the
+  // whole text, so a longer id list never changes what a shorter one decoded to).
+  if (!vocab_.byte_level && vocab_.strip_decoded_space && !out.empty() && out[0] == ' ') out.erase(0, 1);
   return out;
 }
 
