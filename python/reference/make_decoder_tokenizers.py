@@ -23,6 +23,8 @@ Families (pre-tokenizer / normalizer as in the real files):
   llama2  Prepend(▁) + Replace(" ", ▁) normalizers, byte fallback, <s> prefix (Llama 2, Mistral v0.1)
   mistral Metaspace(prepend_scheme first, split false), byte fallback, <s> prefix (newer Mistral files)
   phi3    as llama2 plus Phi-3's added tokens (<|assistant|> ... with rstrip)
+  gemma   Replace(" ", ▁) normalizer, Split(" ", MergedWithPrevious) (a no-op after it), no prefix,
+          byte fallback, <bos> prefix, no Strip decoder (Gemma 2 / 3, as transformers' GemmaConverter)
 
 Needs: pip install tokenizers gguf numpy.   Run: python3 python/reference/make_decoder_tokenizers.py
 """
@@ -112,6 +114,7 @@ SPECIAL_TEXTS = {
     "mistral": ["<s>hello</s>", "hi <s> there", "[INST] hi [/INST]"],
     "phi3": ["<|user|>\nhi<|end|>\n<|assistant|>\nhello<|end|>", "<|system|>  spaced  <|end|>  x",
              "x <|endoftext|> y"],
+    "gemma": ["<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n", "a <eos> b"],
 }
 
 
@@ -179,6 +182,11 @@ def byte_level(family):
     return tok
 
 
+SPM_SPECIALS = {"llama2": ["<unk>", "<s>", "</s>"], "mistral": ["<unk>", "<s>", "</s>"],
+                "phi3": ["<unk>", "<s>", "</s>"],
+                "gemma": ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]}
+
+
 def spm_bpe(family):
     """SentencePiece-style BPE: trained over ▁-words, then laid out as Llama 2's tokenizer.json has it:
     <unk> <s> </s>, the 256 byte tokens, the learned pieces; merges completed as transformers'
@@ -189,12 +197,13 @@ def spm_bpe(family):
     trainer = trainers.BpeTrainer(vocab_size=900, min_frequency=2, show_progress=False)
     t.train_from_iterator(corpus_lines(), trainer)
     learned = sorted(t.get_vocab().items(), key=lambda kv: kv[1])
-    pieces = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    fixed = SPM_SPECIALS[family]
+    pieces = fixed + ["<0x%02X>" % b for b in range(256)]
     pieces += [p for p, _ in learned if p not in pieces]
     vocab = {p: i for i, p in enumerate(pieces)}
     merges = []
     for piece, pid in vocab.items():
-        if pid < 259:
+        if pid < len(fixed) + 256:
             continue
         local = [(piece[:k], piece[k:]) for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
         local.sort(key=lambda m: (vocab[m[0]], vocab[m[1]]))
@@ -202,20 +211,25 @@ def spm_bpe(family):
     merges.sort(key=lambda m: m[2])
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[(a, b) for a, b, _ in merges], unk_token="<unk>",
                                byte_fallback=True, fuse_unk=True))
-    if family == "mistral":
+    if family == "gemma":  # transformers' GemmaConverter: spaces replaced, no prefix, no Strip
+        tok.normalizer = normalizers.Replace(" ", "▁")
+        tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous", invert=False)
+        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    elif family == "mistral":
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
         tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first", split=False)
     else:
         tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
         tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
                                          decoders.Strip(" ", 1, 0)])
-    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in ["<unk>", "<s>", "</s>"]])
+    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in fixed])
     if family == "phi3":
         tok.add_special_tokens([AddedToken("<|endoftext|>", special=True, normalized=False)])
         tok.add_special_tokens([AddedToken(s, special=True, normalized=False, rstrip=True) for s in
                                 ["<|assistant|>", "<|end|>", "<|system|>", "<|user|>"]])
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
-                                                       special_tokens=[("<s>", 1)])
+    bos = "<bos>" if family == "gemma" else "<s>"
+    tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                                       special_tokens=[(bos, vocab[bos])])
     return tok
 
 
@@ -227,6 +241,7 @@ CONFIG = {
     "llama2": {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"},
     "mistral": {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"},
     "phi3": {"bos_token": "<s>", "eos_token": "<|endoftext|>", "unk_token": "<unk>"},
+    "gemma": {"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>", "pad_token": "<pad>"},
 }
 
 
@@ -240,20 +255,21 @@ def write_gguf(path, family, tok, j):
     for i, p in enumerate(tokens):
         if i in added:
             types.append(3 if added[i]["special"] else 4)
-        elif p.startswith("<0x") and len(p) == 6 and family in ("llama2", "mistral", "phi3"):
+        elif p.startswith("<0x") and len(p) == 6 and family in SPM_SPECIALS:
             types.append(6)
         else:
             types.append(1)
     w.add_array("tokenizer.ggml.tokens", tokens)
     w.add_array("tokenizer.ggml.token_type", types)
-    if family in ("llama2", "mistral", "phi3"):
+    if family in SPM_SPECIALS:
+        fixed = len(SPM_SPECIALS[family]) + 256
         w.add_string("tokenizer.ggml.model", "llama")
-        w.add_array("tokenizer.ggml.scores", [0.0 if i < 259 else -float(i) for i in range(n)])
-        w.add_uint32("tokenizer.ggml.bos_token_id", 1)
+        w.add_array("tokenizer.ggml.scores", [0.0 if i < fixed else -float(i) for i in range(n)])
+        w.add_uint32("tokenizer.ggml.bos_token_id", tok.token_to_id(CONFIG[family]["bos_token"]))
         w.add_uint32("tokenizer.ggml.eos_token_id", tok.token_to_id(CONFIG[family]["eos_token"]))
-        w.add_uint32("tokenizer.ggml.unknown_token_id", 0)
+        w.add_uint32("tokenizer.ggml.unknown_token_id", tok.token_to_id(CONFIG[family]["unk_token"]))
         w.add_bool("tokenizer.ggml.add_bos_token", True)
-        w.add_bool("tokenizer.ggml.add_space_prefix", True)
+        w.add_bool("tokenizer.ggml.add_space_prefix", family != "gemma")
     else:
         w.add_string("tokenizer.ggml.model", "gpt2")
         w.add_string("tokenizer.ggml.pre", {"gpt2": "gpt2", "smollm": "smollm", "llama3": "llama-bpe",
@@ -281,7 +297,7 @@ def main():
         split = pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False)
         fixtures["pre_tokenizers"][name] = [[w for w, _ in split.pre_tokenize_str(t)]
                                             for t in TEXTS + rand]
-    for family in ["gpt2", "smollm", "llama3", "qwen2", "llama2", "mistral", "phi3"]:
+    for family in ["gpt2", "smollm", "llama3", "qwen2", "llama2", "mistral", "phi3", "gemma"]:
         tok = byte_level(family) if family in ("gpt2", "smollm", "llama3", "qwen2") else spm_bpe(family)
         j = json.loads(tok.to_str())
         if family == "gpt2":

@@ -225,8 +225,14 @@ void read_text_pipeline(const Ctx& c, const json::Value& j, ByteBpeVocab& v) {
           "Sequence of these, null");
     }
   }
-  const std::vector<const json::Value*> pre =
-      flatten(c, j.find("pre_tokenizer"), "pretokenizers", "pre_tokenizer");
+  std::vector<const json::Value*> pre = flatten(c, j.find("pre_tokenizer"), "pretokenizers", "pre_tokenizer");
+  // Gemma: Split on the String " " after the Replace normalizer has turned every space into ▁ finds
+  // nothing to split, so it is no step at all.
+  if (replace && pre.size() == 1 && is_type(*pre[0], "Split")) {
+    const json::Value* pat = pre[0]->find("pattern");
+    const json::Value* str = pat && pat->is_object() ? pat->find("String") : nullptr;
+    if (str != nullptr && str->is_string() && str->as_string() == " ") pre.clear();
+  }
   const auto unsupported = [&](const std::string& what) {
     c.fail("pre_tokenizer " + what + " is not supported; " + kSupportedPre);
   };

@@ -3,7 +3,7 @@
 // tokenization of the same file; and every merge-list BPE of a Hugging Face
 // tokenizer.json (from_tokenizer_json, matching the `tokenizers` library):
 // byte-level (GPT-2, SmolLM, Llama 3, Qwen2) and SentencePiece-style with byte
-// fallback (Llama 2, Mistral, Phi-3: byte_level false). docs/tokenizers.md.
+// fallback (Llama 2, Mistral, Phi-3, Gemma: byte_level false). docs/tokenizers.md.
 //
 // encode(text):
 //   1. Special tokens (token type CONTROL, USER_DEFINED or UNKNOWN) written
