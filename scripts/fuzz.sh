@@ -35,6 +35,7 @@ seeds_for() {
     gguf_tokenizer) echo tests/io/data/gguf_tokenizer_tiny.gguf tests/io/data/bad/*tokenizer*.gguf ;;
     view_export) echo fuzz/seeds/view_export/* tests/io/data/bad/*.export.json ;;
     e5_container) echo tests/io/data/e5_tiny.bin tests/io/data/bad/e5_*.bin ;;
+    bpe_json) echo fuzz/seeds/bpe_json/* tests/text/data/bad/tokjson_*.json tests/text/data/decoder_tok/*/tokenizer.json ;;
     chat_template) echo tests/text/data/chat_templates/*.jinja ;;
     *) echo fuzz/seeds/"$1"/* ;;
   esac

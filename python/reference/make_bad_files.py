@@ -535,7 +535,49 @@ def write_text():
         put(TEXT_BAD, f"utf8_{name}.text", data)
 
 
+def write_tokenizer_json():
+    """tokjson_*.json: tokenizer.json files text::load_tokenizer must refuse, each naming the field."""
+    good = {
+        "version": "1.0", "added_tokens": [
+            {"id": 0, "content": "<s>", "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": True}],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]}}},
+        "decoder": {"type": "ByteLevel"},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "vocab": {"<s>": 0, "a": 1, "b": 2, "ab": 3},
+                  "merges": [["a", "b"]]}}
+
+    def variant(edit):
+        j = json.loads(json.dumps(good))
+        edit(j)
+        return json.dumps(j, ensure_ascii=False)
+
+    t = {}
+    t["wordlevel"] = variant(lambda j: j["model"].update(type="WordLevel"))
+    t["no_model"] = variant(lambda j: j.pop("model"))
+    t["split_unknown_pattern"] = variant(lambda j: j.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\w+|\\s+"}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}))
+    t["pre_whitespace"] = variant(lambda j: j.update(pre_tokenizer={"type": "Whitespace"}))
+    t["normalizer_nfkc"] = variant(lambda j: j.update(normalizer={"type": "NFKC"}))
+    t["merge_numbers"] = variant(lambda j: j["model"].update(merges=[[1, 2]]))
+    t["vocab_gap"] = variant(lambda j: j["model"].update(vocab={"<s>": 0, "a": 1, "b": 3}, merges=[]))
+    t["added_conflict"] = variant(lambda j: j["added_tokens"][0].update(content="<pad>"))
+    t["dropout"] = variant(lambda j: j["model"].update(dropout=0.1))
+    t["template_eos"] = variant(lambda j: j["post_processor"].update(
+        single=[{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "<s>", "type_id": 0}}]))
+    t["roberta_processing"] = variant(lambda j: j.update(post_processor={"type": "RobertaProcessing"}))
+    t["decoder_wordpiece"] = variant(lambda j: j.update(decoder={"type": "WordPiece"}))
+    t["truncated"] = variant(lambda j: None)[:120]
+    for name, data in t.items():
+        put(TEXT_BAD, f"tokjson_{name}.json", data)
+
+
 def main():
+    write_tokenizer_json()
     write_safetensors()
     write_gguf()
     write_exports()

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <queue>
 
+#include "text/bpe_pretok.h"
 #include "text/special_split.h"
 #include "text/unicode_ucd.h"
 
@@ -41,72 +43,31 @@ char32_t byte_to_unicode(uint8_t b) { return byte_table().to_cp[b]; }
 
 int unicode_to_byte(char32_t c) { return c < 512 ? byte_table().to_byte[c] : -1; }
 
-// ---- pre-tokenization -----------------------------------------------------------------
+// ---- pre-tokenization ----------------------------------------------------------------
 
-namespace {
-
-bool is_ws(char32_t c) { return ucd::is_white_space(c); }
-bool is_l(char32_t c) { return ucd::is_letter(c); }
-bool is_n(char32_t c) { return ucd::is_number(c); }
-
-// GPT-2's pattern over cps[begin, end), as half-open code point ranges:
-//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// The alternatives are tried in order at each position, as a backtracking
-// regex engine would; lookahead sees only the piece (its end counts as "not \S").
-void split_gpt2(const std::u32string& cps, std::size_t begin, std::size_t end,
-                std::vector<std::pair<std::size_t, std::size_t>>& out) {
-  std::size_t pos = begin;
-  while (pos < end) {
-    const char32_t c = cps[pos];
-    // Contractions.
-    if (c == '\'' && pos + 1 < end) {
-      const char32_t n1 = cps[pos + 1];
-      if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd') {
-        out.emplace_back(pos, pos + 2);
-        pos += 2;
-        continue;
-      }
-      if (pos + 2 < end) {
-        const char32_t n2 = cps[pos + 2];
-        if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') || (n1 == 'l' && n2 == 'l')) {
-          out.emplace_back(pos, pos + 3);
-          pos += 3;
-          continue;
-        }
-      }
-    }
-    // ' ?' then a run of one class.
-    const std::size_t p = (c == ' ' && pos + 1 < end) ? pos + 1 : pos;
-    const char32_t d = cps[p];
-    auto run = [&](auto pred) {
-      std::size_t q = p;
-      while (q < end && pred(cps[q])) ++q;
-      out.emplace_back(pos, q);
-      pos = q;
-    };
-    if (is_l(d)) {
-      run(is_l);
-      continue;
-    }
-    if (is_n(d)) {
-      run(is_n);
-      continue;
-    }
-    if (!is_ws(d)) {
-      run([](char32_t x) { return !is_ws(x) && !is_l(x) && !is_n(x); });
-      continue;
-    }
-    // Whitespace: \s+(?!\S) leaves the last space of a run that is followed
-    // by a non-space to the next token; a single such space is matched by \s+.
-    std::size_t q = pos;
-    while (q < end && is_ws(cps[q])) ++q;
-    if (q < end && q - pos > 1) --q;
-    out.emplace_back(pos, q);
-    pos = q;
-  }
+PreTokenizer pre_tokenizer_from_gguf_name(const std::string& name) {
+  if (name == "gpt2") return PreTokenizer::gpt2;
+  if (name == "smollm") return PreTokenizer::smollm;
+  if (name == "llama-bpe" || name == "llama3" || name == "llama-v3") return PreTokenizer::llama3;
+  if (name == "qwen2" || name == "deepseek-r1-qwen") return PreTokenizer::qwen2;
+  throw Error(detail::concat("unsupported tokenizer.ggml.pre \"", name,
+                             "\"; supported: \"gpt2\", \"smollm\", \"llama-bpe\" (also \"llama3\", "
+                             "\"llama-v3\"), \"qwen2\" (also \"deepseek-r1-qwen\")"));
 }
 
-}  // namespace
+const char* pre_tokenizer_name(PreTokenizer p) {
+  switch (p) {
+    case PreTokenizer::gpt2:
+      return "gpt2";
+    case PreTokenizer::smollm:
+      return "smollm";
+    case PreTokenizer::llama3:
+      return "llama-bpe";
+    case PreTokenizer::qwen2:
+      return "qwen2";
+  }
+  return "?";
+}
 
 // ---- construction -----------------------------------------------------------------------
 
@@ -135,6 +96,15 @@ ByteBpeTokenizer ByteBpeTokenizer::from_vocab(ByteBpeVocab vocab) {
                "bpe: merge ", r, " \"", m, "\" must be two symbols separated by one space");
     t.ranks_.emplace(m, static_cast<int32_t>(r));  // the first (lowest) rank wins
   }
+  ATTN_CHECK(t.vocab_.added_flags.empty() || t.vocab_.added_flags.size() == n,
+             "bpe: ", t.vocab_.added_flags.size(), " added-token flags for ", n,
+             " tokens; expected one per token");
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    const auto it = t.ids_.find(buf);
+    t.byte_ids_[b] = it == t.ids_.end() ? -1 : it->second;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const BpeTokenType ty = t.vocab_.types[i];
     if (ty == BpeTokenType::control || ty == BpeTokenType::user_defined || ty == BpeTokenType::unknown)
@@ -152,13 +122,10 @@ ByteBpeTokenizer ByteBpeTokenizer::from_gguf(const io::GgufFile& f) {
              "\"; expected \"gpt2\" (byte-level BPE)");
   ByteBpeVocab v;
   const std::string pre = f.has("tokenizer.ggml.pre") ? f.get_string("tokenizer.ggml.pre") : "gpt2";
-  if (pre == "smollm") {
-    v.pre = PreTokenizer::smollm;
-  } else if (pre == "gpt2") {
-    v.pre = PreTokenizer::gpt2;
-  } else {
-    throw Error(detail::concat("bpe: ", f.path(), ": unsupported tokenizer.ggml.pre \"", pre,
-                               "\"; supported: \"gpt2\", \"smollm\""));
+  try {
+    v.pre = pre_tokenizer_from_gguf_name(pre);
+  } catch (const Error& e) {
+    throw Error(detail::concat("bpe: ", f.path(), ": ", e.what()));
   }
   v.tokens = f.get_string_array("tokenizer.ggml.tokens");
   if (f.has("tokenizer.ggml.token_type")) {
@@ -205,22 +172,57 @@ const std::string& ByteBpeTokenizer::id_to_token(int32_t id) const {
 
 // ---- encoding ---------------------------------------------------------------------------
 
+namespace {
+
+std::size_t utf8_len(unsigned char c) { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
+
+// The code point starting at byte i of valid UTF-8 `s`.
+char32_t cp_at(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const std::size_t n = utf8_len(c);
+  char32_t v = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+  for (std::size_t k = 1; k < n && i + k < s.size(); ++k)
+    v = (v << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return v;
+}
+
+// The start of the code point that ends at byte i (i > 0) of valid UTF-8 `s`.
+std::size_t cp_before(std::string_view s, std::size_t i) {
+  std::size_t b = i - 1;
+  while (b > 0 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+  return b;
+}
+
+constexpr std::string_view kMeta = "\xE2\x96\x81";  // ▁
+
+}  // namespace
+
 std::vector<std::string> ByteBpeTokenizer::pre_tokenize(std::string_view text) const {
   std::vector<std::size_t> offsets;
   const std::u32string cps = ucd::decode_utf8(text, "bpe: input text", &offsets);
   offsets.push_back(text.size());
-  std::vector<std::pair<std::size_t, std::size_t>> words;
-  if (vocab_.pre == PreTokenizer::smollm) {
-    std::size_t start = 0;
-    for (std::size_t i = 0; i < cps.size(); ++i) {
-      if (!is_n(cps[i])) continue;
-      split_gpt2(cps, start, i, words);
-      words.emplace_back(i, i + 1);
-      start = i + 1;
+  pretok::Ranges words;
+  switch (vocab_.pre) {
+    case PreTokenizer::smollm: {
+      std::size_t start = 0;
+      for (std::size_t i = 0; i < cps.size(); ++i) {
+        if (!ucd::is_number(cps[i])) continue;
+        pretok::split_gpt2(cps, start, i, words);
+        words.emplace_back(i, i + 1);
+        start = i + 1;
+      }
+      pretok::split_gpt2(cps, start, cps.size(), words);
+      break;
     }
-    split_gpt2(cps, start, cps.size(), words);
-  } else {
-    split_gpt2(cps, 0, cps.size(), words);
+    case PreTokenizer::gpt2:
+      pretok::split_gpt2(cps, 0, cps.size(), words);
+      break;
+    case PreTokenizer::llama3:
+      pretok::split_llama3(cps, 0, cps.size(), 3, words);
+      break;
+    case PreTokenizer::qwen2:
+      pretok::split_llama3(cps, 0, cps.size(), 1, words);
+      break;
   }
   std::vector<std::string> out;
   out.reserve(words.size());
@@ -228,21 +230,17 @@ std::vector<std::string> ByteBpeTokenizer::pre_tokenize(std::string_view text) c
   return out;
 }
 
-void ByteBpeTokenizer::bpe_word(std::string_view word, std::vector<int32_t>& out) const {
-  // Symbols: the byte-mapped code points of the word, as UTF-8 ranges of `s`.
-  std::string s;
-  for (unsigned char b : word) ucd::append_utf8(byte_to_unicode(b), s);
+// Merges the symbols of `s` (cut at `cuts`: the symbol starts, then s.size()) pairwise: repeatedly
+// the adjacent pair with the lowest merge rank, leftmost first; `cuts` ends as the merged symbols'.
+void ByteBpeTokenizer::merge_symbols(std::string& s, std::vector<std::size_t>& cuts) const {
   struct Sym {
     std::size_t begin, len;
     int prev, next;
   };
   std::vector<Sym> sym;
-  for (std::size_t i = 0; i < s.size();) {
-    std::size_t len = 1;
-    while (i + len < s.size() && (static_cast<unsigned char>(s[i + len]) & 0xC0) == 0x80) ++len;
-    sym.push_back({i, len, static_cast<int>(sym.size()) - 1, static_cast<int>(sym.size()) + 1});
-    i += len;
-  }
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
+    sym.push_back({cuts[i], cuts[i + 1] - cuts[i], static_cast<int>(i) - 1, static_cast<int>(i) + 1});
+  if (sym.empty()) return;
   sym.back().next = -1;
   struct Bigram {
     int32_t rank;
@@ -277,8 +275,29 @@ void ByteBpeTokenizer::bpe_word(std::string_view word, std::vector<int32_t>& out
     push(l.prev, b.left);
     push(b.left, l.next);
   }
-  for (int i = 0; i >= 0; i = sym[i].next) {
-    const std::string piece = s.substr(sym[i].begin, sym[i].len);
+  cuts.clear();
+  for (int i = 0; i >= 0; i = sym[i].next) cuts.push_back(sym[i].begin);
+  cuts.push_back(s.size());
+}
+
+void ByteBpeTokenizer::bpe_word(std::string_view word, std::vector<int32_t>& out) const {
+  // Symbols: the byte-mapped code points of the word.
+  std::string s;
+  std::vector<std::size_t> cuts;
+  for (unsigned char b : word) {
+    cuts.push_back(s.size());
+    ucd::append_utf8(byte_to_unicode(b), s);
+  }
+  cuts.push_back(s.size());
+  if (vocab_.ignore_merges) {
+    if (const auto it = ids_.find(s); it != ids_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  merge_symbols(s, cuts);
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const std::string piece = s.substr(cuts[i], cuts[i + 1] - cuts[i]);
     const auto it = ids_.find(piece);
     if (it != ids_.end()) {
       out.push_back(it->second);
@@ -286,13 +305,91 @@ void ByteBpeTokenizer::bpe_word(std::string_view word, std::vector<int32_t>& out
     }
     // No token for the merged symbol: fall back to its single code points (bytes).
     for (std::size_t k = 0; k < piece.size();) {
-      std::size_t len = 1;
-      while (k + len < piece.size() && (static_cast<unsigned char>(piece[k + len]) & 0xC0) == 0x80) ++len;
+      const std::size_t len = utf8_len(static_cast<unsigned char>(piece[k]));
       const auto one = ids_.find(piece.substr(k, len));
       ATTN_CHECK(one != ids_.end() || vocab_.unk_id >= 0, "bpe: no token for the byte symbol \"",
                  piece.substr(k, len), "\" and no unknown token");
       out.push_back(one != ids_.end() ? one->second : vocab_.unk_id);
       k += len;
+    }
+  }
+}
+
+// One SentencePiece-style word (spaces already ▁): characters as symbols; a character that is no
+// token becomes its <0xXX> byte tokens (byte_fallback, when all exist), else an unknown symbol
+// (fused with the unknown symbol before it with fuse_unk); then the merges.
+void ByteBpeTokenizer::spm_word(std::string_view word, std::vector<int32_t>& out) const {
+  std::string s;
+  std::vector<std::size_t> cuts;
+  bool last_unknown = false;
+  for (std::size_t i = 0; i < word.size();) {
+    const std::size_t n = std::min(utf8_len(static_cast<unsigned char>(word[i])), word.size() - i);
+    const std::string_view ch = word.substr(i, n);
+    i += n;
+    if (ids_.count(std::string(ch)) != 0) {
+      cuts.push_back(s.size());
+      s.append(ch);
+      last_unknown = false;
+      continue;
+    }
+    bool bytes = vocab_.byte_fallback;
+    for (std::size_t k = 0; bytes && k < ch.size(); ++k)
+      bytes = byte_ids_[static_cast<unsigned char>(ch[k])] >= 0;
+    if (bytes) {
+      for (const char c : ch) {
+        cuts.push_back(s.size());
+        s += vocab_.tokens[static_cast<std::size_t>(byte_ids_[static_cast<unsigned char>(c)])];
+      }
+      last_unknown = false;
+      continue;
+    }
+    if (!(vocab_.fuse_unk && last_unknown)) cuts.push_back(s.size());
+    s.append(ch);
+    last_unknown = true;
+  }
+  cuts.push_back(s.size());
+  merge_symbols(s, cuts);
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const auto it = ids_.find(s.substr(cuts[i], cuts[i + 1] - cuts[i]));
+    if (it != ids_.end())
+      out.push_back(it->second);
+    else if (vocab_.unk_id >= 0)  // without an unknown token the character is dropped, as tokenizers does
+      out.push_back(vocab_.unk_id);
+  }
+}
+
+// One piece of text between added tokens (at_start: it begins the text).
+void ByteBpeTokenizer::encode_piece(std::string_view piece, bool at_start, std::vector<int32_t>& out) const {
+  std::string normalized;
+  if (vocab_.nfc) {
+    normalized = ucd::encode_utf8(ucd::nfc(ucd::decode_utf8(piece, "bpe: input text")));
+    piece = normalized;
+  }
+  if (vocab_.byte_level) {
+    for (const std::string& w : pre_tokenize(piece)) bpe_word(w, out);
+    return;
+  }
+  std::string t;
+  for (const char c : piece) {
+    if (c == ' ')
+      t += kMeta;
+    else
+      t += c;
+  }
+  const bool marked = t.compare(0, kMeta.size(), kMeta) == 0;
+  if (vocab_.space_prefix == SpacePrefix::every_piece ||
+      (vocab_.space_prefix == SpacePrefix::metaspace_always && !marked) ||
+      (vocab_.space_prefix == SpacePrefix::metaspace_first && !marked && at_start))
+    t.insert(0, kMeta);
+  if (!vocab_.metaspace_split) {
+    spm_word(t, out);
+    return;
+  }
+  std::size_t start = 0;
+  for (std::size_t i = kMeta.size(); i <= t.size(); ++i) {
+    if (i == t.size() || t.compare(i, kMeta.size(), kMeta) == 0) {
+      if (i > start) spm_word(std::string_view(t).substr(start, i - start), out);
+      start = i;
     }
   }
 }
@@ -313,21 +410,39 @@ std::vector<int32_t> ByteBpeTokenizer::encode_split(std::string_view text,
                                                     const std::vector<specials::ByteRange>& allowed,
                                                     bool add_bos) const {
   ucd::decode_utf8(text, "bpe: input text");  // validate: the error names the byte offset in `text`
-  // Fragments: raw text ranges or special token ids, split one special at a time, longest first.
-  const std::vector<specials::SpecialFrag> frags = specials::split_specials(
-      text, specials_, allowed, [&](int32_t id) -> const std::string& { return vocab_.tokens[id]; },
-      [&](int32_t id) { return vocab_.types[id] == BpeTokenType::user_defined; });
+  const auto text_of = [&](int32_t id) -> const std::string& { return vocab_.tokens[id]; };
+  const auto everywhere = [&](int32_t id) { return vocab_.types[id] == BpeTokenType::user_defined; };
+  std::vector<specials::SpecialFrag> frags;
+  if (vocab_.hf_added_tokens) {
+    const auto flags = [&](int32_t id) {
+      return vocab_.added_flags.empty() ? 0 : int{vocab_.added_flags[id]};
+    };
+    const auto space_before = [](std::string_view t, std::size_t i) -> std::size_t {
+      const std::size_t b = cp_before(t, i);
+      return ucd::is_white_space(cp_at(t, b)) ? i - b : 0;
+    };
+    const auto space_after = [](std::string_view t, std::size_t i) -> std::size_t {
+      return ucd::is_white_space(cp_at(t, i)) ? utf8_len(static_cast<unsigned char>(t[i])) : 0;
+    };
+    const auto word = [](char32_t c) { return c == '_' || ucd::is_letter(c) || ucd::is_number(c); };
+    frags = specials::split_added(
+        text, specials_, allowed, text_of, everywhere, flags, space_before, space_after,
+        [&](std::string_view t, std::size_t i) { return word(cp_at(t, cp_before(t, i))); },
+        [&](std::string_view t, std::size_t i) { return word(cp_at(t, i)); });
+  } else {
+    // Fragments: raw text ranges or special token ids, split one special at a time, longest first.
+    frags = specials::split_specials(text, specials_, allowed, text_of, everywhere);
+  }
   std::vector<int32_t> ids;
   if (add_bos) {
     ATTN_CHECK(vocab_.bos_id >= 0, "bpe: add_bos requested but the vocabulary has no bos token");
     ids.push_back(vocab_.bos_id);
   }
   for (const specials::SpecialFrag& f : frags) {
-    if (f.id >= 0) {
+    if (f.id >= 0)
       ids.push_back(f.id);
-      continue;
-    }
-    for (const std::string& w : pre_tokenize(text.substr(f.off, f.len))) bpe_word(w, ids);
+    else
+      encode_piece(text.substr(f.off, f.len), f.off == 0, ids);
   }
   return ids;
 }
@@ -345,6 +460,21 @@ std::string ByteBpeTokenizer::decode(const std::vector<int32_t>& ids, bool rende
       out += t;
       continue;
     }
+    if (!vocab_.byte_level) {
+      if (ty == BpeTokenType::byte && vocab_.decode_bytes) {
+        out.push_back(static_cast<char>(std::stoi(t.substr(3, 2), nullptr, 16)));
+        continue;
+      }
+      for (std::size_t i = 0; i < t.size();) {
+        if (t.compare(i, kMeta.size(), kMeta) == 0) {
+          out += ' ';
+          i += kMeta.size();
+        } else {
+          out += t[i++];
+        }
+      }
+      continue;
+    }
     for (char32_t c : ucd::decode_utf8(t, "bpe: token text")) {
       const int b = unicode_to_byte(c);
       if (b >= 0) {
@@ -354,6 +484,9 @@ std::string ByteBpeTokenizer::decode(const std::vector<int32_t>& ids, bool rende
       }
     }
   }
+  // The Strip / Metaspace decoder: the space the prefix added goes (the first character of the
+  // whole text, so a longer id list never changes what a shorter one decoded to).
+  if (!vocab_.byte_level && vocab_.strip_decoded_space && !out.empty() && out[0] == ' ') out.erase(0, 1);
   return out;
 }
 

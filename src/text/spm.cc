@@ -212,6 +212,7 @@ std::vector<int32_t> SpmTokenizer::encode_split(std::string_view text,
       prev_special = true;
       continue;
     }
+    if (f.len == 0) continue;  // empty text: no fragment at all, as llama.cpp
     std::string raw;
     if (vocab_.add_space_prefix && prev_special) raw = " ";
     raw += text.substr(f.off, f.len);

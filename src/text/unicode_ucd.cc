@@ -4,6 +4,7 @@
 #include <attn/io/json.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace attn::text::ucd {
 
@@ -79,6 +80,51 @@ std::u32string nfd(std::u32string_view s) {
                      out.begin() + static_cast<std::ptrdiff_t>(j),
                      [](char32_t a, char32_t b) { return combining_class(a) < combining_class(b); });
     i = j;
+  }
+  return out;
+}
+
+namespace {
+
+// The primary composite of (a, b), or 0 (Hangul L+V and LV+T algorithmically).
+char32_t compose_pair(char32_t a, char32_t b) {
+  if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
+    return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
+  if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase &&
+      b < kTBase + kTCount)
+    return a + (b - kTBase);
+  const CompPair* end = kCompPairs + kCompPairCount;
+  const CompPair* it = std::lower_bound(kCompPairs, end, std::pair{a, b}, [](const CompPair& p, auto key) {
+    return p.first != key.first ? p.first < key.first : p.second < key.second;
+  });
+  return it != end && it->first == a && it->second == b ? it->composite : 0;
+}
+
+}  // namespace
+
+std::u32string nfc(std::u32string_view s) {
+  const std::u32string d = nfd(s);
+  std::u32string out;
+  out.reserve(d.size());
+  std::size_t starter = std::u32string::npos;  // index in `out` of the last starter
+  int last_class = -1;                         // class of the last character kept after the starter
+  for (const char32_t c : d) {
+    const int cls = combining_class(c);
+    // Not blocked: c directly follows the starter, or c is a mark and every mark kept since the
+    // starter has a lower class (canonical order makes the last one the highest).
+    if (starter != std::u32string::npos && (last_class == -1 || (cls != 0 && last_class < cls))) {
+      if (const char32_t comp = compose_pair(out[starter], c); comp != 0) {
+        out[starter] = comp;
+        continue;
+      }
+    }
+    if (cls == 0) {
+      starter = out.size();
+      last_class = -1;
+    } else {
+      last_class = cls;
+    }
+    out.push_back(c);
   }
   return out;
 }

@@ -60,6 +60,10 @@ struct MapEntry {
   uint32_t length;
 };
 
+struct CompPair {
+  char32_t first, second, composite;
+};
+
 extern const char* const kUnicodeVersion;
 extern const CategoryRange kCategoryRanges[];
 extern const int kCategoryRangeCount;
@@ -71,6 +75,8 @@ extern const char32_t kDecompData[];
 extern const MapEntry kLowerIndex[];
 extern const int kLowerCount;
 extern const char32_t kLowerData[];
+extern const CompPair kCompPairs[];
+extern const int kCompPairCount;
 
 Cat category(char32_t c);
 inline bool is_letter(char32_t c) {
@@ -95,6 +101,8 @@ uint8_t combining_class(char32_t c);
 void decompose(char32_t c, std::u32string& out);
 // NFD of a whole string: decomposition then canonical ordering of marks.
 std::u32string nfd(std::u32string_view s);
+// NFC: NFD, then canonical composition (UAX #15), Hangul included.
+std::u32string nfc(std::u32string_view s);
 // Appends the lowercase of one code point (may be several code points).
 void to_lower(char32_t c, std::u32string& out);
 

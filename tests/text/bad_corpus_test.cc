@@ -4,12 +4,14 @@
 //   vocab_*.vocab    Vocab::load
 //   bpe_*.bpe        BpeTokenizer::load
 //   utf8_*.text      text input: WordPiece and byte-level BPE must both reject it
+//   tokjson_*.json   text::load_tokenizer (a decoder's tokenizer.json)
 // Each must throw attn::Error with the expected fragment; never crash (this
 // suite also runs under the asan preset).
 #include "testing/bad_corpus.h"
 
 #include <attn/text/bpe.h>
 #include <attn/text/bpe_bytes.h>
+#include <attn/text/decoder_tokenizer.h>
 #include <attn/text/utf8.h>
 #include <attn/text/vocab.h>
 #include <attn/text/wordpiece.h>
@@ -65,6 +67,25 @@ const std::vector<BadFile>& corpus() {
       {"bpe_trunc_after_header.bpe", {"ends after line 1; expected 'lowercase 0|1'"}},
       {"bpe_trunc_in_alphabet.bpe", {"line 3: the last line has no '\\n'"}},
       {"bpe_trunc_in_merges.bpe", {"line 9: the last line has no '\\n'"}},
+      // ---- tokenizer.json of a decoder: each refusal names the field and what is supported
+      {"tokjson_wordlevel.json",
+       {"model type \"WordLevel\" is not supported for a decoder", "supported: \"BPE\""}},
+      {"tokjson_no_model.json", {"no model.type for a decoder"}},
+      {"tokjson_split_unknown_pattern.json",
+       {"pre_tokenizer Split pattern", "the GPT-2, Llama 3 and Qwen2 patterns"}},
+      {"tokjson_pre_whitespace.json",
+       {"pre_tokenizer \"Whitespace\" is not supported", "supported: ByteLevel"}},
+      {"tokjson_normalizer_nfkc.json", {"normalizer \"NFKC\" is not supported", "supported: NFC"}},
+      {"tokjson_merge_numbers.json", {"model merges[0]: expected \"a b\" or [\"a\", \"b\"]; got [1,2]"}},
+      {"tokjson_vocab_gap.json", {"model vocab \"b\": expected an id in [0, 3) (ids 0..n-1); got 3"}},
+      {"tokjson_added_conflict.json",
+       {"added_tokens: \"<pad>\" has id 0, which the vocabulary gives to \"<s>\""}},
+      {"tokjson_dropout.json", {"model dropout 0.1 is not supported"}},
+      {"tokjson_template_eos.json",
+       {"post_processor TemplateProcessing single: only \"$A\" and \"<bos> $A\""}},
+      {"tokjson_roberta_processing.json", {"post_processor \"RobertaProcessing\" is not supported"}},
+      {"tokjson_decoder_wordpiece.json", {"decoder \"WordPiece\" is not supported"}},
+      {"tokjson_truncated.json", {"tokjson_truncated.json: json: at byte 120"}},
       // ---- text inputs (ill-formed UTF-8): the byte offset of the first bad byte
       {"utf8_overlong.text", {"invalid UTF-8 at byte 6 (byte 0xc0)"}},
       {"utf8_surrogate.text", {"invalid UTF-8 at byte 4 (byte 0xed)"}},
@@ -105,6 +126,8 @@ TEST_P(BadTextCorpus, ThrowsWithTheProblem) {
     readers.push_back([&] { WordPieceTokenizer::from_vocab_file(path); });
   } else if (ends_with(b.file, ".vocab")) {
     readers.push_back([&] { Vocab::load(path); });
+  } else if (ends_with(b.file, ".json")) {
+    readers.push_back([&] { load_tokenizer(path); });
   } else if (ends_with(b.file, ".bpe")) {
     readers.push_back([&] { BpeTokenizer::load(path); });
   } else {
