@@ -117,6 +117,12 @@ class Generator {
   // reads (qwen2, qwen3, phi3, gemma2, gemma3, Llama 3, Mistral) on models::TextDecoder.
   Generator(const std::string& name, int64_t max_context) {
     without_gil(ErrorKind::runtime, [&] {
+      if (models::is_decoder_folder(name)) {
+        models::TextDecoderOptions o;
+        o.max_context = max_context;
+        dec_ = std::make_unique<models::TextDecoder>(models::TextDecoder::load(name, o));
+        return 0;
+      }
       const std::string path =
           name == "smollm2" ? io::require_smollm2_gguf() : io::require_smollm2_gguf(name);
       if (name == "smollm2" || models::LlamaModel::can_load(io::GgufFile::open(path))) {

@@ -17,6 +17,8 @@ Hugging Face folders (config.json + safetensors, as save_pretrained writes them)
   hf_qwen3/   f32, one file          hf_gemma3/  bf16 weights (the reference is the f32 model:
   hf_phi3/    f32 in 4 shards        within bf16 rounding)      with model.safetensors.index.json
 
+(each with tokenizer.json and tokenizer_config.json of the same vocabulary and template).
+
 Every file shares one tiny byte-level BPE vocabulary (tokenizer.ggml.model gpt2, 270 tokens, a ChatML
 template) so the same checkpoints run in `attn serve` and `attn generate`.
 
@@ -73,6 +75,25 @@ def tokenizer(w):
     w.add_pad_token_id(0)
     w.add_add_bos_token(False)
     w.add_chat_template(CHATML)
+
+
+def hf_tokenizer(folder):
+    """The same vocabulary as tokenizer.json (BPE, ByteLevel without a prefix space, GPT-2's regex) and a
+    tokenizer_config.json with the ChatML template, as a Hugging Face folder carries them."""
+    from tokenizers import Tokenizer, AddedToken, models, pre_tokenizers, decoders
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    toks = specials + gpt2_byte_chars() + [m.replace(" ", "") for m in MERGES]
+    vocab = {t: i for i, t in enumerate(toks)}
+    merges = [tuple(m.split(" ")) for m in MERGES]
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tk.decoder = decoders.ByteLevel()
+    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    tk.save(os.path.join(folder, "tokenizer.json"))
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+                   "chat_template": CHATML, "add_bos_token": False}, f, indent=1)
 
 
 def llama3_factors(cfg):
@@ -279,6 +300,7 @@ def main():
             for extra in ("generation_config.json",):
                 if os.path.exists(os.path.join(hf, extra)):
                     os.remove(os.path.join(hf, extra))
+            hf_tokenizer(hf)
         with open(os.path.join(OUT, name + ".json"), "w") as f:
             json.dump(ref, f, separators=(",", ":"))
         print(name, "greedy", ref["greedy"])

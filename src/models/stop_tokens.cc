@@ -3,6 +3,7 @@
 #include <attn/core/error.h>
 #include <attn/models/generate.h>
 #include <attn/text/bpe_bytes.h>
+#include <attn/text/decoder_tokenizer.h>
 #include <attn/text/spm.h>
 
 #include <algorithm>
@@ -35,6 +36,13 @@ void set_stop_tokens(GenerateOptions& g, const text::SpmTokenizer& tok) {
   for (int64_t id = 0; id < tok.vocab_size(); ++id)
     if (tok.type(static_cast<int32_t>(id)) == text::SpmTokenType::control && id != g.eos_id)
       g.stop_ids.push_back(id);
+}
+
+void set_stop_tokens(GenerateOptions& g, const text::DecoderTokenizer& tok) {
+  g.eos_id = tok.eos_id();
+  g.stop_ids.clear();
+  for (int64_t id = 0; id < tok.vocab_size(); ++id)
+    if (tok.is_control(static_cast<int32_t>(id)) && id != g.eos_id) g.stop_ids.push_back(id);
 }
 
 bool is_stop_token(const GenerateOptions& g, int64_t id) {

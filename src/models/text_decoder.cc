@@ -4,28 +4,25 @@
 #include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_decoder.h>
 #include <attn/models/text_stream.h>
-#include <attn/text/bpe_bytes.h>
+#include <attn/io/files.h>
+#include <attn/text/decoder_tokenizer.h>
 #include <attn/text/chat_template.h>
-#include <attn/text/spm.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
-#include <variant>
+#include <filesystem>
 
 namespace attn::models {
 
 struct TextDecoder::Impl {
-  io::GgufFile file;
+  std::optional<io::GgufFile> file;  // a GGUF file, or
+  std::string folder;                // a Hugging Face folder
   std::unique_ptr<runtime::Decoder> dec;
-  std::variant<text::ByteBpeTokenizer, text::SpmTokenizer> tok;
-  explicit Impl(io::GgufFile f, text::ByteBpeTokenizer t) : file(std::move(f)), tok(std::move(t)) {}
-  explicit Impl(io::GgufFile f, text::SpmTokenizer t) : file(std::move(f)), tok(std::move(t)) {}
-
-  std::string render(int32_t id) const {
-    return std::visit([&](const auto& t) { return t.decode({id}, true); }, tok);
-  }
+  std::unique_ptr<text::DecoderTokenizer> tok;
+  std::optional<std::string> chat_template;
+  std::string template_name;
 };
 
 TextDecoder::TextDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -33,46 +30,66 @@ TextDecoder::TextDecoder(TextDecoder&&) noexcept = default;
 TextDecoder& TextDecoder::operator=(TextDecoder&&) noexcept = default;
 TextDecoder::~TextDecoder() = default;
 
-TextDecoder TextDecoder::load(const std::string& path, const TextDecoderOptions& options) {
-  io::GgufFile f = io::GgufFile::open(path);
-  const std::string model = f.has("tokenizer.ggml.model") ? f.get_string("tokenizer.ggml.model") : "";
-  std::unique_ptr<Impl> impl;
-  if (model == "gpt2") {
-    text::ByteBpeTokenizer t = text::ByteBpeTokenizer::from_gguf(f);
-    impl = std::make_unique<Impl>(std::move(f), std::move(t));
-  } else if (model == "llama") {
-    text::SpmTokenizer t = text::SpmTokenizer::from_gguf(f);
-    impl = std::make_unique<Impl>(std::move(f), std::move(t));
-  } else {
-    throw Error(detail::concat(path, ": tokenizer.ggml.model is \"", model,
-                               "\"; supported: \"gpt2\" (byte-level BPE) and \"llama\" (SentencePiece)"));
+namespace {
+// tokenizer_config.json's chat_template: a string, or a list of {name, template} (the "default" one).
+std::optional<std::string> folder_template(const std::string& folder) {
+  const std::string path = folder + "/tokenizer_config.json";
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  const json::Value v = json::parse(io::read_file(path, "tokenizer config"));
+  const json::Value* t = v.find("chat_template");
+  if (!t || t->is_null()) {
+    const std::string jinja = folder + "/chat_template.jinja";  // transformers 5 writes it beside
+    if (std::filesystem::exists(jinja)) return io::read_file(jinja, "chat template");
+    return std::nullopt;
   }
+  if (t->is_string()) return t->as_string();
+  ATTN_CHECK(t->is_array(), path, ": chat_template must be a string or a list of {name, template}");
+  for (const json::Value& e : t->items())
+    if (e.find("name") && e.at("name").is_string() && e.at("name").as_string() == "default")
+      return e.at("template").as_string();
+  throw Error(detail::concat(path, ": chat_template has no \"default\" entry"));
+}
+}  // namespace
+
+TextDecoder TextDecoder::load(const std::string& path, const TextDecoderOptions& options) {
+  auto impl = std::make_unique<Impl>();
   runtime::DecoderOptions o;
   o.max_context = options.max_context;
-  impl->dec = runtime::Decoder::load(impl->file, o);
-  const int64_t tv = std::visit([](const auto& t) { return t.vocab_size(); }, impl->tok);
-  ATTN_CHECK(tv == impl->dec->config().vocab, path, ": the tokenizer has ", tv, " tokens; the model ",
-             impl->dec->config().vocab);
+  if (std::filesystem::is_directory(path)) {
+    impl->folder = path;
+    const std::string tj = path + "/tokenizer.json";
+    ATTN_CHECK(std::filesystem::exists(tj), path, ": no tokenizer.json (a Hugging Face decoder folder needs one)");
+    impl->tok = text::load_tokenizer(tj);
+    impl->dec = runtime::Decoder::load_hf(path, o);
+    impl->chat_template = folder_template(path);
+    impl->template_name = path + "/tokenizer_config.json: chat_template";
+  } else {
+    impl->file.emplace(io::GgufFile::open(path));
+    impl->tok = text::load_tokenizer(*impl->file);
+    impl->dec = runtime::Decoder::load(*impl->file, o);
+    impl->chat_template = impl->file->chat_template();
+    impl->template_name = path + ": tokenizer.chat_template";
+  }
+  const int64_t tv = impl->tok->vocab_size();
+  // A Hugging Face vocabulary may be padded past the tokenizer's (embedding rows no token uses).
+  ATTN_CHECK(tv == impl->dec->config().vocab || (!impl->file && tv < impl->dec->config().vocab), path,
+             ": the tokenizer has ", tv, " tokens; the model ", impl->dec->config().vocab);
   return TextDecoder(std::move(impl));
 }
 
 runtime::Decoder& TextDecoder::decoder() { return *impl_->dec; }
 const runtime::DecoderConfig& TextDecoder::config() const { return impl_->dec->config(); }
-const io::GgufFile& TextDecoder::file() const { return impl_->file; }
 int64_t TextDecoder::capacity() const { return impl_->dec->batch_context(); }
 
 text::TextPieces TextDecoder::chat_pieces(const std::vector<std::pair<std::string, std::string>>& turns,
                                           bool add_generation_prompt) const {
-  const io::GgufFile& f = impl_->file;
-  const std::optional<std::string> source = f.chat_template();
-  ATTN_CHECK(source, f.path(), ": no tokenizer.chat_template in the file");
+  ATTN_CHECK(impl_->chat_template, impl_->template_name, ": the model has no chat template");
   const auto special = [&](int32_t id) -> std::optional<std::string> {
     if (id < 0) return std::nullopt;
-    return impl_->render(id);
+    return impl_->tok->decode({id}, true);
   };
-  const int32_t bos = std::visit([](const auto& t) { return t.bos_id(); }, impl_->tok);
-  const int32_t eos = std::visit([](const auto& t) { return t.eos_id(); }, impl_->tok);
-  const text::ChatTemplate chat(*source, f.path() + ": tokenizer.chat_template", special(bos), special(eos));
+  const text::ChatTemplate chat(*impl_->chat_template, impl_->template_name, special(impl_->tok->bos_id()),
+                                special(impl_->tok->eos_id()));
   std::vector<text::ChatMessage> msgs;
   for (const auto& [role, content] : turns) msgs.push_back({role, content});
   text::ChatRenderOptions o;
@@ -81,25 +98,19 @@ text::TextPieces TextDecoder::chat_pieces(const std::vector<std::pair<std::strin
 }
 
 std::vector<int32_t> TextDecoder::encode(const text::TextPieces& pieces) const {
-  if (const auto* b = std::get_if<text::ByteBpeTokenizer>(&impl_->tok)) return b->encode(pieces, b->vocab().add_bos);
-  const auto& s = std::get<text::SpmTokenizer>(impl_->tok);
-  return s.encode(pieces, s.add_bos());
+  return impl_->tok->encode(pieces, impl_->tok->add_bos());
 }
 
 std::vector<int32_t> TextDecoder::encode_text(const std::string& text) const {
-  if (const auto* b = std::get_if<text::ByteBpeTokenizer>(&impl_->tok)) return b->encode(text, b->vocab().add_bos, true);
-  const auto& s = std::get<text::SpmTokenizer>(impl_->tok);
-  return s.encode(text, s.add_bos(), true);
+  return impl_->tok->encode(text, impl_->tok->add_bos(), true);
 }
 
-std::string TextDecoder::decode(const std::vector<int32_t>& ids) const {
-  return std::visit([&](const auto& t) { return t.decode(ids, false); }, impl_->tok);
-}
+std::string TextDecoder::decode(const std::vector<int32_t>& ids) const { return impl_->tok->decode(ids, false); }
 
 std::vector<std::string> TextDecoder::token_strings(const std::vector<int32_t>& ids) const {
   std::vector<std::string> out;
   for (int32_t id : ids) {
-    std::string s = impl_->render(id);
+    std::string s = impl_->tok->decode({id}, true);
     if (json::find_invalid_utf8(s) != std::string::npos) {
       std::string hex;
       char buf[8];
@@ -114,8 +125,21 @@ std::vector<std::string> TextDecoder::token_strings(const std::vector<int32_t>& 
   return out;
 }
 
-void TextDecoder::set_stop_tokens(GenerateOptions& g) const {
-  std::visit([&](const auto& t) { models::set_stop_tokens(g, t); }, impl_->tok);
+void TextDecoder::set_stop_tokens(GenerateOptions& g) const { models::set_stop_tokens(g, *impl_->tok); }
+
+bool is_decoder_folder(const std::string& path) {
+  try {
+    const std::string cfg = path + "/config.json";
+    if (!std::filesystem::is_directory(path) || !std::filesystem::exists(cfg)) return false;
+    const json::Value v = json::parse(io::read_file(cfg, "model config"));
+    const json::Value* t = v.find("model_type");
+    if (!t || !t->is_string()) return false;
+    for (const char* k : {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"})
+      if (t->as_string() == k) return true;
+    return false;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,

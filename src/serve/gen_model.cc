@@ -106,6 +106,7 @@ class DecoderGen final : public GenModel {
 
 std::string file_id(const std::string& path) {
   std::string id = path;
+  while (id.size() > 1 && id.back() == '/') id.pop_back();
   const std::size_t slash = id.find_last_of('/');
   if (slash != std::string::npos) id = id.substr(slash + 1);
   if (id.size() > 5 && id.compare(id.size() - 5, 5, ".gguf") == 0) id.resize(id.size() - 5);
@@ -125,6 +126,11 @@ std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t contex
   } else if (gemma) {
     path = io::require_gemma3_gguf();
     arch = "gemma3";
+  } else if (models::is_decoder_folder(name)) {
+    models::TextDecoderOptions o;
+    o.max_context = context;
+    *id = file_id(name);
+    return std::make_unique<DecoderGen>(models::TextDecoder::load(name, o));
   } else {
     path = io::require_smollm2_gguf(name);  // the file must exist (the error says where it looked)
     const io::GgufFile f = io::GgufFile::open(path);

@@ -52,7 +52,9 @@ Export decoder_attention(const std::string& gguf, const std::string& text, int64
   const std::vector<int32_t> ids = m.encode_text(text);
   ATTN_CHECK(!ids.empty() && static_cast<int64_t>(ids.size()) <= m.capacity(), "the text has ", ids.size(),
              " tokens; expected 1 to ", m.capacity());
-  std::string name = gguf.substr(gguf.find_last_of('/') == std::string::npos ? 0 : gguf.find_last_of('/') + 1);
+  std::string name = gguf;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  name = name.substr(name.find_last_of('/') == std::string::npos ? 0 : name.find_last_of('/') + 1);
   return viz::export_decoder_attention(m, ids, name, text);
 }
 
@@ -77,7 +79,7 @@ Export model_attention(const ModelAttentionOptions& o) {
     return gemma3_attention(io::require_gemma3_gguf(), o.text, o.max_context);
   if (ends_with(model, ".gguf") && is_gemma3_file(model))
     return gemma3_attention(model, o.text, o.max_context);
-  if (ends_with(model, ".gguf") && is_runtime_only_file(model))
+  if (models::is_decoder_folder(model) || (ends_with(model, ".gguf") && is_runtime_only_file(model)))
     return decoder_attention(model, o.text, o.max_context);
   if (model == "smollm2" || model == "SmolLM2-135M-Instruct")
     return llama_attention(io::require_smollm2_gguf(), "SmolLM2-135M-Instruct", o.text, o.max_context);

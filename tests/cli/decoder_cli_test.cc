@@ -39,6 +39,20 @@ TEST(DecoderCli, GenerateEqualsTheLibrarysGreedyContinuation) {
   }
 }
 
+TEST(DecoderCli, AHuggingFaceFolderGeneratesAsItsGgufDoes) {
+  // The same weights and vocabulary as qwen3.gguf, as save_pretrained and tokenizers write them.
+  const auto folder = run_attn("generate --model '" + file("hf_qwen3") + "' --max-new 6 'hello world'");
+  ASSERT_EQ(folder.status, 0) << folder.err;
+  const auto gguf = run_attn("generate --model '" + file("qwen3.gguf") + "' --max-new 6 'hello world'");
+  ASSERT_EQ(gguf.status, 0) << gguf.err;
+  EXPECT_EQ(folder.out, gguf.out);
+  const auto chat = run_attn("generate --model '" + file("hf_phi3") + "' --chat --max-new 4 --stats 'hi'");
+  ASSERT_EQ(chat.status, 0) << chat.err;
+  EXPECT_NE(chat.err.find("[phi3: prompt"), std::string::npos) << chat.err;
+  const auto att = run_attn("attention --model '" + file("hf_qwen3") + "' 'hello world'");
+  EXPECT_EQ(att.status, 0) << att.err;
+}
+
 TEST(DecoderCli, AttentionExportNamesTheSlidingLayers) {
   const std::string out = ::testing::TempDir() + "attn_decoder_cli_" + std::to_string(::getpid()) + ".json";
   const auto r = run_attn("attention --model '" + file("gemma2.gguf") + "' 'hello world' --export '" + out + "'");

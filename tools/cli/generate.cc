@@ -138,6 +138,7 @@ int run_generate(const std::vector<std::string>& args) {
     if (args[i] == "--model" && i + 1 < args.size()) model = args[i + 1];
     if (args[i].rfind("--model=", 0) == 0) model = args[i].substr(8);
   }
+  if (!model.empty() && is_decoder_model_arg(model)) return run_generate_decoder(args);
   const bool gguf = model.empty() || model == "smollm2" ||
                     (model.size() >= 5 && model.compare(model.size() - 5, 5, ".gguf") == 0);
   if (help && model.empty()) {
@@ -152,7 +153,6 @@ int run_generate(const std::vector<std::string>& args) {
     return run_generate_lm({"--help"});
   }
   if (!model.empty() && is_gemma3_model_arg(model)) return run_generate_gemma3(args);
-  if (!model.empty() && is_decoder_model_arg(model)) return run_generate_decoder(args);
   return gguf ? run_generate_gguf(args) : run_generate_lm(args);
 }
 

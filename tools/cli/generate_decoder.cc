@@ -19,7 +19,7 @@ namespace {
 
 const std::vector<OptionSpec>& specs() {
   static const std::vector<OptionSpec> s = {
-      {"model", "PATH", "a .gguf of architecture qwen2, qwen3, phi3, gemma2 or llama (SentencePiece)"},
+      {"model", "PATH", "a .gguf (qwen2, qwen3, phi3, gemma2, llama) or a Hugging Face decoder folder"},
       {"max-new", "N", "tokens to generate at most (default 64)"},
       {"temperature", "T", "0 = greedy (default); > 0 samples from softmax(logits / T)"},
       {"top-k", "K", "sample only among the K most likely tokens (0 = all, default)"},
@@ -38,6 +38,7 @@ const std::vector<OptionSpec>& specs() {
 }  // namespace
 
 bool is_decoder_model_arg(const std::string& model) {
+  if (models::is_decoder_folder(model)) return true;
   if (model.size() < 5 || model.compare(model.size() - 5, 5, ".gguf") != 0) return false;
   try {
     const io::GgufFile f = io::GgufFile::open(model);

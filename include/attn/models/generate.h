@@ -56,6 +56,7 @@
 namespace attn::text {
 class ByteBpeTokenizer;
 class SpmTokenizer;
+class DecoderTokenizer;
 }  // namespace attn::text
 
 namespace attn::models {
@@ -146,6 +147,7 @@ GenerateOptions request_options(int64_t max_new_tokens, double temperature, int6
 // (ChatML's <|im_end|>, Gemma's <end_of_turn>), set as g.eos_id and g.stop_ids.
 void set_stop_tokens(GenerateOptions& g, const text::ByteBpeTokenizer& tok);
 void set_stop_tokens(GenerateOptions& g, const text::SpmTokenizer& tok);
+void set_stop_tokens(GenerateOptions& g, const text::DecoderTokenizer& tok);
 // True when `id` ends a reply under those stop tokens.
 bool is_stop_token(const GenerateOptions& g, int64_t id);
 

@@ -1,7 +1,7 @@
-// A text decoder from one GGUF file on the runtime (issue 37/38): the runtime's decoder for any
-// architecture it reads (models/runtime/decoder.h), the file's tokenizer (byte-level BPE for
-// tokenizer.ggml.model "gpt2", SentencePiece for "llama") and its chat template rendered by attn's
-// Jinja engine. What `attn serve` and `attn generate` use for the architectures without a hand-tuned
+// A text decoder on the runtime (issue 37/38), from a GGUF file or a Hugging Face folder: the
+// runtime's decoder for any architecture it reads (models/runtime/decoder.h), the model's tokenizer
+// (text::load_tokenizer: GGUF tokenizer.ggml.*, or tokenizer.json) and its chat template (GGUF
+// tokenizer.chat_template, or tokenizer_config.json's chat_template) rendered by attn's Jinja engine. What `attn serve` and `attn generate` use for the architectures without a hand-tuned
 // single-sequence engine (everything but SmolLM2's llama path and Gemma 3).
 #pragma once
 
@@ -24,6 +24,7 @@ struct TextDecoderOptions {
 
 class TextDecoder {
  public:
+  // path: a .gguf file, or a folder with config.json, safetensors and tokenizer.json.
   static TextDecoder load(const std::string& path, const TextDecoderOptions& options = {});
   TextDecoder(TextDecoder&&) noexcept;
   TextDecoder& operator=(TextDecoder&&) noexcept;
@@ -31,7 +32,6 @@ class TextDecoder {
 
   runtime::Decoder& decoder();
   const runtime::DecoderConfig& config() const;
-  const io::GgufFile& file() const;
   int64_t capacity() const;  // positions of one sequence
 
   // The file's chat template over (role, content) turns: its markers may be special tokens, the
@@ -53,6 +53,11 @@ class TextDecoder {
   std::unique_ptr<Impl> impl_;
   explicit TextDecoder(std::unique_ptr<Impl> impl);
 };
+
+// Whether path is a Hugging Face folder of a decoder the runtime reads (config.json's model_type llama,
+// mistral, qwen2, qwen3, phi3, gemma2 or gemma3_text); false for anything else (an encoder folder, a
+// file), without throwing.
+bool is_decoder_folder(const std::string& path);
 
 // Generates up to options.max_new_tokens after prompt_ids (non-empty, at most capacity()) on the
 // runtime (one request through runtime::Scheduler: chunked prefill, then one token per step), greedy
