@@ -110,6 +110,39 @@ Value tutorial_json() {
   return t;
 }
 
+// Assigns each piece to the word its first unit falls in, measuring the text without white space
+// in `unit`s: bytes (byte-level pieces, exact), or characters (a tokenizer that normalised the text,
+// e.g. e5's NFKC turning ， into ,, keeps one character per character). Empty when they do not align.
+std::vector<std::vector<int64_t>> align_words(const StageInputs& in, const std::vector<std::string>& words,
+                                              bool characters) {
+  const auto size = [&](const std::string& s) {
+    return characters ? text::decode_utf8(s).size() : s.size();
+  };
+  std::vector<std::size_t> end;
+  std::size_t total = 0;
+  std::string joined;
+  for (const std::string& w : words) {
+    const std::string b = piece_bytes(w);
+    joined += b;
+    end.push_back(total += size(b));
+  }
+  std::vector<std::vector<int64_t>> members(words.size());
+  std::size_t at = 0, byte = 0;
+  for (std::size_t t = 0; t < in.tokens.size(); ++t) {
+    if (in.special[t]) continue;
+    const std::string b = piece_bytes(in.tokens[t]);
+    if (b.empty()) continue;
+    if (!characters && joined.compare(byte, b.size(), b) != 0) return {};
+    const std::size_t w = static_cast<std::size_t>(std::upper_bound(end.begin(), end.end(), at) - end.begin());
+    if (w >= words.size()) return {};
+    members[w].push_back(static_cast<int64_t>(t));
+    at += size(b);
+    byte += b.size();
+  }
+  if (at != total) return {};
+  return members;
+}
+
 }  // namespace
 
 json::Value words_json(const StageInputs& in) {
@@ -117,38 +150,22 @@ json::Value words_json(const StageInputs& in) {
   const std::vector<std::string> words = d ? d->cut(in.text) : text::split_characters(in.text);
   Value out = Value::object();
   out.set("method", Value::string(!text::has_cjk(in.text) ? "words" : d ? "dictionary" : "characters"));
-  // Byte offsets of each word in the text without white space.
-  std::vector<std::size_t> end;
-  std::string joined;
-  for (const std::string& w : words) {
-    joined += piece_bytes(w);
-    end.push_back(joined.size());
+  std::vector<std::vector<int64_t>> members;
+  try {
+    members = align_words(in, words, false);
+    if (members.empty()) members = align_words(in, words, true);
+  } catch (const Error&) {  // a piece that is not whole UTF-8 when counted in characters
+    members.clear();
   }
-  std::vector<std::vector<int64_t>> members(words.size());
-  std::size_t at = 0;
-  bool ok = true;
-  for (std::size_t t = 0; t < in.tokens.size() && ok; ++t) {
-    if (in.special[t]) continue;
-    const std::string b = piece_bytes(in.tokens[t]);
-    if (b.empty()) continue;
-    if (joined.compare(at, b.size(), b) != 0) ok = false;
-    const std::size_t w = static_cast<std::size_t>(std::upper_bound(end.begin(), end.end(), at) - end.begin());
-    if (ok && w < words.size()) members[w].push_back(static_cast<int64_t>(t));
-    at += b.size();
-  }
-  ok = ok && at == joined.size();
   Value list = Value::array();
-  if (ok) {
-    for (std::size_t w = 0; w < words.size(); ++w) {
-      if (members[w].empty()) continue;  // a word inside a piece that began in the word before
-      Value o = Value::object();
-      o.set("text", Value::string(words[w]));
-      o.set("tokens", ints(members[w]));
-      list.push_back(std::move(o));
-    }
-  } else {
-    out.set("method", Value::string("pieces"));  // the tokenizer changed the text (normalisation)
+  for (std::size_t w = 0; w < members.size(); ++w) {
+    if (members[w].empty()) continue;  // a word inside a piece that began in the word before
+    Value o = Value::object();
+    o.set("text", Value::string(words[w]));
+    o.set("tokens", ints(members[w]));
+    list.push_back(std::move(o));
   }
+  if (members.empty()) out.set("method", Value::string("pieces"));  // no word grouping
   out.set("words", std::move(list));
   return out;
 }
@@ -242,7 +259,7 @@ json::Value stages_json(const StageInputs& in) {
 
   Value heads = Value::array();
   for (const Mat& w : in.weights) heads.push_back(mat_json(w));
-  j.set("heads", std::move(heads));
+  j.set("head_weights", std::move(heads));
   std::vector<int64_t> ccols;  // the first two columns of every head
   for (int64_t h = 0; h < H; ++h)
     for (int64_t d = 0; d < std::min<int64_t>(2, D); ++d) ccols.push_back(h * D + d);

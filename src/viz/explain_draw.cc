@@ -136,7 +136,7 @@ class Builder {
     } else if (s == "wv") {
       out.push_back(cols("m_out", d_.at("out")));
     } else if (s == "heads") {
-      const Value& heads = d_.at("heads");
+      const Value& heads = d_.at("head_weights");
       for (std::size_t h = 0; h < heads.size(); ++h) {
         Matrix m = square("m_head", heads.at(h), "weight");
         m.title += std::to_string(h);
