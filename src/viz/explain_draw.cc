@@ -211,6 +211,17 @@ class Builder {
   int64_t n_ = 0, dk_ = 0;
 };
 
+// At most `n` characters of a UTF-8 label (never cut inside a character).
+std::string prefix_chars(const std::string& s, std::size_t n) {
+  std::size_t i = 0, chars = 0;
+  while (i < s.size() && chars < n) {
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
+    ++chars;
+  }
+  return s.substr(0, i);
+}
+
 double scale_of(const Matrix& m) {
   double s = 0;
   for (const auto& r : m.rows)
@@ -285,7 +296,7 @@ Drawing stage_drawing(const json::Value& d, const std::string& stage, const std:
     out.items.push_back(text(bx, by + 14, m.title + "  " + m.shape, 13, m.selected));
     if (!m.small)
       for (std::size_t j = 0; j < m.col_labels.size(); ++j)
-        out.items.push_back(text(bx + lw + static_cast<double>(j) * cw + 2, by + 35, m.col_labels[j].substr(0, 8), 10));
+        out.items.push_back(text(bx + lw + static_cast<double>(j) * cw + 2, by + 35, prefix_chars(m.col_labels[j], 6), 10));
     for (std::size_t i = 0; i < m.rows.size(); ++i) {
       const double ry = top + static_cast<double>(i) * ch;
       if (!m.small) out.items.push_back(text(bx + 2, ry + 13, m.row_labels[i], 11));

@@ -127,7 +127,8 @@ TEST(Stages, SmolLm2IsCausalAndEqualsTheEnginesOwnBuffers) {
       EXPECT_NEAR(at2(s.at("x_after").at("rows"), i, c), at2(x, i, c) + at2(s.at("o").at("rows"), i, c), 1e-5);
 }
 
-TEST(Stages, Gemma3SlidingLayerAndGlobalLayer) {
+// Slow (label slow): loads Gemma 3 twice, ~2 s; the browser test covers the decoders through SmolLM2.
+TEST(Stages, Gemma3SlidingLayerAndGlobalLayerSlow) {
   if (!io::find_gemma3_gguf()) GTEST_SKIP() << "Gemma 3 270M is not installed";
   std::unique_ptr<StagesModel> sm = StagesModel::load("gemma3");
   models::Gemma3Model m = models::Gemma3Model::load(io::require_gemma3_gguf(), {.max_context = 256});
