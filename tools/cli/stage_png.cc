@@ -7,7 +7,9 @@
 #include <attn/text/utf8.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
