@@ -229,6 +229,7 @@ struct Gemma3Model::Impl {
   Gemma3Config c;
   text::SpmTokenizer tok;
   int64_t cap = 0;
+  AttentionLayerTrace* trace = nullptr;  // layer_trace(): the layer whose buffers forward() copies out
   bool full_cache = false;
   int64_t int8_rows = 0;
   bool int8_gemm = false;
@@ -452,6 +453,14 @@ struct Gemma3Model::Impl {
       if (kv_f16) {  // as llama.cpp's f16 cache (rounding q too measured further from it: 5 of 16)
         for (int64_t i = 0; i < L * KD; ++i) k[i] = round_to_f16(k[i]), v[i] = round_to_f16(v[i]);
       }
+      const bool traced = trace && trace->layer == l;
+      if (traced) {
+        trace->x.assign(x.data(), x.data() + L * C);
+        trace->normed.assign(n.data(), n.data() + L * C);
+        trace->q.assign(q.data(), q.data() + L * QD);
+        trace->k.assign(k.data(), k.data() + L * KD);
+        trace->v.assign(v.data(), v.data() + L * KD);
+      }
       ops::KvCache& kc = caches[l];
       if (L == 1 && !capture) {
         kc.append(k.data(), v.data(), 1);
@@ -468,10 +477,19 @@ struct Gemma3Model::Impl {
         if (capture) capture->push_back(std::move(w));
       }
       matmul(ly.wo, att.data(), L, tmp.data(), C);
+      if (traced) {
+        trace->att.assign(att.data(), att.data() + L * QD);
+        trace->o.assign(tmp.data(), tmp.data() + L * C);
+        trace->weights = capture->back();
+      }
       rows_for(L, 16, [&](int64_t b, int64_t e) {
         post_norm_residual(x.data(), tmp.data(), ly.post_attn_norm.data(), ly.ffn_norm.data(), b, e, C,
                            c.rms_eps, n.data());
       });
+      if (traced) {
+        trace->x_after.assign(x.data(), x.data() + L * C);
+        trace->normed_after.assign(n.data(), n.data() + L * C);
+      }
       matmul_same_x({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), L);
       rows_for(L, 16, [&](int64_t b, int64_t e) {
         ops::geglu_tanh(g.data() + b * F, u.data() + b * F, (e - b) * F);
@@ -667,6 +685,23 @@ Gemma3Attention Gemma3Model::attention_weights(std::span<const int32_t> ids) {
   clear();
   impl_->forward(ids, &a.layers);
   return a;
+}
+
+AttentionLayerTrace Gemma3Model::layer_trace(std::span<const int32_t> ids, int64_t layer) {
+  ATTN_CHECK(layer >= 0 && layer < impl_->c.layers, "layer: expected 0..", impl_->c.layers - 1, "; got ", layer);
+  AttentionLayerTrace t;
+  t.layer = layer;
+  std::vector<std::vector<float>> weights;
+  clear();
+  impl_->trace = &t;
+  try {
+    impl_->forward(ids, &weights);
+  } catch (...) {
+    impl_->trace = nullptr;
+    throw;
+  }
+  impl_->trace = nullptr;
+  return t;
 }
 
 text::TextPieces Gemma3Model::chat_template_pieces(const std::vector<Message>& messages,

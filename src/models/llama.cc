@@ -227,6 +227,7 @@ struct LlamaModel::Impl {
   text::ByteBpeTokenizer tok;
   LlamaTuning opt;  // the measurement-only knobs (models/llama_tuning.h)
   int64_t cap = 0;
+  AttentionLayerTrace* trace = nullptr;  // layer_trace(): the layer whose buffers forward() copies out
 
   Mat embed, output;  // output is empty (N == 0) when tied to embed
   GgmlType embed_type = GgmlType::F32;
@@ -643,6 +644,14 @@ struct LlamaModel::Impl {
             ops::store_f16(vbuf.data() + (i * Hkv + h) * D, D, vcache16[l].get() + (h * cap + pos + i) * D);
           }
         }
+      const bool traced = trace && trace->layer == l;
+      if (traced) {
+        trace->x.assign(x.data(), x.data() + L * C);
+        trace->normed.assign(n.data(), n.data() + L * C);
+        trace->q.assign(qp, qp + L * C);
+        trace->k.assign(kbuf.data(), kbuf.data() + L * kv);
+        trace->v.assign(vbuf.data(), vbuf.data() + L * kv);
+      }
       const int64_t Lk = pos + L;
       Tensor qv = q.slice(0, 0, L).unsqueeze(0).permute({0, 2, 1, 3});  // [1, H, L, D]
       Tensor kv4 = kcache[l].slice(1, 0, Lk).unsqueeze(0);              // [1, Hkv, Lk, D]
@@ -661,6 +670,13 @@ struct LlamaModel::Impl {
       matmul({{&ly.wo, tmp.data(), C}}, ap, L, C, form);
       for (int64_t k = 0; k < L * C; ++k) x[k] += tmp[k];
       rms_norm(x.data(), ly.ffn_norm, n.data(), L);
+      if (traced) {
+        trace->att.assign(ap, ap + L * C);
+        trace->o.assign(tmp.data(), tmp.data() + L * C);
+        trace->x_after.assign(x.data(), x.data() + L * C);
+        trace->normed_after.assign(n.data(), n.data() + L * C);
+        trace->weights = capture->back();
+      }
       matmul({{&ly.gate, g.data(), F}, {&ly.up, u.data(), F}}, n.data(), L, C, form);
       for (int64_t k = 0; k < L * F; ++k) {
         const float a = g[k];
@@ -804,6 +820,23 @@ LlamaAttention LlamaModel::attention_weights(std::span<const int32_t> ids) {
   impl_->pos = 0;
   impl_->forward(ids, &a.layers);
   return a;
+}
+
+AttentionLayerTrace LlamaModel::layer_trace(std::span<const int32_t> ids, int64_t layer) {
+  ATTN_CHECK(layer >= 0 && layer < impl_->c.layers, "layer: expected 0..", impl_->c.layers - 1, "; got ", layer);
+  AttentionLayerTrace t;
+  t.layer = layer;
+  std::vector<std::vector<float>> weights;
+  impl_->pos = 0;
+  impl_->trace = &t;
+  try {
+    impl_->forward(ids, &weights);
+  } catch (...) {
+    impl_->trace = nullptr;
+    throw;
+  }
+  impl_->trace = nullptr;
+  return t;
 }
 
 // ---------------------------------------------------------------- chat template

@@ -7,6 +7,7 @@
 #include <attn/models/llama.h>
 #include <attn/models/text_classifier.h>
 #include <attn/serve/server.h>
+#include <attn/teach/stages.h>
 #include <attn/viz/export.h>
 
 #include <atomic>
@@ -114,6 +115,8 @@ struct Impl {
   std::vector<std::string> generate_aliases;  // other names a request may use for it
   std::unique_ptr<GenModel> gen_model;        // one instance for every generation request
   std::unique_ptr<GenEngine> engine;          // its continuous batching (serve/engine.h)
+  // The explainer's models (explain.cc), by key; each runs under the compute gate.
+  std::vector<std::pair<std::string, std::unique_ptr<teach::StagesModel>>> explainers;
 
   void log(const std::string& line) const {
     if (options.log) options.log(line);
@@ -135,6 +138,9 @@ struct Impl {
   void view(const http::Request& req, http::Response& res);
   void models_list(const http::Request& req, http::Response& res);
   void index_page(const http::Request& req, http::Response& res);
+  void explain_page(const http::Request& req, http::Response& res);    // GET /explain
+  void explain_stages(const http::Request& req, http::Response& res);  // POST /v1/explain
+  void load_explainers();
 
   // The attention export of `text` under the model `model_id` (embed, generate or classify).
   viz::Export model_export(const std::string& model_id, const std::string& text, const AttentionSpec& spec);

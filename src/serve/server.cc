@@ -27,7 +27,9 @@ std::string endpoint_of(const std::string& path) {
                                 "/health",
                                 "/metrics",
                                 "/",
-                                "/view"};
+                                "/view",
+                                "/explain",
+                                "/v1/explain"};
   for (const char* k : known)
     if (path == k) return k;
   return "other";
@@ -110,6 +112,8 @@ void Impl::routes() {
   router.add("GET", "/v1/models", wrap([this](const Request& q, Response& r) { models_list(q, r); }));
   router.add("GET", "/view", wrap([this](const Request& q, Response& r) { view(q, r); }));
   router.add("GET", "/", wrap([this](const Request& q, Response& r) { index_page(q, r); }));
+  router.add("GET", "/explain", wrap([this](const Request& q, Response& r) { explain_page(q, r); }));
+  router.add("POST", "/v1/explain", wrap([this](const Request& q, Response& r) { explain_stages(q, r); }));
   router.add("GET", "/health", wrap([this](const Request&, Response& r) {
                if (stopping.load()) {
                  r.set_header("Retry-After", "1");
@@ -221,8 +225,8 @@ void Server::load_models() {
   Impl& s = *impl_;
   const ServerOptions& o = s.options;
   const Limits& l = o.limits;
-  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty(),
-             "serve: no model to serve; give --embed, --generate or --classify");
+  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty() || !o.explain.empty(),
+             "serve: no model to serve; give --embed, --generate, --classify or --explain");
   if (!o.embed.empty()) {
     const tasks::NamedEncoder ne = tasks::find_encoder(o.embed);
     s.embed_id = ne.id;
@@ -325,6 +329,7 @@ void Server::load_models() {
           " tokens each, KV cache " + std::to_string(s.engine->pool_bytes() >> 20) + " MiB " +
           (o.kv_cache_f16 ? "f16" : "f32") + ")");
   }
+  s.load_explainers();
   s.loaded.store(true);
   s.metrics.set_ready(true);
 }

@@ -142,7 +142,8 @@ std::string help_text(teach::Lang lang) {
            "输入只是示意（手工选定，不是学出来的）；其后的每个数都是计算出来的。\n\n"
            "模式（至多选一个；不选 = 逐步演示）：\n"
            "  --scores, --multi-head, --cost, --mask, --model（训练好的分类器的真实 Q、K、V）\n"
-           "  --attends（在真实的预训练模型里，他 关注什么；详见 attn explain --attends --help）\n\n"
+           "  --attends（在真实的预训练模型里，他 关注什么；详见 attn explain --attends --help）\n"
+           "  --stages（真实模型里你的句子的每一步；详见 attn explain --stages --help）\n\n"
            "选项：\n" +
            format_options(explain_options(), lang) + "\n示例：\n" + examples(lang) +
            "\n层、头和位置都从 0 开始编号（--layer 0 是第一层，--query 0 是第一个词）。\n"
@@ -158,7 +159,8 @@ std::string help_text(teach::Lang lang) {
          "illustrative (hand-chosen, not learned); everything after them is computed.\n\n"
          "Modes (at most one; none = the walkthrough):\n"
          "  --scores, --multi-head, --cost, --mask, --model (a trained classifier's real Q, K, V)\n"
-         "  --attends (what 他 attends to in a real pretrained model; attn explain --attends --help)\n\n"
+         "  --attends (what 他 attends to in a real pretrained model; attn explain --attends --help)\n"
+         "  --stages (every stage on your own sentence in a real model; attn explain --stages --help)\n\n"
          "Options:\n" +
          format_options(explain_options(), lang) + "\nExamples:\n" + examples(lang) +
          "\nLayers, heads and positions are numbered from 0 (--layer 0 is the first layer, --query 0\n"
@@ -372,10 +374,14 @@ teach::Report run_mode(const Mode& mode, const Args& args, const std::vector<std
 // ---- issue 17 (zh-view): --attends, its own options (tools/cli/explain_attends.cc) ----
 int run_explain_attends(const std::vector<std::string>& raw);
 // ---- end issue 17 (zh-view)
+// issue 41: --stages, the explainer's stages of a real model (tools/cli/explain_stages.cc)
+int run_explain_stages(const std::vector<std::string>& raw);
 
 int run_explain(const std::vector<std::string>& raw) {
   for (const std::string& a : raw)  // issue 17 (zh-view)
     if (a == "--attends") return run_explain_attends(raw);
+  for (const std::string& a : raw)  // issue 41
+    if (a == "--stages") return run_explain_stages(raw);
   std::vector<std::string> argv, positional;
   split_positional(raw, argv, positional);
   const Args args(argv, explain_options());

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <attn/io/gguf.h>
+#include <attn/models/layer_trace.h>
 #include <attn/models/runtime/batch.h>
 #include <attn/text/spm.h>
 
@@ -143,6 +144,9 @@ class Gemma3Model : public runtime::BatchDecoder {
   std::span<const float> last_hidden() const;
 
   Gemma3Attention attention_weights(std::span<const int32_t> ids);
+  // The same pass, with one layer's attention block copied out of the engine's buffers (teaching:
+  // teach/stages.h; Gemma's o is W_O · att before its post-attention norm). Throws for a layer out of range.
+  AttentionLayerTrace layer_trace(std::span<const int32_t> ids, int64_t layer);
 
   // Gemma's chat format: <start_of_turn>user\n...<end_of_turn>\n ... <start_of_turn>model\n (a
   // system message is put before the first user message, as Gemma's template does). No <bos>: encode

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <attn/io/gguf.h>
+#include <attn/models/layer_trace.h>
 #include <attn/models/runtime/batch.h>
 #include <attn/text/bpe_bytes.h>
 #include <attn/text/text_piece.h>
@@ -128,6 +129,9 @@ class LlamaModel : public runtime::BatchDecoder {
   // Runs `ids` as a fresh sequence (clears the cache) and returns every layer's
   // exact attention probabilities [H, N, N] (the engine's weight capture).
   LlamaAttention attention_weights(std::span<const int32_t> ids);
+  // The same pass, with one layer's attention block copied out of the engine's buffers (teaching:
+  // teach/stages.h). Throws for a layer out of range.
+  AttentionLayerTrace layer_trace(std::span<const int32_t> ids, int64_t layer);
 
   // The chat template of the file (tokenizer.chat_template) applied to messages
   // (role, content), with the assistant prompt appended when add_generation_prompt, as

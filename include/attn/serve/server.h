@@ -8,6 +8,7 @@
 //   POST /v1/attention         {model, input: string} -> the attention export (docs/viewer.md)
 //   GET  /v1/models, /health (503 until the models are loaded), /metrics (Prometheus text),
 //   GET  /  the attention viewer: type a text, see the model's attention (GET /view?model=&text=)
+//   GET  /explain  the explainer page; POST /v1/explain {model, input, layer, head} -> its stages
 // Any request may add "attention": {"layers": [...], "heads": [...]} (numbered from 0; absent or
 // empty: all) and gets the exact attention weights captured from the kernels, in the viewer's
 // export layout (attn/viz/export.h), filtered to those layers and heads.
@@ -71,6 +72,9 @@ struct ServerOptions {
   std::string embed;            // "" none; "minilm", or a BERT folder (tasks::find_encoder)
   std::string generate;         // "" none; "smollm2", "gemma3", or a .gguf file (llama or gemma3)
   std::string classify;         // "" none; a model file from `attn train classify`
+  // The explainer page (GET /explain, POST /v1/explain; docs/explainer.md): the models it steps
+  // through, of teach::kStageModels ("e5", "smollm2", "gemma3"); loaded at start, apart from the above.
+  std::vector<std::string> explain;
   int64_t generate_slots = 16;  // generation sequences in one batch (decoded together)
   // The paged KV cache of generation: 0 = room for generate_slots × context / 2 positions (at least
   // one full context); f16 halves the bytes per position (the default f32 keeps the text the same
