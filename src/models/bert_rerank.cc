@@ -117,9 +117,9 @@ HfEncoderFolder open_hf_encoder(const std::string& dir) {
   f.weights = io::SafeTensorsSet::open_folder(dir);
   f.max_length = tokenizer_max_length(dir, f.config.max_tokens());
   load_tokenizer(f);
-  ATTN_CHECK(f.tokenizer->vocab_size() <= f.config.vocab_size, f.tokenizer_file, " has ",
+  ATTN_CHECK(f.tokenizer->vocab_size() == f.config.vocab_size, "sentence encoder: ", f.tokenizer_file, " has ",
              f.tokenizer->vocab_size(), " tokens; ", cfg_path, " says vocab_size ", f.config.vocab_size,
-             " (expected at least as many rows as the tokenizer has ids)");
+             " (expected one embedding row per token)");
   f.hash = folder_hash(f);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(f.hash));
