@@ -87,8 +87,9 @@ class Encoder {
 class Reranker {
  public:
   explicit Reranker(const std::string& dir) {
-    ce_ = without_gil(ErrorKind::runtime,
-                      [&] { return std::make_unique<models::CrossEncoder>(models::CrossEncoder::load(dir)); });
+    ce_ = without_gil(ErrorKind::runtime, [&] {
+      return std::make_unique<models::CrossEncoder>(models::CrossEncoder::load(dir));
+    });
   }
   // [N] float32: sigmoid(logit) per pair, or the logits (raw).
   nb::object predict(const std::vector<std::pair<std::string, std::string>>& pairs, int64_t batch_size,

@@ -40,8 +40,9 @@ SafeTensorsSet SafeTensorsSet::open_file(const std::string& path) {
 SafeTensorsSet SafeTensorsSet::open_folder(const std::string& dir) {
   const std::string index = dir + "/model.safetensors.index.json";
   if (!regular_file(index)) {
-    ATTN_CHECK(regular_file(dir + "/model.safetensors"), dir,
-               " holds no weights; expected model.safetensors or shards listed in model.safetensors.index.json");
+    ATTN_CHECK(
+        regular_file(dir + "/model.safetensors"), dir,
+        " holds no weights; expected model.safetensors or shards listed in model.safetensors.index.json");
     return open_file(dir + "/model.safetensors");
   }
   json::Value v;
@@ -72,8 +73,8 @@ SafeTensorsSet SafeTensorsSet::open_folder(const std::string& dir) {
       s.files_.push_back(SafeTensorsFile::open(path));
       it = shard_of_file.emplace(file, s.files_.size() - 1).first;
     }
-    ATTN_CHECK(s.files_[it->second].contains(m.first), index, ": tensor \"", m.first, "\" is not in its shard ",
-               file);
+    ATTN_CHECK(s.files_[it->second].contains(m.first), index, ": tensor \"", m.first,
+               "\" is not in its shard ", file);
     ATTN_CHECK(s.where_.emplace(m.first, it->second).second, index, ": tensor \"", m.first,
                "\" is listed twice");
   }

@@ -62,14 +62,14 @@ void fill_rows(float* y, const float* bias, int64_t rows, int64_t N) {
   });
 }
 
-
 // The sequence lengths of a batch, each checked (ids in the vocabulary, lengths within the positions,
 // type ids matching the ids and within type_vocab_size); throws attn::Error naming the first bad one.
 std::vector<int64_t> check_input(const BertConfig& c, const BertInput& input) {
   const auto B = static_cast<int64_t>(input.ids.size());
   ATTN_CHECK(B > 0, "bert: empty batch; expected at least one sequence");
-  ATTN_CHECK(input.type_ids.empty() || input.type_ids.size() == input.ids.size(), "bert: ",
-             input.type_ids.size(), " type-id lists for ", B, " sequences; expected none or one per sequence");
+  ATTN_CHECK(input.type_ids.empty() || input.type_ids.size() == input.ids.size(),
+             "bert: ", input.type_ids.size(), " type-id lists for ", B,
+             " sequences; expected none or one per sequence");
   const int64_t P = c.max_tokens(), V = c.vocab_size;
   std::vector<int64_t> lengths;
   int64_t L = 0;
@@ -88,8 +88,8 @@ std::vector<int64_t> check_input(const BertConfig& c, const BertInput& input) {
       ATTN_CHECK(t.size() == s.size(), "bert: sequence ", b, " has ", n, " tokens and ", t.size(),
                  " type ids; expected one type id per token");
       for (std::size_t l = 0; l < t.size(); ++l)
-        ATTN_CHECK(t[l] >= 0 && t[l] < c.type_vocab_size, "bert: type id ", t[l], " at position [", b, ", ", l,
-                   "] is outside [0, type_vocab_size = ", c.type_vocab_size, ")");
+        ATTN_CHECK(t[l] >= 0 && t[l] < c.type_vocab_size, "bert: type id ", t[l], " at position [", b, ", ",
+                   l, "] is outside [0, type_vocab_size = ", c.type_vocab_size, ")");
     }
     lengths.push_back(n);
     L = std::max(L, n);
@@ -116,8 +116,9 @@ Tensor embed(const BertConfig& c, const BertModel::Weights& w, const BertInput& 
       const auto& s = input.ids[static_cast<std::size_t>(b)];
       const bool real = l < static_cast<int64_t>(s.size());
       const int64_t id = real ? s[static_cast<std::size_t>(l)] : c.pad_token_id;
-      const int64_t tt =
-          real && !input.type_ids.empty() ? input.type_ids[static_cast<std::size_t>(b)][static_cast<std::size_t>(l)] : 0;
+      const int64_t tt = real && !input.type_ids.empty()
+                             ? input.type_ids[static_cast<std::size_t>(b)][static_cast<std::size_t>(l)]
+                             : 0;
       const float* pr = pos + l * C;
       const float* type = types + tt * C;
       float* o = xp + t * C;

@@ -8,6 +8,7 @@
 #include <attn/io/model_files.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/bert.h>
+#include <attn/models/bert_rerank.h>
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
@@ -24,8 +25,6 @@
 #include <mutex>
 #include <numeric>
 #include <sstream>
-
-#include <attn/models/bert_rerank.h>
 
 #include "models/bert_weights.h"
 

@@ -51,22 +51,23 @@ std::string tokenizer_json_model(const json::Value& root) {
 void load_tokenizer(HfEncoderFolder& f) {
   const std::string vocab = f.dir + "/vocab.txt", tj = f.dir + "/tokenizer.json";
   if (f.config.model_type == "bert" && file_exists(vocab)) {
-    f.tokenizer =
-        std::make_shared<text::WordPieceTokenizer>(text::WordPieceTokenizer::from_model_dir(f.dir));
+    f.tokenizer = std::make_shared<text::WordPieceTokenizer>(text::WordPieceTokenizer::from_model_dir(f.dir));
     f.tokenizer_file = vocab;
-    f.max_length = std::min(f.max_length, static_cast<const text::WordPieceTokenizer&>(*f.tokenizer).options().max_length);
+    f.max_length = std::min(f.max_length,
+                            static_cast<const text::WordPieceTokenizer&>(*f.tokenizer).options().max_length);
     return;
   }
   ATTN_CHECK(file_exists(tj), f.dir, " has no tokenizer; expected tokenizer.json",
-             f.config.model_type == "bert" ? " or vocab.txt" : "", " (model_type \"", f.config.model_type, "\")");
+             f.config.model_type == "bert" ? " or vocab.txt" : "", " (model_type \"", f.config.model_type,
+             "\")");
   const std::string type = tokenizer_json_model(read_json(tj, "tokenizer.json"));
   f.tokenizer_file = tj;
   if (type == "WordPiece") {
     f.tokenizer = std::make_shared<text::WordPieceTokenizer>(
         text::WordPieceTokenizer::from_tokenizer_json(tj, f.max_length));
   } else if (type == "Unigram") {
-    f.tokenizer =
-        std::make_shared<text::UnigramTokenizer>(text::UnigramTokenizer::from_tokenizer_json(tj, f.max_length));
+    f.tokenizer = std::make_shared<text::UnigramTokenizer>(
+        text::UnigramTokenizer::from_tokenizer_json(tj, f.max_length));
   } else {
     throw Error(detail::concat(tj, ": tokenizer model \"", type.empty() ? "(none)" : type,
                                "\" is not supported for encoders; supported: WordPiece (BERT) and Unigram "
@@ -78,7 +79,8 @@ uint64_t folder_hash(const HfEncoderFolder& f) {
   uint64_t h = fnv1a64(io::read_file(f.dir + "/config.json", "config.json"));
   for (const io::SafeTensorsFile& file : f.weights.files()) {
     std::ifstream in(file.path(), std::ios::binary);
-    std::string header(static_cast<std::size_t>(std::min<uint64_t>(file.header_size(), io::kMaxHeaderBytes)), '\0');
+    std::string header(static_cast<std::size_t>(std::min<uint64_t>(file.header_size(), io::kMaxHeaderBytes)),
+                       '\0');
     in.seekg(8);
     in.read(header.data(), static_cast<std::streamsize>(header.size()));
     h = fnv1a64(header, h);
@@ -103,8 +105,9 @@ HfEncoderFolder open_hf_encoder(const std::string& dir) {
   HfEncoderFolder f;
   f.dir = dir;
   const std::string cfg_path = dir + "/config.json";
-  ATTN_CHECK(file_exists(cfg_path), dir, " has no config.json; expected a Hugging Face model folder "
-                                         "(config.json, model.safetensors or its shards, a tokenizer)");
+  ATTN_CHECK(file_exists(cfg_path), dir,
+             " has no config.json; expected a Hugging Face model folder "
+             "(config.json, model.safetensors or its shards, a tokenizer)");
   const json::Value cfg = read_json(cfg_path, "config.json");
   f.config = BertConfig::from_json(cfg, cfg_path);
   if (const json::Value* a = cfg.find("architectures"); a != nullptr && a->is_array())
@@ -117,9 +120,9 @@ HfEncoderFolder open_hf_encoder(const std::string& dir) {
   f.weights = io::SafeTensorsSet::open_folder(dir);
   f.max_length = tokenizer_max_length(dir, f.config.max_tokens());
   load_tokenizer(f);
-  ATTN_CHECK(f.tokenizer->vocab_size() == f.config.vocab_size, "sentence encoder: ", f.tokenizer_file, " has ",
-             f.tokenizer->vocab_size(), " tokens; ", cfg_path, " says vocab_size ", f.config.vocab_size,
-             " (expected one embedding row per token)");
+  ATTN_CHECK(f.tokenizer->vocab_size() == f.config.vocab_size, "sentence encoder: ", f.tokenizer_file,
+             " has ", f.tokenizer->vocab_size(), " tokens; ", cfg_path, " says vocab_size ",
+             f.config.vocab_size, " (expected one embedding row per token)");
   f.hash = folder_hash(f);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(f.hash));
@@ -157,7 +160,8 @@ bool has_arch(const HfEncoderFolder& f, const char* name) {
 // The head's tensors by their names in the folder, checked against [C, C], [C], [1, C], [1].
 Tensor head_tensor(const HfEncoderFolder& f, const std::string& name, const Shape& shape) {
   ATTN_CHECK(f.weights.contains(name), "cross-encoder: ", f.weights.source(), " has no tensor \"", name,
-             "\" (the classification head of ", f.architectures.empty() ? "the model" : f.architectures[0], ")");
+             "\" (the classification head of ", f.architectures.empty() ? "the model" : f.architectures[0],
+             ")");
   const io::TensorInfo& info = f.weights.info(name);
   ATTN_CHECK(info.shape == shape, "cross-encoder: ", f.weights.source(), ": \"", name, "\" has shape ",
              shape_str(info.shape), "; expected ", shape_str(shape));
@@ -174,7 +178,8 @@ CrossEncoder CrossEncoder::load(const std::string& dir) {
   const bool xlmr = has_arch(f, "XLMRobertaForSequenceClassification");
   std::string archs;
   for (const std::string& a : f.architectures) archs += (archs.empty() ? "" : ", ") + a;
-  ATTN_CHECK(bert || xlmr, "cross-encoder: ", dir, "/config.json names ", archs.empty() ? "no architecture" : archs,
+  ATTN_CHECK(bert || xlmr, "cross-encoder: ", dir, "/config.json names ",
+             archs.empty() ? "no architecture" : archs,
              "; a reranker is BertForSequenceClassification or XLMRobertaForSequenceClassification");
   ATTN_CHECK(f.num_labels == 1, "cross-encoder: ", dir, "/config.json has ", f.num_labels,
              " labels; a reranker scores with one (num_labels 1)");
@@ -240,7 +245,8 @@ PairEncoding CrossEncoder::encode_pair(std::string_view query, std::string_view 
     b.resize(static_cast<std::size_t>(n2));
   }
   if (wp != nullptr) {
-    const int32_t cls = wp->token_to_id(wp->options().cls_token), sep = wp->token_to_id(wp->options().sep_token);
+    const int32_t cls = wp->token_to_id(wp->options().cls_token),
+                  sep = wp->token_to_id(wp->options().sep_token);
     ATTN_CHECK(cls >= 0 && sep >= 0, "cross-encoder: the vocabulary lacks ", wp->options().cls_token, " or ",
                wp->options().sep_token);
     p.ids.push_back(cls);
@@ -265,7 +271,8 @@ PairEncoding CrossEncoder::encode_pair(std::string_view query, std::string_view 
 }
 
 std::vector<float> CrossEncoder::logits(const std::vector<PairEncoding>& pairs, int64_t batch_size) const {
-  ATTN_CHECK(batch_size >= 1 && batch_size <= 4096, "rerank: batch_size must be in [1, 4096]; got ", batch_size);
+  ATTN_CHECK(batch_size >= 1 && batch_size <= 4096, "rerank: batch_size must be in [1, 4096]; got ",
+             batch_size);
   const auto N = static_cast<int64_t>(pairs.size());
   const int64_t C = model_->config().hidden_size;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
@@ -280,7 +287,8 @@ std::vector<float> CrossEncoder::logits(const std::vector<PairEncoding>& pairs, 
   });
   std::vector<float> out(pairs.size());
   for (int64_t s = 0, n = 0; s < N; s += n) {
-    const auto longest = static_cast<int64_t>(pairs[static_cast<std::size_t>(order[static_cast<std::size_t>(s)])].ids.size());
+    const auto longest =
+        static_cast<int64_t>(pairs[static_cast<std::size_t>(order[static_cast<std::size_t>(s)])].ids.size());
     n = std::min({batch_size, N - s, std::max<int64_t>(1, BertModel::kMaxTokensPerCall / longest)});
     BertInput in;
     for (int64_t i = 0; i < n; ++i) {
@@ -299,8 +307,9 @@ std::vector<float> CrossEncoder::logits(const std::vector<PairEncoding>& pairs, 
 
 RerankScores CrossEncoder::score(std::string_view query, const std::vector<std::string>& documents,
                                  const RerankOptions& options) const {
-  ATTN_CHECK(!documents.empty(), "rerank: no documents given; expected at least one (an empty string is a "
-                                 "valid document)");
+  ATTN_CHECK(!documents.empty(),
+             "rerank: no documents given; expected at least one (an empty string is a "
+             "valid document)");
   RerankScores r;
   std::vector<PairEncoding> pairs;
   for (std::size_t i = 0; i < documents.size(); ++i) {

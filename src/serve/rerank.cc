@@ -38,11 +38,13 @@ std::vector<std::string> read_documents(const json::Value& body, const Limits& l
     const json::Value& v = d->items()[i];
     const json::Value* text = v.is_object() ? v.find("text") : &v;
     if (text == nullptr || !text->is_string())
-      throw bad_request(doc_name(i) + " must be a string (or {\"text\": string}); got " + json::type_name(v.type()),
-                        "documents", "invalid_type");
+      throw bad_request(
+          doc_name(i) + " must be a string (or {\"text\": string}); got " + json::type_name(v.type()),
+          "documents", "invalid_type");
     if (static_cast<int64_t>(text->as_string().size()) > l.max_input_bytes)
       throw bad_request(doc_name(i) + " has " + std::to_string(text->as_string().size()) +
-                            " bytes; the limit is " + std::to_string(l.max_input_bytes) + " (--max-input-bytes)",
+                            " bytes; the limit is " + std::to_string(l.max_input_bytes) +
+                            " (--max-input-bytes)",
                         "documents", "input_too_large");
     docs.push_back(text->as_string());
   }
@@ -51,7 +53,9 @@ std::vector<std::string> read_documents(const json::Value& body, const Limits& l
 
 std::string read_query(const json::Value& body, const Limits& l) {
   const json::Value* q = member(body, "query");
-  if (!q) throw bad_request("'query' is required: the text to rank the documents against", "query", "missing_query");
+  if (!q)
+    throw bad_request("'query' is required: the text to rank the documents against", "query",
+                      "missing_query");
   if (!q->is_string())
     throw bad_request(std::string("'query' must be a string; got ") + json::type_name(q->type()), "query",
                       "invalid_type");
@@ -71,7 +75,8 @@ void Impl::rerank(const http::Request& req, http::Response& res) {
   const std::string model = check_model(body, "rerank", rerank_id, {options.rerank});
   const std::string query = read_query(body, l);
   const std::vector<std::string> docs = read_documents(body, l);
-  const int64_t top_n = opt_integer(body, "top_n", 1, int64_t{1} << 40).value_or(static_cast<int64_t>(docs.size()));
+  const int64_t top_n =
+      opt_integer(body, "top_n", 1, int64_t{1} << 40).value_or(static_cast<int64_t>(docs.size()));
   const bool return_documents = opt_bool(body, "return_documents").value_or(false);
   const bool raw = opt_bool(body, "raw_scores").value_or(false);
   const bool truncate = opt_bool(body, "truncate").value_or(false);
@@ -90,7 +95,8 @@ void Impl::rerank(const http::Request& req, http::Response& res) {
       throw bad_request(doc_name(i) + ": " + e.what(), "documents", "invalid_input");
     }
     if (pairs.back().truncated && !truncate)
-      throw bad_request("the query with " + doc_name(i) + " is longer than " + std::to_string(ce.max_seq_length()) +
+      throw bad_request("the query with " + doc_name(i) + " is longer than " +
+                            std::to_string(ce.max_seq_length()) +
                             " tokens, the model's limit; shorten it or send \"truncate\": true",
                         "documents", "context_length_exceeded");
     tokens.push_back(static_cast<int64_t>(pairs.back().ids.size()));
@@ -114,7 +120,8 @@ void Impl::rerank(const http::Request& req, http::Response& res) {
     for (float& s : scores) s = models::sigmoid(s);
   std::vector<std::size_t> order(docs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
   order.resize(std::min<std::size_t>(order.size(), static_cast<std::size_t>(top_n)));
   int64_t budget = l.max_attention_values;
   json::Value results = json::Value::array();

@@ -119,7 +119,8 @@ WordPieceTokenizer WordPieceTokenizer::from_tokenizer_json(const std::string& pa
     fail(path, "model \"" + type_of(model) + "\" is not WordPiece (this reader takes BERT's WordPiece)");
   WordPieceOptions o;
   o.max_length = max_length;
-  if (const json::Value* v = model->find("unk_token"); v != nullptr && v->is_string()) o.unk_token = v->as_string();
+  if (const json::Value* v = model->find("unk_token"); v != nullptr && v->is_string())
+    o.unk_token = v->as_string();
   if (const json::Value* v = model->find("continuing_subword_prefix"); v != nullptr && v->is_string())
     o.continuing_prefix = v->as_string();
   if (const json::Value* v = model->find("max_input_chars_per_word"); v != nullptr && !v->is_null()) {

@@ -11,11 +11,11 @@
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/bert_rerank.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "testing/fixture_values.h"
 #include "testing/testing.h"
@@ -45,7 +45,8 @@ const io::SafeTensorsFile& reference_tensors() {
 struct Scratch {
   fs::path dir;
   explicit Scratch(const std::string& from) {
-    dir = fs::temp_directory_path() / ("attn_rerank_" + std::to_string(::getpid()) + "_" + fs::path(from).filename().string());
+    dir = fs::temp_directory_path() /
+          ("attn_rerank_" + std::to_string(::getpid()) + "_" + fs::path(from).filename().string());
     fs::remove_all(dir);
     fs::copy(folder(from), dir, fs::copy_options::recursive);
   }
@@ -75,7 +76,8 @@ TEST_P(CrossEncoderParity, PairIdsAndLogitsEqualTransformers) {
   for (const json::Value& p : reference().at(name).at("pairs").items()) {
     const PairEncoding e = ce.encode_pair(p.at("query").as_string(), p.at("document").as_string());
     EXPECT_EQ(e.ids, testing::ids_of(p.at("ids"))) << testing::printable(p.at("document").as_string());
-    EXPECT_EQ(e.type_ids, testing::ids_of(p.at("type_ids"))) << testing::printable(p.at("document").as_string());
+    EXPECT_EQ(e.type_ids, testing::ids_of(p.at("type_ids")))
+        << testing::printable(p.at("document").as_string());
     truncated += e.truncated;
     pairs.push_back({testing::ids_of(p.at("ids")), testing::ids_of(p.at("type_ids")), false});
     want.push_back(static_cast<float>(p.at("logits").at(std::size_t{0}).as_double()));
@@ -90,7 +92,8 @@ TEST_P(CrossEncoderParity, PairIdsAndLogitsEqualTransformers) {
   std::vector<std::string> docs;
   std::string query;
   for (const json::Value& p : reference().at(name).at("pairs").items())
-    if (p.at("query").as_string() == reference().at(name).at("pairs").at(std::size_t{0}).at("query").as_string()) {
+    if (p.at("query").as_string() ==
+        reference().at(name).at("pairs").at(std::size_t{0}).at("query").as_string()) {
       query = p.at("query").as_string();
       docs.push_back(p.at("document").as_string());
     }
@@ -153,8 +156,8 @@ TEST(HfEncoderBad, MissingOrTruncatedShardIsNamed) {
   {
     Scratch s("xlmr_cls_bf16_sharded");
     fs::remove(s.path("model-00002-of-00003.safetensors"));
-    EXPECT_ERROR_CONTAINS(CrossEncoder::load(s.path()), {"model.safetensors.index.json", "model-00002-of-00003",
-                                                         "is not in the folder"});
+    EXPECT_ERROR_CONTAINS(CrossEncoder::load(s.path()),
+                          {"model.safetensors.index.json", "model-00002-of-00003", "is not in the folder"});
   }
   {
     Scratch s("xlmr_cls_bf16_sharded");
@@ -174,15 +177,16 @@ TEST(HfEncoderBad, ConfigThatDisagreesWithTheTensorsIsNamed) {
   Scratch s("bert_cls");
   s.write("config.json", replaced(io::read_file(s.path("config.json"), "config"), "\"intermediate_size\": 64",
                                   "\"intermediate_size\": 48"));
-  EXPECT_ERROR_CONTAINS(CrossEncoder::load(s.path()), {"does not match the config", "intermediate 48", "mis-shaped",
-                                                       "bert.encoder.layer.0.intermediate.dense.weight"});
+  EXPECT_ERROR_CONTAINS(CrossEncoder::load(s.path()),
+                        {"does not match the config", "intermediate 48", "mis-shaped",
+                         "bert.encoder.layer.0.intermediate.dense.weight"});
 }
 
 TEST(HfEncoderBad, UnsupportedTokenizerAndLabelsAndArchitectureAreNamed) {
   {
     Scratch s("xlmr_cls");
-    s.write("tokenizer.json",
-            replaced(io::read_file(s.path("tokenizer.json"), "tok"), "\"type\": \"Unigram\"", "\"type\": \"BPE\""));
+    s.write("tokenizer.json", replaced(io::read_file(s.path("tokenizer.json"), "tok"),
+                                       "\"type\": \"Unigram\"", "\"type\": \"BPE\""));
     EXPECT_ERROR_CONTAINS(CrossEncoder::load(s.path()), {"tokenizer model \"BPE\"", "WordPiece", "Unigram"});
   }
   {
@@ -191,8 +195,9 @@ TEST(HfEncoderBad, UnsupportedTokenizerAndLabelsAndArchitectureAreNamed) {
                                     "\"0\": \"LABEL_0\", \"1\": \"LABEL_1\""));
     EXPECT_ERROR_CONTAINS(CrossEncoder::load(s.path()), {"2 labels", "num_labels 1"});
   }
-  EXPECT_ERROR_CONTAINS(CrossEncoder::load(folder("xlmr_model")),
-                        {"XLMRobertaModel", "BertForSequenceClassification or XLMRobertaForSequenceClassification"});
+  EXPECT_ERROR_CONTAINS(
+      CrossEncoder::load(folder("xlmr_model")),
+      {"XLMRobertaModel", "BertForSequenceClassification or XLMRobertaForSequenceClassification"});
   const CrossEncoder ce = CrossEncoder::load(folder("bert_cls"));
   EXPECT_ERROR_CONTAINS(ce.score("q", {}), {"no documents"});
   EXPECT_ERROR_CONTAINS(ce.score("q", {"ok", std::string("\xff")}), {"documents[1]"});

@@ -54,9 +54,9 @@ void expect_error(const httplib::Result& r, const std::string& code, const std::
   EXPECT_NE(e.at("message").as_string().find(in_message), std::string::npos) << e.at("message").as_string();
 }
 
-const std::vector<std::string> kDocs = {
-    "Attention lets every token look at every other token.", "The weather today is sunny.",
-    "A transformer stacks layers of self-attention.", "", "Café crème"};
+const std::vector<std::string> kDocs = {"Attention lets every token look at every other token.",
+                                        "The weather today is sunny.",
+                                        "A transformer stacks layers of self-attention.", "", "Café crème"};
 const char* kQuery = "what is attention in a transformer?";
 
 std::string request(const std::string& extra) {
@@ -91,13 +91,15 @@ TEST(ServeRerank, ScoresOrderTopNAndDocumentsEqualTheLibrary) {
   EXPECT_EQ(std::count(seen.begin(), seen.end(), true), static_cast<long>(kDocs.size()));
   EXPECT_EQ(b.at("usage").at("total_tokens").as_int64(), want.total_tokens);
 
-  r = s.post(request(", \"top_n\": 2, \"return_documents\": true, \"raw_scores\": true, \"model\": \"bert_cls\""));
+  r = s.post(
+      request(", \"top_n\": 2, \"return_documents\": true, \"raw_scores\": true, \"model\": \"bert_cls\""));
   ASSERT_EQ(r->status, 200) << r->body;
   b = json::parse(r->body);
   ASSERT_EQ(b.at("results").size(), 2u);
   const json::Value& best = b.at("results").at(std::size_t{0});
   EXPECT_EQ(best.at("index").as_int64(), results[0].at("index").as_int64());
-  EXPECT_EQ(best.at("document").at("text").as_string(), kDocs[static_cast<std::size_t>(best.at("index").as_int64())]);
+  EXPECT_EQ(best.at("document").at("text").as_string(),
+            kDocs[static_cast<std::size_t>(best.at("index").as_int64())]);
   EXPECT_NEAR(models::sigmoid(static_cast<float>(best.at("relevance_score").as_double())),
               results[0].at("relevance_score").as_double(), 1e-6);
 }
@@ -114,7 +116,8 @@ TEST(ServeRerank, AttentionIsEachReturnedPairsExactWeights) {
   const std::string dumped = json::dump(att);
   // The export's tokens are the pair as the model reads it, and its one layer/head holds the kernel's
   // probabilities: compare a row.
-  for (const std::string& t : a.tokens) EXPECT_NE(dumped.find(json::dump(json::Value::string(t))), std::string::npos) << t;
+  for (const std::string& t : a.tokens)
+    EXPECT_NE(dumped.find(json::dump(json::Value::string(t))), std::string::npos) << t;
   const Tensor w = a.layers[1];  // [1, H, L, L]
   const int64_t L = w.size(2);
   const float* p = w.data<float>() + (2 * L + 0) * L;  // head 2, query 0
@@ -136,10 +139,10 @@ TEST(ServeRerank, BadRequestsGet400WithACodeAndTheServerStaysUp) {
   expect_error(s.post("{\"query\": \"q\", \"documents\": \"a\"}"), "invalid_type", "a list of strings");
   expect_error(s.post("{\"query\": \"q\", \"documents\": []}"), "empty_documents", "empty list");
   expect_error(s.post("{\"query\": \"q\", \"documents\": [\"a\", 5]}"), "invalid_type", "documents[1]");
-  expect_error(s.post("{\"query\": \"q\", \"documents\": [\"a\",\"b\",\"c\",\"d\",\"e\"]}"), "too_many_documents",
-               "--max-inputs");
-  expect_error(s.post("{\"query\": \"q\", \"documents\": [\"" + std::string(300, 'x') + "\"]}"), "input_too_large",
-               "--max-input-bytes");
+  expect_error(s.post("{\"query\": \"q\", \"documents\": [\"a\",\"b\",\"c\",\"d\",\"e\"]}"),
+               "too_many_documents", "--max-inputs");
+  expect_error(s.post("{\"query\": \"q\", \"documents\": [\"" + std::string(300, 'x') + "\"]}"),
+               "input_too_large", "--max-input-bytes");
   expect_error(s.post("{\"query\": \"q\", \"documents\": [\"a\"], \"top_n\": 0}"), "", "top_n");
   // Over the model's 40 tokens: refused unless truncate.
   std::string words;

@@ -23,9 +23,10 @@ namespace {
 
 const std::vector<OptionSpec>& rerank_options() {
   static const std::vector<OptionSpec> specs = {
-      {"model", "DIR", "the cross-encoder: a Hugging Face folder (config.json, safetensors, tokenizer) of a "
-                       "BertForSequenceClassification or XLMRobertaForSequenceClassification with one label "
-                       "(required)"},
+      {"model", "DIR",
+       "the cross-encoder: a Hugging Face folder (config.json, safetensors, tokenizer) of a "
+       "BertForSequenceClassification or XLMRobertaForSequenceClassification with one label "
+       "(required)"},
       {"file", "FILE", "the documents: each non-empty line of FILE (instead of DOC arguments)"},
       {"top-n", "N", "print only the N best documents (default: all)"},
       {"raw", "", "print the logits instead of sigmoid(logit) in [0, 1]"},
@@ -52,21 +53,24 @@ int run_rerank(const std::vector<std::string>& raw) {
   const encoder::SplitArgs sa = encoder::split_args(raw, rerank_options());
   const Args opts(sa.options, rerank_options());
   if (opts.has("help")) {
-    std::fputs(("usage: attn rerank --model DIR QUERY DOC [DOC...]\n"
-                "       attn rerank --model DIR --file DOCS.txt QUERY\n\n"
-                "Scores each document's relevance to the query with a cross-encoder (the query and the\n"
-                "document read together), best first: rank, score, the document's index, its text.\n\n"
-                "Options:\n" +
-                format_options(rerank_options()) +
-                "\nExamples:\n"
-                "  attn rerank --model ./ms-marco-MiniLM-L-6-v2 \"what is a panda?\" \"hi\" \"The giant panda is a bear.\"\n"
-                "  attn rerank --model ./bge-reranker-base --file passages.txt --top-n 3 --json \"熊猫吃什么\"\n")
-                   .c_str(),
-               stdout);
+    std::fputs(
+        ("usage: attn rerank --model DIR QUERY DOC [DOC...]\n"
+         "       attn rerank --model DIR --file DOCS.txt QUERY\n\n"
+         "Scores each document's relevance to the query with a cross-encoder (the query and the\n"
+         "document read together), best first: rank, score, the document's index, its text.\n\n"
+         "Options:\n" +
+         format_options(rerank_options()) +
+         "\nExamples:\n"
+         "  attn rerank --model ./ms-marco-MiniLM-L-6-v2 \"what is a panda?\" \"hi\" \"The giant panda is a "
+         "bear.\"\n"
+         "  attn rerank --model ./bge-reranker-base --file passages.txt --top-n 3 --json \"熊猫吃什么\"\n")
+            .c_str(),
+        stdout);
     return 0;
   }
-  ATTN_CHECK(opts.has("model"), "--model DIR is required: a cross-encoder folder (config.json, "
-                                "model.safetensors or its shards, tokenizer.json or vocab.txt)");
+  ATTN_CHECK(opts.has("model"),
+             "--model DIR is required: a cross-encoder folder (config.json, "
+             "model.safetensors or its shards, tokenizer.json or vocab.txt)");
   ATTN_CHECK(!sa.positionals.empty(), "expected the query (and the documents unless --file); got nothing");
   const std::string query = sa.positionals[0];
   std::vector<std::string> docs(sa.positionals.begin() + 1, sa.positionals.end());
@@ -79,13 +83,14 @@ int run_rerank(const std::vector<std::string>& raw) {
   models::RerankOptions ro;
   ro.raw_scores = opts.has("raw");
   if (opts.has("batch-size")) ro.batch_size = opts.integer("batch-size", 1, 4096);
-  const int64_t top_n = opts.has("top-n") ? opts.integer("top-n", 1, int64_t{1} << 40)
-                                          : static_cast<int64_t>(docs.size());
+  const int64_t top_n =
+      opts.has("top-n") ? opts.integer("top-n", 1, int64_t{1} << 40) : static_cast<int64_t>(docs.size());
   const models::CrossEncoder ce = models::CrossEncoder::load(opts.str("model"));
   const models::RerankScores r = ce.score(query, docs, ro);
   std::vector<std::size_t> order(docs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return r.scores[a] > r.scores[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return r.scores[a] > r.scores[b]; });
   order.resize(std::min<std::size_t>(order.size(), static_cast<std::size_t>(top_n)));
   if (opts.has("json")) {
     json::Value results = json::Value::array();
@@ -107,8 +112,8 @@ int run_rerank(const std::vector<std::string>& raw) {
   std::printf("%-5s %-10s %-6s %s\n", "rank", ro.raw_scores ? "logit" : "score", "index", "document");
   for (std::size_t k = 0; k < order.size(); ++k) {
     const std::size_t i = order[k];
-    std::printf("%-5zu %-10.6f %-6zu %s%s\n", k + 1, static_cast<double>(r.scores[i]), i, shown(docs[i]).c_str(),
-                r.truncated[i] ? "  (truncated)" : "");
+    std::printf("%-5zu %-10.6f %-6zu %s%s\n", k + 1, static_cast<double>(r.scores[i]), i,
+                shown(docs[i]).c_str(), r.truncated[i] ? "  (truncated)" : "");
   }
   const auto cut = std::count(r.truncated.begin(), r.truncated.end(), true);
   if (cut > 0)

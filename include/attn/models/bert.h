@@ -17,8 +17,8 @@
 // [tokens, 3C] projection (no copies), and the exact attention probabilities
 // can be captured per layer.
 //
-// Safetensors names (with an optional "bert." or "roberta." prefix; one file or shards): embeddings.{word,position,
-// token_type}_embeddings.weight, embeddings.LayerNorm.{weight,bias},
+// Safetensors names (with an optional "bert." or "roberta." prefix; one file or shards):
+// embeddings.{word,position, token_type}_embeddings.weight, embeddings.LayerNorm.{weight,bias},
 // encoder.layer.<i>.attention.self.{query,key,value}.{weight,bias},
 // encoder.layer.<i>.attention.output.{dense,LayerNorm}.*, encoder.layer.<i>.
 // intermediate.dense.*, encoder.layer.<i>.output.{dense,LayerNorm}.*; pooler.* and
