@@ -50,7 +50,9 @@ void expect_error(const httplib::Result& r, const std::string& code, const std::
   ASSERT_TRUE(r) << "no response";
   EXPECT_EQ(r->status, 400) << r->body;
   const json::Value e = json::parse(r->body).at("error");
-  if (!code.empty()) EXPECT_EQ(e.at("code").as_string(), code) << r->body;
+  if (!code.empty()) {
+    EXPECT_EQ(e.at("code").as_string(), code) << r->body;
+  }
   EXPECT_NE(e.at("message").as_string().find(in_message), std::string::npos) << e.at("message").as_string();
 }
 
