@@ -13,7 +13,7 @@ actors and (attn.ray.serve) the Ray Serve deployment (docs/scale.md).
 
 from . import _attn
 from ._core import attention, attention_backward
-from ._models import Generator, SentenceEncoder, TextClassifier, explain, train_classifier
+from ._models import Generator, Reranker, SentenceEncoder, TextClassifier, explain, train_classifier
 
 __version__ = _attn.version()
 
@@ -37,5 +37,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'attn' has no attribute {name!r}")
 
 
-__all__ = ["attention", "attention_backward", "set_num_threads", "get_num_threads", "SentenceEncoder",
+__all__ = ["attention", "attention_backward", "set_num_threads", "get_num_threads", "SentenceEncoder", "Reranker",
            "TextClassifier", "Generator", "explain", "train_classifier", "__version__"]

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _attn
 
-__all__ = ["SentenceEncoder", "TextClassifier", "Generator", "explain", "train_classifier"]
+__all__ = ["SentenceEncoder", "Reranker", "TextClassifier", "Generator", "explain", "train_classifier"]
 
 
 def _texts(sentences, what):
@@ -58,6 +58,65 @@ class SentenceEncoder:
     @property
     def max_seq_length(self):
         return self._enc.max_seq_length
+
+
+class Reranker:
+    """A cross-encoder (reranker): a Hugging Face folder of a BertForSequenceClassification (ms-marco
+    MiniLM) or XLMRobertaForSequenceClassification (bge-reranker) with one label, read as
+    `attn rerank --model DIR` reads it. Scores are sigmoid(logit) in [0, 1], as sentence-transformers'
+    CrossEncoder gives them (raw_scores=True: the logits)."""
+
+    def __init__(self, model):
+        self._ce = _attn.Reranker(str(model))
+
+    def predict(self, pairs, batch_size=32, raw_scores=False):
+        """float32 [N] scores of (query, document) pairs (one float for a single pair)."""
+        single = isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(x, str) for x in pairs)
+        items = [pairs] if single else list(pairs)
+        for i, p in enumerate(items):
+            if not (isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(x, str) for x in p)):
+                raise TypeError(f"predict: pair {i} is {type(p).__name__}; expected (query, document) strings")
+        out = self._ce.predict([tuple(p) for p in items], int(batch_size), bool(raw_scores))
+        return float(out[0]) if single else out
+
+    def rank(self, query, documents, top_n=None, return_documents=False, raw_scores=False, batch_size=32):
+        """The documents best first, as POST /v1/rerank answers: [{"index", "relevance_score",
+        "document": {"text"} (with return_documents)}], at most top_n of them."""
+        if not isinstance(query, str):
+            raise TypeError(f"rank: query is {type(query).__name__}; expected str")
+        docs, _ = _texts(documents, "rank")
+        if not docs:
+            raise ValueError("rank: no documents given; expected at least one")
+        scores = self.predict([(query, d) for d in docs], batch_size, raw_scores)
+        order = sorted(range(len(docs)), key=lambda i: -float(scores[i]))  # stable: ties keep their order
+        if top_n is not None:
+            if int(top_n) < 1:
+                raise ValueError(f"rank: top_n must be >= 1; got {top_n}")
+            order = order[: int(top_n)]
+        out = []
+        for i in order:
+            r = {"index": i, "relevance_score": float(scores[i])}
+            if return_documents:
+                r["document"] = {"text": docs[i]}
+            out.append(r)
+        return out
+
+    def attention(self, query, document):
+        """The pair's exact attention: {"tokens", "weights": [float32 [H, L, L] per layer], "logit"}."""
+        tokens, layers, logit = self._ce.attention(query, document)
+        return {"tokens": list(tokens), "weights": list(layers), "logit": float(logit)}
+
+    @property
+    def max_seq_length(self):
+        return self._ce.max_seq_length
+
+    @property
+    def name(self):
+        return self._ce.name
+
+    @property
+    def architecture(self):
+        return self._ce.architecture
 
 
 class TextClassifier:

@@ -5,6 +5,7 @@
 // as text (io/json.h dump) and are parsed by the Python side.
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
+#include <attn/models/bert_rerank.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama_chat.h>
 #include <attn/models/runtime/scheduler.h>
@@ -15,6 +16,7 @@
 #include <attn/teach/explain.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -80,6 +82,49 @@ class Encoder {
 
  private:
   const models::SentenceEncoder* enc_ = nullptr;
+};
+
+// A cross-encoder (models/bert_rerank.h): scores of query-document pairs.
+class Reranker {
+ public:
+  explicit Reranker(const std::string& dir) {
+    ce_ = without_gil(ErrorKind::runtime, [&] {
+      return std::make_unique<models::CrossEncoder>(models::CrossEncoder::load(dir));
+    });
+  }
+  // [N] float32: sigmoid(logit) per pair, or the logits (raw).
+  nb::object predict(const std::vector<std::pair<std::string, std::string>>& pairs, int64_t batch_size,
+                     bool raw) const {
+    std::vector<float> s = without_gil(ErrorKind::value, [&] {
+      ATTN_CHECK(!pairs.empty(), "predict: expected at least one (query, document) pair; got none");
+      std::vector<models::PairEncoding> enc;
+      for (std::size_t i = 0; i < pairs.size(); ++i) {
+        try {
+          enc.push_back(ce_->encode_pair(pairs[i].first, pairs[i].second));
+        } catch (const Error& e) {
+          throw Error(detail::concat("predict: pair ", i, ": ", e.what()));
+        }
+      }
+      std::vector<float> out = ce_->logits(enc, batch_size);
+      if (!raw)
+        for (float& x : out) x = models::sigmoid(x);
+      return out;
+    });
+    return to_numpy(Tensor::from(s, {static_cast<int64_t>(s.size())}));
+  }
+  // (tokens, [[H, L, L] per layer], logit)
+  nb::tuple attention(const std::string& query, const std::string& document) const {
+    models::PairAttention a = without_gil(ErrorKind::value, [&] { return ce_->attention(query, document); });
+    nb::list layers;
+    for (const Tensor& w : a.layers) layers.append(to_numpy(w.select(0, 0).contiguous()));
+    return nb::make_tuple(a.tokens, layers, a.logit);
+  }
+  int64_t max_seq_length() const { return ce_->max_seq_length(); }
+  std::string name() const { return ce_->name(); }
+  std::string architecture() const { return ce_->architecture(); }
+
+ private:
+  std::unique_ptr<models::CrossEncoder> ce_;
 };
 
 class Classifier {
@@ -359,6 +404,13 @@ void bind_models(nb::module_& m) {
       .def_prop_ro("dim", &Encoder::dim)
       .def_prop_ro("max_seq_length", &Encoder::max_seq_length)
       .def_prop_ro("dir", &Encoder::dir);
+  nb::class_<Reranker>(m, "Reranker")
+      .def(nb::init<const std::string&>(), "dir"_a)
+      .def("predict", &Reranker::predict, "pairs"_a, "batch_size"_a, "raw"_a)
+      .def("attention", &Reranker::attention, "query"_a, "document"_a)
+      .def_prop_ro("max_seq_length", &Reranker::max_seq_length)
+      .def_prop_ro("name", &Reranker::name)
+      .def_prop_ro("architecture", &Reranker::architecture);
   nb::class_<Classifier>(m, "TextClassifier")
       .def(nb::init<const std::string&>(), "path"_a)
       .def("predict", &Classifier::predict, "texts"_a, "top"_a, "heads"_a, "batch_size"_a)

@@ -4,6 +4,7 @@
 
 #include <attn/io/json.h>
 #include <attn/models/bert.h>
+#include <attn/models/bert_rerank.h>
 #include <attn/models/llama.h>
 #include <attn/models/text_classifier.h>
 #include <attn/serve/server.h>
@@ -110,6 +111,10 @@ struct Impl {
   std::string classify_id;
   std::unique_ptr<models::TextClassifier> classifier;
   std::unique_ptr<Batcher<ClassifyInput, ClassifyOutput>> classify_batcher;
+  // Reranking (rerank.cc): pairs in, logits out.
+  std::string rerank_id;
+  std::unique_ptr<models::CrossEncoder> reranker;
+  std::unique_ptr<Batcher<models::PairEncoding, float>> rerank_batcher;
   // Generation.
   std::string generate_id;
   std::vector<std::string> generate_aliases;  // other names a request may use for it
@@ -133,6 +138,7 @@ struct Impl {
   // Handlers (each may throw HttpError; the wrapper answers it).
   void embeddings(const http::Request& req, http::Response& res);
   void classify(const http::Request& req, http::Response& res);
+  void rerank(const http::Request& req, http::Response& res);
   void completions(const http::Request& req, http::Response& res, bool chat);
   void attention(const http::Request& req, http::Response& res);
   void view(const http::Request& req, http::Response& res);
@@ -150,6 +156,9 @@ struct Impl {
   GenResult generate(GenStream& st, const GenRequest& r, const PieceSink& on_piece,
                      const std::function<bool()>& client_gone = nullptr);
 };
+
+// Loads options.rerank into reranker / rerank_batcher (rerank.cc).
+void load_reranker(Impl& s);
 
 // The metrics' endpoint label of a path (server.cc).
 std::string endpoint_of(const std::string& path);

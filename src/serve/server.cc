@@ -22,6 +22,7 @@ std::string endpoint_of(const std::string& path) {
                                 "/v1/chat/completions",
                                 "/v1/completions",
                                 "/v1/classify",
+                                "/v1/rerank",
                                 "/v1/attention",
                                 "/v1/models",
                                 "/health",
@@ -66,6 +67,7 @@ void Impl::models_list(const http::Request&, http::Response& res) {
     add(embed_id, "embeddings");
     add(generate_id, "generation");
     add(classify_id, "classification");
+    add(rerank_id, "rerank");
   }
   json::Value body = json::Value::object();
   body.set("object", json::Value::string("list"));
@@ -108,6 +110,8 @@ void Impl::routes() {
   router.add("POST", "/v1/completions",
              wrap([this](const Request& q, Response& r) { completions(q, r, false); }));
   router.add("POST", "/v1/classify", wrap([this](const Request& q, Response& r) { classify(q, r); }));
+  router.add("POST", "/v1/rerank", wrap([this](const Request& q, Response& r) { rerank(q, r); }));
+  router.add("POST", "/rerank", wrap([this](const Request& q, Response& r) { rerank(q, r); }));
   router.add("POST", "/v1/attention", wrap([this](const Request& q, Response& r) { attention(q, r); }));
   router.add("GET", "/v1/models", wrap([this](const Request& q, Response& r) { models_list(q, r); }));
   router.add("GET", "/view", wrap([this](const Request& q, Response& r) { view(q, r); }));
@@ -225,8 +229,10 @@ void Server::load_models() {
   Impl& s = *impl_;
   const ServerOptions& o = s.options;
   const Limits& l = o.limits;
-  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty() || !o.explain.empty(),
-             "serve: no model to serve; give --embed, --generate, --classify or --explain");
+  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty() || !o.explain.empty() ||
+                 !o.rerank.empty(),
+             "serve: no model to serve; give --embed, --generate, --classify, --rerank or --explain");
+  if (!o.rerank.empty()) detail::load_reranker(s);
   if (!o.embed.empty()) {
     const tasks::NamedEncoder ne = tasks::find_encoder(o.embed);
     s.embed_id = ne.id;
@@ -352,6 +358,7 @@ void Server::stop() {
   if (s.engine) s.engine->stop();
   if (s.embed_batcher) s.embed_batcher->stop();
   if (s.classify_batcher) s.classify_batcher->stop();
+  if (s.rerank_batcher) s.rerank_batcher->stop();
   s.stopped.store(true);
 }
 

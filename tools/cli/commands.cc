@@ -17,6 +17,8 @@ const std::vector<Command>& commands() {
       {"embed", "sentence embeddings from all-MiniLM-L6-v2 (json, npy or csv)", run_embed},
       {"similarity", "cosine similarity of two texts (all-MiniLM-L6-v2)", run_similarity},
       {"search", "semantic search over the lines of a file (all-MiniLM-L6-v2)", run_search},
+      {"rerank", "score documents against a query with a cross-encoder (bge-reranker, ms-marco MiniLM)",
+       run_rerank},
       {"attention", "a pretrained model's attention on a text: summary and export", run_attention},
 #ifdef ATTN_HAVE_SERVE
       {"serve", "an OpenAI-compatible HTTP server: embeddings, chat, classification, attention", run_serve},

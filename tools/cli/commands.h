@@ -44,6 +44,7 @@ int run_embed(const std::vector<std::string>& args);
 int run_similarity(const std::vector<std::string>& args);
 int run_search(const std::vector<std::string>& args);
 int run_attention(const std::vector<std::string>& args);
+int run_rerank(const std::vector<std::string>& args);  // rerank_cmd.cc
 int run_serve(const std::vector<std::string>& args);  // serve_cmd.cc (unless ATTN_SERVE=OFF)
 
 // `attn train <task>`: one entry per task (train.cc lists them).

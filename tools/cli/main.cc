@@ -37,6 +37,7 @@ void usage(FILE* f) {
       "  embed     sentence embeddings (all-MiniLM-L6-v2) as json, npy or csv\n"
       "  similarity  cosine similarity of two texts (all-MiniLM-L6-v2)\n"
       "  search    semantic search over the lines of a file: attn search --corpus FILE QUERY\n"
+      "  rerank    score documents against a query with a cross-encoder: attn rerank --model DIR Q DOC...\n"
       "  attention a pretrained model's attention on a text: attn attention --model minilm TEXT\n"
 #ifdef ATTN_HAVE_SERVE
       "  serve     an OpenAI-compatible HTTP server: attn serve --embed minilm --generate smollm2\n"

@@ -21,13 +21,17 @@ const std::vector<OptionSpec>& serve_options() {
   static const std::vector<OptionSpec> specs = {
       {"host", "ADDR", "address to listen on (default 127.0.0.1: this machine only)"},
       {"port", "N", "port (default 8080; 0: any free port, printed)"},
-      {"embed", "MODEL", "serve embeddings: minilm (all-MiniLM-L6-v2) or a BERT sentence-encoder folder"},
+      {"embed", "MODEL",
+       "serve embeddings: minilm (all-MiniLM-L6-v2), e5, or a BERT / XLM-RoBERTa sentence-encoder folder"},
       {"generate", "MODEL",
        "serve chat and completions: smollm2 (SmolLM2-135M-Instruct), gemma3 (Gemma 3 270M) or a .gguf file"},
       {"classify", "FILE", "serve classification: a model file from 'attn train classify'"},
       {"explain", "MODELS",
        "the explainer page at /explain for these models, comma-separated: e5, smollm2, gemma3\n"
        "(attention step by step on the learner's sentence; docs/explainer.md)"},
+      {"rerank", "DIR",
+       "serve POST /v1/rerank: a cross-encoder folder (BertForSequenceClassification or "
+       "XLMRobertaForSequenceClassification, one label: ms-marco MiniLM, bge-reranker)"},
       {"threads", "N", "compute threads (default: ATTN_NUM_THREADS or all cores)"},
       {"parallel", "N", "generation sequences decoded together in one batch (default 16)"},
       {"context", "N", "positions of one generation sequence, prompt + reply tokens (default 2048)"},
@@ -71,9 +75,9 @@ const std::vector<OptionSpec>& serve_options() {
 }
 
 std::string serve_help() {
-  return "usage: attn serve [--embed minilm] [--generate smollm2] [--classify FILE] [--port N] [...]\n\n"
+  return "usage: attn serve [--embed minilm] [--generate smollm2] [--classify FILE] [--rerank DIR] [--port N]\n\n"
          "An OpenAI-compatible HTTP server: POST /v1/embeddings, /v1/chat/completions, /v1/completions,\n"
-         "/v1/classify, /v1/attention; GET /v1/models, /health, /metrics, and / (the attention viewer);\n"
+         "/v1/classify, /v1/rerank, /v1/attention; GET /v1/models, /health, /metrics, and / (the attention viewer);\n"
          "with --explain, GET /explain (attention step by step, in Chinese first) and POST /v1/explain.\n"
          "Any request may add \"attention\": {\"layers\": [...], \"heads\": [...]} for the exact attention\n"
          "weights. It listens on 127.0.0.1 unless --host says otherwise, prints its URL, answers /health\n"
@@ -108,8 +112,9 @@ serve::ServerOptions server_options(const Args& a) {
   if (a.has("generate")) o.generate = a.str("generate");
   if (a.has("classify")) o.classify = a.str("classify");
   if (a.has("explain")) o.explain = a.words("explain", ',');
-  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty() || !o.explain.empty(),
-             "nothing to serve: give --embed minilm, --generate smollm2, --classify FILE or --explain e5");
+  if (a.has("rerank")) o.rerank = a.str("rerank");
+  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty() || !o.explain.empty() || !o.rerank.empty(),
+             "nothing to serve: give --embed minilm, --generate smollm2, --classify FILE, --rerank DIR or --explain e5");
   if (a.has("parallel")) o.generate_slots = a.integer("parallel", 1, 256);
   if (a.has("kv-cache-mb")) o.kv_cache_bytes = a.integer("kv-cache-mb", 1, int64_t{1} << 20) << 20;
   if (a.has("kv-cache-type")) {

@@ -17,8 +17,8 @@
 // [tokens, 3C] projection (no copies), and the exact attention probabilities
 // can be captured per layer.
 //
-// Safetensors names (with an optional "bert." prefix): embeddings.{word,position,
-// token_type}_embeddings.weight, embeddings.LayerNorm.{weight,bias},
+// Safetensors names (with an optional "bert." or "roberta." prefix; one file or shards):
+// embeddings.{word,position, token_type}_embeddings.weight, embeddings.LayerNorm.{weight,bias},
 // encoder.layer.<i>.attention.self.{query,key,value}.{weight,bias},
 // encoder.layer.<i>.attention.output.{dense,LayerNorm}.*, encoder.layer.<i>.
 // intermediate.dense.*, encoder.layer.<i>.output.{dense,LayerNorm}.*; pooler.* and
@@ -35,6 +35,7 @@
 #include <attn/core/tensor.h>
 #include <attn/io/e5_container.h>
 #include <attn/io/json.h>
+#include <attn/io/safetensors_set.h>
 #include <attn/text/encoder_tokenizer.h>
 #include <attn/text/wordpiece.h>
 
@@ -85,6 +86,9 @@ struct BertConfig {
 // One forward pass over a padded batch.
 struct BertInput {
   std::vector<std::vector<int32_t>> ids;  // B sequences of token ids, each 1..config.max_tokens() long
+  // Token types (segments), as ids: empty (every token type 0), or one list per sequence of its length,
+  // each in [0, type_vocab_size) (a cross-encoder's pair: 0 for the query, 1 for the document in BERT).
+  std::vector<std::vector<int32_t>> type_ids;
 };
 
 // The weights a BertModel is built from: f32 tensors by Hugging Face name (no "bert."
@@ -170,6 +174,9 @@ class BertModel {
 
   // The f32 weights by HF name (validated and checked finite as they are read).
   static BertWeights weights_from_safetensors(const BertConfig& config, const std::string& path);
+  // The same from a set of shards (io/safetensors_set.h). Tensors of a task head (classifier.*,
+  // pooler.*, lm_head.*) are read past; models/bert_rerank.h reads the classifier's.
+  static BertWeights weights_from_set(const BertConfig& config, const io::SafeTensorsSet& set);
   // From the container: every tensor dequantized except the word embeddings, which are read
   // row by row from the 4-bit blocks (word_rows; the container is kept alive by it).
   static BertWeights weights_from_e5(const io::E5Container& container);
@@ -191,9 +198,11 @@ class BertModel {
   BertOutput forward_profiled(const BertInput& input, const BertRunOptions& options,
                               BertProfile& profile) const;
 
+  // The packed weights (private to src/models/bert*.cc: bert_weights.h).
+  struct Weights;
+
  private:
   BertOutput run(const BertInput& input, const BertRunOptions& options, BertProfile* profile) const;
-  struct Weights;
   BertConfig config_;
   std::unique_ptr<Weights> w_;
 };

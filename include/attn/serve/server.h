@@ -6,6 +6,8 @@
 //   POST /v1/completions       {model, prompt, ...the same}
 //   POST /v1/classify          {model, input: string | [string]} -> [[{label, score}], ...]
 //   POST /v1/attention         {model, input: string} -> the attention export (docs/viewer.md)
+//   POST /v1/rerank            {model, query, documents: [string], top_n, return_documents, raw_scores,
+//                              truncate} -> {results: [{index, relevance_score, document?}], usage}
 //   GET  /v1/models, /health (503 until the models are loaded), /metrics (Prometheus text),
 //   GET  /  the attention viewer: type a text, see the model's attention (GET /view?model=&text=)
 //   GET  /explain  the explainer page; POST /v1/explain {model, input, layer, head} -> its stages
@@ -70,11 +72,12 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;              // 0: an ephemeral port (Server::port() says which)
   std::string embed;            // "" none; "minilm", or a BERT folder (tasks::find_encoder)
-  std::string generate;         // "" none; "smollm2", "gemma3", or a .gguf file (llama or gemma3)
+  std::string generate;         // "" none; "smollm2", "gemma3", a .gguf file or a Hugging Face decoder folder
   std::string classify;         // "" none; a model file from `attn train classify`
   // The explainer page (GET /explain, POST /v1/explain; docs/explainer.md): the models it steps
   // through, of teach::kStageModels ("e5", "smollm2", "gemma3"); loaded at start, apart from the above.
   std::vector<std::string> explain;
+  std::string rerank;           // "" none; a cross-encoder folder (models/bert_rerank.h)
   int64_t generate_slots = 16;  // generation sequences in one batch (decoded together)
   // The paged KV cache of generation: 0 = room for generate_slots × context / 2 positions (at least
   // one full context); f16 halves the bytes per position (the default f32 keeps the text the same

@@ -66,6 +66,13 @@ class WordPieceTokenizer : public EncoderTokenizer {
   // model_max_length, unk/cls/sep/pad/mask tokens) and config.json
   // (max_position_embeddings, used when the tokenizer config has no limit).
   static WordPieceTokenizer from_model_dir(const std::string& dir);
+  // A Hugging Face tokenizer.json of BERT's form (src/text/wordpiece_json.cc): model WordPiece (vocab of
+  // token -> id, unk_token, continuing_subword_prefix, max_input_chars_per_word), normalizer
+  // BertNormalizer (clean_text, handle_chinese_chars, strip_accents, lowercase; or absent: no clean-up,
+  // case kept), pre_tokenizer BertPreTokenizer, post_processor BertProcessing or TemplateProcessing of
+  // "[CLS] $A [SEP]" form (its tokens become cls_token / sep_token). Anything else is refused with an
+  // attn::Error naming the file, the field and what is supported. max_length: the truncation limit.
+  static WordPieceTokenizer from_tokenizer_json(const std::string& path, int64_t max_length = 512);
 
   const WordPieceOptions& options() const { return options_; }
   int64_t vocab_size() const override { return static_cast<int64_t>(vocab_.size()); }
