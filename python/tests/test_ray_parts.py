@@ -1,6 +1,7 @@
 """The parts of attn.ray that need no Ray (issue 39): prefix routing, threads per worker, and the
 batch actors called on plain batches in this process. Cheap; runs in CI without ray installed."""
 
+import os
 import subprocess
 import sys
 
@@ -150,6 +151,21 @@ def test_reranker_scores_are_the_cosines_of_the_encoder(encoder):
         want = np.sum(encoder.encode(list(q)) * encoder.encode(list(d)), axis=1)
         np.testing.assert_allclose(out["score"], want, rtol=0, atol=1e-6)
         assert out["score"].dtype == np.float32 and np.all(np.abs(out["score"]) <= 1 + 1e-6)
+    finally:
+        attn.set_num_threads(threads)
+
+
+def test_reranker_with_a_cross_encoder_scores_as_attn_reranker():
+    here = os.path.dirname(os.path.abspath(__file__))
+    folder = os.path.join(here, "..", "..", "tests", "models", "data", "hf_encoders", "bert_cls")
+    threads = attn.get_num_threads()
+    try:
+        q = np.array(["what is a cat", "what is a cat"], dtype=object)
+        d = np.array(["a cat is an animal", "the sky is blue"], dtype=object)
+        out = Reranker(num_threads=1, cross_encoder=folder)({"query": q, "document": d})
+        want = attn.Reranker(folder).predict(list(zip(q, d)))
+        np.testing.assert_allclose(out["score"], want, rtol=0, atol=1e-6)
+        assert out["score"].dtype == np.float32 and list(out["query"]) == list(q)
     finally:
         attn.set_num_threads(threads)
 

@@ -24,7 +24,8 @@ const std::vector<OptionSpec>& serve_options() {
       {"embed", "MODEL",
        "serve embeddings: minilm (all-MiniLM-L6-v2), e5, or a BERT / XLM-RoBERTa sentence-encoder folder"},
       {"generate", "MODEL",
-       "serve chat and completions: smollm2 (SmolLM2-135M-Instruct), gemma3 (Gemma 3 270M) or a .gguf file"},
+       "serve chat and completions: smollm2 (SmolLM2-135M-Instruct), gemma3 (Gemma 3 270M), a .gguf file\n"
+       "(llama, qwen2, qwen3, phi3, gemma2, gemma3) or a Hugging Face decoder folder"},
       {"classify", "FILE", "serve classification: a model file from 'attn train classify'"},
       {"explain", "MODELS",
        "the explainer page at /explain for these models, comma-separated: e5, smollm2, gemma3\n"

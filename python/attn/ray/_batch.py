@@ -121,22 +121,31 @@ class Classifier(_Worker):
 
 
 class Reranker(_Worker):
-    """A relevance score of each (query, document) row: the cosine of their sentence vectors
-    (a bi-encoder; attn has no cross-encoder model yet). Column `score` in [-1, 1]; sort by it
-    within a query to rerank."""
+    """A relevance score of each (query, document) row in column `score`. With `cross_encoder` (a
+    Hugging Face folder of a BertForSequenceClassification or XLMRobertaForSequenceClassification:
+    ms-marco MiniLM, bge-reranker) the cross-encoder's score (attn.Reranker, sigmoid of its logit;
+    raw_scores=True: the logit); else the cosine of the two sentence vectors of `model` (a bi-encoder,
+    in [-1, 1]). Sort by it within a query to rerank."""
 
     def __init__(self, model="minilm", query_column="query", document_column="document", output_column="score",
-                 batch_size=32, num_threads=None):
+                 batch_size=32, num_threads=None, cross_encoder=None, raw_scores=False):
         super().__init__(num_threads)
         import attn
 
-        self.encoder = attn.SentenceEncoder(model)
+        self.reranker = attn.Reranker(cross_encoder) if cross_encoder else None
+        self.encoder = None if cross_encoder else attn.SentenceEncoder(model)
         self.query_column, self.document_column, self.output_column = query_column, document_column, output_column
-        self.batch_size = int(batch_size)
+        self.batch_size, self.raw_scores = int(batch_size), bool(raw_scores)
 
     def __call__(self, batch):
         queries = _texts(batch, self.query_column, "Reranker")
         docs = _texts(batch, self.document_column, "Reranker")
+        if self.reranker is not None:
+            if not queries:
+                return _with(batch, {self.output_column: np.zeros(0, dtype=np.float32)})
+            scores = self.reranker.predict(list(zip(queries, docs)), batch_size=self.batch_size,
+                                           raw_scores=self.raw_scores)
+            return _with(batch, {self.output_column: np.atleast_1d(np.asarray(scores, dtype=np.float32))})
         q = self.encoder.encode(queries, batch_size=self.batch_size)
         d = self.encoder.encode(docs, batch_size=self.batch_size)
         return _with(batch, {self.output_column: np.sum(q * d, axis=1).astype(np.float32)})
