@@ -35,6 +35,8 @@ import gguf
 from gguf import GGMLQuantizationType as T
 from gguf.quants import quantize
 
+from make_gguf_test_files import gpt2_byte_chars  # GPT-2's byte -> printable character table
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "..", "tests", "models", "data", "decoders")
 
@@ -42,19 +44,6 @@ V, C, H, HKV, D, F, LAYERS, CTX = 270, 64, 4, 2, 16, 128, 3, 128
 IDS = [5, 17, 100, 33, 260, 7, 42, 99, 150, 3, 77, 201, 64, 12]
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
           "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
-
-
-def gpt2_byte_chars():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    table = dict(zip(bs, cs))
-    return [chr(table[b]) for b in range(256)]
 
 
 MERGES = ["h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld", "Ġ t", "Ġt he"]

@@ -4,6 +4,7 @@
 #include <attn/core/parallel.h>
 #include <attn/io/finite.h>
 #include <attn/models/gemma3.h>
+#include <attn/models/runtime/blocks.h>
 #include <attn/models/runtime/decoder.h>
 #include <attn/ops/geglu.h>
 #include <attn/ops/kv_cache.h>
@@ -109,17 +110,8 @@ void check_tensors(const io::GgufFile& f, const Gemma3Config& c) {
                              " of ", c.head_dim, ", vocab ", c.vocab, "): ", os.str()));
 }
 
-// rms_norm over rows of n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w
-void rms_norm(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * n;
-    double ss = 0;
-    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-    const float s = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-    float* o = out + r * n;
-    for (int64_t i = 0; i < n; ++i) o[i] = xr[i] * s * w[i];
-  }
-}
+// The runtime's shared RMSNorm (runtime/blocks.h): the same sums as the decoder's.
+using runtime::rms_norm_rows;
 
 // Rows [0, rows) through fn(b, e): split over the pool when there are enough rows to repay a parallel
 // region (prompt passes), else on the calling thread (decode steps). Row-wise work only, so the values do
@@ -137,9 +129,9 @@ void rows_for(int64_t rows, int64_t grain, F&& fn) {
 // out = norm(x)·wn (the next norm of the same rows, while they are in cache).
 void post_norm_residual(float* x, float* t, const float* wt, const float* wn, int64_t b, int64_t e, int64_t n,
                         double eps, float* out) {
-  rms_norm(t + b * n, wt, e - b, n, eps, t + b * n);
+  rms_norm_rows(t + b * n, wt, e - b, n, eps, t + b * n);
   for (int64_t i = b * n; i < e * n; ++i) x[i] += t[i];
-  if (wn) rms_norm(x + b * n, wn, e - b, n, eps, out + b * n);
+  if (wn) rms_norm_rows(x + b * n, wn, e - b, n, eps, out + b * n);
 }
 
 }  // namespace
@@ -440,13 +432,13 @@ struct Gemma3Model::Impl {
       Layer& ly = layers[l];
       if (l == 0)
         rows_for(L, 16, [&](int64_t b, int64_t e) {
-          rms_norm(x.data() + b * C, ly.attn_norm.data(), e - b, C, c.rms_eps, n.data() + b * C);
+          rms_norm_rows(x.data() + b * C, ly.attn_norm.data(), e - b, C, c.rms_eps, n.data() + b * C);
         });
       matmul_same_x({{&ly.wq, q.data(), QD}, {&ly.wk, k.data(), KD}, {&ly.wv, v.data(), KD}}, n.data(), L);
       rope_table(L, pos, c.rope_base(l));  // built here: the threads below only read it
       rows_for(L, 16, [&](int64_t b, int64_t e) {
-        rms_norm(q.data() + b * QD, ly.q_norm.data(), (e - b) * H, D, c.rms_eps, q.data() + b * QD);
-        rms_norm(k.data() + b * KD, ly.k_norm.data(), (e - b) * Hkv, D, c.rms_eps, k.data() + b * KD);
+        rms_norm_rows(q.data() + b * QD, ly.q_norm.data(), (e - b) * H, D, c.rms_eps, q.data() + b * QD);
+        rms_norm_rows(k.data() + b * KD, ly.k_norm.data(), (e - b) * Hkv, D, c.rms_eps, k.data() + b * KD);
         rope(q.data(), L, H, pos, c.rope_base(l), b, e);
         rope(k.data(), L, Hkv, pos, c.rope_base(l), b, e);
       });
@@ -504,7 +496,7 @@ struct Gemma3Model::Impl {
     }
     pos += L;
     last.resize(C);
-    rms_norm(x.data() + (L - 1) * C, output_norm.data(), 1, C, c.rms_eps, last.data());
+    rms_norm_rows(x.data() + (L - 1) * C, output_norm.data(), 1, C, c.rms_eps, last.data());
     if (!logits_out) return;
     logits.resize(c.vocab);
     matmul(out_mat(), last.data(), 1, logits.data(), c.vocab);

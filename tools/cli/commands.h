@@ -2,6 +2,10 @@
 // returns the process exit code; it throws attn::Error on bad input.
 #pragma once
 
+#include <attn/models/llama_chat.h>
+
+#include "args.h"
+
 #include <string>
 #include <vector>
 
@@ -38,6 +42,12 @@ bool is_gemma3_model_arg(const std::string& model);
 // The runtime's decoder (generate_decoder.cc): a .gguf of another architecture (qwen2, qwen3, phi3,
 // gemma2, a SentencePiece llama).
 int run_generate_decoder(const std::vector<std::string>& args);
+// Shared by the three GGUF generate commands (generate_gguf.cc): a command's words split into options
+// (for Args, each with the value it takes) and positional words; --max-new, --temperature, --top-k and
+// --top-p as generation options, the text printed to stdout as it comes.
+void split_positional(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs,
+                      std::vector<std::string>& options, std::vector<std::string>& positional);
+models::LlamaTextOptions text_options(const Args& a);
 bool is_decoder_model_arg(const std::string& model);
 int run_chat(const std::vector<std::string>& args);
 int run_embed(const std::vector<std::string>& args);

@@ -56,17 +56,7 @@ bool is_decoder_model_arg(const std::string& model) {
 
 int run_generate_decoder(const std::vector<std::string>& args) {
   std::vector<std::string> options, positional;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
-      options.push_back(a);
-      if (a.find('=') != std::string::npos) continue;
-      for (const OptionSpec& s : specs())
-        if (s.name == a.substr(2) && !s.metavar.empty() && i + 1 < args.size()) options.push_back(args[++i]);
-    } else {
-      positional.push_back(a);
-    }
-  }
+  split_positional(args, specs(), options, positional);
   const Args a(options, specs());
   if (a.has("help")) {
     std::printf(
@@ -81,15 +71,7 @@ int run_generate_decoder(const std::vector<std::string>& args) {
   models::TextDecoderOptions o;
   o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 4096;
   models::TextDecoder model = models::TextDecoder::load(a.str("model"), o);
-  models::LlamaTextOptions t;
-  if (a.has("max-new")) t.max_new_tokens = a.integer("max-new", 0, int64_t{1} << 30);
-  if (a.has("temperature")) t.temperature = parse_number(a.str("temperature"), "--temperature");
-  if (a.has("top-k")) t.top_k = a.integer("top-k", 0, int64_t{1} << 30);
-  if (a.has("top-p")) t.top_p = parse_number(a.str("top-p"), "--top-p");
-  t.on_text = [](const std::string& piece) {
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-  };
+  const models::LlamaTextOptions t = text_options(a);
   std::vector<int32_t> ids;
   if (a.has("chat")) {
     std::vector<std::pair<std::string, std::string>> turns;

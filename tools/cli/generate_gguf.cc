@@ -41,7 +41,36 @@ const std::vector<OptionSpec>& generate_specs() {
   return s;
 }
 
-// Splits args into options (for Args) and positional words.
+struct Session {
+  LlamaModel model;
+  models::LlamaTextOptions text;
+  uint64_t seed = 0;
+  bool stats = false;
+};
+
+Session open_session(const Args& a) {
+  const std::string m = a.has("model") ? a.str("model") : "smollm2";
+  const std::string path = m == "smollm2" ? io::require_smollm2_gguf() : io::require_smollm2_gguf(m);
+  if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
+  models::LlamaOptions o;
+  o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 2048;
+  Session s{LlamaModel::load(path, o), {}, 0, a.has("stats")};
+  s.text = text_options(a);
+  s.seed = a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0;
+  return s;
+}
+
+void print_stats(const Session& s, const models::LlamaReply& r) {
+  std::fflush(stdout);
+  if (!s.stats) return;
+  const std::size_t n = r.ids.size();
+  std::fprintf(stderr, "\n[prompt %lld tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s]\n",
+               static_cast<long long>(r.prompt_tokens), r.prompt_tokens / r.prompt_seconds, n,
+               n > 1 ? (n - 1) / r.generate_seconds : 0.0);
+}
+
+}  // namespace
+
 void split_positional(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs,
                       std::vector<std::string>& options, std::vector<std::string>& positional) {
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -58,48 +87,24 @@ void split_positional(const std::vector<std::string>& args, const std::vector<Op
   }
 }
 
-struct Session {
-  LlamaModel model;
-  models::LlamaTextOptions text;
-  uint64_t seed = 0;
-  bool stats = false;
-};
-
-Session open_session(const Args& a) {
-  const std::string m = a.has("model") ? a.str("model") : "smollm2";
-  const std::string path = m == "smollm2" ? io::require_smollm2_gguf() : io::require_smollm2_gguf(m);
-  if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
-  models::LlamaOptions o;
-  o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 2048;
-  Session s{LlamaModel::load(path, o), {}, 0, a.has("stats")};
-  if (a.has("max-new")) s.text.max_new_tokens = a.integer("max-new", 0, int64_t{1} << 30);
+models::LlamaTextOptions text_options(const Args& a) {
+  models::LlamaTextOptions t;
+  if (a.has("max-new")) t.max_new_tokens = a.integer("max-new", 0, int64_t{1} << 30);
   if (a.has("temperature")) {
-    s.text.temperature = parse_number(a.str("temperature"), "--temperature");
-    ATTN_CHECK(s.text.temperature >= 0, "--temperature must be >= 0, got ", a.str("temperature"));
+    t.temperature = parse_number(a.str("temperature"), "--temperature");
+    ATTN_CHECK(t.temperature >= 0, "--temperature must be >= 0, got ", a.str("temperature"));
   }
-  if (a.has("top-k")) s.text.top_k = a.integer("top-k", 0, int64_t{1} << 30);
+  if (a.has("top-k")) t.top_k = a.integer("top-k", 0, int64_t{1} << 30);
   if (a.has("top-p")) {
-    s.text.top_p = parse_number(a.str("top-p"), "--top-p");
-    ATTN_CHECK(s.text.top_p > 0 && s.text.top_p <= 1, "--top-p must be in (0, 1], got ", a.str("top-p"));
+    t.top_p = parse_number(a.str("top-p"), "--top-p");
+    ATTN_CHECK(t.top_p > 0 && t.top_p <= 1, "--top-p must be in (0, 1], got ", a.str("top-p"));
   }
-  s.seed = a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0;
-  s.text.on_text = [](const std::string& piece) {
+  t.on_text = [](const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
-  return s;
+  return t;
 }
-
-void print_stats(const Session& s, const models::LlamaReply& r) {
-  std::fflush(stdout);
-  if (!s.stats) return;
-  const std::size_t n = r.ids.size();
-  std::fprintf(stderr, "\n[prompt %lld tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s]\n",
-               static_cast<long long>(r.prompt_tokens), r.prompt_tokens / r.prompt_seconds, n,
-               n > 1 ? (n - 1) / r.generate_seconds : 0.0);
-}
-
-}  // namespace
 
 int run_generate_gguf(const std::vector<std::string>& args) {
   std::vector<std::string> options, positional;

@@ -231,25 +231,36 @@ void Decoder::forward_batch(PagedKvCache& cache, std::span<const BatchEntry> bat
 }
 
 namespace {
-// A private cache holding one sequence of n positions.
-PagedKvCache one_sequence_cache(const KvCacheConfig& layout, int64_t n) {
-  KvCacheConfig kc = layout;
-  kc.block_tokens = 16;
-  const int64_t blocks = (n + kc.block_tokens - 1) / kc.block_tokens * kc.layers + 1;
-  kc.pool_bytes = blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
-  return PagedKvCache(kc);
-}
+// ids from position 0 as the one sequence of a private cache, appended, as a batch of one entry.
+struct OneSequence {
+  PagedKvCache cache;
+  BatchEntry entry;
+  BatchRows rows;
+  static KvCacheConfig sized(KvCacheConfig kc, int64_t n) {
+    kc.block_tokens = 16;
+    const int64_t blocks = (n + kc.block_tokens - 1) / kc.block_tokens * kc.layers + 1;
+    kc.pool_bytes = blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
+    return kc;
+  }
+  OneSequence(const KvCacheConfig& layout, std::span<const int32_t> ids, const DecoderConfig& c, int64_t cap)
+      : cache(sized(layout, static_cast<int64_t>(ids.size()))) {
+    const auto n = static_cast<int64_t>(ids.size());
+    const PagedKvCache::SeqId s = cache.create();
+    ATTN_CHECK(cache.append(s, ids.data(), n), c.arch, ": the cache of one sequence is too small");
+    entry = BatchEntry{s, ids.data(), n, nullptr, nullptr};
+    rows = batch_rows(cache, {&entry, 1}, c.vocab, cap, cap < c.context, c.arch.c_str());
+  }
+};
 }  // namespace
 
 std::vector<std::vector<float>> Decoder::attention_weights(std::span<const int32_t> ids, std::vector<float>* logits) {
   Impl& m = *impl_;
   const auto N = static_cast<int64_t>(ids.size());
   ATTN_CHECK(N >= 1 && N <= m.cap, m.c.arch, ": attention over ", N, " tokens; expected 1 to ", m.cap);
-  PagedKvCache cache = one_sequence_cache(kv_layout(), N);
-  const PagedKvCache::SeqId s = cache.create();
-  ATTN_CHECK(cache.append(s, ids.data(), N), m.c.arch, ": the attention cache is too small");
-  BatchEntry e{s, ids.data(), N, nullptr, nullptr};
-  const BatchRows br = batch_rows(cache, {&e, 1}, m.c.vocab, m.cap, m.cap < m.c.context, m.c.arch.c_str());
+  OneSequence one(kv_layout(), ids, m.c, m.cap);
+  PagedKvCache& cache = one.cache;
+  const BatchEntry& e = one.entry;
+  const BatchRows& br = one.rows;
   const int64_t H = m.c.heads;
   // The kernel writes [Lq, H, Lk] per layer; the export wants [H, N, N].
   std::vector<std::vector<float>> raw(static_cast<std::size_t>(m.c.layers),
@@ -272,11 +283,10 @@ std::vector<float> Decoder::logits_all(std::span<const int32_t> ids) {
   Impl& m = *impl_;
   const auto N = static_cast<int64_t>(ids.size());
   ATTN_CHECK(N >= 1 && N <= m.cap, m.c.arch, ": logits over ", N, " tokens; expected 1 to ", m.cap);
-  PagedKvCache cache = one_sequence_cache(kv_layout(), N);
-  const PagedKvCache::SeqId s = cache.create();
-  ATTN_CHECK(cache.append(s, ids.data(), N), m.c.arch, ": the cache is too small");
-  BatchEntry e{s, ids.data(), N, nullptr, nullptr};
-  const BatchRows br = batch_rows(cache, {&e, 1}, m.c.vocab, m.cap, m.cap < m.c.context, m.c.arch.c_str());
+  OneSequence one(kv_layout(), ids, m.c, m.cap);
+  PagedKvCache& cache = one.cache;
+  const BatchEntry& e = one.entry;
+  const BatchRows& br = one.rows;
   std::vector<int64_t> rows(static_cast<std::size_t>(N));
   for (int64_t i = 0; i < N; ++i) rows[static_cast<std::size_t>(i)] = i;
   m.run(cache, {&e, 1}, br, nullptr, rows);
