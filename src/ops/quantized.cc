@@ -227,7 +227,7 @@ void QuantActivations::quantize(QuantFormat format, const float* x, int64_t M, i
 }
 
 void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantActivations& x, float* y,
-                    int64_t ldy, bool accumulate) {
+                    int64_t ldy, bool accumulate, bool row_independent) {
   check_range("quant_dot_rows", w, n0, n1, x.rows(), y, ldy);
   ATTN_CHECK(quant_dot_supported(w.format()), "quant_dot_rows: no 8-bit product for ",
              quant_format_name(w.format()), " weights");
@@ -240,7 +240,17 @@ void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantAct
   xr.kind = kind, xr.M = x.rows(), xr.K = K;
   xr.q = x.q(), xr.d = x.d(), xr.bsum = x.bsum();
   xr.ldq = K, xr.ldd = K / B, xr.ldb = K / 16;
-  kernels::cpu::q8k_dot_rows(kq(w.format()), w.blocks(), n0, n1, K, xr, y, ldy, accumulate);
+  if (!row_independent || xr.M == 1) {
+    kernels::cpu::q8k_dot_rows(kq(w.format()), w.blocks(), n0, n1, K, xr, y, ldy, accumulate);
+    return;
+  }
+  // One activation row at a time through the one-row kernel (the weight rows [n0, n1) stay in cache).
+  for (int64_t m = 0; m < x.rows(); ++m) {
+    kernels::Q8KRows one = xr;
+    one.M = 1;
+    one.q = xr.q + m * xr.ldq, one.d = xr.d + m * xr.ldd, one.bsum = xr.bsum + m * xr.ldb;
+    kernels::cpu::q8k_dot_rows(kq(w.format()), w.blocks(), n0, n1, K, one, y + m * ldy, ldy, accumulate);
+  }
 }
 // ---- end issue 19 8-bit activations
 

@@ -123,9 +123,12 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
         if (lo >= hi) continue;
         switch (kinds[i]) {
           case Kind::q8: dot(j.w->quant(), lo, hi, s.q8, j.y, j.ldy, j.accumulate); break;
-          case Kind::qdot_k: quant_dot_rows(j.w->quant(), lo, hi, *act_k, j.y, j.ldy, j.accumulate); break;
-          case Kind::qdot_0: quant_dot_rows(j.w->quant(), lo, hi, *act_0, j.y, j.ldy, j.accumulate); break;
-          default: quant_linear_rows(j.w->quant(), lo, hi, X, M, ldx, j.y, j.ldy, j.accumulate); break;
+          case Kind::qdot_k: quant_dot_rows(j.w->quant(), lo, hi, *act_k, j.y, j.ldy, j.accumulate, true); break;
+          case Kind::qdot_0: quant_dot_rows(j.w->quant(), lo, hi, *act_0, j.y, j.ldy, j.accumulate, true); break;
+          default:  // one activation row at a time: the multi-row kernels sum in an order that depends on M
+            for (int64_t m = 0; m < M; ++m)
+              quant_linear_rows(j.w->quant(), lo, hi, X + m * ldx, 1, ldx, j.y + m * j.ldy, j.ldy, j.accumulate);
+            break;
         }
       }
     });

@@ -93,30 +93,6 @@ INSTANTIATE_TEST_SUITE_P(Table, Q8K,
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<QCase>);
 
-// A row's products do not depend on the rows it is computed with (1 to 4 per pass, or alone on the
-// decode path): bit for bit, on every ISA (the runtime's batched step relies on it).
-TEST_P(Q8K, EachRowIsTheSameWhateverRowsShareTheCall) {
-  const auto& [c, isa] = GetParam();
-  kernels::cpu::force_isa(isa);
-  const std::vector<std::byte> w = testing::random_kblocks(c.format, c.N, c.K, 5);
-  const int64_t M = 7;
-  std::vector<float> x(M * c.K);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (float& v : x) v = nd(rng);
-  const Q8Kind kind = kernels::q8k_kind_for(c.format);
-  const testing::Q8Activations all = testing::q8_quantize(kind, x, M, c.K);
-  std::vector<float> y(M * c.N);
-  kernels::cpu::q8k_dot_rows(c.format, w.data(), 0, c.N, c.K, all.rows, y.data(), c.N, false);
-  for (int64_t m = 0; m < M; ++m) {
-    const std::vector<float> xm(x.begin() + m * c.K, x.begin() + (m + 1) * c.K);
-    const testing::Q8Activations one = testing::q8_quantize(kind, xm, 1, c.K);
-    std::vector<float> ym(c.N);
-    kernels::cpu::q8k_dot_rows(c.format, w.data(), 0, c.N, c.K, one.rows, ym.data(), c.N, false);
-    EXPECT_EQ(0, std::memcmp(ym.data(), y.data() + m * c.N, c.N * sizeof(float))) << "activation row " << m;
-  }
-}
-
 // Power-of-two block scales (weights 2^-6, activations 2^-3) and random quants: every f32 operation of
 // the kernels is exact, so they must equal the oracle exactly; any integer slip shows.
 using Q8KExact = testing::IsaCaseTest<QCase>;

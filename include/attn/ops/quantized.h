@@ -159,9 +159,12 @@ class QuantActivations {
 };
 
 // Rows [n0, n1) of Y (+)= Xq · Wᵀ on the calling thread: x quantized for w's format (same kind) with
-// x.cols() == w.cols(); y [x.rows(), N] row stride ldy >= N.
+// x.cols() == w.cols(); y [x.rows(), N] row stride ldy >= N. Several activation rows share each pass
+// over a weight row (up to 4), with sums in an order that depends on how many; row_independent runs
+// each activation row as a decode step does (the one-row kernel), so a row's result is the same bits
+// whatever rows share the call (the runtime's batched step: ops::linear_rows).
 void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantActivations& x, float* y,
-                    int64_t ldy, bool accumulate);
+                    int64_t ldy, bool accumulate, bool row_independent = false);
 // ---- end issue 19 8-bit activations
 
 // ---- issue 19 (g19): the 8-bit-activation GEMM for prompt passes (kernels/cpu/q8k_gemm.h) --------

@@ -35,7 +35,7 @@ inline float hsum(__m256 v) {
 // whatever rows share the call (the runtime's batch invariance: tests/kernels/q8k_test.cc). Four, as
 // the one-row (decode) kernel always had: its sums, and so Gemma 3's agreement with llama.cpp, are
 // unchanged; with four rows the 16 accumulators fill the AVX2 register file.
-constexpr int chains(int) { return 4; }
+constexpr int chains(int R) { return R == 1 ? 4 : R == 2 ? 2 : 1; }
 template <int P>
 inline __m256 fold(const __m256* a) {
   if constexpr (P == 4) return _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));

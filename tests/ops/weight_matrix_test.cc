@@ -1,0 +1,92 @@
+// The runtime's product entry (ops/weight_matrix.h): for quantized weights of every format, a row of
+// linear_rows' result is the same bits whatever rows share the call (the batched step's invariance),
+// under every ISA this CPU has; bias and accumulate; dense weights against a double reference.
+#include <attn/ops/weight_matrix.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "kernels/isa_test_util.h"
+#include "ops/quant_blocks_util.h"
+#include "testing/testing.h"
+
+namespace attn {
+namespace {
+
+using ops::QuantFormat;
+
+std::vector<float> random_rows(int64_t M, int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(M * K);
+  for (float& v : x) v = nd(rng);
+  return x;
+}
+
+TEST(WeightMatrix, EachRowIsTheSameWhateverRowsShareTheCall) {
+  const QuantFormat formats[] = {QuantFormat::q4_0, QuantFormat::q4_1, QuantFormat::q5_0, QuantFormat::q8_0,
+                                 QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k};
+  for (const auto isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    for (const QuantFormat f : formats) {
+      SCOPED_TRACE(std::string(ops::quant_format_name(f)) + " " + kernels::cpu::isa_str(isa));
+      const int64_t N = 40, K = 512, M = 7;
+      const std::vector<std::byte> blocks = testing::quant_blocks(f, N, K, 3);
+      const ops::WeightMatrix w = ops::WeightMatrix::quantized(f, blocks.data(), N, K);
+      const std::vector<float> x = random_rows(M, K, 9);
+      std::vector<float> bias(N);
+      for (int64_t n = 0; n < N; ++n) bias[n] = 0.01f * static_cast<float>(n);
+      ops::LinearScratch s;
+      std::vector<float> all(M * N, 0.5f);
+      const ops::LinearJob job{&w, all.data(), N, bias.data(), true};
+      ops::linear_rows({&job, 1}, x.data(), M, K, s);
+      for (int64_t m = 0; m < M; ++m) {
+        std::vector<float> one(N, 0.5f);
+        const ops::LinearJob j1{&w, one.data(), N, bias.data(), true};
+        ops::linear_rows({&j1, 1}, x.data() + m * K, 1, K, s);
+        EXPECT_EQ(0, std::memcmp(one.data(), all.data() + m * N, N * sizeof(float))) << "row " << m;
+      }
+      // Against the dequantized weights in double (8-bit activations: within their rounding).
+      std::vector<float> wf(N * K);
+      for (int64_t n = 0; n < N; ++n) w.row(n, wf.data() + n * K);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double ref = 0.5 + bias[n], mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            ref += static_cast<double>(wf[n * K + k]) * x[m * K + k];
+            mag += std::fabs(static_cast<double>(wf[n * K + k]) * x[m * K + k]);
+          }
+          EXPECT_NEAR(all[m * N + n], ref, 0.02 * mag + 1e-5) << "row " << m << " column " << n;
+        }
+    }
+    kernels::cpu::force_isa(std::nullopt);
+  }
+}
+
+TEST(WeightMatrix, DenseWeightsAndErrors) {
+  const int64_t N = 5, K = 7, M = 3;
+  const std::vector<float> wv = random_rows(N, K, 1), x = random_rows(M, K, 2);
+  const ops::WeightMatrix w = ops::WeightMatrix::dense(wv, N, K);
+  EXPECT_EQ(w.form(), "F32");
+  std::vector<float> y(M * N);
+  ops::LinearScratch s;
+  const ops::LinearJob job{&w, y.data(), N};
+  ops::linear_rows({&job, 1}, x.data(), M, K, s);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double ref = 0;
+      for (int64_t k = 0; k < K; ++k) ref += static_cast<double>(wv[n * K + k]) * x[m * K + k];
+      EXPECT_NEAR(y[m * N + n], ref, 1e-5);
+    }
+  EXPECT_THROW(ops::WeightMatrix::dense(wv, N, K + 1), Error);
+  std::vector<std::byte> b(64);
+  EXPECT_THROW(ops::WeightMatrix::quantized(QuantFormat::q8_0, b.data(), 1, 33), Error);
+  const ops::WeightMatrix other = ops::WeightMatrix::dense(random_rows(2, K + 1, 3), 2, K + 1);
+  const ops::LinearJob two[] = {{&w, y.data(), N}, {&other, y.data(), N}};
+  EXPECT_THROW(ops::linear_rows(two, x.data(), M, K, s), Error);
+}
+
+}  // namespace
+}  // namespace attn
