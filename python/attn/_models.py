@@ -148,6 +148,11 @@ class Generator:
         self.last = None  # details of the last finished generate()
         self.last_batch = None  # per prompt of the last generate_batch()
 
+    @property
+    def capacity(self):
+        """The most positions (prompt + reply tokens) of one sequence."""
+        return self._gen.capacity
+
     def generate(self, prompt, max_new_tokens=64, temperature=0.0, top_k=0, top_p=1.0, seed=0, stream=False,
                  chat=False, system=None):
         """The continuation of prompt as text (greedy when temperature is 0), or with
