@@ -25,18 +25,24 @@ int main(int argc, char** argv) {
   int64_t gen = 64, prompt = 48, repeat = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model") model = v;
-    else if (a == "--streams") streams = v;
-    else if (a == "--gen") gen = std::stoll(v);
-    else if (a == "--prompt") prompt = std::stoll(v);
-    else if (a == "--threads") set_num_threads(std::stoi(v));
-    else if (a == "--repeat") repeat = std::stoll(v);
+    if (a == "--model")
+      model = v;
+    else if (a == "--streams")
+      streams = v;
+    else if (a == "--gen")
+      gen = std::stoll(v);
+    else if (a == "--prompt")
+      prompt = std::stoll(v);
+    else if (a == "--threads")
+      set_num_threads(std::stoi(v));
+    else if (a == "--repeat")
+      repeat = std::stoll(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  const std::string path = model == "smollm2" ? io::require_smollm2_gguf()
+  const std::string path = model == "smollm2"  ? io::require_smollm2_gguf()
                            : model == "gemma3" ? io::require_gemma3_gguf()
                                                : model;
   const io::GgufFile f = io::GgufFile::open(path);
@@ -51,7 +57,8 @@ int main(int argc, char** argv) {
     std::vector<std::vector<int32_t>> ps;
     for (int64_t s = 0; s < n; ++s) {
       std::vector<int32_t> p;
-      for (int64_t i = 0; i < prompt; ++i) p.push_back(static_cast<int32_t>(100 + (s * 7919 + i * 104729) % (V - 200)));
+      for (int64_t i = 0; i < prompt; ++i)
+        p.push_back(static_cast<int32_t>(100 + (s * 7919 + i * 104729) % (V - 200)));
       ps.push_back(std::move(p));
     }
     models::GenerateOptions g;

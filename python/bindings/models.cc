@@ -9,8 +9,8 @@
 #include <attn/models/generate.h>
 #include <attn/models/llama_chat.h>
 #include <attn/models/runtime/scheduler.h>
-#include <attn/models/text_stream.h>
 #include <attn/models/text_decoder.h>
+#include <attn/models/text_stream.h>
 #include <attn/tasks/classify.h>
 #include <attn/tasks/embed.h>
 #include <attn/teach/explain.h>
@@ -255,8 +255,8 @@ class Generator {
       for (std::size_t i = 0; i < prompts.size(); ++i) {
         ids.push_back(prompt_ids(prompts[i], chat, system));
         ATTN_CHECK(!ids.back().empty(), "generate_batch: prompt ", i, " encodes to no tokens");
-        ATTN_CHECK(static_cast<int64_t>(ids.back().size()) <= capacity(), "generate_batch: prompt ", i, " has ",
-                   ids.back().size(), " tokens; the context holds ", capacity());
+        ATTN_CHECK(static_cast<int64_t>(ids.back().size()) <= capacity(), "generate_batch: prompt ", i,
+                   " has ", ids.back().size(), " tokens; the context holds ", capacity());
       }
       models::GenerateOptions g = models::request_options(max_new_tokens, temperature, top_k, top_p);
       g.seed = seed;
@@ -285,7 +285,8 @@ class Generator {
  private:
   // The prompt's ids: with chat, the file's chat template over (system,) user (special-token strings in
   // the texts stay text); else the raw prompt (its special-token strings become their tokens).
-  std::vector<int32_t> prompt_ids(const std::string& prompt, bool chat, const std::optional<std::string>& system) {
+  std::vector<int32_t> prompt_ids(const std::string& prompt, bool chat,
+                                  const std::optional<std::string>& system) {
     if (!dec_) return models::llama_prompt_ids(*model_, prompt, chat, system);
     if (!chat) return dec_->encode_text(prompt);
     std::vector<std::pair<std::string, std::string>> turns;

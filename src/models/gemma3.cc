@@ -680,7 +680,8 @@ Gemma3Attention Gemma3Model::attention_weights(std::span<const int32_t> ids) {
 }
 
 AttentionLayerTrace Gemma3Model::layer_trace(std::span<const int32_t> ids, int64_t layer) {
-  ATTN_CHECK(layer >= 0 && layer < impl_->c.layers, "layer: expected 0..", impl_->c.layers - 1, "; got ", layer);
+  ATTN_CHECK(layer >= 0 && layer < impl_->c.layers, "layer: expected 0..", impl_->c.layers - 1, "; got ",
+             layer);
   AttentionLayerTrace t;
   t.layer = layer;
   std::vector<std::vector<float>> weights;

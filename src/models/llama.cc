@@ -5,8 +5,8 @@
 #include <attn/io/finite.h>
 #include <attn/io/json.h>
 #include <attn/models/llama.h>
-#include <attn/models/runtime/decoder.h>
 #include <attn/models/llama_tuning.h>
+#include <attn/models/runtime/decoder.h>
 #include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
@@ -823,7 +823,8 @@ LlamaAttention LlamaModel::attention_weights(std::span<const int32_t> ids) {
 }
 
 AttentionLayerTrace LlamaModel::layer_trace(std::span<const int32_t> ids, int64_t layer) {
-  ATTN_CHECK(layer >= 0 && layer < impl_->c.layers, "layer: expected 0..", impl_->c.layers - 1, "; got ", layer);
+  ATTN_CHECK(layer >= 0 && layer < impl_->c.layers, "layer: expected 0..", impl_->c.layers - 1, "; got ",
+             layer);
   AttentionLayerTrace t;
   t.layer = layer;
   std::vector<std::vector<float>> weights;

@@ -1,18 +1,18 @@
 // A text decoder from one GGUF file on the runtime (include/attn/models/text_decoder.h).
 #include <attn/core/error.h>
+#include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_decoder.h>
 #include <attn/models/text_stream.h>
-#include <attn/io/files.h>
-#include <attn/text/decoder_tokenizer.h>
 #include <attn/text/chat_template.h>
+#include <attn/text/decoder_tokenizer.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <optional>
 #include <filesystem>
+#include <optional>
 
 namespace attn::models {
 
@@ -58,7 +58,8 @@ TextDecoder TextDecoder::load(const std::string& path, const TextDecoderOptions&
   if (std::filesystem::is_directory(path)) {
     impl->folder = path;
     const std::string tj = path + "/tokenizer.json";
-    ATTN_CHECK(std::filesystem::exists(tj), path, ": no tokenizer.json (a Hugging Face decoder folder needs one)");
+    ATTN_CHECK(std::filesystem::exists(tj), path,
+               ": no tokenizer.json (a Hugging Face decoder folder needs one)");
     impl->tok = text::load_tokenizer(tj);
     impl->dec = runtime::Decoder::load_hf(path, o);
     impl->chat_template = folder_template(path);
@@ -105,7 +106,9 @@ std::vector<int32_t> TextDecoder::encode_text(const std::string& text) const {
   return impl_->tok->encode(text, impl_->tok->add_bos(), true);
 }
 
-std::string TextDecoder::decode(const std::vector<int32_t>& ids) const { return impl_->tok->decode(ids, false); }
+std::string TextDecoder::decode(const std::vector<int32_t>& ids) const {
+  return impl_->tok->decode(ids, false);
+}
 
 std::vector<std::string> TextDecoder::token_strings(const std::vector<int32_t>& ids) const {
   std::vector<std::string> out;
@@ -148,7 +151,8 @@ LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>&
   const int64_t cap = model.capacity();
   ATTN_CHECK(P >= 1 && P <= cap, "generate: the prompt has ", P, " tokens; expected 1 to ", cap,
              " (the context)");
-  ATTN_CHECK(options.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0, got ", options.max_new_tokens);
+  ATTN_CHECK(options.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0, got ",
+             options.max_new_tokens);
   LlamaReply reply;
   reply.prompt_tokens = P;
   const int64_t n_new = std::min(options.max_new_tokens, cap - P);
@@ -156,7 +160,8 @@ LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>&
   runtime::KvCacheConfig kc = model.decoder().kv_layout();
   kc.block_tokens = 16;
   const int64_t blocks = (P + n_new + kc.block_tokens - 1) / kc.block_tokens * kc.layers + kc.layers;
-  kc.pool_bytes = blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
+  kc.pool_bytes =
+      blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
   runtime::PagedKvCache cache(kc);
   runtime::Scheduler sched(model.decoder(), cache);
   runtime::SequenceRequest req;

@@ -11,8 +11,9 @@
 namespace attn::ops {
 
 WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K) {
-  ATTN_CHECK(N > 0 && K > 0 && K % quant_block_elems(format) == 0, "weight matrix: ", quant_format_name(format),
-             " needs N > 0 and K a positive multiple of ", quant_block_elems(format), "; got [", N, ", ", K, "]");
+  ATTN_CHECK(N > 0 && K > 0 && K % quant_block_elems(format) == 0,
+             "weight matrix: ", quant_format_name(format), " needs N > 0 and K a positive multiple of ",
+             quant_block_elems(format), "; got [", N, ", ", K, "]");
   ATTN_CHECK(blocks != nullptr, "weight matrix: no blocks");
   WeightMatrix w;
   w.quant_ = true;
@@ -122,12 +123,19 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
         base += N;
         if (lo >= hi) continue;
         switch (kinds[i]) {
-          case Kind::q8: dot(j.w->quant(), lo, hi, s.q8, j.y, j.ldy, j.accumulate); break;
-          case Kind::qdot_k: quant_dot_rows(j.w->quant(), lo, hi, *act_k, j.y, j.ldy, j.accumulate, true); break;
-          case Kind::qdot_0: quant_dot_rows(j.w->quant(), lo, hi, *act_0, j.y, j.ldy, j.accumulate, true); break;
+          case Kind::q8:
+            dot(j.w->quant(), lo, hi, s.q8, j.y, j.ldy, j.accumulate);
+            break;
+          case Kind::qdot_k:
+            quant_dot_rows(j.w->quant(), lo, hi, *act_k, j.y, j.ldy, j.accumulate, true);
+            break;
+          case Kind::qdot_0:
+            quant_dot_rows(j.w->quant(), lo, hi, *act_0, j.y, j.ldy, j.accumulate, true);
+            break;
           default:  // one activation row at a time: the multi-row kernels sum in an order that depends on M
             for (int64_t m = 0; m < M; ++m)
-              quant_linear_rows(j.w->quant(), lo, hi, X + m * ldx, 1, ldx, j.y + m * j.ldy, j.ldy, j.accumulate);
+              quant_linear_rows(j.w->quant(), lo, hi, X + m * ldx, 1, ldx, j.y + m * j.ldy, j.ldy,
+                                j.accumulate);
             break;
         }
       }

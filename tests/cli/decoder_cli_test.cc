@@ -6,7 +6,6 @@
 #include <attn/io/json.h>
 #include <attn/models/text_decoder.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,7 +19,9 @@ namespace {
 
 using testing::run_attn;
 
-std::string file(const std::string& name) { return testing::source_path("tests/models/data/decoders/" + name); }
+std::string file(const std::string& name) {
+  return testing::source_path("tests/models/data/decoders/" + name);
+}
 
 TEST(DecoderCli, GenerateEqualsTheLibrarysGreedyContinuation) {
   for (const std::string arch : {"qwen3", "phi3", "llama"}) {
@@ -33,7 +34,8 @@ TEST(DecoderCli, GenerateEqualsTheLibrarysGreedyContinuation) {
     t.max_new_tokens = 6;
     const models::LlamaReply want = models::decoder_generate_text(m, m.encode_text("hello world"), t);
     EXPECT_EQ(r.out, want.text + "\n");
-    const auto c = run_attn("generate --model '" + path + "' --chat --system 'be brief' --max-new 4 --stats 'hi'");
+    const auto c =
+        run_attn("generate --model '" + path + "' --chat --system 'be brief' --max-new 4 --stats 'hi'");
     ASSERT_EQ(c.status, 0) << c.err;
     EXPECT_NE(c.err.find("[" + m.config().arch + ": prompt"), std::string::npos) << c.err;
   }
@@ -55,7 +57,8 @@ TEST(DecoderCli, AHuggingFaceFolderGeneratesAsItsGgufDoes) {
 
 TEST(DecoderCli, AttentionExportNamesTheSlidingLayers) {
   const std::string out = ::testing::TempDir() + "attn_decoder_cli_" + std::to_string(::getpid()) + ".json";
-  const auto r = run_attn("attention --model '" + file("gemma2.gguf") + "' 'hello world' --export '" + out + "'");
+  const auto r =
+      run_attn("attention --model '" + file("gemma2.gguf") + "' 'hello world' --export '" + out + "'");
   ASSERT_EQ(r.status, 0) << r.err;
   const json::Value e = json::parse(io::read_file(out, "export"));
   const std::string names = json::dump(e.at("layer_names"));
@@ -66,8 +69,8 @@ TEST(DecoderCli, AttentionExportNamesTheSlidingLayers) {
 }
 
 TEST(DecoderCli, AnUnsupportedWeightTypeIsRefusedByName) {
-  const auto r = run_attn("generate --model '" + testing::source_path("tests/models/data/gemma3_tiny_bad_type.gguf") +
-                          "' 'ab'");
+  const auto r = run_attn("generate --model '" +
+                          testing::source_path("tests/models/data/gemma3_tiny_bad_type.gguf") + "' 'ab'");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("Q2_K"), std::string::npos) << r.err;
 }

@@ -9,13 +9,12 @@
 #include <attn/models/gemma3.h>
 #include <attn/models/runtime/decoder.h>
 #include <attn/models/runtime/scheduler.h>
-
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "testing/testing.h"
 
@@ -30,19 +29,21 @@ std::string data(const std::string& name) {
 
 struct Reference {
   std::vector<int32_t> ids, greedy;
-  std::vector<float> logits;                    // [N, V]
-  std::vector<std::vector<float>> attentions;   // per layer [H, N, N]
+  std::vector<float> logits;                   // [N, V]
+  std::vector<std::vector<float>> attentions;  // per layer [H, N, N]
 };
 
 Reference reference(const std::string& arch) {
   const json::Value v = json::parse(io::read_file(data(arch + ".json"), "reference"));
   Reference r;
-  for (std::size_t i = 0; i < v.at("ids").size(); ++i) r.ids.push_back(static_cast<int32_t>(v.at("ids").at(i).as_int64()));
+  for (std::size_t i = 0; i < v.at("ids").size(); ++i)
+    r.ids.push_back(static_cast<int32_t>(v.at("ids").at(i).as_int64()));
   for (std::size_t i = 0; i < v.at("greedy").size(); ++i)
     r.greedy.push_back(static_cast<int32_t>(v.at("greedy").at(i).as_int64()));
   const json::Value& lg = v.at("logits");
   for (std::size_t i = 0; i < lg.size(); ++i)
-    for (std::size_t j = 0; j < lg.at(i).size(); ++j) r.logits.push_back(static_cast<float>(lg.at(i).at(j).as_double()));
+    for (std::size_t j = 0; j < lg.at(i).size(); ++j)
+      r.logits.push_back(static_cast<float>(lg.at(i).at(j).as_double()));
   const json::Value& at = v.at("attentions");
   for (std::size_t l = 0; l < at.size(); ++l) {
     std::vector<float> w;
@@ -89,7 +90,8 @@ TEST(DecoderArch, F32LogitsAndAttentionEqualTransformers) {
     std::vector<float> last;
     const auto att = d->attention_weights(ref.ids, &last);
     ASSERT_EQ(att.size(), ref.attentions.size());
-    for (std::size_t l = 0; l < att.size(); ++l) EXPECT_LT(max_abs_diff(att[l], ref.attentions[l]), 1e-5) << "layer " << l;
+    for (std::size_t l = 0; l < att.size(); ++l)
+      EXPECT_LT(max_abs_diff(att[l], ref.attentions[l]), 1e-5) << "layer " << l;
     const int64_t V = d->config().vocab, N = static_cast<int64_t>(ref.ids.size());
     EXPECT_LT(rel_diff(last, std::span<const float>(ref.logits).subspan((N - 1) * V, V)), 2e-5);
   }
@@ -195,7 +197,8 @@ TEST(DecoderArch, TheGemma3EngineAndTheDecoderAgree) {
 TEST(DecoderArch, HuggingFaceFoldersEqualTransformers) {
   // The same checkpoints as save_pretrained writes them: one f32 file, f32 in shards with an index, and
   // bf16 weights (the reference ran the f32 model, so within bf16's rounding of the weights).
-  for (const auto& [arch, tol] : std::vector<std::pair<std::string, double>>{{"qwen3", 2e-5}, {"phi3", 2e-5}, {"gemma3", 0.05}}) {
+  for (const auto& [arch, tol] :
+       std::vector<std::pair<std::string, double>>{{"qwen3", 2e-5}, {"phi3", 2e-5}, {"gemma3", 0.05}}) {
     SCOPED_TRACE(arch);
     const Reference ref = reference(arch);
     auto d = Decoder::load_hf(data("hf_" + arch));

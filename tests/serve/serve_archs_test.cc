@@ -54,7 +54,8 @@ TEST(ServeArchs, EveryDecoderArchitectureChatsOnTheRuntime) {
     EXPECT_EQ(b.at("model").as_string(), arch + "_q8_0");
     EXPECT_EQ(b.at("usage").at("prompt_tokens").as_int64(), static_cast<int64_t>(prompt.size()));
     EXPECT_EQ(b.at("usage").at("completion_tokens").as_int64(), static_cast<int64_t>(out[0].ids.size()));
-    EXPECT_EQ(b.at("choices").at(std::size_t{0}).at("message").at("content").as_string(), served_text(m, out[0].ids));
+    EXPECT_EQ(b.at("choices").at(std::size_t{0}).at("message").at("content").as_string(),
+              served_text(m, out[0].ids));
     // Streamed: the same text in chunks.
     const auto st = s.post("/v1/chat/completions",
                            R"({"messages": [{"role": "user", "content": "hello world"}], "max_tokens": 6,
@@ -75,7 +76,8 @@ TEST(ServeArchs, EveryDecoderArchitectureChatsOnTheRuntime) {
     ASSERT_TRUE(a);
     ASSERT_EQ(a->status, 200) << a->body;
     const json::Value ab = body_of(a);
-    EXPECT_EQ(ab.at("attention").size(), static_cast<std::size_t>(m.config().layers)) << a->body.substr(0, 300);
+    EXPECT_EQ(ab.at("attention").size(), static_cast<std::size_t>(m.config().layers))
+        << a->body.substr(0, 300);
   }
 }
 

@@ -86,9 +86,10 @@ int run_generate_decoder(const std::vector<std::string>& args) {
   std::fflush(stdout);
   if (a.has("stats")) {
     const std::size_t n = r.ids.size();
-    std::fprintf(stderr, "\n[%s: prompt %lld tokens, first token after %.3f s; generated %zu tokens, %.1f tokens/s]\n",
-                 model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens), r.prompt_seconds, n,
-                 n > 1 ? (n - 1) / r.generate_seconds : 0.0);
+    std::fprintf(
+        stderr, "\n[%s: prompt %lld tokens, first token after %.3f s; generated %zu tokens, %.1f tokens/s]\n",
+        model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens), r.prompt_seconds, n,
+        n > 1 ? (n - 1) / r.generate_seconds : 0.0);
   }
   std::printf("\n");
   return 0;

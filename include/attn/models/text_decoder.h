@@ -1,8 +1,9 @@
 // A text decoder on the runtime (issue 37/38), from a GGUF file or a Hugging Face folder: the
 // runtime's decoder for any architecture it reads (models/runtime/decoder.h), the model's tokenizer
 // (text::load_tokenizer: GGUF tokenizer.ggml.*, or tokenizer.json) and its chat template (GGUF
-// tokenizer.chat_template, or tokenizer_config.json's chat_template) rendered by attn's Jinja engine. What `attn serve` and `attn generate` use for the architectures without a hand-tuned
-// single-sequence engine (everything but SmolLM2's llama path and Gemma 3).
+// tokenizer.chat_template, or tokenizer_config.json's chat_template) rendered by attn's Jinja engine. What
+// `attn serve` and `attn generate` use for the architectures without a hand-tuned single-sequence engine
+// (everything but SmolLM2's llama path and Gemma 3).
 #pragma once
 
 #include <attn/io/gguf.h>

@@ -1,8 +1,8 @@
 // THE inference product entry of the runtime (issue 37): Y = X · Wᵀ for a weight matrix as a model
 // file stores it (quantized blocks of any supported GGUF type, or f32 from F32 / F16 / BF16), with
 // the kernel chosen here, never by the model: the 8-bit products (ops::q8_dot for Q4_1 with its
-// repacked copy, ops::quant_dot_rows on the stored blocks of Q5_0 / Q8_0 / K-quants) where the CPU has a vector
-// kernel for them, else f32 activations against the stored blocks (ops::quant_linear_rows), and
+// repacked copy, ops::quant_dot_rows on the stored blocks of Q5_0 / Q8_0 / K-quants) where the CPU has a
+// vector kernel for them, else f32 activations against the stored blocks (ops::quant_linear_rows), and
 // ops::gemm for f32 weights. INFERENCE ONLY: NO AUTOGRAD.
 //
 // Row independence: for quantized weights every kernel here works row by row, so row m of Y depends on
@@ -61,9 +61,9 @@ struct LinearJob {
 
 // Buffers for the activations of linear_rows (kept between calls: no allocation in a steady state).
 struct LinearScratch {
-  Q8Activations q8;        // for the repacked Q4_1 / Q8_0 products
-  QuantActivations act;     // Q8_K kind (K-quants)
-  QuantActivations act0;    // Q8_0 kind (Q5_0, Q8_0 without a repacked copy)
+  Q8Activations q8;       // for the repacked Q4_1 / Q8_0 products
+  QuantActivations act;   // Q8_K kind (K-quants)
+  QuantActivations act0;  // Q8_0 kind (Q5_0, Q8_0 without a repacked copy)
 };
 
 // Every job on the same X [M, K] (row stride ldx >= K); jobs share one quantization of X where their

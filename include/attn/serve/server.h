@@ -70,10 +70,10 @@ struct Limits {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;              // 0: an ephemeral port (Server::port() says which)
-  std::string embed;            // "" none; "minilm", or a BERT folder (tasks::find_encoder)
-  std::string generate;         // "" none; "smollm2", "gemma3", a .gguf file or a Hugging Face decoder folder
-  std::string classify;         // "" none; a model file from `attn train classify`
+  int port = 8080;       // 0: an ephemeral port (Server::port() says which)
+  std::string embed;     // "" none; "minilm", or a BERT folder (tasks::find_encoder)
+  std::string generate;  // "" none; "smollm2", "gemma3", a .gguf file or a Hugging Face decoder folder
+  std::string classify;  // "" none; a model file from `attn train classify`
   // The explainer page (GET /explain, POST /v1/explain; docs/explainer.md): the models it steps
   // through, of teach::kStageModels ("e5", "smollm2", "gemma3"); loaded at start, apart from the above.
   std::vector<std::string> explain;

@@ -7,8 +7,8 @@
 
 #include <attn/models/bert.h>
 #include <attn/models/gemma3.h>
-#include <attn/models/text_decoder.h>
 #include <attn/models/llama.h>
+#include <attn/models/text_decoder.h>
 #include <attn/models/translation.h>
 #include <attn/viz/export.h>
 

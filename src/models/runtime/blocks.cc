@@ -43,7 +43,8 @@ Rope Rope::make(RopeStyle style, int64_t dims, double base, std::span<const floa
   return r;
 }
 
-void Rope::tables(const int64_t* positions, int64_t rows, std::vector<float>& cs, std::vector<float>& sn) const {
+void Rope::tables(const int64_t* positions, int64_t rows, std::vector<float>& cs,
+                  std::vector<float>& sn) const {
   const int64_t half = dims / 2;
   cs.resize(static_cast<std::size_t>(rows * half));
   sn.resize(static_cast<std::size_t>(rows * half));

@@ -1,7 +1,5 @@
 // The runtime's decoder: one forward over a ragged batch for every architecture
 // (include/attn/models/runtime/decoder.h).
-#include "decoder_weights.h"
-
 #include <attn/core/error.h>
 #include <attn/models/runtime/decoder.h>
 #include <attn/ops/paged_attention.h>
@@ -9,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+
+#include "decoder_weights.h"
 
 namespace attn::models::runtime {
 
@@ -29,7 +29,9 @@ struct Decoder::Impl {
   std::vector<float> cs_full, sn_full, cs_local, sn_local;
   std::vector<ops::PagedSequence> seqs;
 
-  const Rope& rope_of(int64_t l) const { return c.sliding(l) && c.rope_base_local > 0 ? rope_local : rope_full; }
+  const Rope& rope_of(int64_t l) const {
+    return c.sliding(l) && c.rope_base_local > 0 ? rope_local : rope_full;
+  }
 
   void grow(int64_t M) {
     const int64_t C = c.dim, F = c.ffn, QD = c.heads * c.head_dim, KD = c.kv_heads * c.head_dim;
@@ -40,8 +42,8 @@ struct Decoder::Impl {
   }
 
   void linear(std::initializer_list<ops::LinearJob> jobs, const float* X, int64_t M) {
-    ops::linear_rows(std::span<const ops::LinearJob>(jobs.begin(), jobs.size()), X, M, jobs.begin()->w->cols(),
-                     lin, q8);
+    ops::linear_rows(std::span<const ops::LinearJob>(jobs.begin(), jobs.size()), X, M,
+                     jobs.begin()->w->cols(), lin, q8);
   }
 
   // One layer over the batch's M rows. capture: the first entry's rows' weights [Lq, H, Lk], or null.
@@ -53,8 +55,8 @@ struct Decoder::Impl {
            std::vector<std::vector<float>>* capture, const std::vector<int64_t>& logit_rows);
 };
 
-void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
-                          float* capture) {
+void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchEntry> batch,
+                          const BatchRows& br, float* capture) {
   const detail::DecoderLayer& y = w.layers[static_cast<std::size_t>(l)];
   const int64_t M = br.rows, C = c.dim, F = c.ffn, H = c.heads, Hkv = c.kv_heads, D = c.head_dim;
   const int64_t QD = H * D, KD = Hkv * D;
@@ -93,8 +95,8 @@ void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchE
   ao.softcap = c.attn_softcap;
   ops::paged_attention(q.data(), H, cache.view(), seqs, ao, att.data());
   capture_last_rows(cache, batch, br.row0.data(), l, q.data(), H, ao);
-  const float* next_norm = l + 1 < c.layers ? w.layers[static_cast<std::size_t>(l + 1)].attn_norm.data()
-                                            : nullptr;
+  const float* next_norm =
+      l + 1 < c.layers ? w.layers[static_cast<std::size_t>(l + 1)].attn_norm.data() : nullptr;
   if (c.post_norms) {
     linear({{&y.wo, tmp.data(), C}}, att.data(), M);
     for_rows(M, [&](int64_t b, int64_t e) {
@@ -109,7 +111,9 @@ void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchE
     });
   }
   linear({{&y.gate, g.data(), F}, {&y.up, u.data(), F}}, n.data(), M);
-  for_rows(M, [&](int64_t b, int64_t e) { gated_activation(c.activation, g.data() + b * F, u.data() + b * F, (e - b) * F); });
+  for_rows(M, [&](int64_t b, int64_t e) {
+    gated_activation(c.activation, g.data() + b * F, u.data() + b * F, (e - b) * F);
+  });
   if (c.post_norms) {
     linear({{&y.down, tmp.data(), C}}, g.data(), M);
     for_rows(M, [&](int64_t b, int64_t e) {
@@ -147,8 +151,8 @@ void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, 
   const auto R = static_cast<int64_t>(logit_rows.size());
   if (R == 0) return;
   for (int64_t r = 0; r < R; ++r)
-    rms_norm_rows(x.data() + logit_rows[static_cast<std::size_t>(r)] * C, w.output_norm.data(), 1, C, c.norm_eps,
-                  n.data() + r * C);
+    rms_norm_rows(x.data() + logit_rows[static_cast<std::size_t>(r)] * C, w.output_norm.data(), 1, C,
+                  c.norm_eps, n.data() + r * C);
   logits_rows.resize(static_cast<std::size_t>(R * c.vocab));
   linear({{&w.out(), logits_rows.data(), c.vocab}}, n.data(), R);
   if (c.final_softcap > 0) soft_cap(logits_rows.data(), R * c.vocab, c.final_softcap);
@@ -167,7 +171,8 @@ void finish(Decoder::Impl& m, const DecoderOptions& options, const std::string& 
                           static_cast<double>(m.c.head_dim) * 8.0;  // f32 K and V per position
   ATTN_CHECK(kv_bytes > 0 && kv_bytes <= kMaxKvCacheBytes, m.c.arch, ": ", where,
              ": one position of the KV cache would take ", kv_bytes, " bytes");
-  m.rope_full = Rope::make(m.c.rope_style, m.c.rope_dims, m.c.rope_base, m.w.rope_freqs, m.c.rope_linear_factor);
+  m.rope_full =
+      Rope::make(m.c.rope_style, m.c.rope_dims, m.c.rope_base, m.w.rope_freqs, m.c.rope_linear_factor);
   if (m.c.rope_base_local > 0) m.rope_local = Rope::make(m.c.rope_style, m.c.rope_dims, m.c.rope_base_local);
 }
 }  // namespace
@@ -209,9 +214,11 @@ void check_layout(const PagedKvCache& cache, const DecoderConfig& c) {
              ": the KV cache holds ", kc.layers, " layers of ", kc.kv_heads, " heads of size ", kc.head_dim,
              "; this model needs ", c.layers, ", ", c.kv_heads, " and ", c.head_dim, " (Decoder::kv_layout)");
   for (int64_t l = 0; l < c.layers; ++l) {
-    const int64_t have = l < static_cast<int64_t>(kc.layer_windows.size()) ? kc.layer_windows[static_cast<std::size_t>(l)] : 0;
-    ATTN_CHECK(have == c.windows[static_cast<std::size_t>(l)], c.arch, ": layer ", l, " of the KV cache has window ",
-               have, "; this model needs ", c.windows[static_cast<std::size_t>(l)], " (Decoder::kv_layout)");
+    const int64_t have =
+        l < static_cast<int64_t>(kc.layer_windows.size()) ? kc.layer_windows[static_cast<std::size_t>(l)] : 0;
+    ATTN_CHECK(have == c.windows[static_cast<std::size_t>(l)], c.arch, ": layer ", l,
+               " of the KV cache has window ", have, "; this model needs ",
+               c.windows[static_cast<std::size_t>(l)], " (Decoder::kv_layout)");
   }
 }
 }  // namespace
@@ -227,7 +234,8 @@ void Decoder::forward_batch(PagedKvCache& cache, std::span<const BatchEntry> bat
   std::size_t r = 0;
   for (const BatchEntry& e : batch)
     if (e.logits)
-      std::memcpy(e.logits, m.logits_rows.data() + r++ * m.c.vocab, static_cast<std::size_t>(m.c.vocab) * sizeof(float));
+      std::memcpy(e.logits, m.logits_rows.data() + r++ * m.c.vocab,
+                  static_cast<std::size_t>(m.c.vocab) * sizeof(float));
 }
 
 namespace {
@@ -239,7 +247,8 @@ struct OneSequence {
   static KvCacheConfig sized(KvCacheConfig kc, int64_t n) {
     kc.block_tokens = 16;
     const int64_t blocks = (n + kc.block_tokens - 1) / kc.block_tokens * kc.layers + 1;
-    kc.pool_bytes = blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
+    kc.pool_bytes =
+        blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
     return kc;
   }
   OneSequence(const KvCacheConfig& layout, std::span<const int32_t> ids, const DecoderConfig& c, int64_t cap)
@@ -253,7 +262,8 @@ struct OneSequence {
 };
 }  // namespace
 
-std::vector<std::vector<float>> Decoder::attention_weights(std::span<const int32_t> ids, std::vector<float>* logits) {
+std::vector<std::vector<float>> Decoder::attention_weights(std::span<const int32_t> ids,
+                                                           std::vector<float>* logits) {
   Impl& m = *impl_;
   const auto N = static_cast<int64_t>(ids.size());
   ATTN_CHECK(N >= 1 && N <= m.cap, m.c.arch, ": attention over ", N, " tokens; expected 1 to ", m.cap);
@@ -275,7 +285,8 @@ std::vector<std::vector<float>> Decoder::attention_weights(std::span<const int32
     for (int64_t i = 0; i < N; ++i)
       for (int64_t h = 0; h < H; ++h)
         std::memcpy(out[static_cast<std::size_t>(l)].data() + (h * N + i) * N,
-                    raw[static_cast<std::size_t>(l)].data() + (i * H + h) * N, static_cast<std::size_t>(N) * sizeof(float));
+                    raw[static_cast<std::size_t>(l)].data() + (i * H + h) * N,
+                    static_cast<std::size_t>(N) * sizeof(float));
   return out;
 }
 

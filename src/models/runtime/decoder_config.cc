@@ -43,8 +43,8 @@ void read_rope_scaling(const io::GgufFile& f, const std::string& arch, DecoderCo
   const std::string tk = arch + ".rope.scaling.type";
   const std::string type = f.has(tk) ? f.get_string(tk) : "none";
   const double factor = f.get_real(arch + ".rope.scaling.factor", 1.0);
-  ATTN_CHECK(type == "none" || type == "linear" || (type == "yarn" && factor == 1.0), f.path(), ": ", tk, " '",
-             type, "' is not supported (none, linear; Llama 3's scaling comes as rope_freqs.weight)");
+  ATTN_CHECK(type == "none" || type == "linear" || (type == "yarn" && factor == 1.0), f.path(), ": ", tk,
+             " '", type, "' is not supported (none, linear; Llama 3's scaling comes as rope_freqs.weight)");
   if (type == "linear") {
     ATTN_CHECK(std::isfinite(factor) && factor > 0, f.path(), ": ", arch, ".rope.scaling.factor is ", factor,
                "; expected > 0");
@@ -60,7 +60,8 @@ DecoderConfig DecoderConfig::from_gguf(const io::GgufFile& f) {
   c.arch = f.get_string("general.architecture");
   bool known = false;
   for (const std::string& a : decoder_architectures()) known = known || a == c.arch;
-  ATTN_CHECK(known, f.path(), ": architecture '", c.arch, "' is not supported (supported: ", supported_list(), ")");
+  ATTN_CHECK(known, f.path(), ": architecture '", c.arch, "' is not supported (supported: ", supported_list(),
+             ")");
   const std::string& a = c.arch;
   const auto key = [&](const char* k) { return a + "." + k; };
   c.context = f.get_positive(key("context_length"));
@@ -68,8 +69,10 @@ DecoderConfig DecoderConfig::from_gguf(const io::GgufFile& f) {
   c.layers = f.get_positive(key("block_count"));
   c.ffn = f.get_positive(key("feed_forward_length"));
   c.heads = f.get_positive(key("attention.head_count"));
-  c.kv_heads = f.has(key("attention.head_count_kv")) ? f.get_positive(key("attention.head_count_kv")) : c.heads;
-  c.head_dim = f.has(key("attention.key_length")) ? f.get_positive(key("attention.key_length")) : c.dim / c.heads;
+  c.kv_heads =
+      f.has(key("attention.head_count_kv")) ? f.get_positive(key("attention.head_count_kv")) : c.heads;
+  c.head_dim =
+      f.has(key("attention.key_length")) ? f.get_positive(key("attention.key_length")) : c.dim / c.heads;
   if (f.has(key("attention.value_length")))
     ATTN_CHECK(f.get_positive(key("attention.value_length")) == c.head_dim, f.path(), ": ",
                key("attention.value_length"), " differs from the key length ", c.head_dim,
@@ -89,8 +92,8 @@ DecoderConfig DecoderConfig::from_gguf(const io::GgufFile& f) {
     c.activation = Activation::gelu_tanh;
     c.post_norms = true;
     const double qs = f.get_real(key("attention.query_pre_attn_scalar"), static_cast<double>(c.head_dim));
-    ATTN_CHECK(std::isfinite(qs) && qs > 0, f.path(), ": ", key("attention.query_pre_attn_scalar"), " is ", qs,
-               "; expected > 0");
+    ATTN_CHECK(std::isfinite(qs) && qs > 0, f.path(), ": ", key("attention.query_pre_attn_scalar"), " is ",
+               qs, "; expected > 0");
     c.attn_scale = static_cast<float>(1.0 / std::sqrt(qs));
   }
   c.qk_norm = a == "qwen3" || a == "gemma3";
@@ -109,8 +112,9 @@ DecoderConfig DecoderConfig::from_gguf(const io::GgufFile& f) {
 void DecoderConfig::validate() const {
   ATTN_CHECK(vocab > 0 && context > 0 && dim > 0 && layers > 0 && ffn > 0 && heads > 0 && kv_heads > 0 &&
                  head_dim > 0,
-             arch, " config: sizes must be > 0 (vocab ", vocab, ", context ", context, ", dim ", dim, ", layers ",
-             layers, ", ffn ", ffn, ", heads ", heads, ", kv_heads ", kv_heads, ", head_dim ", head_dim, ")");
+             arch, " config: sizes must be > 0 (vocab ", vocab, ", context ", context, ", dim ", dim,
+             ", layers ", layers, ", ffn ", ffn, ", heads ", heads, ", kv_heads ", kv_heads, ", head_dim ",
+             head_dim, ")");
   ATTN_CHECK(heads % kv_heads == 0, arch, " config: ", arch, ".attention.head_count ", heads,
              " must be a multiple of head_count_kv ", kv_heads);
   ATTN_CHECK(rope_dims > 0 && rope_dims % 2 == 0 && rope_dims <= head_dim, arch,
@@ -122,8 +126,8 @@ void DecoderConfig::validate() const {
                context, "]");
   for (double b : {rope_base, rope_base_local == 0 ? rope_base : rope_base_local})
     ATTN_CHECK(std::isfinite(b) && b > 0, arch, " config: rope.freq_base must be > 0, got ", b);
-  ATTN_CHECK(std::isfinite(norm_eps) && norm_eps > 0, arch, " config: layer_norm_rms_epsilon must be > 0, got ",
-             norm_eps);
+  ATTN_CHECK(std::isfinite(norm_eps) && norm_eps > 0, arch,
+             " config: layer_norm_rms_epsilon must be > 0, got ", norm_eps);
   for (float s : {attn_softcap, final_softcap})
     ATTN_CHECK(std::isfinite(s) && s >= 0, arch, " config: a logit soft cap must be >= 0, got ", s);
   ATTN_CHECK(std::isfinite(attn_scale) && attn_scale >= 0, arch, " config: attention scale ", attn_scale);

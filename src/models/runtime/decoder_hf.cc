@@ -1,7 +1,5 @@
 // A runtime::Decoder from a Hugging Face folder (decoder_weights.h: read_hf_decoder): config.json and
 // safetensors with transformers' tensor names.
-#include "decoder_weights.h"
-
 #include <attn/core/error.h>
 #include <attn/io/files.h>
 #include <attn/io/finite.h>
@@ -13,6 +11,8 @@
 #include <map>
 #include <numbers>
 #include <set>
+
+#include "decoder_weights.h"
 
 namespace attn::models::runtime::detail {
 namespace {
@@ -61,7 +61,8 @@ double num(const json::Value& o, const char* k, double fallback) {
 // Llama 3's per-frequency divisors (transformers' _compute_llama3_parameters), as llama.cpp stores
 // them in rope_freqs.weight.
 std::vector<float> llama3_factors(const json::Value& p, double base, int64_t dims) {
-  const double factor = num(p, "factor", 8), low = num(p, "low_freq_factor", 1), high = num(p, "high_freq_factor", 4);
+  const double factor = num(p, "factor", 8), low = num(p, "low_freq_factor", 1),
+               high = num(p, "high_freq_factor", 4);
   const double orig = num(p, "original_max_position_embeddings", 8192);
   const double low_wl = orig / low, high_wl = orig / high;
   std::vector<float> out;
@@ -84,12 +85,16 @@ DecoderConfig hf_config(const Cfg& j, std::vector<float>* rope_freqs) {
   ATTN_CHECK(j.has("model_type") && j.find("model_type")->is_string(), j.where, ": no \"model_type\"");
   const std::string type = j.find("model_type")->as_string();
   DecoderConfig c;
-  if (type == "llama" || type == "mistral") c.arch = "llama";
-  else if (type == "qwen2" || type == "qwen3" || type == "phi3" || type == "gemma2") c.arch = type;
-  else if (type == "gemma3_text") c.arch = "gemma3";
+  if (type == "llama" || type == "mistral")
+    c.arch = "llama";
+  else if (type == "qwen2" || type == "qwen3" || type == "phi3" || type == "gemma2")
+    c.arch = type;
+  else if (type == "gemma3_text")
+    c.arch = "gemma3";
   else
-    throw Error(::attn::detail::concat(j.where, ": model_type \"", type,
-                                       "\" is not supported (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text)"));
+    throw Error(::attn::detail::concat(
+        j.where, ": model_type \"", type,
+        "\" is not supported (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text)"));
   c.vocab = j.positive("vocab_size");
   c.context = j.positive("max_position_embeddings");
   c.dim = j.positive("hidden_size");
@@ -102,19 +107,27 @@ DecoderConfig hf_config(const Cfg& j, std::vector<float>* rope_freqs) {
   c.norm_eps = j.real_or("rms_norm_eps", 1e-6);
   c.rope_style = RopeStyle::halves;  // transformers' rotate_half for every family
   c.rope_dims = c.head_dim;
-  if (c.arch == "phi3") c.rope_dims = static_cast<int64_t>(std::lround(c.head_dim * j.real_or("partial_rotary_factor", 1.0)));
+  if (c.arch == "phi3")
+    c.rope_dims = static_cast<int64_t>(std::lround(c.head_dim * j.real_or("partial_rotary_factor", 1.0)));
   const json::Value* rp = rope_params(j, gemma ? "full_attention" : nullptr);
-  c.rope_base = rp ? num(*rp, "rope_theta", j.real_or("rope_theta", 10000.0)) : j.real_or("rope_theta", 10000.0);
-  const std::string rtype = rp && rp->find("rope_type") && rp->find("rope_type")->is_string()
-                                ? rp->find("rope_type")->as_string()
-                                : (rp && rp->find("type") && rp->find("type")->is_string() ? rp->find("type")->as_string() : "default");
-  if (rtype == "llama3") *rope_freqs = llama3_factors(*rp, c.rope_base, c.rope_dims);
-  else if (rtype == "linear") c.rope_linear_factor = num(*rp, "factor", 1.0);
+  c.rope_base =
+      rp ? num(*rp, "rope_theta", j.real_or("rope_theta", 10000.0)) : j.real_or("rope_theta", 10000.0);
+  const std::string rtype =
+      rp && rp->find("rope_type") && rp->find("rope_type")->is_string()
+          ? rp->find("rope_type")->as_string()
+          : (rp && rp->find("type") && rp->find("type")->is_string() ? rp->find("type")->as_string()
+                                                                     : "default");
+  if (rtype == "llama3")
+    *rope_freqs = llama3_factors(*rp, c.rope_base, c.rope_dims);
+  else if (rtype == "linear")
+    c.rope_linear_factor = num(*rp, "factor", 1.0);
   else
-    ATTN_CHECK(rtype == "default", j.where, ": rope type \"", rtype, "\" is not supported (default, linear, llama3)");
+    ATTN_CHECK(rtype == "default", j.where, ": rope type \"", rtype,
+               "\" is not supported (default, linear, llama3)");
   if (c.arch == "gemma3") {
     const json::Value* lp = rope_params(j, "sliding_attention");
-    c.rope_base_local = lp && lp != rp ? num(*lp, "rope_theta", 10000.0) : j.real_or("rope_local_base_freq", 10000.0);
+    c.rope_base_local =
+        lp && lp != rp ? num(*lp, "rope_theta", 10000.0) : j.real_or("rope_local_base_freq", 10000.0);
   }
   // Sliding layers: layer_types when given (transformers 5), else each family's rule.
   c.windows.assign(static_cast<std::size_t>(c.layers), 0);
@@ -139,7 +152,8 @@ DecoderConfig hf_config(const Cfg& j, std::vector<float>* rope_freqs) {
     c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
     c.activation = Activation::gelu_tanh;
     c.post_norms = true;
-    c.attn_scale = static_cast<float>(1.0 / std::sqrt(j.real_or("query_pre_attn_scalar", static_cast<double>(c.head_dim))));
+    c.attn_scale = static_cast<float>(
+        1.0 / std::sqrt(j.real_or("query_pre_attn_scalar", static_cast<double>(c.head_dim))));
   }
   c.qk_norm = c.arch == "qwen3" || c.arch == "gemma3";
   c.qkv_bias = c.arch == "qwen2" || j.flag_or("attention_bias", false);
@@ -201,7 +215,8 @@ struct HfLoader {
       return Tensor();
     }
     if (st.shape(name) != shape) {
-      problems.push_back(name + ": expected shape " + shape_str(shape) + ", got " + shape_str(st.shape(name)));
+      problems.push_back(name + ": expected shape " + shape_str(shape) + ", got " +
+                         shape_str(st.shape(name)));
       return Tensor();
     }
     Tensor t = st.load(name);

@@ -82,9 +82,9 @@ void check_tensors(const io::GgufFile& f, const DecoderConfig& c) {
       problems.push_back(e.name + ": expected shape " + shape_str(e.shape) + " from the metadata, got " +
                          shape_str(t.shape));
     else if (e.matrix ? !matrix_type(t.type, e.shape[1]) : !dense_type(t.type))
-      problems.push_back(e.name + ": type " + io::ggml_type_name(t.type) + " is not supported (" +
-                         (e.matrix ? "F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K" : "F32 F16 BF16") +
-                         ")");
+      problems.push_back(
+          e.name + ": type " + io::ggml_type_name(t.type) + " is not supported (" +
+          (e.matrix ? "F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K" : "F32 F16 BF16") + ")");
   }
   for (const std::string& n : f.tensor_names())
     if (!known.count(n)) problems.push_back(n + ": unexpected tensor");
@@ -92,9 +92,10 @@ void check_tensors(const io::GgufFile& f, const DecoderConfig& c) {
   std::ostringstream os;
   for (std::size_t i = 0; i < problems.size() && i < 12; ++i) os << (i ? "; " : "") << problems[i];
   if (problems.size() > 12) os << "; ... (" << problems.size() - 12 << " more)";
-  throw Error(::attn::detail::concat(c.arch, ": ", f.path(), ": tensors do not match the metadata (", c.layers,
-                                     " layers, dim ", c.dim, ", ffn ", c.ffn, ", heads ", c.heads, "/", c.kv_heads,
-                                     " of ", c.head_dim, ", vocab ", c.vocab, "): ", os.str()));
+  throw Error(::attn::detail::concat(c.arch, ": ", f.path(), ": tensors do not match the metadata (",
+                                     c.layers, " layers, dim ", c.dim, ", ffn ", c.ffn, ", heads ", c.heads,
+                                     "/", c.kv_heads, " of ", c.head_dim, ", vocab ", c.vocab,
+                                     "): ", os.str()));
 }
 
 // Byte offsets of the f16 scale fields in one block of a quantized type (a NaN or inf there is a
@@ -104,9 +105,12 @@ std::vector<int64_t> scale_offsets(GgmlType t) {
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
     case GgmlType::Q4_K:
-    case GgmlType::Q5_K: return {0, 2};
-    case GgmlType::Q6_K: return {208};
-    default: return {0};
+    case GgmlType::Q5_K:
+      return {0, 2};
+    case GgmlType::Q6_K:
+      return {208};
+    default:
+      return {0};
   }
 }
 

@@ -41,7 +41,8 @@ struct Rope {
   // cos / sin of each row's position: [rows, dims / 2] each (resized).
   void tables(const int64_t* positions, int64_t rows, std::vector<float>& cs, std::vector<float>& sn) const;
   // x [rows, heads, D] rotated in place on rows [r0, r1) with those tables.
-  void apply(float* x, int64_t r0, int64_t r1, int64_t heads, int64_t D, const float* cs, const float* sn) const;
+  void apply(float* x, int64_t r0, int64_t r1, int64_t heads, int64_t D, const float* cs,
+             const float* sn) const;
 };
 
 enum class Activation { silu, gelu_tanh };

@@ -35,12 +35,12 @@ struct DecoderConfig {
   int64_t vocab = 0, context = 0, dim = 0, layers = 0, ffn = 0, heads = 0, kv_heads = 0, head_dim = 0;
   double norm_eps = 1e-5;
   RopeStyle rope_style = RopeStyle::pairs;
-  int64_t rope_dims = 0;           // rotated dims of a head (D unless partial)
-  double rope_base = 10000.0;      // full-attention layers
-  double rope_base_local = 0.0;    // sliding layers (0: rope_base)
-  double rope_linear_factor = 1.0; // full-attention layers: positions / factor
-  std::vector<int64_t> windows;    // per layer: 0 = full attention, W = a query sees W positions
-  float attn_scale = 0.0f;         // multiplies q·k (0: 1/√D)
+  int64_t rope_dims = 0;            // rotated dims of a head (D unless partial)
+  double rope_base = 10000.0;       // full-attention layers
+  double rope_base_local = 0.0;     // sliding layers (0: rope_base)
+  double rope_linear_factor = 1.0;  // full-attention layers: positions / factor
+  std::vector<int64_t> windows;     // per layer: 0 = full attention, W = a query sees W positions
+  float attn_scale = 0.0f;          // multiplies q·k (0: 1/√D)
   float attn_softcap = 0.0f, final_softcap = 0.0f;
   float embed_scale = 1.0f;
   Activation activation = Activation::silu;
