@@ -158,27 +158,14 @@ class Classifier {
 
 class Generator {
  public:
-  // SmolLM2 (and any llama file its engine takes) on LlamaModel; any other GGUF decoder the runtime
-  // reads (qwen2, qwen3, phi3, gemma2, gemma3, Llama 3, Mistral) on models::TextDecoder.
+  // Every decoder on models::TextDecoder (the runtime): "smollm2", "gemma3", a .gguf or a Hugging Face
+  // folder (models::resolve_decoder_model).
   Generator(const std::string& name, int64_t max_context) {
     without_gil(ErrorKind::runtime, [&] {
-      if (models::is_decoder_folder(name)) {
-        models::TextDecoderOptions o;
-        o.max_context = max_context;
-        dec_ = std::make_unique<models::TextDecoder>(models::TextDecoder::load(name, o));
-        return 0;
-      }
-      const std::string path =
-          name == "smollm2" ? io::require_smollm2_gguf() : io::require_smollm2_gguf(name);
-      if (name == "smollm2" || models::LlamaModel::can_load(io::GgufFile::open(path))) {
-        models::LlamaOptions o;
-        o.max_context = max_context;
-        model_ = std::make_unique<models::LlamaModel>(models::LlamaModel::load(path, o));
-      } else {
-        models::TextDecoderOptions o;
-        o.max_context = max_context;
-        dec_ = std::make_unique<models::TextDecoder>(models::TextDecoder::load(path, o));
-      }
+      models::TextDecoderOptions o;
+      o.max_context = max_context;
+      dec_ = std::make_unique<models::TextDecoder>(
+          models::TextDecoder::load(models::resolve_decoder_model(name).path, o));
       return 0;
     });
   }
@@ -226,10 +213,7 @@ class Generator {
         ATTN_CHECK(!ids.empty(), "generate: the prompt encodes to no tokens");
         ATTN_CHECK(static_cast<int64_t>(ids.size()) <= capacity(), "generate: the prompt has ", ids.size(),
                    " tokens; the context holds ", capacity());
-        if (dec_) return models::decoder_generate_text(*dec_, ids, o, seed);
-        model_->clear();
-        Rng rng(seed);
-        return models::llama_generate_text(*model_, ids, o, rng);
+        return models::decoder_generate_text(*dec_, ids, o, seed);
       });
     } catch (const Stop&) {
       // stopped_by_caller: a closed stream; nothing to return
@@ -260,16 +244,12 @@ class Generator {
       }
       models::GenerateOptions g = models::request_options(max_new_tokens, temperature, top_k, top_p);
       g.seed = seed;
-      if (dec_) {
-        dec_->set_stop_tokens(g);
-        return models::runtime::generate_batch(dec_->decoder(), ids, g);
-      }
-      models::set_stop_tokens(g, model_->tokenizer());
-      return models::runtime::generate_batch(*model_, ids, g);
+      dec_->set_stop_tokens(g);
+      return models::runtime::generate_batch(dec_->decoder(), ids, g);
     });
     nb::list out;
     const auto decode = [this](const std::vector<int32_t>& v) {
-      return dec_ ? dec_->decode(v) : model_->tokenizer().decode(v, false);
+      return dec_->decode(v);
     };
     for (const auto& r : results) {
       models::TextStream text(decode);
@@ -280,14 +260,13 @@ class Generator {
     }
     return out;
   }
-  int64_t capacity() const { return dec_ ? dec_->capacity() : model_->capacity(); }
+  int64_t capacity() const { return dec_->capacity(); }
 
  private:
   // The prompt's ids: with chat, the file's chat template over (system,) user (special-token strings in
   // the texts stay text); else the raw prompt (its special-token strings become their tokens).
   std::vector<int32_t> prompt_ids(const std::string& prompt, bool chat,
                                   const std::optional<std::string>& system) {
-    if (!dec_) return models::llama_prompt_ids(*model_, prompt, chat, system);
     if (!chat) return dec_->encode_text(prompt);
     std::vector<std::pair<std::string, std::string>> turns;
     if (system) turns.emplace_back("system", *system);
@@ -296,7 +275,6 @@ class Generator {
   }
 
   std::mutex busy_;
-  std::unique_ptr<models::LlamaModel> model_;  // or
   std::unique_ptr<models::TextDecoder> dec_;
 };
 

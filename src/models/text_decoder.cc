@@ -2,6 +2,8 @@
 #include <attn/core/error.h>
 #include <attn/io/files.h>
 #include <attn/io/json.h>
+#include <attn/io/model_files.h>
+#include <attn/core/random.h>
 #include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_decoder.h>
 #include <attn/models/text_stream.h>
@@ -79,6 +81,7 @@ TextDecoder TextDecoder::load(const std::string& path, const TextDecoderOptions&
 }
 
 runtime::Decoder& TextDecoder::decoder() { return *impl_->dec; }
+const runtime::Decoder& TextDecoder::decoder() const { return *impl_->dec; }
 const runtime::DecoderConfig& TextDecoder::config() const { return impl_->dec->config(); }
 int64_t TextDecoder::capacity() const { return impl_->dec->batch_context(); }
 
@@ -129,6 +132,30 @@ std::vector<std::string> TextDecoder::token_strings(const std::vector<int32_t>& 
 }
 
 void TextDecoder::set_stop_tokens(GenerateOptions& g) const { models::set_stop_tokens(g, *impl_->tok); }
+const text::DecoderTokenizer& TextDecoder::tokenizer() const { return *impl_->tok; }
+
+bool is_known_decoder_name(const std::string& name) {
+  return name == "smollm2" || name == "SmolLM2-135M-Instruct" || name == "gemma3" || name == "gemma-3-270m" ||
+         name == "Gemma-3-270M";
+}
+
+DecoderModelName resolve_decoder_model(const std::string& name) {
+  if (name == "smollm2" || name == "SmolLM2-135M-Instruct")
+    return {io::require_smollm2_gguf(), "SmolLM2-135M-Instruct"};
+  if (name == "gemma3" || name == "gemma-3-270m" || name == "Gemma-3-270M")
+    return {io::require_gemma3_gguf(), "Gemma-3-270M"};
+  std::string id = name;
+  while (id.size() > 1 && id.back() == '/') id.pop_back();
+  if (const std::size_t slash = id.find_last_of('/'); slash != std::string::npos) id = id.substr(slash + 1);
+  if (id.size() > 5 && id.compare(id.size() - 5, 5, ".gguf") == 0) id.resize(id.size() - 5);
+  if (std::filesystem::is_regular_file(name)) return {name, id};
+  if (std::filesystem::is_directory(name)) {
+    if (std::filesystem::exists(name + "/config.json")) return {name, id};
+    if (const auto p = io::find_smollm2_gguf(name)) return {*p, "SmolLM2-135M-Instruct"};  // a package folder
+  }
+  throw Error(detail::concat("model: '", name, "' is neither a file nor a folder; expected smollm2, gemma3, a ",
+                             ".gguf file or a Hugging Face folder (config.json, safetensors, tokenizer.json)"));
+}
 
 bool is_decoder_folder(const std::string& path) {
   try {
@@ -145,32 +172,33 @@ bool is_decoder_folder(const std::string& path) {
   }
 }
 
-LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
-                                 const LlamaTextOptions& options, uint64_t seed) {
+namespace {
+
+void check_request(const TextDecoder& model, const std::vector<int32_t>& prompt_ids,
+                   const LlamaTextOptions& options) {
   const auto P = static_cast<int64_t>(prompt_ids.size());
   const int64_t cap = model.capacity();
   ATTN_CHECK(P >= 1 && P <= cap, "generate: the prompt has ", P, " tokens; expected 1 to ", cap,
              " (the context)");
   ATTN_CHECK(options.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0, got ",
              options.max_new_tokens);
+  ATTN_CHECK(options.temperature >= 0, "generate: temperature must be >= 0, got ", options.temperature);
+}
+
+runtime::KvCacheConfig one_sequence_pool(const TextDecoder& model, int64_t positions) {
+  return runtime::one_sequence_pool(model.decoder().kv_layout(), positions);
+}
+
+// One request through `sched` (idle before and after), the text streamed through models::TextStream.
+LlamaReply run_request(TextDecoder& model, runtime::Scheduler& sched, const std::vector<int32_t>& prompt_ids,
+                       const LlamaTextOptions& options, uint64_t seed) {
   LlamaReply reply;
-  reply.prompt_tokens = P;
-  const int64_t n_new = std::min(options.max_new_tokens, cap - P);
+  reply.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
+  const int64_t n_new = std::min(options.max_new_tokens, model.capacity() - reply.prompt_tokens);
   if (n_new == 0) return reply;
-  runtime::KvCacheConfig kc = model.decoder().kv_layout();
-  kc.block_tokens = 16;
-  const int64_t blocks = (P + n_new + kc.block_tokens - 1) / kc.block_tokens * kc.layers + kc.layers;
-  kc.pool_bytes =
-      blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
-  runtime::PagedKvCache cache(kc);
-  runtime::Scheduler sched(model.decoder(), cache);
   runtime::SequenceRequest req;
   req.prompt = prompt_ids;
-  req.options.max_new_tokens = n_new;
-  req.options.search = options.temperature > 0 ? SearchKind::sample : SearchKind::greedy;
-  req.options.temperature = options.temperature;
-  req.options.top_k = options.top_k;
-  req.options.top_p = options.top_p;
+  req.options = request_options(n_new, options.temperature, options.top_k, options.top_p);
   model.set_stop_tokens(req.options);
   req.seed = seed;
   TextStream ts([&](const std::vector<int32_t>& ids) { return model.decode(ids); });
@@ -181,27 +209,174 @@ LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>&
     reply.text += piece;
     if (options.on_text) options.on_text(piece);
   };
+  std::string error;
   req.on_event = [&](const runtime::SequenceEvent& e) {
     if (e.kind == runtime::SequenceEvent::Kind::token) {
       if (reply.ids.empty()) t1 = std::chrono::steady_clock::now();
       reply.ids.push_back(static_cast<int32_t>(e.token));
       emit(ts.push(static_cast<int32_t>(e.token)));
     } else if (e.kind == runtime::SequenceEvent::Kind::finished) {
-      ATTN_CHECK(e.reason != runtime::FinishReason::error, "generate: ", e.error);
+      if (e.reason == runtime::FinishReason::error) error = e.error;
       if (e.stop_token >= 0) {
         reply.ids.push_back(static_cast<int32_t>(e.stop_token));
         reply.stopped = true;
       }
     }
   };
-  sched.submit(std::move(req));
-  while (sched.step()) {
+  const int64_t id = sched.submit(std::move(req));
+  try {
+    while (sched.step()) {
+    }
+  } catch (...) {  // on_text threw (a caller stopping early): the sequence gives its blocks back
+    sched.cancel(id);
+    throw;
   }
+  ATTN_CHECK(error.empty(), "generate: ", error);
   emit(ts.finish());
   const auto t2 = std::chrono::steady_clock::now();
+  if (reply.ids.empty()) t1 = t2;
   reply.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
   reply.generate_seconds = std::chrono::duration<double>(t2 - t1).count();
   return reply;
+}
+
+}  // namespace
+
+LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
+                                 const LlamaTextOptions& options, uint64_t seed) {
+  check_request(model, prompt_ids, options);
+  const auto P = static_cast<int64_t>(prompt_ids.size());
+  runtime::PagedKvCache cache(one_sequence_pool(model, P + std::min(options.max_new_tokens, model.capacity() - P)));
+  runtime::Scheduler sched(model.decoder(), cache);
+  return run_request(model, sched, prompt_ids, options, seed);
+}
+
+// ---------------------------------------------------------------- a session
+
+struct DecoderSession::Impl {
+  TextDecoder& model;
+  runtime::PagedKvCache cache;
+  std::unique_ptr<runtime::Scheduler> sched;
+  int64_t cached = 0;
+  explicit Impl(TextDecoder& m) : model(m), cache(one_sequence_pool(m, m.capacity())) { restart(); }
+  void restart() {
+    sched.reset();
+    cache = runtime::PagedKvCache(cache.config());
+    sched = std::make_unique<runtime::Scheduler>(model.decoder(), cache);
+  }
+};
+
+DecoderSession::DecoderSession(TextDecoder& model) : impl_(std::make_unique<Impl>(model)) {}
+DecoderSession::~DecoderSession() = default;
+
+LlamaReply DecoderSession::generate(const std::vector<int32_t>& prompt_ids, const LlamaTextOptions& options,
+                                    uint64_t seed) {
+  check_request(impl_->model, prompt_ids, options);
+  const int64_t before = impl_->sched->stats().cached_tokens;
+  LlamaReply r = run_request(impl_->model, *impl_->sched, prompt_ids, options, seed);
+  impl_->cached = impl_->sched->stats().cached_tokens - before;
+  return r;
+}
+
+void DecoderSession::clear() {
+  impl_->restart();
+  impl_->cached = 0;
+}
+int64_t DecoderSession::cached_tokens() const { return impl_->cached; }
+int64_t DecoderSession::kv_bytes_reserved() const { return impl_->cache.accounting().reserved; }
+
+// ---------------------------------------------------------------- a conversation
+
+namespace {
+// What the model's template writes after an assistant reply: the template of [user, assistant R]
+// minus that of [user] with the generation prompt, minus R.
+std::string reply_closing(const TextDecoder& model) {
+  const std::string reply = "R";
+  const std::string open = text::join_pieces(model.chat_pieces({{"user", "u"}}, true));
+  const std::string done = text::join_pieces(model.chat_pieces({{"user", "u"}, {"assistant", reply}}, false));
+  ATTN_CHECK(done.compare(0, open.size(), open) == 0 && done.compare(open.size(), reply.size(), reply) == 0,
+             "chat: the model's chat template does not write an assistant reply right after its ",
+             "generation prompt, so a conversation cannot continue in the cache; use one prompt per turn");
+  return done.substr(open.size() + reply.size());
+}
+}  // namespace
+
+DecoderChat::DecoderChat(TextDecoder& model, std::string system, LlamaTextOptions options, uint64_t seed)
+    : model_(model),
+      session_(model),
+      system_(std::move(system)),
+      closing_(reply_closing(model)),
+      options_(std::move(options)),
+      seed_(seed) {}
+DecoderChat::~DecoderChat() = default;
+
+void DecoderChat::reset() {
+  history_.clear();
+  session_.clear();
+}
+
+int64_t DecoderChat::tokens() const { return static_cast<int64_t>(history_.size()); }
+
+std::vector<int32_t> DecoderChat::turn_ids(const std::string& user_text) const {
+  if (history_.empty()) {
+    std::vector<std::pair<std::string, std::string>> msgs;
+    if (!system_.empty()) msgs.emplace_back("system", system_);
+    msgs.emplace_back("user", user_text);
+    return model_.encode(model_.chat_pieces(msgs, true));
+  }
+  // This turn alone: the template of [system, user] minus that of [system], piece by piece. The
+  // template merges neighbouring pieces of the same kind, so the cut is made in bytes. (No
+  // begin-of-sequence token: the conversation has one.)
+  const text::TextPieces both = model_.chat_pieces({{"system", ""}, {"user", user_text}}, true);
+  const std::string sys = text::join_pieces(model_.chat_pieces({{"system", ""}}, false));
+  text::TextPieces turn;
+  std::size_t skip = sys.size(), matched = 0;
+  for (const text::TextPiece& p : both) {
+    const std::size_t n = std::min(skip, p.text.size());
+    ATTN_CHECK(p.text.compare(0, n, sys, matched, n) == 0,
+               "chat: the template of a conversation does not start with that of its system message (they ",
+               "differ at byte ", matched, ")");
+    matched += n;
+    skip -= n;
+    if (n < p.text.size()) turn.push_back({p.text.substr(n), p.allow_special});
+  }
+  ATTN_CHECK(skip == 0, "chat: the template of a conversation is shorter than that of its system message");
+  return model_.tokenizer().encode(turn, false);
+}
+
+DecoderChat::Turn DecoderChat::say(const std::string& user_text) {
+  std::vector<int32_t> ids = turn_ids(user_text);
+  Turn t;
+  const int64_t cap = model_.capacity();
+  if (tokens() + static_cast<int64_t>(ids.size()) + 2 > cap) {
+    // The conversation is full: clear it and answer the turn as the first of a new one (with the
+    // system prompt). A turn that does not fit even an empty context is reported, never dropped.
+    reset();
+    t.context_full = true;
+    ids = turn_ids(user_text);
+    t.turn_tokens = static_cast<int64_t>(ids.size());
+    if (t.turn_tokens + 2 > cap) {
+      t.too_long = true;
+      return t;
+    }
+  }
+  t.turn_tokens = static_cast<int64_t>(ids.size());
+  history_.insert(history_.end(), ids.begin(), ids.end());
+  t.reply = session_.generate(history_, options_, mix_seed(seed_, static_cast<uint64_t>(turns_++)));
+  t.cached_tokens = session_.cached_tokens();
+  // Close the assistant turn as the template writes it (ChatML: <|im_end|>\n); a stop token that is
+  // the closing's start (<|im_end|>) stands for that part of it.
+  const std::vector<int32_t>& reply = t.reply.ids;
+  std::string closing = closing_;
+  if (t.reply.stopped && !reply.empty()) {
+    const std::string stop = model_.tokenizer().decode({reply.back()}, true);
+    if (!stop.empty() && closing.compare(0, stop.size(), stop) == 0) closing.erase(0, stop.size());
+  }
+  history_.insert(history_.end(), reply.begin(), reply.end());
+  const std::vector<int32_t> tail = model_.tokenizer().encode(closing, false, true);
+  if (tokens() + static_cast<int64_t>(tail.size()) <= cap) history_.insert(history_.end(), tail.begin(), tail.end());
+  if (tokens() > cap) history_.resize(static_cast<std::size_t>(cap));
+  return t;
 }
 
 }  // namespace attn::models

@@ -3,15 +3,14 @@
 //   e5       multilingual-e5-small: BertModel's traced layer input (hidden_states) and captured
 //            weights; Q, K, V, the heads' outputs, W_O and the LayerNorm from the model's own f32
 //            weights (BertModel::weights_from_e5, the tensors the engine was built from), in double.
-//   smollm2  LlamaModel::layer_trace: the engine's own buffers of the layer.
-//   gemma3   Gemma3Model::layer_trace: the same, with QK norm, a sliding window on 5 of 6 layers.
+//   smollm2  runtime::Decoder::layer_trace (models/text_decoder.h): the engine's own buffers of the layer.
+//   gemma3   the same, with QK norm, a sliding window on 5 of 6 layers.
 #include <attn/core/error.h>
 #include <attn/io/e5_container.h>
 #include <attn/io/gguf.h>
 #include <attn/io/model_files.h>
 #include <attn/models/bert.h>
-#include <attn/models/gemma3.h>
-#include <attn/models/llama.h>
+#include <attn/models/text_decoder.h>
 #include <attn/teach/stages.h>
 
 #include <cmath>
@@ -178,67 +177,43 @@ void fill_from_trace(StageInputs& s, const models::AttentionLayerTrace& t, int64
   s.normed_after = from_floats(t.normed_after, N, C);
 }
 
-class SmolLm2Stages final : public StagesModel {
+// SmolLM2 and Gemma 3 on the runtime's decoder (models/text_decoder.h): its own buffers of the layer.
+class DecoderStages final : public StagesModel {
  public:
-  explicit SmolLm2Stages(const std::string& path) : m_(models::LlamaModel::load(path, {.max_context = 256})) {}
-  std::string name() const override { return "SmolLM2-135M-Instruct"; }
+  DecoderStages(const std::string& path, std::string name)
+      : m_(models::TextDecoder::load(path, {.max_context = 256})), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
 
   json::Value stages(const StagesRequest& r) override {
     ATTN_CHECK(!r.text.empty(), "the text is empty; type a sentence");
-    const models::LlamaConfig& c = m_.config();
-    const std::vector<int32_t> ids = m_.tokenizer().encode(r.text, false, false);
-    const int64_t N = static_cast<int64_t>(ids.size());
+    const models::runtime::DecoderConfig& c = m_.config();
+    // The text as text (special-token strings stay text), after the begin-of-sequence token where the
+    // tokenizer wants one.
+    const std::vector<int32_t> ids = m_.encode(text::TextPieces{{r.text, false}});
+    const auto N = static_cast<int64_t>(ids.size());
     check_request(r, N, c.layers, c.heads);
-    const models::AttentionLayerTrace t = m_.layer_trace(ids, r.layer);
+    const models::AttentionLayerTrace t = m_.decoder().layer_trace(ids, r.layer);
     StageInputs s;
     s.model = name(), s.kind = "decoder", s.text = r.text;
-    for (int32_t id : ids) {
-      s.ids.push_back(id);
-      s.tokens.push_back(models::llama_token_display(m_.tokenizer(), id));
-      s.special.push_back(false);
-    }
-    s.layers = c.layers, s.heads = c.heads, s.kv_heads = c.kv_heads, s.d_model = c.dim, s.d_k = c.head_dim;
-    s.layer = r.layer, s.head = r.head, s.causal = true;
-    s.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-    s.norm = "pre_rms_norm", s.qk = "rope";
-    fill_from_trace(s, t, N, c.dim, c.heads, c.kv_heads, c.head_dim);
-    return stages_detail::stages_json(s);
-  }
-
- private:
-  models::LlamaModel m_;
-};
-
-class Gemma3Stages final : public StagesModel {
- public:
-  explicit Gemma3Stages(const std::string& path) : m_(models::Gemma3Model::load(path, {.max_context = 256})) {}
-  std::string name() const override { return "Gemma-3-270M"; }
-
-  json::Value stages(const StagesRequest& r) override {
-    ATTN_CHECK(!r.text.empty(), "the text is empty; type a sentence");
-    const models::Gemma3Config& c = m_.config();
-    const std::vector<int32_t> ids = m_.tokenizer().encode(r.text, m_.tokenizer().add_bos(), false);
-    const int64_t N = static_cast<int64_t>(ids.size());
-    check_request(r, N, c.layers, c.heads);
-    const models::AttentionLayerTrace t = m_.layer_trace(ids, r.layer);
-    StageInputs s;
-    s.model = name(), s.kind = "decoder", s.text = r.text;
+    const std::vector<std::string> shown = m_.token_strings(ids);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       s.ids.push_back(ids[i]);
-      s.tokens.push_back(m_.tokenizer().piece_text(ids[i], true));
-      s.special.push_back(i == 0 && m_.tokenizer().add_bos());
+      s.tokens.push_back(shown[i]);
+      s.special.push_back(m_.tokenizer().is_control(ids[i]));
     }
     s.layers = c.layers, s.heads = c.heads, s.kv_heads = c.kv_heads, s.d_model = c.dim, s.d_k = c.head_dim;
     s.layer = r.layer, s.head = r.head, s.causal = true;
-    s.window = c.sliding(r.layer) ? c.window : 0;
-    s.scale = 1.0 / std::sqrt(static_cast<double>(c.query_scalar));
-    s.norm = "pre_post_rms_norm", s.qk = "qk_norm_rope";
+    s.window = c.windows[static_cast<std::size_t>(r.layer)];
+    s.scale = c.attn_scale > 0 ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+    s.norm = c.post_norms ? "pre_post_rms_norm" : "pre_rms_norm";
+    s.qk = c.qk_norm ? "qk_norm_rope" : "rope";
     fill_from_trace(s, t, N, c.dim, c.heads, c.kv_heads, c.head_dim);
     return stages_detail::stages_json(s);
   }
 
  private:
-  models::Gemma3Model m_;
+  models::TextDecoder m_;
+  std::string name_;
 };
 
 }  // namespace
@@ -254,8 +229,8 @@ std::string stage_model_key(const std::string& name) {
 std::unique_ptr<StagesModel> StagesModel::load(const std::string& name, const std::string& path) {
   const std::string key = stage_model_key(name);
   if (key == "e5") return std::make_unique<E5Stages>(io::require_e5(path));
-  if (key == "smollm2") return std::make_unique<SmolLm2Stages>(io::require_smollm2_gguf(path));
-  return std::make_unique<Gemma3Stages>(io::require_gemma3_gguf(path));
+  if (key == "smollm2") return std::make_unique<DecoderStages>(io::require_smollm2_gguf(path), "SmolLM2-135M-Instruct");
+  return std::make_unique<DecoderStages>(io::require_gemma3_gguf(path), "Gemma-3-270M");
 }
 
 std::vector<std::pair<std::string, std::string>> installed_stage_models() {

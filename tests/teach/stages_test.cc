@@ -1,6 +1,6 @@
 // The explainer's stages (include/attn/teach/stages.h) on the real models: the softmax the page shows
 // is the weights the fused kernel captured, equal to what the engine captures on its own for the same
-// text (viz::export_bert_attention / LlamaModel::attention_weights / Gemma3Model::attention_weights);
+// text (viz::export_bert_attention / the runtime decoder's attention_weights);
 // the scores are Q·Kᵀ of the Q and K shown, the scaled scores their product with the scale, the
 // softmax of the masked scaled scores recomputed in double agrees with the captured weights, every row
 // sums to 1, the causal and window masks block exactly what they say, weights × V equals the engine's
@@ -9,7 +9,7 @@
 #include <attn/core/error.h>
 #include <attn/io/model_files.h>
 #include <attn/models/bert.h>
-#include <attn/models/llama.h>
+#include <attn/models/text_decoder.h>
 #include <attn/tasks/embed.h>
 #include <attn/teach/stages.h>
 #include <attn/text/segment.h>
@@ -75,11 +75,10 @@ TEST(Stages, SmolLm2IsCausalAndEqualsTheEnginesOwnBuffers) {
     for (std::size_t d = 0; d < s.at("q").at(0).size(); ++d)
       EXPECT_NEAR(at2(s.at("out"), i, d), at2(s.at("out_engine"), i, d), 1e-4);
   // The engine on its own: attention_weights of the same ids.
-  models::LlamaModel m = models::LlamaModel::load(io::require_smollm2_gguf(), {.max_context = 256});
-  const std::vector<int32_t> ids = m.tokenizer().encode(kText, false, false);
+  models::TextDecoder m = models::TextDecoder::load(io::require_smollm2_gguf(), {.max_context = 256});
+  const std::vector<int32_t> ids = m.encode(text::TextPieces{{kText, false}});
   ASSERT_EQ(ids.size(), N);
-  const models::LlamaAttention a = m.attention_weights(ids);
-  expect_weights_equal(s, a.layers[4], N, 7);
+  expect_weights_equal(s, m.decoder().attention_weights(ids)[4], N, 7);
   // The residual is the input plus W_O's product, as the engine added them.
   const Value& x = s.at("x").at("rows");
   for (std::size_t i = 0; i < N; ++i)

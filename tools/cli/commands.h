@@ -35,20 +35,16 @@ int run_train_classify(const std::vector<std::string>& args);
 int run_classify(const std::vector<std::string>& args);
 int run_translate(const std::vector<std::string>& args);
 int run_train_translate(const std::vector<std::string>& args);
+// A decoder on the runtime (generate_gguf.cc): smollm2, gemma3, a .gguf or a Hugging Face folder.
 int run_generate_gguf(const std::vector<std::string>& args);
-// Gemma 3 (generate_gemma3.cc): --model gemma3, or a .gguf whose architecture is gemma3.
-int run_generate_gemma3(const std::vector<std::string>& args);
-bool is_gemma3_model_arg(const std::string& model);
-// The runtime's decoder (generate_decoder.cc): a .gguf of another architecture (qwen2, qwen3, phi3,
-// gemma2, a SentencePiece llama).
-int run_generate_decoder(const std::vector<std::string>& args);
-// Shared by the three GGUF generate commands (generate_gguf.cc): a command's words split into options
+// Whether --model names such a decoder (empty: the default, smollm2).
+bool is_decoder_model_arg(const std::string& model);
+// Shared by the GGUF generate commands (generate_gguf.cc, translate, explain): a command's words split into options
 // (for Args, each with the value it takes) and positional words; --max-new, --temperature, --top-k and
 // --top-p as generation options, the text printed to stdout as it comes.
 void split_positional(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs,
                       std::vector<std::string>& options, std::vector<std::string>& positional);
 models::LlamaTextOptions text_options(const Args& a);
-bool is_decoder_model_arg(const std::string& model);
 int run_chat(const std::vector<std::string>& args);
 int run_embed(const std::vector<std::string>& args);
 int run_similarity(const std::vector<std::string>& args);

@@ -128,8 +128,8 @@ int run_generate_lm(const std::vector<std::string>& raw) {
   return 0;
 }
 
-// One command for both kinds of language model: a GGUF file (SmolLM2 by default,
-// generate_gguf.cc) or a model file written by 'attn train lm' (above).
+// One command for both kinds of language model: a decoder on the runtime (SmolLM2 by default, Gemma 3,
+// any GGUF or Hugging Face decoder: generate_gguf.cc) or a model file written by 'attn train lm' (above).
 int run_generate(const std::vector<std::string>& args) {
   std::string model;
   bool help = false;
@@ -138,9 +138,6 @@ int run_generate(const std::vector<std::string>& args) {
     if (args[i] == "--model" && i + 1 < args.size()) model = args[i + 1];
     if (args[i].rfind("--model=", 0) == 0) model = args[i].substr(8);
   }
-  if (!model.empty() && is_decoder_model_arg(model)) return run_generate_decoder(args);
-  const bool gguf = model.empty() || model == "smollm2" ||
-                    (model.size() >= 5 && model.compare(model.size() - 5, 5, ".gguf") == 0);
   if (help && model.empty()) {
     std::fputs(
         "attn generate runs either kind of language model:\n"
@@ -152,8 +149,7 @@ int run_generate(const std::vector<std::string>& args) {
     std::fputs("\n", stdout);
     return run_generate_lm({"--help"});
   }
-  if (!model.empty() && is_gemma3_model_arg(model)) return run_generate_gemma3(args);
-  return gguf ? run_generate_gguf(args) : run_generate_lm(args);
+  return is_decoder_model_arg(model) ? run_generate_gguf(args) : run_generate_lm(args);
 }
 
 }  // namespace attn::cli

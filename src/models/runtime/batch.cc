@@ -2,6 +2,8 @@
 #include <attn/core/error.h>
 #include <attn/models/runtime/batch.h>
 
+#include <algorithm>
+
 namespace attn::models::runtime {
 
 BatchRows batch_rows(const PagedKvCache& cache, std::span<const BatchEntry> batch, int64_t vocab,
@@ -44,5 +46,44 @@ void capture_last_rows(const PagedKvCache& cache, std::span<const BatchEntry> ba
     ops::paged_attention(qrow, H, cache.view(), {&one, 1}, options, out.data());
   }
 }
+
+namespace {
+int64_t checked_capacity(const BatchDecoder& d, int64_t capacity) {
+  ATTN_CHECK(capacity >= 0, "SingleSequence: capacity must be >= 0, got ", capacity);
+  return capacity == 0 ? d.batch_context() : std::min(capacity, d.batch_context());
+}
+}  // namespace
+
+SingleSequence::SingleSequence(BatchDecoder& decoder, int64_t capacity)
+    : d_(decoder),
+      cap_(checked_capacity(decoder, capacity)),
+      cache_(one_sequence_pool(decoder.kv_layout(), cap_)),
+      seq_(cache_.create()),
+      logits_(static_cast<std::size_t>(decoder.batch_vocab())) {}
+
+std::span<const float> SingleSequence::prefill(std::span<const int32_t> ids) {
+  const auto n = static_cast<int64_t>(ids.size());
+  ATTN_CHECK(n >= 1 && n <= cap_ - position(), "SingleSequence: ", n, " tokens after ", position(),
+             "; the sequence holds ", cap_, " positions");
+  ATTN_CHECK(cache_.append(seq_, ids.data(), n), "SingleSequence: the cache has no room for ", n,
+             " more tokens after ", position());
+  const BatchEntry e{seq_, ids.data(), n, logits_.data(), nullptr};
+  try {
+    d_.forward_batch(cache_, {&e, 1});
+  } catch (...) {  // the appended positions were never written: start over rather than hold them
+    clear();
+    throw;
+  }
+  return logits_;
+}
+
+std::span<const float> SingleSequence::step(int32_t id) { return prefill({&id, 1}); }
+
+void SingleSequence::clear() {
+  cache_ = PagedKvCache(cache_.config());
+  seq_ = cache_.create();
+}
+
+int64_t SingleSequence::position() const { return cache_.length(seq_); }
 
 }  // namespace attn::models::runtime

@@ -28,6 +28,7 @@ struct Decoder::Impl {
   std::vector<int64_t> positions;
   std::vector<float> cs_full, sn_full, cs_local, sn_local;
   std::vector<ops::PagedSequence> seqs;
+  AttentionLayerTrace* trace = nullptr;  // layer_trace(): the layer whose buffers layer() copies out
 
   const Rope& rope_of(int64_t l) const {
     return c.sliding(l) && c.rope_base_local > 0 ? rope_local : rope_full;
@@ -47,10 +48,12 @@ struct Decoder::Impl {
   }
 
   // One layer over the batch's M rows. capture: the first entry's rows' weights [Lq, H, Lk], or null.
+  // With a trace for layer l, its buffers are copied out (one entry: layer_trace()).
   void layer(int64_t l, PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
              float* capture);
   // Every entry's rows through every layer; logits of the rows in `logit_rows` into logits_rows.
-  // capture: per layer, the first entry's weights (each [Lq, H, Lk], sized by the caller), or null.
+  // capture: per layer, the first entry's weights (each [Lq, H, Lk], sized by the caller; an empty
+  // vector: that layer is not captured), or null.
   void run(PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
            std::vector<std::vector<float>>* capture, const std::vector<int64_t>& logit_rows);
 };
@@ -65,6 +68,11 @@ void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchE
     for_rows(M, [&](int64_t b, int64_t e) {
       rms_norm_rows(x.data() + b * C, y.attn_norm.data(), e - b, C, eps, n.data() + b * C);
     });
+  AttentionLayerTrace* t = trace && trace->layer == l ? trace : nullptr;
+  const auto copy = [M](std::vector<float>& to, const std::vector<float>& from, int64_t width) {
+    to.assign(from.begin(), from.begin() + M * width);
+  };
+  if (t) copy(t->x, x, C), copy(t->normed, n, C);
   linear({{&y.wq, q.data(), QD, y.bq.empty() ? nullptr : y.bq.data()},
           {&y.wk, k.data(), KD, y.bk.empty() ? nullptr : y.bk.data()},
           {&y.wv, v.data(), KD, y.bv.empty() ? nullptr : y.bv.data()}},
@@ -81,6 +89,7 @@ void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchE
     rope.apply(q.data(), b, e, H, D, cs, sn);
     rope.apply(k.data(), b, e, Hkv, D, cs, sn);
   });
+  if (t) copy(t->q, q, QD), copy(t->k, k, KD), copy(t->v, v, KD);
   const auto B = static_cast<int64_t>(batch.size());
   seqs.resize(static_cast<std::size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
@@ -95,13 +104,22 @@ void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchE
   ao.softcap = c.attn_softcap;
   ops::paged_attention(q.data(), H, cache.view(), seqs, ao, att.data());
   capture_last_rows(cache, batch, br.row0.data(), l, q.data(), H, ao);
+  if (t) copy(t->att, att, QD);
   const float* next_norm =
       l + 1 < c.layers ? w.layers[static_cast<std::size_t>(l + 1)].attn_norm.data() : nullptr;
   if (c.post_norms) {
     linear({{&y.wo, tmp.data(), C}}, att.data(), M);
+    if (t) copy(t->o, tmp, C);
     for_rows(M, [&](int64_t b, int64_t e) {
       rms_norm_rows(tmp.data() + b * C, y.post_attn_norm.data(), e - b, C, eps, tmp.data() + b * C);
       for (int64_t i = b * C; i < e * C; ++i) x[i] += tmp[i];
+      rms_norm_rows(x.data() + b * C, y.ffn_norm.data(), e - b, C, eps, n.data() + b * C);
+    });
+  } else if (t) {  // W_O · att apart, for the trace
+    linear({{&y.wo, tmp.data(), C}}, att.data(), M);
+    copy(t->o, tmp, C);
+    for (int64_t i = 0; i < M * C; ++i) x[static_cast<std::size_t>(i)] += tmp[static_cast<std::size_t>(i)];
+    for_rows(M, [&](int64_t b, int64_t e) {
       rms_norm_rows(x.data() + b * C, y.ffn_norm.data(), e - b, C, eps, n.data() + b * C);
     });
   } else {
@@ -110,6 +128,7 @@ void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchE
       rms_norm_rows(x.data() + b * C, y.ffn_norm.data(), e - b, C, eps, n.data() + b * C);
     });
   }
+  if (t) copy(t->x_after, x, C), copy(t->normed_after, n, C);
   linear({{&y.gate, g.data(), F}, {&y.up, u.data(), F}}, n.data(), M);
   for_rows(M, [&](int64_t b, int64_t e) {
     gated_activation(c.activation, g.data() + b * F, u.data() + b * F, (e - b) * F);
@@ -146,7 +165,9 @@ void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, 
   rope_full.tables(positions.data(), M, cs_full, sn_full);
   if (c.rope_base_local > 0) rope_local.tables(positions.data(), M, cs_local, sn_local);
   for (int64_t l = 0; l < c.layers; ++l)
-    layer(l, cache, batch, br, capture ? (*capture)[static_cast<std::size_t>(l)].data() : nullptr);
+    layer(l, cache, batch, br,
+          capture && !(*capture)[static_cast<std::size_t>(l)].empty() ? (*capture)[static_cast<std::size_t>(l)].data()
+                                                                     : nullptr);
   for (const BatchEntry& e : batch) cache.commit(e.seq);
   const auto R = static_cast<int64_t>(logit_rows.size());
   if (R == 0) return;
@@ -244,15 +265,15 @@ struct OneSequence {
   PagedKvCache cache;
   BatchEntry entry;
   BatchRows rows;
-  static KvCacheConfig sized(KvCacheConfig kc, int64_t n) {
-    kc.block_tokens = 16;
-    const int64_t blocks = (n + kc.block_tokens - 1) / kc.block_tokens * kc.layers + 1;
-    kc.pool_bytes =
-        blocks * 2 * kc.kv_heads * kc.block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
-    return kc;
+  static int64_t checked(std::span<const int32_t> ids, const DecoderConfig& c, int64_t cap, const char* what) {
+    const auto n = static_cast<int64_t>(ids.size());
+    ATTN_CHECK(n >= 1 && n <= cap, c.arch, ": ", what, " over ", n, " tokens; expected 1 to ", cap);
+    return n;
   }
-  OneSequence(const KvCacheConfig& layout, std::span<const int32_t> ids, const DecoderConfig& c, int64_t cap)
-      : cache(sized(layout, static_cast<int64_t>(ids.size()))) {
+  // what: the call's name for the range error.
+  OneSequence(const KvCacheConfig& layout, std::span<const int32_t> ids, const DecoderConfig& c, int64_t cap,
+              const char* what)
+      : cache(one_sequence_pool(layout, checked(ids, c, cap, what))) {
     const auto n = static_cast<int64_t>(ids.size());
     const PagedKvCache::SeqId s = cache.create();
     ATTN_CHECK(cache.append(s, ids.data(), n), c.arch, ": the cache of one sequence is too small");
@@ -260,14 +281,23 @@ struct OneSequence {
     rows = batch_rows(cache, {&entry, 1}, c.vocab, cap, cap < c.context, c.arch.c_str());
   }
 };
+
+// [Lq, H, Lk] (what the kernel writes) as [H, N, N] (what the exports want), N = Lq = Lk.
+std::vector<float> heads_first(const std::vector<float>& raw, int64_t H, int64_t N) {
+  std::vector<float> out(static_cast<std::size_t>(H * N * N));
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t h = 0; h < H; ++h)
+      std::memcpy(out.data() + (h * N + i) * N, raw.data() + (i * H + h) * N,
+                  static_cast<std::size_t>(N) * sizeof(float));
+  return out;
+}
 }  // namespace
 
 std::vector<std::vector<float>> Decoder::attention_weights(std::span<const int32_t> ids,
                                                            std::vector<float>* logits) {
   Impl& m = *impl_;
   const auto N = static_cast<int64_t>(ids.size());
-  ATTN_CHECK(N >= 1 && N <= m.cap, m.c.arch, ": attention over ", N, " tokens; expected 1 to ", m.cap);
-  OneSequence one(kv_layout(), ids, m.c, m.cap);
+  OneSequence one(kv_layout(), ids, m.c, m.cap, "attention");
   PagedKvCache& cache = one.cache;
   const BatchEntry& e = one.entry;
   const BatchRows& br = one.rows;
@@ -279,22 +309,15 @@ std::vector<std::vector<float>> Decoder::attention_weights(std::span<const int32
   if (logits) rows.push_back(N - 1);
   m.run(cache, {&e, 1}, br, &raw, rows);
   if (logits) *logits = m.logits_rows;
-  std::vector<std::vector<float>> out(static_cast<std::size_t>(m.c.layers),
-                                      std::vector<float>(static_cast<std::size_t>(H * N * N)));
-  for (int64_t l = 0; l < m.c.layers; ++l)
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t h = 0; h < H; ++h)
-        std::memcpy(out[static_cast<std::size_t>(l)].data() + (h * N + i) * N,
-                    raw[static_cast<std::size_t>(l)].data() + (i * H + h) * N,
-                    static_cast<std::size_t>(N) * sizeof(float));
+  std::vector<std::vector<float>> out;
+  for (const std::vector<float>& r : raw) out.push_back(heads_first(r, H, N));
   return out;
 }
 
 std::vector<float> Decoder::logits_all(std::span<const int32_t> ids) {
   Impl& m = *impl_;
   const auto N = static_cast<int64_t>(ids.size());
-  ATTN_CHECK(N >= 1 && N <= m.cap, m.c.arch, ": logits over ", N, " tokens; expected 1 to ", m.cap);
-  OneSequence one(kv_layout(), ids, m.c, m.cap);
+  OneSequence one(kv_layout(), ids, m.c, m.cap, "logits");
   PagedKvCache& cache = one.cache;
   const BatchEntry& e = one.entry;
   const BatchRows& br = one.rows;
@@ -302,6 +325,28 @@ std::vector<float> Decoder::logits_all(std::span<const int32_t> ids) {
   for (int64_t i = 0; i < N; ++i) rows[static_cast<std::size_t>(i)] = i;
   m.run(cache, {&e, 1}, br, nullptr, rows);
   return m.logits_rows;
+}
+
+AttentionLayerTrace Decoder::layer_trace(std::span<const int32_t> ids, int64_t layer) {
+  Impl& m = *impl_;
+  ATTN_CHECK(layer >= 0 && layer < m.c.layers, m.c.arch, ": layer: expected 0..", m.c.layers - 1, "; got ",
+             layer);
+  OneSequence one(kv_layout(), ids, m.c, m.cap, "a layer trace");
+  const auto N = static_cast<int64_t>(ids.size());
+  AttentionLayerTrace t;
+  t.layer = layer;
+  std::vector<std::vector<float>> raw(static_cast<std::size_t>(m.c.layers));
+  raw[static_cast<std::size_t>(layer)].resize(static_cast<std::size_t>(N * m.c.heads * N));
+  m.trace = &t;
+  try {
+    m.run(one.cache, {&one.entry, 1}, one.rows, &raw, {});
+  } catch (...) {
+    m.trace = nullptr;
+    throw;
+  }
+  m.trace = nullptr;
+  t.weights = heads_first(raw[static_cast<std::size_t>(layer)], m.c.heads, N);
+  return t;
 }
 
 }  // namespace attn::models::runtime

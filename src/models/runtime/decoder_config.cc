@@ -122,8 +122,8 @@ void DecoderConfig::validate() const {
   ATTN_CHECK(static_cast<int64_t>(windows.size()) == layers, arch, " config: ", windows.size(),
              " layer windows for ", layers, " layers");
   for (int64_t w : windows)
-    ATTN_CHECK(w >= 0 && w <= context, arch, " config: sliding window ", w, " must be in [0, context_length ",
-               context, "]");
+    ATTN_CHECK(w >= 0 && w <= context, arch, " config: ", arch, ".attention.sliding_window ", w,
+               " must be in [0, context_length ", context, "]");
   for (double b : {rope_base, rope_base_local == 0 ? rope_base : rope_base_local})
     ATTN_CHECK(std::isfinite(b) && b > 0, arch, " config: rope.freq_base must be > 0, got ", b);
   ATTN_CHECK(std::isfinite(norm_eps) && norm_eps > 0, arch,

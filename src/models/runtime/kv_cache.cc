@@ -14,6 +14,14 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
+KvCacheConfig one_sequence_pool(KvCacheConfig kc, int64_t positions, int64_t block_tokens) {
+  kc.block_tokens = block_tokens;
+  kc.dtype = ops::KvDtype::f32;
+  const int64_t blocks = ((positions + block_tokens - 1) / block_tokens + 1) * kc.layers;
+  kc.pool_bytes = blocks * 2 * kc.kv_heads * block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
+  return kc;
+}
+
 PagedKvCache::PagedKvCache(const KvCacheConfig& config) : config_(config) {
   const auto& c = config_;
   ATTN_CHECK(c.layers > 0 && c.kv_heads > 0 && c.head_dim > 0 && c.block_tokens > 0,

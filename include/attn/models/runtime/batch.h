@@ -63,4 +63,28 @@ class BatchDecoder {
   virtual void forward_batch(PagedKvCache& cache, std::span<const BatchEntry> batch) = 0;
 };
 
+// One sequence on a BatchDecoder with a cache of its own: the prefill / step interface of a
+// single-stream engine, run as batches of one entry. For tests, benchmarks and C++ callers that hold one
+// sequence; servers run many through the Scheduler (scheduler.h).
+class SingleSequence {
+ public:
+  // capacity: positions the sequence may hold (0: decoder.batch_context(); at most that).
+  explicit SingleSequence(BatchDecoder& decoder, int64_t capacity = 0);
+  // Appends ids (1 to capacity() - position() of them) as one pass; returns the logits of the last,
+  // [vocab], valid until the next call. attn::Error naming the sizes when they do not fit; when the
+  // decoder refuses the ids (one out of range), the sequence is cleared.
+  std::span<const float> prefill(std::span<const int32_t> ids);
+  std::span<const float> step(int32_t id);  // prefill of one token
+  void clear();                             // position() back to 0
+  int64_t position() const;
+  int64_t capacity() const { return cap_; }
+
+ private:
+  BatchDecoder& d_;
+  int64_t cap_ = 0;
+  PagedKvCache cache_;
+  PagedKvCache::SeqId seq_ = 0;
+  std::vector<float> logits_;
+};
+
 }  // namespace attn::models::runtime

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <attn/io/gguf.h>
+#include <attn/models/layer_trace.h>
 #include <attn/models/runtime/batch.h>
 #include <attn/models/runtime/blocks.h>
 
@@ -87,6 +88,10 @@ class Decoder : public BatchDecoder {
                                                     std::vector<float>* logits = nullptr);
   // The logits of every prefix end: [N, vocab] for ids from position 0 (one sequence, one pass).
   std::vector<float> logits_all(std::span<const int32_t> ids);
+  // One layer's attention block over ids from position 0, as this decoder computed it (its own
+  // buffers, copied out; for teaching: teach/stages.h). o is W_O · att before any post-norm, and
+  // x_after = x + o (or + the post-normed o) exactly.
+  AttentionLayerTrace layer_trace(std::span<const int32_t> ids, int64_t layer);
 
   struct Impl;  // (src/models/runtime/decoder.cc)
 

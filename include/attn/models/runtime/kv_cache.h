@@ -53,6 +53,10 @@ struct KvAccounting {
   int64_t blocks_free = 0;
 };
 
+// `layout` with an f32 pool of blocks of `block_tokens` that holds one sequence of `positions` on every
+// layer, plus one block per layer (a partial last block while the sequence grows).
+KvCacheConfig one_sequence_pool(KvCacheConfig layout, int64_t positions, int64_t block_tokens = 16);
+
 class PagedKvCache {
  public:
   static constexpr int32_t kNoBlock = -1;
