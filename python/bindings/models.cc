@@ -1,13 +1,13 @@
 // The model front-ends of the Python package: the same library calls as
 // `attn embed`, `attn classify`, `attn generate --model smollm2`,
 // `attn explain --json` and `attn train classify` (include/attn/tasks/,
-// include/attn/teach/, include/attn/models/llama_chat.h). JSON results travel
+// include/attn/teach/, include/attn/models/text_decoder.h). JSON results travel
 // as text (io/json.h dump) and are parsed by the Python side.
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
 #include <attn/models/bert_rerank.h>
 #include <attn/models/generate.h>
-#include <attn/models/llama_chat.h>
+#include <attn/models/text_decoder.h>
 #include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_decoder.h>
 #include <attn/models/text_stream.h>
@@ -183,7 +183,7 @@ class Generator {
     if (!(temperature >= 0)) throw nb::value_error("temperature must be >= 0");
     if (top_k < 0) throw nb::value_error("top_k must be >= 0");
     if (!(top_p > 0 && top_p <= 1)) throw nb::value_error("top_p must be in (0, 1]");
-    models::LlamaTextOptions o;
+    models::TextOptions o;
     o.max_new_tokens = max_new_tokens;
     o.temperature = temperature;
     o.top_k = top_k;
@@ -206,7 +206,7 @@ class Generator {
         }
       }
     };
-    models::LlamaReply r;
+    models::TextReply r;
     try {
       r = interruptible(ErrorKind::value, [&] {
         const std::vector<int32_t> ids = prompt_ids(prompt, chat, system);

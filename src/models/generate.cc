@@ -3,9 +3,7 @@
 #include <attn/core/parallel.h>
 #include <attn/core/random.h>
 #include <attn/io/finite.h>
-#include <attn/models/gemma3.h>
 #include <attn/models/generate.h>
-#include <attn/models/llama.h>
 #include <attn/ops/inference.h>
 #include <attn/ops/linear.h>
 
@@ -175,43 +173,6 @@ class LmStepper : public Stepper {
   DecoderLM& m_;
   nn::DecoderCache cache_;
   Tensor logits_;  // the last step's [N, V]
-};
-
-// The GGUF Llama: one sequence (its KV cache holds one), fed through LlamaModel::step, whose
-// logits it returns in place (no copy).
-class LlamaStepper : public Stepper {
- public:
-  explicit LlamaStepper(LlamaModel& m) : m_(m) {}
-  LogitRows step(const std::vector<int64_t>& tokens, Tensor*) override {
-    ATTN_CHECK(tokens.size() == 1, "generate: a LlamaModel decodes one sequence; got ", tokens.size(),
-               " rows");
-    const std::span<const float> logits = m_.step(static_cast<int32_t>(tokens[0]));
-    return {logits.data(), static_cast<int64_t>(logits.size())};
-  }
-  void select_rows(const std::vector<int64_t>& rows) override {
-    ATTN_CHECK(rows.size() == 1 && rows[0] == 0,
-               "generate: a LlamaModel decodes one sequence (rows cannot be ", "reordered)");
-  }
-
- private:
-  LlamaModel& m_;
-};
-
-class Gemma3Stepper : public Stepper {
- public:
-  explicit Gemma3Stepper(Gemma3Model& m) : m_(m) {}
-  LogitRows step(const std::vector<int64_t>& tokens, Tensor*) override {
-    ATTN_CHECK(tokens.size() == 1, "generate: a Gemma3Model decodes one sequence; got ", tokens.size(),
-               " rows");
-    const std::span<const float> logits = m_.step(static_cast<int32_t>(tokens[0]));
-    return {logits.data(), static_cast<int64_t>(logits.size())};
-  }
-  void select_rows(const std::vector<int64_t>& rows) override {
-    ATTN_CHECK(rows.size() == 1 && rows[0] == 0, "generate: a Gemma3Model decodes one sequence");
-  }
-
- private:
-  Gemma3Model& m_;
 };
 
 // One live sequence (a row of the model's batch).
@@ -506,15 +467,6 @@ void check_ids(const std::vector<int64_t>& ids, int64_t V, const char* what, std
                "; expected an id in [0, ", V, ")");
 }
 
-void check_llama_options(const GenerateOptions& o, int64_t V, const TokenCallback& on_token) {
-  check_options(o, V, on_token);
-  ATTN_CHECK(o.search != SearchKind::beam,
-             "generate: beam search needs a batched decoder; a LlamaModel decodes one sequence");
-  ATTN_CHECK(
-      !o.capture_cross_attention,
-      "generate: capture_cross_attention needs an EncoderDecoder (a LlamaModel has no cross-attention)");
-}
-
 // Eval mode + no autograd for the duration of a call; restores the mode.
 class InferenceScope {
  public:
@@ -642,48 +594,6 @@ std::vector<Generated> generate(DecoderLM& model, const std::vector<std::vector<
   TokenCallback cb;
   if (on_token) cb = [&](int64_t s, int64_t t) { on_token(ran[s], t); };
   return merge(dispatch(stepper, logits, Tensor(), std::move(rows), q, cb), ran, B, p);
-}
-
-Generated generate(LlamaModel& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
-                   Rng& rng, const TokenCallback& on_token) {
-  check_llama_options(options, model.config().vocab, on_token);
-  ATTN_CHECK(!prompt.empty(), "generate: the prompt is empty (no tokens)");
-  return generate_from(model, model.prefill(prompt), options, rng, on_token);
-}
-
-namespace {
-
-// One sequence continued from a decoder's logits (the model holds the prompt's KV cache): the
-// Llama-family models differ only in their stepper.
-template <class Stepper, class Model>
-Generated continue_one(Model& model, std::span<const float> logits, const GenerateOptions& options, Rng& rng,
-                       const TokenCallback& on_token) {
-  const int64_t V = model.config().vocab;
-  check_llama_options(options, V, on_token);
-  ATTN_CHECK(static_cast<int64_t>(logits.size()) == V, "generate: expected the model's logits [", V,
-             "]; got ", logits.size(), " values");
-  Problem p{options, V, {}, {}, {}, false};
-  p.caps.push_back(std::min<int64_t>(options.max_new_tokens, model.capacity() - model.position() + 1));
-  p.src_len.push_back(0);
-  if (p.caps[0] <= 0) return Generated();
-  Stepper stepper(model);
-  std::vector<Rng> rngs{rng};
-  std::vector<Generated> out =
-      run_simple(stepper, {logits.data(), V}, Tensor(), std::vector<Hyp>(1), p, on_token, rngs);
-  rng = rngs[0];
-  return std::move(out[0]);
-}
-
-}  // namespace
-
-Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
-                        Rng& rng, const TokenCallback& on_token) {
-  return continue_one<LlamaStepper>(model, logits, options, rng, on_token);
-}
-
-Generated generate_from(Gemma3Model& model, std::span<const float> logits, const GenerateOptions& options,
-                        Rng& rng, const TokenCallback& on_token) {
-  return continue_one<Gemma3Stepper>(model, logits, options, rng, on_token);
 }
 
 }  // namespace attn::models

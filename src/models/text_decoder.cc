@@ -33,6 +33,24 @@ TextDecoder& TextDecoder::operator=(TextDecoder&&) noexcept = default;
 TextDecoder::~TextDecoder() = default;
 
 namespace {
+// Gemma's turn format, for Gemma 2/3 files without a template (the Gemma 3 270M GGUF carries none):
+// system messages go before the next user turn's text, assistant turns are "model" turns.
+constexpr const char* kGemmaTurns =
+    "{%- set ns = namespace(system='') -%}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'system' -%}"
+    "{%- set ns.system = ns.system + message['content'] + '\\n\\n' -%}"
+    "{%- elif message['role'] in ['user', 'assistant', 'model'] -%}"
+    "{%- set role = 'user' if message['role'] == 'user' else 'model' -%}"
+    "{{ '<start_of_turn>' + role + '\\n' }}"
+    "{%- if role == 'user' -%}{{ ns.system }}{%- set ns.system = '' -%}{%- endif -%}"
+    "{{ message['content'] }}{{ '<end_of_turn>\\n' }}"
+    "{%- else -%}"
+    "{{ raise_exception('role ' + message['role'] + ': expected system, user or assistant') }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\\n' }}{%- endif -%}";
+
 // tokenizer_config.json's chat_template: a string, or a list of {name, template} (the "default" one).
 std::optional<std::string> folder_template(const std::string& folder) {
   const std::string path = folder + "/tokenizer_config.json";
@@ -72,6 +90,11 @@ TextDecoder TextDecoder::load(const std::string& path, const TextDecoderOptions&
     impl->dec = runtime::Decoder::load(*impl->file, o);
     impl->chat_template = impl->file->chat_template();
     impl->template_name = path + ": tokenizer.chat_template";
+  }
+  const std::string& arch = impl->dec->config().arch;
+  if (!impl->chat_template && (arch == "gemma2" || arch == "gemma3")) {
+    impl->chat_template = kGemmaTurns;
+    impl->template_name = "attn's Gemma turn format (" + path + " has no chat template)";
   }
   const int64_t tv = impl->tok->vocab_size();
   // A Hugging Face vocabulary may be padded past the tokenizer's (embedding rows no token uses).
@@ -175,7 +198,7 @@ bool is_decoder_folder(const std::string& path) {
 namespace {
 
 void check_request(const TextDecoder& model, const std::vector<int32_t>& prompt_ids,
-                   const LlamaTextOptions& options) {
+                   const TextOptions& options) {
   const auto P = static_cast<int64_t>(prompt_ids.size());
   const int64_t cap = model.capacity();
   ATTN_CHECK(P >= 1 && P <= cap, "generate: the prompt has ", P, " tokens; expected 1 to ", cap,
@@ -190,9 +213,9 @@ runtime::KvCacheConfig one_sequence_pool(const TextDecoder& model, int64_t posit
 }
 
 // One request through `sched` (idle before and after), the text streamed through models::TextStream.
-LlamaReply run_request(TextDecoder& model, runtime::Scheduler& sched, const std::vector<int32_t>& prompt_ids,
-                       const LlamaTextOptions& options, uint64_t seed) {
-  LlamaReply reply;
+TextReply run_request(TextDecoder& model, runtime::Scheduler& sched, const std::vector<int32_t>& prompt_ids,
+                       const TextOptions& options, uint64_t seed) {
+  TextReply reply;
   reply.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   const int64_t n_new = std::min(options.max_new_tokens, model.capacity() - reply.prompt_tokens);
   if (n_new == 0) return reply;
@@ -242,8 +265,8 @@ LlamaReply run_request(TextDecoder& model, runtime::Scheduler& sched, const std:
 
 }  // namespace
 
-LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
-                                 const LlamaTextOptions& options, uint64_t seed) {
+TextReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
+                                 const TextOptions& options, uint64_t seed) {
   check_request(model, prompt_ids, options);
   const auto P = static_cast<int64_t>(prompt_ids.size());
   runtime::PagedKvCache cache(one_sequence_pool(model, P + std::min(options.max_new_tokens, model.capacity() - P)));
@@ -269,11 +292,11 @@ struct DecoderSession::Impl {
 DecoderSession::DecoderSession(TextDecoder& model) : impl_(std::make_unique<Impl>(model)) {}
 DecoderSession::~DecoderSession() = default;
 
-LlamaReply DecoderSession::generate(const std::vector<int32_t>& prompt_ids, const LlamaTextOptions& options,
+TextReply DecoderSession::generate(const std::vector<int32_t>& prompt_ids, const TextOptions& options,
                                     uint64_t seed) {
   check_request(impl_->model, prompt_ids, options);
   const int64_t before = impl_->sched->stats().cached_tokens;
-  LlamaReply r = run_request(impl_->model, *impl_->sched, prompt_ids, options, seed);
+  TextReply r = run_request(impl_->model, *impl_->sched, prompt_ids, options, seed);
   impl_->cached = impl_->sched->stats().cached_tokens - before;
   return r;
 }
@@ -301,7 +324,7 @@ std::string reply_closing(const TextDecoder& model) {
 }
 }  // namespace
 
-DecoderChat::DecoderChat(TextDecoder& model, std::string system, LlamaTextOptions options, uint64_t seed)
+DecoderChat::DecoderChat(TextDecoder& model, std::string system, TextOptions options, uint64_t seed)
     : model_(model),
       session_(model),
       system_(std::move(system)),

@@ -80,45 +80,30 @@ std::string layer_table(const AttentionSet& s, std::size_t l, int64_t only_head)
 
 }  // namespace
 
-Export export_llama_attention(const models::LlamaAttention& a, const std::string& model_name,
-                              const std::string& text) {
-  const auto N = static_cast<int64_t>(a.ids.size());
-  ATTN_CHECK(a.tokens.size() == a.ids.size(), "attention export: ", a.tokens.size(), " tokens for ",
-             a.ids.size(), " ids; expected one per id");
+Export export_decoder_attention(const DecoderAttention& a, const std::string& model_name,
+                                const std::string& text) {
+  const auto N = static_cast<int64_t>(a.tokens.size());
+  ATTN_CHECK(a.windows.empty() || a.windows.size() == a.layers.size(), "attention export: ", a.windows.size(),
+             " layer windows for ", a.layers.size(), " layers; expected one per layer");
   SelfAttentionInput in{model_name, text, a.tokens, {}};
-  for (const std::vector<float>& layer : a.layers)
-    in.layers.push_back(layer_from_floats(layer, a.heads, N, N));
-  return self_attention_export(std::move(in));
-}
-
-Export export_gemma3_attention(const models::Gemma3Attention& a, const std::string& model_name,
-                               const std::string& text, int64_t window) {
-  ATTN_CHECK(a.sliding.size() == a.layers.size(), "attention export: ", a.sliding.size(),
-             " sliding flags for ", a.layers.size(), " layers; expected one per layer");
-  const models::LlamaAttention as_llama{a.ids, a.tokens, a.heads, a.layers};
-  Export e = export_llama_attention(as_llama, model_name, text);
+  for (const std::vector<float>& layer : a.layers) in.layers.push_back(layer_from_floats(layer, a.heads, N, N));
+  Export e = self_attention_export(std::move(in));
+  bool any = false;
+  for (int64_t w : a.windows) any = any || w > 0;
+  if (!any) return e;
   e.layer_names.clear();
-  for (std::size_t l = 0; l < a.sliding.size(); ++l)
-    e.layer_names.push_back(
-        "layer " + std::to_string(l) +
-        (a.sliding[l] ? " (sliding, window " + std::to_string(window) + ")" : " (global)"));
+  for (std::size_t l = 0; l < a.windows.size(); ++l)
+    e.layer_names.push_back("layer " + std::to_string(l) +
+                            (a.windows[l] > 0 ? " (sliding, window " + std::to_string(a.windows[l]) + ")"
+                                              : " (global)"));
   return e;
 }
 
 Export export_decoder_attention(models::TextDecoder& model, const std::vector<int32_t>& ids,
                                 const std::string& model_name, const std::string& text) {
   const models::runtime::DecoderConfig& c = model.config();
-  const models::LlamaAttention a{ids, model.token_strings(ids), c.heads, model.decoder().attention_weights(ids)};
-  Export e = export_llama_attention(a, model_name, text);
-  bool any = false;
-  for (int64_t w : c.windows) any = any || w > 0;
-  if (!any) return e;
-  e.layer_names.clear();
-  for (std::size_t l = 0; l < c.windows.size(); ++l)
-    e.layer_names.push_back("layer " + std::to_string(l) +
-                            (c.windows[l] > 0 ? " (sliding, window " + std::to_string(c.windows[l]) + ")"
-                                              : " (global)"));
-  return e;
+  const DecoderAttention a{model.token_strings(ids), c.heads, model.decoder().attention_weights(ids), c.windows};
+  return export_decoder_attention(a, model_name, text);
 }
 
 Export export_translation(const models::Translation& t, const models::AttentionCapture& capture,

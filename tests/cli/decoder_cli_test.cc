@@ -30,9 +30,9 @@ TEST(DecoderCli, GenerateEqualsTheLibrarysGreedyContinuation) {
     const auto r = run_attn("generate --model '" + path + "' --max-new 6 'hello world'");
     ASSERT_EQ(r.status, 0) << r.err;
     models::TextDecoder m = models::TextDecoder::load(path, {64});
-    models::LlamaTextOptions t;
+    models::TextOptions t;
     t.max_new_tokens = 6;
-    const models::LlamaReply want = models::decoder_generate_text(m, m.encode_text("hello world"), t);
+    const models::TextReply want = models::decoder_generate_text(m, m.encode_text("hello world"), t);
     EXPECT_EQ(r.out, want.text + "\n");
     const auto c =
         run_attn("generate --model '" + path + "' --chat --system 'be brief' --max-new 4 --stats 'hi'");

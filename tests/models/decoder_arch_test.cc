@@ -252,7 +252,7 @@ TEST(DecoderArch, LoaderErrorsNameTheProblem) {
       {dir + "gemma3_tiny_bad_shape.gguf", "blk.1.attn_q.weight: expected shape"},
       {dir + "gemma3_tiny_bad_type.gguf", "type Q2_K is not supported"},
       {dir + "gemma3_tiny_missing.gguf", "blk.2.post_ffw_norm.weight: missing"},
-      {dir + "gemma3_tiny_bad_window.gguf", "sliding window 128"},
+      {dir + "gemma3_tiny_bad_window.gguf", "gemma3.attention.sliding_window 128"},
       {testing::source_path("tests/io/data/gguf_tokenizer_tiny.gguf"), "context_length"}};
   for (const auto& [path, want] : cases) {
     const std::string e = error_of(path);

@@ -109,9 +109,9 @@ TEST(DecoderSmolLm2, GreedyContinuationsMatchLlamaCpp) {
   for (const json::Value& g : fx.at("greedy").items()) {
     const std::vector<int32_t> ids = testing::ids_of(fx.at("tokens").at(g.at("prompt").as_int64()).at("ids"));
     const std::vector<int32_t> want = testing::ids_of(g.at("ids"));
-    LlamaTextOptions o;
+    TextOptions o;
     o.max_new_tokens = static_cast<int64_t>(want.size());
-    const LlamaReply r = decoder_generate_text(*model, ids, o);
+    const TextReply r = decoder_generate_text(*model, ids, o);
     for (std::size_t s = 0; s < want.size() && s < r.ids.size(); ++s) {
       if (r.ids[s] == want[s]) continue;
       const double margin = g.at("margins").at(s).as_double();
@@ -127,12 +127,12 @@ TEST(DecoderSmolLm2, GreedyContinuationsMatchLlamaCpp) {
 TEST(DecoderSmolLm2, SessionReusesItsPrefixAndAnswersAlike) {
   REQUIRE_SMOLLM();
   const std::vector<int32_t> ids = model->encode(model->chat_pieces({{"user", "Name three colours."}}, true));
-  LlamaTextOptions o;
+  TextOptions o;
   o.max_new_tokens = 12;
   DecoderSession session(*model);
-  const LlamaReply a = session.generate(ids, o, 0);
+  const TextReply a = session.generate(ids, o, 0);
   EXPECT_EQ(session.cached_tokens(), 0);
-  const LlamaReply b = session.generate(ids, o, 0);
+  const TextReply b = session.generate(ids, o, 0);
   EXPECT_EQ(session.cached_tokens(), static_cast<int64_t>(ids.size()) / 16 * 16);
   EXPECT_EQ(a.ids, b.ids);
   EXPECT_EQ(a.ids, decoder_generate_text(*model, ids, o).ids);
@@ -144,7 +144,7 @@ TEST(DecoderSmolLm2, SessionReusesItsPrefixAndAnswersAlike) {
 
 TEST(DecoderSmolLm2, ChatKeepsTheConversationAndResetClears) {
   REQUIRE_SMOLLM();
-  LlamaTextOptions o;
+  TextOptions o;
   o.max_new_tokens = 24;
   DecoderChat chat(*model, "You are a helpful assistant.", o, 0);
   const DecoderChat::Turn a = chat.say("What is the capital of France?");

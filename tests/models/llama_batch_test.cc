@@ -7,7 +7,6 @@
 #include <attn/io/model_files.h>
 #include <attn/models/generate.h>
 #include <attn/models/llama.h>
-#include <attn/models/llama_chat.h>
 #include <attn/models/llama_tuning.h>
 #include <attn/models/runtime/scheduler.h>
 
@@ -49,12 +48,13 @@ LlamaModel* smollm() {
                << io::kModelDirEnv << ")"
 
 std::vector<std::vector<int32_t>> prompts(const LlamaModel& m) {
-  return {
-      models::llama_prompt_ids(m, "What is the capital of France?", true),
-      models::llama_prompt_ids(m, "Write a short poem about the sea and the wind.", true),
-      models::llama_prompt_ids(m, "List three prime numbers.", true),
-      models::llama_prompt_ids(m, "Explain in two sentences why the sky is blue, as a teacher would.", true),
-      models::llama_prompt_ids(m, "Hello", false)};
+  const auto chat = [&](const std::string& user) {
+    return m.tokenizer().encode(m.chat_template_pieces({{"user", user}}, true));
+  };
+  return {chat("What is the capital of France?"), chat("Write a short poem about the sea and the wind."),
+          chat("List three prime numbers."),
+          chat("Explain in two sentences why the sky is blue, as a teacher would."),
+          m.tokenizer().encode("Hello", false, true)};
 }
 
 PagedKvCache make_cache(const LlamaModel& m, int64_t positions, ops::KvDtype dtype = ops::KvDtype::f32,

@@ -93,7 +93,7 @@ TEST(MiniLmAttention, LongTextIsTruncatedWithANote) {
 
 TEST(SmolLm2Attention, ExportOfTheCausalWeights) {
   REQUIRE_SMOLLM2();
-  // Through the model: LlamaModel::attention_weights -> export_llama_attention.
+  // Through the model: runtime::Decoder::attention_weights -> export_decoder_attention.
   const Export e =
       model_attention({.model = "smollm2", .text = "The cat sat", .max_context = 512, .note = {}});
   EXPECT_EQ(e.model, "SmolLM2-135M-Instruct");
@@ -112,12 +112,10 @@ TEST(SmolLm2Attention, ExportOfTheCausalWeights) {
   expect_round_trip(e);
 
   // The shapes of the export of a prompt with multi-byte tokens (moved from the model's own to_json).
-  models::LlamaOptions o;
-  o.max_context = 512;
-  models::LlamaModel m = models::LlamaModel::load(io::require_smollm2_gguf(), o);
-  const std::vector<int32_t> ids = m.tokenizer().encode("我爱北京 🚀 ok");
+  models::TextDecoder m = models::TextDecoder::load(io::require_smollm2_gguf(), {.max_context = 512});
+  const std::vector<int32_t> ids = m.encode_text("我爱北京 🚀 ok");
   const auto N = static_cast<int64_t>(ids.size());
-  const Export x = export_llama_attention(m.attention_weights(ids), "SmolLM2-135M-Instruct", "x");
+  const Export x = export_decoder_attention(m, ids, "SmolLM2-135M-Instruct", "x");
   ASSERT_EQ(static_cast<int64_t>(x.tokens.size()), N);
   ASSERT_EQ(x.sets[0].layers.size(), 30u);
   ASSERT_EQ(x.sets[0].layers[0].heads, 9);

@@ -1,6 +1,6 @@
 // The attention-export format (include/attn/viz/export.h): every kind of
 // validation error of the one reader, and that the export of every producer
-// (the builders, the Llama and encoder-decoder layouts, attributions, the demos)
+// (the builders, the decoder and encoder-decoder layouts, attributions, the demos)
 // is written by the one writer, read back by the one reader and comes back exact.
 #include <attn/core/error.h>
 #include <attn/io/json.h>
@@ -189,10 +189,9 @@ TEST(ExportRoundTrip, SelfAttentionFromCapturedTensors) {
   EXPECT_ERROR_CONTAINS(layer_from_floats({1, 2}, 1, 1, 1), {"expected 1 x 1 x 1 = 1 weights; got 2"});
 }
 
-TEST(ExportRoundTrip, LlamaAttention) {
-  // A causal 2-layer, 2-head capture as LlamaModel::attention_weights returns it.
-  models::LlamaAttention a;
-  a.ids = {5, 6, 7};
+TEST(ExportRoundTrip, DecoderAttention) {
+  // A causal 2-layer, 2-head capture as runtime::Decoder::attention_weights returns it.
+  DecoderAttention a;
   a.tokens = {"The", " cat", " <0xE4>"};
   a.heads = 2;
   for (int l = 0; l < 2; ++l) {
@@ -202,7 +201,7 @@ TEST(ExportRoundTrip, LlamaAttention) {
         for (int j = 0; j < 3; ++j) w.push_back(j > i ? 0.0f : 1.0f / static_cast<float>(i + 1));
     a.layers.push_back(w);
   }
-  const Export e = export_llama_attention(a, "SmolLM2-135M-Instruct", "The cat");
+  const Export e = export_decoder_attention(a, "SmolLM2-135M-Instruct", "The cat");
   EXPECT_EQ(e.model, "SmolLM2-135M-Instruct");
   EXPECT_EQ(e.text, "The cat");
   EXPECT_EQ(e.tokens, a.tokens);
@@ -211,6 +210,12 @@ TEST(ExportRoundTrip, LlamaAttention) {
   EXPECT_EQ(e.sets[0].layers[1].at(1, 2, 0), static_cast<double>(1.0f / 3));
   EXPECT_EQ(e.layer_names.back(), "layer 1");
   expect_round_trip(e);
+  a.windows = {2, 0};  // a sliding layer names its window, and the other layer is global
+  const Export w = export_decoder_attention(a, "m", "The cat");
+  EXPECT_EQ(w.layer_names[0], "layer 0 (sliding, window 2)");
+  EXPECT_EQ(w.layer_names[1], "layer 1 (global)");
+  a.windows = {2};
+  EXPECT_ERROR_CONTAINS(export_decoder_attention(a, "m", "x"), {"1 layer windows for 2 layers"});
 }
 
 TEST(ExportRoundTrip, EncoderDecoder) {

@@ -2,7 +2,7 @@
 // returns the process exit code; it throws attn::Error on bad input.
 #pragma once
 
-#include <attn/models/llama_chat.h>
+#include <attn/models/text_decoder.h>
 
 #include "args.h"
 
@@ -44,7 +44,7 @@ bool is_decoder_model_arg(const std::string& model);
 // --top-p as generation options, the text printed to stdout as it comes.
 void split_positional(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs,
                       std::vector<std::string>& options, std::vector<std::string>& positional);
-models::LlamaTextOptions text_options(const Args& a);
+models::TextOptions text_options(const Args& a);
 int run_chat(const std::vector<std::string>& args);
 int run_embed(const std::vector<std::string>& args);
 int run_similarity(const std::vector<std::string>& args);

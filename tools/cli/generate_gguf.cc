@@ -43,7 +43,7 @@ const std::vector<OptionSpec>& generate_specs() {
 struct Session {
   models::DecoderModelName name;
   models::TextDecoder model;
-  models::LlamaTextOptions text;
+  models::TextOptions text;
   uint64_t seed = 0;
   bool stats = false;
 };
@@ -58,7 +58,7 @@ Session open_session(const Args& a) {
   return s;
 }
 
-void print_stats(const Session& s, const models::LlamaReply& r, int64_t cached, int64_t kv_bytes) {
+void print_stats(const Session& s, const models::TextReply& r, int64_t cached, int64_t kv_bytes) {
   std::fflush(stdout);
   if (!s.stats) return;
   const std::size_t n = r.ids.size();
@@ -88,8 +88,8 @@ void split_positional(const std::vector<std::string>& args, const std::vector<Op
   }
 }
 
-models::LlamaTextOptions text_options(const Args& a) {
-  models::LlamaTextOptions t;
+models::TextOptions text_options(const Args& a) {
+  models::TextOptions t;
   if (a.has("max-new")) t.max_new_tokens = a.integer("max-new", 0, int64_t{1} << 30);
   if (a.has("temperature")) {
     t.temperature = parse_number(a.str("temperature"), "--temperature");
@@ -147,7 +147,7 @@ int run_generate_gguf(const std::vector<std::string>& args) {
                      "--save-attention");
   }
   models::DecoderSession session(s.model);
-  const models::LlamaReply r = session.generate(ids, s.text, s.seed);
+  const models::TextReply r = session.generate(ids, s.text, s.seed);
   print_stats(s, r, 0, session.kv_bytes_reserved());
   std::printf("\n");
   return 0;

@@ -5,8 +5,6 @@
 //
 //   EncoderDecoder: source ids -> target ids (the decoder starts from bos_id)
 //   DecoderLM:      prompt ids -> continuation ids
-//   LlamaModel:     prompt ids -> continuation ids (the GGUF decoder; one
-//                   sequence, greedy or sampling; see the overload below)
 //
 // Inputs are batched and may differ in length. Every step runs the whole
 // batch through the model's KV cache (nn::DecoderCache); sequences that have
@@ -60,9 +58,6 @@ class DecoderTokenizer;
 }  // namespace attn::text
 
 namespace attn::models {
-
-class LlamaModel;   // include/attn/models/llama.h
-class Gemma3Model;  // include/attn/models/gemma3.h
 
 enum class SearchKind { greedy, beam, sample };
 enum class LengthPenalty { gnmt, power };
@@ -121,24 +116,6 @@ std::vector<Generated> generate(EncoderDecoder& model, const std::vector<std::ve
 std::vector<Generated> generate(DecoderLM& model, const std::vector<std::vector<int64_t>>& prompts,
                                 const GenerateOptions& options, const TokenCallback& on_token = {});
 
-// The GGUF Llama through the same greedy / sampling loop. It holds one
-// sequence, so beam search throws. Appends `prompt` (non-empty) to the model's
-// sequence (LlamaModel::prefill, also when nothing is generated), then
-// generates up to min(max_new_tokens, capacity() - position() + 1) tokens (the
-// last one is not fed back: generation stops once the KV cache is full).
-// eos_id and stop_ids stop it (bos_id is unused). Sampling draws from `rng`,
-// the caller's generator (one sequence; a chat keeps one across its turns);
-// options.seed is unused.
-Generated generate(LlamaModel& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
-                   Rng& rng, const TokenCallback& on_token = {});
-// The same loop from the logits the model's last call returned (LlamaModel::prefill or step, [V]):
-// generate() is prefill + this; callers that time the prompt pass apart call the two themselves.
-Generated generate_from(LlamaModel& model, std::span<const float> logits, const GenerateOptions& options,
-                        Rng& rng, const TokenCallback& on_token = {});
-
-// The same loop for Gemma 3 (one sequence, greedy or sampling), from the logits of its last call.
-Generated generate_from(Gemma3Model& model, std::span<const float> logits, const GenerateOptions& options,
-                        Rng& rng, const TokenCallback& on_token = {});
 // The length penalty lp(n) above.
 // A request's decoding options, one place for the CLI, the Python package and the server: greedy
 // when temperature is 0, else sampling at that temperature with top_k (0 = all) and top_p.

@@ -8,18 +8,41 @@
 
 #include <attn/io/gguf.h>
 #include <attn/models/generate.h>
-#include <attn/models/llama_chat.h>
 #include <attn/models/runtime/decoder.h>
 #include <attn/text/text_piece.h>
 
 #include <attn/text/decoder_tokenizer.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace attn::models {
+
+// How a reply is generated, and its text as it comes.
+struct TextOptions {
+  int64_t max_new_tokens = 64;
+  double temperature = 0;  // 0 = greedy; > 0 samples from softmax(logits / T)
+  int64_t top_k = 0;       // sampling: only the K most likely tokens (0 = all)
+  double top_p = 1;        // sampling: the smallest set of tokens whose probability reaches P, in (0, 1]
+  // The reply as it is produced: each call gets the next piece of text, valid UTF-8 that never splits
+  // a character (models::TextStream).
+  std::function<void(const std::string&)> on_text;
+};
+
+struct TextReply {
+  std::vector<int32_t> ids;  // generated tokens, the stop token included when one ended the reply
+  bool stopped = false;      // a stop token (TextDecoder::set_stop_tokens) ended it
+  // Everything on_text received: ids decoded, control tokens not rendered, always valid UTF-8
+  // (models::TextStream): an ill-formed byte sequence the model wrote is U+FFFD, and so is a character
+  // that max_new_tokens cut in the middle (ids keeps every generated token).
+  std::string text;
+  int64_t prompt_tokens = 0;
+  double prompt_seconds = 0;    // to the first token (the prompt pass)
+  double generate_seconds = 0;  // from the first token to the last
+};
 
 struct TextDecoderOptions {
   int64_t max_context = 0;  // 0: the file's context
@@ -80,8 +103,8 @@ bool is_decoder_folder(const std::string& path);
 // or sampled from Rng(seed), streaming the text to options.on_text through models::TextStream; stops
 // at a stop token (set_stop_tokens) or when the context is full. prompt_seconds is the time to the
 // first token.
-LlamaReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
-                                 const LlamaTextOptions& options, uint64_t seed = 0);
+TextReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
+                                 const TextOptions& options, uint64_t seed = 0);
 
 // Requests one after another on one model with one KV cache kept between them (room for one sequence of
 // capacity() positions): blocks an earlier request wrote stay in the prefix cache, so a prompt that starts
@@ -94,7 +117,7 @@ class DecoderSession {
   DecoderSession& operator=(const DecoderSession&) = delete;
 
   // As decoder_generate_text, on this session's cache.
-  LlamaReply generate(const std::vector<int32_t>& prompt_ids, const LlamaTextOptions& options, uint64_t seed);
+  TextReply generate(const std::vector<int32_t>& prompt_ids, const TextOptions& options, uint64_t seed);
   void clear();                     // forgets every cached block
   int64_t cached_tokens() const;    // prompt tokens the last generate() took from the cache
   int64_t kv_bytes_reserved() const;  // what the cache holds now (runtime::KvAccounting::reserved)
@@ -112,7 +135,7 @@ class DecoderChat {
   // system: the system message (empty: the template's default). Turn t samples from
   // Rng(mix_seed(seed, t)). attn::Error when the template cannot continue a conversation (it does not
   // write an assistant reply right after its generation prompt).
-  DecoderChat(TextDecoder& model, std::string system, LlamaTextOptions options, uint64_t seed);
+  DecoderChat(TextDecoder& model, std::string system, TextOptions options, uint64_t seed);
   ~DecoderChat();
 
   struct Turn {
@@ -124,7 +147,7 @@ class DecoderChat {
     bool too_long = false;
     int64_t turn_tokens = 0;    // the templated turn's tokens
     int64_t cached_tokens = 0;  // tokens of the conversation so far that were not prefilled again
-    LlamaReply reply;
+    TextReply reply;
   };
   Turn say(const std::string& user_text);
   void reset();  // starts a new conversation
@@ -135,7 +158,7 @@ class DecoderChat {
   TextDecoder& model_;
   DecoderSession session_;
   std::string system_, closing_;
-  LlamaTextOptions options_;
+  TextOptions options_;
   uint64_t seed_ = 0;
   int64_t turns_ = 0;
   std::vector<int32_t> history_;

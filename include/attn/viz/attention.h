@@ -6,8 +6,6 @@
 #pragma once
 
 #include <attn/models/bert.h>
-#include <attn/models/gemma3.h>
-#include <attn/models/llama.h>
 #include <attn/models/text_decoder.h>
 #include <attn/models/translation.h>
 #include <attn/viz/export.h>
@@ -17,16 +15,16 @@
 
 namespace attn::viz {
 
-// A Llama model's per-layer causal attention (LlamaModel::attention_weights):
-// self-attention with layer_names "layer 0", "layer 1", ...
-Export export_llama_attention(const models::LlamaAttention& a, const std::string& model_name,
-                              const std::string& text);
-
-// Gemma 3's (Gemma3Model::attention_weights): as export_llama_attention, with layer_names saying
-// which layers slide ("layer 0 (sliding, window 512)": zero left of the window band) and which are
-// global.
-Export export_gemma3_attention(const models::Gemma3Attention& a, const std::string& model_name,
-                               const std::string& text, int64_t window);
+// A decoder's per-layer causal attention over one text: self-attention with layer_names "layer 0",
+// "layer 1", ..., or "layer 0 (sliding, window 512)" (zero left of the window band) and "layer 5
+// (global)" when any layer slides.
+struct DecoderAttention {
+  std::vector<std::string> tokens;         // one display string per position (valid UTF-8)
+  int64_t heads = 0;                       // H
+  std::vector<std::vector<float>> layers;  // per layer: [H, N, N]
+  std::vector<int64_t> windows;            // per layer: 0 = global, W = sees W positions; empty: all global
+};
+Export export_decoder_attention(const DecoderAttention& a, const std::string& model_name, const std::string& text);
 
 // Any decoder on the runtime (models::TextDecoder): every layer's exact attention over ids
 // (runtime::Decoder::attention_weights), layer names saying which layers slide and their window.
