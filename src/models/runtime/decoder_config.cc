@@ -67,10 +67,18 @@ DecoderConfig DecoderConfig::from_gguf(const io::GgufFile& f) {
   c.context = f.get_positive(key("context_length"));
   c.dim = f.get_positive(key("embedding_length"));
   c.layers = f.get_positive(key("block_count"));
+  // Every layer has at least its norm and four attention and two FFN matrices (fused: qkv, gate-up).
+  const auto tensors = static_cast<int64_t>(f.tensor_names().size());
+  ATTN_CHECK(c.layers <= tensors / 4, f.path(), ": ", key("block_count"), " is ", c.layers, ", but the file holds ",
+             tensors, " tensors (each layer needs at least 4)");
   c.ffn = f.get_positive(key("feed_forward_length"));
   c.heads = f.get_positive(key("attention.head_count"));
   c.kv_heads =
       f.has(key("attention.head_count_kv")) ? f.get_positive(key("attention.head_count_kv")) : c.heads;
+  if (!f.has(key("attention.key_length")))
+    ATTN_CHECK(c.dim % c.heads == 0, f.path(), ": ", key("embedding_length"), " ", c.dim,
+               " is not a multiple of ", key("attention.head_count"), " ", c.heads, " (and no ",
+               key("attention.key_length"), " gives the head size)");
   c.head_dim =
       f.has(key("attention.key_length")) ? f.get_positive(key("attention.key_length")) : c.dim / c.heads;
   if (f.has(key("attention.value_length")))
