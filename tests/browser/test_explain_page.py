@@ -7,6 +7,11 @@ compared with the engine's capture (POST /v1/attention of the same text on the s
 switch, the causal mask on a decoder (SmolLM2), the SVG and PNG exports from the page and from the CLI
 (`attn explain --stages --export`), the page without a CJK font, and each stage's time to appear for a
 32-token sentence (printed and written to ARTIFACT_DIR/explain_timings.json; docs/benchmarks.md).
+Then the padding mask (the pad box: the padded row's weights, exactly 0 on the padded columns, equal
+to the unpadded run's on the real ones) and "attention is not causality": a small e5 review classifier
+is fine-tuned here (`attn train classify --encoder e5` on 48 reviews, 1 epoch) and served with
+--classify; the panel's attention, integrated gradients and rank correlation are compared with
+`attn explain --stages --classifier FILE --json`.
 
 usage: test_explain_page.py ATTN_BINARY [ARTIFACT_DIR]
 Exits 77 (skipped) without selenium, chromium or chromedriver, or without multilingual-e5-small.
@@ -111,14 +116,20 @@ class ExplainPageTest(unittest.TestCase):
             skip("multilingual-e5-small is not installed: %s" % r.stderr)
         assert r.returncode == 0, r.stderr
         cls.cli, cls.cli_err = json.loads(r.stdout), r.stderr
+        cls.classifier = cls.train_classifier()
+        r = subprocess.run([ATTN, "explain", "--stages", TEXT, "--pad", "4", "--classifier", cls.classifier,
+                            "--json"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        cls.cli_causality = json.loads(r.stdout)
         cls.have_smollm2 = True
+        extra = ["--classify", cls.classifier]
         try:
-            cls.server = ServeProcess(ATTN, ["--embed", "e5", "--explain", "e5,smollm2"])
+            cls.server = ServeProcess(ATTN, ["--embed", "e5", "--explain", "e5,smollm2"] + extra)
         except RuntimeError as e:
             if "SmolLM2" not in str(e) and "smollm2" not in str(e):
                 raise
             cls.have_smollm2 = False
-            cls.server = ServeProcess(ATTN, ["--embed", "e5", "--explain", "e5"])
+            cls.server = ServeProcess(ATTN, ["--embed", "e5", "--explain", "e5"] + extra)
         cls.d = chrome()
 
     @classmethod
@@ -128,6 +139,31 @@ class ExplainPageTest(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
         assert status == 0, "".join(cls.server.stderr_lines)
 
+    @classmethod
+    def train_classifier(cls):
+        """A small review classifier fine-tuned from e5 (seconds): 24 reviews of each class from the shared data
+        when it is there, else a few written here; the panel needs a real e5 classifier, not a good one."""
+        data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "reviews-zh")
+        pos, neg = [], []
+        if os.path.isdir(data):
+            for name, out in (("pos.txt", pos), ("neg.txt", neg)):
+                with open(os.path.join(data, name), encoding="utf-8") as f:
+                    for line in f:
+                        if 4 <= len(line.strip()) <= 40 and len(out) < 24:
+                            out.append(line.strip())
+        if len(pos) < 24 or len(neg) < 24:
+            pos = ["质量很好，物流也快%d" % i for i in range(24)]
+            neg = ["太差了，再也不买了%d" % i for i in range(24)]
+        for name, lines in (("pos.txt", pos), ("neg.txt", neg)):
+            with open(os.path.join(cls.tmp, name), "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        out = os.path.join(cls.tmp, "clf")
+        r = subprocess.run([ATTN, "train", "classify", "--encoder", "e5", "--pos", os.path.join(cls.tmp, "pos.txt"),
+                            "--neg", os.path.join(cls.tmp, "neg.txt"), "--out", out, "--epochs", "1", "--max-len", "32",
+                            "--quiet"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return os.path.join(out, "model.attn")
+
     # ---- helpers ------------------------------------------------------------------------
     def shot(self, d, name):
         d.save_screenshot(os.path.join(self.art, name + ".png"))
@@ -135,11 +171,11 @@ class ExplainPageTest(unittest.TestCase):
     def state(self, d=None):
         return (d or self.d).execute_script("return window.attnExplain.state()")
 
-    def compute(self, text, model="e5", layer=0, head=0, d=None):
+    def compute(self, text, model="e5", layer=0, head=0, d=None, pad=0):
         d = d or self.d
         d.get(self.server.url + "/explain")
         Select(d.find_element("id", "model")).select_by_value(model)
-        for elem_id, value in (("text", text), ("layer", str(layer)), ("head", str(head))):
+        for elem_id, value in (("text", text), ("layer", str(layer)), ("head", str(head)), ("pad", str(pad))):
             box = d.find_element("id", elem_id)
             box.clear()
             box.send_keys(value)
@@ -328,6 +364,57 @@ class ExplainPageTest(unittest.TestCase):
         with open(os.path.join(self.art, "explain_timings.json"), "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)
 
+
+    def test_padding_mask_on_a_padded_batch(self):
+        d = self.d
+        self.compute(TEXT, "e5", layer=2, head=3, pad=4)
+        page = d.execute_script("return window.attnExplain.data()")
+        cli = self.cli_causality  # `attn explain --stages TEXT --pad 4 --classifier FILE --json` (layer 0, head 0)
+        self.assertEqual(page["padding"]["pad"], 4)
+        self.assertEqual(page["padding"]["tokens"][-4:], ["<pad>"] * 4)
+        self.assertEqual(cli["padding"]["tokens"], page["padding"]["tokens"])
+        d.execute_script("window.attnExplain.go(5)")
+        self.assertIn("填充掩码", d.find_element("id", "stage-text").text)
+        n = page["n"]
+        allow, masked, w = self.cells("pad_allow"), self.cells("pad_masked"), self.cells("pad_weights")
+        unpadded = self.cells("unpadded")
+        self.assertEqual(len(w), n)
+        for i in range(n):
+            self.assertEqual(allow[i], [j < n for j in range(n + 4)])
+            self.assertEqual([v is None for v in masked[i]], [j >= n for j in range(n + 4)])
+            self.assertEqual(w[i][n:], [0.0] * 4)  # the padded columns: exactly 0 (shown 0.0000)
+            self.assertEqual(page["padding"]["weights"][i][n:], [0.0] * 4)  # exactly, in the document
+        self.assert_shown(w, page["padding"]["weights"], "padded weights")
+        self.assert_shown(unpadded, page["weights"], "unpadded weights")
+        self.assert_shown([r[:n] for r in w], unpadded, "padded = unpadded on the real tokens", tol=1.01e-4)
+        self.shot(d, "explain_padding_mask")
+
+    def test_attention_is_not_causality_panel(self):
+        d = self.d
+        self.compute(TEXT, "e5", layer=0, head=0)
+        self.assertFalse(d.find_element("id", "causality").is_displayed())
+        d.find_element("id", "causality-run").click()
+        WebDriverWait(d, 120).until(lambda drv: drv.execute_script("return window.attnExplain.causality() !== null"))
+        self.assertEqual(d.find_element("id", "error").text, "")
+        shown = d.execute_script("return window.attnExplain.causality()")
+        page = d.execute_script("return window.attnExplain.data()")["causality"]
+        cli = self.cli_causality["causality"]
+        self.assertEqual(page["tokens"], cli["tokens"])
+        self.assertEqual(shown["rows"], len(cli["tokens"]))
+        for key in ("attention", "ig"):
+            for a, b in zip(page[key], cli[key]):
+                self.assertAlmostEqual(a, b, delta=1e-5 * (1 + abs(b)), msg=key)
+        # The correlation the page shows is the one computed in C++ (`attn explain --json`), to its 4 decimals.
+        self.assertLessEqual(abs(shown["rho"] - cli["spearman"]), 5.1e-5)
+        self.assertLessEqual(abs(cli["completeness_error"]), 0.02 * abs(cli["f_input"] - cli["f_baseline"]) + 1e-3)
+        self.assertIn("注意力不是因果", d.find_element("id", "causality").text)
+        self.assertIn("ΣIG", shown["complete"])
+        self.shot(d, "explain_causality_zh")
+        Select(d.find_element("id", "lang")).select_by_value("en")
+        self.assertIn("Attention is not causality", d.find_element("id", "cz-note").text)
+        self.assertFalse(CJK.search(d.find_element("id", "cz-note").text))
+        self.shot(d, "explain_causality_en")
+        Select(d.find_element("id", "lang")).select_by_value("zh")
 
     def test_without_a_cjk_font_notice_and_code_points(self):
         """The offline page under a fontconfig that offers only DejaVu: a notice, English, code points."""
