@@ -406,7 +406,9 @@ class ExplainPageTest(unittest.TestCase):
                 self.assertAlmostEqual(a, b, delta=1e-5 * (1 + abs(b)), msg=key)
         # The correlation the page shows is the one computed in C++ (`attn explain --json`), to its 4 decimals.
         self.assertLessEqual(abs(shown["rho"] - cli["spearman"]), 5.1e-5)
-        self.assertLessEqual(abs(cli["completeness_error"]), 0.02 * abs(cli["f_input"] - cli["f_baseline"]) + 1e-3)
+        # The completeness line shows the C++ numbers (its convergence is tested in C++: stages_causality_test).
+        self.assertIn("%.4f" % cli["ig_sum"], shown["complete"])
+        self.assertIn("%.4f" % cli["f_input"], shown["complete"])
         self.assertIn("注意力不是因果", d.find_element("id", "causality").text)
         self.assertIn("ΣIG", shown["complete"])
         self.shot(d, "explain_causality_zh")
