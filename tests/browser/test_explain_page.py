@@ -8,10 +8,10 @@ switch, the causal mask on a decoder (SmolLM2), the SVG and PNG exports from the
 (`attn explain --stages --export`), the page without a CJK font, and each stage's time to appear for a
 32-token sentence (printed and written to ARTIFACT_DIR/explain_timings.json; docs/benchmarks.md).
 Then the padding mask (the pad box: the padded row's weights, exactly 0 on the padded columns, equal
-to the unpadded run's on the real ones) and "attention is not causality": a small e5 review classifier
-is fine-tuned here (`attn train classify --encoder e5` on 48 reviews, 1 epoch) and served with
---classify; the panel's attention, integrated gradients and rank correlation are compared with
-`attn explain --stages --classifier FILE --json`.
+to the unpadded run's on the real ones) and "attention is not causality": a classifier fine-tuned here
+from the io tests' tiny e5 container (about a second) is served with --classify; the panel's
+attention, integrated gradients and rank correlation are compared with `attn explain --stages
+--classifier FILE --json`.
 
 usage: test_explain_page.py ATTN_BINARY [ARTIFACT_DIR]
 Exits 77 (skipped) without selenium, chromium or chromedriver, or without multilingual-e5-small.
@@ -45,6 +45,9 @@ TEXT = "今天下雨，我没带伞。"
 LONG = "我们今天在学校里学习了注意力机制，老师说模型读一句话时会同时看所有的词并给它们打分，很有意思。"
 STAGES = ["tokens", "x", "qkv", "scores", "scaled", "mask", "softmax", "wv", "heads", "concat", "residual"]
 CJK = re.compile(r"[\u3400-\u9fff]")
+# The causality panel's text and classifier: the tiny e5 container of the io tests knows ▁a ▁ab ▁b ▁bb.
+PANEL_TEXT = "a ab b"
+TINY_E5 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io", "data", "e5_tiny.bin")
 
 
 def chrome(env=None):
@@ -110,15 +113,17 @@ class ExplainPageTest(unittest.TestCase):
         # no-font test opens it) and every stage as SVG and PNG.
         cls.page = os.path.join(cls.tmp, "explain.html")
         cls.export = os.path.join(cls.tmp, "export")
-        r = subprocess.run([ATTN, "explain", "--stages", TEXT, "--layer", "2", "--head", "3", "--json",
+        r = subprocess.run([ATTN, "explain", "--stages", TEXT, "--layer", "2", "--head", "3", "--pad", "4", "--json",
                             "--html", cls.page, "--export", cls.export], capture_output=True, text=True)
         if r.returncode != 0 and ("not installed" in r.stderr or "not found" in r.stderr):
             skip("multilingual-e5-small is not installed: %s" % r.stderr)
         assert r.returncode == 0, r.stderr
         cls.cli, cls.cli_err = json.loads(r.stdout), r.stderr
+        # The causality panel's classifier: a fine-tune of the tiny e5 container of the io tests (about a
+        # second; a real review classifier costs a minute of CI here: the C++ tests and docs cover it).
         cls.classifier = cls.train_classifier()
-        r = subprocess.run([ATTN, "explain", "--stages", TEXT, "--pad", "4", "--classifier", cls.classifier,
-                            "--json"], capture_output=True, text=True)
+        r = subprocess.run([ATTN, "explain", "--stages", PANEL_TEXT, "--model-file", TINY_E5, "--classifier",
+                            cls.classifier, "--json"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         cls.cli_causality = json.loads(r.stdout)
         cls.have_smollm2 = True
@@ -141,26 +146,19 @@ class ExplainPageTest(unittest.TestCase):
 
     @classmethod
     def train_classifier(cls):
-        """A small review classifier fine-tuned from e5 (seconds): 24 reviews of each class from the shared data
-        when it is there, else a few written here; the panel needs a real e5 classifier, not a good one."""
-        data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "reviews-zh")
+        """Two classes of the tiny container's pieces (▁a / ▁ab against ▁b / ▁bb), as tests/tasks/tiny_e5_run.h."""
         pos, neg = [], []
-        if os.path.isdir(data):
-            for name, out in (("pos.txt", pos), ("neg.txt", neg)):
-                with open(os.path.join(data, name), encoding="utf-8") as f:
-                    for line in f:
-                        if 4 <= len(line.strip()) <= 40 and len(out) < 24:
-                            out.append(line.strip())
-        if len(pos) < 24 or len(neg) < 24:
-            pos = ["质量很好，物流也快%d" % i for i in range(24)]
-            neg = ["太差了，再也不买了%d" % i for i in range(24)]
+        for i in range(30):
+            pos.append(" ".join(["a"] * (1 + i % 5) + ["ab"] * (i // 5)))
+            neg.append(" ".join(["b"] * (1 + i % 5) + ["bb"] * (i // 5)))
         for name, lines in (("pos.txt", pos), ("neg.txt", neg)):
             with open(os.path.join(cls.tmp, name), "w", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
         out = os.path.join(cls.tmp, "clf")
-        r = subprocess.run([ATTN, "train", "classify", "--encoder", "e5", "--pos", os.path.join(cls.tmp, "pos.txt"),
-                            "--neg", os.path.join(cls.tmp, "neg.txt"), "--out", out, "--epochs", "1", "--max-len", "32",
-                            "--quiet"], capture_output=True, text=True)
+        r = subprocess.run([ATTN, "train", "classify", "--encoder", "e5", "--encoder-file", TINY_E5, "--pos",
+                            os.path.join(cls.tmp, "pos.txt"), "--neg", os.path.join(cls.tmp, "neg.txt"), "--out", out,
+                            "--epochs", "4", "--freeze-layers", "0", "--lr", "3e-2", "--batch-size", "8", "--quiet"],
+                           capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return os.path.join(out, "model.attn")
 
@@ -369,10 +367,13 @@ class ExplainPageTest(unittest.TestCase):
         d = self.d
         self.compute(TEXT, "e5", layer=2, head=3, pad=4)
         page = d.execute_script("return window.attnExplain.data()")
-        cli = self.cli_causality  # `attn explain --stages TEXT --pad 4 --classifier FILE --json` (layer 0, head 0)
+        cli = self.cli  # `attn explain --stages TEXT --layer 2 --head 3 --pad 4 --json`
         self.assertEqual(page["padding"]["pad"], 4)
         self.assertEqual(page["padding"]["tokens"][-4:], ["<pad>"] * 4)
         self.assertEqual(cli["padding"]["tokens"], page["padding"]["tokens"])
+        for a, b in zip(page["padding"]["weights"], cli["padding"]["weights"]):
+            for x, y in zip(a, b):
+                self.assertAlmostEqual(x, y, delta=1e-9, msg="padded weights: page and CLI")
         d.execute_script("window.attnExplain.go(5)")
         self.assertIn("填充掩码", d.find_element("id", "stage-text").text)
         n = page["n"]
@@ -391,14 +392,14 @@ class ExplainPageTest(unittest.TestCase):
 
     def test_attention_is_not_causality_panel(self):
         d = self.d
-        self.compute(TEXT, "e5", layer=0, head=0)
+        self.compute(PANEL_TEXT, "e5", layer=0, head=0)
         self.assertFalse(d.find_element("id", "causality").is_displayed())
         d.find_element("id", "causality-run").click()
         WebDriverWait(d, 120).until(lambda drv: drv.execute_script("return window.attnExplain.causality() !== null"))
         self.assertEqual(d.find_element("id", "error").text, "")
         shown = d.execute_script("return window.attnExplain.causality()")
         page = d.execute_script("return window.attnExplain.data()")["causality"]
-        cli = self.cli_causality["causality"]
+        cli = self.cli_causality["causality"]  # `attn explain --stages PANEL_TEXT --classifier FILE --json`
         self.assertEqual(page["tokens"], cli["tokens"])
         self.assertEqual(shown["rows"], len(cli["tokens"]))
         for key in ("attention", "ig"):
