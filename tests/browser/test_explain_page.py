@@ -389,6 +389,17 @@ class ExplainPageTest(unittest.TestCase):
         self.assert_shown(unpadded, page["weights"], "unpadded weights")
         self.assert_shown([r[:n] for r in w], unpadded, "padded = unpadded on the real tokens", tol=1.01e-4)
         self.shot(d, "explain_padding_mask")
+        # Bad requests get 400 naming what was expected.
+        for body, word in (({"model": "e5", "input": TEXT, "pad": 60}, "pad: expected 1.."),
+                           ({"model": "e5", "input": TEXT, "causality": True, "baseline": "ones"}, "baseline"),
+                           ({"model": "e5", "input": TEXT, "causality": True, "steps": 0}, "steps")):
+            status, err = self.server.post("/v1/explain", body)
+            self.assertEqual(status, 400, err)
+            self.assertIn(word, err["error"]["message"])
+        if self.have_smollm2:
+            status, err = self.server.post("/v1/explain", {"model": "smollm2", "input": TEXT, "pad": 2})
+            self.assertEqual(status, 400, err)
+            self.assertIn("encoder (e5)", err["error"]["message"])
 
     def test_attention_is_not_causality_panel(self):
         d = self.d
