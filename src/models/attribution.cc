@@ -72,6 +72,10 @@ std::vector<double> ranks(const std::vector<double>& v) {
 
 const char* baseline_name(AttributionBaseline b) { return b == AttributionBaseline::pad ? "pad" : "zeros"; }
 
+const char* rule_name(AttributionRule r) {
+  return r == AttributionRule::trapezoid ? "trapezoid" : "midpoint";
+}
+
 AttributionBaseline parse_baseline(const std::string& s) {
   if (s == "pad") return AttributionBaseline::pad;
   if (s == "zeros") return AttributionBaseline::zeros;
@@ -96,6 +100,7 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
   Attribution a;
   a.steps = o.steps;
   a.baseline = o.baseline;
+  a.rule = o.rule;
 
   // The input's token embeddings e [L, C] and the baseline b [L, C].
   const Tensor id_t = Tensor::from(ids, {1, L});
@@ -117,6 +122,9 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
       for (int64_t h = 0; h < H; ++h)
         for (int64_t j = 0; j < L; ++j) avg[j] += v[h * L + j] / static_cast<double>(H);
       a.cls_attention.push_back(std::move(avg));
+      a.cls_attention_heads.clear();  // the last layer's, per head
+      for (int64_t h = 0; h < H; ++h)
+        a.cls_attention_heads.emplace_back(v.begin() + h * L, v.begin() + (h + 1) * L);
     }
   }
   a.predicted = std::max_element(a.logits.begin(), a.logits.end()) - a.logits.begin();
@@ -147,24 +155,39 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
     a.input_x_grad_norm[i] = std::sqrt(s2);
   }
 
-  // Integrated gradients: trapezoid over α_k = k/m, k = 0..m, in batches.
-  const int64_t m = o.steps, points = m + 1;
+  // Integrated gradients: the points α and their weights (trapezoid over k/m, k = 0..m; or midpoint
+  // over (k + ½)/m plus α = 0 and α = 1 with weight 0 for f(b) and f(e)), in batches.
+  const int64_t m = o.steps;
+  std::vector<double> alphas, weights;
+  if (o.rule == AttributionRule::trapezoid) {
+    for (int64_t k = 0; k <= m; ++k) {
+      alphas.push_back(static_cast<double>(k) / static_cast<double>(m));
+      weights.push_back((k == 0 || k == m ? 0.5 : 1.0) / static_cast<double>(m));
+    }
+  } else {
+    alphas = {0.0, 1.0};
+    weights = {0.0, 0.0};
+    for (int64_t k = 0; k < m; ++k) {
+      alphas.push_back((static_cast<double>(k) + 0.5) / static_cast<double>(m));
+      weights.push_back(1.0 / static_cast<double>(m));
+    }
+  }
+  const int64_t points = static_cast<int64_t>(alphas.size());
   std::vector<double> avg_grad(static_cast<std::size_t>(L * C), 0.0);  // Σ_k w_k ∂f/∂e(α_k)
   for (int64_t k0 = 0; k0 < points; k0 += o.batch) {
     const int64_t n = std::min(o.batch, points - k0);
     std::vector<float> pts(static_cast<std::size_t>(n * L * C));
     for (int64_t r = 0; r < n; ++r) {
-      const double alpha = static_cast<double>(k0 + r) / static_cast<double>(m);
+      const double alpha = alphas[static_cast<std::size_t>(k0 + r)];
       for (int64_t x = 0; x < L * C; ++x)
         pts[r * L * C + x] = static_cast<float>(b[x] + alpha * (e[x] - b[x]));
     }
     const std::vector<double> f = logits_and_grad(model, pts, n, L, C, a.target, g);
     for (int64_t r = 0; r < n; ++r) {
-      const int64_t k = k0 + r;
-      const double w = (k == 0 || k == m ? 0.5 : 1.0) / static_cast<double>(m);
-      for (int64_t x = 0; x < L * C; ++x) avg_grad[x] += w * g[r * L * C + x];
-      if (k == 0) a.f_baseline = f[r];
-      if (k == m) a.f_input = f[r];
+      const std::size_t k = static_cast<std::size_t>(k0 + r);
+      for (int64_t x = 0; x < L * C; ++x) avg_grad[x] += weights[k] * g[r * L * C + x];
+      if (alphas[k] == 0.0) a.f_baseline = f[r];
+      if (alphas[k] == 1.0) a.f_input = f[r];
     }
   }
   a.integrated_gradients.assign(static_cast<std::size_t>(L), 0.0);

@@ -1,5 +1,6 @@
 // The explainer (issue 41, docs/explainer.md): GET /explain (the page, in Chinese first) and
-// POST /v1/explain {model, input, layer, head} -> the stages of teach::StagesModel, which the page draws.
+// POST /v1/explain {model, input, layer, head, pad, causality, steps, baseline, per_head} -> the stages
+// of teach::StagesModel, which the page draws (+ "padding"; + "causality" from the --classify model).
 #include <attn/core/error.h>
 #include <attn/viz/explain_page.h>
 
@@ -60,11 +61,29 @@ void Impl::explain_stages(const http::Request& req, http::Response& res) {
   r.layer = opt_integer(body, "layer", 0, 1 << 20).value_or(0);
   r.head = opt_integer(body, "head", 0, 1 << 20).value_or(0);
   r.max_tokens = std::min<int64_t>(64, options.limits.max_attention_tokens);
+  r.pad = opt_integer(body, "pad", 0, 1 << 20).value_or(0);
+  if (r.pad > 0 && teach::stage_model_key(m->name()) != "e5")
+    throw bad_request("pad: the padding view is for the encoder (e5); a decoder's mask is causal", "pad",
+                      "invalid_request");
+  // "Attention is not causality": the served classifier (--classify) on the same text.
+  const bool causality = opt_bool(body, "causality").value_or(false);
+  teach::CausalityRequest cr;
+  cr.text = r.text;
+  cr.steps = opt_integer(body, "steps", 1, 256).value_or(cr.steps);
+  cr.baseline = opt_string(body, "baseline").value_or(cr.baseline);
+  cr.per_head = opt_bool(body, "per_head").value_or(false);
+  if (cr.baseline != "pad" && cr.baseline != "zeros")
+    throw bad_request("baseline: expected pad or zeros", "baseline", "invalid_request");
+  if (causality && !classifier)
+    throw HttpError(404,
+                    "this server has no classifier for the causality panel; start it with --classify FILE",
+                    "causality", "model_not_found");
   json::Value stages;
   {
     GateHold hold(gate);  // the model's own buffers, between the other requests' compute
     try {
       stages = m->stages(r);
+      if (causality) stages.set("causality", teach::causality_panel(*classifier, cr));
     } catch (const Error& e) {
       throw bad_request(e.what(), "input", "invalid_request");
     }

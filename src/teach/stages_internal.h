@@ -33,6 +33,19 @@ struct StageInputs {
   Mat o, x_after, normed_after;  // [N, C]
 };
 
+// The padding-mask view (StagesRequest::pad): the sentence's row of a batch whose other row is `pad`
+// tokens longer, one layer and head, as the engine computed it.
+struct PaddingInputs {
+  int64_t n = 0, pad = 0;           // the sentence's tokens; padded positions after them
+  std::vector<std::string> tokens;  // [n + pad]: the sentence's, then the pad token's
+  std::vector<std::string> other;   // [n + pad]: the longer row of the batch
+  Mat q, k;                         // [n + pad, d_k]: the padded row's (from the engine's traced input)
+  Mat weights;                      // [n + pad, n + pad]: the kernel's capture of the padded row
+  Mat unpadded;                     // [n, n]: the kernel's capture of the sentence alone
+  double scale = 0;
+};
+json::Value padding_json(const PaddingInputs& p);
+
 // Groups the pieces into the words of `text` (jieba's dictionary where installed, else characters).
 json::Value words_json(const StageInputs& in);
 // The whole document the page reads.

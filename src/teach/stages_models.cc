@@ -10,6 +10,7 @@
 #include <attn/io/gguf.h>
 #include <attn/io/model_files.h>
 #include <attn/models/bert.h>
+#include <attn/models/text_classifier.h>
 #include <attn/models/text_decoder.h>
 #include <attn/teach/stages.h>
 
@@ -112,10 +113,46 @@ class E5Stages final : public StagesModel {
     s.x_after = Mat(N, C);
     for (std::size_t i = 0; i < s.x_after.v.size(); ++i) s.x_after.v[i] = s.x.v[i] + s.o.v[i];
     s.normed_after = layer_norm(s.x_after, p + "attention.output.LayerNorm", c.layer_norm_eps);
-    return stages_detail::stages_json(s);
+    json::Value doc = stages_detail::stages_json(s);
+    if (r.pad != 0) doc.set("padding", padding(r, in.ids[0], s.weights[static_cast<std::size_t>(r.head)]));
+    return doc;
   }
 
  private:
+  // The sentence batched with a row `pad` tokens longer (its own pieces repeated): its padded row.
+  json::Value padding(const StagesRequest& r, const std::vector<int32_t>& ids, const Mat& unpadded) {
+    const models::BertConfig& c = enc_.model().config();
+    const int64_t N = static_cast<int64_t>(ids.size()), L = N + r.pad, D = c.head_dim();
+    ATTN_CHECK(r.pad > 0 && L <= r.max_tokens && L <= c.max_tokens(), "pad: expected 1..",
+               std::min<int64_t>(r.max_tokens, c.max_tokens()) - N, " (the padded row holds at most ",
+               std::min<int64_t>(r.max_tokens, c.max_tokens()), " tokens; the sentence has ", N, "); got ",
+               r.pad);
+    models::BertInput in;
+    in.ids.push_back(ids);
+    std::vector<int32_t> other{ids.front()};  // <s>, the sentence's inner pieces cycled, </s>
+    for (int64_t t = 0; static_cast<int64_t>(other.size()) < L - 1; ++t)
+      other.push_back(N > 2 ? ids[static_cast<std::size_t>(1 + t % (N - 2))] : ids.back());
+    other.push_back(ids.back());
+    in.ids.push_back(other);
+    const models::BertOutput out = enc_.model().forward(in, {.capture_attention = true, .trace = true});
+    stages_detail::PaddingInputs p;
+    p.n = N, p.pad = r.pad, p.scale = 1.0 / std::sqrt(static_cast<double>(D));
+    for (int64_t t = 0; t < L; ++t) {
+      p.tokens.push_back(enc_.tokenizer().id_to_token(t < N ? ids[static_cast<std::size_t>(t)]
+                                                            : static_cast<int32_t>(c.pad_token_id)));
+      p.other.push_back(enc_.tokenizer().id_to_token(other[static_cast<std::size_t>(t)]));
+    }
+    const Tensor x = out.hidden_states[static_cast<std::size_t>(r.layer)].contiguous();  // [2, L, C]
+    const Mat xr = from_floats(x.data<float>(), L, c.hidden_size);  // row 0: the sentence's
+    const std::string pre = "encoder.layer." + std::to_string(r.layer) + ".attention.self.";
+    p.q = project(xr, pre + "query", r.head * D, D);
+    p.k = project(xr, pre + "key", r.head * D, D);
+    const Tensor cw = out.attention[static_cast<std::size_t>(r.layer)].contiguous();  // [2, H, L, L]
+    p.weights = from_floats(cw.data<float>() + r.head * L * L, L, L);
+    p.unpadded = unpadded;
+    return stages_detail::padding_json(p);
+  }
+
   const std::vector<double>& values(const std::string& name) {
     auto it = cache_.find(name);
     if (it != cache_.end()) return it->second;
@@ -243,6 +280,15 @@ std::vector<std::pair<std::string, std::string>> installed_stage_models() {
 
 json::Value explain_stages(const StagesOptions& o) {
   return StagesModel::load(o.model, o.path)->stages(o.request);
+}
+
+json::Value explain_stages(const StagesOptions& o, const std::string& classifier,
+                           const CausalityRequest& causality) {
+  json::Value doc = explain_stages(o);
+  CausalityRequest c = causality;
+  c.text = o.request.text;
+  doc.set("causality", causality_panel(*models::TextClassifier::load(classifier), c));
+  return doc;
 }
 
 }  // namespace attn::teach

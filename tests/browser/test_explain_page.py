@@ -7,6 +7,11 @@ compared with the engine's capture (POST /v1/attention of the same text on the s
 switch, the causal mask on a decoder (SmolLM2), the SVG and PNG exports from the page and from the CLI
 (`attn explain --stages --export`), the page without a CJK font, and each stage's time to appear for a
 32-token sentence (printed and written to ARTIFACT_DIR/explain_timings.json; docs/benchmarks.md).
+Then the padding mask (the pad box: the padded row's weights, exactly 0 on the padded columns, equal
+to the unpadded run's on the real ones) and "attention is not causality": a classifier fine-tuned here
+from the io tests' tiny e5 container (about a second) is served with --classify; the panel's
+attention, integrated gradients and rank correlation are compared with `attn explain --stages
+--classifier FILE --json`.
 
 usage: test_explain_page.py ATTN_BINARY [ARTIFACT_DIR]
 Exits 77 (skipped) without selenium, chromium or chromedriver, or without multilingual-e5-small.
@@ -40,6 +45,9 @@ TEXT = "今天下雨，我没带伞。"
 LONG = "我们今天在学校里学习了注意力机制，老师说模型读一句话时会同时看所有的词并给它们打分，很有意思。"
 STAGES = ["tokens", "x", "qkv", "scores", "scaled", "mask", "softmax", "wv", "heads", "concat", "residual"]
 CJK = re.compile(r"[\u3400-\u9fff]")
+# The causality panel's text and classifier: the tiny e5 container of the io tests knows ▁a ▁ab ▁b ▁bb.
+PANEL_TEXT = "a ab b"
+TINY_E5 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io", "data", "e5_tiny.bin")
 
 
 def chrome(env=None):
@@ -105,20 +113,28 @@ class ExplainPageTest(unittest.TestCase):
         # no-font test opens it) and every stage as SVG and PNG.
         cls.page = os.path.join(cls.tmp, "explain.html")
         cls.export = os.path.join(cls.tmp, "export")
-        r = subprocess.run([ATTN, "explain", "--stages", TEXT, "--layer", "2", "--head", "3", "--json",
+        r = subprocess.run([ATTN, "explain", "--stages", TEXT, "--layer", "2", "--head", "3", "--pad", "4", "--json",
                             "--html", cls.page, "--export", cls.export], capture_output=True, text=True)
         if r.returncode != 0 and ("not installed" in r.stderr or "not found" in r.stderr):
             skip("multilingual-e5-small is not installed: %s" % r.stderr)
         assert r.returncode == 0, r.stderr
         cls.cli, cls.cli_err = json.loads(r.stdout), r.stderr
+        # The causality panel's classifier: a fine-tune of the tiny e5 container of the io tests (about a
+        # second; a real review classifier costs a minute of CI here: the C++ tests and docs cover it).
+        cls.classifier = cls.train_classifier()
+        r = subprocess.run([ATTN, "explain", "--stages", PANEL_TEXT, "--model-file", TINY_E5, "--classifier",
+                            cls.classifier, "--json"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        cls.cli_causality = json.loads(r.stdout)
         cls.have_smollm2 = True
+        extra = ["--classify", cls.classifier]
         try:
-            cls.server = ServeProcess(ATTN, ["--embed", "e5", "--explain", "e5,smollm2"])
+            cls.server = ServeProcess(ATTN, ["--embed", "e5", "--explain", "e5,smollm2"] + extra)
         except RuntimeError as e:
             if "SmolLM2" not in str(e) and "smollm2" not in str(e):
                 raise
             cls.have_smollm2 = False
-            cls.server = ServeProcess(ATTN, ["--embed", "e5", "--explain", "e5"])
+            cls.server = ServeProcess(ATTN, ["--embed", "e5", "--explain", "e5"] + extra)
         cls.d = chrome()
 
     @classmethod
@@ -128,6 +144,24 @@ class ExplainPageTest(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
         assert status == 0, "".join(cls.server.stderr_lines)
 
+    @classmethod
+    def train_classifier(cls):
+        """Two classes of the tiny container's pieces (▁a / ▁ab against ▁b / ▁bb), as tests/tasks/tiny_e5_run.h."""
+        pos, neg = [], []
+        for i in range(30):
+            pos.append(" ".join(["a"] * (1 + i % 5) + ["ab"] * (i // 5)))
+            neg.append(" ".join(["b"] * (1 + i % 5) + ["bb"] * (i // 5)))
+        for name, lines in (("pos.txt", pos), ("neg.txt", neg)):
+            with open(os.path.join(cls.tmp, name), "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        out = os.path.join(cls.tmp, "clf")
+        r = subprocess.run([ATTN, "train", "classify", "--encoder", "e5", "--encoder-file", TINY_E5, "--pos",
+                            os.path.join(cls.tmp, "pos.txt"), "--neg", os.path.join(cls.tmp, "neg.txt"), "--out", out,
+                            "--epochs", "4", "--freeze-layers", "0", "--lr", "3e-2", "--batch-size", "8", "--quiet"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return os.path.join(out, "model.attn")
+
     # ---- helpers ------------------------------------------------------------------------
     def shot(self, d, name):
         d.save_screenshot(os.path.join(self.art, name + ".png"))
@@ -135,11 +169,11 @@ class ExplainPageTest(unittest.TestCase):
     def state(self, d=None):
         return (d or self.d).execute_script("return window.attnExplain.state()")
 
-    def compute(self, text, model="e5", layer=0, head=0, d=None):
+    def compute(self, text, model="e5", layer=0, head=0, d=None, pad=0):
         d = d or self.d
         d.get(self.server.url + "/explain")
         Select(d.find_element("id", "model")).select_by_value(model)
-        for elem_id, value in (("text", text), ("layer", str(layer)), ("head", str(head))):
+        for elem_id, value in (("text", text), ("layer", str(layer)), ("head", str(head)), ("pad", str(pad))):
             box = d.find_element("id", elem_id)
             box.clear()
             box.send_keys(value)
@@ -328,6 +362,73 @@ class ExplainPageTest(unittest.TestCase):
         with open(os.path.join(self.art, "explain_timings.json"), "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)
 
+
+    def test_padding_mask_on_a_padded_batch(self):
+        d = self.d
+        self.compute(TEXT, "e5", layer=2, head=3, pad=4)
+        page = d.execute_script("return window.attnExplain.data()")
+        cli = self.cli  # `attn explain --stages TEXT --layer 2 --head 3 --pad 4 --json`
+        self.assertEqual(page["padding"]["pad"], 4)
+        self.assertEqual(page["padding"]["tokens"][-4:], ["<pad>"] * 4)
+        self.assertEqual(cli["padding"]["tokens"], page["padding"]["tokens"])
+        for a, b in zip(page["padding"]["weights"], cli["padding"]["weights"]):
+            for x, y in zip(a, b):
+                self.assertAlmostEqual(x, y, delta=1e-9, msg="padded weights: page and CLI")
+        d.execute_script("window.attnExplain.go(5)")
+        self.assertIn("填充掩码", d.find_element("id", "stage-text").text)
+        n = page["n"]
+        allow, masked, w = self.cells("pad_allow"), self.cells("pad_masked"), self.cells("pad_weights")
+        unpadded = self.cells("unpadded")
+        self.assertEqual(len(w), n)
+        for i in range(n):
+            self.assertEqual(allow[i], [j < n for j in range(n + 4)])
+            self.assertEqual([v is None for v in masked[i]], [j >= n for j in range(n + 4)])
+            self.assertEqual(w[i][n:], [0.0] * 4)  # the padded columns: exactly 0 (shown 0.0000)
+            self.assertEqual(page["padding"]["weights"][i][n:], [0.0] * 4)  # exactly, in the document
+        self.assert_shown(w, page["padding"]["weights"], "padded weights")
+        self.assert_shown(unpadded, page["weights"], "unpadded weights")
+        self.assert_shown([r[:n] for r in w], unpadded, "padded = unpadded on the real tokens", tol=1.01e-4)
+        self.shot(d, "explain_padding_mask")
+        # Bad requests get 400 naming what was expected.
+        for body, word in (({"model": "e5", "input": TEXT, "pad": 60}, "pad: expected 1.."),
+                           ({"model": "e5", "input": TEXT, "causality": True, "baseline": "ones"}, "baseline"),
+                           ({"model": "e5", "input": TEXT, "causality": True, "steps": 0}, "steps")):
+            status, err = self.server.post("/v1/explain", body)
+            self.assertEqual(status, 400, err)
+            self.assertIn(word, err["error"]["message"])
+        if self.have_smollm2:
+            status, err = self.server.post("/v1/explain", {"model": "smollm2", "input": TEXT, "pad": 2})
+            self.assertEqual(status, 400, err)
+            self.assertIn("encoder (e5)", err["error"]["message"])
+
+    def test_attention_is_not_causality_panel(self):
+        d = self.d
+        self.compute(PANEL_TEXT, "e5", layer=0, head=0)
+        self.assertFalse(d.find_element("id", "causality").is_displayed())
+        d.find_element("id", "causality-run").click()
+        WebDriverWait(d, 120).until(lambda drv: drv.execute_script("return window.attnExplain.causality() !== null"))
+        self.assertEqual(d.find_element("id", "error").text, "")
+        shown = d.execute_script("return window.attnExplain.causality()")
+        page = d.execute_script("return window.attnExplain.data()")["causality"]
+        cli = self.cli_causality["causality"]  # `attn explain --stages PANEL_TEXT --classifier FILE --json`
+        self.assertEqual(page["tokens"], cli["tokens"])
+        self.assertEqual(shown["rows"], len(cli["tokens"]))
+        for key in ("attention", "ig"):
+            for a, b in zip(page[key], cli[key]):
+                self.assertAlmostEqual(a, b, delta=1e-5 * (1 + abs(b)), msg=key)
+        # The correlation the page shows is the one computed in C++ (`attn explain --json`), to its 4 decimals.
+        self.assertLessEqual(abs(shown["rho"] - cli["spearman"]), 5.1e-5)
+        # The completeness line shows the C++ numbers (its convergence is tested in C++: stages_causality_test).
+        self.assertIn("%.4f" % cli["ig_sum"], shown["complete"])
+        self.assertIn("%.4f" % cli["f_input"], shown["complete"])
+        self.assertIn("注意力不是因果", d.find_element("id", "causality").text)
+        self.assertIn("ΣIG", shown["complete"])
+        self.shot(d, "explain_causality_zh")
+        Select(d.find_element("id", "lang")).select_by_value("en")
+        self.assertIn("Attention is not causality", d.find_element("id", "cz-note").text)
+        self.assertFalse(CJK.search(d.find_element("id", "cz-note").text))
+        self.shot(d, "explain_causality_en")
+        Select(d.find_element("id", "lang")).select_by_value("zh")
 
     def test_without_a_cjk_font_notice_and_code_points(self):
         """The offline page under a fontconfig that offers only DejaVu: a notice, English, code points."""

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "tasks/tiny_e5_run.h"
 #include "testing/cli_runner.h"
 
 namespace {
@@ -38,6 +39,39 @@ TEST(ExplainStagesCli, JsonIsTheLibrarysDocument) {
   EXPECT_EQ(cli, lib);  // every number, as printed and read back
   EXPECT_EQ(cli.at("layer").as_int64(), 1);
   EXPECT_EQ(cli.at("head").as_int64(), 2);
+}
+
+// --pad and --classifier (the padding view and the causality panel) on the tiny e5 container and a
+// tiny fine-tune of it trained here: the JSON is the library's; --pad on a decoder exits 1.
+TEST(ExplainStagesCli, PadAndClassifierAreTheLibrarysDocument) {
+  const fs::path dir = fs::temp_directory_path() / ("attn_explain_causality_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  attn::tasks::ClassifyTrainOptions o = attn::testing::tiny_e5_run(dir);
+  o.freeze_layers = 0;
+  const std::string clf = attn::tasks::train_classifier(o).model_path;
+  const std::string tiny = attn::testing::source_path("tests/io/data/e5_tiny.bin");
+  const CliRun r = run_attn("explain --stages \"a ab b\" --model-file " + tiny + " --pad 2 --classifier " +
+                            clf + " --ig-steps 8 --baseline zeros --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  attn::teach::StagesOptions so;
+  so.path = tiny;
+  so.request.text = "a ab b";
+  so.request.pad = 2;
+  attn::teach::CausalityRequest cr;
+  cr.steps = 8;
+  cr.baseline = "zeros";
+  const attn::json::Value cli = attn::json::parse(r.out), lib = attn::teach::explain_stages(so, clf, cr);
+  EXPECT_EQ(cli.at("padding"), lib.at("padding"));
+  EXPECT_EQ(cli.at("causality").at("tokens"), lib.at("causality").at("tokens"));
+  EXPECT_EQ(cli.at("causality").at("steps").as_int64(), 8);
+  EXPECT_EQ(cli.at("causality").at("baseline").as_string(), "zeros");
+  EXPECT_NEAR(cli.at("causality").at("spearman").as_double(), lib.at("causality").at("spearman").as_double(),
+              1e-9);
+  const CliRun bad = run_attn("explain --stages 我没带伞 --model smollm2 --pad 2 --json");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("--pad: the padding view is for the encoder (e5)"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
 }
 
 TEST(ExplainStagesCli, HtmlAndExportWriteTheirFiles) {

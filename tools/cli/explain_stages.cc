@@ -29,6 +29,18 @@ const std::vector<OptionSpec>& stages_options() {
       {"sentence", "TEXT", "the sentence (or give it as an argument)", "句子（也可以作为参数给出）"},
       {"layer", "L", "the layer, from 0 (default 0)", "层，从 0 开始（默认 0）"},
       {"head", "H", "the head, from 0 (default 0)", "头，从 0 开始（默认 0）"},
+      {"pad", "P",
+       "e5: also show the mask on the sentence padded by P positions in a batch (default 0: none)",
+       "e5：另外显示这句话在一批里被补齐 P 个位置时的填充掩码（默认 0：不显示）"},
+      {"classifier", "FILE",
+       "a review classifier (attn train classify): add its [CLS] attention beside integrated "
+       "gradients (attention is not causality)",
+       "一个评论分类器（attn train classify）：加上它 [CLS] 的注意力与积分梯度的对照"},
+      {"ig-steps", "M", "integrated gradients: midpoint steps, 1..256 (default 50)",
+       "积分梯度：中点法的步数，1..256（默认 50）"},
+      {"baseline", "pad|zeros", "integrated gradients' baseline (default pad)", "积分梯度的基线（默认 pad）"},
+      {"per-head", "", "the classifier's [CLS] attention of every head too",
+       "同时给出分类器每个头的 [CLS] 注意力"},
       {"json", "", "print the stages as one JSON object (what the page reads)",
        "以一个 JSON 对象输出各步（页面读取的就是它）"},
       {"html", "FILE", "write the explainer page with these stages as one offline HTML file",
@@ -44,11 +56,13 @@ const std::vector<OptionSpec>& stages_options() {
 std::string help_text(teach::Lang lang) {
   const bool zh = lang == teach::Lang::zh;
   return std::string(zh ? "用法：attn explain --stages [--model e5|smollm2|gemma3] \"句子\" [--layer L] [--head H]\n"
+                          "                           [--pad P] [--classifier FILE]\n"
                           "                           [--json] [--html FILE] [--export DIR] [--lang zh|en]\n\n"
                           "在真实的预训练模型上，把一句话在一层、一个头里的注意力逐步算出来：词元 → 嵌入行 →\n"
                           "Q、K、V → Q·Kᵀ → ÷√d_k → 掩码 → 逐行 softmax → 权重 × V → 各头 → 拼接与 W_O →\n"
                           "残差与归一化。每个数都来自引擎。浏览器里一步步看：attn serve --explain e5，打开 /explain。\n\n选项：\n"
                         : "usage: attn explain --stages [--model e5|smollm2|gemma3] \"sentence\" [--layer L] [--head H]\n"
+                          "                           [--pad P] [--classifier FILE]\n"
                           "                           [--json] [--html FILE] [--export DIR] [--lang zh|en]\n\n"
                           "Every stage of attention on a sentence in one layer and head of a real pretrained model:\n"
                           "tokens -> embedding rows -> Q, K, V -> Q·Kᵀ -> ÷√d_k -> mask -> softmax row by row ->\n"
@@ -57,6 +71,7 @@ std::string help_text(teach::Lang lang) {
                           "Options:\n") +
          format_options(stages_options(), lang) +
          "\n  attn explain --stages \"今天下雨，我没带伞。\" --json\n"
+         "  attn explain --stages \"今天下雨，我没带伞。\" --pad 4 --classifier model.attn --json\n"
          "  attn explain --stages --model smollm2 \"我没带伞\" --layer 3 --head 2 --html explain.html\n"
          "  attn explain --stages \"今天下雨，我没带伞。\" --export slides/\n";
 }
@@ -92,7 +107,17 @@ int run_explain_stages(const std::vector<std::string>& raw) {
   constexpr int64_t big = int64_t{1} << 20;
   if (args.has("layer")) o.request.layer = args.integer("layer", 0, big);
   if (args.has("head")) o.request.head = args.integer("head", 0, big);
-  const json::Value stages = teach::explain_stages(o);
+  if (args.has("pad")) o.request.pad = args.integer("pad", 0, big);
+  ATTN_CHECK(o.request.pad == 0 || teach::stage_model_key(o.model) == "e5",
+             "--pad: the padding view is for the encoder (e5); a decoder's mask is causal");
+  teach::CausalityRequest cr;
+  if (args.has("ig-steps")) cr.steps = args.integer("ig-steps", 1, 256);
+  if (args.has("baseline")) cr.baseline = args.str("baseline");
+  cr.per_head = args.has("per-head");
+  ATTN_CHECK(cr.baseline == "pad" || cr.baseline == "zeros", "--baseline: expected pad or zeros; got '",
+             cr.baseline, "'");
+  const json::Value stages = args.has("classifier") ? teach::explain_stages(o, args.str("classifier"), cr)
+                                                    : teach::explain_stages(o);
   const std::string lang_name = teach::lang_name(lang);
   bool wrote = false;
   if (args.has("html")) {

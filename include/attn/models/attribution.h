@@ -12,8 +12,10 @@
 //   input × gradient   a_i = Σ_c e_ic · ∂f/∂e_ic               (signed)
 //                      n_i = ‖e_i ⊙ ∂f/∂e_i‖₂                   (the L2-norm variant, >= 0)
 //   integrated grads   IG_i = Σ_c (e_ic − b_ic) · ∫₀¹ ∂f/∂e_ic (b + α(e − b)) dα
-//                      the integral by the trapezoid rule on m + 1 points α_k = k/m,
-//                      batched over the points. Completeness: Σ_i IG_i = f(e) − f(b) in
+//                      the integral by the trapezoid rule on m + 1 points α_k = k/m (the
+//                      default), or the Riemann midpoint rule on m points α_k = (k + ½)/m
+//                      (AttributionRule::midpoint; f(e) and f(b) then come from two more
+//                      points of weight 0), batched over the points. Completeness: Σ_i IG_i = f(e) − f(b) in
 //                      the limit; the error Σ_i IG_i − (f(e) − f(b)) is reported so the
 //                      user can see convergence (raise m while it is large).
 //
@@ -34,16 +36,20 @@
 namespace attn::models {
 
 enum class AttributionBaseline { pad, zeros };
+// How ∫₀¹ is sampled: trapezoid on α = k/m (k = 0..m) or midpoint on α = (k + ½)/m (k = 0..m-1).
+enum class AttributionRule { trapezoid, midpoint };
 
 const char* baseline_name(AttributionBaseline b);
 // "pad" or "zeros"; throws attn::Error naming the choices.
 AttributionBaseline parse_baseline(const std::string& s);
+const char* rule_name(AttributionRule r);  // "trapezoid" or "midpoint"
 
 struct AttributionOptions {
   int64_t target = -1;  // the class to explain; -1 = the predicted class
   int64_t steps = 32;   // integrated gradients: m intervals (m + 1 points); >= 1
   int64_t batch = 16;   // points per forward/backward batch; >= 1
   AttributionBaseline baseline = AttributionBaseline::pad;
+  AttributionRule rule = AttributionRule::trapezoid;
 };
 
 struct Attribution {
@@ -56,12 +62,15 @@ struct Attribution {
   std::vector<double> integrated_gradients;  // [L]
   int64_t steps = 0;
   AttributionBaseline baseline = AttributionBaseline::pad;
-  double f_input = 0;             // f(e): the target logit of the input (from the IG batch at α = 1)
+  AttributionRule rule = AttributionRule::trapezoid;
+  double f_input = 0;             // f(e): the target logit of the input (from the IG batch, α = 1)
   double f_baseline = 0;          // f(b)
   double ig_sum = 0;              // Σ_i IG_i
   double completeness_error = 0;  // ig_sum − (f_input − f_baseline)
   // [layers][L]: the [CLS] row of each layer's attention, averaged over heads (exact captured weights).
   std::vector<std::vector<double>> cls_attention;
+  // [H][L]: the last layer's [CLS] row per head (the same capture).
+  std::vector<std::vector<double>> cls_attention_heads;
 };
 
 // ids: the L token ids of one input, position 0 is [CLS] (1 <= L <= max_len).

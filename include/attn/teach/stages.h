@@ -22,12 +22,20 @@
 #include <utility>
 #include <vector>
 
+namespace attn::models {
+class TextClassifier;
+}
+
 namespace attn::teach {
 
 struct StagesRequest {
   std::string text;
   int64_t layer = 0, head = 0;
   int64_t max_tokens = 64;  // a text with more tokens is refused (the page draws N × N grids)
+  // The padding-mask view (encoder only): > 0 runs the sentence again in a batch of two with a second
+  // row `pad` tokens longer (the sentence's own pieces repeated), so the sentence's row is padded by
+  // `pad` positions; the document then has "padding" (docs/explainer.md). N + pad <= max_tokens.
+  int64_t pad = 0;
 };
 
 // The named models of the explainer: "e5" (multilingual-e5-small, an encoder), "smollm2"
@@ -52,6 +60,22 @@ std::string stage_model_key(const std::string& name);
 // Which of kStageModels are installed here (found without loading), with their full names.
 std::vector<std::pair<std::string, std::string>> installed_stage_models();
 
+// "Attention is not causality" (issue 41): a review classifier (`attn train classify`, the e5
+// fine-tune or the character model) on the same text: the last layer's attention of [CLS] (position 0),
+// averaged over heads (and per head on request), beside integrated gradients of the predicted class's
+// logit with respect to the token embeddings (models/attribution.h: Riemann midpoint rule on `steps`
+// points; baseline [PAD] at every position, or zeros), with the completeness check
+// Σ IG = f(x) − f(baseline) and Spearman's rank correlation between the attention and |IG| over the
+// non-special tokens (the first token [CLS]/<s> and a piece tokenizer's last [SEP]/</s> left out).
+struct CausalityRequest {
+  std::string text;
+  int64_t steps = 50;            // m, in [1, 256]
+  std::string baseline = "pad";  // "pad" | "zeros"
+  bool per_head = false;         // also every head's [CLS] row of the last layer
+};
+// The panel as JSON (fields in docs/explainer.md). Throws attn::Error for an empty text or bad options.
+json::Value causality_panel(models::TextClassifier& classifier, const CausalityRequest& request);
+
 struct StagesOptions {
   std::string model = "e5";
   std::string path;  // explicit model file
@@ -59,5 +83,10 @@ struct StagesOptions {
 };
 // StagesModel::load(model, path)->stages(request): `attn explain --stages --json`.
 json::Value explain_stages(const StagesOptions& options);
+
+// The same with the causality panel of a classifier file (`attn train classify`) on the same sentence
+// (the document's "causality"; causality.text is ignored: the request's text is used).
+json::Value explain_stages(const StagesOptions& options, const std::string& classifier,
+                           const CausalityRequest& causality);
 
 }  // namespace attn::teach
