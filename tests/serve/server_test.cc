@@ -1,14 +1,13 @@
 // attn serve in-process (include/attn/serve/server.h): each test starts a Server on an ephemeral
 // loopback port, talks HTTP to it with cpp-httplib's client (or a raw socket), and stops it.
 // The answers are compared with the library called directly: embeddings with
-// SentenceEncoder::embed, generation with the runtime (models::runtime::generate_batch) on a LlamaModel of
+// SentenceEncoder::embed, generation with the runtime (models::runtime::generate_batch) on a TextDecoder of
 // its own, attention with the viz builders. Tests needing a model skip when it is not installed.
 #include <arpa/inet.h>
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
-#include <attn/models/gemma3.h>
 #include <attn/models/generate.h>
-#include <attn/models/llama.h>
+#include <attn/models/text_decoder.h>
 #include <attn/models/runtime/scheduler.h>
 #include <attn/ops/quantized.h>
 #include <attn/serve/server.h>
@@ -370,21 +369,13 @@ std::string library_greedy(const std::string& user, int64_t max_new) {
   return slot;
 }
 std::string library_greedy_now(const std::string& user, int64_t max_new) {
-  models::LlamaOptions lo;
-  lo.max_context = 1024;
-  models::LlamaModel m = models::LlamaModel::load(*io::find_smollm2_gguf(), lo);
-  const std::string prompt = m.apply_chat_template({{"user", user}}, true);
+  models::TextDecoder m = models::TextDecoder::load(*io::find_smollm2_gguf(), {.max_context = 1024});
   models::GenerateOptions g;
   g.max_new_tokens = max_new;
-  g.eos_id = m.tokenizer().eos_id();
-  const auto& types = m.tokenizer().vocab().types;
-  for (std::size_t id = 0; id < types.size(); ++id)
-    if (types[id] == text::BpeTokenType::control) g.stop_ids.push_back(static_cast<int64_t>(id));
-  // The runtime the server runs on, one request at a time (the same rows per step as a lone request
-  // to the server, so the same roundings on every CPU); tests/models/llama_batch_test.cc compares it
-  // with models::generate on the model's own sequence.
-  const auto out = models::runtime::generate_batch(m, {m.tokenizer().encode(prompt, false, true)}, g);
-  return m.tokenizer().decode(out[0].ids, false);
+  m.set_stop_tokens(g);
+  // The runtime the server runs on, one request at a time.
+  const auto out = models::runtime::generate_batch(m.decoder(), {m.encode(m.chat_pieces({{"user", user}}))}, g);
+  return m.decode(out[0].ids);
 }
 
 // The content of an SSE stream, and whether it ended with [DONE].
@@ -743,18 +734,15 @@ TEST(ServeGenerate, Gemma3IsServedOnTheRuntime) {
   const auto r = s.post("/v1/completions", R"({"prompt": "ab ab", "max_tokens": 8, "temperature": 0})");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  models::Gemma3Options go;
-  go.max_context = 256;
-  models::Gemma3Model m = models::Gemma3Model::load(path, go);
+  models::TextDecoder m = models::TextDecoder::load(path, {.max_context = 256});
   models::GenerateOptions g;
   g.max_new_tokens = 8;
-  models::set_stop_tokens(g, m.tokenizer());
-  const auto out =
-      models::runtime::generate_batch(m, {m.tokenizer().encode("ab ab", m.tokenizer().add_bos(), false)}, g);
+  m.set_stop_tokens(g);
+  const auto out = models::runtime::generate_batch(m.decoder(), {m.encode(text::TextPieces{{"ab ab", false}})}, g);
   const json::Value b = body_of(r);
   EXPECT_EQ(b.at("model").as_string(), "gemma3_tiny");
   EXPECT_EQ(b.at("usage").at("completion_tokens").as_int64(), static_cast<int64_t>(out[0].ids.size()));
-  EXPECT_EQ(b.at("choices").at(std::size_t{0}).at("text").as_string(), m.tokenizer().decode(out[0].ids));
+  EXPECT_EQ(b.at("choices").at(std::size_t{0}).at("text").as_string(), m.decode(out[0].ids));
   const auto a = s.post("/v1/attention", R"({"model": "gemma3_tiny", "input": "ab ab"})");
   ASSERT_TRUE(a);
   ASSERT_EQ(a->status, 200) << a->body;
