@@ -13,10 +13,15 @@
 //     kv-f32       as default, but decode steps read the f32 KV cache instead of its f16 copy
 //     quantized    both phases in block form
 //     f32-on-load  every matrix expanded to f32 once at load, both phases sgemm
+//     runtime      the runtime's decoder (models/text_decoder.h), what every command runs since
+//                  2026-12-07: one prompt pass and one-token steps as batches of one
+//                  (runtime::SingleSequence)
 #include <attn/core/parallel.h>
 #include <attn/io/model_files.h>
 #include <attn/models/llama.h>
 #include <attn/models/llama_tuning.h>
+#include <attn/models/runtime/batch.h>
+#include <attn/models/text_decoder.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +43,45 @@ const char* kText =
     "language model runs on layers of libraries, kernels and hardware that few people see. ";
 
 }  // namespace
+
+// The runtime's decoder on the same prompt ids (the same tokenizer), timed as the engine below.
+static void run_runtime(const std::string& path, int64_t P, int64_t G, int64_t reps, int64_t threads) {
+  const double tl = attn::bench::now_s();
+  attn::models::TextDecoder m = attn::models::TextDecoder::load(path, {.max_context = P + G + 8});
+  const double load_s = attn::bench::now_s() - tl;
+  std::string text;
+  std::vector<int32_t> ids;
+  while (static_cast<int64_t>(ids.size()) < P) {
+    text += kText;
+    ids = m.encode_text(text);
+  }
+  ids.resize(static_cast<std::size_t>(P));
+  attn::models::runtime::SingleSequence seq(m.decoder());
+  double best_prefill = 1e30, best_decode = 1e30, best_decode_cpu = 1e30;
+  for (int64_t r = 0; r < reps; ++r) {
+    seq.clear();
+    const double t0 = attn::bench::now_s();
+    std::span<const float> logits = seq.prefill(ids);
+    const double t1 = attn::bench::now_s();
+    int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const double t2 = attn::bench::now_s(), c2 = attn::bench::process_cpu_s();
+    for (int64_t g = 0; g < G; ++g) {
+      logits = seq.step(next);
+      next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    const double t3 = attn::bench::now_s();
+    best_decode_cpu = std::min(best_decode_cpu, attn::bench::process_cpu_s() - c2);
+    best_prefill = std::min(best_prefill, t1 - t0);
+    best_decode = std::min(best_decode, t3 - t2);
+  }
+  std::printf(
+      "{\"engine\": \"attn\", \"form\": \"runtime\", \"threads\": %lld, \"prompt_tokens\": %lld, "
+      "\"gen_tokens\": %lld, \"load_s\": %.3f, \"prompt_tok_s\": %.1f, \"gen_tok_s\": %.1f, "
+      "\"gen_cpu_tok_s\": %.1f}\n",
+      static_cast<long long>(threads), static_cast<long long>(P), static_cast<long long>(G), load_s,
+      P / best_prefill, G / best_decode, G / best_decode_cpu);
+  std::fflush(stdout);
+}
 
 int main(int argc, char** argv) {
   std::string model_path, forms = "default";
@@ -71,6 +115,10 @@ int main(int argc, char** argv) {
       a = b + 1;
     }
     for (const std::string& f : form_list) {
+      if (f == "runtime") {
+        run_runtime(path, P, G, reps, threads);
+        continue;
+      }
       attn::models::LlamaTuning o;
       if (f == "quantized") {
         o.prefill = o.decode = attn::models::WeightForm::quantized;
@@ -82,7 +130,7 @@ int main(int argc, char** argv) {
       } else if (f == "kv-f32") {
         o.decode_kv_f16 = false;
       } else if (f != "default") {
-        throw attn::Error("--forms: expected default, f32-act, kv-f32, quantized or f32-on-load, got " + f);
+        throw attn::Error("--forms: expected default, runtime, f32-act, kv-f32, quantized or f32-on-load, got " + f);
       }
       attn::models::LlamaOptions lo;
       lo.max_context = P + G + 8;
