@@ -44,29 +44,36 @@ const char* kText =
 
 }  // namespace
 
-// The runtime's decoder on the same prompt ids (the same tokenizer), timed as the engine below.
-static void run_runtime(const std::string& path, int64_t P, int64_t G, int64_t reps, int64_t threads) {
-  const double tl = attn::bench::now_s();
-  attn::models::TextDecoder m = attn::models::TextDecoder::load(path, {.max_context = P + G + 8});
-  const double load_s = attn::bench::now_s() - tl;
+namespace {
+// The prompt: kText repeated until it encodes to P tokens, cut to P (the peer does the same).
+template <class Encode>
+std::vector<int32_t> prompt_ids(Encode encode, int64_t P) {
   std::string text;
   std::vector<int32_t> ids;
   while (static_cast<int64_t>(ids.size()) < P) {
     text += kText;
-    ids = m.encode_text(text);
+    ids = encode(text);
   }
   ids.resize(static_cast<std::size_t>(P));
-  attn::models::runtime::SingleSequence seq(m.decoder());
+  return ids;
+}
+
+// Best of `reps`: one prompt pass over ids, then G greedy one-token steps; one JSON line. m: clear(),
+// prefill(ids) and step(id), each returning the last logits (LlamaModel, runtime::SingleSequence).
+template <class Model>
+void measure(const std::string& form, Model& m, const std::vector<int32_t>& ids, int64_t G, int64_t reps,
+             int64_t threads, double load_s) {
+  const auto P = static_cast<int64_t>(ids.size());
   double best_prefill = 1e30, best_decode = 1e30, best_decode_cpu = 1e30;
   for (int64_t r = 0; r < reps; ++r) {
-    seq.clear();
+    m.clear();
     const double t0 = attn::bench::now_s();
-    std::span<const float> logits = seq.prefill(ids);
+    std::span<const float> logits = m.prefill(ids);
     const double t1 = attn::bench::now_s();
     int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     const double t2 = attn::bench::now_s(), c2 = attn::bench::process_cpu_s();
     for (int64_t g = 0; g < G; ++g) {
-      logits = seq.step(next);
+      logits = m.step(next);
       next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const double t3 = attn::bench::now_s();
@@ -75,13 +82,24 @@ static void run_runtime(const std::string& path, int64_t P, int64_t G, int64_t r
     best_decode = std::min(best_decode, t3 - t2);
   }
   std::printf(
-      "{\"engine\": \"attn\", \"form\": \"runtime\", \"threads\": %lld, \"prompt_tokens\": %lld, "
+      "{\"engine\": \"attn\", \"form\": \"%s\", \"threads\": %lld, \"prompt_tokens\": %lld, "
       "\"gen_tokens\": %lld, \"load_s\": %.3f, \"prompt_tok_s\": %.1f, \"gen_tok_s\": %.1f, "
       "\"gen_cpu_tok_s\": %.1f}\n",
-      static_cast<long long>(threads), static_cast<long long>(P), static_cast<long long>(G), load_s,
-      P / best_prefill, G / best_decode, G / best_decode_cpu);
+      form.c_str(), static_cast<long long>(threads), static_cast<long long>(P), static_cast<long long>(G),
+      load_s, P / best_prefill, G / best_decode, G / best_decode_cpu);
   std::fflush(stdout);
 }
+
+// The runtime's decoder on the same prompt ids (the same tokenizer), timed as the engine.
+void run_runtime(const std::string& path, int64_t P, int64_t G, int64_t reps, int64_t threads) {
+  const double tl = attn::bench::now_s();
+  attn::models::TextDecoder m = attn::models::TextDecoder::load(path, {.max_context = P + G + 8});
+  const double load_s = attn::bench::now_s() - tl;
+  const std::vector<int32_t> ids = prompt_ids([&](const std::string& t) { return m.encode_text(t); }, P);
+  attn::models::runtime::SingleSequence seq(m.decoder());
+  measure("runtime", seq, ids, G, reps, threads, load_s);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string model_path, forms = "default";
@@ -137,37 +155,9 @@ int main(int argc, char** argv) {
       const double tl = attn::bench::now_s();
       attn::models::LlamaModel m = attn::models::LlamaModel::load(path, lo, o);
       const double load_s = attn::bench::now_s() - tl;
-      std::string text;
-      std::vector<int32_t> ids;
-      while (static_cast<int64_t>(ids.size()) < P) {
-        text += kText;
-        ids = m.tokenizer().encode(text);
-      }
-      ids.resize(P);
-      double best_prefill = 1e30, best_decode = 1e30, best_decode_cpu = 1e30;
-      for (int64_t r = 0; r < reps; ++r) {
-        m.clear();
-        const double t0 = attn::bench::now_s();
-        std::span<const float> logits = m.prefill(ids);
-        const double t1 = attn::bench::now_s();
-        int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-        const double t2 = attn::bench::now_s(), c2 = attn::bench::process_cpu_s();
-        for (int64_t g = 0; g < G; ++g) {
-          logits = m.step(next);
-          next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-        }
-        const double t3 = attn::bench::now_s();
-        best_decode_cpu = std::min(best_decode_cpu, attn::bench::process_cpu_s() - c2);
-        best_prefill = std::min(best_prefill, t1 - t0);
-        best_decode = std::min(best_decode, t3 - t2);
-      }
-      std::printf(
-          "{\"engine\": \"attn\", \"form\": \"%s\", \"threads\": %lld, \"prompt_tokens\": %lld, "
-          "\"gen_tokens\": %lld, \"load_s\": %.3f, \"prompt_tok_s\": %.1f, \"gen_tok_s\": %.1f, "
-          "\"gen_cpu_tok_s\": %.1f}\n",
-          f.c_str(), static_cast<long long>(threads), static_cast<long long>(P), static_cast<long long>(G),
-          load_s, P / best_prefill, G / best_decode, G / best_decode_cpu);
-      std::fflush(stdout);
+      const std::vector<int32_t> ids =
+          prompt_ids([&](const std::string& t) { return m.tokenizer().encode(t); }, P);
+      measure(f, m, ids, G, reps, threads, load_s);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "llama_bench: %s\n", e.what());
