@@ -52,8 +52,6 @@ const char* dense_kernel_name(DenseKernel k) {
   switch (k) {
     case DenseKernel::q8:
       return "q8";
-    case DenseKernel::small_packed:
-      return "small_packed";
     case DenseKernel::small:
       return "small";
     case DenseKernel::gemm_packed:
@@ -66,11 +64,10 @@ const char* dense_kernel_name(DenseKernel k) {
 
 DenseKernel dense_kernel(const DenseMatrix& w, int64_t batch_rows, const DenseLinearOptions& options) {
   if (w.has_quantized() && batch_rows <= options.quantized_max_rows) return DenseKernel::q8;
-  if (batch_rows <= kDenseSmallRows) {
-    if (w.packed()) return DenseKernel::small_packed;
-    if (linear_small_m_fast()) return DenseKernel::small;
-  }
-  return w.packed() ? DenseKernel::gemm_packed : DenseKernel::gemm;
+  // Unpacked weights (no AVX2) go to BLAS at any M: the small-M kernel over [K, N] has a vector body only
+  // on AVX-512, where the weights are packed.
+  if (!w.packed()) return DenseKernel::gemm;
+  return batch_rows <= kDenseSmallRows ? DenseKernel::small : DenseKernel::gemm_packed;
 }
 
 namespace {
@@ -144,19 +141,15 @@ void dense_linear(const DenseMatrix& w, const float* X, int64_t M, int64_t ldx, 
       if (gelu) bias_gelu_rows(Y, ldy, bias, M, N);
       if (acc) add_rows(Y, ldy, bias, 0, M, N);
       return;
-    case DenseKernel::small_packed:
     case DenseKernel::small: {
       float* out = Y;
       int64_t ldo = ldy;
-      if (acc) {
+      if (acc) {  // the product beside the stream, then added to it
         s.y.resize(static_cast<std::size_t>(M * N));
         out = s.y.data();
         ldo = N;
       }
-      if (w.packed())
-        linear_packed(X, ldx, w.f32(), bias, out, ldo, M, N, K);
-      else
-        linear_small_m(X, ldx, w.f32().data<float>(), bias, out, ldo, M, N, K);
+      linear_packed(X, ldx, w.f32(), bias, out, ldo, M, N, K);
       if (gelu) bias_gelu_rows(Y, ldy, nullptr, M, N);
       if (acc) add_rows(Y, ldy, out, N, M, N);
       return;

@@ -111,15 +111,14 @@ class DenseMatrix {
 
 // The kernels dense_linear chooses from, in its order of preference:
 //   q8           8-bit activations × the quantized twin (ops::Q8Dot), batches of at most quantized_max_rows
-//   small_packed linear_packed over the panels, batches of at most kDenseSmallRows rows
-//   small        linear_small_m over [K, N] (the same batches where the CPU has its vector body)
-//   gemm_packed  gemm_packed over the panels (attn's own GEMM reading them in place)
-//   gemm         ops::gemm (BLAS) over [K, N]
-enum class DenseKernel { q8, small_packed, small, gemm_packed, gemm };
+//   small        linear_packed over the panels, batches of at most kDenseSmallRows rows
+//   gemm_packed  gemm_packed over the panels (attn's own GEMM reading them in place where it runs)
+//   gemm         ops::gemm (BLAS) over [K, N], where the weights are not packed (no AVX2)
+enum class DenseKernel { q8, small, gemm_packed, gemm };
 const char* dense_kernel_name(DenseKernel k);
 
-// Up to this many rows the small-M kernels are faster than a GEMM, which packs (or streams) the whole
-// weight per row block (measured on Zen 4, 1 thread: linear_small_m 1.6x BLAS at M = 16, 1.1x at
+// Up to this many rows the small-M kernel is faster than a GEMM, which packs (or streams) the whole
+// weight per row block (measured on Zen 4, 1 thread: the small-M kernel 1.6x BLAS at M = 16, 1.1x at
 // M = 64-128, equal at 256-512, 0.83x at 4096; with packed weights, linear_packed against gemm_packed:
 // 1.11x at 128 tokens, 1.04x at 96: docs/benchmarks-log/2026-12-01.md, issue 15).
 inline constexpr int64_t kDenseSmallRows = 256;
