@@ -325,6 +325,41 @@ BertModel BertModel::from_e5(const io::E5Container& container) {
 BertModel::BertModel(const BertConfig& config, const std::string& path)
     : BertModel(config, weights_from_safetensors(config, path), path) {}
 
+namespace {
+
+// Onto every matrix of every layer, its Q4_0 blocks (weights.q4_0_blocks) rewritten as Q4_1, the query,
+// key and value rows stacked as in qkv; true when all have them (else none is kept).
+bool add_quantized_twins(BertModel::Weights& w, const BertWeights& weights, const std::string& what) {
+  for (std::size_t i = 0; i < w.layers.size(); ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    BertModel::Weights::Layer& l = w.layers[i];
+    // The Q4_1 blocks of the named linears' weights, their rows stacked, onto m (false when one is absent).
+    auto build = [&](ops::DenseMatrix& m, std::initializer_list<const char*> names) {
+      const int64_t N = m.rows() / static_cast<int64_t>(names.size()), K = m.cols();
+      std::vector<std::byte> blocks;
+      for (const char* n : names) {
+        const std::span<const std::byte> b = weights.q4_0_blocks(p + n + ".weight");
+        if (b.empty()) return false;
+        ATTN_CHECK(static_cast<int64_t>(b.size()) == N * K / 32 * 18, "bert: ", what, ": the Q4_0 blocks of ",
+                   p, n, ".weight are ", b.size(), " bytes; expected ", N * K / 32 * 18);
+        const std::vector<std::byte> q41 = q4_0_to_q4_1(b, what + ": " + p + n + ".weight");
+        blocks.insert(blocks.end(), q41.begin(), q41.end());
+      }
+      return m.add_quantized(std::move(blocks));
+    };
+    if (!(build(l.qkv, {"attention.self.query", "attention.self.key", "attention.self.value"}) &&
+          build(l.o, {"attention.output.dense"}) && build(l.up, {"intermediate.dense"}) &&
+          build(l.down, {"output.dense"}))) {
+      for (BertModel::Weights::Layer& x : w.layers)
+        for (ops::DenseMatrix* m : {&x.qkv, &x.o, &x.up, &x.down}) m->drop_quantized();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::string& what)
     : config_(config) {
   config_.validate();
@@ -393,35 +428,8 @@ BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::s
   // The quantized twins, when every matrix of every layer has its Q4_0 blocks (and the CPU runs the
   // 8-bit kernel: ops::DenseMatrix::add_quantized keeps none otherwise, those products being slower there
   // than f32's).
-  if (weights.q4_0_blocks && C % ops::kQuantBlock == 0 && config_.intermediate_size % ops::kQuantBlock == 0) {
-    bool all = true;
-    for (int64_t i = 0; i < config_.num_layers && all; ++i) {
-      const std::string p = "encoder.layer." + std::to_string(i) + ".";
-      Weights::Layer& l = w_->layers[static_cast<std::size_t>(i)];
-      // The Q4_1 blocks of the named linears' weights, their rows stacked, onto m (false when one is absent).
-      auto build = [&](ops::DenseMatrix& m, std::initializer_list<const char*> names) {
-        const int64_t N = m.rows() / static_cast<int64_t>(names.size()), K = m.cols();
-        std::vector<std::byte> blocks;
-        for (const char* n : names) {
-          const std::span<const std::byte> b = weights.q4_0_blocks(p + n + ".weight");
-          if (b.empty()) return false;
-          ATTN_CHECK(static_cast<int64_t>(b.size()) == N * K / 32 * 18, "bert: ", what,
-                     ": the Q4_0 blocks of ", p, n, ".weight are ", b.size(), " bytes; expected ",
-                     N * K / 32 * 18);
-          const std::vector<std::byte> q41 = q4_0_to_q4_1(b, what + ": " + p + n + ".weight");
-          blocks.insert(blocks.end(), q41.begin(), q41.end());
-        }
-        return m.add_quantized(std::move(blocks));
-      };
-      all = build(l.qkv, {"attention.self.query", "attention.self.key", "attention.self.value"}) &&
-            build(l.o, {"attention.output.dense"}) && build(l.up, {"intermediate.dense"}) &&
-            build(l.down, {"output.dense"});
-    }
-    w_->quantized = all;
-    if (!all)
-      for (Weights::Layer& l : w_->layers)
-        for (ops::DenseMatrix* m : {&l.qkv, &l.o, &l.up, &l.down}) m->drop_quantized();
-  }
+  if (weights.q4_0_blocks && C % ops::kQuantBlock == 0 && config_.intermediate_size % ops::kQuantBlock == 0)
+    w_->quantized = add_quantized_twins(*w_, weights, what);
 }
 
 bool BertModel::has_quantized() const { return w_->quantized; }
