@@ -8,10 +8,7 @@
 #include <attn/io/model_files.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/bert.h>
-#include <attn/ops/attention.h>
-#include <attn/ops/inference.h>
-#include <attn/ops/linear.h>
-#include <attn/ops/quantized.h>
+#include <attn/ops/weight_matrix.h>
 #include <attn/text/unigram.h>
 #include <sys/stat.h>
 
@@ -328,6 +325,41 @@ BertModel BertModel::from_e5(const io::E5Container& container) {
 BertModel::BertModel(const BertConfig& config, const std::string& path)
     : BertModel(config, weights_from_safetensors(config, path), path) {}
 
+namespace {
+
+// Onto every matrix of every layer, its Q4_0 blocks (weights.q4_0_blocks) rewritten as Q4_1, the query,
+// key and value rows stacked as in qkv; true when all have them (else none is kept).
+bool add_quantized_twins(BertModel::Weights& w, const BertWeights& weights, const std::string& what) {
+  for (std::size_t i = 0; i < w.layers.size(); ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    BertModel::Weights::Layer& l = w.layers[i];
+    // The Q4_1 blocks of the named linears' weights, their rows stacked, onto m (false when one is absent).
+    auto build = [&](ops::DenseMatrix& m, std::initializer_list<const char*> names) {
+      const int64_t N = m.rows() / static_cast<int64_t>(names.size()), K = m.cols();
+      std::vector<std::byte> blocks;
+      for (const char* n : names) {
+        const std::span<const std::byte> b = weights.q4_0_blocks(p + n + ".weight");
+        if (b.empty()) return false;
+        ATTN_CHECK(static_cast<int64_t>(b.size()) == N * K / 32 * 18, "bert: ", what, ": the Q4_0 blocks of ",
+                   p, n, ".weight are ", b.size(), " bytes; expected ", N * K / 32 * 18);
+        const std::vector<std::byte> q41 = q4_0_to_q4_1(b, what + ": " + p + n + ".weight");
+        blocks.insert(blocks.end(), q41.begin(), q41.end());
+      }
+      return m.add_quantized(std::move(blocks));
+    };
+    if (!(build(l.qkv, {"attention.self.query", "attention.self.key", "attention.self.value"}) &&
+          build(l.o, {"attention.output.dense"}) && build(l.up, {"intermediate.dense"}) &&
+          build(l.down, {"output.dense"}))) {
+      for (BertModel::Weights::Layer& x : w.layers)
+        for (ops::DenseMatrix* m : {&x.qkv, &x.o, &x.up, &x.down}) m->drop_quantized();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::string& what)
     : config_(config) {
   config_.validate();
@@ -359,7 +391,6 @@ BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::s
     return t;
   };
   w_ = std::make_unique<Weights>();
-  w_->packed = ops::packed_weight_fast();
   if (rows)
     w_->word_rows = std::move(weights.word_rows);
   else
@@ -371,62 +402,34 @@ BertModel::BertModel(const BertConfig& config, BertWeights weights, const std::s
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     const std::string p = "encoder.layer." + std::to_string(i) + ".";
     Weights::Layer l;
-    l.wqkv = Tensor::empty({C, 3 * C});
+    Tensor wqkv = Tensor::empty({C, 3 * C});  // [in, out]: the query, key and value columns side by side
     l.bqkv = Tensor::empty({3 * C});
     const char* qkv[] = {"attention.self.query", "attention.self.key", "attention.self.value"};
     for (int64_t j = 0; j < 3; ++j) {
-      l.wqkv.slice(1, j * C, (j + 1) * C).copy_from(get(p + qkv[j] + ".weight").transpose(0, 1));
+      wqkv.slice(1, j * C, (j + 1) * C).copy_from(get(p + qkv[j] + ".weight").transpose(0, 1));
       l.bqkv.slice(0, j * C, (j + 1) * C).copy_from(get(p + qkv[j] + ".bias"));
     }
-    l.wo = transposed(get(p + "attention.output.dense.weight"));
+    l.qkv = ops::DenseMatrix::from_transposed(wqkv);
+    l.o = ops::DenseMatrix::from_transposed(transposed(get(p + "attention.output.dense.weight")));
     l.bo = get(p + "attention.output.dense.bias");
     l.ln1_w = get(p + "attention.output.LayerNorm.weight");
     l.ln1_b = get(p + "attention.output.LayerNorm.bias");
-    l.w1 = transposed(get(p + "intermediate.dense.weight"));
+    l.up = ops::DenseMatrix::from_transposed(transposed(get(p + "intermediate.dense.weight")));
     l.b1 = get(p + "intermediate.dense.bias");
-    l.w2 = transposed(get(p + "output.dense.weight"));
+    l.down = ops::DenseMatrix::from_transposed(transposed(get(p + "output.dense.weight")));
     l.b2 = get(p + "output.dense.bias");
     l.ln2_w = get(p + "output.LayerNorm.weight");
     l.ln2_b = get(p + "output.LayerNorm.bias");
-    if (ops::packed_weight_fast())
-      for (Tensor* t : {&l.wqkv, &l.wo, &l.w1, &l.w2}) *t = ops::pack_weight_t(*t);
     w_->layers.push_back(std::move(l));
     // The per-layer tensors are copied (transposed) now; drop the originals as we go.
     for (const auto& [n, s] : expected)
       if (n.rfind(p, 0) == 0) weights.tensors.erase(n);
   }
-  // The quantized copies, when every matrix of every layer has its Q4_0 blocks (and the CPU runs the
-  // 8-bit kernel; without it those products are slower than f32 and the model keeps f32 only).
-  if (weights.q4_0_blocks && ops::q8_dot_fast() && C % ops::kQuantBlock == 0 &&
-      config_.intermediate_size % ops::kQuantBlock == 0) {
-    const int64_t F = config_.intermediate_size;
-    bool all = true;
-    for (int64_t i = 0; i < config_.num_layers && all; ++i) {
-      const std::string p = "encoder.layer." + std::to_string(i) + ".";
-      Weights::Layer& l = w_->layers[static_cast<std::size_t>(i)];
-      auto build = [&](Weights::Layer::Quant& q, std::initializer_list<const char*> names, int64_t N,
-                       int64_t K) {
-        for (const char* n : names) {
-          const std::span<const std::byte> b = weights.q4_0_blocks(p + n + ".weight");
-          if (b.empty()) return false;
-          ATTN_CHECK(static_cast<int64_t>(b.size()) == N / static_cast<int64_t>(names.size()) * K / 32 * 18,
-                     "bert: ", what, ": the Q4_0 blocks of ", p, n, ".weight are ", b.size(),
-                     " bytes; expected ", N / static_cast<int64_t>(names.size()) * K / 32 * 18);
-          const std::vector<std::byte> q41 = q4_0_to_q4_1(b, what + ": " + p + n + ".weight");
-          q.blocks.insert(q.blocks.end(), q41.begin(), q41.end());
-        }
-        q.m = ops::QuantMatrix(ops::QuantFormat::q4_1, q.blocks.data(), N, K);
-        q.m.pack_q8();
-        return true;
-      };
-      all = build(l.qqkv, {"attention.self.query", "attention.self.key", "attention.self.value"}, 3 * C, C) &&
-            build(l.qo, {"attention.output.dense"}, C, C) && build(l.q1, {"intermediate.dense"}, F, C) &&
-            build(l.q2, {"output.dense"}, C, F);
-    }
-    w_->quantized = all;
-    if (!all)
-      for (Weights::Layer& l : w_->layers) l.qqkv = l.qo = l.q1 = l.q2 = {};
-  }
+  // The quantized twins, when every matrix of every layer has its Q4_0 blocks (and the CPU runs the
+  // 8-bit kernel: ops::DenseMatrix::add_quantized keeps none otherwise, those products being slower there
+  // than f32's).
+  if (weights.q4_0_blocks && C % ops::kQuantBlock == 0 && config_.intermediate_size % ops::kQuantBlock == 0)
+    w_->quantized = add_quantized_twins(*w_, weights, what);
 }
 
 bool BertModel::has_quantized() const { return w_->quantized; }

@@ -3,7 +3,7 @@
 
 #include <attn/core/tensor.h>
 #include <attn/models/bert.h>
-#include <attn/ops/quantized.h>
+#include <attn/ops/weight_matrix.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -18,31 +18,21 @@ namespace attn::models {
 // weights
 // ============================================================================
 struct BertModel::Weights {
-  // Projection weights are stored transposed ([in, out]): BLAS reads them as the B of an NN
-  // product and the small-M kernel streams their rows. With `packed` (below) they hold 32-column panels.
+  // The products' weights as ops::DenseMatrix (ops/weight_matrix.h: held in the layout the CPU's kernels
+  // read, ops::dense_linear picks the kernel), with their quantized twins when the model has them.
   struct Layer {
-    Tensor wqkv, bqkv;  // [C, 3C], [3C]: query, key, value columns side by side
-    Tensor wo, bo;      // [C, C], [C]
-    Tensor ln1_w, ln1_b;
-    Tensor w1, b1;  // [C, F], [F]
-    Tensor w2, b2;  // [F, C], [C]
-    Tensor ln2_w, ln2_b;
-    // With q4_0_blocks: the same matrices as Q4_1 blocks ([out, in] rows; the query, key and value rows
-    // stacked, as wqkv's columns) with their repacked copy for ops::Q8Dot.
-    struct Quant {
-      std::vector<std::byte> blocks;
-      ops::QuantMatrix m;
-    };
-    Quant qqkv, qo, q1, q2;
+    ops::DenseMatrix qkv;     // [3C, C]: the query, key and value rows stacked (outputs side by side)
+    ops::DenseMatrix o;       // [C, C]
+    ops::DenseMatrix up;      // [F, C]
+    ops::DenseMatrix down;    // [C, F]
+    Tensor bqkv, bo, b1, b2;  // [3C], [C], [F], [C]
+    Tensor ln1_w, ln1_b, ln2_w, ln2_b;
   };
   Tensor word, pos, type;  // [V, C], [P, C], [T, C]; word undefined when word_rows reads the rows
   std::function<void(int64_t, float*)> word_rows;
   Tensor emb_ln_w, emb_ln_b;
   std::vector<Layer> layers;
-  // wqkv, wo, w1 and w2 hold their packed form (ops::pack_weight_t, 32-column panels) instead of the
-  // [in, out] matrix: packed once here, read contiguously by every product (issue 15).
-  bool packed = false;
-  bool quantized = false;  // every layer has its Quant matrices
+  bool quantized = false;  // every matrix of every layer has its quantized twin
 
   // Activation buffers kept between forward calls (one flat f32 block, grown on demand), so a batch
   // does not page-fault tens of megabytes of fresh memory in every call. A call that finds the

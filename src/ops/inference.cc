@@ -1,8 +1,11 @@
 // Inference-only ops (include/attn/ops/inference.h): validation, then one kernel call.
 #include <attn/core/error.h>
+#include <attn/core/parallel.h>
+#include <attn/ops/attention.h>
 #include <attn/ops/inference.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/encoder_kernels.h"
@@ -125,6 +128,42 @@ void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, c
              " on this CPU (needs AVX-512 and D a multiple of 16, or AVX2 and D a multiple of 8); use "
              "attn::attention");
   kernels::cpu::encoder_attention(qkv.data<float>(), lengths.data(), ctx.data<float>(), B, L, H, D, scale);
+}
+
+Tensor encoder_self_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx,
+                              double scale, bool capture) {
+  ATTN_CHECK(qkv.defined() && qkv.rank() == 5 && qkv.size(2) == 3 && qkv.dtype() == DType::f32 &&
+                 qkv.is_contiguous(),
+             "encoder_self_attention: qkv must be a contiguous f32 [B, L, 3, H, D]; got ",
+             qkv.defined() ? qkv.str() : "none");
+  const int64_t B = qkv.size(0), L = qkv.size(1), H = qkv.size(3), D = qkv.size(4);
+  if (!capture && encoder_attention_fast(D)) {
+    encoder_attention(qkv, lengths, ctx, static_cast<float>(scale));
+    return {};
+  }
+  ATTN_CHECK(ctx.defined() && ctx.dtype() == DType::f32 && ctx.is_contiguous() && ctx.rank() == 4 &&
+                 ctx.size(0) == B && ctx.size(1) == L && ctx.size(2) == H && ctx.size(3) == D,
+             "encoder_self_attention: ctx must be a contiguous f32 [", B, ", ", L, ", ", H, ", ", D,
+             "]; got ", ctx.defined() ? ctx.str() : "none");
+  // q, k, v: [B, H, L, D] strided views of qkv; attn::attention checks the lengths.
+  AttentionOptions o;
+  o.key_lengths = lengths;
+  o.capture.enabled = capture;
+  o.scale = scale;
+  const AttentionResult r =
+      attention(qkv.select(2, 0).permute({0, 2, 1, 3}), qkv.select(2, 1).permute({0, 2, 1, 3}),
+                qkv.select(2, 2).permute({0, 2, 1, 3}), o);  // r.out: [B, H, L, D]
+  const float* op = r.out.data<float>();
+  float* cp = ctx.data<float>();
+  parallel_for(B * H, 4, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t b = i / H, h = i % H;
+      for (int64_t l = 0; l < L; ++l)
+        std::memcpy(cp + ((b * L + l) * H + h) * D, op + ((b * H + h) * L + l) * D,
+                    static_cast<std::size_t>(D) * sizeof(float));
+    }
+  });
+  return capture ? r.weights : Tensor();
 }
 
 namespace {

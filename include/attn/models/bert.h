@@ -13,9 +13,10 @@
 //                           x = LayerNorm(x + W2 · gelu(W1 x + b1) + b2)      (gelu: erf form)
 // Padding is handled by key lengths (attn::attention's key_lengths): padded keys
 // are masked, so a sentence gives the same vectors alone or in a padded batch.
-// Attention runs in the fused CPU kernel; Q, K, V are strided views of one
-// [tokens, 3C] projection (no copies), and the exact attention probabilities
-// can be captured per layer.
+// The forward is composed of the runtime's shared blocks (models/runtime/blocks.h) and picks no
+// kernel: the products go through ops::dense_linear, attention through ops::encoder_self_attention
+// (Q, K, V read in place from one [tokens, 3C] projection, no copies; the exact attention
+// probabilities can be captured per layer).
 //
 // Safetensors names (with an optional "bert." or "roberta." prefix; one file or shards):
 // embeddings.{word,position, token_type}_embeddings.weight, embeddings.LayerNorm.{weight,bias},
@@ -125,8 +126,8 @@ struct BertOutput {
 
 // Wall seconds per forward stage, summed over layers and calls (BertModel::forward_profiled; a
 // measurement-only tool, outside the stable API). Stage names:
-// embeddings, qkv_gemm (bias fill included), attention, head_merge, o_gemm, ln1, ffn_up_gemm, bias_gelu,
-// ffn_down_gemm, ln2; each stage ends at its parallel region's barrier. With fused layers
+// embeddings, qkv_gemm (bias included), attention (with the capturing path's head merge), o_gemm, ln1,
+// ffn_up_gemm (bias and GELU included), ffn_down_gemm, ln2; each stage ends at its parallel region's barrier. With fused layers
 // (BertRunOptions::fuse_layers) the stages of a layer are one: fused_layer.
 struct BertProfile {
   std::vector<std::pair<std::string, double>> seconds;  // in first-seen order

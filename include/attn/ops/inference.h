@@ -65,6 +65,15 @@ void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, c
 // True when encoder_attention has a vectorised body for head size D on this CPU.
 bool encoder_attention_fast(int64_t D);
 
+// THE encoder's self-attention entry (issue 37): every key of a sequence visible, padding keys masked,
+// read from the fused QKV projection and written with the heads merged; the kernel chosen here:
+// encoder_attention where it has a vectorised body for D and no probabilities are asked for, else
+// attn::attention over strided views of qkv (exact probabilities; its output then copied into ctx).
+//   qkv, lengths, ctx as encoder_attention's; scale: the logits' (1/sqrt(D) for BERT)
+// Returns the probabilities [B, H, L, L] (padded keys 0) with capture, else an undefined tensor.
+Tensor encoder_self_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx,
+                              double scale, bool capture);
+
 // ---- fused row ops of the encoder (raw contiguous f32, rows split over the thread pool) ----------
 // Inference only: no autograd.
 // x [rows, C] in place, bias [C] or null:  x = gelu(x + bias), the exact (erf) form.

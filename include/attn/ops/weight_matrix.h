@@ -11,9 +11,11 @@
 // through ops::gemm, whose sums may depend on M (BLAS blocking): equal within float rounding only.
 #pragma once
 
+#include <attn/core/tensor.h>
 #include <attn/ops/quantized.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -72,5 +74,92 @@ struct LinearScratch {
 // with a reference that does not round them).
 void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int64_t ldx, LinearScratch& s,
                  bool activations_8bit = true);
+
+// ---- the encoder's products: dense f32 weights, the kernel chosen here (issue 37) -----------------
+// A dense f32 weight W [N, K] (out, in) held in the layout its products read fastest on this CPU:
+// 32-column panels (pack_weight_t, ops/linear.h) where packed_weight_fast() (AVX-512 or AVX2), else the
+// transpose [K, N] (BLAS's B of an NN product, the rows the small-M kernel streams). Optionally with a
+// quantized twin of the same matrix (Q4_1 blocks, [N, K] rows, and their repacked 8-bit copy) that
+// products of few rows multiply instead (DenseLinearOptions::quantized_max_rows).
+class DenseMatrix {
+ public:
+  DenseMatrix() = default;
+  // wt [K, N] f32 (a linear's weight transposed: in -> out), copied.
+  static DenseMatrix from_transposed(const Tensor& wt);
+  // Adds the quantized twin: Q4_1 blocks of [N, K] (K a multiple of 32; owned), with the repacked copy
+  // Q8Dot multiplies. Returns false and keeps nothing where the CPU has no vector kernel for those
+  // products (q8_dot_fast(): without it they are slower than f32).
+  bool add_quantized(std::vector<std::byte> q4_1_blocks);
+  void drop_quantized();
+  bool has_quantized() const { return qblocks_ != nullptr; }
+
+  int64_t rows() const { return N_; }  // N
+  int64_t cols() const { return K_; }  // K
+  bool empty() const { return N_ == 0; }
+  // True when the f32 values are held as panels (pack_weight_t) rather than [K, N].
+  bool packed() const { return packed_; }
+  const Tensor& f32() const { return w_; }         // the panels or [K, N]
+  const QuantMatrix& quant() const { return q_; }  // has_quantized() only
+
+ private:
+  Tensor w_;
+  bool packed_ = false;
+  std::shared_ptr<const std::vector<std::byte>> qblocks_;  // what q_ points into
+  QuantMatrix q_;
+  int64_t N_ = 0, K_ = 0;
+};
+
+// The kernels dense_linear chooses from, in its order of preference:
+//   q8           8-bit activations × the quantized twin (ops::Q8Dot), batches of at most quantized_max_rows
+//   small        linear_packed over the panels, batches of at most kDenseSmallRows rows
+//   gemm_packed  gemm_packed over the panels (attn's own GEMM reading them in place where it runs)
+//   gemm         ops::gemm (BLAS) over [K, N], where the weights are not packed (no AVX2)
+enum class DenseKernel { q8, small, gemm_packed, gemm };
+const char* dense_kernel_name(DenseKernel k);
+
+// Up to this many rows the small-M kernel is faster than a GEMM, which packs (or streams) the whole
+// weight per row block (measured on Zen 4, 1 thread: the small-M kernel 1.6x BLAS at M = 16, 1.1x at
+// M = 64-128, equal at 256-512, 0.83x at 4096; with packed weights, linear_packed against gemm_packed:
+// 1.11x at 128 tokens, 1.04x at 96: docs/benchmarks-log/2026-12-01.md, issue 15).
+inline constexpr int64_t kDenseSmallRows = 256;
+
+struct DenseLinearOptions {
+  // The rows of the whole batch this call is one part of (a group of sequences; 0: this call's M). The
+  // kernel is chosen for the batch, so each part's rows come out as the whole batch's call would give
+  // them (every kernel computes a row the same way for any split of the rows).
+  int64_t batch_rows = 0;
+  // Batches of at most this many rows multiply the quantized twin where there is one, with activations
+  // rounded to 8 bits per block of 32 (vectors then differ slightly from f32's); 0: f32 always.
+  int64_t quantized_max_rows = 0;
+};
+
+// What dense_linear's product writes:  write: Y = X · Wᵀ + bias;  write_gelu: Y = gelu(X · Wᵀ + bias)
+// (the exact erf form);  accumulate: Y += X · Wᵀ + bias (a residual stream).
+enum class DenseOutput { write, write_gelu, accumulate };
+
+// Buffers of dense_linear (kept between calls: no allocation in a steady state).
+struct DenseScratch {
+  Q8Activations q8;
+  std::vector<float> y;  // the small-M kernels' product before an accumulate
+};
+
+// The kernel dense_linear takes for a batch of batch_rows rows.
+DenseKernel dense_kernel(const DenseMatrix& w, int64_t batch_rows, const DenseLinearOptions& options = {});
+
+// X [M, K] (row stride ldx >= K), Y [M, N] (row stride ldy >= N), bias [N] (required), as `output` says;
+// the kernel is dense_kernel(w, options.batch_rows or M, options). INFERENCE ONLY: NO AUTOGRAD.
+// f32 kernels: within float rounding of the plain product (their sums' order is theirs).
+void dense_linear(const DenseMatrix& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
+                  const float* bias, DenseOutput output, const DenseLinearOptions& options,
+                  DenseScratch& scratch);
+
+// True when the products of a batch of batch_rows rows, split in parts of at most group_rows rows (the
+// smallest min_rows), read each weight panel as often as the whole batch's products would: they take
+// gemm_packed, which reads the panels in place for parts of min_rows rows and whose row block holds a
+// part; and the encoder's attention has its in-place kernel for head size head_dim
+// (encoder_self_attention). Where it holds, an encoder runs its layers over groups of sequences
+// (BertRunOptions::fuse_layers).
+bool encoder_row_groups_pay(std::span<const DenseMatrix* const> weights, int64_t head_dim, int64_t batch_rows,
+                            int64_t group_rows, int64_t min_rows, const DenseLinearOptions& options = {});
 
 }  // namespace attn::ops

@@ -2,6 +2,7 @@
 #include <attn/core/error.h>
 #include <attn/models/runtime/blocks.h>
 #include <attn/ops/geglu.h>
+#include <attn/ops/inference.h>
 
 #include <cmath>
 
@@ -16,6 +17,24 @@ void rms_norm_rows(const float* x, const float* w, int64_t rows, int64_t n, doub
     float* o = out + r * n;
     for (int64_t i = 0; i < n; ++i) o[i] = xr[i] * s * w[i];
   }
+}
+
+void layer_norm_rows(float* h, const float* y, const float* bias, const float* w, const float* b,
+                     int64_t rows, int64_t n, double eps) {
+  ops::residual_layer_norm(h, y, bias, w, b, rows, n, static_cast<float>(eps));
+}
+
+void sum_rows(std::span<const float* const> parts, int64_t n, float* out) {
+  ATTN_CHECK(!parts.empty(), "sum_rows: expected at least one row to sum");
+  if (parts.size() == 3) {  // the encoders' word + position + type, in one pass
+    const float *a = parts[0], *p = parts[1], *t = parts[2];
+    for (int64_t i = 0; i < n; ++i) out[i] = a[i] + p[i] + t[i];
+    return;
+  }
+  if (parts[0] != out)
+    for (int64_t i = 0; i < n; ++i) out[i] = parts[0][i];
+  for (std::size_t j = 1; j < parts.size(); ++j)
+    for (int64_t i = 0; i < n; ++i) out[i] += parts[j][i];
 }
 
 Rope Rope::make(RopeStyle style, int64_t dims, double base, std::span<const float> freq_factors,

@@ -1,4 +1,4 @@
-// The shared inference blocks of the runtime (issue 37): what every decoder (and, in time, encoder) is
+// The shared inference blocks of the runtime (issue 37): what every decoder and the BERT encoders are
 // composed of, written once. Row-wise work only, so a row's values do not depend on the rows it shares a
 // call with (the runtime's batch invariance). The products go through ops::linear_rows
 // (ops/weight_matrix.h) and attention through ops::paged_attention: those pick their kernels.
@@ -24,6 +24,16 @@ void for_rows(int64_t rows, F&& fn, int64_t grain = 16) {
 
 // RMSNorm of `rows` rows of n: out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w (sum in double; out may be x).
 void rms_norm_rows(const float* x, const float* w, int64_t rows, int64_t n, double eps, float* out);
+
+// LayerNorm of `rows` rows of n in place, after adding a residual branch y [rows, n] and a bias [n] (each
+// optional, null): h = LayerNorm(h + y + bias) · w + b, biased variance, eps inside the square root, f32
+// (ops::residual_layer_norm's vector kernels). The BERT encoders' embedding and post-layer norms.
+void layer_norm_rows(float* h, const float* y, const float* bias, const float* w, const float* b,
+                     int64_t rows, int64_t n, double eps);
+
+// An embedding row as the sum of table rows (word + position + token type): out[i] = parts[0][i] +
+// parts[1][i] + ..., in f32, left to right; parts[0] may be out itself (a row its table wrote there).
+void sum_rows(std::span<const float* const> parts, int64_t n, float* out);
 
 // Rotary position embedding. `pairs`: dimensions (2i, 2i+1) rotate together (GGUF's llama layout, whose
 // converter permutes q and k for it); `halves`: i and i + dims/2 (NeoX; Qwen, Gemma, Phi-3). The first
