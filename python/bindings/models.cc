@@ -160,23 +160,30 @@ class Generator {
  public:
   // SmolLM2 (and any llama file its engine takes) on LlamaModel; any other GGUF decoder the runtime
   // reads (qwen2, qwen3, phi3, gemma2, gemma3, Llama 3, Mistral) on models::TextDecoder.
-  Generator(const std::string& name, int64_t max_context) {
+  // quantize ("none", "q8_0", "q4_0"; runtime::parse_load_quant): anything but none runs the model on
+  // models::TextDecoder whatever its architecture, its f32 / f16 / bf16 matrices converted at load.
+  Generator(const std::string& name, int64_t max_context, const std::string& quantize) {
+    const models::runtime::LoadQuant quant =
+        without_gil(ErrorKind::value, [&] { return models::runtime::parse_load_quant(quantize); });
     without_gil(ErrorKind::runtime, [&] {
       if (models::is_decoder_folder(name)) {
         models::TextDecoderOptions o;
         o.max_context = max_context;
+        o.quantize = quant;
         dec_ = std::make_unique<models::TextDecoder>(models::TextDecoder::load(name, o));
         return 0;
       }
       const std::string path =
           name == "smollm2" ? io::require_smollm2_gguf() : io::require_smollm2_gguf(name);
-      if (name == "smollm2" || models::LlamaModel::can_load(io::GgufFile::open(path))) {
+      if (quant == models::runtime::LoadQuant::none &&
+          (name == "smollm2" || models::LlamaModel::can_load(io::GgufFile::open(path)))) {
         models::LlamaOptions o;
         o.max_context = max_context;
         model_ = std::make_unique<models::LlamaModel>(models::LlamaModel::load(path, o));
       } else {
         models::TextDecoderOptions o;
         o.max_context = max_context;
+        o.quantize = quant;
         dec_ = std::make_unique<models::TextDecoder>(models::TextDecoder::load(path, o));
       }
       return 0;
@@ -418,7 +425,8 @@ void bind_models(nb::module_& m) {
       .def_prop_ro("labels", &Classifier::labels)
       .def_prop_ro("max_len", &Classifier::max_len);
   nb::class_<Generator>(m, "Generator")
-      .def(nb::init<const std::string&, int64_t>(), "name"_a, "max_context"_a)
+      .def(nb::init<const std::string&, int64_t, const std::string&>(), "name"_a, "max_context"_a,
+           "quantize"_a)
       .def("generate", &Generator::generate, "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a,
            "top_p"_a, "seed"_a, "chat"_a, "system"_a.none(), "on_text"_a.none())
       .def("generate_batch", &Generator::generate_batch, "prompts"_a, "max_new_tokens"_a, "temperature"_a,

@@ -115,11 +115,26 @@ std::string file_id(const std::string& path) {
 
 }  // namespace
 
-std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t context, std::string* id) {
+std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t context,
+                                         const std::string& quantize, std::string* id) {
   const bool smollm = name == "smollm2" || name == "SmolLM2-135M-Instruct";
   const bool gemma = name == "gemma3" || name == "gemma-3-270m" || name == "Gemma-3-270M";
+  const models::runtime::LoadQuant quant =
+      quantize.empty() ? models::runtime::LoadQuant::none : models::runtime::parse_load_quant(quantize);
   std::string path;
   std::string arch;
+  if (quant != models::runtime::LoadQuant::none) {
+    // Quantization at load is the runtime decoder's: every architecture runs there then.
+    models::TextDecoderOptions o;
+    o.max_context = context;
+    o.quantize = quant;
+    path = models::is_decoder_folder(name) ? name
+           : smollm                        ? io::require_smollm2_gguf()
+           : gemma                         ? io::require_gemma3_gguf()
+                                           : io::require_smollm2_gguf(name);
+    *id = smollm ? "SmolLM2-135M-Instruct" : gemma ? "Gemma-3-270M" : file_id(path);
+    return std::make_unique<DecoderGen>(models::TextDecoder::load(path, o));
+  }
   if (smollm) {
     path = io::require_smollm2_gguf();
     arch = "llama";

@@ -28,6 +28,8 @@ const std::vector<OptionSpec>& specs() {
       {"chat", "", "wrap the prompt in the file's chat template as one user turn"},
       {"system", "TEXT", "with --chat: a system message put before the user turn"},
       {"max-context", "N", "positions of the sequence (default 4096; at most the model's context)"},
+      {"quantize", "TYPE",
+       "q8_0 or q4_0: the f32 / f16 / bf16 matrices (not the embeddings) converted at load (default none)"},
       {"threads", "N", "worker threads (default: all cores or ATTN_NUM_THREADS)"},
       {"stats", "", "print prompt and generation speed (tokens/s) to stderr"},
       {"help", "", "this text"},
@@ -70,6 +72,7 @@ int run_generate_decoder(const std::vector<std::string>& args) {
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
   models::TextDecoderOptions o;
   o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 4096;
+  if (a.has("quantize")) o.quantize = models::runtime::parse_load_quant(a.str("quantize"));
   models::TextDecoder model = models::TextDecoder::load(a.str("model"), o);
   const models::LlamaTextOptions t = text_options(a);
   std::vector<int32_t> ids;
@@ -86,10 +89,13 @@ int run_generate_decoder(const std::vector<std::string>& args) {
   std::fflush(stdout);
   if (a.has("stats")) {
     const std::size_t n = r.ids.size();
-    std::fprintf(
-        stderr, "\n[%s: prompt %lld tokens, first token after %.3f s; generated %zu tokens, %.1f tokens/s]\n",
-        model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens), r.prompt_seconds, n,
-        n > 1 ? (n - 1) / r.generate_seconds : 0.0);
+    std::fprintf(stderr,
+                 "\n[%s: prompt %lld tokens, first token after %.3f s; generated %zu tokens, %.1f tokens/s; "
+                 "weights %.1f MiB (%s)]\n",
+                 model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens), r.prompt_seconds, n,
+                 n > 1 ? (n - 1) / r.generate_seconds : 0.0,
+                 static_cast<double>(model.decoder().weight_bytes()) / (1 << 20),
+                 models::runtime::load_quant_name(o.quantize));
   }
   std::printf("\n");
   return 0;
