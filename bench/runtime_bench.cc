@@ -4,7 +4,7 @@
 // step across architectures; the comparison with llama-server is bench/serve/serve_concurrency_bench.py.
 //
 //   runtime_bench [--model smollm2|gemma3|FILE.gguf] [--streams 1,4,16] [--gen 64] [--prompt 48]
-//                 [--threads N] [--repeat R]
+//                 [--threads N] [--repeat R] [--quantize none|q8_0|q4_0]
 #include <attn/core/parallel.h>
 #include <attn/io/gguf.h>
 #include <attn/io/model_files.h>
@@ -23,6 +23,7 @@ using namespace attn;
 int main(int argc, char** argv) {
   std::string model = "smollm2", streams = "1,4,16";
   int64_t gen = 64, prompt = 48, repeat = 2;
+  models::runtime::LoadQuant quant = models::runtime::LoadQuant::none;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model")
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
       set_num_threads(std::stoi(v));
     else if (a == "--repeat")
       repeat = std::stoll(v);
+    else if (a == "--quantize")
+      quant = models::runtime::parse_load_quant(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -48,10 +51,13 @@ int main(int argc, char** argv) {
   const io::GgufFile f = io::GgufFile::open(path);
   models::runtime::DecoderOptions o;
   o.max_context = prompt + gen + 16;
+  o.quantize = quant;
   auto dec = models::runtime::Decoder::load(f, o);
   const int64_t V = dec->batch_vocab();
-  std::printf("# %s (%s), %d threads, prompt %lld, gen %lld\n", path.c_str(), dec->config().arch.c_str(),
-              num_threads(), static_cast<long long>(prompt), static_cast<long long>(gen));
+  std::printf("# %s (%s), %d threads, prompt %lld, gen %lld, quantize %s, weights %.1f MiB\n", path.c_str(),
+              dec->config().arch.c_str(), num_threads(), static_cast<long long>(prompt),
+              static_cast<long long>(gen), models::runtime::load_quant_name(quant),
+              static_cast<double>(dec->weight_bytes()) / (1 << 20));
   std::printf("streams,decode_tok_s,prefill_tok_s,best_of\n");
   for (const int64_t n : bench::parse_list(streams)) {
     std::vector<std::vector<int32_t>> ps;

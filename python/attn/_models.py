@@ -141,10 +141,12 @@ class TextClassifier:
 class Generator:
     """Text generation with a GGUF decoder: "smollm2" (SmolLM2-135M-Instruct, found as
     `attn generate --model smollm2` finds it) or a .gguf path of any architecture the runtime reads
-    (llama, qwen2, qwen3, phi3, gemma2, gemma3; docs/runtime.md)."""
+    (llama, qwen2, qwen3, phi3, gemma2, gemma3; docs/runtime.md). quantize="q8_0" or "q4_0" converts
+    the model's f32 / f16 / bf16 matrices (not the embeddings) to those blocks at load, on the
+    runtime's decoder (what `attn generate --quantize` does)."""
 
-    def __init__(self, model="smollm2", max_context=2048):
-        self._gen = _attn.Generator(str(model), int(max_context))
+    def __init__(self, model="smollm2", max_context=2048, quantize="none"):
+        self._gen = _attn.Generator(str(model), int(max_context), str(quantize))
         self.last = None  # details of the last finished generate()
         self.last_batch = None  # per prompt of the last generate_batch()
 

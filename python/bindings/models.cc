@@ -160,10 +160,15 @@ class Generator {
  public:
   // Every decoder on models::TextDecoder (the runtime): "smollm2", "gemma3", a .gguf or a Hugging Face
   // folder (models::resolve_decoder_model).
-  Generator(const std::string& name, int64_t max_context) {
+  // quantize ("none", "q8_0", "q4_0"; runtime::parse_load_quant): the f32 / f16 / bf16 matrices
+  // converted at load.
+  Generator(const std::string& name, int64_t max_context, const std::string& quantize) {
+    const models::runtime::LoadQuant quant =
+        without_gil(ErrorKind::value, [&] { return models::runtime::parse_load_quant(quantize); });
     without_gil(ErrorKind::runtime, [&] {
       models::TextDecoderOptions o;
       o.max_context = max_context;
+      o.quantize = quant;
       dec_ = std::make_unique<models::TextDecoder>(
           models::TextDecoder::load(models::resolve_decoder_model(name).path, o));
       return 0;
@@ -396,7 +401,8 @@ void bind_models(nb::module_& m) {
       .def_prop_ro("labels", &Classifier::labels)
       .def_prop_ro("max_len", &Classifier::max_len);
   nb::class_<Generator>(m, "Generator")
-      .def(nb::init<const std::string&, int64_t>(), "name"_a, "max_context"_a)
+      .def(nb::init<const std::string&, int64_t, const std::string&>(), "name"_a, "max_context"_a,
+           "quantize"_a)
       .def("generate", &Generator::generate, "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a,
            "top_p"_a, "seed"_a, "chat"_a, "system"_a.none(), "on_text"_a.none())
       .def("generate_batch", &Generator::generate_batch, "prompts"_a, "max_new_tokens"_a, "temperature"_a,

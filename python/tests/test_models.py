@@ -256,3 +256,15 @@ def test_generator_runs_any_runtime_architecture():
         assert isinstance(chat, str) and g.last["prompt_tokens"] > 10  # the template's markers were added
     with pytest.raises(ValueError, match="context"):
         g.generate("word " * 100, max_new_tokens=1)
+
+
+def test_generator_quantizes_at_load():
+    # The F32 Qwen3 file with its matrices converted to Q8_0 / Q4_0 at load (the logits near the f32
+    # load's: tests/models/decoder_quantize_test.cc): text comes back, and a bad name is refused.
+    path = _decoder_file("qwen3.gguf")
+    for q in ("q8_0", "q4_0"):
+        g = attn.Generator(path, max_context=64, quantize=q)
+        assert isinstance(g.generate("hello world", max_new_tokens=4), str)
+        assert len(g.last["ids"]) == 4
+    with pytest.raises(ValueError, match="none, q8_0, q4_0"):
+        attn.Generator(path, max_context=64, quantize="q3")

@@ -75,6 +75,7 @@ TextDecoder TextDecoder::load(const std::string& path, const TextDecoderOptions&
   auto impl = std::make_unique<Impl>();
   runtime::DecoderOptions o;
   o.max_context = options.max_context;
+  o.quantize = options.quantize;
   if (std::filesystem::is_directory(path)) {
     impl->folder = path;
     const std::string tj = path + "/tokenizer.json";

@@ -37,6 +37,13 @@ WeightMatrix WeightMatrix::dense(std::vector<float> values, int64_t N, int64_t K
   return w;
 }
 
+WeightMatrix WeightMatrix::quantize(QuantFormat format, const float* values, int64_t N, int64_t K) {
+  auto blocks = std::make_shared<const std::vector<std::byte>>(quantize_blocks(format, values, N, K));
+  WeightMatrix w = quantized(format, blocks->data(), N, K);
+  w.blocks_ = std::move(blocks);
+  return w;
+}
+
 void WeightMatrix::row(int64_t n, float* out) const {
   ATTN_CHECK(n >= 0 && n < N_, "weight matrix: row ", n, " out of range [0, ", N_, ")");
   if (quant_)
@@ -48,7 +55,14 @@ void WeightMatrix::row(int64_t n, float* out) const {
 int64_t WeightMatrix::owned_bytes() const {
   int64_t b = static_cast<int64_t>(f32_.size() * sizeof(float));
   if (quant_ && q_.has_q8()) b += N_ * K_ + N_ * (K_ / 32) * 8;  // int8 quants + per-block scale terms
+  if (blocks_) b += static_cast<int64_t>(blocks_->size());
   return b;
+}
+
+int64_t WeightMatrix::weight_bytes() const {
+  if (!quant_) return owned_bytes();
+  const int64_t stored = N_ * (K_ / quant_block_elems(q_.format())) * quant_block_bytes(q_.format());
+  return owned_bytes() + (blocks_ ? 0 : stored);
 }
 
 std::string WeightMatrix::form() const { return quant_ ? quant_format_name(q_.format()) : "F32"; }

@@ -36,7 +36,10 @@ class DecoderGen final : public GenModel {
 
 }  // namespace
 
-std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t context, std::string* id) {
+std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t context, const std::string& quantize,
+                                         std::string* id) {
+  const models::runtime::LoadQuant quant =
+      quantize.empty() ? models::runtime::LoadQuant::none : models::runtime::parse_load_quant(quantize);
   const models::DecoderModelName m = models::resolve_decoder_model(name);
   if (!models::is_decoder_folder(m.path)) {
     const io::GgufFile f = io::GgufFile::open(m.path);
@@ -49,6 +52,7 @@ std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t contex
   }
   models::TextDecoderOptions o;
   o.max_context = context;
+  o.quantize = quant;
   *id = m.id;
   return std::make_unique<DecoderGen>(models::TextDecoder::load(m.path, o));
 }

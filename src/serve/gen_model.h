@@ -42,6 +42,10 @@ class GenModel {
 
 // --generate NAME: "smollm2" (SmolLM2-135M-Instruct), "gemma3" (Gemma 3 270M), or a .gguf path of
 // either architecture (general.architecture "llama" or "gemma3"). *id receives the served model id.
-std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t context, std::string* id);
+// quantize: "" or "none", else "q8_0" / "q4_0" (runtime::parse_load_quant; other values refused):
+// the model then runs on the runtime's decoder (models::TextDecoder) whatever its architecture, its
+// f32 / f16 / bf16 matrices converted at load.
+std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t context,
+                                         const std::string& quantize, std::string* id);
 
 }  // namespace attn::serve::detail

@@ -302,7 +302,7 @@ void Server::load_models() {
           ")");
   }
   if (!o.generate.empty()) {
-    s.gen_model = detail::load_gen_model(o.generate, l.context, &s.generate_id);
+    s.gen_model = detail::load_gen_model(o.generate, l.context, o.generate_quantize, &s.generate_id);
     s.generate_aliases = {o.generate};
     if (s.gen_model->architecture() == "gemma3")
       s.generate_aliases.insert(s.generate_aliases.end(), {"gemma3", "gemma-3-270m"});

@@ -55,6 +55,26 @@ TEST(DecoderCli, AHuggingFaceFolderGeneratesAsItsGgufDoes) {
   EXPECT_EQ(att.status, 0) << att.err;
 }
 
+TEST(DecoderCli, QuantizeAtLoadEqualsTheLibrarysQuantizedDecoder) {
+  for (const std::string q : {"q8_0", "q4_0"}) {
+    SCOPED_TRACE(q);
+    const auto r = run_attn("generate --model '" + file("hf_qwen3") + "' --quantize " + q +
+                            " --max-new 6 --stats 'hello world'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    models::TextDecoderOptions o;
+    o.max_context = 64;
+    o.quantize = models::runtime::parse_load_quant(q);
+    models::TextDecoder m = models::TextDecoder::load(file("hf_qwen3"), o);
+    models::LlamaTextOptions t;
+    t.max_new_tokens = 6;
+    EXPECT_EQ(r.out, models::decoder_generate_text(m, m.encode_text("hello world"), t).text + "\n");
+    EXPECT_NE(r.err.find("MiB (" + q + ")]"), std::string::npos) << r.err;
+  }
+  const auto bad = run_attn("generate --model '" + file("hf_qwen3") + "' --quantize q3 'hello'");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("none, q8_0, q4_0"), std::string::npos) << bad.err;
+}
+
 TEST(DecoderCli, AttentionExportNamesTheSlidingLayers) {
   const std::string out = ::testing::TempDir() + "attn_decoder_cli_" + std::to_string(::getpid()) + ".json";
   const auto r =

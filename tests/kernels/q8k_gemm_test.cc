@@ -33,11 +33,9 @@ struct GCase {
 
 std::vector<GCase> cases() {
   std::vector<GCase> v;
-  const std::pair<KFormat, const char*> fs[] = {{KFormat::q5_0, "q5_0"},
-                                                {KFormat::q8_0, "q8_0"},
-                                                {KFormat::q4_k, "q4_k"},
-                                                {KFormat::q5_k, "q5_k"},
-                                                {KFormat::q6_k, "q6_k"}};
+  const std::pair<KFormat, const char*> fs[] = {{KFormat::q4_0, "q4_0"}, {KFormat::q5_0, "q5_0"},
+                                                {KFormat::q8_0, "q8_0"}, {KFormat::q4_k, "q4_k"},
+                                                {KFormat::q5_k, "q5_k"}, {KFormat::q6_k, "q6_k"}};
   for (const auto& [f, n] : fs) {
     const std::string p = std::string(n) + "_";
     const int64_t be = kernels::kformat_block_elems(f);

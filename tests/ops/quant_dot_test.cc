@@ -17,8 +17,8 @@ namespace attn::ops {
 namespace {
 
 TEST(QuantDot, EveryFormatIsCloseToTheF32ActivationProduct) {
-  for (QuantFormat f :
-       {QuantFormat::q5_0, QuantFormat::q8_0, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k}) {
+  for (QuantFormat f : {QuantFormat::q4_0, QuantFormat::q5_0, QuantFormat::q8_0, QuantFormat::q4_k,
+                        QuantFormat::q5_k, QuantFormat::q6_k}) {
     ASSERT_TRUE(quant_dot_supported(f)) << quant_format_name(f);
     const int64_t N = 11, K = 512, M = 2;
     const std::vector<std::byte> wb = testing::quant_blocks(f, N, K, 9);

@@ -28,8 +28,8 @@ class ThreadsGuard {
 
 TEST(QuantMatmul, EveryFormatEqualsTheDecodeProductOnOneAndTwoThreads) {
   ThreadsGuard keep;
-  for (QuantFormat f :
-       {QuantFormat::q5_0, QuantFormat::q8_0, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k}) {
+  for (QuantFormat f : {QuantFormat::q4_0, QuantFormat::q5_0, QuantFormat::q8_0, QuantFormat::q4_k,
+                        QuantFormat::q5_k, QuantFormat::q6_k}) {
     const int64_t N = 53, K = 768;
     const std::vector<std::byte> wb = testing::quant_blocks(f, N, K, 9);
     const QuantMatrix w(f, wb.data(), N, K);

@@ -88,5 +88,42 @@ TEST(WeightMatrix, DenseWeightsAndErrors) {
   EXPECT_THROW(ops::linear_rows(two, x.data(), M, K, s), Error);
 }
 
+TEST(WeightMatrix, QuantizeOwnsItsBlocksAndCountsTheirBytes) {
+  const int64_t N = 5, K = 64;
+  const std::vector<float> w = random_rows(N, K, 21);
+  for (const QuantFormat f : {QuantFormat::q8_0, QuantFormat::q4_0}) {
+    SCOPED_TRACE(ops::quant_format_name(f));
+    const std::vector<std::byte> blocks = ops::quantize_blocks(f, w.data(), N, K);
+    ops::WeightMatrix copy;
+    {
+      const ops::WeightMatrix m = ops::WeightMatrix::quantize(f, w.data(), N, K);
+      EXPECT_TRUE(m.is_quantized());
+      EXPECT_EQ(m.form(), ops::quant_format_name(f));
+      EXPECT_EQ(m.owned_bytes(), static_cast<int64_t>(blocks.size()));
+      EXPECT_EQ(m.weight_bytes(), N * K / 32 * ops::quant_block_bytes(f));
+      copy = m;  // shares the blocks, which outlive m
+    }
+    const ops::WeightMatrix borrowed = ops::WeightMatrix::quantized(f, blocks.data(), N, K);
+    EXPECT_EQ(borrowed.owned_bytes(), 0);
+    EXPECT_EQ(borrowed.weight_bytes(), copy.weight_bytes());
+    std::vector<float> a(K), b(K);
+    for (int64_t n = 0; n < N; ++n) {
+      copy.row(n, a.data());
+      borrowed.row(n, b.data());
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "row " << n;
+    }
+    // The product through linear_rows equals the borrowed blocks' bit for bit.
+    const std::vector<float> x = random_rows(3, K, 22);
+    std::vector<float> ya(3 * N), yb(3 * N);
+    ops::LinearScratch s;
+    const ops::LinearJob ja{&copy, ya.data(), N}, jb{&borrowed, yb.data(), N};
+    ops::linear_rows({&ja, 1}, x.data(), 3, K, s);
+    ops::linear_rows({&jb, 1}, x.data(), 3, K, s);
+    EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)));
+  }
+  EXPECT_EQ(ops::WeightMatrix::dense(std::vector<float>(w), N, K).weight_bytes(), N * K * 4);
+  EXPECT_ERROR_CONTAINS(ops::WeightMatrix::quantize(QuantFormat::q5_0, w.data(), N, K), {"Q8_0 or Q4_0"});
+}
+
 }  // namespace
 }  // namespace attn

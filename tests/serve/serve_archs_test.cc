@@ -81,6 +81,43 @@ TEST(ServeArchs, EveryDecoderArchitectureChatsOnTheRuntime) {
   }
 }
 
+TEST(ServeArchs, QuantizeAtLoadServesTheQuantizedDecodersText) {
+  // --quantize q4_0 on an F32 file: the reply is the greedy continuation of the decoder quantized the
+  // same way by the library; a bad value is refused at load, naming the choices.
+  const std::string path = ::attn::testing::source_path("tests/models/data/decoders/qwen3.gguf");
+  ServerOptions o;
+  o.generate = path;
+  o.generate_quantize = "q4_0";
+  o.limits.context = 128;
+  Running s(o);
+  const auto r = s.post("/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": "hello world"}], "max_tokens": 6,
+                            "temperature": 0})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  models::TextDecoderOptions to;
+  to.max_context = 128;
+  to.quantize = models::runtime::LoadQuant::q4_0;
+  models::TextDecoder m = models::TextDecoder::load(path, to);
+  models::GenerateOptions g;
+  g.max_new_tokens = 6;
+  m.set_stop_tokens(g);
+  const auto out =
+      models::runtime::generate_batch(m.decoder(), {m.encode(m.chat_pieces({{"user", "hello world"}}))}, g);
+  EXPECT_EQ(body_of(r).at("choices").at(std::size_t{0}).at("message").at("content").as_string(),
+            served_text(m, out[0].ids));
+  ServerOptions bad;
+  bad.generate = path;
+  bad.generate_quantize = "q4_k";
+  Server server(bad);
+  try {
+    server.load_models();
+    FAIL() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("none, q8_0, q4_0"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ServeArchs, AnUnsupportedArchitectureIsRefusedByName) {
   ServerOptions o;
   o.generate = ::attn::testing::source_path("tests/io/data/gguf_good.gguf");

@@ -32,6 +32,8 @@ const std::vector<OptionSpec>& generate_specs() {
       {"chat", "", "wrap the prompt in the model's chat template as one user message"},
       {"system", "TEXT", "with --chat (and in attn chat): the system message (default: the template's)"},
       {"max-context", "N", "positions of the sequence (default 4096; at most the model's context)"},
+      {"quantize", "TYPE",
+       "q8_0 or q4_0: the f32 / f16 / bf16 matrices (not the embeddings) converted at load (default none)"},
       {"threads", "N", "worker threads (default: all cores or ATTN_NUM_THREADS)"},
       {"save-attention", "FILE", "write the prompt's per-layer attention as an `attn view` export"},
       {"stats", "", "print prompt and generation speed (tokens/s) and the KV cache held to stderr"},
@@ -53,6 +55,7 @@ Session open_session(const Args& a) {
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
   models::TextDecoderOptions o;
   o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 4096;
+  if (a.has("quantize")) o.quantize = models::runtime::parse_load_quant(a.str("quantize"));
   Session s{name, models::TextDecoder::load(name.path, o), text_options(a), 0, a.has("stats")};
   s.seed = a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0;
   return s;
@@ -64,10 +67,11 @@ void print_stats(const Session& s, const models::TextReply& r, int64_t cached, i
   const std::size_t n = r.ids.size();
   std::fprintf(stderr,
                "\n[%s: prompt %lld tokens (%lld from the cache), first token after %.3f s; generated %zu "
-               "tokens, %.1f tokens/s; KV cache %.1f MiB]\n",
+               "tokens, %.1f tokens/s; KV cache %.1f MiB; weights %.1f MiB]\n",
                s.model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens),
                static_cast<long long>(cached), r.prompt_seconds, n, n > 1 ? (n - 1) / r.generate_seconds : 0.0,
-               static_cast<double>(kv_bytes) / (1 << 20));
+               static_cast<double>(kv_bytes) / (1 << 20),
+               static_cast<double>(s.model.decoder().weight_bytes()) / (1 << 20));
 }
 
 }  // namespace

@@ -26,6 +26,9 @@ const std::vector<OptionSpec>& serve_options() {
       {"generate", "MODEL",
        "serve chat and completions: smollm2 (SmolLM2-135M-Instruct), gemma3 (Gemma 3 270M), a .gguf file\n"
        "(llama, qwen2, qwen3, phi3, gemma2, gemma3) or a Hugging Face decoder folder"},
+      {"quantize", "TYPE",
+       "with --generate: q8_0 or q4_0, the model's f32 / f16 / bf16 matrices converted at load\n"
+       "(on the runtime's decoder, whatever the architecture; default none)"},
       {"classify", "FILE", "serve classification: a model file from 'attn train classify'"},
       {"explain", "MODELS",
        "the explainer page at /explain for these models, comma-separated: e5, smollm2, gemma3\n"
@@ -111,6 +114,8 @@ serve::ServerOptions server_options(const Args& a) {
   if (a.has("port")) o.port = static_cast<int>(a.integer("port", 0, 65535));
   if (a.has("embed")) o.embed = a.str("embed");
   if (a.has("generate")) o.generate = a.str("generate");
+  if (a.has("quantize")) o.generate_quantize = a.str("quantize");
+  ATTN_CHECK(o.generate_quantize.empty() || !o.generate.empty(), "--quantize needs --generate MODEL");
   if (a.has("classify")) o.classify = a.str("classify");
   if (a.has("explain")) o.explain = a.words("explain", ',');
   if (a.has("rerank")) o.rerank = a.str("rerank");

@@ -46,6 +46,8 @@ struct TextReply {
 
 struct TextDecoderOptions {
   int64_t max_context = 0;  // 0: the file's context
+  // Matrices converted to Q8_0 / Q4_0 blocks at load (runtime::DecoderOptions::quantize).
+  runtime::LoadQuant quantize = runtime::LoadQuant::none;
 };
 
 class TextDecoder {

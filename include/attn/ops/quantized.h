@@ -37,6 +37,16 @@ const char* quant_format_name(QuantFormat format);  // "Q4_K", ...
 // in one of the formats above.
 bool quant_format_of_ggml(uint32_t ggml_type, QuantFormat* out);
 
+// Weights to blocks (issue 38: quantization at load): w [N, K] (row stride K, K a positive multiple of
+// 32) -> N rows of K / 32 stored blocks of `format`, Q8_0 or Q4_0 (ggml's reference rounding, so a file
+// llama.cpp would write from the same f32 values holds the same bytes):
+//   Q8_0: d = f16(max|w| / 127), q = round(w / d) in [-127, 127]
+//   Q4_0: d = f16(m / -8) with m the value of largest magnitude, q = min(15, trunc(w / d + 8.5)),
+//         value d·(q - 8)
+// Rows split over the thread pool. Throws for another format, a bad shape or a value that is not
+// finite (naming its row).
+std::vector<std::byte> quantize_blocks(QuantFormat format, const float* w, int64_t N, int64_t K);
+
 // W [N, K]: a view of N stored rows of K / 32 blocks (the GGUF tensor's bytes, not owned), and
 // optionally the repacked copy the 8-bit products read (owned).
 class QuantMatrix {
@@ -124,7 +134,7 @@ Q8Dot q8_dot();
 
 // ---- issue 19: 8-bit activations for the formats of Gemma 3's GGUF (kernels/cpu/q8k.h) ----------
 // llama.cpp-style integer products on the stored blocks (no repacked copy): the activation row is
-// quantized once per product, then integer dot products (AVX-512 VNNI or AVX2) against Q5_0, Q8_0,
+// quantized once per product, then integer dot products (AVX-512 VNNI or AVX2) against Q4_0, Q5_0, Q8_0,
 // Q4_K, Q5_K or Q6_K weights. The activations are rounded to 8 bits (an error of at most half a step,
 // max|x| / 254 per block, on every value), so the result differs from quant_linear_rows by that;
 // tests bound it.
@@ -136,7 +146,7 @@ bool quant_dot_supported(QuantFormat format);
 bool quant_dot_fast();
 
 // M rows of K activations in 8 bits for one weight format family: Q8_K (blocks of 256, f32 scale)
-// for Q4_K / Q5_K / Q6_K, Q8_0 (blocks of 32, f16 scale) for Q5_0 / Q8_0; with the sums of every 16.
+// for Q4_K / Q5_K / Q6_K, Q8_0 (blocks of 32, f16 scale) for Q4_0 / Q5_0 / Q8_0; with the sums of every 16.
 // Buffers are kept between calls.
 class QuantActivations {
  public:

@@ -30,6 +30,9 @@ class WeightMatrix {
   static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K);
   // f32 values [N, K], owned.
   static WeightMatrix dense(std::vector<float> values, int64_t N, int64_t K);
+  // f32 values [N, K] (row stride K) quantized to owned Q8_0 or Q4_0 blocks (ops::quantize_blocks);
+  // K a positive multiple of 32. Copies of the result share the blocks.
+  static WeightMatrix quantize(QuantFormat format, const float* values, int64_t N, int64_t K);
 
   int64_t rows() const { return N_; }  // N
   int64_t cols() const { return K_; }  // K
@@ -39,8 +42,12 @@ class WeightMatrix {
   const float* values() const { return f32_.data(); }
   // Row n of W as f32 (exactly io::dequantize's values for blocks): out [K].
   void row(int64_t n, float* out) const;
-  // Bytes this object holds besides borrowed blocks (f32 values, repacked copy).
+  // Bytes this object holds besides borrowed blocks (f32 values, blocks made by quantize(), repacked
+  // copy).
   int64_t owned_bytes() const;
+  // Bytes of the weights as the products read them: f32 values, or the blocks (borrowed or owned) and
+  // the repacked copy.
+  int64_t weight_bytes() const;
   // "Q4_K", "Q8_0", ..., or "F32".
   std::string form() const;
 
@@ -48,6 +55,7 @@ class WeightMatrix {
   bool quant_ = false;
   QuantMatrix q_;
   std::vector<float> f32_;
+  std::shared_ptr<const std::vector<std::byte>> blocks_;  // quantize()'s blocks (q_ points into them)
   int64_t N_ = 0, K_ = 0;
 };
 

@@ -73,6 +73,9 @@ struct ServerOptions {
   int port = 8080;       // 0: an ephemeral port (Server::port() says which)
   std::string embed;     // "" none; "minilm", or a BERT folder (tasks::find_encoder)
   std::string generate;  // "" none; "smollm2", "gemma3", a .gguf file or a Hugging Face decoder folder
+  // "" or "none"; "q8_0" / "q4_0": the generate model on the runtime's decoder with its f32 / f16 /
+  // bf16 matrices converted at load (models/runtime/decoder.h: LoadQuant), whatever its architecture.
+  std::string generate_quantize;
   std::string classify;  // "" none; a model file from `attn train classify`
   // The explainer page (GET /explain, POST /v1/explain; docs/explainer.md): the models it steps
   // through, of teach::kStageModels ("e5", "smollm2", "gemma3"); loaded at start, apart from the above.

@@ -109,6 +109,36 @@ struct Q8Body {
     }
   }
 
+  // Q4_0: 18-byte blocks (f16 d, 16 bytes of 4-bit quants, element i low nibble of byte i, 16 + i the
+  // high one), value d·(q - 8): q5_0 without the fifth bits.
+  template <int R>
+  static void q4_0(const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, float* out) {
+    constexpr int P = chains(R);
+    __m256 acc[R][P];
+    float corr[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm256_setzero_ps(), corr[r][p] = 0;
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    blocks<P>(K / 32, [&](int64_t b, int p) {
+      const std::byte* blk = row + 18 * b;
+      const float dw = half_of(blk);
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+      const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), lo4);
+      for (int r = 0; r < R; ++r) {
+        const int64_t m = m0 + r;
+        const __m256i xv = load32(x.q + m * x.ldq + 32 * b);
+        const float s = dw * x.d[m * x.ldd + b];
+        acc[r][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(D::dot(q, xv)), _mm256_set1_ps(s), acc[r][p]);
+        corr[r][p] += s * static_cast<float>(x.bsum[m * x.ldb + 2 * b] + x.bsum[m * x.ldb + 2 * b + 1]);
+      }
+    });
+    for (int r = 0; r < R; ++r) {
+      float c = 0;
+      for (int p = 0; p < P; ++p) c += corr[r][p];
+      out[r] = hsum(fold<P>(acc[r])) - 8.0f * c;
+    }
+  }
+
   template <int R, bool Five>
   static void q45_k(const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, float* out) {
     __m256 acc[R];
@@ -207,6 +237,9 @@ struct Q8Body {
       case KFormat::q8_0:
         q8_0<R>(row, K, x, m0, out);
         break;
+      case KFormat::q4_0:
+        q4_0<R>(row, K, x, m0, out);
+        break;
       case KFormat::q5_0:
         q5_0<R>(row, K, x, m0, out);
         break;
@@ -275,6 +308,9 @@ struct Q8Body {
       case KFormat::q8_0:
         each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q8_0<1>(w + n * rb, K, x, 0, o); });
         break;
+      case KFormat::q4_0:
+        each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q4_0<1>(w + n * rb, K, x, 0, o); });
+        break;
       case KFormat::q5_0:
         each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q5_0<1>(w + n * rb, K, x, 0, o); });
         break;
@@ -298,6 +334,9 @@ struct Q8Body {
     switch (f) {
       case KFormat::q8_0:
         each_row(n0, n1, y, accumulate, [&](int64_t n, float* o) { q8_0<1>(w + n * rb, K, x, 0, o); });
+        break;
+      case KFormat::q4_0:
+        each_row(n0, n1, y, accumulate, [&](int64_t n, float* o) { q4_0<1>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q5_0:
         each_row(n0, n1, y, accumulate, [&](int64_t n, float* o) { q5_0<1>(w + n * rb, K, x, 0, o); });

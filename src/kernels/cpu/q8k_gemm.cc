@@ -19,6 +19,8 @@ int32_t offset_of(KFormat f, bool signed_q8) {
   switch (f) {
     case KFormat::q8_0:
       return signed_q8 ? 0 : 128;
+    case KFormat::q4_0:
+      return 8;
     case KFormat::q5_0:
       return 16;
     case KFormat::q6_k:
@@ -44,6 +46,15 @@ void pack_row(KFormat f, const std::byte* row, int64_t K, uint8_t* q, float* s, 
       for (int64_t b = 0; b < K / 32; ++b, u += 34) {
         s[b] = half(reinterpret_cast<const std::byte*>(u)), o[b] = 0;
         for (int i = 0; i < 32; ++i) q[32 * b + i] = static_cast<uint8_t>(u[2 + i] ^ 0x80u);
+      }
+      break;
+    case KFormat::q4_0:
+      for (int64_t b = 0; b < K / 32; ++b, u += 18) {
+        s[b] = half(reinterpret_cast<const std::byte*>(u)), o[b] = 0;
+        for (int i = 0; i < 16; ++i) {
+          q[32 * b + i] = static_cast<uint8_t>(u[2 + i] & 0xf);
+          q[32 * b + 16 + i] = static_cast<uint8_t>(u[2 + i] >> 4);
+        }
       }
       break;
     case KFormat::q5_0:
@@ -109,7 +120,7 @@ bool use_vnni() { return cpu::active_isa() == cpu::Isa::avx512 && cpu::cpu_has_a
 
 void check(KFormat f, int64_t N, int64_t K, int64_t p0, int64_t p1) {
   ATTN_CHECK(q8k_supported(f), "q8k_gemm: weight format ", kformat_name(f),
-             " has no 8-bit activation product (Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+             " has no 8-bit activation product (Q4_0 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
   ATTN_CHECK(N > 0 && K > 0 && K % kformat_block_elems(f) == 0,
              "q8k_gemm: need N > 0 and K a positive multiple of ", kformat_block_elems(f), " for ",
              kformat_name(f), "; got N ", N, ", K ", K);

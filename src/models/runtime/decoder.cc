@@ -188,6 +188,7 @@ void finish(Decoder::Impl& m, const DecoderOptions& options, const std::string& 
   ATTN_CHECK(options.max_context >= 0, m.c.arch, ": max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
   m.q8 = options.activations_8bit;
+  detail::quantize_weights(m.w, options.quantize);
   const double kv_bytes = static_cast<double>(m.c.layers) * static_cast<double>(m.c.kv_heads) *
                           static_cast<double>(m.c.head_dim) * 8.0;  // f32 K and V per position
   ATTN_CHECK(kv_bytes > 0 && kv_bytes <= kMaxKvCacheBytes, m.c.arch, ": ", where,
@@ -216,6 +217,7 @@ std::unique_ptr<Decoder> Decoder::load_hf(const std::string& folder, const Decod
 }
 
 const DecoderConfig& Decoder::config() const { return impl_->c; }
+int64_t Decoder::weight_bytes() const { return detail::weight_bytes(impl_->w); }
 int64_t Decoder::batch_vocab() const { return impl_->c.vocab; }
 int64_t Decoder::batch_context() const { return impl_->cap; }
 

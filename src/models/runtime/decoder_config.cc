@@ -3,6 +3,7 @@
 #include <attn/core/error.h>
 #include <attn/models/runtime/decoder.h>
 
+#include <cctype>
 #include <cmath>
 
 namespace attn::models::runtime {
@@ -10,6 +11,26 @@ namespace attn::models::runtime {
 const std::vector<std::string>& decoder_architectures() {
   static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"};
   return archs;
+}
+
+const char* load_quant_name(LoadQuant q) {
+  switch (q) {
+    case LoadQuant::q8_0:
+      return "q8_0";
+    case LoadQuant::q4_0:
+      return "q4_0";
+    default:
+      return "none";
+  }
+}
+
+LoadQuant parse_load_quant(const std::string& s) {
+  for (LoadQuant q : {LoadQuant::none, LoadQuant::q8_0, LoadQuant::q4_0}) {
+    std::string upper = load_quant_name(q);
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (s == load_quant_name(q) || (q != LoadQuant::none && s == upper)) return q;
+  }
+  throw Error(::attn::detail::concat("quantize: expected one of none, q8_0, q4_0; got '", s, "'"));
 }
 
 namespace {

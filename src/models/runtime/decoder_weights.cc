@@ -209,4 +209,29 @@ DecoderWeights load_decoder_weights(const io::GgufFile& f, const DecoderConfig& 
   return w;
 }
 
+void quantize_weights(DecoderWeights& w, LoadQuant quant) {
+  if (quant == LoadQuant::none) return;
+  const ops::QuantFormat f = quant == LoadQuant::q8_0 ? ops::QuantFormat::q8_0 : ops::QuantFormat::q4_0;
+  const auto q = [f](ops::WeightMatrix& m) {
+    if (m.empty() || m.is_quantized() || m.cols() % ops::kQuantBlock != 0) return;
+    m = ops::WeightMatrix::quantize(f, m.values(), m.rows(), m.cols());
+  };
+  q(w.output);  // empty when tied to the embeddings, which stay f32
+  for (DecoderLayer& y : w.layers)
+    for (ops::WeightMatrix* m : {&y.wq, &y.wk, &y.wv, &y.wo, &y.gate, &y.up, &y.down}) q(*m);
+}
+
+int64_t weight_bytes(const DecoderWeights& w) {
+  const auto v = [](const std::vector<float>& x) { return static_cast<int64_t>(x.size() * sizeof(float)); };
+  int64_t b = w.embed.weight_bytes() + w.output.weight_bytes() + v(w.output_norm) + v(w.rope_freqs);
+  for (const DecoderLayer& y : w.layers) {
+    for (const ops::WeightMatrix* m : {&y.wq, &y.wk, &y.wv, &y.wo, &y.gate, &y.up, &y.down})
+      b += m->weight_bytes();
+    for (const std::vector<float>* x : {&y.attn_norm, &y.q_norm, &y.k_norm, &y.post_attn_norm, &y.ffn_norm,
+                                        &y.post_ffw_norm, &y.bq, &y.bk, &y.bv})
+      b += v(*x);
+  }
+  return b;
+}
+
 }  // namespace attn::models::runtime::detail

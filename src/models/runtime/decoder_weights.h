@@ -28,6 +28,11 @@ struct DecoderWeights {
 // tensor the config does not use is an error too. Throws attn::Error listing the problems.
 DecoderWeights load_decoder_weights(const io::GgufFile& file, const DecoderConfig& config);
 
+// DecoderOptions::quantize applied to weights read from a file (decoder.h: LoadQuant).
+void quantize_weights(DecoderWeights& weights, LoadQuant quant);
+// Decoder::weight_bytes of these weights.
+int64_t weight_bytes(const DecoderWeights& weights);
+
 // A Hugging Face folder: config.json and model.safetensors (or the shards model.safetensors.index.json
 // names), f32 / f16 / bf16 weights read as f32, transformers' tensor names (decoder_hf.cc).
 struct HfDecoder {

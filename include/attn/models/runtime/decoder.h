@@ -58,8 +58,22 @@ struct DecoderConfig {
 // "llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3".
 const std::vector<std::string>& decoder_architectures();
 
+// Quantization at load (issue 38): every f32 (F32 / F16 / BF16 in the file) 2-D weight matrix but the
+// embeddings table — q, k, v, o, gate, up, down and an untied output matrix — converted to Q8_0 or
+// Q4_0 blocks held by the decoder (ops::quantize_blocks), so they run through the quantized products
+// (8-bit activations where the CPU has the vector kernel). Matrices already quantized in a GGUF stay
+// as they are, and so do norms, biases, the embeddings (a tied output too) and any matrix whose K is
+// not a multiple of 32.
+enum class LoadQuant { none, q8_0, q4_0 };
+// "none", "q8_0", "q4_0".
+const char* load_quant_name(LoadQuant q);
+// The LoadQuant named by s ("none", "q8_0", "q4_0"; also "Q8_0", "Q4_0"); attn::Error naming the
+// choices otherwise.
+LoadQuant parse_load_quant(const std::string& s);
+
 struct DecoderOptions {
   int64_t max_context = 0;  // 0: the file's context
+  LoadQuant quantize = LoadQuant::none;
   // 8-bit activations against quantized weights where the CPU has a vector kernel (ops::linear_rows);
   // false keeps f32 activations (slower; for comparisons with a reference that does not round them).
   bool activations_8bit = true;
@@ -77,6 +91,9 @@ class Decoder : public BatchDecoder {
   ~Decoder() override;
 
   const DecoderConfig& config() const;
+  // Bytes of the weights the products and the embedding lookup read (ops::WeightMatrix::weight_bytes
+  // of every matrix, 4 per value of every norm and bias): what quantization at load shrinks.
+  int64_t weight_bytes() const;
   int64_t batch_vocab() const override;
   int64_t batch_context() const override;
   KvCacheConfig kv_layout() const override;
