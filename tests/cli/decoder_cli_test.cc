@@ -65,7 +65,7 @@ TEST(DecoderCli, QuantizeAtLoadEqualsTheLibrarysQuantizedDecoder) {
     o.max_context = 64;
     o.quantize = models::runtime::parse_load_quant(q);
     models::TextDecoder m = models::TextDecoder::load(file("hf_qwen3"), o);
-    models::LlamaTextOptions t;
+    models::TextOptions t;
     t.max_new_tokens = 6;
     EXPECT_EQ(r.out, models::decoder_generate_text(m, m.encode_text("hello world"), t).text + "\n");
     EXPECT_NE(r.err.find("MiB (" + q + ")]"), std::string::npos) << r.err;
