@@ -48,6 +48,7 @@ struct Session {
   models::TextOptions text;
   uint64_t seed = 0;
   bool stats = false;
+  models::runtime::LoadQuant quantize = models::runtime::LoadQuant::none;
 };
 
 Session open_session(const Args& a) {
@@ -56,7 +57,7 @@ Session open_session(const Args& a) {
   models::TextDecoderOptions o;
   o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 4096;
   if (a.has("quantize")) o.quantize = models::runtime::parse_load_quant(a.str("quantize"));
-  Session s{name, models::TextDecoder::load(name.path, o), text_options(a), 0, a.has("stats")};
+  Session s{name, models::TextDecoder::load(name.path, o), text_options(a), 0, a.has("stats"), o.quantize};
   s.seed = a.has("seed") ? static_cast<uint64_t>(a.integer("seed", 0, INT64_MAX)) : 0;
   return s;
 }
@@ -67,11 +68,12 @@ void print_stats(const Session& s, const models::TextReply& r, int64_t cached, i
   const std::size_t n = r.ids.size();
   std::fprintf(stderr,
                "\n[%s: prompt %lld tokens (%lld from the cache), first token after %.3f s; generated %zu "
-               "tokens, %.1f tokens/s; KV cache %.1f MiB; weights %.1f MiB]\n",
+               "tokens, %.1f tokens/s; KV cache %.1f MiB; weights %.1f MiB (%s)]\n",
                s.model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens),
                static_cast<long long>(cached), r.prompt_seconds, n, n > 1 ? (n - 1) / r.generate_seconds : 0.0,
                static_cast<double>(kv_bytes) / (1 << 20),
-               static_cast<double>(s.model.decoder().weight_bytes()) / (1 << 20));
+               static_cast<double>(s.model.decoder().weight_bytes()) / (1 << 20),
+               models::runtime::load_quant_name(s.quantize));
 }
 
 }  // namespace
