@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
       } else if (f == "kv-f32") {
         o.decode_kv_f16 = false;
       } else if (f != "default") {
-        throw attn::Error("--forms: expected default, runtime, f32-act, kv-f32, quantized or f32-on-load, got " + f);
+        throw attn::Error(
+            "--forms: expected default, runtime, f32-act, kv-f32, quantized or f32-on-load, got " + f);
       }
       attn::models::LlamaOptions lo;
       lo.max_context = P + G + 8;

@@ -7,7 +7,6 @@
 #include <attn/io/model_files.h>
 #include <attn/models/bert_rerank.h>
 #include <attn/models/generate.h>
-#include <attn/models/text_decoder.h>
 #include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_decoder.h>
 #include <attn/models/text_stream.h>
@@ -253,9 +252,7 @@ class Generator {
       return models::runtime::generate_batch(dec_->decoder(), ids, g);
     });
     nb::list out;
-    const auto decode = [this](const std::vector<int32_t>& v) {
-      return dec_->decode(v);
-    };
+    const auto decode = [this](const std::vector<int32_t>& v) { return dec_->decode(v); };
     for (const auto& r : results) {
       models::TextStream text(decode);
       for (int32_t id : r.ids) text.push(id);

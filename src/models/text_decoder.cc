@@ -1,9 +1,9 @@
 // A text decoder from one GGUF file on the runtime (include/attn/models/text_decoder.h).
 #include <attn/core/error.h>
+#include <attn/core/random.h>
 #include <attn/io/files.h>
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
-#include <attn/core/random.h>
 #include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_decoder.h>
 #include <attn/models/text_stream.h>
@@ -177,8 +177,9 @@ DecoderModelName resolve_decoder_model(const std::string& name) {
     if (std::filesystem::exists(name + "/config.json")) return {name, id};
     if (const auto p = io::find_smollm2_gguf(name)) return {*p, "SmolLM2-135M-Instruct"};  // a package folder
   }
-  throw Error(detail::concat("model: '", name, "' is neither a file nor a folder; expected smollm2, gemma3, a ",
-                             ".gguf file or a Hugging Face folder (config.json, safetensors, tokenizer.json)"));
+  throw Error(
+      detail::concat("model: '", name, "' is neither a file nor a folder; expected smollm2, gemma3, a ",
+                     ".gguf file or a Hugging Face folder (config.json, safetensors, tokenizer.json)"));
 }
 
 bool is_decoder_folder(const std::string& path) {
@@ -215,7 +216,7 @@ runtime::KvCacheConfig one_sequence_pool(const TextDecoder& model, int64_t posit
 
 // One request through `sched` (idle before and after), the text streamed through models::TextStream.
 TextReply run_request(TextDecoder& model, runtime::Scheduler& sched, const std::vector<int32_t>& prompt_ids,
-                       const TextOptions& options, uint64_t seed) {
+                      const TextOptions& options, uint64_t seed) {
   TextReply reply;
   reply.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   const int64_t n_new = std::min(options.max_new_tokens, model.capacity() - reply.prompt_tokens);
@@ -267,10 +268,11 @@ TextReply run_request(TextDecoder& model, runtime::Scheduler& sched, const std::
 }  // namespace
 
 TextReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
-                                 const TextOptions& options, uint64_t seed) {
+                                const TextOptions& options, uint64_t seed) {
   check_request(model, prompt_ids, options);
   const auto P = static_cast<int64_t>(prompt_ids.size());
-  runtime::PagedKvCache cache(one_sequence_pool(model, P + std::min(options.max_new_tokens, model.capacity() - P)));
+  runtime::PagedKvCache cache(
+      one_sequence_pool(model, P + std::min(options.max_new_tokens, model.capacity() - P)));
   runtime::Scheduler sched(model.decoder(), cache);
   return run_request(model, sched, prompt_ids, options, seed);
 }
@@ -294,7 +296,7 @@ DecoderSession::DecoderSession(TextDecoder& model) : impl_(std::make_unique<Impl
 DecoderSession::~DecoderSession() = default;
 
 TextReply DecoderSession::generate(const std::vector<int32_t>& prompt_ids, const TextOptions& options,
-                                    uint64_t seed) {
+                                   uint64_t seed) {
   check_request(impl_->model, prompt_ids, options);
   const int64_t before = impl_->sched->stats().cached_tokens;
   TextReply r = run_request(impl_->model, *impl_->sched, prompt_ids, options, seed);
@@ -398,7 +400,8 @@ DecoderChat::Turn DecoderChat::say(const std::string& user_text) {
   }
   history_.insert(history_.end(), reply.begin(), reply.end());
   const std::vector<int32_t> tail = model_.tokenizer().encode(closing, false, true);
-  if (tokens() + static_cast<int64_t>(tail.size()) <= cap) history_.insert(history_.end(), tail.begin(), tail.end());
+  if (tokens() + static_cast<int64_t>(tail.size()) <= cap)
+    history_.insert(history_.end(), tail.begin(), tail.end());
   if (tokens() > cap) history_.resize(static_cast<std::size_t>(cap));
   return t;
 }

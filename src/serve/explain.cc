@@ -36,7 +36,8 @@ void Impl::explain_page(const http::Request& req, http::Response& res) {
 void Impl::explain_stages(const http::Request& req, http::Response& res) {
   require_ready();
   if (explainers.empty())
-    throw HttpError(404, "this server has no explainer model; start it with --explain e5 (or smollm2, gemma3)",
+    throw HttpError(404,
+                    "this server has no explainer model; start it with --explain e5 (or smollm2, gemma3)",
                     "model", "model_not_found");
   const json::Value body = parse_body(req);
   const std::optional<std::string> input = opt_string(body, "input");
@@ -54,8 +55,8 @@ void Impl::explain_stages(const http::Request& req, http::Response& res) {
     have += (have.empty() ? "'" : ", '") + key + "'";
   }
   if (!m)
-    throw HttpError(404, "the explainer has no model '" + excerpt(model) + "'; this server has " + have, "model",
-                    "model_not_found");
+    throw HttpError(404, "the explainer has no model '" + excerpt(model) + "'; this server has " + have,
+                    "model", "model_not_found");
   teach::StagesRequest r;
   r.text = *input;
   r.layer = opt_integer(body, "layer", 0, 1 << 20).value_or(0);

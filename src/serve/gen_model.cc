@@ -36,8 +36,8 @@ class DecoderGen final : public GenModel {
 
 }  // namespace
 
-std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t context, const std::string& quantize,
-                                         std::string* id) {
+std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t context,
+                                         const std::string& quantize, std::string* id) {
   const models::runtime::LoadQuant quant =
       quantize.empty() ? models::runtime::LoadQuant::none : models::runtime::parse_load_quant(quantize);
   const models::DecoderModelName m = models::resolve_decoder_model(name);
@@ -47,7 +47,8 @@ std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t contex
     bool known = false;
     for (const std::string& a : models::runtime::decoder_architectures()) known = known || a == arch;
     std::string list;
-    for (const std::string& a : models::runtime::decoder_architectures()) list += (list.empty() ? "" : ", ") + a;
+    for (const std::string& a : models::runtime::decoder_architectures())
+      list += (list.empty() ? "" : ", ") + a;
     ATTN_CHECK(known, "serve: ", m.path, ": general.architecture is '", arch, "'; the runtime serves ", list);
   }
   models::TextDecoderOptions o;

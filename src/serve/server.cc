@@ -18,18 +18,12 @@ namespace detail {
 
 // The endpoint label of a path (a fixed set, so the metrics' label values stay bounded).
 std::string endpoint_of(const std::string& path) {
-  static const char* known[] = {"/v1/embeddings",
-                                "/v1/chat/completions",
-                                "/v1/completions",
-                                "/v1/classify",
-                                "/v1/rerank",
-                                "/v1/attention",
-                                "/v1/models",
-                                "/health",
-                                "/metrics",
-                                "/",
-                                "/view",
-                                "/explain",
+  static const char* known[] = {"/v1/embeddings",  "/v1/chat/completions",
+                                "/v1/completions", "/v1/classify",
+                                "/v1/rerank",      "/v1/attention",
+                                "/v1/models",      "/health",
+                                "/metrics",        "/",
+                                "/view",           "/explain",
                                 "/v1/explain"};
   for (const char* k : known)
     if (path == k) return k;

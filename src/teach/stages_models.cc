@@ -37,8 +37,8 @@ Mat from_floats(const std::vector<float>& v, int64_t rows, int64_t cols) {
 }
 // Head `h` of rows [N, heads, D]: [N, D].
 Mat head_of(const std::vector<float>& v, int64_t N, int64_t heads, int64_t D, int64_t h) {
-  ATTN_CHECK(static_cast<int64_t>(v.size()) == N * heads * D, "explain stages: a traced buffer has ", v.size(),
-             " values; expected ", N, " x ", heads, " x ", D);
+  ATTN_CHECK(static_cast<int64_t>(v.size()) == N * heads * D, "explain stages: a traced buffer has ",
+             v.size(), " values; expected ", N, " x ", heads, " x ", D);
   Mat m(N, D);
   for (int64_t i = 0; i < N; ++i)
     for (int64_t d = 0; d < D; ++d) m(i, d) = v[static_cast<std::size_t>((i * heads + h) * D + d)];
@@ -259,14 +259,17 @@ std::string stage_model_key(const std::string& name) {
   if (name == "e5" || name == "multilingual-e5-small") return "e5";
   if (name == "smollm2" || name == "SmolLM2-135M-Instruct") return "smollm2";
   if (name == "gemma3" || name == "gemma-3-270m" || name == "Gemma-3-270M") return "gemma3";
-  throw Error("model: expected e5 (multilingual-e5-small), smollm2 (SmolLM2-135M-Instruct) or gemma3 "
-              "(Gemma 3 270M); got '" + name + "'");
+  throw Error(
+      "model: expected e5 (multilingual-e5-small), smollm2 (SmolLM2-135M-Instruct) or gemma3 "
+      "(Gemma 3 270M); got '" +
+      name + "'");
 }
 
 std::unique_ptr<StagesModel> StagesModel::load(const std::string& name, const std::string& path) {
   const std::string key = stage_model_key(name);
   if (key == "e5") return std::make_unique<E5Stages>(io::require_e5(path));
-  if (key == "smollm2") return std::make_unique<DecoderStages>(io::require_smollm2_gguf(path), "SmolLM2-135M-Instruct");
+  if (key == "smollm2")
+    return std::make_unique<DecoderStages>(io::require_smollm2_gguf(path), "SmolLM2-135M-Instruct");
   return std::make_unique<DecoderStages>(io::require_gemma3_gguf(path), "Gemma-3-270M");
 }
 

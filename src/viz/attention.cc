@@ -86,23 +86,25 @@ Export export_decoder_attention(const DecoderAttention& a, const std::string& mo
   ATTN_CHECK(a.windows.empty() || a.windows.size() == a.layers.size(), "attention export: ", a.windows.size(),
              " layer windows for ", a.layers.size(), " layers; expected one per layer");
   SelfAttentionInput in{model_name, text, a.tokens, {}};
-  for (const std::vector<float>& layer : a.layers) in.layers.push_back(layer_from_floats(layer, a.heads, N, N));
+  for (const std::vector<float>& layer : a.layers)
+    in.layers.push_back(layer_from_floats(layer, a.heads, N, N));
   Export e = self_attention_export(std::move(in));
   bool any = false;
   for (int64_t w : a.windows) any = any || w > 0;
   if (!any) return e;
   e.layer_names.clear();
   for (std::size_t l = 0; l < a.windows.size(); ++l)
-    e.layer_names.push_back("layer " + std::to_string(l) +
-                            (a.windows[l] > 0 ? " (sliding, window " + std::to_string(a.windows[l]) + ")"
-                                              : " (global)"));
+    e.layer_names.push_back(
+        "layer " + std::to_string(l) +
+        (a.windows[l] > 0 ? " (sliding, window " + std::to_string(a.windows[l]) + ")" : " (global)"));
   return e;
 }
 
 Export export_decoder_attention(models::TextDecoder& model, const std::vector<int32_t>& ids,
                                 const std::string& model_name, const std::string& text) {
   const models::runtime::DecoderConfig& c = model.config();
-  const DecoderAttention a{model.token_strings(ids), c.heads, model.decoder().attention_weights(ids), c.windows};
+  const DecoderAttention a{model.token_strings(ids), c.heads, model.decoder().attention_weights(ids),
+                           c.windows};
   return export_decoder_attention(a, model_name, text);
 }
 

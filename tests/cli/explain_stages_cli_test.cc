@@ -34,8 +34,8 @@ TEST(ExplainStagesCli, JsonIsTheLibrarysDocument) {
   const CliRun r = run_attn("explain --stages 今天下雨，我没带伞。 --layer 1 --head 2 --json");
   ASSERT_EQ(r.status, 0) << r.err;
   const attn::json::Value cli = attn::json::parse(r.out);
-  const attn::json::Value lib =
-      attn::teach::explain_stages({.model = "e5", .path = "", .request = {.text = "今天下雨，我没带伞。", .layer = 1, .head = 2}});
+  const attn::json::Value lib = attn::teach::explain_stages(
+      {.model = "e5", .path = "", .request = {.text = "今天下雨，我没带伞。", .layer = 1, .head = 2}});
   EXPECT_EQ(cli, lib);  // every number, as printed and read back
   EXPECT_EQ(cli.at("layer").as_int64(), 1);
   EXPECT_EQ(cli.at("head").as_int64(), 2);

@@ -60,7 +60,8 @@ TEST_F(DecoderBad, TruncatedFileAndCorruptMagic) {
   const std::string b = tiny().bytes();
   for (std::size_t cut : {std::size_t{3}, std::size_t{40}, b.size() / 2, b.size() - 4})
     EXPECT_THROW(TextDecoder::load(write("trunc", b.substr(0, cut))), Error) << "cut at " << cut;
-  EXPECT_ERROR_CONTAINS(TextDecoder::load(write("trunc", b.substr(0, b.size() - 4))), {"attn_llama_trunc.gguf"});
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(write("trunc", b.substr(0, b.size() - 4))),
+                        {"attn_llama_trunc.gguf"});
   std::string m = b;
   m[0] = 'X';
   EXPECT_THROW(TextDecoder::load(write("magic", m)), Error);

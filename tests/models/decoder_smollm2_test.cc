@@ -69,7 +69,8 @@ void last_logits_match(TextDecoder& model, bool last_as_step) {
   runtime::SingleSequence seq(model.decoder());
   double worst = 0;
   for (const json::Value& lg : fx.at("logits").items()) {
-    const std::vector<int32_t> ids = testing::ids_of(fx.at("tokens").at(lg.at("prompt").as_int64()).at("ids"));
+    const std::vector<int32_t> ids =
+        testing::ids_of(fx.at("tokens").at(lg.at("prompt").as_int64()).at("ids"));
     seq.clear();
     std::span<const float> out;
     if (last_as_step) {
@@ -84,8 +85,8 @@ void last_logits_match(TextDecoder& model, bool last_as_step) {
       for (std::size_t i = 0; i < idv.size(); ++i) {
         const double ref = vals.at(i).as_double(), got = out[idv.at(i).as_int64()];
         worst = std::max(worst, std::abs(got - ref));
-        EXPECT_NEAR(got, ref, kLogitAbsTol) << "prompt " << lg.at("prompt").as_int64() << " id "
-                                            << idv.at(i).as_int64();
+        EXPECT_NEAR(got, ref, kLogitAbsTol)
+            << "prompt " << lg.at("prompt").as_int64() << " id " << idv.at(i).as_int64();
       }
     };
     check(lg.at("top_ids"), lg.at("top_values"));
@@ -185,7 +186,8 @@ TEST(DecoderSmolLm2, SingleSequenceStepsMatchOnePassAndRefuseBadInput) {
   // The products of a row do not depend on the others, but the attention of the last rows sums in
   // another order in one pass than in steps, and a last-bit difference can flip a rounding of the 8-bit
   // activations after it: measured 0.62, within what llama.cpp differs from itself (0.39) plus ours.
-  EXPECT_EQ(std::max_element(full.begin(), full.end()) - full.begin(), std::max_element(b.begin(), b.end()) - b.begin());
+  EXPECT_EQ(std::max_element(full.begin(), full.end()) - full.begin(),
+            std::max_element(b.begin(), b.end()) - b.begin());
   EXPECT_LT(worst, kLogitAbsTol);
   std::printf("[ measured ] one pass vs steps: max |logit difference| = %.4f\n", worst);
   const std::vector<int32_t> long_ids(60, 100);

@@ -7,8 +7,8 @@
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
 #include <attn/models/generate.h>
-#include <attn/models/text_decoder.h>
 #include <attn/models/runtime/scheduler.h>
+#include <attn/models/text_decoder.h>
 #include <attn/ops/quantized.h>
 #include <attn/serve/server.h>
 #include <attn/tasks/embed.h>
@@ -31,8 +31,8 @@
 #include <thread>
 #include <vector>
 
-#include "testing/micro_classifier.h"
 #include "serve/serve_testing.h"
+#include "testing/micro_classifier.h"
 #include "testing/testing.h"
 
 namespace attn::serve {
@@ -374,7 +374,8 @@ std::string library_greedy_now(const std::string& user, int64_t max_new) {
   g.max_new_tokens = max_new;
   m.set_stop_tokens(g);
   // The runtime the server runs on, one request at a time.
-  const auto out = models::runtime::generate_batch(m.decoder(), {m.encode(m.chat_pieces({{"user", user}}))}, g);
+  const auto out =
+      models::runtime::generate_batch(m.decoder(), {m.encode(m.chat_pieces({{"user", user}}))}, g);
   return m.decode(out[0].ids);
 }
 
@@ -738,7 +739,8 @@ TEST(ServeGenerate, Gemma3IsServedOnTheRuntime) {
   models::GenerateOptions g;
   g.max_new_tokens = 8;
   m.set_stop_tokens(g);
-  const auto out = models::runtime::generate_batch(m.decoder(), {m.encode(text::TextPieces{{"ab ab", false}})}, g);
+  const auto out =
+      models::runtime::generate_batch(m.decoder(), {m.encode(text::TextPieces{{"ab ab", false}})}, g);
   const json::Value b = body_of(r);
   EXPECT_EQ(b.at("model").as_string(), "gemma3_tiny");
   EXPECT_EQ(b.at("usage").at("completion_tokens").as_int64(), static_cast<int64_t>(out[0].ids.size()));

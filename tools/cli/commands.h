@@ -4,10 +4,10 @@
 
 #include <attn/models/text_decoder.h>
 
-#include "args.h"
-
 #include <string>
 #include <vector>
+
+#include "args.h"
 
 namespace attn::train {
 class Communicator;
@@ -39,8 +39,9 @@ int run_train_translate(const std::vector<std::string>& args);
 int run_generate_gguf(const std::vector<std::string>& args);
 // Whether --model names such a decoder (empty: the default, smollm2).
 bool is_decoder_model_arg(const std::string& model);
-// Shared by the GGUF generate commands (generate_gguf.cc, translate, explain): a command's words split into options
-// (for Args, each with the value it takes) and positional words; --max-new, --temperature, --top-k and
+// Shared by the GGUF generate commands (generate_gguf.cc, translate, explain): a command's words split into
+// options (for Args, each with the value it takes) and positional words; --max-new, --temperature, --top-k
+// and
 // --top-p as generation options, the text printed to stdout as it comes.
 void split_positional(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs,
                       std::vector<std::string>& options, std::vector<std::string>& positional);
@@ -51,7 +52,7 @@ int run_similarity(const std::vector<std::string>& args);
 int run_search(const std::vector<std::string>& args);
 int run_attention(const std::vector<std::string>& args);
 int run_rerank(const std::vector<std::string>& args);  // rerank_cmd.cc
-int run_serve(const std::vector<std::string>& args);  // serve_cmd.cc (unless ATTN_SERVE=OFF)
+int run_serve(const std::vector<std::string>& args);   // serve_cmd.cc (unless ATTN_SERVE=OFF)
 
 // `attn train <task>`: one entry per task (train.cc lists them).
 const std::vector<Command>& train_tasks();

@@ -47,7 +47,8 @@ const std::vector<OptionSpec>& stages_options() {
        "把带着这些数据的演示页面写成一个离线 HTML 文件"},
       {"export", "DIR", "write every stage as SVG and PNG into DIR (no browser; a CJK font draws Chinese)",
        "把每一步写成 SVG 和 PNG 放进 DIR（不需要浏览器；用中文字体绘制）"},
-      {"lang", "zh|en", "the page's and the drawings' first language (default zh)", "页面和图的语言（默认 zh）"},
+      {"lang", "zh|en", "the page's and the drawings' first language (default zh)",
+       "页面和图的语言（默认 zh）"},
       {"help", "", "this text", "本说明"},
   };
   return specs;
@@ -55,20 +56,24 @@ const std::vector<OptionSpec>& stages_options() {
 
 std::string help_text(teach::Lang lang) {
   const bool zh = lang == teach::Lang::zh;
-  return std::string(zh ? "用法：attn explain --stages [--model e5|smollm2|gemma3] \"句子\" [--layer L] [--head H]\n"
-                          "                           [--pad P] [--classifier FILE]\n"
-                          "                           [--json] [--html FILE] [--export DIR] [--lang zh|en]\n\n"
-                          "在真实的预训练模型上，把一句话在一层、一个头里的注意力逐步算出来：词元 → 嵌入行 →\n"
-                          "Q、K、V → Q·Kᵀ → ÷√d_k → 掩码 → 逐行 softmax → 权重 × V → 各头 → 拼接与 W_O →\n"
-                          "残差与归一化。每个数都来自引擎。浏览器里一步步看：attn serve --explain e5，打开 /explain。\n\n选项：\n"
-                        : "usage: attn explain --stages [--model e5|smollm2|gemma3] \"sentence\" [--layer L] [--head H]\n"
-                          "                           [--pad P] [--classifier FILE]\n"
-                          "                           [--json] [--html FILE] [--export DIR] [--lang zh|en]\n\n"
-                          "Every stage of attention on a sentence in one layer and head of a real pretrained model:\n"
-                          "tokens -> embedding rows -> Q, K, V -> Q·Kᵀ -> ÷√d_k -> mask -> softmax row by row ->\n"
-                          "weights × V -> the heads -> concatenation and W_O -> residual and norm. Every number is\n"
-                          "the engine's. Step through it in a browser: attn serve --explain e5, then open /explain.\n\n"
-                          "Options:\n") +
+  return std::string(
+             zh ? "用法：attn explain --stages [--model e5|smollm2|gemma3] \"句子\" [--layer L] [--head H]\n"
+                  "                           [--pad P] [--classifier FILE]\n"
+                  "                           [--json] [--html FILE] [--export DIR] [--lang zh|en]\n\n"
+                  "在真实的预训练模型上，把一句话在一层、一个头里的注意力逐步算出来：词元 → 嵌入行 →\n"
+                  "Q、K、V → Q·Kᵀ → ÷√d_k → 掩码 → 逐行 softmax → 权重 × V → 各头 → 拼接与 W_O →\n"
+                  "残差与归一化。每个数都来自引擎。浏览器里一步步看：attn serve --explain e5，打开 "
+                  "/explain。\n\n选项：\n"
+                : "usage: attn explain --stages [--model e5|smollm2|gemma3] \"sentence\" [--layer L] [--head "
+                  "H]\n"
+                  "                           [--pad P] [--classifier FILE]\n"
+                  "                           [--json] [--html FILE] [--export DIR] [--lang zh|en]\n\n"
+                  "Every stage of attention on a sentence in one layer and head of a real pretrained model:\n"
+                  "tokens -> embedding rows -> Q, K, V -> Q·Kᵀ -> ÷√d_k -> mask -> softmax row by row ->\n"
+                  "weights × V -> the heads -> concatenation and W_O -> residual and norm. Every number is\n"
+                  "the engine's. Step through it in a browser: attn serve --explain e5, then open "
+                  "/explain.\n\n"
+                  "Options:\n") +
          format_options(stages_options(), lang) +
          "\n  attn explain --stages \"今天下雨，我没带伞。\" --json\n"
          "  attn explain --stages \"今天下雨，我没带伞。\" --pad 4 --classifier model.attn --json\n"
@@ -140,7 +145,8 @@ int run_explain_stages(const std::vector<std::string>& raw) {
       write_png(d, stem + ".png", &note);
       std::fprintf(stderr, "wrote %s.png\n", stem.c_str());
     }
-    if (!png_supported()) std::fputs("note: this attn was built without FreeType and zlib: no PNG written\n", stderr);
+    if (!png_supported())
+      std::fputs("note: this attn was built without FreeType and zlib: no PNG written\n", stderr);
     if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
     wrote = true;
   }

@@ -52,7 +52,8 @@ struct Session {
 };
 
 Session open_session(const Args& a) {
-  const models::DecoderModelName name = models::resolve_decoder_model(a.has("model") ? a.str("model") : "smollm2");
+  const models::DecoderModelName name =
+      models::resolve_decoder_model(a.has("model") ? a.str("model") : "smollm2");
   if (a.has("threads")) set_num_threads(static_cast<int>(a.integer("threads", 1, 1024)));
   models::TextDecoderOptions o;
   o.max_context = a.has("max-context") ? a.integer("max-context", 1, int64_t{1} << 30) : 4096;
@@ -70,8 +71,8 @@ void print_stats(const Session& s, const models::TextReply& r, int64_t cached, i
                "\n[%s: prompt %lld tokens (%lld from the cache), first token after %.3f s; generated %zu "
                "tokens, %.1f tokens/s; KV cache %.1f MiB; weights %.1f MiB (%s)]\n",
                s.model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens),
-               static_cast<long long>(cached), r.prompt_seconds, n, n > 1 ? (n - 1) / r.generate_seconds : 0.0,
-               static_cast<double>(kv_bytes) / (1 << 20),
+               static_cast<long long>(cached), r.prompt_seconds, n,
+               n > 1 ? (n - 1) / r.generate_seconds : 0.0, static_cast<double>(kv_bytes) / (1 << 20),
                static_cast<double>(s.model.decoder().weight_bytes()) / (1 << 20),
                models::runtime::load_quant_name(s.quantize));
 }

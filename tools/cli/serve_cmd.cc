@@ -79,9 +79,11 @@ const std::vector<OptionSpec>& serve_options() {
 }
 
 std::string serve_help() {
-  return "usage: attn serve [--embed minilm] [--generate smollm2] [--classify FILE] [--rerank DIR] [--port N]\n\n"
+  return "usage: attn serve [--embed minilm] [--generate smollm2] [--classify FILE] [--rerank DIR] [--port "
+         "N]\n\n"
          "An OpenAI-compatible HTTP server: POST /v1/embeddings, /v1/chat/completions, /v1/completions,\n"
-         "/v1/classify, /v1/rerank, /v1/attention; GET /v1/models, /health, /metrics, and / (the attention viewer);\n"
+         "/v1/classify, /v1/rerank, /v1/attention; GET /v1/models, /health, /metrics, and / (the attention "
+         "viewer);\n"
          "with --explain, GET /explain (attention step by step, in Chinese first) and POST /v1/explain.\n"
          "Any request may add \"attention\": {\"layers\": [...], \"heads\": [...]} for the exact attention\n"
          "weights. It listens on 127.0.0.1 unless --host says otherwise, prints its URL, answers /health\n"
@@ -119,8 +121,10 @@ serve::ServerOptions server_options(const Args& a) {
   if (a.has("classify")) o.classify = a.str("classify");
   if (a.has("explain")) o.explain = a.words("explain", ',');
   if (a.has("rerank")) o.rerank = a.str("rerank");
-  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty() || !o.explain.empty() || !o.rerank.empty(),
-             "nothing to serve: give --embed minilm, --generate smollm2, --classify FILE, --rerank DIR or --explain e5");
+  ATTN_CHECK(!o.embed.empty() || !o.generate.empty() || !o.classify.empty() || !o.explain.empty() ||
+                 !o.rerank.empty(),
+             "nothing to serve: give --embed minilm, --generate smollm2, --classify FILE, --rerank DIR or "
+             "--explain e5");
   if (a.has("parallel")) o.generate_slots = a.integer("parallel", 1, 256);
   if (a.has("kv-cache-mb")) o.kv_cache_bytes = a.integer("kv-cache-mb", 1, int64_t{1} << 20) << 20;
   if (a.has("kv-cache-type")) {

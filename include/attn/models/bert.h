@@ -127,8 +127,8 @@ struct BertOutput {
 // Wall seconds per forward stage, summed over layers and calls (BertModel::forward_profiled; a
 // measurement-only tool, outside the stable API). Stage names:
 // embeddings, qkv_gemm (bias included), attention (with the capturing path's head merge), o_gemm, ln1,
-// ffn_up_gemm (bias and GELU included), ffn_down_gemm, ln2; each stage ends at its parallel region's barrier. With fused layers
-// (BertRunOptions::fuse_layers) the stages of a layer are one: fused_layer.
+// ffn_up_gemm (bias and GELU included), ffn_down_gemm, ln2; each stage ends at its parallel region's barrier.
+// With fused layers (BertRunOptions::fuse_layers) the stages of a layer are one: fused_layer.
 struct BertProfile {
   std::vector<std::pair<std::string, double>> seconds;  // in first-seen order
   int64_t calls = 0;

@@ -9,9 +9,8 @@
 #include <attn/io/gguf.h>
 #include <attn/models/generate.h>
 #include <attn/models/runtime/decoder.h>
-#include <attn/text/text_piece.h>
-
 #include <attn/text/decoder_tokenizer.h>
+#include <attn/text/text_piece.h>
 
 #include <functional>
 #include <memory>
@@ -106,7 +105,7 @@ bool is_decoder_folder(const std::string& path);
 // at a stop token (set_stop_tokens) or when the context is full. prompt_seconds is the time to the
 // first token.
 TextReply decoder_generate_text(TextDecoder& model, const std::vector<int32_t>& prompt_ids,
-                                 const TextOptions& options, uint64_t seed = 0);
+                                const TextOptions& options, uint64_t seed = 0);
 
 // Requests one after another on one model with one KV cache kept between them (room for one sequence of
 // capacity() positions): blocks an earlier request wrote stay in the prefix cache, so a prompt that starts
@@ -120,8 +119,8 @@ class DecoderSession {
 
   // As decoder_generate_text, on this session's cache.
   TextReply generate(const std::vector<int32_t>& prompt_ids, const TextOptions& options, uint64_t seed);
-  void clear();                     // forgets every cached block
-  int64_t cached_tokens() const;    // prompt tokens the last generate() took from the cache
+  void clear();                       // forgets every cached block
+  int64_t cached_tokens() const;      // prompt tokens the last generate() took from the cache
   int64_t kv_bytes_reserved() const;  // what the cache holds now (runtime::KvAccounting::reserved)
 
  private:
@@ -152,7 +151,7 @@ class DecoderChat {
     TextReply reply;
   };
   Turn say(const std::string& user_text);
-  void reset();  // starts a new conversation
+  void reset();            // starts a new conversation
   int64_t tokens() const;  // the conversation's tokens so far
 
  private:

@@ -24,7 +24,8 @@ struct DecoderAttention {
   std::vector<std::vector<float>> layers;  // per layer: [H, N, N]
   std::vector<int64_t> windows;            // per layer: 0 = global, W = sees W positions; empty: all global
 };
-Export export_decoder_attention(const DecoderAttention& a, const std::string& model_name, const std::string& text);
+Export export_decoder_attention(const DecoderAttention& a, const std::string& model_name,
+                                const std::string& text);
 
 // Any decoder on the runtime (models::TextDecoder): every layer's exact attention over ids
 // (runtime::Decoder::attention_weights), layer names saying which layers slide and their window.

@@ -166,8 +166,9 @@ void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, 
   if (c.rope_base_local > 0) rope_local.tables(positions.data(), M, cs_local, sn_local);
   for (int64_t l = 0; l < c.layers; ++l)
     layer(l, cache, batch, br,
-          capture && !(*capture)[static_cast<std::size_t>(l)].empty() ? (*capture)[static_cast<std::size_t>(l)].data()
-                                                                     : nullptr);
+          capture && !(*capture)[static_cast<std::size_t>(l)].empty()
+              ? (*capture)[static_cast<std::size_t>(l)].data()
+              : nullptr);
   for (const BatchEntry& e : batch) cache.commit(e.seq);
   const auto R = static_cast<int64_t>(logit_rows.size());
   if (R == 0) return;
@@ -267,7 +268,8 @@ struct OneSequence {
   PagedKvCache cache;
   BatchEntry entry;
   BatchRows rows;
-  static int64_t checked(std::span<const int32_t> ids, const DecoderConfig& c, int64_t cap, const char* what) {
+  static int64_t checked(std::span<const int32_t> ids, const DecoderConfig& c, int64_t cap,
+                         const char* what) {
     const auto n = static_cast<int64_t>(ids.size());
     ATTN_CHECK(n >= 1 && n <= cap, c.arch, ": ", what, " over ", n, " tokens; expected 1 to ", cap);
     return n;

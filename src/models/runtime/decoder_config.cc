@@ -90,8 +90,8 @@ DecoderConfig DecoderConfig::from_gguf(const io::GgufFile& f) {
   c.layers = f.get_positive(key("block_count"));
   // Every layer has at least its norm and four attention and two FFN matrices (fused: qkv, gate-up).
   const auto tensors = static_cast<int64_t>(f.tensor_names().size());
-  ATTN_CHECK(c.layers <= tensors / 4, f.path(), ": ", key("block_count"), " is ", c.layers, ", but the file holds ",
-             tensors, " tensors (each layer needs at least 4)");
+  ATTN_CHECK(c.layers <= tensors / 4, f.path(), ": ", key("block_count"), " is ", c.layers,
+             ", but the file holds ", tensors, " tensors (each layer needs at least 4)");
   c.ffn = f.get_positive(key("feed_forward_length"));
   c.heads = f.get_positive(key("attention.head_count"));
   c.kv_heads =
