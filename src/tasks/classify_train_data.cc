@@ -26,6 +26,8 @@ using detail::seconds_since;
 
 // ---- data --------------------------------------------------------------------------------------
 
+namespace {
+
 data::TableFormat table_format(const ClassifyTrainOptions& s) {
   std::string f = s.format;
   if (f.empty()) {
@@ -39,6 +41,8 @@ data::TableFormat table_format(const ClassifyTrainOptions& s) {
   ATTN_CHECK(f == "jsonl", "--format must be tsv, csv or jsonl; got '", f, "'");
   return data::TableFormat::jsonl;
 }
+
+}  // namespace
 
 LoadedData load_data(ClassifyTrainOptions& s) {
   LoadedData d;

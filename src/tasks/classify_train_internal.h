@@ -48,7 +48,6 @@ struct LoadedData {
   std::vector<std::string> sources;
 };
 
-data::TableFormat table_format(const ClassifyTrainOptions& s);
 // Reads --data or --pos/--neg (or the review data found on the data path) and deduplicates;
 // fills s.pos and s.neg when neither was given.
 LoadedData load_data(ClassifyTrainOptions& s);
