@@ -21,7 +21,8 @@ inline std::vector<std::byte> quant_blocks(ops::QuantFormat f, int64_t N, int64_
   std::vector<std::byte> out(nblk * bb);
   for (auto& b : out) b = static_cast<std::byte>(rng() & 0xff);
   std::vector<int> halves = {0};
-  if (f == QuantFormat::q4_k || f == QuantFormat::q5_k || f == QuantFormat::q4_1 || f == QuantFormat::q5_1) halves = {0, 2};
+  if (f == QuantFormat::q4_k || f == QuantFormat::q5_k || f == QuantFormat::q4_1 || f == QuantFormat::q5_1)
+    halves = {0, 2};
   if (f == QuantFormat::q6_k) halves = {208};
   std::normal_distribution<float> nd(0.0f, 0.02f);
   for (int64_t b = 0; b < nblk; ++b)
