@@ -87,8 +87,8 @@ TextDecoder TextDecoder::load(const std::string& path, const TextDecoderOptions&
     impl->template_name = path + "/tokenizer_config.json: chat_template";
   } else {
     impl->file.emplace(io::GgufFile::open(path));
+    impl->dec = runtime::Decoder::load(*impl->file, o);  // first: an unsupported architecture is named
     impl->tok = text::load_tokenizer(*impl->file);
-    impl->dec = runtime::Decoder::load(*impl->file, o);
     impl->chat_template = impl->file->chat_template();
     impl->template_name = path + ": tokenizer.chat_template";
   }

@@ -2,7 +2,6 @@
 #include "serve/gen_model.h"
 
 #include <attn/core/error.h>
-#include <attn/io/gguf.h>
 #include <attn/models/text_decoder.h>
 #include <attn/viz/attention.h>
 
@@ -41,16 +40,6 @@ std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t contex
   const models::runtime::LoadQuant quant =
       quantize.empty() ? models::runtime::LoadQuant::none : models::runtime::parse_load_quant(quantize);
   const models::DecoderModelName m = models::resolve_decoder_model(name);
-  if (!models::is_decoder_folder(m.path)) {
-    const io::GgufFile f = io::GgufFile::open(m.path);
-    const std::string arch = f.has("general.architecture") ? f.get_string("general.architecture") : "";
-    bool known = false;
-    for (const std::string& a : models::runtime::decoder_architectures()) known = known || a == arch;
-    std::string list;
-    for (const std::string& a : models::runtime::decoder_architectures())
-      list += (list.empty() ? "" : ", ") + a;
-    ATTN_CHECK(known, "serve: ", m.path, ": general.architecture is '", arch, "'; the runtime serves ", list);
-  }
   models::TextDecoderOptions o;
   o.max_context = context;
   o.quantize = quant;
