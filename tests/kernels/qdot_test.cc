@@ -219,27 +219,33 @@ INSTANTIATE_TEST_SUITE_P(Table, QDot,
 
 // A row of the product is the same bits however many rows are multiplied with it (batched decoding
 // relies on it: a sequence's tokens do not depend on which others share its step), on every ISA.
+// The second shape is a prompt pass large enough to be cut into cache tiles over rows and columns
+// (qdot_rows_with: about 96 KiB of activation rows by 64 KiB of weight rows).
 TEST(QDotRows, ARowsResultDoesNotDependOnItsNeighbours) {
+  struct Shape {
+    int64_t M, N;
+  };
   for (const Isa isa : testing::available_isas()) {
     kernels::cpu::force_isa(isa);
-    for (QFormat f : {QFormat::q4_1, QFormat::q8_0}) {
-      const int64_t M = 7, N = 5, K = 576;
-      const std::vector<std::byte> w = testing::random_blocks(f, N, K, 3);
-      std::vector<std::byte> packed(N * kernels::qdot_row_bytes(f, K));
-      kernels::qdot_pack(f, w.data(), N, K, packed.data());
-      std::vector<float> x = random_x(M, K, 4);
-      Q8Buf xq(M, K);
-      kernels::cpu::quantize_q8(x.data(), M, K, K, xq.rows());
-      std::vector<float> all(M * N), one(N);
-      kernels::cpu::qdot_rows(f, packed.data(), 0, N, K, xq.rows(), M, all.data(), N, false);
-      for (int64_t m = 0; m < M; ++m) {
-        const kernels::Q8RowsConst r(xq.q.data() + m * xq.ldq, xq.d.data() + m * xq.ldb,
-                                     xq.s.data() + m * xq.ldb, xq.sum.data() + m * xq.ldb, xq.ldq, xq.ldb);
-        kernels::cpu::qdot_rows(f, packed.data(), 0, N, K, r, 1, one.data(), N, false);
-        for (int64_t n = 0; n < N; ++n)
-          EXPECT_EQ(one[n], all[m * N + n]) << kernels::cpu::isa_str(isa) << " row " << m << " col " << n;
+    for (const Shape shape : {Shape{7, 5}, Shape{300, 200}})
+      for (QFormat f : {QFormat::q4_1, QFormat::q8_0}) {
+        const int64_t M = shape.M, N = shape.N, K = 576;
+        const std::vector<std::byte> w = testing::random_blocks(f, N, K, 3);
+        std::vector<std::byte> packed(N * kernels::qdot_row_bytes(f, K));
+        kernels::qdot_pack(f, w.data(), N, K, packed.data());
+        std::vector<float> x = random_x(M, K, 4);
+        Q8Buf xq(M, K);
+        kernels::cpu::quantize_q8(x.data(), M, K, K, xq.rows());
+        std::vector<float> all(M * N), one(N);
+        kernels::cpu::qdot_rows(f, packed.data(), 0, N, K, xq.rows(), M, all.data(), N, false);
+        for (int64_t m = 0; m < M; ++m) {
+          const kernels::Q8RowsConst r(xq.q.data() + m * xq.ldq, xq.d.data() + m * xq.ldb,
+                                       xq.s.data() + m * xq.ldb, xq.sum.data() + m * xq.ldb, xq.ldq, xq.ldb);
+          kernels::cpu::qdot_rows(f, packed.data(), 0, N, K, r, 1, one.data(), N, false);
+          for (int64_t n = 0; n < N; ++n)
+            EXPECT_EQ(one[n], all[m * N + n]) << kernels::cpu::isa_str(isa) << " row " << m << " col " << n;
+        }
       }
-    }
   }
   kernels::cpu::force_isa(std::nullopt);
 }

@@ -167,14 +167,38 @@ QdotKernel qdot_kernel() {
 }
 
 namespace detail {
-void qdot_rows_with(QdotKernel k, QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K,
-                    Q8RowsConst x, int64_t M, float* y, int64_t ldy, bool accumulate) {
+namespace {
+void rows_with(QdotKernel k, QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K,
+               Q8RowsConst x, int64_t M, float* y, int64_t ldy, bool accumulate) {
   if (k == QdotKernel::vnni)
     qdot_rows_vnni(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
   else if (k == QdotKernel::avx2)
     qdot_rows_avx2(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
   else
     qdot_rows_scalar(f, packed, n0, n1, K, x, M, y, ldy, accumulate);
+}
+}  // namespace
+
+// The kernels walk weight rows outside and activation rows inside. With many activation rows (a
+// prompt pass) all of them no longer fit in the core's L2 and would stream from L3 once per weight
+// row, so the product is cut into tiles of about kXBytes of activation rows by kWBytes of weight rows,
+// each done by the kernel as a whole. Every y[m, n] is still one call's sum over all of K, formed the
+// same way: the tiles change where the operands come from, never a result's bits.
+void qdot_rows_with(QdotKernel k, QFormat f, const std::byte* packed, int64_t n0, int64_t n1, int64_t K,
+                    Q8RowsConst x, int64_t M, float* y, int64_t ldy, bool accumulate) {
+  constexpr int64_t kXBytes = 96 * 1024, kWBytes = 64 * 1024;
+  const int64_t xrow = x.ldq + 3 * x.ldb * static_cast<int64_t>(sizeof(float));
+  const int64_t mt = std::max<int64_t>(4, kXBytes / xrow / 4 * 4);
+  if (M <= mt) return rows_with(k, f, packed, n0, n1, K, x, M, y, ldy, accumulate);
+  const int64_t nt = std::max<int64_t>(1, kWBytes / qdot_row_bytes(f, K));
+  for (int64_t nb = n0; nb < n1; nb += nt) {
+    const int64_t ne = std::min(n1, nb + nt);
+    for (int64_t mb = 0; mb < M; mb += mt) {
+      const Q8RowsConst xs(x.q + mb * x.ldq, x.d + mb * x.ldb, x.s + mb * x.ldb, x.sum + mb * x.ldb, x.ldq,
+                           x.ldb);
+      rows_with(k, f, packed, nb, ne, K, xs, std::min(mt, M - mb), y + mb * ldy, ldy, accumulate);
+    }
+  }
 }
 }  // namespace detail
 
