@@ -41,6 +41,22 @@ TEST(DecoderCli, GenerateEqualsTheLibrarysGreedyContinuation) {
   }
 }
 
+// attn chat --stats prints what the conversation's cache holds after each turn (it printed 0.0 MiB;
+// this model's cache is a few KiB).
+TEST(DecoderCli, ChatStatsShowTheConversationsCache) {
+  const auto r =
+      run_attn("chat --model '" + file("qwen3_q8_0.gguf") + "' --max-new 4 --stats", "hi\nhow are you\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<double> kib;
+  for (std::size_t at = r.err.find("KV cache "); at != std::string::npos;
+       at = r.err.find("KV cache ", at + 1))
+    kib.push_back(std::stod(r.err.substr(at + 9)));
+  ASSERT_EQ(kib.size(), 2u) << r.err;
+  EXPECT_GT(kib[0], 0.0) << r.err;
+  EXPECT_GE(kib[1], kib[0]) << r.err;  // the second turn keeps the first in the cache
+  EXPECT_NE(r.err.find(" KiB;"), std::string::npos) << r.err;
+}
+
 TEST(DecoderCli, AHuggingFaceFolderGeneratesAsItsGgufDoes) {
   // The same weights and vocabulary as qwen3.gguf, as save_pretrained and tokenizers write them.
   const auto folder = run_attn("generate --model '" + file("hf_qwen3") + "' --max-new 6 'hello world'");

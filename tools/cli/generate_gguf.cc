@@ -67,12 +67,14 @@ void print_stats(const Session& s, const models::TextReply& r, int64_t cached, i
   std::fflush(stdout);
   if (!s.stats) return;
   const std::size_t n = r.ids.size();
+  const bool kv_kib = kv_bytes < (1 << 20);  // a small model's cache in KiB, not as 0.0 MiB
   std::fprintf(stderr,
                "\n[%s: prompt %lld tokens (%lld from the cache), first token after %.3f s; generated %zu "
-               "tokens, %.1f tokens/s; KV cache %.1f MiB; weights %.1f MiB (%s)]\n",
+               "tokens, %.1f tokens/s; KV cache %.1f %s; weights %.1f MiB (%s)]\n",
                s.model.config().arch.c_str(), static_cast<long long>(r.prompt_tokens),
                static_cast<long long>(cached), r.prompt_seconds, n,
-               n > 1 ? (n - 1) / r.generate_seconds : 0.0, static_cast<double>(kv_bytes) / (1 << 20),
+               n > 1 ? (n - 1) / r.generate_seconds : 0.0,
+               static_cast<double>(kv_bytes) / (kv_kib ? 1 << 10 : 1 << 20), kv_kib ? "KiB" : "MiB",
                static_cast<double>(s.model.decoder().weight_bytes()) / (1 << 20),
                models::runtime::load_quant_name(s.quantize));
 }
@@ -194,7 +196,7 @@ int run_chat(const std::vector<std::string>& args) {
       continue;
     }
     if (t.context_full) std::fprintf(stderr, "(context full: the conversation starts over with this turn)\n");
-    print_stats(s, t.reply, t.cached_tokens, 0);
+    print_stats(s, t.reply, t.cached_tokens, chat.kv_bytes_reserved());
     std::printf("\n");
     std::fflush(stdout);
   }

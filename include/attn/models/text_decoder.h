@@ -153,6 +153,7 @@ class DecoderChat {
   Turn say(const std::string& user_text);
   void reset();            // starts a new conversation
   int64_t tokens() const;  // the conversation's tokens so far
+  int64_t kv_bytes_reserved() const { return session_.kv_bytes_reserved(); }  // the conversation's cache
 
  private:
   std::vector<int32_t> turn_ids(const std::string& user_text) const;
