@@ -1,7 +1,9 @@
 // The runtime's decoder on a GGUF file (models/runtime/decoder.h): aggregate decode tokens/s of N
-// sequences generated together (runtime::generate_batch, greedy, one batched step per token), against
-// one sequence alone, for each N; and the prompt pass in tokens/s. A measurement of attn's own batched
-// step across architectures; the comparison with llama-server is bench/serve/serve_concurrency_bench.py.
+// sequences generated together (one runtime::Scheduler, greedy, one batched step per token), against
+// one sequence alone, for each N; and the prompt pass in tokens/s. Each phase is timed on its own: the
+// first step prefills every prompt, each later one decodes a token of every sequence. A measurement
+// of attn's own batched step across architectures; the comparison with llama-server is
+// bench/serve/serve_concurrency_bench.py.
 //
 //   runtime_bench [--model smollm2|gemma3|FILE.gguf] [--streams 1,4,16] [--gen 64] [--prompt 48]
 //                 [--threads N] [--repeat R] [--quantize none|q8_0|q4_0]
@@ -72,21 +74,42 @@ int main(int argc, char** argv) {
     g.eos_id = -1;
     models::runtime::SchedulerOptions so;
     so.max_sequences = n;
-    so.max_batch_tokens = std::max<int64_t>(256, n);
+    so.max_batch_tokens = std::max<int64_t>(256, n * prompt);  // every prompt in the first step
+    so.prefill_chunk = prompt;
     so.prefix_cache = false;
     double best_decode = 0, best_prefill = 0;
     for (int64_t r = 0; r < repeat; ++r) {
-      // Prefill alone: one token each, then the whole run; decode = the rest.
-      models::GenerateOptions g1 = g;
-      g1.max_new_tokens = 1;
+      // One scheduler, stepped here: the first step prefills every prompt (and samples each first
+      // token); every later step decodes one token of each sequence. Each phase is timed on its own.
+      models::runtime::KvCacheConfig kc = dec->kv_layout();
+      kc.pool_bytes = n * (prompt + gen + kc.block_tokens) * kc.layers * 2 * kc.kv_heads * kc.head_dim * 4;
+      models::runtime::PagedKvCache cache(kc);
+      models::runtime::Scheduler sched(*dec, cache, so);
+      int64_t tokens = 0;
+      for (int64_t s = 0; s < n; ++s) {
+        models::runtime::SequenceRequest q;
+        q.prompt = ps[static_cast<std::size_t>(s)];
+        q.options = g;
+        q.on_event = [&tokens](const models::runtime::SequenceEvent& e) {
+          tokens += e.kind == models::runtime::SequenceEvent::Kind::token;
+        };
+        sched.submit(std::move(q));
+      }
       const double t0 = bench::now_s();
-      models::runtime::generate_batch(*dec, ps, g1, so);
+      sched.step();
       const double t1 = bench::now_s();
-      models::runtime::generate_batch(*dec, ps, g, so);
+      const int64_t first = tokens;
+      while (sched.step()) {
+      }
       const double t2 = bench::now_s();
-      const double prefill = t1 - t0, decode = (t2 - t1) - prefill;
-      best_prefill = std::max(best_prefill, n * prompt / prefill);
-      best_decode = std::max(best_decode, n * (gen - 1) / decode);
+      if (first != n || tokens != n * gen) {
+        std::fprintf(stderr, "expected %lld first tokens and %lld in all, got %lld and %lld\n",
+                     static_cast<long long>(n), static_cast<long long>(n * gen),
+                     static_cast<long long>(first), static_cast<long long>(tokens));
+        return 1;
+      }
+      best_prefill = std::max(best_prefill, static_cast<double>(n * prompt) / (t1 - t0));
+      best_decode = std::max(best_decode, static_cast<double>(tokens - first) / (t2 - t1));
     }
     std::printf("%lld,%.1f,%.1f,%lld\n", static_cast<long long>(n), best_decode, best_prefill,
                 static_cast<long long>(repeat));
