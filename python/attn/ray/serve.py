@@ -226,17 +226,21 @@ class Ingress:
 
 
 def build_app(serve_args, *, replicas=2, max_replicas=None, threads=1, prefix_routing=True,
-              target_ongoing_requests=8, max_ongoing_requests=64, binary=None, block_chars=64, max_imbalance=4):
+              target_ongoing_requests=8, max_ongoing_requests=64, binary=None, block_chars=64, max_imbalance=4,
+              autoscaling=None):
     """The application for serve.run: `replicas` AttnReplica (each `threads` CPUs and attn threads;
     autoscaled up to max_replicas on ongoing requests per replica when max_replicas > replicas)
-    behind one Ingress. prefix_routing=False uses Ray Serve's default router (power of two choices)."""
+    behind one Ingress. prefix_routing=False uses Ray Serve's default router (power of two choices).
+    autoscaling: more fields of Ray Serve's AutoscalingConfig (upscale_delay_s, downscale_delay_s,
+    metrics_interval_s, look_back_period_s, ...), used when max_replicas > replicas."""
     if int(replicas) < 1 or int(threads) < 1:
         raise ValueError(f"replicas and threads must be at least 1; got replicas={replicas}, threads={threads}")
     options = dict(ray_actor_options={"num_cpus": int(threads)}, max_ongoing_requests=int(max_ongoing_requests),
                    health_check_period_s=5, health_check_timeout_s=30)
     if max_replicas is not None and int(max_replicas) > int(replicas):
         options["autoscaling_config"] = AutoscalingConfig(min_replicas=int(replicas), max_replicas=int(max_replicas),
-                                                          target_ongoing_requests=float(target_ongoing_requests))
+                                                          target_ongoing_requests=float(target_ongoing_requests),
+                                                          **dict(autoscaling or {}))
     else:
         options["num_replicas"] = int(replicas)
     if prefix_routing:
