@@ -5,6 +5,8 @@
 // results compared bit for bit. GMAC/s counts M·N·K multiply-adds per second.
 //
 //   qdot_bench [--format q4_1|q8_0] [--m 1,4,16,64,256,512] [--threads N] [--time S] [--clock wall|thread]
+// With --format q8_0 also the GGUF blocks as stored through the q8k kernels one activation row at a
+// time (the runtime's path for Q8_0 weights).
 // (--clock thread with --threads 1: the calling thread's CPU time, robust to other jobs on the cores)
 #include <attn/core/parallel.h>
 
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "kernels/cpu/q8k.h"
 #include "kernels/cpu/qdot.h"
 
 using namespace attn;
@@ -78,8 +81,8 @@ int main(int argc, char** argv) {
                                                          : "scalar";
   std::printf("# qdot %s, kernel %s, %d threads, FMA peak %.1f GFLOP/s\n", fmt.c_str(), kname, num_threads(),
               bench::measure_fma_peak_gflops());
-  std::printf("%-12s %5s %12s %12s %8s %s\n", "N x K", "M", "whole GMAC/s", "tiled GMAC/s", "ratio",
-              "same bits");
+  std::printf("%-12s %5s %12s %12s %8s %9s%s\n", "N x K", "M", "whole GMAC/s", "tiled GMAC/s", "ratio",
+              "same bits", f == k::QFormat::q8_0 ? "  gguf q8k GMAC/s" : "");
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{576, 576}, {1536, 576}, {576, 1536}};
   std::mt19937 rng(7);
   for (const auto& [N, K] : shapes) {
@@ -109,11 +112,37 @@ int main(int argc, char** argv) {
       };
       const auto tiled = [&] { k::cpu::qdot_matmul(f, packed.data(), N, K, xr, M, y1.data(), N, false); };
       const double tw = bench::time_median(whole, min_time), tt = bench::time_median(tiled, min_time);
+      // Q8_0 only: the GGUF blocks as stored, one activation row at a time (the runtime's path)
+      double tk = 0;
+      if (f == k::QFormat::q8_0) {
+        std::vector<int8_t> kq(static_cast<std::size_t>(M * K));
+        std::vector<float> kd(static_cast<std::size_t>(M * K / 32));
+        std::vector<int32_t> kb(static_cast<std::size_t>(M * K / 16));
+        k::cpu::q8k_quantize(k::Q8Kind::q8_0, x.data(), M, K, K, kq.data(), kd.data(), kb.data());
+        std::vector<float> y2(y0.size());
+        tk = bench::time_median(
+            [&] {
+              parallel_for(N, grain, [&](int64_t b, int64_t e, int) {
+                for (int64_t m = 0; m < M; ++m) {
+                  k::Q8KRows one;
+                  one.kind = k::Q8Kind::q8_0, one.M = 1, one.K = K;
+                  one.q = kq.data() + m * K, one.d = kd.data() + m * (K / 32),
+                  one.bsum = kb.data() + m * (K / 16);
+                  one.ldq = K, one.ldd = K / 32, one.ldb = K / 16;
+                  k::cpu::q8k_dot_rows(k::KFormat::q8_0, blocks.data(), b, e, K, one, y2.data() + m * N, N,
+                                       false);
+                }
+              });
+            },
+            min_time);
+      }
       const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
       const bool same = std::memcmp(y0.data(), y1.data(), y0.size() * sizeof(float)) == 0;
-      std::printf("%5lld x %-5lld %5lld %12.1f %12.1f %7.2fx %s\n", static_cast<long long>(N),
+      std::printf("%5lld x %-5lld %5lld %12.1f %12.1f %7.2fx %9s", static_cast<long long>(N),
                   static_cast<long long>(K), static_cast<long long>(M), macs / tw * 1e-9, macs / tt * 1e-9,
                   tw / tt, same ? "yes" : "NO");
+      if (tk > 0) std::printf(" %16.1f", macs / tk * 1e-9);
+      std::printf("\n");
     }
   }
   return 0;

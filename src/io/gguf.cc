@@ -803,6 +803,10 @@ GgufTensorView GgufFile::view(std::string_view name) const {
   return v;
 }
 
+void GgufFile::release_pages(const std::byte* p, uint64_t n) const {
+  io_detail::release_pages({state_->map, state_->size}, p, n);
+}
+
 Tensor GgufFile::load(std::string_view name) const {
   const GgufTensorInfo& t = tensor(name);
   if (!ggml_can_dequantize(t.type))

@@ -49,4 +49,12 @@ void unmap(const Mapping& m) {
   if (m.data) munmap(const_cast<std::byte*>(m.data), m.size);
 }
 
+void release_pages(const Mapping& m, const std::byte* p, uint64_t n) {
+  if (!m.data || p < m.data || n > m.size || p - m.data > static_cast<std::ptrdiff_t>(m.size - n)) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto a = reinterpret_cast<uintptr_t>(p), e = a + n;
+  const uintptr_t first = (a + page - 1) / page * page, last = e / page * page;
+  if (first < last) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // advice
+}
+
 }  // namespace attn::io_detail

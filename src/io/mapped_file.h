@@ -19,5 +19,9 @@ struct Mapping {
 // "file is N bytes; <too_small>". Release the mapping with unmap().
 Mapping map_readonly(const std::string& path, const char* format, uint64_t min_size, const char* too_small);
 void unmap(const Mapping& m);
+// Drops this process's pages of [p, p + n) where the range lies inside m (whole pages only; no-op
+// otherwise): reading them again maps them again from the file. The mapping is private and
+// read-only, so nothing is lost.
+void release_pages(const Mapping& m, const std::byte* p, uint64_t n);
 
 }  // namespace attn::io_detail

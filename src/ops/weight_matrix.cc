@@ -20,10 +20,12 @@ WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks
   w.q_ = QuantMatrix(format, blocks, N, K);
   w.N_ = N;
   w.K_ = K;
-  // Q4_1: the repacked 8-bit copy for q8_dot where its vector kernel runs (~0.63 bytes per weight).
-  // Q8_0 needs no copy: quant_dot_rows multiplies its stored blocks (an embedding shared with the
-  // output is often Q8_0 and large).
-  if (format == QuantFormat::q4_1 && q8_dot_fast()) w.q_.pack_q8();
+  // Q4_1 and Q8_0: the repacked copy for q8_dot where its vector kernel runs (0.63 and 1.06 bytes per
+  // weight). Its kernel multiplies 4 activation rows per weight row read, where quant_dot_rows (Q8_0's
+  // stored blocks) takes one: prompt passes and batched steps run 1.3-1.6x faster on Q8_0
+  // (bench/qdot_bench --format q8_0). Blocks in a file mapping may then be given back
+  // (io::GgufFile::release_pages): only row() and embedding lookups read them afterwards.
+  if ((format == QuantFormat::q4_1 || format == QuantFormat::q8_0) && q8_dot_fast()) w.q_.pack_q8();
   return w;
 }
 
@@ -40,6 +42,8 @@ WeightMatrix WeightMatrix::dense(std::vector<float> values, int64_t N, int64_t K
 WeightMatrix WeightMatrix::quantize(QuantFormat format, const float* values, int64_t N, int64_t K) {
   auto blocks = std::make_shared<const std::vector<std::byte>>(quantize_blocks(format, values, N, K));
   WeightMatrix w = quantized(format, blocks->data(), N, K);
+  // Owned Q8_0 blocks would be held twice with a repacked copy: they keep multiplying in place.
+  if (format == QuantFormat::q8_0) w.q_.drop_q8();
   w.blocks_ = std::move(blocks);
   return w;
 }
@@ -54,13 +58,13 @@ void WeightMatrix::row(int64_t n, float* out) const {
 
 int64_t WeightMatrix::owned_bytes() const {
   int64_t b = static_cast<int64_t>(f32_.size() * sizeof(float));
-  if (quant_ && q_.has_q8()) b += N_ * K_ + N_ * (K_ / 32) * 8;  // int8 quants + per-block scale terms
+  if (quant_ && q_.has_q8()) b += q_.q8_packed_bytes();  // the repacked copy
   if (blocks_) b += static_cast<int64_t>(blocks_->size());
   return b;
 }
 
 int64_t WeightMatrix::weight_bytes() const {
-  if (!quant_) return owned_bytes();
+  if (!quant_ || q_.has_q8()) return owned_bytes();  // a borrowed matrix with a copy: the copy
   const int64_t stored = N_ * (K_ / quant_block_elems(q_.format())) * quant_block_bytes(q_.format());
   return owned_bytes() + (blocks_ ? 0 : stored);
 }

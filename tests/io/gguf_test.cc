@@ -8,6 +8,7 @@
 #include <attn/io/safetensors.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -55,6 +56,32 @@ TEST(GgufGood, HeaderAndAlignment) {
   EXPECT_EQ(g.alignment(), static_cast<uint64_t>(fixture().meta.at("alignment").as_int64()));
   EXPECT_EQ(g.data_offset() % g.alignment(), 0u);
   EXPECT_EQ(g.tensor_names().size(), fixture().meta.at("types").size());
+}
+
+// release_pages gives back the pages of a mapped range: reading it again gives the same bytes (from
+// the file). Memory outside the mapping (a heap buffer here) is never touched: dropping its pages
+// would zero them.
+TEST(GgufGood, ReleasedPagesReadBackFromTheFile) {
+  const GgufFile g = GgufFile::open(testing::source_path("tests/models/data/decoders/llama_q8_0.gguf"));
+  std::string biggest;
+  uint64_t bytes = 0;
+  for (const std::string& n : g.tensor_names()) {
+    const GgufTensorView v = g.view(n);
+    const auto b = static_cast<uint64_t>(v.n_blocks * v.block_bytes);
+    if (b > bytes) bytes = b, biggest = n;
+  }
+  ASSERT_GE(bytes, 3u * 4096) << "the fixture's largest tensor should span pages";
+  const GgufTensorView v = g.view(biggest);
+  const std::vector<std::byte> before(v.data, v.data + bytes);
+  g.release_pages(v.data, bytes);
+  EXPECT_EQ(std::memcmp(before.data(), v.data, bytes), 0);
+  EXPECT_TRUE(g.load(biggest).numel() > 0);
+
+  std::vector<std::byte> heap(5 * 4096, std::byte{0x5a});
+  g.release_pages(heap.data(), heap.size());
+  EXPECT_EQ(std::count(heap.begin(), heap.end(), std::byte{0x5a}), static_cast<std::ptrdiff_t>(heap.size()));
+  g.release_pages(v.data, g.file_size());  // runs past the end of the mapping: ignored
+  EXPECT_EQ(std::memcmp(before.data(), v.data, bytes), 0);
 }
 
 // Every key the script wrote reads back through the getter of its type.

@@ -207,6 +207,10 @@ class GgufFile {
   Tensor load(std::string_view name) const;
   // The stored blocks without conversion.
   GgufTensorView view(std::string_view name) const;
+  // Gives back this process's memory for the whole pages of [p, p + n) when they lie in the file's
+  // mapping (no-op otherwise), e.g. blocks a caller has copied into another layout: a later read maps
+  // them again from the file.
+  void release_pages(const std::byte* p, uint64_t n) const;
 
  private:
   struct State;

@@ -55,10 +55,13 @@ class QuantMatrix {
   // blocks: [N, K / block_elems blocks] contiguous, alive as long as this; K a positive multiple of
   // quant_block_elems(format).
   QuantMatrix(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K);
-  // Builds the repacked copy for Q8Dot (rows split over the thread pool); ~0.63 bytes per weight.
+  // Builds the repacked copy for Q8Dot (rows split over the thread pool); Q4_1 ~0.63 bytes per
+  // weight, Q8_0 ~1.06.
   // Q4_1 and Q8_0 only (throws for the other formats).
   void pack_q8();
   bool has_q8() const { return !packed_.empty(); }
+  void drop_q8() { std::vector<std::byte>().swap(packed_); }  // back to the stored blocks alone
+  int64_t q8_packed_bytes() const { return static_cast<int64_t>(packed_.size()); }
 
   QuantFormat format() const { return format_; }
   int64_t rows() const { return N_; }  // N

@@ -1,7 +1,7 @@
 // THE inference product entry of the runtime (issue 37): Y = X · Wᵀ for a weight matrix as a model
 // file stores it (quantized blocks of any supported GGUF type, or f32 from F32 / F16 / BF16), with
-// the kernel chosen here, never by the model: the 8-bit products (ops::q8_dot for Q4_1 with its
-// repacked copy, ops::quant_dot_rows on the stored blocks of Q5_0 / Q8_0 / K-quants) where the CPU has a
+// the kernel chosen here, never by the model: the 8-bit products (ops::q8_dot for Q4_1 and Q8_0 with
+// their repacked copy, ops::quant_dot_rows on the stored blocks of Q5_0 / K-quants) where the CPU has a
 // vector kernel for them, else f32 activations against the stored blocks (ops::quant_linear_rows), and
 // ops::gemm for f32 weights. INFERENCE ONLY: NO AUTOGRAD.
 //
@@ -26,12 +26,14 @@ class WeightMatrix {
  public:
   WeightMatrix() = default;
   // Quantized blocks, borrowed (they must outlive this: a mapped file), [N, K] with K a multiple of the
-  // format's block. Makes Q4_1's repacked 8-bit copy when the CPU's kernel for it pays.
+  // format's block. Makes Q4_1's and Q8_0's repacked copy when the CPU's kernel for it pays (then the
+  // products read only the copy: has_packed_copy()).
   static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K);
   // f32 values [N, K], owned.
   static WeightMatrix dense(std::vector<float> values, int64_t N, int64_t K);
   // f32 values [N, K] (row stride K) quantized to owned Q8_0 or Q4_0 blocks (ops::quantize_blocks);
-  // K a positive multiple of 32. Copies of the result share the blocks.
+  // K a positive multiple of 32. Copies of the result share the blocks (multiplied in place: no
+  // repacked copy of owned Q8_0).
   static WeightMatrix quantize(QuantFormat format, const float* values, int64_t N, int64_t K);
 
   int64_t rows() const { return N_; }  // N
@@ -39,14 +41,16 @@ class WeightMatrix {
   bool empty() const { return N_ == 0; }
   bool is_quantized() const { return quant_; }
   const QuantMatrix& quant() const { return q_; }  // is_quantized() only
+  // The products read a repacked copy, not the stored blocks (which row() still reads).
+  bool has_packed_copy() const { return quant_ && q_.has_q8(); }
   const float* values() const { return f32_.data(); }
   // Row n of W as f32 (exactly io::dequantize's values for blocks): out [K].
   void row(int64_t n, float* out) const;
   // Bytes this object holds besides borrowed blocks (f32 values, blocks made by quantize(), repacked
   // copy).
   int64_t owned_bytes() const;
-  // Bytes of the weights as the products read them: f32 values, or the blocks (borrowed or owned) and
-  // the repacked copy.
+  // Bytes of the weights as the products read them: f32 values, the repacked copy (and owned blocks),
+  // or the blocks (borrowed or owned).
   int64_t weight_bytes() const;
   // "Q4_K", "Q8_0", ..., or "F32".
   std::string form() const;
@@ -73,7 +77,7 @@ struct LinearJob {
 struct LinearScratch {
   Q8Activations q8;       // for the repacked Q4_1 / Q8_0 products
   QuantActivations act;   // Q8_K kind (K-quants)
-  QuantActivations act0;  // Q8_0 kind (Q5_0, Q8_0 without a repacked copy)
+  QuantActivations act0;  // Q8_0 kind (Q5_0; Q8_0 without a repacked copy)
 };
 
 // Every job on the same X [M, K] (row stride ldx >= K); jobs share one quantization of X where their

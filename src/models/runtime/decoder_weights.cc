@@ -148,7 +148,12 @@ struct Loader {
       if (row0 == 0) check_block_scales(f, c.arch, name);
       const io::GgufTensorView v = f.view(name);
       const int64_t row_bytes = K / ops::quant_block_elems(qf) * ops::quant_block_bytes(qf);
-      return ops::WeightMatrix::quantized(qf, v.data + row0 * row_bytes, rows, K);
+      ops::WeightMatrix m = ops::WeightMatrix::quantized(qf, v.data + row0 * row_bytes, rows, K);
+      // The products read the repacked copy: the stored blocks' pages (read by the scale check and
+      // the packing) go back to the file until a lookup reads a row again.
+      if (m.has_packed_copy())
+        f.release_pages(v.data + row0 * row_bytes, static_cast<uint64_t>(rows * row_bytes));
+      return m;
     }
     Tensor w = f.load(name);
     io::check_finite(w, c.arch + ": " + f.path() + ": tensor '" + name + "'");
