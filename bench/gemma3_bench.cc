@@ -8,7 +8,8 @@
 //                                          greedy continuation (text + ids; --logits 1: also the top-two
 //                                          logit margin at every step)
 //   --f32-act 1: f32 activations against the quantized weights (runtime::DecoderOptions::
-//   activations_8bit = false); --kv-f16 1: the KV cache in f16
+//   activations_8bit = false); --kv-f16 1: the KV cache in f16; --screen-anywhere 1: the greedy
+//   picks' screen also where ops would not use it (no AVX-512 VNNI), to measure it there
 //   gemma3_bench ... prompt N [reps]       prefill of N tokens: tokens/s (best of reps; first_*: the first
 //                                          pass; --warm-up 1: a 16-token pass before them, timed apart)
 //   gemma3_bench ... decode N              N generated tokens after a 16-token prompt: tokens/s with
@@ -65,6 +66,7 @@ int32_t argmax(std::span<const float> l) {
 
 struct Options {
   bool f32_act = false, kv_f16 = false;
+  bool screen_anywhere = false;  // the greedy picks' screen also where it does not pay (no AVX-512 VNNI)
 };
 
 // The model: the file's tokenizer (TextDecoder) and the decoder the options ask for.
@@ -152,6 +154,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[a], "--threads")) set_num_threads(std::atoi(argv[a + 1]));
     if (!std::strcmp(argv[a], "--f32-act")) opt.f32_act = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--kv-f16")) opt.kv_f16 = std::atoi(argv[a + 1]) != 0;
+    if (!std::strcmp(argv[a], "--screen-anywhere")) opt.screen_anywhere = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--screened-context")) screened_context = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--logits")) margins = std::atoi(argv[a + 1]) != 0;
     if (!std::strcmp(argv[a], "--warm-up")) warm_up = std::atoi(argv[a + 1]) != 0;
@@ -305,8 +308,10 @@ int main(int argc, char** argv) {
       const std::string path = io::require_gemma3_gguf(model_path);
       Model m(path, context + n + 1, opt);
       const io::GgufFile pf = io::GgufFile::open(path);
-      const auto picker = Decoder::load(
-          pf, {.max_context = context + n + 1, .activations_8bit = !opt.f32_act, .greedy_screen_after = 0});
+      const auto picker = Decoder::load(pf, {.max_context = context + n + 1,
+                                             .activations_8bit = !opt.f32_act,
+                                             .greedy_screen_after = 0,
+                                             .greedy_screen_only_where_fast = !opt.screen_anywhere});
       const std::vector<int32_t> ids = filler(m.text, context);
       Seq seq(*m.dec, context + n + 1, opt.kv_f16);
       const double p0 = now(), q0 = cpu_now();
