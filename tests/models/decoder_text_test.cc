@@ -127,7 +127,7 @@ TEST(DecoderText, GemmaTurnsWhereTheFileHasNoTemplate) {
 TEST(DecoderText, Gemma3IdsAndTopLogitsMatchLlamaCpp) {
   TextDecoder* m = gemma();
   if (!m) GTEST_SKIP() << "Gemma 3 270M GGUF not installed (see docs/models.md)";
-  constexpr double kLogitTol = 1.5, kNearTie = 0.5;  // as tests/models/gemma3_test.cc
+  constexpr double kLogitTol = 1.5, kNearTie = 0.5;  // the former engine's bounds (docs/models.md)
   const json::Value doc =
       json::parse(testing::read_text(testing::source_path("tests/models/data/gemma3_reference.json")));
   runtime::SingleSequence seq(m->decoder());
