@@ -1,6 +1,6 @@
 // One decode step of attention: ops::paged_attention over a paged KV cache (blocks of 16 positions in
 // a shuffled order, read through the block table) against the contiguous decode entries of today:
-// ops::group_decode_attention, what the Llama decoder calls (one call per kv head over [Lk, D] rows,
+// ops::group_decode_attention, what the former Llama engine called (one call per kv head over [Lk, D] rows,
 // split over the same threads as the paged one's work items; AVX-512 or scalar, no AVX2 body), and
 // for f32 ops::decode_attention, nn::MultiHeadAttention's (AVX-512 and AVX2 bodies, rows over the
 // pool). Same queries, keys and values, same threads.

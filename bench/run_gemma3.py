@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
-"""Gemma 3 270M (Q4_K_M GGUF) speed, attn against llama.cpp (llama-cpp-python) side by side: the same
-file, the same thread count, each case run alternately (attn, llama.cpp), best of --reps.
+"""Gemma 3 270M (Q4_K_M GGUF) speed, attn's runtime decoder (bench/gemma3_bench) against llama.cpp
+(llama-cpp-python) side by side: the same file, the same thread count, each case run alternately (attn,
+llama.cpp), best of --reps.
 
   prompt 512 / 4096     prompt tokens/s (one pass over N filler tokens)
-  decode                generated tokens/s after a 16-token prompt (greedy): attn twice, full logits +
-                        argmax and the screened greedy path (step_greedy, g19b; attn's default for
-                        greedy generation since g19c); llama.cpp full logits
+  decode                generated tokens/s after a 16-token prompt (greedy): attn twice, every logit +
+                        argmax (the sampling path) and the greedy picks (BatchEntry::greedy:
+                        ops::GreedyPicker, the screened vocabulary product where ops uses it, i.e. with
+                        AVX-512 VNNI); llama.cpp every logit
   context 8192 [32752]  generated tokens/s after CTX tokens of context, and the KV-cache memory
-                        (attn: f32, sliding layers ring-buffered; llama.cpp: f16, the cache size it
-                        allocates for n_ctx: its log says it keeps a full-size SWA cache)
+                        (attn: the paged f32 cache's reserved bytes, the sliding layers giving back the
+                        blocks that leave their window; llama.cpp: f16, the cache size it allocates for
+                        n_ctx: its log says it keeps a full-size SWA cache)
 
 Run:  python3 bench/run_gemma3.py --threads 2 [--long]   (builds: build/release/bench/gemma3_bench)
 Each side also reports tokens per second of process CPU time (every thread), which a loaded machine
-distorts less than the wall clock. ATTN_MATMUL_PRECISION=bf16 in the environment makes attn's prompt
-passes use the bf16 GEMM (llama.cpp ignores it).
---warm-up: each engine runs a 16-token pass in its process before the timed prompt pass (attn: its
-one-time int8 repack of the weights and the first touch of every page; llama.cpp: its own first-pass
-costs), so the prompt rows compare passes on loaded, warmed models. Without it both time a cold first
-pass after load (llama.cpp repacks its weights during load, attn on its first prompt pass).
+distorts less than the wall clock.
+--warm-up: each engine runs a 16-token pass in its process before the timed prompt pass (the first touch
+of every page; llama.cpp: its own first-pass costs), so the prompt rows compare passes on loaded, warmed
+models. Without it both time a cold first pass after load.
 """
 import argparse
 import json
@@ -116,7 +117,7 @@ def main():
                 k = r["engine"]
                 if k not in best or r["tokens_per_s"] > best[k]["tokens_per_s"]:
                     best[k] = r
-            # g19b: the screened greedy path of the same attn run (step_greedy), best of its own
+            # the greedy picks of the same attn run (screened where ops uses the screen), best of its own
             if r1.get("screened") and ("screened" not in best or r1["screened_tokens_per_s"] >
                                        best["screened"]["screened_tokens_per_s"]):
                 best["screened"] = r1
@@ -138,11 +139,11 @@ def main():
         cpu = f'{a["tokens_per_cpu_s"]:.1f} / {l["tokens_per_cpu_s"]:.1f} = {a["tokens_per_cpu_s"] / l["tokens_per_cpu_s"]:.2f}x'
         print(f'| {label} | {a["tokens_per_s"]:.1f} | {l["tokens_per_s"]:.1f} | '
               f'{a["tokens_per_s"] / l["tokens_per_s"]:.2f}x | {cpu} | {kv} |')
-        if "screened" in b:  # g19b: the same steps through the screened greedy product (same tokens)
+        if "screened" in b:  # the same steps as greedy picks through the screened product (same tokens)
             s_ = b["screened"]
             cpu = (f'{s_["screened_tokens_per_cpu_s"]:.1f} / {l["tokens_per_cpu_s"]:.1f} = '
                    f'{s_["screened_tokens_per_cpu_s"] / l["tokens_per_cpu_s"]:.2f}x')
-            label = "generate, screened greedy (attn's default greedy path since g19c;"
+            label = "generate, greedy picks (attn's greedy path: the screened product with AVX-512 VNNI;"
             print(f'| {label} candidates {s_["candidates_mean"]:.0f} mean, '
                   f'{s_["candidates_max"]} max; same tokens: {s_["screened_same_tokens"]}) | '
                   f'{s_["screened_tokens_per_s"]:.1f} | {l["tokens_per_s"]:.1f} | '

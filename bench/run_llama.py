@@ -29,9 +29,9 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--forms", default="default,f32-act",
-                    help="attn weight forms: default,f32-act,kv-f32,quantized,f32-on-load (f32-act: decode "
-                    "without 8-bit activations, the path before the int8 kernels)")
+    ap.add_argument("--forms", default="runtime,f32-act",
+                    help="attn forms: runtime,f32-act (the runtime's decoder, what every command runs; "
+                    "f32-act: the same without 8-bit activations)")
     a = ap.parse_args()
     common = ["--threads", str(a.threads), "--prompt-tokens", str(a.prompt_tokens), "--gen", str(a.gen),
               "--reps", str(a.reps)]

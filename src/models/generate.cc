@@ -86,9 +86,9 @@ struct LogitRows {
 
 LogitRows rows_of(const Tensor& logits) { return {logits.data<float>(), logits.stride(0)}; }
 
-// The model side of the search, the one interface every decoder is driven through (the trained
-// EncoderDecoder and DecoderLM, and the GGUF Llama): N rows, each fed one token per step, the KV
-// cache behind it. The search loops below (greedy and sampling, beam) are shared by all of them.
+// The model side of the search, the one interface the trained decoders (EncoderDecoder and DecoderLM)
+// are driven through: N rows, each fed one token per step, the KV cache behind it. The search loops below
+// (greedy and sampling, beam) are shared by all of them.
 class Stepper {
  public:
   virtual ~Stepper() = default;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 
 namespace attn::ops {
@@ -165,6 +166,52 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) j.y[m * j.ldy + n] += j.bias[n];
   }
+}
+
+// ---- greedy picks ----
+
+bool GreedyPicker::screen_applies(const WeightMatrix& w, bool activations_8bit) {
+  // The full product of one Q8_0 row is then quant_dot_rows over Q8_0 activations (kind_of: qdot_0),
+  // the kernel whose values the screen's candidates get: the same logits, so the same pick.
+  return activations_8bit && w.is_quantized() && w.quant().format() == QuantFormat::q8_0 &&
+         !w.quant().has_q8() && kind_of(w, true) == Kind::qdot_0 && w.cols() % 64 == 0 && w.cols() <= 4096;
+}
+
+bool GreedyPicker::screens(const WeightMatrix& w, bool activations_8bit) const {
+  return o_.screen_after >= 0 && (!o_.only_where_fast || greedy_screen_fast()) &&
+         screen_applies(w, activations_8bit);
+}
+
+GreedyPicker::Pick GreedyPicker::pick(const WeightMatrix& w, const float* x, LinearScratch& s,
+                                      bool activations_8bit) {
+  ATTN_CHECK(!w.empty() && x != nullptr, "GreedyPicker: expected a weight matrix and a row, got ", w.rows(),
+             " rows");
+  const int64_t N = w.rows(), K = w.cols();
+  // A non-finite activation makes logits non-finite: no pick (the screen refuses such a row too).
+  for (int64_t i = 0; i < K; ++i)
+    if (!std::isfinite(x[i])) return {-1, x[i], 0};
+  if (screens(w, activations_8bit)) {
+    const bool built = !screen_.empty() && built_for_ == w.quant().blocks();
+    if (!built && full_picks_ >= o_.screen_after) {
+      screen_ = GreedyScreen(w.quant(), std::span<const float>(x, static_cast<std::size_t>(K)));
+      built_for_ = w.quant().blocks();
+    }
+    if (!screen_.empty() && built_for_ == w.quant().blocks()) {
+      act_.quantize(QuantFormat::q8_0, x, 1, K, K);  // as linear_rows quantizes the row
+      const GreedyScreen::Pick p = screen_.argmax(w.quant(), act_);
+      return {std::isfinite(p.logit) ? p.index : -1, p.logit, p.candidates};
+    }
+  }
+  ++full_picks_;
+  y_.resize(static_cast<std::size_t>(N));
+  const LinearJob job{&w, y_.data(), N};
+  linear_rows({&job, 1}, x, 1, K, s, activations_8bit);
+  int64_t best = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    if (!std::isfinite(y_[n])) return {-1, y_[n], N};
+    if (y_[n] > y_[best]) best = n;
+  }
+  return {best, y_[best], N};
 }
 
 }  // namespace attn::ops

@@ -5,7 +5,6 @@
 #include <attn/io/json.h>
 #include <attn/models/bert.h>
 #include <attn/models/bert_rerank.h>
-#include <attn/models/llama.h>
 #include <attn/models/text_classifier.h>
 #include <attn/serve/server.h>
 #include <attn/teach/stages.h>

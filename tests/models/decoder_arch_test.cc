@@ -6,7 +6,6 @@
 // loader's errors.
 #include <attn/io/files.h>
 #include <attn/io/json.h>
-#include <attn/models/gemma3.h>
 #include <attn/models/runtime/decoder.h>
 #include <attn/models/runtime/scheduler.h>
 #include <unistd.h>
@@ -177,21 +176,6 @@ TEST(DecoderArch, QuantizedRowsDoNotDependOnTheirBatch) {
     const std::vector<float> whole = run_chunks(*d, p, 64, nullptr);
     EXPECT_LT(max_abs_diff(whole, alone), 1e-5);
   }
-}
-
-TEST(DecoderArch, TheGemma3EngineAndTheDecoderAgree) {
-  // attn's own tiny Gemma 3 file: the hand-written engine (Gemma3Model) and the runtime's decoder.
-  const std::string path = testing::source_path("tests/models/data/gemma3_tiny.gguf");
-  Gemma3Model m = Gemma3Model::load(path);
-  const io::GgufFile f = io::GgufFile::open(path);
-  auto d = load(f, true);
-  const std::vector<int32_t> ids = {2, 10, 40, 100, 7, 8, 9, 30, 31, 12};
-  const auto ref = m.prefill(ids);
-  const std::vector<float> all = d->logits_all(ids);
-  const int64_t V = d->batch_vocab();
-  // Both round the activations to 8 bits where the CPU has the kernels (seen: 1e-4 apart here); with
-  // f32 activations on one side only they are 6e-3 apart.
-  EXPECT_LT(rel_diff(std::span<const float>(all).subspan((ids.size() - 1) * V, V), ref), 0.02);
 }
 
 TEST(DecoderArch, HuggingFaceFoldersEqualTransformers) {

@@ -1,15 +1,20 @@
 // The runtime's decoder (what every command loads: models/text_decoder.h) on small GGUF files written
 // here: a valid one-layer llama runs; every kind of bad file (truncated, unknown architecture, missing
-// keys, inconsistent sizes, missing / mis-shaped tensors, a non-finite weight, an unsupported chat
-// template) and a prompt longer than the context give a clear attn::Error.
+// keys, inconsistent sizes, missing / unexpected / mis-shaped tensors, a non-finite weight, an
+// unsupported chat template) and a prompt longer than the context give a clear attn::Error; so do the
+// bad variants of the tiny Gemma 3 file (python/reference/make_gemma3_test_files.py: a wrong shape, an
+// unsupported type, a window longer than the context, a missing tensor, every truncation).
 #include <attn/io/gguf.h>
 #include <attn/models/runtime/batch.h>
 #include <attn/models/text_decoder.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "models/tiny_gguf.h"
@@ -25,6 +30,21 @@ class DecoderBad : public ::testing::Test {
   std::string write(const std::string& name, const std::string& bytes) { return scratch_.write(name, bytes); }
   ScratchDir scratch_;
 };
+
+TEST_F(DecoderBad, ScratchFilesArePerProcessAndRemoved) {
+  std::filesystem::path dir, file;
+  {
+    ScratchDir a, b;
+    EXPECT_NE(a.path(), b.path());
+    file = a.write("x", "GGUF");
+    dir = a.path();
+    EXPECT_NE(file.string().find("attn_llama_" + std::to_string(::getpid()) + "_"), std::string::npos)
+        << file;
+    EXPECT_TRUE(std::filesystem::is_regular_file(file));
+  }
+  EXPECT_FALSE(std::filesystem::exists(file)) << file;
+  EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+}
 
 TEST_F(DecoderBad, TinyModelRunsAndStepsEqualOnePass) {
   TextDecoder m = TextDecoder::load(write("ok", tiny().bytes()));
@@ -96,8 +116,18 @@ TEST_F(DecoderBad, TensorsMissingOrMisshaped) {
   f.tensor("blk.0.attn_k.weight")->shape = {32, 32};
   EXPECT_ERROR_CONTAINS(TextDecoder::load(write("tensors", f.bytes())), {"blk.0.attn_k.weight", "32"});
   f = tiny();
+  f.tensors.push_back({"blk.0.extra.weight", {8}});
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(write("tensors", f.bytes())),
+                        {"blk.0.extra.weight: unexpected tensor"});
+  f = tiny();
   f.tensors.push_back({"output.weight", {6, 32}});  // a separate output matrix is fine
   EXPECT_NO_THROW(TextDecoder::load(write("tensors", f.bytes())));
+  // The check lists every problem at once.
+  f = tiny();
+  f.tensor("blk.0.ffn_down.weight")->shape = {64, 32};
+  std::erase_if(f.tensors, [](const TinyTensor& t) { return t.name == "output_norm.weight"; });
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(write("tensors", f.bytes())),
+                        {"output_norm.weight: missing", "blk.0.ffn_down.weight: expected shape"});
 }
 
 TEST_F(DecoderBad, ChatTemplates) {
@@ -145,7 +175,40 @@ TEST_F(DecoderBad, NanNormWeightIsNamedAtLoad) {
   const std::size_t at = b.find(ones);
   ASSERT_NE(at, std::string::npos);
   std::memcpy(b.data() + at + 5 * 4, &nan, 4);
-  EXPECT_ERROR_CONTAINS(TextDecoder::load(write("nan", b)), {"norm.weight", "non-finite"});
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(write("nan", b)), {"norm.weight", "non-finite", "[5]", "nan"});
+}
+
+// ---- the tiny Gemma 3 file's bad variants ----
+
+std::string gemma_tiny(const std::string& name = "gemma3_tiny.gguf") {
+  return testing::source_path("tests/models/data/" + name);
+}
+
+TEST_F(DecoderBad, Gemma3BadFilesNameTheTensorOrKey) {
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(gemma_tiny("gemma3_tiny_bad_shape.gguf")),
+                        {"blk.1.attn_q.weight", "[64, 64]", "[32, 64]"});
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(gemma_tiny("gemma3_tiny_bad_type.gguf")),
+                        {"blk.0.ffn_down.weight", "Q2_K", "not supported"});
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(gemma_tiny("gemma3_tiny_bad_window.gguf")),
+                        {"gemma3.attention.sliding_window", "128", "64"});
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(gemma_tiny("gemma3_tiny_missing.gguf")),
+                        {"blk.2.post_ffw_norm.weight: missing"});
+  EXPECT_ERROR_CONTAINS(TextDecoder::load(testing::source_path("tests/io/data/gguf_bad_magic.gguf")),
+                        {"GGUF"});
+  // truncated: every 7919th prefix
+  const std::string bytes = testing::read_text(gemma_tiny());
+  for (std::size_t n = 0; n < bytes.size(); n += 7919)
+    EXPECT_THROW(TextDecoder::load(write("gemma_cut", bytes.substr(0, n))), Error)
+        << "prefix of " << n << " bytes";
+}
+
+TEST_F(DecoderBad, Gemma3ContextLimitAndTokenRange) {
+  TextDecoder m = TextDecoder::load(gemma_tiny(), {.max_context = 8});
+  EXPECT_EQ(m.capacity(), 8);
+  runtime::SingleSequence s(m.decoder());
+  EXPECT_ERROR_CONTAINS(s.prefill(std::vector<int32_t>(9, 5)), {"9 tokens after 0", "holds 8 positions"});
+  EXPECT_ERROR_CONTAINS(s.step(100000), {"token id 100000", "out of range"});
+  EXPECT_EQ(s.position(), 0);
 }
 
 }  // namespace

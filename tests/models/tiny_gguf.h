@@ -1,4 +1,4 @@
-// A minimal GGUF v3 writer for the loaders' bad-file tests (llama_bad_test.cc, decoder_bad_test.cc):
+// A minimal GGUF v3 writer for the loaders' bad-file tests (decoder_bad_test.cc):
 // f32 tensors only, a one-layer llama file (tiny()), and a scratch folder per process and test.
 #pragma once
 

@@ -1,7 +1,8 @@
 // text::ChatTemplate (text/chat_template.h): the variables transformers passes, JSON messages, and
-// whether the model's real template renders today's hand-written prompts byte for byte: SmolLM2's
-// GGUF template against the former hand-written ChatML of LlamaModel (switched to the template), and
-// Gemma 3's template against Gemma3Model's hand-written format (kept; the differences are shown).
+// whether the model's real template renders the hand-written prompts byte for byte: SmolLM2's GGUF
+// template against the ChatML the former engine wrote by hand (switched to the template), and Gemma 3's
+// template against Gemma's turn format (what models::TextDecoder writes for a gemma file without a
+// template, as the Gemma 3 270M GGUF is; the differences are shown).
 #include <attn/io/gguf.h>
 #include <attn/io/json.h>
 #include <attn/io/model_files.h>
@@ -80,8 +81,8 @@ std::vector<Conversation> conversations() {
   };
 }
 
-// LlamaModel::apply_chat_template before the engine (the ChatML family only): kept here as the
-// oracle that the switch to the file's own template changes no SmolLM2 prompt.
+// The former engine's hand-written ChatML (the ChatML family only): kept here as the oracle that the
+// switch to the file's own template changes no SmolLM2 prompt.
 std::string former_chatml(const std::string& t, const Conversation& messages, bool add_generation_prompt) {
   std::string default_system;
   if (t.find("messages[0]['role'] != 'system'") != std::string::npos) {
@@ -115,7 +116,8 @@ TEST(ChatTemplate, SmolLm2GgufTemplateRendersTheFormerHandWrittenPrompts) {
   }
 }
 
-// Gemma3Model::apply_chat_template (hand-written, kept): system messages go before the next user turn.
+// Gemma's turn format as TextDecoder writes it without a template (decoder_text_test.cc checks that
+// one): system messages go before the next user turn.
 std::string gemma3_hand_written(const Conversation& messages, bool add_generation_prompt) {
   std::string out, system;
   for (const ChatMessage& m : messages) {
@@ -137,7 +139,7 @@ TEST(ChatTemplate, Gemma3TemplateAgainstTheHandWrittenFormat) {
       testing::read_text(testing::source_path("tests/text/data/chat_templates/gemma3.jinja"));
   const ChatTemplate t(source, "gemma3", "<bos>", "<eos>");
   // Alternating turns, a leading system message, no whitespace at the contents' edges: the same
-  // prompt after the template's <bos> (which Gemma3Model leaves to the tokenizer's add_bos).
+  // prompt after the template's <bos> (which the turn format leaves to the tokenizer's add_bos).
   const std::vector<Conversation> same = {
       {{"user", "Hi"}},
       {{"system", "Be brief."}, {"user", "Hi"}},

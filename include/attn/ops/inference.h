@@ -35,9 +35,10 @@ Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 bool decode_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v,
                               const std::vector<int64_t>& key_lengths = {});
 
-// A decoding step of the GGUF Llama for the G query heads that share one key/value head, on raw
-// buffers, single-threaded (the model calls it from inside its own parallel region, once per kv
-// head and layer). Inference only: no autograd.
+// A decoding step for the G query heads that share one key/value head, on raw buffers,
+// single-threaded (the caller runs it from inside its own parallel region, once per kv head and layer;
+// the former Llama engine's step, now bench/paged_attention_bench's contiguous baseline). Inference
+// only: no autograd.
 //   q       [G, D]   contiguous
 //   k, v    [Lk, D]  rows ldk >= D floats apart, Lk >= 1
 //   scratch [G, Lk]  the caller's (so a step allocates nothing)

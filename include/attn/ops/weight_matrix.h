@@ -87,6 +87,46 @@ struct LinearScratch {
 void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int64_t ldx, LinearScratch& s,
                  bool activations_8bit = true);
 
+// ---- greedy picks (issue 37; the screen of issue 19 g19b) ------------------------------------------
+// The greedy pick of one row of logits y = x · Wᵀ: the index std::max_element gives over linear_rows'
+// product of x alone (the first of equal logits), and that logit. The pick is chosen here, never by the
+// model: a screened product (GreedyScreen, ops/quantized.h: a 5-bit copy of W narrows the rows, their
+// exact logits come from the same one-row kernel as the full product) where it applies — W in Q8_0
+// blocks without a repacked copy, K a multiple of 64 up to 4096, 8-bit activations — and pays
+// (greedy_screen_fast(): the AVX-512 VNNI kernel); else the full product and its argmax. The screen is
+// built from W once (the largest |x| of that pick decides its outlier columns, which only changes its
+// speed), after `screen_after` full picks, so short generations do not pay for the build.
+struct GreedyPickOptions {
+  int64_t screen_after = 128;   // full picks before the screen is built (0: from the first; < 0: never)
+  bool only_where_fast = true;  // false: screen wherever it applies, also where it is slower (tests)
+};
+
+class GreedyPicker {
+ public:
+  explicit GreedyPicker(GreedyPickOptions options = {}) : o_(options) {}
+  // Whether picks over w with these activations may use the screen (once it is built).
+  static bool screen_applies(const WeightMatrix& w, bool activations_8bit);
+  bool screens(const WeightMatrix& w, bool activations_8bit) const;
+
+  struct Pick {
+    int64_t index = -1;      // -1: x or a logit the pick read is not finite
+    float logit = 0;         // its logit, as linear_rows computes it (the non-finite value when -1)
+    int64_t candidates = 0;  // rows whose exact logit was computed (N without the screen)
+  };
+  // x [K] f32, K = w.cols(). The screen reads only its candidates' logits; its 5-bit copy is built from
+  // finite blocks (attn::Error naming the row otherwise), so with a finite x every logit is finite.
+  Pick pick(const WeightMatrix& w, const float* x, LinearScratch& s, bool activations_8bit);
+  bool screen_built() const { return !screen_.empty(); }
+
+ private:
+  GreedyPickOptions o_;
+  int64_t full_picks_ = 0;
+  const std::byte* built_for_ = nullptr;
+  GreedyScreen screen_;
+  QuantActivations act_;
+  std::vector<float> y_;
+};
+
 // ---- the encoder's products: dense f32 weights, the kernel chosen here (issue 37) -----------------
 // A dense f32 weight W [N, K] (out, in) held in the layout its products read fastest on this CPU:
 // 32-column panels (pack_weight_t, ops/linear.h) where packed_weight_fast() (AVX-512 or AVX2), else the

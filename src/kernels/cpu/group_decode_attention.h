@@ -5,9 +5,9 @@
 //
 // Two passes over the keys (scores and their maximum, then exp and P·V), the scores kept in a caller's
 // scratch, so a step allocates nothing. Every query head of the group reads the same cached rows while
-// they are in L1/L2. Used by the Llama decoder's decode step (src/models/llama.cc, through
-// ops::group_decode_attention), which calls it from inside its own parallel region (single-threaded
-// here), and reads an f32 or f16 cache. The batched,
+// they are in L1/L2. Behind ops::group_decode_attention (the former Llama engine's decode step, now
+// bench/paged_attention_bench's contiguous baseline), called from inside the caller's parallel region
+// (single-threaded here), reading an f32 or f16 cache. The batched,
 // threaded one-query kernel for nn::MultiHeadAttention is kernels/cpu/decode_attention.h.
 #pragma once
 

@@ -20,6 +20,8 @@ BatchRows batch_rows(const PagedKvCache& cache, std::span<const BatchEntry> batc
     for (int64_t i = 0; i < e.n; ++i)
       ATTN_CHECK(e.tokens[i] >= 0 && e.tokens[i] < vocab, who, ": token id ", e.tokens[i], " at ", i,
                  " of batch entry ", b, " is out of range [0, ", vocab, ")");
+    ATTN_CHECK(!(e.logits && e.greedy), who, ": batch entry ", b,
+               " asks for both logits and a greedy pick; expected one of them");
     r.row0.push_back(r.rows);
     r.pos0.push_back(len - e.n);
     r.rows += e.n;

@@ -6,6 +6,7 @@
 #include <attn/ops/weight_matrix.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "decoder_weights.h"
@@ -23,8 +24,11 @@ struct Decoder::Impl {
   bool q8 = true;
   Rope rope_full, rope_local;
   ops::LinearScratch lin;
+  ops::GreedyPicker picker;
+  int64_t candidates = 0;  // of the last greedy pick
   // Scratch, grown to the largest step so far.
-  std::vector<float> x, n, q, k, v, att, tmp, g, u, logits_rows;
+  std::vector<float> x, n, q, k, v, att, tmp, g, u, logits_rows, pick_x;
+  std::vector<int64_t> picks;
   std::vector<int64_t> positions;
   std::vector<float> cs_full, sn_full, cs_local, sn_local;
   std::vector<ops::PagedSequence> seqs;
@@ -51,11 +55,13 @@ struct Decoder::Impl {
   // With a trace for layer l, its buffers are copied out (one entry: layer_trace()).
   void layer(int64_t l, PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
              float* capture);
-  // Every entry's rows through every layer; logits of the rows in `logit_rows` into logits_rows.
+  // Every entry's rows through every layer; logits of the rows in `logit_rows` into logits_rows, the
+  // greedy picks of the rows in `pick_rows` into picks (ops::GreedyPicker; -1: a non-finite logit).
   // capture: per layer, the first entry's weights (each [Lq, H, Lk], sized by the caller; an empty
   // vector: that layer is not captured), or null.
   void run(PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
-           std::vector<std::vector<float>>* capture, const std::vector<int64_t>& logit_rows);
+           std::vector<std::vector<float>>* capture, const std::vector<int64_t>& logit_rows,
+           const std::vector<int64_t>& pick_rows = {});
 };
 
 void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchEntry> batch,
@@ -150,7 +156,8 @@ void Decoder::Impl::layer(int64_t l, PagedKvCache& cache, std::span<const BatchE
 }
 
 void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
-                        std::vector<std::vector<float>>* capture, const std::vector<int64_t>& logit_rows) {
+                        std::vector<std::vector<float>>* capture, const std::vector<int64_t>& logit_rows,
+                        const std::vector<int64_t>& pick_rows) {
   const int64_t M = br.rows, C = c.dim;
   grow(std::max<int64_t>(M, static_cast<int64_t>(logit_rows.size())));
   positions.resize(static_cast<std::size_t>(M));
@@ -170,6 +177,16 @@ void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, 
               ? (*capture)[static_cast<std::size_t>(l)].data()
               : nullptr);
   for (const BatchEntry& e : batch) cache.commit(e.seq);
+  const auto P = static_cast<int64_t>(pick_rows.size());
+  picks.assign(static_cast<std::size_t>(P), -1);
+  pick_x.resize(static_cast<std::size_t>(C));
+  for (int64_t r = 0; r < P; ++r) {
+    rms_norm_rows(x.data() + pick_rows[static_cast<std::size_t>(r)] * C, w.output_norm.data(), 1, C,
+                  c.norm_eps, pick_x.data());
+    const ops::GreedyPicker::Pick p = picker.pick(w.out(), pick_x.data(), lin, q8);
+    picks[static_cast<std::size_t>(r)] = p.index;
+    candidates = p.candidates;
+  }
   const auto R = static_cast<int64_t>(logit_rows.size());
   if (R == 0) return;
   for (int64_t r = 0; r < R; ++r)
@@ -189,6 +206,7 @@ void finish(Decoder::Impl& m, const DecoderOptions& options, const std::string& 
   ATTN_CHECK(options.max_context >= 0, m.c.arch, ": max_context must be >= 0, got ", options.max_context);
   m.cap = options.max_context ? std::min(options.max_context, m.c.context) : m.c.context;
   m.q8 = options.activations_8bit;
+  m.picker = ops::GreedyPicker({options.greedy_screen_after, options.greedy_screen_only_where_fast});
   detail::quantize_weights(m.w, options.quantize);
   const double kv_bytes = static_cast<double>(m.c.layers) * static_cast<double>(m.c.kv_heads) *
                           static_cast<double>(m.c.head_dim) * 8.0;  // f32 K and V per position
@@ -251,16 +269,35 @@ void Decoder::forward_batch(PagedKvCache& cache, std::span<const BatchEntry> bat
   Impl& m = *impl_;
   check_layout(cache, m.c);
   const BatchRows br = batch_rows(cache, batch, m.c.vocab, m.cap, m.cap < m.c.context, m.c.arch.c_str());
-  std::vector<int64_t> rows;
-  for (std::size_t b = 0; b < batch.size(); ++b)
-    if (batch[b].logits) rows.push_back(br.row0[b] + batch[b].n - 1);
-  m.run(cache, batch, br, nullptr, rows);
-  std::size_t r = 0;
-  for (const BatchEntry& e : batch)
-    if (e.logits)
-      std::memcpy(e.logits, m.logits_rows.data() + r++ * m.c.vocab,
-                  static_cast<std::size_t>(m.c.vocab) * sizeof(float));
+  // A final soft cap can make distinct logits equal: with one, a greedy pick is the argmax of the capped
+  // logits, computed whole.
+  const bool capped = m.c.final_softcap > 0;
+  std::vector<int64_t> rows, picks;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    const int64_t last = br.row0[b] + batch[b].n - 1;
+    if (batch[b].logits || (batch[b].greedy && capped))
+      rows.push_back(last);
+    else if (batch[b].greedy)
+      picks.push_back(last);
+  }
+  m.run(cache, batch, br, nullptr, rows, picks);
+  std::size_t r = 0, k = 0;
+  const auto V = static_cast<std::size_t>(m.c.vocab);
+  for (const BatchEntry& e : batch) {
+    if (e.logits) {
+      std::memcpy(e.logits, m.logits_rows.data() + r++ * V, V * sizeof(float));
+    } else if (e.greedy && capped) {
+      const float* l = m.logits_rows.data() + r++ * V;
+      const bool finite = std::all_of(l, l + V, [](float z) { return std::isfinite(z); });
+      *e.greedy = finite ? std::max_element(l, l + V) - l : -1;
+      m.candidates = m.c.vocab;
+    } else if (e.greedy) {
+      *e.greedy = m.picks[k++];
+    }
+  }
 }
+
+int64_t Decoder::greedy_candidates() const { return impl_->candidates; }
 
 namespace {
 // ids from position 0 as the one sequence of a private cache, appended, as a batch of one entry.

@@ -52,6 +52,7 @@ struct Scheduler::Impl {
   int64_t next_id = 0;
   SchedulerStats st;
   std::vector<float> logits;
+  std::vector<int64_t> picks;  // per planned row: the decoder's greedy pick
 
   Impl(BatchDecoder& d, PagedKvCache& c, const SchedulerOptions& o) : dec(d), cache(c), opt(o) {
     ATTN_CHECK(o.max_sequences >= 1 && o.prefill_chunk >= 1 && o.max_batch_tokens >= o.max_sequences,
@@ -187,6 +188,13 @@ struct Scheduler::Impl {
     return out;
   }
 
+  // The decoder's greedy pick, or an error when it found a non-finite logit.
+  int64_t picked(const Seq& s, int64_t t, std::string& error) const {
+    if (t < 0 || t >= V)
+      error = "the model produced a non-finite logit at position " + std::to_string(s.done - 1);
+    return t >= 0 && t < V ? t : -1;
+  }
+
   // The next token from one row of logits, or an error.
   int64_t choose(Seq& s, const float* x, std::string& error) {
     for (int64_t v = 0; v < V; ++v)
@@ -208,15 +216,21 @@ struct Scheduler::Impl {
     int64_t wanted = 0;
     for (const Planned& r : rows) wanted += r.s->done + r.n == static_cast<int64_t>(r.s->tokens.size());
     logits.resize(static_cast<std::size_t>(wanted * V));
+    picks.assign(rows.size(), -1);
     std::vector<BatchEntry> batch;
     int64_t k = 0, M = 0;
-    for (const Planned& r : rows) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Planned& r = rows[i];
       BatchEntry e;
       e.seq = r.s->cache_seq;
       e.tokens = r.s->tokens.data() + r.s->done;
       e.n = r.n;
       if (r.s->done + r.n == static_cast<int64_t>(r.s->tokens.size())) {
-        e.logits = logits.data() + k++ * V;
+        // A greedy sequence needs only the pick, which the decoder may find without every logit.
+        if (r.s->req.options.search == SearchKind::greedy && dec.picks_greedy())
+          e.greedy = &picks[i];
+        else
+          e.logits = logits.data() + k++ * V;
         if (r.s->req.capture_attention) e.attention = &r.s->attention;
       }
       batch.push_back(e);
@@ -237,9 +251,10 @@ struct Scheduler::Impl {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       Seq& s = *rows[i].s;
       s.done += rows[i].n;
-      if (!batch[i].logits) continue;
+      if (!batch[i].logits && !batch[i].greedy) continue;
       std::string error;
-      const int64_t t = choose(s, batch[i].logits, error);
+      const int64_t t =
+          batch[i].greedy ? picked(s, *batch[i].greedy, error) : choose(s, batch[i].logits, error);
       if (t < 0) {
         finish(s, FinishReason::error, -1, error);
         drop(&s);

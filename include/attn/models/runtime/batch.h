@@ -27,6 +27,10 @@ struct BatchEntry {
   // (resized and written): each query head's probabilities over the sequence's positions, 0 where it
   // does not see (before a window). From the same kernel as the output (capture_last_rows).
   std::vector<float>* attention = nullptr;
+  // Or, with logits null: only the greedy pick of the LAST token is wanted, written here: the index
+  // argmax over its logits gives (the first of equal ones), or -1 when a logit it read is not finite.
+  // Only for a decoder whose picks_greedy() is true (it may then skip most of the vocabulary product).
+  int64_t* greedy = nullptr;
 };
 
 // Where each entry's rows sit in a batch, checked: n in [1, the positions appended], the sequence
@@ -61,6 +65,8 @@ class BatchDecoder {
   // Runs every entry (see BatchEntry) and commits each sequence. Throws attn::Error on an entry whose
   // tokens are out of range or were not appended, leaving the cache's committed state as it was.
   virtual void forward_batch(PagedKvCache& cache, std::span<const BatchEntry> batch) = 0;
+  // Whether forward_batch fills BatchEntry::greedy (else only logits).
+  virtual bool picks_greedy() const { return false; }
 };
 
 // One sequence on a BatchDecoder with a cache of its own: the prefill / step interface of a

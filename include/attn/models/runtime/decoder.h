@@ -77,6 +77,11 @@ struct DecoderOptions {
   // 8-bit activations against quantized weights where the CPU has a vector kernel (ops::linear_rows);
   // false keeps f32 activations (slower; for comparisons with a reference that does not round them).
   bool activations_8bit = true;
+  // Greedy picks (BatchEntry::greedy) through ops::GreedyPicker: the screened vocabulary product where
+  // ops says it applies and pays, after this many full picks (0: from the first; < 0: never).
+  int64_t greedy_screen_after = 128;
+  // false: the screen wherever it applies, also where it is slower than the full product (tests).
+  bool greedy_screen_only_where_fast = true;
 };
 
 class Decoder : public BatchDecoder {
@@ -98,6 +103,9 @@ class Decoder : public BatchDecoder {
   int64_t batch_context() const override;
   KvCacheConfig kv_layout() const override;
   void forward_batch(PagedKvCache& cache, std::span<const BatchEntry> batch) override;
+  bool picks_greedy() const override { return true; }
+  // Rows the last greedy pick computed the exact logit of (the vocabulary without the screen).
+  int64_t greedy_candidates() const;
 
   // Every layer's exact attention over ids from position 0, per layer [H, N, N] (row i: query i over
   // keys 0..N−1, zero where it does not see), and the logits of the last id in *logits when given.
