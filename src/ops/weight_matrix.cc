@@ -9,9 +9,19 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/qdot.h"
+
 namespace attn::ops {
 
-WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K) {
+namespace {
+// Q8_0's repacked copy pays where the AVX2 q8_dot kernel runs: it multiplies 4 activation rows per weight
+// row read, where quant_dot_rows' one-row kernel takes one (1.3-1.6x for prompt passes and batched
+// steps, bench/qdot_bench --format q8_0). The AVX512-VNNI kernels both take one row at a time.
+bool q8_0_copy_pays() { return kernels::cpu::qdot_kernel() == kernels::cpu::QdotKernel::avx2; }
+}  // namespace
+
+WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K,
+                                     bool may_copy) {
   ATTN_CHECK(N > 0 && K > 0 && K % quant_block_elems(format) == 0,
              "weight matrix: ", quant_format_name(format), " needs N > 0 and K a positive multiple of ",
              quant_block_elems(format), "; got [", N, ", ", K, "]");
@@ -21,12 +31,12 @@ WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks
   w.q_ = QuantMatrix(format, blocks, N, K);
   w.N_ = N;
   w.K_ = K;
-  // Q4_1 and Q8_0: the repacked copy for q8_dot where its vector kernel runs (0.63 and 1.06 bytes per
-  // weight). Its kernel multiplies 4 activation rows per weight row read, where quant_dot_rows (Q8_0's
-  // stored blocks) takes one: prompt passes and batched steps run 1.3-1.6x faster on Q8_0
-  // (bench/qdot_bench --format q8_0). Blocks in a file mapping may then be given back
-  // (io::GgufFile::release_pages): only row() and embedding lookups read them afterwards.
-  if ((format == QuantFormat::q4_1 || format == QuantFormat::q8_0) && q8_dot_fast()) w.q_.pack_q8();
+  // Q4_1 (0.63 bytes per weight) wherever q8_dot's vector kernel runs, Q8_0 (1.06) where its copy pays.
+  // Blocks in a file mapping may then be given back (io::GgufFile::release_pages): only row() and
+  // embedding lookups read them afterwards.
+  if (may_copy &&
+      ((format == QuantFormat::q4_1 && q8_dot_fast()) || (format == QuantFormat::q8_0 && q8_0_copy_pays())))
+    w.q_.pack_q8();
   return w;
 }
 
@@ -175,6 +185,11 @@ bool GreedyPicker::screen_applies(const WeightMatrix& w, bool activations_8bit) 
   // the kernel whose values the screen's candidates get: the same logits, so the same pick.
   return activations_8bit && w.is_quantized() && w.quant().format() == QuantFormat::q8_0 &&
          !w.quant().has_q8() && kind_of(w, true) == Kind::qdot_0 && w.cols() % 64 == 0 && w.cols() <= 4096;
+}
+
+bool GreedyPicker::keeps_stored_blocks(QuantFormat format, int64_t K, const GreedyPickOptions& o) {
+  return o.screen_after >= 0 && (!o.only_where_fast || greedy_screen_fast()) && format == QuantFormat::q8_0 &&
+         K % 64 == 0 && K <= 4096;
 }
 
 bool GreedyPicker::screens(const WeightMatrix& w, bool activations_8bit) const {

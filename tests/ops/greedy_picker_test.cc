@@ -53,8 +53,11 @@ class GreedyPickerIsa : public ::testing::TestWithParam<Isa> {
 TEST_P(GreedyPickerIsa, PicksTheFullProductsArgmaxScreenedOrNot) {
   const int64_t N = 3000, K = 640;
   const std::vector<std::byte> wb = testing::quant_blocks(QuantFormat::q8_0, N, K, 7);
-  const WeightMatrix w = WeightMatrix::quantized(QuantFormat::q8_0, wb.data(), N, K);
-  GreedyPicker picker({.screen_after = 3, .only_where_fast = false});
+  const GreedyPickOptions o{.screen_after = 3, .only_where_fast = false};
+  ASSERT_TRUE(GreedyPicker::keeps_stored_blocks(QuantFormat::q8_0, K, o));
+  // as a loader makes the vocabulary matrix a screening picker reads: no repacked copy
+  const WeightMatrix w = WeightMatrix::quantized(QuantFormat::q8_0, wb.data(), N, K, false);
+  GreedyPicker picker(o);
   const bool applies = GreedyPicker::screen_applies(w, true);
   // Q8_0 rows of 640: the screen applies wherever the one-row product runs the 8-bit kernel.
   EXPECT_EQ(applies, quant_dot_fast());
@@ -97,10 +100,22 @@ TEST(GreedyPicker, OnlyWhereItAppliesAndPays) {
   EXPECT_FALSE(GreedyPicker::screen_applies(WeightMatrix::dense(dense, N, K), true));
   EXPECT_EQ(GreedyPicker().screens(w8, true), GreedyPicker::screen_applies(w8, true) && greedy_screen_fast());
   EXPECT_FALSE(GreedyPicker({.screen_after = -1, .only_where_fast = false}).screens(w8, true));
+  // A matrix that multiplies a repacked copy is never screened; one kept in place is where the 8-bit
+  // one-row product runs. keeps_stored_blocks tells a loader which to make.
+  if (w8.has_packed_copy()) EXPECT_FALSE(GreedyPicker::screen_applies(w8, true));
+  const WeightMatrix kept = WeightMatrix::quantized(QuantFormat::q8_0, q8.data(), N, K, false);
+  EXPECT_FALSE(kept.has_packed_copy());
+  EXPECT_EQ(GreedyPicker::screen_applies(kept, true), quant_dot_fast());
+  const GreedyPickOptions forced{.screen_after = 0, .only_where_fast = false};
+  EXPECT_TRUE(GreedyPicker::keeps_stored_blocks(QuantFormat::q8_0, K, forced));
+  EXPECT_FALSE(GreedyPicker::keeps_stored_blocks(QuantFormat::q4_0, K, forced));
+  EXPECT_FALSE(GreedyPicker::keeps_stored_blocks(QuantFormat::q8_0, 96, forced));  // K % 64
+  EXPECT_FALSE(GreedyPicker::keeps_stored_blocks(QuantFormat::q8_0, K, {.screen_after = -1}));
+  EXPECT_EQ(GreedyPicker::keeps_stored_blocks(QuantFormat::q8_0, K, {}), greedy_screen_fast());
   // Every kind of matrix still gets its argmax, with f32 or 8-bit activations.
   LinearScratch s;
   const std::vector<float> x = hidden(K, 9, 1);
-  for (const WeightMatrix* w : {&w8, &w4})
+  for (const WeightMatrix* w : {&w8, &kept, &w4})
     for (bool q8a : {true, false}) {
       GreedyPicker p({.screen_after = 0, .only_where_fast = false});
       EXPECT_EQ(p.pick(*w, x.data(), s, q8a).index, full(*w, x, q8a).index);

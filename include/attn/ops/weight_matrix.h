@@ -27,8 +27,10 @@ class WeightMatrix {
   WeightMatrix() = default;
   // Quantized blocks, borrowed (they must outlive this: a mapped file), [N, K] with K a multiple of the
   // format's block. Makes Q4_1's and Q8_0's repacked copy when the CPU's kernel for it pays (then the
-  // products read only the copy: has_packed_copy()).
-  static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K);
+  // products read only the copy: has_packed_copy()), unless may_copy is false (the greedy screen
+  // multiplies the stored blocks: GreedyPicker::keeps_stored_blocks).
+  static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K,
+                                bool may_copy = true);
   // f32 values [N, K], owned.
   static WeightMatrix dense(std::vector<float> values, int64_t N, int64_t K);
   // f32 values [N, K] (row stride K) quantized to owned Q8_0 or Q4_0 blocks (ops::quantize_blocks);
@@ -92,7 +94,8 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
 // product of x alone (the first of equal logits), and that logit. The pick is chosen here, never by the
 // model: a screened product (GreedyScreen, ops/quantized.h: a 5-bit copy of W narrows the rows, their
 // exact logits come from the same one-row kernel as the full product) where it applies — W in Q8_0
-// blocks without a repacked copy, K a multiple of 64 up to 4096, 8-bit activations — and pays
+// blocks without a repacked copy (a loader asks keeps_stored_blocks), K a multiple of 64 up to 4096,
+// 8-bit activations — and pays
 // (greedy_screen_fast(): the AVX-512 VNNI kernel); else the full product and its argmax. The screen is
 // built from W once (the largest |x| of that pick decides its outlier columns, which only changes its
 // speed), after `screen_after` full picks, so short generations do not pay for the build.
@@ -106,6 +109,9 @@ class GreedyPicker {
   explicit GreedyPicker(GreedyPickOptions options = {}) : o_(options) {}
   // Whether picks over w with these activations may use the screen (once it is built).
   static bool screen_applies(const WeightMatrix& w, bool activations_8bit);
+  // Whether a picker with options o screens a vocabulary matrix stored as `format` [., K]: then it
+  // must keep multiplying its stored blocks (WeightMatrix::quantized(..., may_copy = false)).
+  static bool keeps_stored_blocks(QuantFormat format, int64_t K, const GreedyPickOptions& o);
   bool screens(const WeightMatrix& w, bool activations_8bit) const;
 
   struct Pick {

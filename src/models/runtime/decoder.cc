@@ -221,7 +221,8 @@ void finish(Decoder::Impl& m, const DecoderOptions& options, const std::string& 
 std::unique_ptr<Decoder> Decoder::load(const io::GgufFile& file, const DecoderOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->c = DecoderConfig::from_gguf(file);
-  impl->w = detail::load_decoder_weights(file, impl->c);
+  impl->w = detail::load_decoder_weights(
+      file, impl->c, {options.greedy_screen_after, options.greedy_screen_only_where_fast});
   finish(*impl, options, file.path());
   return std::unique_ptr<Decoder>(new Decoder(std::move(impl)));
 }

@@ -139,7 +139,9 @@ struct Loader {
   }
 
   // Rows [row0, row0 + rows) of a stored matrix (rows = 0: all): quantized blocks in place, else f32.
-  ops::WeightMatrix mat(const std::string& name, int64_t row0 = 0, int64_t rows = 0) const {
+  // vocab: the matrix greedy picks read (kept in place where the picker screens it).
+  ops::WeightMatrix mat(const std::string& name, int64_t row0 = 0, int64_t rows = 0,
+                        const ops::GreedyPickOptions* vocab = nullptr) const {
     const io::GgufTensorInfo& t = f.tensor(name);
     const int64_t N = t.shape[0], K = t.shape[1];
     if (rows == 0) rows = N;
@@ -148,7 +150,8 @@ struct Loader {
       if (row0 == 0) check_block_scales(f, c.arch, name);
       const io::GgufTensorView v = f.view(name);
       const int64_t row_bytes = K / ops::quant_block_elems(qf) * ops::quant_block_bytes(qf);
-      ops::WeightMatrix m = ops::WeightMatrix::quantized(qf, v.data + row0 * row_bytes, rows, K);
+      const bool may_copy = !vocab || !ops::GreedyPicker::keeps_stored_blocks(qf, K, *vocab);
+      ops::WeightMatrix m = ops::WeightMatrix::quantized(qf, v.data + row0 * row_bytes, rows, K, may_copy);
       // The products read the repacked copy: the stored blocks' pages (read by the scale check and
       // the packing) go back to the file until a lookup reads a row again.
       if (m.has_packed_copy())
@@ -164,12 +167,14 @@ struct Loader {
 
 }  // namespace
 
-DecoderWeights load_decoder_weights(const io::GgufFile& f, const DecoderConfig& c) {
+DecoderWeights load_decoder_weights(const io::GgufFile& f, const DecoderConfig& c,
+                                    const ops::GreedyPickOptions& greedy) {
   check_tensors(f, c);
   const Loader ld{f, c};
   DecoderWeights w;
-  w.embed = ld.mat("token_embd.weight");
-  if (f.has_tensor("output.weight")) w.output = ld.mat("output.weight");
+  const bool tied = !f.has_tensor("output.weight");
+  w.embed = ld.mat("token_embd.weight", 0, 0, tied ? &greedy : nullptr);
+  if (!tied) w.output = ld.mat("output.weight", 0, 0, &greedy);
   w.output_norm = ld.vec("output_norm.weight");
   if (f.has_tensor("rope_freqs.weight")) w.rope_freqs = ld.vec("rope_freqs.weight");
   const int64_t QD = c.heads * c.head_dim, KD = c.kv_heads * c.head_dim;

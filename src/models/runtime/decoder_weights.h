@@ -25,8 +25,11 @@ struct DecoderWeights {
 };
 
 // Every tensor the config names, checked (present, shape, type, finite values and block scales); a
-// tensor the config does not use is an error too. Throws attn::Error listing the problems.
-DecoderWeights load_decoder_weights(const io::GgufFile& file, const DecoderConfig& config);
+// tensor the config does not use is an error too. Throws attn::Error listing the problems. The
+// vocabulary matrix (output, or the tied embeddings) keeps multiplying its stored blocks where a
+// picker with `greedy` screens it (ops::GreedyPicker::keeps_stored_blocks).
+DecoderWeights load_decoder_weights(const io::GgufFile& file, const DecoderConfig& config,
+                                    const ops::GreedyPickOptions& greedy = {});
 
 // DecoderOptions::quantize applied to weights read from a file (decoder.h: LoadQuant).
 void quantize_weights(DecoderWeights& weights, LoadQuant quant);
