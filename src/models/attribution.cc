@@ -96,8 +96,15 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
              "attribute: the pad baseline needs pad_id in [0, src_vocab = ", c.src_vocab, "); got ",
              c.pad_id);
 
+  for (int64_t k : o.keep)
+    ATTN_CHECK(k >= 0 && k < L, "attribute: a kept position must be in [0, ", L,
+               ") (the input's tokens); got ", k);
+
   AttributionScope scope(model);
   Attribution a;
+  a.kept = o.keep;
+  std::sort(a.kept.begin(), a.kept.end());
+  a.kept.erase(std::unique(a.kept.begin(), a.kept.end()), a.kept.end());
   a.steps = o.steps;
   a.baseline = o.baseline;
   a.rule = o.rule;
@@ -112,6 +119,7 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
       const std::vector<int64_t> pads(static_cast<std::size_t>(L), c.pad_id);
       b = model.embed_tokens(Tensor::from(pads, {1, L})).to_vector();
     }
+    for (int64_t k : a.kept) std::copy(e.begin() + k * C, e.begin() + (k + 1) * C, b.begin() + k * C);
     // The prediction and the exact [CLS] attention of every layer.
     ModelOutput out = model.forward(id_t, {}, Tensor(), /*capture_cls=*/true);
     a.logits = out.logits.to_vector();

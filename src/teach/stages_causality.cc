@@ -57,8 +57,7 @@ json::Value causality_panel(models::TextClassifier& clf, const CausalityRequest&
 
   // Non-special tokens: all but the first, and the last for a piece tokenizer ([SEP] / </s>).
   std::vector<bool> special(static_cast<std::size_t>(L), false);
-  special[0] = true;
-  if (pieces && L >= 2) special[static_cast<std::size_t>(L - 1)] = true;
+  for (int64_t k : in.special) special[static_cast<std::size_t>(k)] = true;
   std::vector<double> att, ig_abs;
   for (int64_t i = 0; i < L; ++i)
     if (!special[static_cast<std::size_t>(i)]) {
@@ -98,6 +97,9 @@ json::Value causality_panel(models::TextClassifier& clf, const CausalityRequest&
   }
   j.set("ig", numbers(a.integrated_gradients, "ig"));
   j.set("baseline", Value::string(models::baseline_name(a.baseline)));
+  Value kept = Value::array();
+  for (int64_t k : a.kept) kept.push_back(Value::integer(k));
+  j.set("baseline_keeps", std::move(kept));
   j.set("rule", Value::string(models::rule_name(a.rule)));
   j.set("steps", Value::integer(a.steps));
   j.set("f_input", Value::number(a.f_input));

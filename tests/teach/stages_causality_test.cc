@@ -90,9 +90,15 @@ TEST(StagesCausality, IntegratedGradientsAreCompleteAndTheCorrelationIsTheNumber
       }
       EXPECT_NEAR(att[j], mean, 1e-6) << "token " << j;
     }
-    // Special: <s> and </s>; Spearman over the others, of attention against |IG|.
+    // Special: <s> and </s>; the baseline keeps them (not on the path: IG exactly 0 there); Spearman over
+    // the others, of attention against |IG|.
     EXPECT_TRUE(p.at("special").at(0).as_bool());
     EXPECT_TRUE(p.at("special").at(L - 1).as_bool());
+    ASSERT_EQ(p.at("baseline_keeps").size(), 2u);
+    EXPECT_EQ(p.at("baseline_keeps").at(0).as_int64(), 0);
+    EXPECT_EQ(p.at("baseline_keeps").at(1).as_int64(), static_cast<int64_t>(L - 1));
+    EXPECT_EQ(ig[0], 0.0);
+    EXPECT_EQ(ig[L - 1], 0.0);
     std::vector<double> a, g;
     for (std::size_t j = 1; j + 1 < L; ++j) {
       EXPECT_FALSE(p.at("special").at(j).as_bool());
