@@ -36,6 +36,7 @@ from browser_env import CHROMEDRIVER, CHROMIUM, require_browser, skip  # noqa: E
 ATTN, ARTIFACTS = require_browser()
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "serve"))
 from serve_process import ServeProcess  # noqa: E402
@@ -209,6 +210,18 @@ class ExplainPageTest(unittest.TestCase):
                 else:
                     self.assertLessEqual(abs(a - b), tol, "%s[%d][%d]: shown %s, exact %s" % (what, i, j, a, b))
 
+    def assert_steps_box(self, st, i, title, where):
+        """The steps box lists every stage, marks stage i (and only it) as where the learner is, names it
+        as the title does, and the bar says which step of how many."""
+        box = st["steps"]
+        self.assertEqual(box["total"], len(STAGES))
+        self.assertEqual(box["current"], i, box)
+        self.assertEqual(box["items"][i], "▶" + title)
+        self.assertEqual(box["where"], where)
+        self.assertEqual(self.d.find_element("css selector", '#steps li[aria-current="step"]').get_attribute("data-stage"),
+                         str(i))
+        self.assertTrue(self.d.find_element("id", "steps-box").is_displayed())
+
     # ---- the tests --------------------------------------------------------------------------
     def test_chinese_sentence_every_stage_equals_the_engine(self):
         d = self.d
@@ -239,6 +252,7 @@ class ExplainPageTest(unittest.TestCase):
             st = self.state()
             self.assertEqual(st["name"], name)
             seen.append(d.find_element("id", "stage-title").text)
+            self.assert_steps_box(st, i, seen[-1], "第 %d / %d 步" % (i + 1, len(STAGES)))
             if name == "qkv":
                 self.assert_shown(self.cells("q"), [r[:16] for r in cli["q"]], "Q")
                 self.assert_shown(self.cells("k"), [r[:16] for r in cli["k"]], "K")
@@ -270,6 +284,22 @@ class ExplainPageTest(unittest.TestCase):
         self.assertTrue(d.find_element("id", "next").get_attribute("disabled"))
         d.find_element("id", "prev").click()
         self.assertEqual(self.state()["name"], "concat")
+        # The steps box: a click on a listed step goes there; the arrow keys step back and forth (not
+        # while typing in the sentence box).
+        d.find_element("css selector", '#steps li[data-stage="3"]').click()
+        st = self.state()
+        self.assertEqual(st["name"], STAGES[3])
+        self.assert_steps_box(st, 3, d.find_element("id", "stage-title").text, "第 4 / %d 步" % len(STAGES))
+        self.assertTrue(all(st["steps"]["done"][j] for j in range(len(STAGES)) if j != 3), st["steps"])
+        body = d.find_element("tag name", "body")
+        body.send_keys(Keys.ARROW_RIGHT)
+        self.assertEqual(self.state()["name"], STAGES[4])
+        body.send_keys(Keys.ARROW_LEFT)
+        body.send_keys(Keys.ARROW_LEFT)
+        self.assertEqual(self.state()["name"], STAGES[2])
+        d.find_element("id", "text").send_keys(Keys.ARROW_RIGHT)
+        self.assertEqual(self.state()["name"], STAGES[2])
+        self.shot(d, "explain_steps_box_zh")
         # Pieces instead of words.
         d.execute_script("window.attnExplain.go(0)")
         d.find_element("id", "pieces").click()
@@ -289,6 +319,9 @@ class ExplainPageTest(unittest.TestCase):
         self.assertIn("is not a softmax", d.find_element("id", "tutorial-note").text)
         self.assertFalse(CJK.search(d.find_element("id", "stage-text").text))
         self.assertEqual(self.cells("weights"), zh_cells)
+        self.assert_steps_box(st, 6, "7 softmax row by row", "step 7 of %d" % len(STAGES))
+        self.assertFalse(any(CJK.search(t) for t in st["steps"]["items"]), st["steps"])
+        self.assertEqual(d.find_element("css selector", '[data-i18n="steps"]').text, "Steps")
         self.shot(d, "explain_softmax_en")
         Select(d.find_element("id", "lang")).select_by_value("zh")
 
