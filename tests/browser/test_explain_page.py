@@ -123,8 +123,9 @@ class ExplainPageTest(unittest.TestCase):
         # The causality panel's classifier: a fine-tune of the tiny e5 container of the io tests (about a
         # second; a real review classifier costs a minute of CI here: the C++ tests and docs cover it).
         cls.classifier = cls.train_classifier()
+        cls.export_causality = os.path.join(cls.tmp, "export_causality")
         r = subprocess.run([ATTN, "explain", "--stages", PANEL_TEXT, "--model-file", TINY_E5, "--classifier",
-                            cls.classifier, "--json"], capture_output=True, text=True)
+                            cls.classifier, "--json", "--export", cls.export_causality], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         cls.cli_causality = json.loads(r.stdout)
         cls.have_smollm2 = True
@@ -359,8 +360,9 @@ class ExplainPageTest(unittest.TestCase):
             w, h, rows, bpp = png_pixels(base64.b64decode(url.split(",", 1)[1]))
             self.assertGreater(w * h, 0)
             self.assertGreater(ink(rows, bpp), 100, name)
-        out = self.export  # `attn explain --stages TEXT --export DIR` (setUpClass)
-        for name in STAGES:
+        out = self.export  # `attn explain --stages TEXT --pad 4 --export DIR` (setUpClass)
+        # The page's stages, the padded batch (--pad) and, from the run with --classifier, the causality panel.
+        for out, name in [(out, n) for n in STAGES + ["padding"]] + [(self.export_causality, "causality")]:
             with open(os.path.join(out, "stage-%s.svg" % name), encoding="utf-8") as f:
                 texts = [t.text or "" for t in ET.fromstring(f.read()).iter("{http://www.w3.org/2000/svg}text")]
             self.assertTrue(any(CJK.search(t) for t in texts), name)
@@ -371,7 +373,8 @@ class ExplainPageTest(unittest.TestCase):
             with open(png, "rb") as f:
                 w, h, rows, bpp = png_pixels(f.read())
             self.assertGreater(ink(rows, bpp), 100, name)
-        shutil.copytree(out, os.path.join(self.art, "explain_cli_export"), dirs_exist_ok=True)
+        shutil.copytree(self.export, os.path.join(self.art, "explain_cli_export"), dirs_exist_ok=True)
+        shutil.copy(os.path.join(self.export_causality, "stage-causality.svg"), os.path.join(self.art, "explain_cli_export"))
 
     def test_speed_of_each_stage_for_32_tokens(self):
         d = self.d

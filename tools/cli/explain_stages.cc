@@ -136,7 +136,7 @@ int run_explain_stages(const std::vector<std::string>& raw) {
     const std::string dir = args.str("export");
     std::filesystem::create_directories(dir);
     std::string note;
-    for (const std::string& stage : viz::kExplainStages) {
+    for (const std::string& stage : viz::drawing_stages(stages)) {
       const viz::Drawing d = viz::stage_drawing(stages, stage, lang_name);
       const std::string stem = (std::filesystem::path(dir) / ("stage-" + stage)).string();
       io::write_file_atomically(stem + ".svg", viz::drawing_svg(d), "explain --export");
