@@ -9,7 +9,9 @@ LayerNorm, GELU, learned positions, as e5's layers). For one input each, in floa
            rows; positions are added inside the model and are not attributed)
   IG_i     = sum_c (e_ic - b_ic) * (1/m) sum_k df/de_ic (b + a_k (e - b)),  a_k = (k + 1/2) / m  (midpoint)
 
-for m = 20 and both baselines: "pad" (the [PAD] row, pad_id 0, at every position) and "zeros". The file holds
+for m = 20 and three baselines: "pad" (the [PAD] row, pad_id 0, at every position), "zeros", and "pad_keep"
+(the [PAD] row except at the first and the last position, which keep the input's own rows: the special
+tokens <s> and </s> held fixed, models::AttributionOptions::keep = {0, L - 1}). The file holds
 
   <case>/param/<name>  every parameter (F32; the model is evaluated in float64 from these values)
   <case>/in/ids        the input ids [1, L] (I64)
@@ -92,8 +94,11 @@ def main():
             target = int(logits_from_tokens(model, e[None])[0].argmax())
         tensors[f"{name}/in/ids"] = ids
         tensors[f"{name}/target"] = torch.tensor(target, dtype=torch.int64)
-        for base in ("pad", "zeros"):
-            b = model.embed[torch.full_like(ids[0], c["pad_id"])].detach() if base == "pad" else torch.zeros_like(e)
+        for base in ("pad", "zeros", "pad_keep"):
+            b = model.embed[torch.full_like(ids[0], c["pad_id"])].detach() if base != "zeros" else torch.zeros_like(e)
+            if base == "pad_keep":
+                b = b.clone()
+                b[0], b[-1] = e[0], e[-1]
             ig, fe, fb = integrated_gradients(model, e, b, target, STEPS)
             tensors[f"{name}/{base}/ig"] = ig.detach().clone()
             tensors[f"{name}/{base}/f_input"] = fe.detach().clone()

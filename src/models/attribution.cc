@@ -96,8 +96,15 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
              "attribute: the pad baseline needs pad_id in [0, src_vocab = ", c.src_vocab, "); got ",
              c.pad_id);
 
+  for (int64_t k : o.keep)
+    ATTN_CHECK(k >= 0 && k < L, "attribute: a kept position must be in [0, ", L,
+               ") (the input's tokens); got ", k);
+
   AttributionScope scope(model);
   Attribution a;
+  a.kept = o.keep;
+  std::sort(a.kept.begin(), a.kept.end());
+  a.kept.erase(std::unique(a.kept.begin(), a.kept.end()), a.kept.end());
   a.steps = o.steps;
   a.baseline = o.baseline;
   a.rule = o.rule;
@@ -112,6 +119,7 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
       const std::vector<int64_t> pads(static_cast<std::size_t>(L), c.pad_id);
       b = model.embed_tokens(Tensor::from(pads, {1, L})).to_vector();
     }
+    for (int64_t k : a.kept) std::copy(e.begin() + k * C, e.begin() + (k + 1) * C, b.begin() + k * C);
     // The prediction and the exact [CLS] attention of every layer.
     ModelOutput out = model.forward(id_t, {}, Tensor(), /*capture_cls=*/true);
     a.logits = out.logits.to_vector();
@@ -136,25 +144,6 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
     for (double l : a.logits) a.probs.push_back(std::exp(l - mx) / z);
   }
 
-  // input × gradient at e.
-  std::vector<double> g;
-  {
-    const std::vector<float> ef(e.begin(), e.end());
-    logits_and_grad(model, ef, 1, L, C, a.target, g);
-  }
-  a.input_x_grad.assign(static_cast<std::size_t>(L), 0.0);
-  a.input_x_grad_norm.assign(static_cast<std::size_t>(L), 0.0);
-  for (int64_t i = 0; i < L; ++i) {
-    double s = 0, s2 = 0;
-    for (int64_t ch = 0; ch < C; ++ch) {
-      const double p = e[i * C + ch] * g[i * C + ch];
-      s += p;
-      s2 += p * p;
-    }
-    a.input_x_grad[i] = s;
-    a.input_x_grad_norm[i] = std::sqrt(s2);
-  }
-
   // Integrated gradients: the points α and their weights (trapezoid over k/m, k = 0..m; or midpoint
   // over (k + ½)/m plus α = 0 and α = 1 with weight 0 for f(b) and f(e)), in batches.
   const int64_t m = o.steps;
@@ -173,9 +162,13 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
     }
   }
   const int64_t points = static_cast<int64_t>(alphas.size());
+  // Batches of (nearly) equal size, at most o.batch points each: 52 points at 16 run as 4 × 13, not
+  // 16 + 16 + 16 + 4 (a small last batch multiplies as slowly per row as a whole one).
+  const int64_t batches = (points + o.batch - 1) / o.batch, per_batch = (points + batches - 1) / batches;
   std::vector<double> avg_grad(static_cast<std::size_t>(L * C), 0.0);  // Σ_k w_k ∂f/∂e(α_k)
-  for (int64_t k0 = 0; k0 < points; k0 += o.batch) {
-    const int64_t n = std::min(o.batch, points - k0);
+  std::vector<double> g, grad_input;  // grad_input: ∂f/∂e at α = 1, the input itself
+  for (int64_t k0 = 0; k0 < points; k0 += per_batch) {
+    const int64_t n = std::min(per_batch, points - k0);
     std::vector<float> pts(static_cast<std::size_t>(n * L * C));
     for (int64_t r = 0; r < n; ++r) {
       const double alpha = alphas[static_cast<std::size_t>(k0 + r)];
@@ -187,8 +180,25 @@ Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
       const std::size_t k = static_cast<std::size_t>(k0 + r);
       for (int64_t x = 0; x < L * C; ++x) avg_grad[x] += weights[k] * g[r * L * C + x];
       if (alphas[k] == 0.0) a.f_baseline = f[r];
-      if (alphas[k] == 1.0) a.f_input = f[r];
+      if (alphas[k] == 1.0) {
+        a.f_input = f[r];
+        grad_input.assign(g.begin() + r * L * C, g.begin() + (r + 1) * L * C);
+      }
     }
+  }
+
+  // input × gradient at e, from the point α = 1 (the input exactly: b + 1 · (e − b) rounds to e in f32).
+  a.input_x_grad.assign(static_cast<std::size_t>(L), 0.0);
+  a.input_x_grad_norm.assign(static_cast<std::size_t>(L), 0.0);
+  for (int64_t i = 0; i < L; ++i) {
+    double s = 0, s2 = 0;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const double p = e[i * C + ch] * grad_input[i * C + ch];
+      s += p;
+      s2 += p * p;
+    }
+    a.input_x_grad[i] = s;
+    a.input_x_grad_norm[i] = std::sqrt(s2);
   }
   a.integrated_gradients.assign(static_cast<std::size_t>(L), 0.0);
   for (int64_t i = 0; i < L; ++i)

@@ -90,6 +90,7 @@ AttributionResult attribute_prediction(models::EncoderClassifier& model, const A
              "attribution: expected ", model.config().num_classes, " labels (the model's classes); got ",
              input.labels.size());
   models::AttributionOptions o = options.attribution;
+  if (options.keep_special) o.keep.insert(o.keep.end(), input.special.begin(), input.special.end());
   if (!options.target.empty()) {
     const auto it = std::find(input.labels.begin(), input.labels.end(), options.target);
     std::string names;
@@ -169,11 +170,19 @@ std::string attribution_text(const AttributionInput& input, const AttributionRes
   }
   const bool pad = a.baseline == models::AttributionBaseline::pad;
   const std::string steps = std::to_string(a.steps);
+  std::string kept_en, kept_zh;
+  for (int64_t k : a.kept) {
+    kept_en += (kept_en.empty() ? "" : ", ") + input.tokens[static_cast<std::size_t>(k)];
+    kept_zh += (kept_zh.empty() ? "" : "、") + input.tokens[static_cast<std::size_t>(k)];
+  }
+  const bool trap = a.rule == models::AttributionRule::trapezoid;
   s += T("Integrated gradients: baseline " +
-             std::string(pad ? "[PAD] at every position" : "zero token embeddings") + " (positions kept), " +
-             steps + " steps (trapezoid).\n",
-         "积分梯度：基线为" + std::string(pad ? "每个位置都是 [PAD]" : "全零的词元嵌入") +
-             "（保留位置编码），" + steps + " 步（梯形法则）。\n");
+             std::string(pad ? "[PAD] at every position" : "zero token embeddings") + " (positions kept" +
+             (kept_en.empty() ? "" : "; " + kept_en + " kept as they are") + "), " + steps + " steps (" +
+             (trap ? "trapezoid" : "midpoint") + ").\n",
+         "积分梯度：基线为" + std::string(pad ? "每个位置都是 [PAD]" : "全零的词元嵌入") + "（保留位置编码" +
+             (kept_zh.empty() ? "" : "；" + kept_zh + " 保持不变") + "），" + steps + " 步（" +
+             (trap ? "梯形法则" : "中点法则") + "）。\n");
   const std::string sums = fmt(a.ig_sum, 4),
                     diff = fmt(a.f_input, 4) + " - " + fmt(a.f_baseline, 4) + " = " +
                            fmt(a.f_input - a.f_baseline, 4),
@@ -211,6 +220,9 @@ json::Value attribution_json(const AttributionInput& input, const AttributionRes
   at.set("input_x_grad", finite_numbers(a.input_x_grad, "input x gradient"));
   at.set("input_x_grad_norm", finite_numbers(a.input_x_grad_norm, "input x gradient norm"));
   at.set("baseline", json::Value::string(models::baseline_name(a.baseline)));
+  json::Value kept = json::Value::array();
+  for (int64_t k : a.kept) kept.push_back(json::Value::integer(k));
+  at.set("baseline_keeps", std::move(kept));
   at.set("steps", json::Value::integer(a.steps));
   at.set("f_input", json::Value::number(a.f_input));
   at.set("f_baseline", json::Value::number(a.f_baseline));
@@ -251,6 +263,9 @@ AttributionInput attribution_input(const models::TextClassifier& model, const st
     for (std::size_t t = 1; t < c.tokens.size(); ++t)
       in.ids.push_back(model.tokenizer().vocab().id(c.tokens[t]));
   }
+  const int64_t L = static_cast<int64_t>(in.ids.size());
+  in.special.push_back(0);                                               // [CLS] / <s>
+  if (model.pieces() != nullptr && L >= 2) in.special.push_back(L - 1);  // </s>
   return in;
 }
 

@@ -36,6 +36,7 @@ from browser_env import CHROMEDRIVER, CHROMIUM, require_browser, skip  # noqa: E
 ATTN, ARTIFACTS = require_browser()
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "serve"))
 from serve_process import ServeProcess  # noqa: E402
@@ -122,8 +123,9 @@ class ExplainPageTest(unittest.TestCase):
         # The causality panel's classifier: a fine-tune of the tiny e5 container of the io tests (about a
         # second; a real review classifier costs a minute of CI here: the C++ tests and docs cover it).
         cls.classifier = cls.train_classifier()
+        cls.export_causality = os.path.join(cls.tmp, "export_causality")
         r = subprocess.run([ATTN, "explain", "--stages", PANEL_TEXT, "--model-file", TINY_E5, "--classifier",
-                            cls.classifier, "--json"], capture_output=True, text=True)
+                            cls.classifier, "--json", "--export", cls.export_causality], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         cls.cli_causality = json.loads(r.stdout)
         cls.have_smollm2 = True
@@ -209,6 +211,18 @@ class ExplainPageTest(unittest.TestCase):
                 else:
                     self.assertLessEqual(abs(a - b), tol, "%s[%d][%d]: shown %s, exact %s" % (what, i, j, a, b))
 
+    def assert_steps_box(self, st, i, title, where):
+        """The steps box lists every stage, marks stage i (and only it) as where the learner is, names it
+        as the title does, and the bar says which step of how many."""
+        box = st["steps"]
+        self.assertEqual(box["total"], len(STAGES))
+        self.assertEqual(box["current"], i, box)
+        self.assertEqual(box["items"][i], "▶" + title)
+        self.assertEqual(box["where"], where)
+        self.assertEqual(self.d.find_element("css selector", '#steps li[aria-current="step"]').get_attribute("data-stage"),
+                         str(i))
+        self.assertTrue(self.d.find_element("id", "steps-box").is_displayed())
+
     # ---- the tests --------------------------------------------------------------------------
     def test_chinese_sentence_every_stage_equals_the_engine(self):
         d = self.d
@@ -239,6 +253,7 @@ class ExplainPageTest(unittest.TestCase):
             st = self.state()
             self.assertEqual(st["name"], name)
             seen.append(d.find_element("id", "stage-title").text)
+            self.assert_steps_box(st, i, seen[-1], "第 %d / %d 步" % (i + 1, len(STAGES)))
             if name == "qkv":
                 self.assert_shown(self.cells("q"), [r[:16] for r in cli["q"]], "Q")
                 self.assert_shown(self.cells("k"), [r[:16] for r in cli["k"]], "K")
@@ -270,6 +285,22 @@ class ExplainPageTest(unittest.TestCase):
         self.assertTrue(d.find_element("id", "next").get_attribute("disabled"))
         d.find_element("id", "prev").click()
         self.assertEqual(self.state()["name"], "concat")
+        # The steps box: a click on a listed step goes there; the arrow keys step back and forth (not
+        # while typing in the sentence box).
+        d.find_element("css selector", '#steps li[data-stage="3"]').click()
+        st = self.state()
+        self.assertEqual(st["name"], STAGES[3])
+        self.assert_steps_box(st, 3, d.find_element("id", "stage-title").text, "第 4 / %d 步" % len(STAGES))
+        self.assertTrue(all(st["steps"]["done"][j] for j in range(len(STAGES)) if j != 3), st["steps"])
+        body = d.find_element("tag name", "body")
+        body.send_keys(Keys.ARROW_RIGHT)
+        self.assertEqual(self.state()["name"], STAGES[4])
+        body.send_keys(Keys.ARROW_LEFT)
+        body.send_keys(Keys.ARROW_LEFT)
+        self.assertEqual(self.state()["name"], STAGES[2])
+        d.find_element("id", "text").send_keys(Keys.ARROW_RIGHT)
+        self.assertEqual(self.state()["name"], STAGES[2])
+        self.shot(d, "explain_steps_box_zh")
         # Pieces instead of words.
         d.execute_script("window.attnExplain.go(0)")
         d.find_element("id", "pieces").click()
@@ -289,6 +320,9 @@ class ExplainPageTest(unittest.TestCase):
         self.assertIn("is not a softmax", d.find_element("id", "tutorial-note").text)
         self.assertFalse(CJK.search(d.find_element("id", "stage-text").text))
         self.assertEqual(self.cells("weights"), zh_cells)
+        self.assert_steps_box(st, 6, "7 softmax row by row", "step 7 of %d" % len(STAGES))
+        self.assertFalse(any(CJK.search(t) for t in st["steps"]["items"]), st["steps"])
+        self.assertEqual(d.find_element("css selector", '[data-i18n="steps"]').text, "Steps")
         self.shot(d, "explain_softmax_en")
         Select(d.find_element("id", "lang")).select_by_value("zh")
 
@@ -326,8 +360,9 @@ class ExplainPageTest(unittest.TestCase):
             w, h, rows, bpp = png_pixels(base64.b64decode(url.split(",", 1)[1]))
             self.assertGreater(w * h, 0)
             self.assertGreater(ink(rows, bpp), 100, name)
-        out = self.export  # `attn explain --stages TEXT --export DIR` (setUpClass)
-        for name in STAGES:
+        out = self.export  # `attn explain --stages TEXT --pad 4 --export DIR` (setUpClass)
+        # The page's stages, the padded batch (--pad) and, from the run with --classifier, the causality panel.
+        for out, name in [(out, n) for n in STAGES + ["padding"]] + [(self.export_causality, "causality")]:
             with open(os.path.join(out, "stage-%s.svg" % name), encoding="utf-8") as f:
                 texts = [t.text or "" for t in ET.fromstring(f.read()).iter("{http://www.w3.org/2000/svg}text")]
             self.assertTrue(any(CJK.search(t) for t in texts), name)
@@ -338,7 +373,8 @@ class ExplainPageTest(unittest.TestCase):
             with open(png, "rb") as f:
                 w, h, rows, bpp = png_pixels(f.read())
             self.assertGreater(ink(rows, bpp), 100, name)
-        shutil.copytree(out, os.path.join(self.art, "explain_cli_export"), dirs_exist_ok=True)
+        shutil.copytree(self.export, os.path.join(self.art, "explain_cli_export"), dirs_exist_ok=True)
+        shutil.copy(os.path.join(self.export_causality, "stage-causality.svg"), os.path.join(self.art, "explain_cli_export"))
 
     def test_speed_of_each_stage_for_32_tokens(self):
         d = self.d

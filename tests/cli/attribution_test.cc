@@ -63,7 +63,9 @@ TEST_P(ClassifyExplainCli, TextJsonAndExportForTheViewer) {
   // The first ranked row is the character with the largest |IG|.
   auto clf = TextClassifier::load(path);
   const std::vector<int64_t> ids = testing::micro_ids_of(*clf, kSentence);
-  const models::Attribution a = models::attribute(clf->model(), ids, {});
+  models::AttributionOptions o;
+  o.keep = {0};  // the report's baseline keeps [CLS] (teach::AttributionReportOptions::keep_special)
+  const models::Attribution a = models::attribute(clf->model(), ids, o);
   const auto best = std::max_element(a.integrated_gradients.begin(), a.integrated_gradients.end(),
                                      [](double x, double y) { return std::fabs(x) < std::fabs(y); }) -
                     a.integrated_gradients.begin();

@@ -52,8 +52,22 @@ TEST(ExplainStagesCli, PadAndClassifierAreTheLibrarysDocument) {
   const std::string clf = attn::tasks::train_classifier(o).model_path;
   const std::string tiny = attn::testing::source_path("tests/io/data/e5_tiny.bin");
   const CliRun r = run_attn("explain --stages \"a ab b\" --model-file " + tiny + " --pad 2 --classifier " +
-                            clf + " --ig-steps 8 --baseline zeros --json");
+                            clf + " --ig-steps 8 --baseline zeros --json --export " + (dir / "x").string());
   ASSERT_EQ(r.status, 0) << r.err;
+  // --export draws the padded batch and the causality panel too, in Chinese (the CLI's default here).
+  for (const char* stage : {"padding", "causality"}) {
+    const std::string svg = slurp(dir / "x" / (std::string("stage-") + stage + ".svg"));
+    EXPECT_EQ(svg.rfind("<svg", 0), 0u) << stage;
+    EXPECT_NE(svg.find(std::string(stage) == "padding" ? "填充" : "注意力不是因果"), std::string::npos)
+        << stage;
+    EXPECT_NE(svg.find(std::string(stage) == "padding" ? "&lt;pad&gt;" : ">ab·2<"), std::string::npos)
+        << stage;
+    if (r.err.find("without FreeType") == std::string::npos) {
+      const std::string png = slurp(dir / "x" / (std::string("stage-") + stage + ".png"));
+      EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << stage;
+      EXPECT_GT(png.size(), 1000u) << stage;
+    }
+  }
   attn::teach::StagesOptions so;
   so.path = tiny;
   so.request.text = "a ab b";

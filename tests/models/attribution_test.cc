@@ -343,6 +343,11 @@ TEST(Attribution, BadInputsThrow) {
   o = {};
   o.batch = 0;
   EXPECT_ERROR_CONTAINS(models::attribute(m, {2, 3}, o), {"batch", "got 0"});
+  o = {};
+  o.keep = {0, 2};
+  EXPECT_ERROR_CONTAINS(models::attribute(m, {2, 3}, o), {"kept position", "[0, 2)", "got 2"});
+  o.keep = {-1};
+  EXPECT_ERROR_CONTAINS(models::attribute(m, {2, 3}, o), {"kept position", "got -1"});
   EXPECT_ERROR_CONTAINS(models::attribute(m, {}, {}), {"token ids", "got 0"});
   EXPECT_ERROR_CONTAINS(models::attribute(m, std::vector<int64_t>(65, 2), {}), {"max_len", "got 65"});
   EXPECT_ERROR_CONTAINS(models::attribute(m, {2, 64}, {}), {"64"});

@@ -1,7 +1,8 @@
 // Integrated gradients with the midpoint rule (models/attribution.h, AttributionRule::midpoint) against
 // the same integral taken by PyTorch in float64 on the same tiny classifiers
 // (python/reference/ig_fixtures.py, tests/models/data/ig_torch.safetensors): pre-norm and post-norm,
-// baselines [PAD] and zeros, m = 20. Also f(x), f(baseline) and the completeness of the sum.
+// baselines [PAD], zeros and [PAD] with the first and last tokens kept (AttributionOptions::keep), m = 20.
+// Also f(x), f(baseline) and the completeness of the sum.
 #include <attn/io/json.h>
 #include <attn/io/safetensors.h>
 #include <attn/models/attribution.h>
@@ -35,12 +36,13 @@ TEST_P(IgTorch, MidpointIntegratedGradientsEqualTorch) {
   std::vector<int64_t> ids;
   for (double v : f.load(name + "/in/ids", DType::i64).to_vector()) ids.push_back(static_cast<int64_t>(v));
   const auto target = static_cast<int64_t>(f.load(name + "/target", DType::i64).to_vector()[0]);
-  for (const std::string base : {"pad", "zeros"}) {
+  for (const std::string base : {"pad", "zeros", "pad_keep"}) {
     SCOPED_TRACE(name + ", baseline " + base);
     models::AttributionOptions o;
     o.steps = steps;
     o.rule = models::AttributionRule::midpoint;
-    o.baseline = models::parse_baseline(base);
+    o.baseline = models::parse_baseline(base == "pad_keep" ? "pad" : base);
+    if (base == "pad_keep") o.keep = {static_cast<int64_t>(ids.size()) - 1, 0};  // any order
     o.batch = 7;  // the points in three batches of unequal size
     const models::Attribution a = models::attribute(m, ids, o);
     EXPECT_EQ(a.predicted, target);

@@ -84,6 +84,7 @@ TEST_P(ClassifyExplain, JsonMatchesTheLibraryAndTheModel) {
   models::AttributionOptions o;
   o.steps = 16;
   o.target = 1;  // "pos"
+  o.keep = {0};  // the report's baseline keeps [CLS]
   const models::Attribution a = models::attribute(clf->model(), ids, o);
   EXPECT_EQ(ex.at("target").as_string(), "pos");
   EXPECT_EQ(ex.at("label").as_string(), clf->labels().at(static_cast<std::size_t>(rep.c.label)));
@@ -135,7 +136,10 @@ TEST_P(ClassifyExplain, TextTableRanksByAttribution) {
     EXPECT_NE(out.find(s), std::string::npos) << s << " in\n" << out;
   // The first ranked row is the character with the largest |IG|.
   const std::vector<int64_t> ids = testing::micro_ids_of(*clf, kSentence);
-  const models::Attribution a = models::attribute(clf->model(), ids, {});
+  models::AttributionOptions o;
+  o.keep = {0};  // the report's baseline keeps [CLS] (AttributionReportOptions::keep_special)
+  const models::Attribution a = models::attribute(clf->model(), ids, o);
+  EXPECT_EQ(a.integrated_gradients[0], 0.0) << "[CLS] is not on the path";
   const auto best = std::max_element(a.integrated_gradients.begin(), a.integrated_gradients.end(),
                                      [](double x, double y) { return std::fabs(x) < std::fabs(y); }) -
                     a.integrated_gradients.begin();

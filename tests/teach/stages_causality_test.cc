@@ -56,8 +56,10 @@ TEST(StagesCausality, IntegratedGradientsAreCompleteAndTheCorrelationIsTheNumber
   auto clf = models::TextClassifier::load(tiny_classifier());
   for (const std::string base : {"pad", "zeros"}) {
     SCOPED_TRACE("baseline " + base);
-    // The tiny classifier is steep along the path (f moves by ~8 between baseline and text), so the
-    // midpoint sum needs many points here: 256 (measured errors: ~5 at m = 8 and 32, ~1e-5 at 256).
+    // The tiny classifier is steep along the path (f moves by ~4 to ~8 between baseline and text), so the
+    // midpoint sum needs many points here: 256 (measured with the special tokens kept, baseline pad: an
+    // error of -1.0 on f(x) - f(b) = -3.9 at m = 32; on "b ab bb" relative errors 0.2, 3e-2, 7e-4, 2e-8
+    // at m = 8, 32, 64, 256).
     const Value p =
         causality_panel(*clf, {.text = "a ab b a bb ab", .steps = 256, .baseline = base, .per_head = true});
     EXPECT_EQ(p.at("rule").as_string(), "midpoint");
@@ -90,9 +92,15 @@ TEST(StagesCausality, IntegratedGradientsAreCompleteAndTheCorrelationIsTheNumber
       }
       EXPECT_NEAR(att[j], mean, 1e-6) << "token " << j;
     }
-    // Special: <s> and </s>; Spearman over the others, of attention against |IG|.
+    // Special: <s> and </s>; the baseline keeps them (not on the path: IG exactly 0 there); Spearman over
+    // the others, of attention against |IG|.
     EXPECT_TRUE(p.at("special").at(0).as_bool());
     EXPECT_TRUE(p.at("special").at(L - 1).as_bool());
+    ASSERT_EQ(p.at("baseline_keeps").size(), 2u);
+    EXPECT_EQ(p.at("baseline_keeps").at(0).as_int64(), 0);
+    EXPECT_EQ(p.at("baseline_keeps").at(1).as_int64(), static_cast<int64_t>(L - 1));
+    EXPECT_EQ(ig[0], 0.0);
+    EXPECT_EQ(ig[L - 1], 0.0);
     std::vector<double> a, g;
     for (std::size_t j = 1; j + 1 < L; ++j) {
       EXPECT_FALSE(p.at("special").at(j).as_bool());

@@ -36,7 +36,7 @@ const std::vector<OptionSpec>& stages_options() {
        "a review classifier (attn train classify): add its [CLS] attention beside integrated "
        "gradients (attention is not causality)",
        "一个评论分类器（attn train classify）：加上它 [CLS] 的注意力与积分梯度的对照"},
-      {"ig-steps", "M", "integrated gradients: midpoint steps, 1..256 (default 50)",
+      {"ig-steps", "M", "integrated gradients: midpoint steps, 1..256 (default 32)",
        "积分梯度：中点法的步数，1..256（默认 50）"},
       {"baseline", "pad|zeros", "integrated gradients' baseline (default pad)", "积分梯度的基线（默认 pad）"},
       {"per-head", "", "the classifier's [CLS] attention of every head too",
@@ -136,7 +136,7 @@ int run_explain_stages(const std::vector<std::string>& raw) {
     const std::string dir = args.str("export");
     std::filesystem::create_directories(dir);
     std::string note;
-    for (const std::string& stage : viz::kExplainStages) {
+    for (const std::string& stage : viz::drawing_stages(stages)) {
       const viz::Drawing d = viz::stage_drawing(stages, stage, lang_name);
       const std::string stem = (std::filesystem::path(dir) / ("stage-" + stage)).string();
       io::write_file_atomically(stem + ".svg", viz::drawing_svg(d), "explain --export");

@@ -21,6 +21,14 @@
 //
 // Baselines b: `pad` (default): every position holds the [PAD] token's embedding
 // (pad_id of the config), positions unchanged; `zeros`: all token embeddings zero.
+// AttributionOptions::keep lists positions whose baseline row is the input's own token (the special
+// tokens [CLS] / <s> and [SEP] / </s>, as the BERT integrated-gradients recipes build the reference):
+// they stay fixed along the path, so their IG is exactly 0. teach::attribute_prediction keeps them. Why:
+// on e5 fine-tunes, moving </s> from [PAD] to </s> makes its hidden state switch regime (a channel of
+// the end-of-sequence state turns on in layers 4-10) within ~0.0005 of alpha; the integrand then has a
+// spike ~0.2 of f(e) - f(b) in area that no m <= 256 resolves (errors of several per cent that change
+// sign with m). With the special tokens kept the path is smooth and the midpoint rule converges as 1/m²
+// (docs/attribution.md, bench/attribution_bench.cc).
 //
 // Gradients come from the autograd engine (include/attn/core/autograd.h) through
 // the fused attention backward. The model is run in eval mode (no dropout) and its
@@ -50,6 +58,8 @@ struct AttributionOptions {
   int64_t batch = 16;   // points per forward/backward batch; >= 1
   AttributionBaseline baseline = AttributionBaseline::pad;
   AttributionRule rule = AttributionRule::trapezoid;
+  // Positions in [0, L) held at the input's token embedding in the baseline (IG 0 there); empty = none.
+  std::vector<int64_t> keep;
 };
 
 struct Attribution {
@@ -63,6 +73,7 @@ struct Attribution {
   int64_t steps = 0;
   AttributionBaseline baseline = AttributionBaseline::pad;
   AttributionRule rule = AttributionRule::trapezoid;
+  std::vector<int64_t> kept;      // the positions the baseline kept (AttributionOptions::keep, sorted)
   double f_input = 0;             // f(e): the target logit of the input (from the IG batch, α = 1)
   double f_baseline = 0;          // f(b)
   double ig_sum = 0;              // Σ_i IG_i
@@ -74,7 +85,8 @@ struct Attribution {
 };
 
 // ids: the L token ids of one input, position 0 is [CLS] (1 <= L <= max_len).
-// Throws attn::Error for bad ids, a target outside [0, classes), steps or batch < 1.
+// Throws attn::Error for bad ids, a target outside [0, classes), steps or batch < 1, a kept position
+// outside [0, L).
 Attribution attribute(EncoderClassifier& model, const std::vector<int64_t>& ids,
                       const AttributionOptions& options = {});
 

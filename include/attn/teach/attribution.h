@@ -29,9 +29,11 @@ struct AttributionInput {
   std::vector<int64_t> ids;         // their ids (same length)
   std::vector<std::string> labels;  // class names
   bool truncated = false;           // the text was cut to the model's max_len
+  // The special tokens' positions: 0 ([CLS] / <s>) and, for a pretrained tokenizer, the last (</s>).
+  std::vector<int64_t> special;
 };
 
-// The input of one classified text: [CLS] + the tokens the model read, with their ids.
+// The input of one classified text: [CLS] + the tokens the model read, with their ids and which are special.
 AttributionInput attribution_input(const models::TextClassifier& model, const std::string& text,
                                    const models::Classification& c);
 
@@ -39,6 +41,9 @@ struct AttributionReportOptions {
   models::AttributionOptions attribution;
   std::string target;    // class name to explain; "" = the predicted class
   Lang lang = Lang::en;  // the language of the report
+  // The baseline keeps input.special at the input's own tokens (models::AttributionOptions::keep): the
+  // path then moves only the text's tokens, and the integral converges (models/attribution.h says why).
+  bool keep_special = true;
 };
 
 struct AttributionResult {

@@ -69,7 +69,7 @@ std::vector<std::pair<std::string, std::string>> installed_stage_models();
 // non-special tokens (the first token [CLS]/<s> and a piece tokenizer's last [SEP]/</s> left out).
 struct CausalityRequest {
   std::string text;
-  int64_t steps = 50;            // m, in [1, 256]
+  int64_t steps = 32;            // m, in [1, 256] (the midpoint rule; docs/explainer.md has its errors)
   std::string baseline = "pad";  // "pad" | "zeros"
   bool per_head = false;         // also every head's [CLS] row of the last layer
 };

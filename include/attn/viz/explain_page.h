@@ -40,9 +40,16 @@ struct Drawing {
   int64_t width = 0, height = 0;
   std::vector<DrawItem> items;
 };
+// kExplainStages, then "padding" when the document has the padded batch (StagesRequest::pad) and
+// "causality" when it has the causality panel: what `attn explain --stages --export` draws.
+std::vector<std::string> drawing_stages(const json::Value& stages);
 // One stage of the stages document as the page draws it for its SVG / PNG export: the title, then
 // each matrix of the stage as a grid of coloured cells with its numbers, row and column labels.
-// Throws attn::Error for an unknown stage or language.
+// "padding": the sentence's real queries over its padded row's keys (who may see whom, the masked
+// scores, the batch's weights with row sums, the weights of the sentence alone); "causality": per token
+// the [CLS] attention and the integrated gradients as bars with their numbers, ρ, the completeness
+// check and the note. Throws attn::Error for an unknown stage or language, or padding / causality
+// asked of a document without them.
 Drawing stage_drawing(const json::Value& stages, const std::string& stage, const std::string& lang = "zh");
 // The drawing as an SVG document (CJK font fallbacks in font-family; text escaped).
 std::string drawing_svg(const Drawing& d);
