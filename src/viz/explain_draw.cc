@@ -431,7 +431,9 @@ void draw_causality(const Value& c, bool zh, double x0, double& y, double& max_w
     items.push_back(text(xa + bar + 6, ry + 13, fixed(a, 4), 10, false, true, grey));
     const double len = std::max(0.5, bar / 2 * std::fabs(g) / gmax), mid = xg + bar / 2;
     items.push_back(rect(g >= 0 ? mid : mid - len, ry + 3, len, 12, g >= 0 ? "#d6604d" : "#4393c3"));
-    items.push_back(text(xg + bar + 6, ry + 13, (g >= 0 ? "+" : "") + fixed(g, 4), 10, false, true, grey));
+    std::string gs = g >= 0 ? "+" : "";  // appended, not "+" + s (GCC 12's -Wrestrict false positive)
+    gs += fixed(g, 4);
+    items.push_back(text(xg + bar + 6, ry + 13, gs, 10, false, true, grey));
   }
   y += row * static_cast<double>(L) + 16;
   const double fe = c.at("f_input").as_double(), fb = c.at("f_baseline").as_double();
