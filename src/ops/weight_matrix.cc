@@ -221,12 +221,37 @@ GreedyPicker::Pick GreedyPicker::pick(const WeightMatrix& w, const float* x, Lin
   y_.resize(static_cast<std::size_t>(N));
   const LinearJob job{&w, y_.data(), N};
   linear_rows({&job, 1}, x, 1, K, s, activations_8bit);
+  return argmax_row(y_.data(), N);
+}
+
+GreedyPicker::Pick GreedyPicker::argmax_row(const float* y, int64_t N) {
   int64_t best = 0;
   for (int64_t n = 0; n < N; ++n) {
-    if (!std::isfinite(y_[n])) return {-1, y_[n], N};
-    if (y_[n] > y_[best]) best = n;
+    if (!std::isfinite(y[n])) return {-1, y[n], N};
+    if (y[n] > y[best]) best = n;
   }
-  return {best, y_[best], N};
+  return {best, y[best], N};
+}
+
+void GreedyPicker::pick_rows(const WeightMatrix& w, const float* X, int64_t P, int64_t ldx, LinearScratch& s,
+                             bool activations_8bit, Pick* out) {
+  ATTN_CHECK(P >= 0 && (P == 0 || (X != nullptr && out != nullptr && ldx >= w.cols())),
+             "GreedyPicker::pick_rows: expected P >= 0 rows of K = ", w.cols(), " (row stride >= K), got P ",
+             P, ", ldx ", ldx);
+  if (P == 0) return;
+  const int64_t N = w.rows(), K = w.cols();
+  const bool finite = std::all_of(X, X + (P - 1) * ldx + K, [](float v) { return std::isfinite(v); });
+  if (screens(w, activations_8bit) || !finite) {  // row by row: the screen takes one row; a bad row alone
+    for (int64_t r = 0; r < P; ++r) out[r] = pick(w, X + r * ldx, s, activations_8bit);
+    return;
+  }
+  // One product for every row (the weights read once): for quantized weights each row's logits are
+  // the bits pick() computes alone (linear_rows is row by row), so the picks are the same.
+  y_.resize(static_cast<std::size_t>(P * N));
+  const LinearJob job{&w, y_.data(), N};
+  linear_rows({&job, 1}, X, P, ldx, s, activations_8bit);
+  for (int64_t r = 0; r < P; ++r) out[r] = argmax_row(y_.data() + r * N, N);
+  full_picks_ += P;
 }
 
 }  // namespace attn::ops

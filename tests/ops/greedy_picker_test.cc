@@ -102,7 +102,9 @@ TEST(GreedyPicker, OnlyWhereItAppliesAndPays) {
   EXPECT_FALSE(GreedyPicker({.screen_after = -1, .only_where_fast = false}).screens(w8, true));
   // A matrix that multiplies a repacked copy is never screened; one kept in place is where the 8-bit
   // one-row product runs. keeps_stored_blocks tells a loader which to make.
-  if (w8.has_packed_copy()) EXPECT_FALSE(GreedyPicker::screen_applies(w8, true));
+  if (w8.has_packed_copy()) {
+    EXPECT_FALSE(GreedyPicker::screen_applies(w8, true));
+  }
   const WeightMatrix kept = WeightMatrix::quantized(QuantFormat::q8_0, q8.data(), N, K, false);
   EXPECT_FALSE(kept.has_packed_copy());
   EXPECT_EQ(GreedyPicker::screen_applies(kept, true), quant_dot_fast());
@@ -120,6 +122,43 @@ TEST(GreedyPicker, OnlyWhereItAppliesAndPays) {
       GreedyPicker p({.screen_after = 0, .only_where_fast = false});
       EXPECT_EQ(p.pick(*w, x.data(), s, q8a).index, full(*w, x, q8a).index);
     }
+}
+
+// pick_rows gives each row what pick() gives it alone: one product for all rows where the screen does
+// not run (packed, kept in place and Q4_0 matrices, 8-bit and f32 activations), row by row where it
+// does; a row with a non-finite value is no pick and leaves the others alone.
+TEST(GreedyPicker, RowsPickAsEachRowAlone) {
+  const int64_t N = 96, K = 128, P = 5;
+  const std::vector<std::byte> q8 = testing::quant_blocks(QuantFormat::q8_0, N, K, 4);
+  const std::vector<std::byte> q4 = testing::quant_blocks(QuantFormat::q4_0, N, K, 5);
+  const WeightMatrix packed = WeightMatrix::quantized(QuantFormat::q8_0, q8.data(), N, K);
+  const WeightMatrix kept = WeightMatrix::quantized(QuantFormat::q8_0, q8.data(), N, K, false);
+  const WeightMatrix w4 = WeightMatrix::quantized(QuantFormat::q4_0, q4.data(), N, K);
+  std::vector<float> X;
+  for (int64_t r = 0; r < P; ++r) {
+    const std::vector<float> x = hidden(K, 40 + static_cast<uint32_t>(r), static_cast<int>(r % 3));
+    X.insert(X.end(), x.begin(), x.end());
+  }
+  LinearScratch s;
+  for (const bool bad : {false, true}) {
+    if (bad) X[3 * K + 7] = std::numeric_limits<float>::infinity();
+    for (const WeightMatrix* w : {&packed, &kept, &w4})
+      for (bool q8a : {true, false})
+        for (const GreedyPickOptions o :
+             {GreedyPickOptions{}, GreedyPickOptions{.screen_after = 0, .only_where_fast = false}}) {
+          GreedyPicker batched(o), alone(o);
+          std::vector<GreedyPicker::Pick> got(P);
+          batched.pick_rows(*w, X.data(), P, K, s, q8a, got.data());
+          for (int64_t r = 0; r < P; ++r) {
+            const GreedyPicker::Pick want = alone.pick(*w, X.data() + r * K, s, q8a);
+            EXPECT_EQ(got[static_cast<std::size_t>(r)].index, want.index) << r;
+            if (want.index >= 0) {
+              EXPECT_EQ(got[static_cast<std::size_t>(r)].logit, want.logit) << r;
+            }
+          }
+          EXPECT_EQ(got[3].index == -1, bad);
+        }
+  }
 }
 
 TEST(GreedyPicker, ANonFiniteRowIsNoPick) {

@@ -111,7 +111,9 @@ TEST(WeightMatrix, QuantizeOwnsItsBlocksAndCountsTheirBytes) {
     EXPECT_EQ(borrowed.has_packed_copy(), packed);
     EXPECT_EQ(borrowed.owned_bytes(), packed ? borrowed.quant().q8_packed_bytes() : 0);
     EXPECT_EQ(borrowed.weight_bytes(), packed ? borrowed.quant().q8_packed_bytes() : copy.weight_bytes());
-    if (packed) EXPECT_EQ(borrowed.quant().q8_packed_bytes(), N * K / 32 * 34);  // f16 scale + 32 quants
+    if (packed) {
+      EXPECT_EQ(borrowed.quant().q8_packed_bytes(), N * K / 32 * 34);  // f16 scale + 32 quants
+    }
     std::vector<float> a(K), b(K);
     for (int64_t n = 0; n < N; ++n) {
       copy.row(n, a.data());
@@ -126,7 +128,9 @@ TEST(WeightMatrix, QuantizeOwnsItsBlocksAndCountsTheirBytes) {
     const ops::LinearJob ja{&copy, ya.data(), N}, jb{&borrowed, yb.data(), N};
     ops::linear_rows({&ja, 1}, x.data(), 3, K, s);
     ops::linear_rows({&jb, 1}, x.data(), 3, K, s);
-    if (!packed) EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)));
+    if (!packed) {
+      EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)));
+    }
     for (std::size_t i = 0; i < ya.size(); ++i) EXPECT_NEAR(ya[i], yb[i], 1e-5f * (1.0f + std::fabs(ya[i])));
   }
   EXPECT_EQ(ops::WeightMatrix::dense(std::vector<float>(w), N, K).weight_bytes(), N * K * 4);

@@ -122,9 +122,14 @@ class GreedyPicker {
   // x [K] f32, K = w.cols(). The screen reads only its candidates' logits; its 5-bit copy is built from
   // finite blocks (attn::Error naming the row otherwise), so with a finite x every logit is finite.
   Pick pick(const WeightMatrix& w, const float* x, LinearScratch& s, bool activations_8bit);
+  // The picks of P rows X [P, K] (row stride ldx) into out[P], each what pick() gives for its row;
+  // where the screen does not run, one product for all rows, so a batched step reads W once.
+  void pick_rows(const WeightMatrix& w, const float* X, int64_t P, int64_t ldx, LinearScratch& s,
+                 bool activations_8bit, Pick* out);
   bool screen_built() const { return !screen_.empty(); }
 
  private:
+  static Pick argmax_row(const float* y, int64_t N);
   GreedyPickOptions o_;
   int64_t full_picks_ = 0;
   const std::byte* built_for_ = nullptr;

@@ -29,6 +29,7 @@ struct Decoder::Impl {
   // Scratch, grown to the largest step so far.
   std::vector<float> x, n, q, k, v, att, tmp, g, u, logits_rows, pick_x;
   std::vector<int64_t> picks;
+  std::vector<ops::GreedyPicker::Pick> pick_out;
   std::vector<int64_t> positions;
   std::vector<float> cs_full, sn_full, cs_local, sn_local;
   std::vector<ops::PagedSequence> seqs;
@@ -179,13 +180,15 @@ void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, 
   for (const BatchEntry& e : batch) cache.commit(e.seq);
   const auto P = static_cast<int64_t>(pick_rows.size());
   picks.assign(static_cast<std::size_t>(P), -1);
-  pick_x.resize(static_cast<std::size_t>(C));
-  for (int64_t r = 0; r < P; ++r) {
+  pick_x.resize(static_cast<std::size_t>(P * C));
+  for (int64_t r = 0; r < P; ++r)
     rms_norm_rows(x.data() + pick_rows[static_cast<std::size_t>(r)] * C, w.output_norm.data(), 1, C,
-                  c.norm_eps, pick_x.data());
-    const ops::GreedyPicker::Pick p = picker.pick(w.out(), pick_x.data(), lin, q8);
-    picks[static_cast<std::size_t>(r)] = p.index;
-    candidates = p.candidates;
+                  c.norm_eps, pick_x.data() + r * C);
+  pick_out.resize(static_cast<std::size_t>(P));
+  picker.pick_rows(w.out(), pick_x.data(), P, C, lin, q8, pick_out.data());
+  for (int64_t r = 0; r < P; ++r) {
+    picks[static_cast<std::size_t>(r)] = pick_out[static_cast<std::size_t>(r)].index;
+    candidates = pick_out[static_cast<std::size_t>(r)].candidates;
   }
   const auto R = static_cast<int64_t>(logit_rows.size());
   if (R == 0) return;
