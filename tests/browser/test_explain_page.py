@@ -460,9 +460,22 @@ class ExplainPageTest(unittest.TestCase):
         self.assertIn("注意力不是因果", d.find_element("id", "causality").text)
         self.assertIn("ΣIG", shown["complete"])
         self.shot(d, "explain_causality_zh")
+        # The panel's own SVG and PNG: the tokens, the note in Chinese, ρ as shown; a PNG with ink.
+        svg = d.execute_script("return window.attnExplain.exportCausalitySVG()")
+        texts = [t.text or "" for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+        self.assertTrue(any("注意力不是因果" in t for t in texts))
+        self.assertTrue(any(("%.4f" % shown["rho"]) in t for t in texts), texts)
+        self.assertEqual(sum(1 for t in texts if re.search(r"·\d+$", t)), len(cli["tokens"]))
+        url = d.execute_script("return window.attnExplain.exportCausalityPNG()")
+        self.assertTrue(url.startswith("data:image/png;base64,"))
+        w, h, rows, bpp = png_pixels(base64.b64decode(url.split(",", 1)[1]))
+        self.assertGreater(ink(rows, bpp), 100)
+        self.assertTrue(d.find_element("id", "cz-svg").is_displayed())
         Select(d.find_element("id", "lang")).select_by_value("en")
         self.assertIn("Attention is not causality", d.find_element("id", "cz-note").text)
         self.assertFalse(CJK.search(d.find_element("id", "cz-note").text))
+        svg = d.execute_script("return window.attnExplain.exportCausalitySVG()")
+        self.assertIn("Attention is not causality", svg)
         self.shot(d, "explain_causality_en")
         Select(d.find_element("id", "lang")).select_by_value("zh")
 
