@@ -109,7 +109,8 @@ Verdict check_positions(const Question& q, std::string t) {
   const Lang lang = q.lang;
   // "0到3", "0至3", "0~3" are ranges, as "0-3" is.
   for (const std::string range : {"到", "至"})
-    for (auto p = t.find(range); p != std::string::npos; p = t.find(range)) t.replace(p, range.size(), "-");
+    for (auto p = t.find(range); p != std::string::npos; p = t.find(range))
+      t.replace(p, range.size(), 1, '-');
   std::replace(t.begin(), t.end(), '~', '-');
   std::set<int64_t> got;
   std::string item;

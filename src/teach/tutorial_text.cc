@@ -33,7 +33,10 @@ std::string shape(const Value& v) {
 }
 std::string ints(const Value& v) {
   std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v.at(i).as_int64());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(v.at(i).as_int64());
+  }
   return s;
 }
 std::string num(int64_t v) { return with_commas(v); }

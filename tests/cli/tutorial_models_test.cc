@@ -24,7 +24,11 @@ using attn::json::Value;
 using attn::testing::CliRun;
 using attn::testing::run_attn;
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string q(const fs::path& p) {
+  std::string s = "'";
+  s += p.string();
+  return s += "'";
+}
 
 // English <TAB> Chinese <TAB> attribution: 4 subjects x 4 verbs x 5 objects.
 void write_pairs(const fs::path& p) {

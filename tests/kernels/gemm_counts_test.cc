@@ -32,7 +32,9 @@ void product(bool tb, int64_t M, int64_t N, int64_t K) {
   std::vector<float> A(static_cast<size_t>(M * K) + 1, 0.5f), B(static_cast<size_t>(K * N) + 1, 0.25f),
       C(static_cast<size_t>(M * N) + 1, 0.f);
   kernels::cpu::sgemm(false, tb, M, N, K, 1.f, A.data(), K, B.data(), tb ? K : N, 0.f, C.data(), N);
-  if (M > 0 && N > 0) EXPECT_FLOAT_EQ(C[0], 0.125f * static_cast<float>(K));  // the product ran
+  if (M > 0 && N > 0) {
+    EXPECT_FLOAT_EQ(C[0], 0.125f * static_cast<float>(K));  // the product ran
+  }
 }
 
 TEST(SgemmCounts, EachCallCountedOnItsPathWithItsFlops) {

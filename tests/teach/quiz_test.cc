@@ -368,7 +368,10 @@ TEST(QuizAnswers, PositionsCountFromZero) {
     EXPECT_LE(q.positions.back(), q.max_position);
     EXPECT_TRUE(teach::quiz::check(q, q.key()).correct) << q.key();
     std::string shifted;
-    for (int64_t p : q.positions) shifted += (shifted.empty() ? "" : ",") + std::to_string(p + 1);
+    for (int64_t p : q.positions) {
+      if (!shifted.empty()) shifted += ",";
+      shifted += std::to_string(p + 1);
+    }
     const teach::quiz::Verdict v = teach::quiz::check(q, shifted);
     EXPECT_FALSE(v.valid && v.correct) << shifted << " for " << q.key();
     const teach::quiz::Verdict past = teach::quiz::check(q, std::to_string(q.max_position + 1));

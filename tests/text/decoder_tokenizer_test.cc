@@ -59,7 +59,9 @@ TEST(DecoderTokenizer, TokenizerJsonIdsMatchHuggingFace) {
     const json::Value& f = fixtures().at("families").at(fam);
     EXPECT_EQ(tok->vocab_size(), f.at("vocab_size").as_int64());
     EXPECT_EQ(tok->eos_id(), f.at("eos_id").as_int64());
-    if (f.at("bos_id").as_int64() >= 0) EXPECT_EQ(tok->bos_id(), f.at("bos_id").as_int64());
+    if (f.at("bos_id").as_int64() >= 0) {
+      EXPECT_EQ(tok->bos_id(), f.at("bos_id").as_int64());
+    }
     for (const json::Value& c : f.at("cases").items()) {
       const std::string& text = c.at("text").as_string();
       SCOPED_TRACE("text: \"" + testing::printable(text) + "\"");
@@ -91,7 +93,7 @@ TEST(DecoderTokenizer, PreTokenizersMatchTheRegexes) {
   const std::vector<json::Value>& cases = fixtures().at("families").at("gpt2").at("cases").items();
   for (std::size_t i = 0; i < 27; ++i) texts.push_back(cases[i].at("text").as_string());
   for (const json::Value& t : fixtures().at("random_texts").items()) texts.push_back(t.as_string());
-  for (const std::string& fam : {"gpt2", "llama3", "qwen2"}) {
+  for (const std::string fam : {"gpt2", "llama3", "qwen2"}) {
     SCOPED_TRACE(fam);
     const auto tok = load_tokenizer(data_path(fam + "/tokenizer.json"));
     ASSERT_NE(tok->byte_bpe(), nullptr);
@@ -133,7 +135,7 @@ TEST(DecoderTokenizer, GgufIdsMatchTokenizerJson) {
 // A chat template's pieces: a special-token string typed in a message stays text; the template's own
 // markers become their ids (both paths), and whole-text encoding with parse_special agrees.
 TEST(DecoderTokenizer, UserTextCannotForgeSpecialTokens) {
-  for (const std::string& fam : {"qwen2", "llama3", "llama2"}) {
+  for (const std::string fam : {"qwen2", "llama3", "llama2"}) {
     SCOPED_TRACE(fam);
     for (const bool gguf : {false, true}) {
       const auto tok = gguf ? load_tokenizer(io::GgufFile::open(data_path(fam + "/tokenizer.gguf")))

@@ -89,7 +89,7 @@ struct BertInput {
   std::vector<std::vector<int32_t>> ids;  // B sequences of token ids, each 1..config.max_tokens() long
   // Token types (segments), as ids: empty (every token type 0), or one list per sequence of its length,
   // each in [0, type_vocab_size) (a cross-encoder's pair: 0 for the query, 1 for the document in BERT).
-  std::vector<std::vector<int32_t>> type_ids;
+  std::vector<std::vector<int32_t>> type_ids = {};
 };
 
 // The weights a BertModel is built from: f32 tensors by Hugging Face name (no "bert."
