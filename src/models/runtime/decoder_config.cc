@@ -81,8 +81,8 @@ DecoderConfig DecoderConfig::from_gguf(const io::GgufFile& f) {
   c.arch = f.get_string("general.architecture");
   bool known = false;
   for (const std::string& a : decoder_architectures()) known = known || a == c.arch;
-  ATTN_CHECK(known, f.path(), ": general.architecture '", c.arch, "' is not supported (supported: ",
-             supported_list(), ")");
+  ATTN_CHECK(known, f.path(), ": general.architecture '", c.arch,
+             "' is not supported (supported: ", supported_list(), ")");
   const std::string& a = c.arch;
   const auto key = [&](const char* k) { return a + "." + k; };
   c.context = f.get_positive(key("context_length"));
