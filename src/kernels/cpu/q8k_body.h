@@ -78,52 +78,29 @@ struct Q8Body {
     for (int r = 0; r < R; ++r) out[r] = hsum(fold<P>(acc[r]));
   }
 
-  template <int R>
-  static void q5_0(const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, float* out) {
+  // Q5_0 (Five): 22-byte blocks (f16 d, 4 bytes of fifth bits, 16 bytes of 4-bit quants), value
+  // d·(q - 16); Q4_0: 18-byte blocks (f16 d, the 16 bytes of quants), value d·(q - 8). Element i is the
+  // low nibble of quant byte i, 16 + i its high one.
+  template <int R, bool Five>
+  static void q_offset(const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, float* out) {
     constexpr int P = chains(R);
-    __m256 acc[R][P];
-    float corr[R][P];
-    for (int r = 0; r < R; ++r)
-      for (int p = 0; p < P; ++p) acc[r][p] = _mm256_setzero_ps(), corr[r][p] = 0;
-    const __m256i lo4 = _mm256_set1_epi8(0x0f), b16 = _mm256_set1_epi8(0x10);
-    blocks<P>(K / 32, [&](int64_t b, int p) {
-      const std::byte* blk = row + 22 * b;
-      const float dw = half_of(blk);
-      uint32_t qh;
-      std::memcpy(&qh, blk + 2, 4);
-      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 6));
-      __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), lo4);
-      q = _mm256_or_si256(q, _mm256_and_si256(D::expand_bits(qh), b16));
-      for (int r = 0; r < R; ++r) {
-        const int64_t m = m0 + r;
-        const __m256i xv = load32(x.q + m * x.ldq + 32 * b);
-        const float s = dw * x.d[m * x.ldd + b];
-        acc[r][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(D::dot(q, xv)), _mm256_set1_ps(s), acc[r][p]);
-        corr[r][p] += s * static_cast<float>(x.bsum[m * x.ldb + 2 * b] + x.bsum[m * x.ldb + 2 * b + 1]);
-      }
-    });
-    for (int r = 0; r < R; ++r) {
-      float c = 0;
-      for (int p = 0; p < P; ++p) c += corr[r][p];
-      out[r] = hsum(fold<P>(acc[r])) - 16.0f * c;
-    }
-  }
-
-  // Q4_0: 18-byte blocks (f16 d, 16 bytes of 4-bit quants, element i low nibble of byte i, 16 + i the
-  // high one), value d·(q - 8): q5_0 without the fifth bits.
-  template <int R>
-  static void q4_0(const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, float* out) {
-    constexpr int P = chains(R);
+    constexpr int64_t block_bytes = Five ? 22 : 18, quants = Five ? 6 : 2;
+    constexpr float offset = Five ? 16.0f : 8.0f;
     __m256 acc[R][P];
     float corr[R][P];
     for (int r = 0; r < R; ++r)
       for (int p = 0; p < P; ++p) acc[r][p] = _mm256_setzero_ps(), corr[r][p] = 0;
     const __m256i lo4 = _mm256_set1_epi8(0x0f);
     blocks<P>(K / 32, [&](int64_t b, int p) {
-      const std::byte* blk = row + 18 * b;
+      const std::byte* blk = row + block_bytes * b;
       const float dw = half_of(blk);
-      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-      const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), lo4);
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + quants));
+      __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), lo4);
+      if constexpr (Five) {
+        uint32_t qh;
+        std::memcpy(&qh, blk + 2, 4);
+        q = _mm256_or_si256(q, _mm256_and_si256(D::expand_bits(qh), _mm256_set1_epi8(0x10)));
+      }
       for (int r = 0; r < R; ++r) {
         const int64_t m = m0 + r;
         const __m256i xv = load32(x.q + m * x.ldq + 32 * b);
@@ -135,7 +112,7 @@ struct Q8Body {
     for (int r = 0; r < R; ++r) {
       float c = 0;
       for (int p = 0; p < P; ++p) c += corr[r][p];
-      out[r] = hsum(fold<P>(acc[r])) - 8.0f * c;
+      out[r] = hsum(fold<P>(acc[r])) - offset * c;
     }
   }
 
@@ -238,10 +215,10 @@ struct Q8Body {
         q8_0<R>(row, K, x, m0, out);
         break;
       case KFormat::q4_0:
-        q4_0<R>(row, K, x, m0, out);
+        q_offset<R, false>(row, K, x, m0, out);
         break;
       case KFormat::q5_0:
-        q5_0<R>(row, K, x, m0, out);
+        q_offset<R, true>(row, K, x, m0, out);
         break;
       case KFormat::q4_k:
         q45_k<R, false>(row, K, x, m0, out);
@@ -309,10 +286,12 @@ struct Q8Body {
         each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q8_0<1>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q4_0:
-        each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q4_0<1>(w + n * rb, K, x, 0, o); });
+        each_listed(w, rb, rows, count, y,
+                    [&](int64_t n, float* o) { q_offset<1, false>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q5_0:
-        each_listed(w, rb, rows, count, y, [&](int64_t n, float* o) { q5_0<1>(w + n * rb, K, x, 0, o); });
+        each_listed(w, rb, rows, count, y,
+                    [&](int64_t n, float* o) { q_offset<1, true>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q4_k:
         each_listed(w, rb, rows, count, y,
@@ -336,10 +315,12 @@ struct Q8Body {
         each_row(n0, n1, y, accumulate, [&](int64_t n, float* o) { q8_0<1>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q4_0:
-        each_row(n0, n1, y, accumulate, [&](int64_t n, float* o) { q4_0<1>(w + n * rb, K, x, 0, o); });
+        each_row(n0, n1, y, accumulate,
+                 [&](int64_t n, float* o) { q_offset<1, false>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q5_0:
-        each_row(n0, n1, y, accumulate, [&](int64_t n, float* o) { q5_0<1>(w + n * rb, K, x, 0, o); });
+        each_row(n0, n1, y, accumulate,
+                 [&](int64_t n, float* o) { q_offset<1, true>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q4_k:
         each_row(n0, n1, y, accumulate,
