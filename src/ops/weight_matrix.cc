@@ -52,9 +52,8 @@ WeightMatrix WeightMatrix::dense(std::vector<float> values, int64_t N, int64_t K
 
 WeightMatrix WeightMatrix::quantize(QuantFormat format, const float* values, int64_t N, int64_t K) {
   auto blocks = std::make_shared<const std::vector<std::byte>>(quantize_blocks(format, values, N, K));
-  WeightMatrix w = quantized(format, blocks->data(), N, K);
   // Owned Q8_0 blocks would be held twice with a repacked copy: they keep multiplying in place.
-  if (format == QuantFormat::q8_0) w.q_.drop_q8();
+  WeightMatrix w = quantized(format, blocks->data(), N, K, format != QuantFormat::q8_0);
   w.blocks_ = std::move(blocks);
   return w;
 }
@@ -180,21 +179,30 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
 
 // ---- greedy picks ----
 
+namespace {
+// The matrices GreedyScreen takes (Q8_0 rows of K, a multiple of 64 up to 4096), and whether a picker
+// with these options screens at all.
+bool screen_shape(QuantFormat format, int64_t K) {
+  return format == QuantFormat::q8_0 && K % 64 == 0 && K <= 4096;
+}
+bool screening(const GreedyPickOptions& o) {
+  return o.screen_after >= 0 && (!o.only_where_fast || greedy_screen_fast());
+}
+}  // namespace
+
 bool GreedyPicker::screen_applies(const WeightMatrix& w, bool activations_8bit) {
   // The full product of one Q8_0 row is then quant_dot_rows over Q8_0 activations (kind_of: qdot_0),
   // the kernel whose values the screen's candidates get: the same logits, so the same pick.
-  return activations_8bit && w.is_quantized() && w.quant().format() == QuantFormat::q8_0 &&
-         !w.quant().has_q8() && kind_of(w, true) == Kind::qdot_0 && w.cols() % 64 == 0 && w.cols() <= 4096;
+  return activations_8bit && w.is_quantized() && screen_shape(w.quant().format(), w.cols()) &&
+         !w.quant().has_q8() && kind_of(w, true) == Kind::qdot_0;
 }
 
 bool GreedyPicker::keeps_stored_blocks(QuantFormat format, int64_t K, const GreedyPickOptions& o) {
-  return o.screen_after >= 0 && (!o.only_where_fast || greedy_screen_fast()) && format == QuantFormat::q8_0 &&
-         K % 64 == 0 && K <= 4096;
+  return screening(o) && screen_shape(format, K);
 }
 
 bool GreedyPicker::screens(const WeightMatrix& w, bool activations_8bit) const {
-  return o_.screen_after >= 0 && (!o_.only_where_fast || greedy_screen_fast()) &&
-         screen_applies(w, activations_8bit);
+  return screening(o_) && screen_applies(w, activations_8bit);
 }
 
 GreedyPicker::Pick GreedyPicker::pick(const WeightMatrix& w, const float* x, LinearScratch& s,

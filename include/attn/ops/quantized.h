@@ -60,7 +60,6 @@ class QuantMatrix {
   // Q4_1 and Q8_0 only (throws for the other formats).
   void pack_q8();
   bool has_q8() const { return !packed_.empty(); }
-  void drop_q8() { std::vector<std::byte>().swap(packed_); }  // back to the stored blocks alone
   int64_t q8_packed_bytes() const { return static_cast<int64_t>(packed_.size()); }
 
   QuantFormat format() const { return format_; }
