@@ -28,8 +28,7 @@ struct Decoder::Impl {
   int64_t candidates = 0;  // of the last greedy pick
   // Scratch, grown to the largest step so far.
   std::vector<float> x, n, q, k, v, att, tmp, g, u, logits_rows, pick_x;
-  std::vector<int64_t> picks;
-  std::vector<ops::GreedyPicker::Pick> pick_out;
+  std::vector<ops::GreedyPicker::Pick> picks;
   std::vector<int64_t> positions;
   std::vector<float> cs_full, sn_full, cs_local, sn_local;
   std::vector<ops::PagedSequence> seqs;
@@ -57,7 +56,7 @@ struct Decoder::Impl {
   void layer(int64_t l, PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
              float* capture);
   // Every entry's rows through every layer; logits of the rows in `logit_rows` into logits_rows, the
-  // greedy picks of the rows in `pick_rows` into picks (ops::GreedyPicker; -1: a non-finite logit).
+  // greedy picks of the rows in `pick_rows` into picks (ops::GreedyPicker; index -1: a non-finite logit).
   // capture: per layer, the first entry's weights (each [Lq, H, Lk], sized by the caller; an empty
   // vector: that layer is not captured), or null.
   void run(PagedKvCache& cache, std::span<const BatchEntry> batch, const BatchRows& br,
@@ -179,17 +178,13 @@ void Decoder::Impl::run(PagedKvCache& cache, std::span<const BatchEntry> batch, 
               : nullptr);
   for (const BatchEntry& e : batch) cache.commit(e.seq);
   const auto P = static_cast<int64_t>(pick_rows.size());
-  picks.assign(static_cast<std::size_t>(P), -1);
   pick_x.resize(static_cast<std::size_t>(P * C));
   for (int64_t r = 0; r < P; ++r)
     rms_norm_rows(x.data() + pick_rows[static_cast<std::size_t>(r)] * C, w.output_norm.data(), 1, C,
                   c.norm_eps, pick_x.data() + r * C);
-  pick_out.resize(static_cast<std::size_t>(P));
-  picker.pick_rows(w.out(), pick_x.data(), P, C, lin, q8, pick_out.data());
-  for (int64_t r = 0; r < P; ++r) {
-    picks[static_cast<std::size_t>(r)] = pick_out[static_cast<std::size_t>(r)].index;
-    candidates = pick_out[static_cast<std::size_t>(r)].candidates;
-  }
+  picks.resize(static_cast<std::size_t>(P));
+  picker.pick_rows(w.out(), pick_x.data(), P, C, lin, q8, picks.data());
+  if (P > 0) candidates = picks.back().candidates;
   const auto R = static_cast<int64_t>(logit_rows.size());
   if (R == 0) return;
   for (int64_t r = 0; r < R; ++r)
@@ -296,7 +291,7 @@ void Decoder::forward_batch(PagedKvCache& cache, std::span<const BatchEntry> bat
       *e.greedy = finite ? std::max_element(l, l + V) - l : -1;
       m.candidates = m.c.vocab;
     } else if (e.greedy) {
-      *e.greedy = m.picks[k++];
+      *e.greedy = m.picks[k++].index;
     }
   }
 }
