@@ -13,6 +13,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 
 #include "models/bert_weights.h"
@@ -178,6 +179,36 @@ void layer(Pass& p, const BertModel::Weights::Layer& w, float* x, const Buffers&
   p.mark("ln2");
 }
 
+// The last layer for the first token of each sequence only (BertRunOptions::first_token_only): the
+// QKV product over every token (the keys and values), the attention of query row 0, then the output
+// projection, LN1, FFN and LN2 over the B first rows, gathered. The products are told the whole batch's
+// rows, so they take the kernel the full layer takes and give its first rows. Returns [B, 1, C].
+Tensor first_token_layer(Pass& p, const BertModel::Weights::Layer& w, const float* x, const Buffers& buf) {
+  const int64_t B = p.B, L = p.L, C = p.C, F = p.F;
+  float* qkv = buf.qkv.data<float>();
+  ops::dense_linear(w.qkv, x, p.T, C, qkv, 3 * C, w.bqkv.data<float>(), ops::DenseOutput::write, p.lin,
+                    p.scratch);
+  ops::encoder_self_attention(buf.qkv, p.lengths, buf.ctx, p.scale, false, 1);
+  Tensor out = Tensor::empty({B, 1, C});
+  float* h = out.data<float>();
+  float* ctx0 = buf.ff.data<float>();  // [B, C], then the FFN's [B, F] after it (T · F >= B · (C + F))
+  float* ff = ctx0 + B * C;
+  const float* ctx = buf.ctx.data<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    std::memcpy(h + b * C, x + b * L * C, static_cast<std::size_t>(C) * sizeof(float));
+    std::memcpy(ctx0 + b * C, ctx + b * L * C, static_cast<std::size_t>(C) * sizeof(float));
+  }
+  ops::dense_linear(w.o, ctx0, B, C, h, C, w.bo.data<float>(), ops::DenseOutput::accumulate, p.lin,
+                    p.scratch);
+  runtime::layer_norm_rows(h, nullptr, nullptr, w.ln1_w.data<float>(), w.ln1_b.data<float>(), B, C, p.eps);
+  ops::dense_linear(w.up, h, B, C, ff, F, w.b1.data<float>(), ops::DenseOutput::write_gelu, p.lin, p.scratch);
+  ops::dense_linear(w.down, ff, B, F, h, C, w.b2.data<float>(), ops::DenseOutput::accumulate, p.lin,
+                    p.scratch);
+  runtime::layer_norm_rows(h, nullptr, nullptr, w.ln2_w.data<float>(), w.ln2_b.data<float>(), B, C, p.eps);
+  p.mark("first_token_layer");
+  return out;
+}
+
 // The fused layers (BertRunOptions::fuse_layers): groups of G whole sequences (at least ~128 rows, what
 // the GEMM's row blocks hold), each taken through the steps of a layer by one thread in its own buffers.
 struct Groups {
@@ -318,7 +349,13 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
     groups.block = need <= block.numel() ? block : Tensor::empty({need});
   }
   const auto n_run = static_cast<std::size_t>(options.layers < 0 ? config_.num_layers : options.layers);
+  const bool first_only = options.first_token_only && !options.capture_attention && !options.trace &&
+                          n_run > 0 && n_run == static_cast<std::size_t>(config_.num_layers) && L > 1;
   for (std::size_t li = 0; li < n_run; ++li) {
+    if (first_only && li + 1 == n_run) {
+      out.hidden = first_token_layer(p, w_->layers[li], x.data<float>(), buf);
+      return out;
+    }
     if (groups.n > 0) {
       fused_layer(p, w_->layers[li], x.data<float>(), groups);
       p.mark("fused_layer");

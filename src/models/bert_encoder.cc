@@ -274,6 +274,7 @@ Embeddings SentenceEncoder::embed_ids(const std::vector<std::vector<int32_t>>& i
       in.ids.push_back(ids[static_cast<std::size_t>(order[static_cast<std::size_t>(s + i)])]);
     BertRunOptions ro;
     ro.quantized_max_tokens = options.quantized_max_tokens;
+    ro.first_token_only = pooling_ == Pooling::cls;  // hidden is then [n, 1, C]
     const BertOutput r = model_->forward(in, ro);
     const int64_t L = r.hidden.size(1);
     const float* hp = r.hidden.data<float>();

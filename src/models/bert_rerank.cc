@@ -296,7 +296,9 @@ std::vector<float> CrossEncoder::logits(const std::vector<PairEncoding>& pairs, 
       in.ids.push_back(p.ids);
       in.type_ids.push_back(p.type_ids);
     }
-    const BertOutput r = model_->forward(in);
+    BertRunOptions ro;
+    ro.first_token_only = true;  // the head reads the first token's vector: hidden is [n, 1, C]
+    const BertOutput r = model_->forward(in, ro);
     const int64_t L = r.hidden.size(1);
     for (int64_t i = 0; i < n; ++i)
       out[static_cast<std::size_t>(order[static_cast<std::size_t>(s + i)])] =

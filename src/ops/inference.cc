@@ -107,8 +107,8 @@ void store_f16(const float* x, int64_t n, uint16_t* out) {
 
 bool encoder_attention_fast(int64_t D) { return kernels::cpu::encoder_attention_fast(D); }
 
-void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx,
-                       float scale) {
+void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx, float scale,
+                       int64_t queries) {
   ATTN_CHECK(qkv.defined() && qkv.rank() == 5 && qkv.size(2) == 3 && qkv.dtype() == DType::f32 &&
                  qkv.is_contiguous(),
              "encoder_attention: qkv must be a contiguous f32 [B, L, 3, H, D]; got ",
@@ -127,18 +127,24 @@ void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, c
              D,
              " on this CPU (needs AVX-512 and D a multiple of 16, or AVX2 and D a multiple of 8); use "
              "attn::attention");
-  kernels::cpu::encoder_attention(qkv.data<float>(), lengths.data(), ctx.data<float>(), B, L, H, D, scale);
+  ATTN_CHECK(queries == -1 || (queries >= 1 && queries <= L), "encoder_attention: queries must be in [1, ", L,
+             "] (or -1 for all); got ", queries);
+  kernels::cpu::encoder_attention(qkv.data<float>(), lengths.data(), ctx.data<float>(), B, L, H, D, scale,
+                                  queries);
 }
 
 Tensor encoder_self_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx,
-                              double scale, bool capture) {
+                              double scale, bool capture, int64_t queries) {
   ATTN_CHECK(qkv.defined() && qkv.rank() == 5 && qkv.size(2) == 3 && qkv.dtype() == DType::f32 &&
                  qkv.is_contiguous(),
              "encoder_self_attention: qkv must be a contiguous f32 [B, L, 3, H, D]; got ",
              qkv.defined() ? qkv.str() : "none");
   const int64_t B = qkv.size(0), L = qkv.size(1), H = qkv.size(3), D = qkv.size(4);
+  ATTN_CHECK(queries == -1 || (queries >= 1 && queries <= L),
+             "encoder_self_attention: queries must be in [1, ", L, "] (or -1 for all); got ", queries);
+  const int64_t Lq = queries < 0 ? L : queries;
   if (!capture && encoder_attention_fast(D)) {
-    encoder_attention(qkv, lengths, ctx, static_cast<float>(scale));
+    encoder_attention(qkv, lengths, ctx, static_cast<float>(scale), queries);
     return {};
   }
   ATTN_CHECK(ctx.defined() && ctx.dtype() == DType::f32 && ctx.is_contiguous() && ctx.rank() == 4 &&
@@ -151,15 +157,16 @@ Tensor encoder_self_attention(const Tensor& qkv, const std::vector<int64_t>& len
   o.capture.enabled = capture;
   o.scale = scale;
   const AttentionResult r =
-      attention(qkv.select(2, 0).permute({0, 2, 1, 3}), qkv.select(2, 1).permute({0, 2, 1, 3}),
-                qkv.select(2, 2).permute({0, 2, 1, 3}), o);  // r.out: [B, H, L, D]
+      attention(qkv.select(2, 0).permute({0, 2, 1, 3}).slice(2, 0, Lq),
+                qkv.select(2, 1).permute({0, 2, 1, 3}), qkv.select(2, 2).permute({0, 2, 1, 3}),
+                o);  // r.out: [B, H, Lq, D]
   const float* op = r.out.data<float>();
   float* cp = ctx.data<float>();
   parallel_for(B * H, 4, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t b = i / H, h = i % H;
-      for (int64_t l = 0; l < L; ++l)
-        std::memcpy(cp + ((b * L + l) * H + h) * D, op + ((b * H + h) * L + l) * D,
+      for (int64_t l = 0; l < Lq; ++l)
+        std::memcpy(cp + ((b * L + l) * H + h) * D, op + ((b * H + h) * Lq + l) * D,
                     static_cast<std::size_t>(D) * sizeof(float));
     }
   });

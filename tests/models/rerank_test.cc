@@ -118,6 +118,38 @@ TEST_P(CrossEncoderParity, AttentionEqualsOutputAttentions) {
   EXPECT_EQ(a.tokens.size(), p.at("ids").size());
 }
 
+// BertRunOptions::first_token_only (what logits() and CLS pooling run): hidden [B, 1, C] equal to the full
+// forward's first rows within f32 rounding (the same bits where the products are row-invariant, not
+// asserted: a BLAS product's rows depend on the row count); ignored with captured attention or a trace.
+TEST_P(CrossEncoderParity, FirstTokenOnlyIsTheFullForwardsFirstRow) {
+  const CrossEncoder ce = CrossEncoder::load(folder(GetParam()));
+  BertInput in;
+  for (const json::Value& p : reference().at(GetParam()).at("pairs").items()) {
+    in.ids.push_back(testing::ids_of(p.at("ids")));
+    in.type_ids.push_back(testing::ids_of(p.at("type_ids")));
+  }
+  const BertOutput full = ce.model().forward(in);
+  BertRunOptions first;
+  first.first_token_only = true;
+  const BertOutput got = ce.model().forward(in, first);
+  const int64_t B = full.hidden.size(0), L = full.hidden.size(1), C = full.hidden.size(2);
+  ASSERT_GT(L, 2);
+  ASSERT_EQ(got.hidden.shape(), (Shape{B, 1, C}));
+  EXPECT_EQ(got.lengths, full.lengths);
+  EXPECT_ALL_CLOSE(got.hidden.view({B, C}), full.hidden.select(1, 0).contiguous(),
+                   (testing::Tolerance{1e-5, 1e-5}));
+  for (const bool capture : {false, true}) {
+    BertRunOptions o = first;
+    o.capture_attention = capture;
+    o.trace = !capture;
+    const BertOutput r = ce.model().forward(in, o);
+    EXPECT_EQ(r.hidden.shape(), full.hidden.shape()) << (capture ? "capture_attention" : "trace");
+  }
+  BertRunOptions lower = first;
+  lower.layers = ce.model().config().num_layers - 1;  // stops below the last layer: every token
+  EXPECT_EQ(ce.model().forward(in, lower).hidden.shape(), full.hidden.shape());
+}
+
 INSTANTIATE_TEST_SUITE_P(Folders, CrossEncoderParity,
                          ::testing::Values("bert_cls", "bert_cls_f16", "xlmr_cls", "xlmr_cls_bf16_sharded"));
 

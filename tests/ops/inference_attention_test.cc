@@ -159,6 +159,45 @@ TEST_P(EncoderAttention, MatchesReferenceAttentionOnQkvViews) {
   EXPECT_ALL_CLOSE(ctx.to(DType::f64), want, (testing::Tolerance{2e-5, 2e-5}));
 }
 
+// Rows i < queries only (a last layer read at its first token): the fused kernel gives the same bits as
+// the full call's rows; the capturing path (attn::attention, whose tiling depends on the query count) the
+// same within f32 rounding, with [B, H, queries, L] probabilities; the rows past them are left as they were.
+TEST_P(EncoderAttention, LeadingQueriesAreTheFullCallsRows) {
+  const EncoderCase& c = GetParam();
+  const Tensor qkv = testing::random_uniform({c.B, c.L, 3, c.H, c.D}, 37, -2, 2);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  for (const bool capture : {false, true}) {
+    if (!capture && !ops::encoder_attention_fast(c.D)) continue;
+    const Tensor full = Tensor::full({c.B, c.L, c.H, c.D}, 777.0);
+    const Tensor want_p = ops::encoder_self_attention(qkv, c.lengths, full, scale, capture);
+    for (const int64_t nq : {int64_t{1}, std::min<int64_t>(3, c.L), c.L}) {
+      const Tensor part = Tensor::full({c.B, c.L, c.H, c.D}, 777.0);
+      const Tensor got_p = ops::encoder_self_attention(qkv, c.lengths, part, scale, capture, nq);
+      const float* g = part.data<float>();
+      const float* w = full.data<float>();
+      const int64_t row = c.H * c.D;
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t l = 0; l < c.L; ++l)
+          for (int64_t e = 0; e < row; ++e) {
+            const int64_t i = (b * c.L + l) * row + e;
+            if (l < nq && !capture)
+              ASSERT_EQ(g[i], w[i]) << "queries " << nq << ", b " << b << ", l " << l;
+            else if (l < nq)
+              ASSERT_NEAR(g[i], w[i], 1e-5) << "capture, queries " << nq << ", b " << b << ", l " << l;
+            else
+              ASSERT_EQ(g[i], 777.0f) << "row past the queries written: b " << b << ", l " << l;
+          }
+      if (capture) {
+        ASSERT_EQ(got_p.shape(), (std::vector<int64_t>{c.B, c.H, nq, c.L}));
+        EXPECT_ALL_CLOSE(got_p, want_p.slice(2, 0, nq).contiguous(), (testing::Tolerance{1e-6, 1e-6}));
+      }
+    }
+  }
+  EXPECT_ERROR_CONTAINS(
+      ops::encoder_self_attention(qkv, c.lengths, Tensor::zeros({c.B, c.L, c.H, c.D}), scale, false, c.L + 1),
+      {"queries must be in [1, " + std::to_string(c.L) + "]"});
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, EncoderAttention,
                          ::testing::Values(EncoderCase{"one_token", 1, 1, 2, 16, {1}},
                                            EncoderCase{"minilm_like", 2, 9, 12, 32, {9, 4}},

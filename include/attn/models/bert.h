@@ -117,6 +117,7 @@ std::vector<std::byte> q4_0_to_q4_1(std::span<const std::byte> q4_0, const std::
 
 struct BertOutput {
   Tensor hidden;                 // [B, L, C], L = longest sequence; rows past a sequence's length are padding
+                                 // ([B, 1, C]: the first tokens, with BertRunOptions::first_token_only)
   std::vector<int64_t> lengths;  // [B]
   // With capture_layers: per layer [B, H, L, L] exact attention probabilities (padded keys 0).
   std::vector<Tensor> attention;
@@ -161,6 +162,13 @@ struct BertRunOptions {
   // wall, best of each 1.4-2% ahead in 4 of 4 runs; 1 thread even (docs/benchmarks.md, issue 15).
   // false: each step over the whole batch, one after the other (the per-stage profile).
   bool fuse_layers = true;
+  // Only the first token's output of the last layer is wanted (CLS pooling, a cross-encoder's head): that
+  // layer computes its keys and values over every token but its attention, output projection, FFN and
+  // norms for the first token alone, and hidden is [B, 1, C]. The first token's vector is the one the full
+  // layer gives (the same bits where ops' products compute a row the same way for any row count, as its
+  // packed and 8-bit kernels do; within f32 rounding of it on a BLAS product). Ignored (every token
+  // computed) with capture_attention or trace, or when `layers` stops below the last layer.
+  bool first_token_only = false;
 };
 
 class BertModel {

@@ -61,8 +61,10 @@ void store_f16(const float* x, int64_t n, uint16_t* out);
 // ctx[b, i, h] = Σ_{j < lengths[b]} softmax_j(scale · q[b, i, h]·k[b, j, h]) v[b, j, h].
 // Needs encoder_attention_fast(D) (throws otherwise): without a vectorised body the caller runs
 // attn::attention on strided views of qkv instead.
-void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx,
-                       float scale);
+// queries in [1, L] (-1: all L): only query rows i < queries of each sequence are computed and written;
+// they carry the same bits as a full call's rows (each row's arithmetic does not depend on the count).
+void encoder_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx, float scale,
+                       int64_t queries = -1);
 // True when encoder_attention has a vectorised body for head size D on this CPU.
 bool encoder_attention_fast(int64_t D);
 
@@ -71,9 +73,11 @@ bool encoder_attention_fast(int64_t D);
 // encoder_attention where it has a vectorised body for D and no probabilities are asked for, else
 // attn::attention over strided views of qkv (exact probabilities; its output then copied into ctx).
 //   qkv, lengths, ctx as encoder_attention's; scale: the logits' (1/sqrt(D) for BERT)
-// Returns the probabilities [B, H, L, L] (padded keys 0) with capture, else an undefined tensor.
+//   queries: as encoder_attention's (rows i < queries written; -1: all); without capture on the fused
+//   kernel the same bits as a full call's rows, on attn::attention within f32 rounding of them.
+// Returns the probabilities [B, H, queries, L] (padded keys 0) with capture, else an undefined tensor.
 Tensor encoder_self_attention(const Tensor& qkv, const std::vector<int64_t>& lengths, const Tensor& ctx,
-                              double scale, bool capture);
+                              double scale, bool capture, int64_t queries = -1);
 
 // ---- fused row ops of the encoder (raw contiguous f32, rows split over the thread pool) ----------
 // Inference only: no autograd.

@@ -70,14 +70,14 @@ int64_t encoder_attention_scratch(int64_t L, int64_t D) {
   return D * Lp + 8 * Lp + 16;
 }
 
-void encoder_attention_scalar(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
-                              int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
+void encoder_attention_scalar(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t Lq,
+                              int64_t H, int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
   const int64_t C = H * D, ld = 3 * C, n = lengths[b];
   const float* q = qkv + b * L * ld + h * D;  // q: row i at q + i · ld
   const float* k = q + C;
   const float* v = q + 2 * C;
   float* p = scratch;  // p: [n]
-  for (int64_t i = 0; i < L; ++i) {
+  for (int64_t i = 0; i < Lq; ++i) {
     float mx = -INFINITY;
     for (int64_t j = 0; j < n; ++j) {
       float s = 0;
@@ -137,10 +137,13 @@ bool encoder_attention_fast(int64_t D) {
 }
 
 void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int64_t B, int64_t L, int64_t H,
-                       int64_t D, float scale) {
+                       int64_t D, float scale, int64_t queries) {
   ATTN_CHECK(B >= 0 && L >= 1 && H >= 1 && D >= 1,
              "encoder_attention: expected B >= 0 and positive L, H, D; got B ", B, ", L ", L, ", H ", H,
              ", D ", D);
+  const int64_t Lq = queries < 0 ? L : queries;
+  ATTN_CHECK(Lq >= 1 && Lq <= L, "encoder_attention: queries must be in [1, ", L, "] (or -1 for all); got ",
+             queries);
   ATTN_CHECK(48 * H * D < (int64_t{1} << 31), "encoder_attention: 3 H D = ", 3 * H * D,
              " floats per token is too wide (16 rows of it must fit a 32-bit offset)");
   for (int64_t b = 0; b < B; ++b)
@@ -153,13 +156,13 @@ void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int
   const int64_t per = detail::encoder_attention_scratch(L, D);
   // At least ~1 MFLOP per chunk: short sequences (one sentence of 16 tokens: 12 heads x 64 kFLOP) run
   // on the caller instead of waking the pool for microseconds of work.
-  const int64_t flops = std::max<int64_t>(1, 4 * L * L * D);
+  const int64_t flops = std::max<int64_t>(1, 4 * Lq * L * D);
   parallel_for(B * H, std::max<int64_t>(1, (int64_t{1} << 20) / flops), [&](int64_t i0, int64_t i1, int) {
     // Every scratch entry is written before it is read: a grow-only per-thread buffer, not zeroed.
     thread_local std::vector<float> scratch;
     if (static_cast<int64_t>(scratch.size()) < per) scratch.resize(static_cast<std::size_t>(per));
     float* s = scratch.data();
-    for (int64_t i = i0; i < i1; ++i) body(qkv, lengths, ctx, L, H, D, scale, i / H, i % H, s);
+    for (int64_t i = i0; i < i1; ++i) body(qkv, lengths, ctx, L, Lq, H, D, scale, i / H, i % H, s);
   });
 }
 

@@ -49,8 +49,11 @@ bool linear_small_m_fast();
 //   qkv: [B, L, 3, H, D] contiguous, lengths: [B] each in [1, L], ctx: [B, L, H, D] contiguous.
 // Threads split the B · H (sequence, head) pairs. Callers check encoder_attention_fast(D) first and
 // otherwise use attn::attention (the scalar body is the test oracle, not a fast path).
+// queries in [1, L] (-1: L): only rows i < queries of each sequence are computed and written (a model
+// that reads only the first token's output of its last layer); each row's arithmetic is the same for any
+// count, so those rows carry the same bits as a full call's.
 void encoder_attention(const float* qkv, const int64_t* lengths, float* ctx, int64_t B, int64_t L, int64_t H,
-                       int64_t D, float scale);
+                       int64_t D, float scale, int64_t queries = -1);
 // True when encoder_attention has a vectorised body for head size D on this CPU (AVX-512 with D a
 // multiple of 16, AVX2 with D a multiple of 8).
 bool encoder_attention_fast(int64_t D);
@@ -59,13 +62,13 @@ bool encoder_attention_fast(int64_t D);
 namespace detail {
 // Floats of scratch one (sequence, head) pair needs (encoder_attention_*'s `scratch`).
 int64_t encoder_attention_scratch(int64_t L, int64_t D);
-// The (b, h) pair of encoder_attention.
-void encoder_attention_scalar(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
-                              int64_t D, float scale, int64_t b, int64_t h, float* scratch);
-void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
-                              int64_t D, float scale, int64_t b, int64_t h, float* scratch);
-void encoder_attention_avx2(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
-                            int64_t D, float scale, int64_t b, int64_t h, float* scratch);
+// The (b, h) pair of encoder_attention, its query rows [0, Lq).
+void encoder_attention_scalar(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t Lq,
+                              int64_t H, int64_t D, float scale, int64_t b, int64_t h, float* scratch);
+void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t Lq,
+                              int64_t H, int64_t D, float scale, int64_t b, int64_t h, float* scratch);
+void encoder_attention_avx2(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t Lq,
+                            int64_t H, int64_t D, float scale, int64_t b, int64_t h, float* scratch);
 // Columns [n0, n1) of the small-M product.
 void linear_small_m_scalar(const float* x, int64_t ldx, const float* wt, const float* bias, float* y,
                            int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t n0, int64_t n1);

@@ -156,8 +156,8 @@ void att_rows(const float* q, int64_t ldq, const float* kt, int64_t ldk, const f
 
 }  // namespace
 
-void encoder_attention_avx2(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
-                            int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
+void encoder_attention_avx2(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t Lq,
+                            int64_t H, int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
   using RowsFn = void (*)(const float*, int64_t, const float*, int64_t, const float*, int64_t, int64_t, float,
                           float*, float*, int64_t);
   static constexpr RowsFn table[kAttRows] = {&att_rows<1>, &att_rows<2>, &att_rows<3>,
@@ -180,8 +180,8 @@ void encoder_attention_avx2(const float* qkv, const int64_t* lengths, float* ctx
       for (int t = 0; t < 8; ++t) _mm256_storeu_ps(kt + (d0 + t) * ldk + j0, r[t]);
     }
   float* o = ctx + b * L * C + h * D;
-  for (int64_t i = 0; i < L; i += kAttRows) {
-    const int64_t r = std::min<int64_t>(kAttRows, L - i);
+  for (int64_t i = 0; i < Lq; i += kAttRows) {
+    const int64_t r = std::min<int64_t>(kAttRows, Lq - i);
     table[r - 1](q + i * ld, ld, kt, ldk, v, n, D, scale, s, o + i * C, C);
   }
 }

@@ -363,8 +363,8 @@ void att_rows(const float* q, int64_t ldq, const float* kt, int64_t ldk, const f
 
 }  // namespace
 
-void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t H,
-                              int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
+void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* ctx, int64_t L, int64_t Lq,
+                              int64_t H, int64_t D, float scale, int64_t b, int64_t h, float* scratch) {
   using RowsFn = void (*)(const float*, int64_t, const float*, int64_t, const float*, int64_t, int64_t, float,
                           float*, float*, int64_t);
   static constexpr RowsFn table[kAttRows] = {&att_rows<1>, &att_rows<2>, &att_rows<3>,
@@ -388,8 +388,8 @@ void encoder_attention_avx512(const float* qkv, const int64_t* lengths, float* c
       _mm512_storeu_ps(kt + d * ldk + j0, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, k0 + d, 4));
   }
   float* o = ctx + b * L * C + h * D;
-  for (int64_t i = 0; i < L; i += kAttRows) {
-    const int64_t r = std::min<int64_t>(kAttRows, L - i);
+  for (int64_t i = 0; i < Lq; i += kAttRows) {
+    const int64_t r = std::min<int64_t>(kAttRows, Lq - i);
     table[r - 1](q + i * ld, ld, kt, ldk, v, n, D, scale, s, o + i * C, C);
   }
 }
