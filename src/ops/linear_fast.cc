@@ -142,14 +142,35 @@ Tensor pack_weight_t(const Tensor& wt) {
   return packed;
 }
 
+Tensor pack_weight(const float* w, int64_t N, int64_t K) {
+  ATTN_CHECK(w != nullptr && N >= 1 && K >= 1,
+             "pack_weight: expected a non-null [N, K] weight with N, K >= 1; got [", N, ", ", K, "]");
+  Tensor packed = Tensor::empty({kernels::cpu::linear_packed_size(N, K)}, DType::f32);
+  kernels::cpu::pack_linear_weight(w, N, K, packed.data<float>());
+  return packed;
+}
+
+void unpack_weight_rows(const Tensor& packed, int64_t N, int64_t K, int64_t n0, int64_t n1, float* out) {
+  check_packed("unpack_weight_rows", packed, N, K);
+  ATTN_CHECK(0 <= n0 && n0 <= n1 && n1 <= N && (out != nullptr || n0 == n1), "unpack_weight_rows: rows [", n0,
+             ", ", n1, ") are not within [0, ", N, ")");
+  const float* p = packed.data<float>();
+  constexpr int64_t P = kernels::cpu::kPackedPanel;
+  for (int64_t n = n0; n < n1; ++n) {
+    const float* col = p + (n / P) * K * P + n % P;
+    float* o = out + (n - n0) * K;
+    for (int64_t k = 0; k < K; ++k) o[k] = col[k * P];
+  }
+}
+
 void linear_packed(const float* x, int64_t ldx, const Tensor& packed, const float* bias, float* y,
-                   int64_t ldy, int64_t M, int64_t N, int64_t K) {
+                   int64_t ldy, int64_t M, int64_t N, int64_t K, bool same_rows) {
   check_packed("linear_packed", packed, N, K);
   ATTN_CHECK(M >= 0 && ldx >= K && ldy >= N, "linear_packed: expected M >= 0, ldx >= K = ", K,
              " and ldy >= N = ", N, "; got M ", M, ", ldx ", ldx, ", ldy ", ldy);
   ATTN_CHECK(M == 0 || (x != nullptr && y != nullptr), "linear_packed: x and y must be non-null");
   if (M == 0) return;
-  kernels::cpu::linear_packed(x, ldx, packed.data<float>(), bias, y, ldy, M, N, K);
+  kernels::cpu::linear_packed(x, ldx, packed.data<float>(), bias, y, ldy, M, N, K, same_rows);
 }
 
 bool gemm_packed_in_place(int64_t M, int64_t N) {

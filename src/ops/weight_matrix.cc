@@ -40,11 +40,14 @@ WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks
   return w;
 }
 
-WeightMatrix WeightMatrix::dense(std::vector<float> values, int64_t N, int64_t K) {
+WeightMatrix WeightMatrix::dense(std::vector<float> values, int64_t N, int64_t K, bool multiplied) {
   ATTN_CHECK(N > 0 && K > 0 && static_cast<int64_t>(values.size()) == N * K, "weight matrix: ", values.size(),
              " values for [", N, ", ", K, "]; expected ", N * K);
   WeightMatrix w;
-  w.f32_ = std::move(values);
+  if (multiplied)
+    w.packed_ = pack_weight(values.data(), N, K);
+  else
+    w.f32_ = std::move(values);
   w.N_ = N;
   w.K_ = K;
   return w;
@@ -60,14 +63,23 @@ WeightMatrix WeightMatrix::quantize(QuantFormat format, const float* values, int
 
 void WeightMatrix::row(int64_t n, float* out) const {
   ATTN_CHECK(n >= 0 && n < N_, "weight matrix: row ", n, " out of range [0, ", N_, ")");
+  rows_f32(n, n + 1, out);
+}
+
+void WeightMatrix::rows_f32(int64_t n0, int64_t n1, float* out) const {
+  ATTN_CHECK(0 <= n0 && n0 <= n1 && n1 <= N_, "weight matrix: rows [", n0, ", ", n1, ") out of range [0, ",
+             N_, ")");
   if (quant_)
-    quant_unpack_rows(q_, n, n + 1, out);
+    quant_unpack_rows(q_, n0, n1, out);
+  else if (packed_.defined())
+    unpack_weight_rows(packed_, N_, K_, n0, n1, out);
   else
-    std::memcpy(out, f32_.data() + n * K_, static_cast<std::size_t>(K_) * sizeof(float));
+    std::memcpy(out, f32_.data() + n0 * K_, static_cast<std::size_t>((n1 - n0) * K_) * sizeof(float));
 }
 
 int64_t WeightMatrix::owned_bytes() const {
   int64_t b = static_cast<int64_t>(f32_.size() * sizeof(float));
+  if (packed_.defined()) b += packed_.numel() * static_cast<int64_t>(sizeof(float));
   if (quant_ && q_.has_q8()) b += q_.q8_packed_bytes();  // the repacked copy
   if (blocks_) b += static_cast<int64_t>(blocks_->size());
   return b;
@@ -118,12 +130,27 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
     want_q8 |= kinds[i] == Kind::q8;
     if (kinds[i] != Kind::dense) total += j.w->rows();
   }
-  // The f32 weights: one BLAS call each (it splits its own work over the pool).
+  // The f32 weights: each the packed product over the pool, one FMA chain per output (same_rows), beside
+  // the output first when it accumulates; a lookup-only table through ops::gemm.
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (kinds[i] != Kind::dense) continue;
     const LinearJob& j = jobs[i];
-    gemm(false, true, M, j.w->rows(), K, 1.0f, X, ldx, j.w->values(), K, j.accumulate ? 1.0f : 0.0f, j.y,
-         j.ldy);
+    const int64_t N = j.w->rows();
+    if (!j.w->packed_.defined()) {
+      gemm(false, true, M, N, K, 1.0f, X, ldx, j.w->f32_.data(), K, j.accumulate ? 1.0f : 0.0f, j.y, j.ldy);
+      continue;
+    }
+    float* out = j.y;
+    int64_t ldo = j.ldy;
+    if (j.accumulate) {
+      s.y.resize(static_cast<std::size_t>(M * N));
+      out = s.y.data();
+      ldo = N;
+    }
+    linear_packed(X, ldx, j.w->packed_, nullptr, out, ldo, M, N, K, true);
+    if (j.accumulate)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) j.y[m * j.ldy + n] += out[m * N + n];
   }
   if (total > 0) {
     if (want_q8) s.q8.quantize(X, M, K, ldx);

@@ -162,19 +162,30 @@ std::vector<float> run_chunks(Decoder& d, const std::vector<int32_t>& prompt, in
   return la;
 }
 
-TEST(DecoderArch, QuantizedRowsDoNotDependOnTheirBatch) {
-  for (const std::string& arch : kArchs) {
-    SCOPED_TRACE(arch);
-    const io::GgufFile f = io::GgufFile::open(data(arch + "_q8_0.gguf"));
-    auto d = load(f);
-    const std::vector<int32_t> p = {3, 40, 41, 200, 17, 9, 120, 66, 5, 250, 31};
-    const std::vector<int32_t> other = {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
-    const std::vector<float> alone = run_chunks(*d, p, 3, nullptr);
-    const std::vector<float> shared = run_chunks(*d, p, 3, &other);
-    EXPECT_EQ(0, std::memcmp(alone.data(), shared.data(), alone.size() * sizeof(float)));
-    // The same prompt in one chunk or in chunks of 3: the same positions and keys, summed the same way.
-    const std::vector<float> whole = run_chunks(*d, p, 64, nullptr);
-    EXPECT_LT(max_abs_diff(whole, alone), 1e-5);
+// Quantized (Q8_0) and f32 weights (the F32 files, and Hugging Face folders in f32 and bf16, whose
+// products were BLAS's until they moved to the packed row-independent product): the same bits alone or
+// beside another sequence.
+void expect_rows_independent_of_batch(Decoder& d) {
+  const std::vector<int32_t> p = {3, 40, 41, 200, 17, 9, 120, 66, 5, 250, 31};
+  const std::vector<int32_t> other = {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
+  const std::vector<float> alone = run_chunks(d, p, 3, nullptr);
+  const std::vector<float> shared = run_chunks(d, p, 3, &other);
+  EXPECT_EQ(0, std::memcmp(alone.data(), shared.data(), alone.size() * sizeof(float)));
+  // The same prompt in one chunk or in chunks of 3: the same positions and keys, summed the same way.
+  const std::vector<float> whole = run_chunks(d, p, 64, nullptr);
+  EXPECT_LT(max_abs_diff(whole, alone), 1e-5);
+}
+
+TEST(DecoderArch, RowsDoNotDependOnTheirBatch) {
+  for (const std::string& arch : kArchs)
+    for (const std::string file : {arch + "_q8_0.gguf", arch + ".gguf"}) {
+      SCOPED_TRACE(file);
+      const io::GgufFile f = io::GgufFile::open(data(file));
+      expect_rows_independent_of_batch(*load(f));
+    }
+  for (const std::string arch : {"qwen3", "phi3", "gemma3"}) {
+    SCOPED_TRACE("hf_" + arch);
+    expect_rows_independent_of_batch(*Decoder::load_hf(data("hf_" + arch)));
   }
 }
 

@@ -65,6 +65,48 @@ TEST(WeightMatrix, EachRowIsTheSameWhateverRowsShareTheCall) {
   }
 }
 
+// f32 weights (F32 / F16 / BF16 files, Hugging Face folders) through the packed product: each row the same
+// bits alone as among 2 to 40 others, writing or accumulating, on every ISA (one row takes the multi-row
+// body, not the one-row one, whose sums differ); and the panels give back the exact values.
+TEST(WeightMatrix, DenseRowsAreTheSameWhateverRowsShareTheCall) {
+  const int64_t N = 45, K = 200;  // a partial last panel, K not a multiple of 8 or 16
+  const std::vector<float> wv = random_rows(N, K, 5);
+  const ops::WeightMatrix w = ops::WeightMatrix::dense(wv, N, K);
+  std::vector<float> back(N * K);
+  w.rows_f32(0, N, back.data());
+  EXPECT_EQ(0, std::memcmp(back.data(), wv.data(), wv.size() * sizeof(float)));
+  std::vector<float> row(K);
+  w.row(N - 1, row.data());
+  EXPECT_EQ(0, std::memcmp(row.data(), wv.data() + (N - 1) * K, K * sizeof(float)));
+  std::vector<float> bias(N);
+  for (int64_t n = 0; n < N; ++n) bias[n] = 0.01f * static_cast<float>(n);
+  for (const auto isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    for (const int64_t M : {int64_t{2}, int64_t{7}, int64_t{13}, int64_t{40}})
+      for (const bool acc : {false, true}) {
+        SCOPED_TRACE(std::string(kernels::cpu::isa_str(isa)) + " M " + std::to_string(M) +
+                     (acc ? " accumulate" : " write"));
+        const std::vector<float> x = random_rows(M, K, 9);
+        ops::LinearScratch s;
+        std::vector<float> all(M * N, 0.5f);
+        const ops::LinearJob job{&w, all.data(), N, bias.data(), acc};
+        ops::linear_rows({&job, 1}, x.data(), M, K, s);
+        for (int64_t m = 0; m < M; ++m) {
+          std::vector<float> one(N, 0.5f);
+          const ops::LinearJob j1{&w, one.data(), N, bias.data(), acc};
+          ops::linear_rows({&j1, 1}, x.data() + m * K, 1, K, s);
+          ASSERT_EQ(0, std::memcmp(one.data(), all.data() + m * N, N * sizeof(float))) << "row " << m;
+          for (int64_t n = 0; n < N; ++n) {
+            double ref = (acc ? 0.5 : 0.0) + bias[n];
+            for (int64_t k = 0; k < K; ++k) ref += static_cast<double>(wv[n * K + k]) * x[m * K + k];
+            ASSERT_NEAR(all[m * N + n], ref, 1e-4) << "row " << m << " column " << n;
+          }
+        }
+      }
+    kernels::cpu::force_isa(std::nullopt);
+  }
+}
+
 TEST(WeightMatrix, DenseWeightsAndErrors) {
   const int64_t N = 5, K = 7, M = 3;
   const std::vector<float> wv = random_rows(N, K, 1), x = random_rows(M, K, 2);
@@ -133,7 +175,9 @@ TEST(WeightMatrix, QuantizeOwnsItsBlocksAndCountsTheirBytes) {
     }
     for (std::size_t i = 0; i < ya.size(); ++i) EXPECT_NEAR(ya[i], yb[i], 1e-5f * (1.0f + std::fabs(ya[i])));
   }
-  EXPECT_EQ(ops::WeightMatrix::dense(std::vector<float>(w), N, K).weight_bytes(), N * K * 4);
+  // f32: the packed panels (whole panels of 32 rows), or the values as given for a lookup-only table.
+  EXPECT_EQ(ops::WeightMatrix::dense(std::vector<float>(w), N, K).weight_bytes(), (N + 31) / 32 * 32 * K * 4);
+  EXPECT_EQ(ops::WeightMatrix::dense(std::vector<float>(w), N, K, false).weight_bytes(), N * K * 4);
   EXPECT_ERROR_CONTAINS(ops::WeightMatrix::quantize(QuantFormat::q5_0, w.data(), N, K), {"Q8_0 or Q4_0"});
 }
 

@@ -97,8 +97,14 @@ Tensor inference_linear(const Tensor& x, const Tensor& w, const Tensor& b);
 //                   wt and ops::gemm (bf16 precision, OpenBLAS, the scalar oracle)
 bool packed_weight_fast();
 Tensor pack_weight_t(const Tensor& wt);
+// same_rows (linear_packed): row m's values are the same bits for any M (one row goes through the multi-row
+// body instead of the faster one-row one): a batched step and a sequence alone then multiply alike.
 void linear_packed(const float* x, int64_t ldx, const Tensor& packed, const float* bias, float* y,
-                   int64_t ldy, int64_t M, int64_t N, int64_t K);
+                   int64_t ldy, int64_t M, int64_t N, int64_t K, bool same_rows = false);
+// The packed form of a weight stored [N, K] (out, in: nn::Linear's and GGUF's layout), from raw rows.
+Tensor pack_weight(const float* w, int64_t N, int64_t K);
+// Rows [n0, n1) of the [N, K] weight back from its packed form: out [(n1 - n0), K].
+void unpack_weight_rows(const Tensor& packed, int64_t N, int64_t K, int64_t n0, int64_t n1, float* out);
 void gemm_packed(const float* x, int64_t ldx, const Tensor& packed, float beta, float* C, int64_t ldc,
                  int64_t M, int64_t N, int64_t K);
 // gemm_packed, then per element of C (bias [N], not null):  bias: C += bias;  bias_gelu: C = gelu(C + bias),

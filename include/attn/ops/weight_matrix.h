@@ -3,12 +3,15 @@
 // the kernel chosen here, never by the model: the 8-bit products (ops::q8_dot for Q4_1 and Q8_0 with
 // their repacked copy, ops::quant_dot_rows on the stored blocks of Q5_0 / K-quants) where the CPU has a
 // vector kernel for them, else f32 activations against the stored blocks (ops::quant_linear_rows), and
-// ops::gemm for f32 weights. INFERENCE ONLY: NO AUTOGRAD.
+// for f32 weights the packed product (ops::linear_packed over 32-column panels made at load).
+// INFERENCE ONLY: NO AUTOGRAD.
 //
-// Row independence: for quantized weights every kernel here works row by row, so row m of Y depends on
-// row m of X alone — the same bits whatever the other rows of the call are. The runtime relies on it:
-// a sequence decodes the same tokens whichever sequences share its batched steps. f32 weights go
-// through ops::gemm, whose sums may depend on M (BLAS blocking): equal within float rounding only.
+// Row independence: every kernel here computes row m of Y from row m of X alone, in an order that does not
+// depend on the other rows — the same bits whatever the other rows of the call are: the quantized ones
+// row by row, the f32 one as one FMA chain per output over k (linear_packed's same_rows). The runtime
+// relies on it: a sequence decodes the same tokens whichever sequences share its batched steps. (An f32
+// matrix made for lookups only, dense(..., multiplied = false), multiplies through ops::gemm, whose sums
+// may depend on M: equal within float rounding only.)
 #pragma once
 
 #include <attn/core/tensor.h>
@@ -31,8 +34,9 @@ class WeightMatrix {
   // multiplies the stored blocks: GreedyPicker::keeps_stored_blocks).
   static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K,
                                 bool may_copy = true);
-  // f32 values [N, K], owned.
-  static WeightMatrix dense(std::vector<float> values, int64_t N, int64_t K);
+  // f32 values [N, K], owned: packed into the row-independent product's panels (the values are then held
+  // only there), or, with multiplied = false (an embedding table read by row() alone), kept as they are.
+  static WeightMatrix dense(std::vector<float> values, int64_t N, int64_t K, bool multiplied = true);
   // f32 values [N, K] (row stride K) quantized to owned Q8_0 or Q4_0 blocks (ops::quantize_blocks);
   // K a positive multiple of 32. Copies of the result share the blocks (multiplied in place: no
   // repacked copy of owned Q8_0).
@@ -45,9 +49,10 @@ class WeightMatrix {
   const QuantMatrix& quant() const { return q_; }  // is_quantized() only
   // The products read a repacked copy, not the stored blocks (which row() still reads).
   bool has_packed_copy() const { return quant_ && q_.has_q8(); }
-  const float* values() const { return f32_.data(); }
   // Row n of W as f32 (exactly io::dequantize's values for blocks): out [K].
   void row(int64_t n, float* out) const;
+  // Rows [n0, n1) of W as f32: out [(n1 - n0), K].
+  void rows_f32(int64_t n0, int64_t n1, float* out) const;
   // Bytes this object holds besides borrowed blocks (f32 values, blocks made by quantize(), repacked
   // copy).
   int64_t owned_bytes() const;
@@ -58,9 +63,12 @@ class WeightMatrix {
   std::string form() const;
 
  private:
+  friend void linear_rows(std::span<const struct LinearJob> jobs, const float* X, int64_t M, int64_t ldx,
+                          struct LinearScratch& s, bool activations_8bit);
   bool quant_ = false;
   QuantMatrix q_;
-  std::vector<float> f32_;
+  std::vector<float> f32_;  // dense, kept as given (multiplied = false)
+  Tensor packed_;           // dense, packed (ops::pack_weight): what the products read
   std::shared_ptr<const std::vector<std::byte>> blocks_;  // quantize()'s blocks (q_ points into them)
   int64_t N_ = 0, K_ = 0;
 };
@@ -80,6 +88,7 @@ struct LinearScratch {
   Q8Activations q8;       // for the repacked Q4_1 / Q8_0 products
   QuantActivations act;   // Q8_K kind (K-quants)
   QuantActivations act0;  // Q8_0 kind (Q5_0; Q8_0 without a repacked copy)
+  std::vector<float> y;   // an f32 product before it is added to an accumulating job's output
 };
 
 // Every job on the same X [M, K] (row stride ldx >= K); jobs share one quantization of X where their

@@ -70,7 +70,8 @@ void unpack_linear_weight_t(const float* packed, int64_t K, int64_t N, float* wt
 namespace detail {
 
 void linear_packed_scalar(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
-                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1) {
+                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                          bool /*same_rows: every row is one chain here*/) {
   for (int64_t p = p0; p < p1; ++p) {
     const float* panel = packed + p * K * kPackedPanel;
     const int64_t n0 = p * kPackedPanel, cols = std::min(kPackedPanel, N - n0);
@@ -86,7 +87,7 @@ void linear_packed_scalar(const float* x, int64_t ldx, const float* packed, cons
 }  // namespace detail
 
 void linear_packed(const float* x, int64_t ldx, const float* packed, const float* bias, float* y, int64_t ldy,
-                   int64_t M, int64_t N, int64_t K) {
+                   int64_t M, int64_t N, int64_t K, bool same_rows) {
   const Isa isa = active_isa();
   const auto body = isa == Isa::avx512 ? detail::linear_packed_avx512
                     : isa == Isa::avx2 ? detail::linear_packed_avx2
@@ -101,15 +102,16 @@ void linear_packed(const float* x, int64_t ldx, const float* packed, const float
   // grain: the body prefetches the next panel only within its range, and a grain of one panel (32 rows
   // through K = 256) left every panel cold (decode_bench batch 32, 1 thread: no prefetch at all).
   if (num_threads() == 1 || in_parallel_for()) {
-    body(x, ldx, packed, bias, y, ldy, M, N, K, 0, P);
+    body(x, ldx, packed, bias, y, ldy, M, N, K, 0, P, same_rows);
     return;
   }
   // Threads: chunks of at least half a thread's share, so that most panels are prefetched by
   // the one before them in the same chunk.
   const int64_t T = num_threads();
   const int64_t share = std::max<int64_t>(grain, (P + 2 * T - 1) / (2 * T));
-  parallel_for(P, share,
-               [&](int64_t p0, int64_t p1, int) { body(x, ldx, packed, bias, y, ldy, M, N, K, p0, p1); });
+  parallel_for(P, share, [&](int64_t p0, int64_t p1, int) {
+    body(x, ldx, packed, bias, y, ldy, M, N, K, p0, p1, same_rows);
+  });
 }
 
 }  // namespace attn::kernels::cpu

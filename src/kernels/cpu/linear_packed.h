@@ -32,20 +32,26 @@ void unpack_linear_weight_t(const float* packed, int64_t K, int64_t N, float* wt
 //   x: [M, K] (row stride ldx), packed: see above, bias: [N] or null, y: [M, N] (row stride ldy).
 // Register block: up to 12 rows x 32 columns of fp32 accumulators; the rows of x are split
 // into balanced blocks (32 rows: 11, 11, 10), so a panel is read ceil(M / 12) times.
+// same_rows: every row through the multi-row body, so row m's values are the same bits for any M (each
+// output a single FMA chain over k from its bias, whatever the row block); false lets one row take the
+// faster one-row body (two chains over even and odd k, summed), whose values differ in the last bits.
 void linear_packed(const float* x, int64_t ldx, const float* packed, const float* bias, float* y, int64_t ldy,
-                   int64_t M, int64_t N, int64_t K);
+                   int64_t M, int64_t N, int64_t K, bool same_rows = false);
 
 namespace detail {
 // Panels [p0, p1) (no threads), for the dispatch and the tests.
 void linear_packed_scalar(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
-                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
+                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                          bool same_rows = false);
 void linear_packed_avx512(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
-                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
+                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                          bool same_rows = false);
 // One full panel of pack_linear_weight: w is the panel's first row (32 rows of K floats, row stride K),
 // dst is 64-byte aligned and K a multiple of 16 (16 x 16 transposes, streamed stores).
 void pack_panel_avx512(const float* w, int64_t K, float* dst);
 void linear_packed_avx2(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
-                        int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1);
+                        int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                        bool same_rows = false);
 }  // namespace detail
 
 }  // namespace attn::kernels::cpu

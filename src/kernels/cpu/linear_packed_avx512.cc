@@ -133,12 +133,13 @@ constexpr std::array<BlockFn, sizeof...(Rs)> block_table(std::integer_sequence<i
 }  // namespace
 
 void linear_packed_avx512(const float* x, int64_t ldx, const float* packed, const float* bias, float* y,
-                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1) {
+                          int64_t ldy, int64_t M, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                          bool same_rows) {
   static constexpr std::array<std::array<BlockFn, kRows>, 3> table = {
       block_table<0>(std::make_integer_sequence<int, kRows>{}),
       block_table<1>(std::make_integer_sequence<int, kRows>{}),
       block_table<2>(std::make_integer_sequence<int, kRows>{})};
-  if (M == 1) {
+  if (M == 1 && !same_rows) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t n = p * kPackedPanel;
       packed_row(x, packed + p * K * kPackedPanel, bias ? bias + n : nullptr, y + n, K, tail_mask(N - n),

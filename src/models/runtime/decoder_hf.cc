@@ -230,13 +230,14 @@ struct HfLoader {
     for (float& x : v) x += add;
     return v;
   }
-  // Rows [row0, row0 + rows) of a [N, K] matrix.
-  ops::WeightMatrix mat(const std::string& name, int64_t N, int64_t K, int64_t row0 = 0, int64_t rows = 0) {
+  // Rows [row0, row0 + rows) of a [N, K] matrix; multiplied false: an embedding table read by rows only.
+  ops::WeightMatrix mat(const std::string& name, int64_t N, int64_t K, int64_t row0 = 0, int64_t rows = 0,
+                        bool multiplied = true) {
     Tensor t = get(name, {N, K});
     if (!t.defined()) return {};
     if (rows == 0) rows = N;
     const float* p = t.data<float>() + row0 * K;
-    return ops::WeightMatrix::dense(std::vector<float>(p, p + rows * K), rows, K);
+    return ops::WeightMatrix::dense(std::vector<float>(p, p + rows * K), rows, K, multiplied);
   }
 };
 
@@ -255,9 +256,9 @@ HfDecoder read_hf_decoder(const std::string& folder) {
   const float norm_add = gemma ? 1.0f : 0.0f;  // Gemma's RMSNorm multiplies by 1 + w
   const int64_t C = c.dim, F = c.ffn, QD = c.heads * c.head_dim, KD = c.kv_heads * c.head_dim, D = c.head_dim;
   DecoderWeights& w = out.weights;
-  w.embed = ld.mat("model.embed_tokens.weight", c.vocab, C);
   const json::Value* tie = v.find("tie_word_embeddings");
   const bool tied = tie && tie->is_bool() ? tie->as_bool() : !st.has("lm_head.weight");
+  w.embed = ld.mat("model.embed_tokens.weight", c.vocab, C, 0, 0, tied);
   if (!tied) w.output = ld.mat("lm_head.weight", c.vocab, C);
   w.output_norm = ld.vec("model.norm.weight", C, norm_add);
   w.layers.resize(static_cast<std::size_t>(c.layers));

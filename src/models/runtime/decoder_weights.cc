@@ -161,7 +161,9 @@ struct Loader {
     Tensor w = f.load(name);
     io::check_finite(w, c.arch + ": " + f.path() + ": tensor '" + name + "'");
     const float* p = w.data<float>() + row0 * K;
-    return ops::WeightMatrix::dense(std::vector<float>(p, p + rows * K), rows, K);
+    // The embedding table is multiplied only when it is also the output (tied); else row() reads it.
+    const bool multiplied = name != "token_embd.weight" || vocab != nullptr;
+    return ops::WeightMatrix::dense(std::vector<float>(p, p + rows * K), rows, K, multiplied);
   }
 };
 
@@ -224,7 +226,9 @@ void quantize_weights(DecoderWeights& w, LoadQuant quant) {
   const ops::QuantFormat f = quant == LoadQuant::q8_0 ? ops::QuantFormat::q8_0 : ops::QuantFormat::q4_0;
   const auto q = [f](ops::WeightMatrix& m) {
     if (m.empty() || m.is_quantized() || m.cols() % ops::kQuantBlock != 0) return;
-    m = ops::WeightMatrix::quantize(f, m.values(), m.rows(), m.cols());
+    std::vector<float> values(static_cast<std::size_t>(m.rows() * m.cols()));
+    m.rows_f32(0, m.rows(), values.data());
+    m = ops::WeightMatrix::quantize(f, values.data(), m.rows(), m.cols());
   };
   q(w.output);  // empty when tied to the embeddings, which stay f32
   for (DecoderLayer& y : w.layers)
