@@ -25,7 +25,7 @@ install(EXPORT attnTargets NAMESPACE attn:: DESTINATION ${ATTN_INSTALL_CMAKEDIR}
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/attnConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/attnConfig.cmake
                               INSTALL_DESTINATION ${ATTN_INSTALL_CMAKEDIR})
-# 0.x: a minor release may change the API, so find_package(attn 0.1) accepts 0.1.* only.
+# 0.x: a minor release may change the API, so find_package(attn 0.2) accepts 0.2.* only.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/attnConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/attnConfig.cmake ${PROJECT_BINARY_DIR}/attnConfigVersion.cmake

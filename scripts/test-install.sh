@@ -3,8 +3,8 @@
 # tree (build/<preset>, default release; built first if needed) into a fresh
 # prefix (build/<preset>/test-install/prefix, removed afterwards), then:
 #   1. the installed files are there and bin/attn --version prints the version;
-#   2. examples/consumer (find_package(attn 0.1) + attn::attn) builds against
-#      the prefix and runs; find_package(attn 0.2) and (attn 1.0) are refused;
+#   2. examples/consumer (find_package(attn 0.2) + attn::attn) builds against
+#      the prefix and runs; find_package(attn 0.1), (attn 0.3) and (attn 1.0) are refused;
 #   3. examples/pkgconfig/check.cc builds with `pkg-config --cflags --libs attn` and runs;
 #   4. every installed header compiles on its own;
 #   5. subproject mode: a throwaway project doing add_subdirectory(<this repo>)
@@ -67,7 +67,7 @@ got=$("$prefix/bin/attn" --version)
 echo "  bin/attn --version: $got"
 
 # ---- 2. find_package consumer -------------------------------------------------------
-step "examples/consumer with find_package(attn 0.1) against the prefix"
+step "examples/consumer with find_package(attn 0.2) against the prefix"
 cmake -S "$repo/examples/consumer" -B "$tmp/consumer" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$tmp/consumer.log" 2>&1 \
   || { cat "$tmp/consumer.log"; fail "configuring examples/consumer"; }
@@ -81,7 +81,7 @@ grep -q "out \[1, 2, 6, 8\], weights \[1, 2, 6, 6\], head 1 row 5 sums to 1.0000
   <<< "$out" || fail "unexpected attention output from the consumer"
 grep -qE '^cosine\(.*\) = |is not installed' <<< "$out" || fail "no encoder line from the consumer"
 
-for wanted in 0.2 1.0; do
+for wanted in 0.1 0.3 1.0; do
   mkdir -p "$tmp/version-$wanted"
   cat > "$tmp/version-$wanted/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.25)
@@ -104,7 +104,7 @@ if [[ -f $libdir/libattn_mpi.a ]]; then
   cat > "$tmp/mpi-consumer/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.25)
 project(attn_mpi_check LANGUAGES CXX)
-find_package(attn 0.1 REQUIRED)
+find_package(attn 0.2 REQUIRED)
 add_executable(app main.cc)
 target_link_libraries(app PRIVATE attn::mpi)
 CMAKE
