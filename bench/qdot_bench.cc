@@ -6,9 +6,12 @@
 //
 //   qdot_bench [--format q4_1|q8_0] [--m 1,4,16,64,256,512] [--threads N] [--time S] [--clock wall|thread]
 // With --format q8_0 also the GGUF blocks as stored through the q8k kernels one activation row at a
-// time (the runtime's path for Q8_0 weights).
+// time (the runtime's path for Q8_0 weights where no repacked copy pays), and through ops' 8-bit GEMM
+// over int8 panels (ops::QuantPanels / quant_matmul, activations quantized in the timed call), which the
+// runtime does not use: its results differ from the one-row kernel's by f32 rounding.
 // (--clock thread with --threads 1: the calling thread's CPU time, robust to other jobs on the cores)
 #include <attn/core/parallel.h>
+#include <attn/ops/quantized.h>
 
 #include <cstdio>
 #include <cstring>
@@ -82,7 +85,7 @@ int main(int argc, char** argv) {
   std::printf("# qdot %s, kernel %s, %d threads, FMA peak %.1f GFLOP/s\n", fmt.c_str(), kname, num_threads(),
               bench::measure_fma_peak_gflops());
   std::printf("%-12s %5s %12s %12s %8s %9s%s\n", "N x K", "M", "whole GMAC/s", "tiled GMAC/s", "ratio",
-              "same bits", f == k::QFormat::q8_0 ? "  gguf q8k GMAC/s" : "");
+              "same bits", f == k::QFormat::q8_0 ? "  gguf q8k GMAC/s  panels GEMM GMAC/s" : "");
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{576, 576}, {1536, 576}, {576, 1536}};
   std::mt19937 rng(7);
   for (const auto& [N, K] : shapes) {
@@ -136,12 +139,27 @@ int main(int argc, char** argv) {
             },
             min_time);
       }
+      // Q8_0 only: the same blocks through ops' 8-bit GEMM over int8 panels (ops::QuantPanels, quant_matmul:
+      // the old Gemma 3 engine's prompt products, not used by the runtime), activations quantized in the
+      // call.
+      double tg = 0;
+      if (f == k::QFormat::q8_0) {
+        const ops::QuantPanels panels(ops::QuantMatrix(ops::QuantFormat::q8_0, blocks.data(), N, K));
+        ops::QuantActivations act;
+        std::vector<float> y3(y0.size());
+        tg = bench::time_median(
+            [&] {
+              act.quantize(ops::QuantFormat::q8_0, x.data(), M, K, K);
+              ops::quant_matmul(panels, act, y3.data(), N, false);
+            },
+            min_time);
+      }
       const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
       const bool same = std::memcmp(y0.data(), y1.data(), y0.size() * sizeof(float)) == 0;
       std::printf("%5lld x %-5lld %5lld %12.1f %12.1f %7.2fx %9s", static_cast<long long>(N),
                   static_cast<long long>(K), static_cast<long long>(M), macs / tw * 1e-9, macs / tt * 1e-9,
                   tw / tt, same ? "yes" : "NO");
-      if (tk > 0) std::printf(" %16.1f", macs / tk * 1e-9);
+      if (tk > 0) std::printf(" %16.1f %16.1f", macs / tk * 1e-9, macs / tg * 1e-9);
       std::printf("\n");
     }
   }
