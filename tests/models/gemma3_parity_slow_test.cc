@@ -103,9 +103,10 @@ TEST(Gemma3Real, RuntimeDecoderGreedyContinuationsMatchLlamaCpp) {
   // 1 + k·2⁻²³ (k = 1..11) drew 5 to 8 of 16 (mean 6.8 over 12 draws; 7 with k = 0, AVX2), because
   // every 8-bit rounding of an activation near a boundary tips, and emulating llama.cpp's roundings (f16
   // K, V, q and probabilities, its f16 GELU table, float RoPE angles and norm scales, its activation
-  // rounding) drew 3 to 10 (mean 7.1). llama.cpp drew 8 against itself. Every difference is checked
-  // above to sit at a near-tie of both engines; the bound is the lowest draw seen less one, for draws
-  // on other CPUs (their 8-bit kernels sum in other orders).
+  // rounding) drew 3 to 10 (mean 7.1). llama.cpp drew 8 against itself, and llama.cpp build 11434 drew 6
+  // against the fixture's build (python/reference/gemma3_server_agreement.py). Every difference is checked
+  // above to sit at a near-tie of both engines; the bound is the default's lowest draw (5) less one, for
+  // draws on other CPUs (their 8-bit kernels sum in other orders).
   EXPECT_GE(got * 4, n) << got << " of " << n << " prompts agree for 32 tokens";
 }
 
