@@ -191,7 +191,7 @@ Tensor first_token_layer(Pass& p, const BertModel::Weights::Layer& w, const floa
   ops::encoder_self_attention(buf.qkv, p.lengths, buf.ctx, p.scale, false, 1);
   Tensor out = Tensor::empty({B, 1, C});
   float* h = out.data<float>();
-  float* ctx0 = buf.ff.data<float>();  // [B, C], then the FFN's [B, F] after it (T · F >= B · (C + F))
+  float* ctx0 = buf.ff.data<float>();  // [B, C], then the FFN's [B, F] after it: (L - 1) · F >= C (run())
   float* ff = ctx0 + B * C;
   const float* ctx = buf.ctx.data<float>();
   for (int64_t b = 0; b < B; ++b) {
@@ -350,7 +350,8 @@ BertOutput BertModel::run(const BertInput& input, const BertRunOptions& options,
   }
   const auto n_run = static_cast<std::size_t>(options.layers < 0 ? config_.num_layers : options.layers);
   const bool first_only = options.first_token_only && !options.capture_attention && !options.trace &&
-                          n_run > 0 && n_run == static_cast<std::size_t>(config_.num_layers) && L > 1;
+                          n_run > 0 && n_run == static_cast<std::size_t>(config_.num_layers) &&
+                          (L - 1) * F >= C;  // first_token_layer's [B, C + F] fits the FFN buffer [B · L, F]
   for (std::size_t li = 0; li < n_run; ++li) {
     if (first_only && li + 1 == n_run) {
       out.hidden = first_token_layer(p, w_->layers[li], x.data<float>(), buf);

@@ -40,14 +40,14 @@ WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks
   return w;
 }
 
-WeightMatrix WeightMatrix::dense(std::vector<float> values, int64_t N, int64_t K, bool multiplied) {
+WeightMatrix WeightMatrix::dense(std::span<const float> values, int64_t N, int64_t K, bool multiplied) {
   ATTN_CHECK(N > 0 && K > 0 && static_cast<int64_t>(values.size()) == N * K, "weight matrix: ", values.size(),
              " values for [", N, ", ", K, "]; expected ", N * K);
   WeightMatrix w;
   if (multiplied)
     w.packed_ = pack_weight(values.data(), N, K);
   else
-    w.f32_ = std::move(values);
+    w.f32_.assign(values.begin(), values.end());
   w.N_ = N;
   w.K_ = K;
   return w;

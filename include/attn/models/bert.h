@@ -167,7 +167,8 @@ struct BertRunOptions {
   // norms for the first token alone, and hidden is [B, 1, C]. The first token's vector is the one the full
   // layer gives (the same bits where ops' products compute a row the same way for any row count, as its
   // packed and 8-bit kernels do; within f32 rounding of it on a BLAS product). Ignored (every token
-  // computed) with capture_attention or trace, or when `layers` stops below the last layer.
+  // computed) with capture_attention or trace, when `layers` stops below the last layer, or when the
+  // longest sequence is too short to gain (one token).
   bool first_token_only = false;
 };
 

@@ -34,9 +34,10 @@ class WeightMatrix {
   // multiplies the stored blocks: GreedyPicker::keeps_stored_blocks).
   static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K,
                                 bool may_copy = true);
-  // f32 values [N, K], owned: packed into the row-independent product's panels (the values are then held
-  // only there), or, with multiplied = false (an embedding table read by row() alone), kept as they are.
-  static WeightMatrix dense(std::vector<float> values, int64_t N, int64_t K, bool multiplied = true);
+  // f32 values [N, K] (row stride K), copied: packed straight into the row-independent product's panels
+  // (the values are then held only there), or, with multiplied = false (an embedding table read by row()
+  // alone), copied as they are.
+  static WeightMatrix dense(std::span<const float> values, int64_t N, int64_t K, bool multiplied = true);
   // f32 values [N, K] (row stride K) quantized to owned Q8_0 or Q4_0 blocks (ops::quantize_blocks);
   // K a positive multiple of 32. Copies of the result share the blocks (multiplied in place: no
   // repacked copy of owned Q8_0).

@@ -237,7 +237,7 @@ struct HfLoader {
     if (!t.defined()) return {};
     if (rows == 0) rows = N;
     const float* p = t.data<float>() + row0 * K;
-    return ops::WeightMatrix::dense(std::vector<float>(p, p + rows * K), rows, K, multiplied);
+    return ops::WeightMatrix::dense({p, static_cast<std::size_t>(rows * K)}, rows, K, multiplied);
   }
 };
 

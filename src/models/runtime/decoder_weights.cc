@@ -163,7 +163,7 @@ struct Loader {
     const float* p = w.data<float>() + row0 * K;
     // The embedding table is multiplied only when it is also the output (tied); else row() reads it.
     const bool multiplied = name != "token_embd.weight" || vocab != nullptr;
-    return ops::WeightMatrix::dense(std::vector<float>(p, p + rows * K), rows, K, multiplied);
+    return ops::WeightMatrix::dense({p, static_cast<std::size_t>(rows * K)}, rows, K, multiplied);
   }
 };
 
