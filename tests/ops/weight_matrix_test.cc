@@ -32,9 +32,12 @@ TEST(WeightMatrix, EachRowIsTheSameWhateverRowsShareTheCall) {
     kernels::cpu::force_isa(isa);
     for (const QuantFormat f : formats) {
       SCOPED_TRACE(std::string(ops::quant_format_name(f)) + " " + kernels::cpu::isa_str(isa));
-      const int64_t N = 40, K = 512, M = 7;
+      // 30 rows: the GEMM's tiles of 3 (AVX2) or more tokens and its blocks of tokens, partial ones too.
+      const int64_t N = 40, K = 512, M = 30;
       const std::vector<std::byte> blocks = testing::quant_blocks(f, N, K, 3);
       const ops::WeightMatrix w = ops::WeightMatrix::quantized(f, blocks.data(), N, K);
+      // Every format but Q4_1 multiplies the GEMM's panels where its vector kernel runs.
+      EXPECT_EQ(w.has_panels(), f != QuantFormat::q4_1 && ops::quant_dot_fast());
       const std::vector<float> x = random_rows(M, K, 9);
       std::vector<float> bias(N);
       for (int64_t n = 0; n < N; ++n) bias[n] = 0.01f * static_cast<float>(n);
@@ -63,6 +66,41 @@ TEST(WeightMatrix, EachRowIsTheSameWhateverRowsShareTheCall) {
     }
     kernels::cpu::force_isa(std::nullopt);
   }
+}
+
+// Jobs of several formats in one call (a layer's q, k, v: K-quants with Q8_K activations beside Q8_0 ones)
+// give each job's rows the bits that job gives alone, one row at a time, on every ISA.
+TEST(WeightMatrix, JobsOfMixedFormatsGiveWhatEachGivesAlone) {
+  const QuantFormat formats[] = {QuantFormat::q4_k, QuantFormat::q6_k, QuantFormat::q8_0, QuantFormat::q4_1};
+  const int64_t Ns[] = {48, 21, 21, 33};
+  const int64_t K = 256, M = 13;
+  for (const auto isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    SCOPED_TRACE(kernels::cpu::isa_str(isa));
+    std::vector<std::vector<std::byte>> blocks;
+    std::vector<ops::WeightMatrix> ws;
+    for (int i = 0; i < 4; ++i) blocks.push_back(testing::quant_blocks(formats[i], Ns[i], K, 11 + i));
+    for (int i = 0; i < 4; ++i)
+      ws.push_back(ops::WeightMatrix::quantized(formats[i], blocks[i].data(), Ns[i], K));
+    const std::vector<float> x = random_rows(M, K, 5);
+    std::vector<std::vector<float>> all(4);
+    std::vector<ops::LinearJob> jobs;
+    for (int i = 0; i < 4; ++i) {
+      all[i].assign(static_cast<std::size_t>(M * Ns[i]), 0.25f);
+      jobs.push_back({&ws[i], all[i].data(), Ns[i], nullptr, i % 2 == 1});
+    }
+    ops::LinearScratch s;
+    ops::linear_rows(jobs, x.data(), M, K, s);
+    for (int i = 0; i < 4; ++i)
+      for (int64_t m = 0; m < M; ++m) {
+        std::vector<float> one(static_cast<std::size_t>(Ns[i]), 0.25f);
+        const ops::LinearJob j1{&ws[i], one.data(), Ns[i], nullptr, i % 2 == 1};
+        ops::linear_rows({&j1, 1}, x.data() + m * K, 1, K, s);
+        EXPECT_EQ(0, std::memcmp(one.data(), all[i].data() + m * Ns[i], one.size() * sizeof(float)))
+            << ops::quant_format_name(formats[i]) << " row " << m;
+      }
+  }
+  kernels::cpu::force_isa(std::nullopt);
 }
 
 // f32 weights (F32 / F16 / BF16 files, Hugging Face folders) through the packed product: each row the same
@@ -146,16 +184,18 @@ TEST(WeightMatrix, QuantizeOwnsItsBlocksAndCountsTheirBytes) {
       copy = m;  // shares the blocks, which outlive m
     }
     const ops::WeightMatrix borrowed = ops::WeightMatrix::quantized(f, blocks.data(), N, K);
-    // Borrowed Q8_0 gets the repacked copy where its kernel runs (then the products read only that);
-    // owned blocks never do (a second copy of what load-time quantization made to save memory).
+    // Borrowed blocks get the GEMM's panels where its vector kernel runs (then the products read only
+    // those); owned blocks never do (a second copy of what load-time quantization made to save memory).
     EXPECT_FALSE(copy.has_packed_copy());
-    const bool packed = f == QuantFormat::q8_0 && ops::q8_dot_fast();
+    EXPECT_FALSE(copy.has_panels());
+    const bool packed = ops::quant_dot_fast();
     EXPECT_EQ(borrowed.has_packed_copy(), packed);
-    EXPECT_EQ(borrowed.owned_bytes(), packed ? borrowed.quant().q8_packed_bytes() : 0);
-    EXPECT_EQ(borrowed.weight_bytes(), packed ? borrowed.quant().q8_packed_bytes() : copy.weight_bytes());
-    if (packed) {
-      EXPECT_EQ(borrowed.quant().q8_packed_bytes(), N * K / 32 * 34);  // f16 scale + 32 quants
-    }
+    EXPECT_EQ(borrowed.has_panels(), packed);
+    EXPECT_FALSE(borrowed.quant().has_q8());
+    // Panels of 16 rows (5 rows: one, zero-padded): a byte per weight and an f32 scale per 32.
+    const int64_t panel_bytes = 16 * K + 16 * (K / 32) * 4;
+    EXPECT_EQ(borrowed.owned_bytes(), packed ? panel_bytes : 0);
+    EXPECT_EQ(borrowed.weight_bytes(), packed ? panel_bytes : copy.weight_bytes());
     std::vector<float> a(K), b(K);
     for (int64_t n = 0; n < N; ++n) {
       copy.row(n, a.data());
@@ -163,7 +203,7 @@ TEST(WeightMatrix, QuantizeOwnsItsBlocksAndCountsTheirBytes) {
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "row " << n;
     }
     // The product through linear_rows equals the borrowed blocks' bit for bit (within float rounding
-    // where they multiply the repacked copy: another kernel, the same integer sums).
+    // where they multiply the panels: another kernel, the same integer sums).
     const std::vector<float> x = random_rows(3, K, 22);
     std::vector<float> ya(3 * N), yb(3 * N);
     ops::LinearScratch s;

@@ -210,7 +210,30 @@ class QuantPanels {
 
 // Y [x.rows(), N] (row stride ldy >= N) (+)= Xq · Wᵀ for every row of x (quantized for w's format,
 // x.cols() == w.cols()), the panels split over the thread pool. accumulate: y += the product.
+// Each output is one f32 chain over the scale groups, whatever rows share the call: row m of Y is the
+// same bits for any x.rows() (the runtime's batched step relies on it: ops::linear_rows).
 void quant_matmul(const QuantPanels& w, const QuantActivations& x, float* y, int64_t ldy, bool accumulate);
+
+// quant_matmul in parts, for a caller that splits the work over the pool itself (ops::linear_rows):
+// prepare() once for w and x (checked as quant_matmul checks them; both must outlive the runs), then
+// run() over ranges of panels of 16 weight rows, on any thread; the same values as quant_matmul.
+class QuantMatmulPart {
+ public:
+  QuantMatmulPart();
+  ~QuantMatmulPart();
+  QuantMatmulPart(QuantMatmulPart&&) noexcept;
+  QuantMatmulPart& operator=(QuantMatmulPart&&) noexcept;
+  void prepare(const QuantPanels& w, const QuantActivations& x);
+  int64_t panels() const;  // of the prepared w
+  // Rows [16 p0, min(16 p1, N)) of the outputs into y [x.rows(), N] (row stride ldy >= N).
+  void run(int64_t p0, int64_t p1, float* y, int64_t ldy, bool accumulate) const;
+
+ private:
+  struct Terms;
+  const QuantPanels* w_ = nullptr;
+  const QuantActivations* x_ = nullptr;
+  std::unique_ptr<Terms> t_;
+};
 // True when activations quantized for weights of format a serve weights of format b too (the same
 // 8-bit kind: Q5_0 with Q8_0, the K-quants among themselves); both quant_dot_supported.
 bool quant_dot_same_activations(QuantFormat a, QuantFormat b);

@@ -1,14 +1,20 @@
 // THE inference product entry of the runtime (issue 37): Y = X · Wᵀ for a weight matrix as a model
 // file stores it (quantized blocks of any supported GGUF type, or f32 from F32 / F16 / BF16), with
-// the kernel chosen here, never by the model: the 8-bit products (ops::q8_dot for Q4_1 and Q8_0 with
-// their repacked copy, ops::quant_dot_rows on the stored blocks of Q5_0 / K-quants) where the CPU has a
-// vector kernel for them, else f32 activations against the stored blocks (ops::quant_linear_rows), and
-// for f32 weights the packed product (ops::linear_packed over 32-column panels made at load).
+// the kernel chosen here, never by the model, where the CPU has a vector kernel for it:
+//   - Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K: the 8-bit GEMM over int8 panels made at load
+//     (ops::QuantPanels, ops::quant_matmul's kernel; about 1.125 bytes per weight, 1.25 for Q4_K / Q5_K /
+//     Q6_K), for every row count, one token or a prompt;
+//   - Q4_1: ops::q8_dot over its repacked copy (0.63 bytes per weight);
+//   - else (a scalar CPU, Q5_1, or a matrix kept in its stored blocks) the 8-bit row product on the
+//     stored blocks (ops::quant_dot_rows, row by row) or f32 activations against them
+//     (ops::quant_linear_rows);
+//   - f32 weights: the packed product (ops::linear_packed over 32-column panels made at load).
 // INFERENCE ONLY: NO AUTOGRAD.
 //
 // Row independence: every kernel here computes row m of Y from row m of X alone, in an order that does not
-// depend on the other rows — the same bits whatever the other rows of the call are: the quantized ones
-// row by row, the f32 one as one FMA chain per output over k (linear_packed's same_rows). The runtime
+// depend on the other rows — the same bits whatever the other rows of the call are: the panels' tiles
+// as one f32 chain over the scale groups per output whatever tokens share a tile, the other quantized
+// ones row by row, the f32 one as one FMA chain per output over k (linear_packed's same_rows). The runtime
 // relies on it: a sequence decodes the same tokens whichever sequences share its batched steps. (An f32
 // matrix made for lookups only, dense(..., multiplied = false), multiplies through ops::gemm, whose sums
 // may depend on M: equal within float rounding only.)
@@ -17,6 +23,7 @@
 #include <attn/core/tensor.h>
 #include <attn/ops/quantized.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -29,8 +36,8 @@ class WeightMatrix {
  public:
   WeightMatrix() = default;
   // Quantized blocks, borrowed (they must outlive this: a mapped file), [N, K] with K a multiple of the
-  // format's block. Makes Q4_1's and Q8_0's repacked copy when the CPU's kernel for it pays (then the
-  // products read only the copy: has_packed_copy()), unless may_copy is false (the greedy screen
+  // format's block. Makes the panels (or Q4_1's repacked copy) where the CPU has the kernel for them
+  // (then the products read only those: has_packed_copy()), unless may_copy is false (the greedy screen
   // multiplies the stored blocks: GreedyPicker::keeps_stored_blocks).
   static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K,
                                 bool may_copy = true);
@@ -40,7 +47,7 @@ class WeightMatrix {
   static WeightMatrix dense(std::span<const float> values, int64_t N, int64_t K, bool multiplied = true);
   // f32 values [N, K] (row stride K) quantized to owned Q8_0 or Q4_0 blocks (ops::quantize_blocks);
   // K a positive multiple of 32. Copies of the result share the blocks (multiplied in place: no
-  // repacked copy of owned Q8_0).
+  // panels or repacked copy of owned blocks).
   static WeightMatrix quantize(QuantFormat format, const float* values, int64_t N, int64_t K);
 
   int64_t rows() const { return N_; }  // N
@@ -48,8 +55,9 @@ class WeightMatrix {
   bool empty() const { return N_ == 0; }
   bool is_quantized() const { return quant_; }
   const QuantMatrix& quant() const { return q_; }  // is_quantized() only
-  // The products read a repacked copy, not the stored blocks (which row() still reads).
-  bool has_packed_copy() const { return quant_ && q_.has_q8(); }
+  // The products read a repacked copy or panels, not the stored blocks (which row() still reads).
+  bool has_packed_copy() const { return quant_ && (q_.has_q8() || panels_); }
+  bool has_panels() const { return panels_ != nullptr; }
   // Row n of W as f32 (exactly io::dequantize's values for blocks): out [K].
   void row(int64_t n, float* out) const;
   // Rows [n0, n1) of W as f32: out [(n1 - n0), K].
@@ -71,6 +79,7 @@ class WeightMatrix {
   std::vector<float> f32_;  // dense, kept as given (multiplied = false)
   Tensor packed_;           // dense, packed (ops::pack_weight): what the products read
   std::shared_ptr<const std::vector<std::byte>> blocks_;  // quantize()'s blocks (q_ points into them)
+  std::shared_ptr<const QuantPanels> panels_;             // what the products read, where made
   int64_t N_ = 0, K_ = 0;
 };
 
@@ -86,10 +95,11 @@ struct LinearJob {
 
 // Buffers for the activations of linear_rows (kept between calls: no allocation in a steady state).
 struct LinearScratch {
-  Q8Activations q8;       // for the repacked Q4_1 / Q8_0 products
-  QuantActivations act;   // Q8_K kind (K-quants)
-  QuantActivations act0;  // Q8_0 kind (Q5_0; Q8_0 without a repacked copy)
-  std::vector<float> y;   // an f32 product before it is added to an accumulating job's output
+  Q8Activations q8;                      // for the repacked Q4_1 / Q8_0 products
+  QuantActivations act;                  // Q8_K kind (K-quants)
+  QuantActivations act0;                 // Q8_0 kind (Q4_0, Q5_0, Q8_0)
+  std::array<QuantMatmulPart, 8> parts;  // the panels' products, per job
+  std::vector<float> y;                  // an f32 product before it is added to an accumulating job's output
 };
 
 // Every job on the same X [M, K] (row stride ldx >= K); jobs share one quantization of X where their

@@ -131,9 +131,11 @@ void check(KFormat f, int64_t N, int64_t K, int64_t p0, int64_t p1) {
 }  // namespace
 
 int64_t q8k_gemm_group(KFormat f) { return f == KFormat::q6_k ? 16 : 32; }
+bool q8k_gemm_has_mins(KFormat f) { return f == KFormat::q4_k || f == KFormat::q5_k; }
 int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K) {
   const int64_t G = K / q8k_gemm_group(f);
-  return kQ8PanelRows * K + 2 * G * kQ8PanelRows * static_cast<int64_t>(sizeof(float));
+  return kQ8PanelRows * K +
+         (q8k_gemm_has_mins(f) ? 2 : 1) * G * kQ8PanelRows * static_cast<int64_t>(sizeof(float));
 }
 
 namespace cpu {
@@ -142,6 +144,7 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
   check(f, N, K, p0, p1);
   const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f), gs = q8k_gemm_group(f), G = K / gs;
   const int64_t pb = q8k_gemm_panel_bytes(f, K);
+  const bool mins = q8k_gemm_has_mins(f);
   std::vector<uint8_t> q(K);
   std::vector<float> sv(G), ov(G);
   for (int64_t p = p0; p < p1; ++p) {
@@ -154,7 +157,9 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
       if (n >= N) break;
       pack_row(f, w + n * rb, K, q.data(), sv.data(), ov.data());
       for (int64_t k4 = 0; k4 < K / 4; ++k4) std::memcpy(pq + k4 * 64 + r * 4, q.data() + 4 * k4, 4);
-      for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sv[g], po[g * kQ8PanelRows + r] = ov[g];
+      for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sv[g];
+      if (mins)
+        for (int64_t g = 0; g < G; ++g) po[g * kQ8PanelRows + r] = ov[g];
     }
   }
 }

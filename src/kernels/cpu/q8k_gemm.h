@@ -10,7 +10,8 @@
 // Panel layout (Q8Panels), per 16 weight rows (rows past N zero):
 //   q  [K / 4][16][4] unsigned bytes: row r's quants k..k+3 at [k / 4][r]
 //   s  [G][16] f32   the weight scale of group g (G = K / gs; gs = 16 for Q6_K, else 32)
-//   o  [G][16] f32   Q4_K / Q5_K only: the group's min (dmin · m)
+//   o  [G][16] f32   Q4_K / Q5_K only (q8k_gemm_has_mins): the group's min (dmin · m); the other
+//                    formats' panels end after s (about 1.125 bytes per weight, 1.25 for Q6_K)
 // Every weight value is s · (q - c) - o with a per-format integer offset c (Q8_0: 128, the signed
 // quant moved to [0, 255]; Q5_0: 16; Q6_K: 32; Q4_K, Q5_K: 0). The offset is taken out exactly in the
 // integers through the activation group sums (Σ q·x - c·Σ x), the min through them in f32. The scalar
@@ -30,6 +31,8 @@ inline constexpr int64_t kQ8PanelRows = 16;
 
 // Elements per scale group of the panels of format f: 16 (Q6_K) or 32.
 int64_t q8k_gemm_group(KFormat f);
+// Whether f's panels hold the groups' mins (Q4_K, Q5_K).
+bool q8k_gemm_has_mins(KFormat f);
 // Bytes of one panel of 16 rows for K columns.
 int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K);
 
