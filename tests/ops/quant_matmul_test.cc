@@ -36,7 +36,8 @@ TEST(QuantMatmul, EveryFormatEqualsTheDecodeProductOnOneAndTwoThreads) {
     const QuantPanels p(w);
     EXPECT_EQ(p.rows(), N);
     EXPECT_EQ(p.cols(), K);
-    EXPECT_GE(p.bytes(), 4 * 16 * K);  // four panels of 16 rows, a byte per weight and the scales
+    // Four panels of 16 rows: a byte per weight (a nibble for Q4_0 and Q4_K) and the scales.
+    EXPECT_GE(p.bytes(), 4 * (f == QuantFormat::q4_0 || f == QuantFormat::q4_k ? 8 : 16) * K);
     for (int64_t M : {1, 19, 40}) {
       std::vector<float> x(M * K);
       std::mt19937 rng(4 + M);

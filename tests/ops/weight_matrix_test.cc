@@ -192,8 +192,9 @@ TEST(WeightMatrix, QuantizeOwnsItsBlocksAndCountsTheirBytes) {
     EXPECT_EQ(borrowed.has_packed_copy(), packed);
     EXPECT_EQ(borrowed.has_panels(), packed);
     EXPECT_FALSE(borrowed.quant().has_q8());
-    // Panels of 16 rows (5 rows: one, zero-padded): a byte per weight and an f32 scale per 32.
-    const int64_t panel_bytes = 16 * K + 16 * (K / 32) * 4;
+    // Panels of 16 rows (5 rows: one, zero-padded): a byte (Q4_0: a nibble) per weight and the f16
+    // scale per 32.
+    const int64_t panel_bytes = (f == QuantFormat::q4_0 ? 8 : 16) * K + 16 * (K / 32) * 2;
     EXPECT_EQ(borrowed.owned_bytes(), packed ? panel_bytes : 0);
     EXPECT_EQ(borrowed.weight_bytes(), packed ? panel_bytes : copy.weight_bytes());
     std::vector<float> a(K), b(K);

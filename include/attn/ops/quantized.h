@@ -179,12 +179,12 @@ void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantAct
                     int64_t ldy, bool accumulate, bool row_independent = false);
 // ---- end issue 19 8-bit activations
 
-// ---- issue 19 (g19): the 8-bit-activation GEMM for prompt passes (kernels/cpu/q8k_gemm.h) --------
-// Many tokens against one weight: the weight repacked once into int8 panels of 16 rows (about 1.25
-// bytes per weight, kept next to the stored blocks, which the decode product keeps reading), and
-// tiles of 16 weight rows x 12 tokens with exact integer sums per group of 16 / 32 (AVX-512 VNNI or
-// AVX2), then the block scales in f32. Same activations (QuantActivations) and the same integer sums
-// as quant_dot_rows: the results differ from it by f32 rounding only.
+// ---- issue 19 (g19): the 8-bit-activation GEMM (kernels/cpu/q8k_gemm.h); the runtime's product ----
+// Tokens against one weight: the weight repacked once into int8 panels of 16 rows (1.0625 bytes per
+// weight for Q8_0 / Q4_0 / Q5_0, 1.25 for the K-quants), and tiles of 16 weight rows x up to 12
+// tokens with exact integer sums per group of 16 / 32 (AVX-512 VNNI or AVX2), then the block scales
+// in f32, one chain per output over the groups. Same activations (QuantActivations) and the same
+// integer sums as quant_dot_rows: the results differ from it by f32 rounding only.
 class QuantPanels {
  public:
   QuantPanels() = default;

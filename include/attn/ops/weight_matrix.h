@@ -2,8 +2,8 @@
 // file stores it (quantized blocks of any supported GGUF type, or f32 from F32 / F16 / BF16), with
 // the kernel chosen here, never by the model, where the CPU has a vector kernel for it:
 //   - Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K: the 8-bit GEMM over int8 panels made at load
-//     (ops::QuantPanels, ops::quant_matmul's kernel; about 1.125 bytes per weight, 1.25 for Q4_K / Q5_K /
-//     Q6_K), for every row count, one token or a prompt;
+//     (ops::QuantPanels, ops::quant_matmul's kernel; 1.0625 bytes per weight for Q8_0 / Q4_0 / Q5_0, 1.25
+//     for Q4_K / Q5_K / Q6_K), for every row count, one token or a prompt;
 //   - Q4_1: ops::q8_dot over its repacked copy (0.63 bytes per weight);
 //   - else (a scalar CPU, Q5_1, or a matrix kept in its stored blocks) the 8-bit row product on the
 //     stored blocks (ops::quant_dot_rows, row by row) or f32 activations against them

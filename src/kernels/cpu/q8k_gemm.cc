@@ -132,10 +132,14 @@ void check(KFormat f, int64_t N, int64_t K, int64_t p0, int64_t p1) {
 
 int64_t q8k_gemm_group(KFormat f) { return f == KFormat::q6_k ? 16 : 32; }
 bool q8k_gemm_has_mins(KFormat f) { return f == KFormat::q4_k || f == KFormat::q5_k; }
+bool q8k_gemm_half_scales(KFormat f) {
+  return f == KFormat::q8_0 || f == KFormat::q4_0 || f == KFormat::q5_0;
+}
+bool q8k_gemm_nibbles(KFormat f) { return f == KFormat::q4_0 || f == KFormat::q4_k; }
 int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K) {
   const int64_t G = K / q8k_gemm_group(f);
-  return kQ8PanelRows * K +
-         (q8k_gemm_has_mins(f) ? 2 : 1) * G * kQ8PanelRows * static_cast<int64_t>(sizeof(float));
+  const int64_t scale = q8k_gemm_half_scales(f) ? 2 : 4, mins = q8k_gemm_has_mins(f) ? 4 : 0;
+  return (q8k_gemm_nibbles(f) ? kQ8PanelRows / 2 : kQ8PanelRows) * K + G * kQ8PanelRows * (scale + mins);
 }
 
 namespace cpu {
@@ -144,20 +148,34 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
   check(f, N, K, p0, p1);
   const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f), gs = q8k_gemm_group(f), G = K / gs;
   const int64_t pb = q8k_gemm_panel_bytes(f, K);
-  const bool mins = q8k_gemm_has_mins(f);
+  const bool mins = q8k_gemm_has_mins(f), half_scales = q8k_gemm_half_scales(f),
+             nibbles = q8k_gemm_nibbles(f);
   std::vector<uint8_t> q(K);
   std::vector<float> sv(G), ov(G);
   for (int64_t p = p0; p < p1; ++p) {
     auto* pq = reinterpret_cast<uint8_t*>(out + (p - p0) * pb);
-    float* ps = reinterpret_cast<float*>(pq + kQ8PanelRows * K);
+    const int64_t qbytes = (nibbles ? kQ8PanelRows / 2 : kQ8PanelRows) * K;
+    float* ps = reinterpret_cast<float*>(pq + qbytes);
+    auto* psh = reinterpret_cast<uint16_t*>(pq + qbytes);  // half scales: the same bytes
     float* po = ps + G * kQ8PanelRows;
-    if ((p + 1) * kQ8PanelRows > N) std::memset(pq, 0, static_cast<std::size_t>(pb));  // rows past N: 0
+    // Rows past N: 0; nibbles are or-ed into their bytes.
+    if ((p + 1) * kQ8PanelRows > N || nibbles) std::memset(pq, 0, static_cast<std::size_t>(pb));
     for (int64_t r = 0; r < kQ8PanelRows; ++r) {
       const int64_t n = p * kQ8PanelRows + r;
       if (n >= N) break;
       pack_row(f, w + n * rb, K, q.data(), sv.data(), ov.data());
-      for (int64_t k4 = 0; k4 < K / 4; ++k4) std::memcpy(pq + k4 * 64 + r * 4, q.data() + 4 * k4, 4);
-      for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sv[g];
+      if (nibbles)  // step k4's 64 values: value i (row i / 4, k i % 4) in byte i % 32, low or high
+        for (int64_t k4 = 0; k4 < K / 4; ++k4)
+          for (int j = 0; j < 4; ++j) {
+            const int i = static_cast<int>(r) * 4 + j;
+            pq[k4 * 32 + i % 32] |= static_cast<uint8_t>(i < 32 ? q[4 * k4 + j] : q[4 * k4 + j] << 4);
+          }
+      else
+        for (int64_t k4 = 0; k4 < K / 4; ++k4) std::memcpy(pq + k4 * 64 + r * 4, q.data() + 4 * k4, 4);
+      if (half_scales)  // the f16 each scale came from (exact both ways)
+        for (int64_t g = 0; g < G; ++g) psh[g * kQ8PanelRows + r] = f32_to_f16(sv[g]);
+      else
+        for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sv[g];
       if (mins)
         for (int64_t g = 0; g < G; ++g) po[g * kQ8PanelRows + r] = ov[g];
     }

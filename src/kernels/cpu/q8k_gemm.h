@@ -8,10 +8,14 @@
 //                                       the decode product q8k_dot_rows takes)
 //
 // Panel layout (Q8Panels), per 16 weight rows (rows past N zero):
-//   q  [K / 4][16][4] unsigned bytes: row r's quants k..k+3 at [k / 4][r]
-//   s  [G][16] f32   the weight scale of group g (G = K / gs; gs = 16 for Q6_K, else 32)
+//   q  [K / 4][16][4] unsigned bytes: row r's quants k..k+3 at [k / 4][r]; for Q4_0 / Q4_K
+//      (q8k_gemm_nibbles) [K / 4][32] bytes instead, value i of a step's 64 in the low nibble of
+//      byte i (i < 32) or the high nibble of byte i - 32
+//   s  [G][16] f32   the weight scale of group g (G = K / gs; gs = 16 for Q6_K, else 32); f16 for
+//                    Q8_0 / Q4_0 / Q5_0 (q8k_gemm_half_scales: their scales are the blocks' f16 d)
 //   o  [G][16] f32   Q4_K / Q5_K only (q8k_gemm_has_mins): the group's min (dmin · m); the other
-//                    formats' panels end after s (about 1.125 bytes per weight, 1.25 for Q6_K)
+//                    formats' panels end after s
+// Bytes per weight: 0.5625 (Q4_0, as stored), 0.75 (Q4_K), 1.0625 (Q8_0, Q5_0), 1.25 (Q5_K, Q6_K).
 // Every weight value is s · (q - c) - o with a per-format integer offset c (Q8_0: 128, the signed
 // quant moved to [0, 255]; Q5_0: 16; Q6_K: 32; Q4_K, Q5_K: 0). The offset is taken out exactly in the
 // integers through the activation group sums (Σ q·x - c·Σ x), the min through them in f32. The scalar
@@ -33,6 +37,10 @@ inline constexpr int64_t kQ8PanelRows = 16;
 int64_t q8k_gemm_group(KFormat f);
 // Whether f's panels hold the groups' mins (Q4_K, Q5_K).
 bool q8k_gemm_has_mins(KFormat f);
+// Whether f's panels hold their scales as f16 (Q8_0, Q4_0, Q5_0).
+bool q8k_gemm_half_scales(KFormat f);
+// Whether f's panels hold their quants as nibbles (Q4_0, Q4_K: values 0..15).
+bool q8k_gemm_nibbles(KFormat f);
 // Bytes of one panel of 16 rows for K columns.
 int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K);
 

@@ -19,8 +19,16 @@ struct GemmAvx2 {
     return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32))};
   }
+  static W loadw4(const uint8_t* p) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), m = _mm256_set1_epi8(0x0f);
+    return {_mm256_and_si256(v, m), _mm256_and_si256(_mm256_srli_epi16(v, 4), m)};
+  }
   static I bcast_i(const int32_t* p) { return {_mm256_set1_epi32(*p), _mm256_set1_epi32(*p)}; }
   static F loadf(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static F loadh(const uint16_t* p) {
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+  }
   static F bcastf(const float* p) { return {_mm256_set1_ps(*p), _mm256_set1_ps(*p)}; }
   template <bool S8>
   static __m256i dot1(__m256i acc, __m256i w, __m256i x) {

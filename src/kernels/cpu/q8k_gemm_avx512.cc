@@ -13,8 +13,22 @@ struct GemmVnni {
   static constexpr int kMR = 12;
   static constexpr bool kSigned8 = false;
   static W loadw(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  // The 32 bytes in both halves (zero-masking forms: the plain ones start from undefined), the
+  // upper half shifted by 4 (each byte's high nibble to its low one), then every byte's low nibble.
+  static W loadw4(const uint8_t* p) {
+    const __m512i v = _mm512_maskz_broadcast_i64x4(static_cast<__mmask8>(0xff),
+                                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i s =
+        _mm512_maskz_srlv_epi64(static_cast<__mmask8>(0xff), v, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0));
+    return _mm512_and_si512(s, _mm512_set1_epi8(0x0f));
+  }
   static I bcast_i(const int32_t* p) { return _mm512_set1_epi32(*p); }
   static F loadf(const float* p) { return _mm512_loadu_ps(p); }
+  // the zero-masking form (as cvt below)
+  static F loadh(const uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(static_cast<__mmask16>(0xffff),
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static F bcastf(const float* p) { return _mm512_set1_ps(*p); }
   template <bool S8>
   static I dot(I acc, W w, const int8_t* x4) {

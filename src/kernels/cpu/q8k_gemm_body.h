@@ -2,7 +2,9 @@
 // (one weight row each): q8k_gemm_avx512.cc (D = one zmm, vpdpbusd) and q8k_gemm_avx2.cc (D = two ymm,
 // vpmaddubsw + vpmaddwd). D provides
 //   I, F, W          int32 x16, f32 x16, the 64 weight bytes of one step (16 rows x 4 k)
-//   W loadw(p)       I bcast_i(const int32_t*)   F loadf(p)  F bcastf(const float*)
+//   W loadw(p)       W loadw4(p) (32 bytes of nibbles: byte i holds value i low, value i + 32 high)
+//   I bcast_i(const int32_t*)   F loadf(p)  F loadh(const uint16_t*) (16 f16 -> f32)
+//   F bcastf(const float*)
 //   I dot<S8>(I acc, W w, const int8_t* x4)   acc + Σ over 4 k of w·x per row (S8: w holds q + 128 of
 //                                             a signed quant and the kernel multiplies the signed q)
 //   F cvt(I)  F fma(a, b, c) = a·b + c  F fnma(a, b, c) = c - a·b  F mul(a, b)  F zero()
@@ -28,9 +30,10 @@ struct Q8Gemm {
   using W = typename D::W;
 
   struct Tile {
-    const uint8_t* pq;  // panel quants
-    const float* ps;    // panel scales [G][16]
-    const float* po;    // panel mins [G][16]
+    const uint8_t* pq;    // panel quants
+    const float* ps;      // panel scales [G][16]
+    const uint16_t* psh;  // the same as f16 (q8k_gemm_half_scales)
+    const float* po;      // panel mins [G][16]
     int64_t G;
     int spg;           // 4-k steps per group
     const int8_t* xq;  // token m0's quants
@@ -44,8 +47,13 @@ struct Q8Gemm {
     bool accumulate;
   };
 
-  template <int R, bool K45, bool S8>
+  // The panel layout of a format, as template flags: mins (Q4_K / Q5_K), signed Q8_0 quants (the AVX2
+  // kernel), f16 scales (Q8_0 / Q4_0 / Q5_0), quants as nibbles (Q4_0 / Q4_K: 32 bytes per 4-k step).
+  enum : unsigned { kMins = 1, kSigned = 2, kHalf = 4, kNibbles = 8 };
+
+  template <int R, unsigned L>
   static void tile(const Tile& t) {
+    constexpr bool K45 = L & kMins, S8 = L & kSigned, H16 = L & kHalf, N4 = L & kNibbles;
     F acc[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = D::zero();
@@ -56,13 +64,21 @@ struct Q8Gemm {
       for (int r = 0; r < R; ++r) is[r] = D::bcast_i(t.off + r * t.G + g);
       const int64_t k0 = g * t.spg * 4;
       for (int s = 0; s < t.spg; ++s) {
-        const W w = D::loadw(pq);
-        pq += 64;
+        W w;
+        if constexpr (N4)
+          w = D::loadw4(pq);
+        else
+          w = D::loadw(pq);
+        pq += N4 ? 32 : 64;
         const int8_t* xk = t.xq + k0 + 4 * s;
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) is[r] = D::template dot<S8>(is[r], w, xk + r * t.ldq);
       }
-      const F sv = D::loadf(t.ps + g * 16);
+      F sv;
+      if constexpr (H16)
+        sv = D::loadh(t.psh + g * 16);
+      else
+        sv = D::loadf(t.ps + g * 16);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
         acc[r] = D::fma(D::cvt(is[r]), D::mul(sv, D::bcastf(t.dx + r * t.G + g)), acc[r]);
@@ -76,15 +92,15 @@ struct Q8Gemm {
     for (int r = 0; r < R; ++r) D::store(t.y + r * t.ldy, acc[r], t.valid, t.accumulate);
   }
 
-  template <int R, bool K45, bool S8>
+  template <int R, unsigned L>
   static void tile_n(int n, const Tile& t) {
     if (n == R)
-      tile<R, K45, S8>(t);
+      tile<R, L>(t);
     else if constexpr (R > 1)
-      tile_n<R - 1, K45, S8>(n, t);
+      tile_n<R - 1, L>(n, t);
   }
 
-  template <bool K45, bool S8>
+  template <unsigned L>
   static void run_f(const Q8GemmArgs& a) {
     constexpr int MR = D::kMR;
     constexpr int64_t TB = MR * 8;  // tokens per block: their quants stay in L2 while the panels pass
@@ -101,7 +117,9 @@ struct Q8Gemm {
       for (int64_t p = 0; p < a.np; ++p) {
         const auto* base = reinterpret_cast<const uint8_t*>(a.panels + p * a.panel_bytes);
         t.pq = base;
-        t.ps = reinterpret_cast<const float*>(base + kQ8PanelRows * a.K);
+        const int64_t qbytes = (L & kNibbles ? kQ8PanelRows / 2 : kQ8PanelRows) * a.K;
+        t.ps = reinterpret_cast<const float*>(base + qbytes);
+        t.psh = reinterpret_cast<const uint16_t*>(base + qbytes);
         t.po = t.ps + G * kQ8PanelRows;
         const int64_t n = a.n0 + p * kQ8PanelRows;
         t.valid = static_cast<int>(std::min<int64_t>(kQ8PanelRows, a.N - n));
@@ -112,25 +130,39 @@ struct Q8Gemm {
           t.dx = a.t->dx.data() + m * G;
           t.mn = a.t->mn.data() + m * G;
           t.y = a.y + m * a.ldy + n;
-          tile_n<MR, K45, S8>(R, t);
+          tile_n<MR, L>(R, t);
         }
       }
     }
   }
 
   static void run(const Q8GemmArgs& a) {
-    const bool k45 = a.f == KFormat::q4_k || a.f == KFormat::q5_k;
-    const bool s8 = a.f == KFormat::q8_0 && a.t->signed_q8;
-    if constexpr (D::kSigned8) {
-      if (s8) {
-        run_f<false, true>(a);
+    switch (a.f) {
+      case KFormat::q8_0:
+        if constexpr (D::kSigned8) {
+          if (a.t->signed_q8) {
+            run_f<kSigned | kHalf>(a);
+            return;
+          }
+        }
+        run_f<kHalf>(a);
         return;
-      }
+      case KFormat::q5_0:
+        run_f<kHalf>(a);
+        return;
+      case KFormat::q4_0:
+        run_f<kHalf | kNibbles>(a);
+        return;
+      case KFormat::q4_k:
+        run_f<kMins | kNibbles>(a);
+        return;
+      case KFormat::q5_k:
+        run_f<kMins>(a);
+        return;
+      default:  // Q6_K
+        run_f<0>(a);
+        return;
     }
-    if (k45)
-      run_f<true, false>(a);
-    else
-      run_f<false, false>(a);
   }
 };
 
