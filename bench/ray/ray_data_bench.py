@@ -7,7 +7,11 @@ the model load too. The runs alternate --rounds times; the best of each is kept 
 shared). Prints the times, rows/s, the scaling 2×1 / 1×1 and Ray's overhead over in-process at the
 same threads; checks every row once and equal to in-process to 1e-6.
 
-  python3 bench/ray/ray_data_bench.py [--rows 20000] [--rounds 2] [--batch-size 1024]
+  python3 bench/ray/ray_data_bench.py [--rows 20000] [--rounds 2] [--batch-size 1024] [--no-sort]
+                                      [--setups in1,in2,ray1,ray2]
+
+Ray's input is sorted by text length first (attn.ray.sort_by_length, inside the clock), as
+SentenceEncoder.encode sorts the in-process side's whole list; --no-sort feeds it in its order.
 """
 import argparse
 import os
@@ -46,10 +50,12 @@ def in_process(texts, threads):
     return time.perf_counter() - t, vecs
 
 
-def on_ray(texts, workers, batch_size):
+def on_ray(texts, workers, batch_size, sort):
     ds = ray.data.from_items([{"id": i, "text": s} for i, s in enumerate(texts)], override_num_blocks=64)
     ds = ds.materialize()  # the input in Ray's object store before the clock starts
     t = time.perf_counter()
+    if sort:  # inside the clock: the sort is part of the pipeline
+        ds = ar.sort_by_length(ds)
     out = ar.map_batches(ds, ar.Embedder, workers=workers, threads=1, batch_size=batch_size).materialize()
     seconds = time.perf_counter() - t
     ids, vecs = [], []
@@ -67,17 +73,24 @@ def main():
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=1024)  # Ray batches: encode sorts by length within one
+    ap.add_argument("--no-sort", action="store_true",
+                    help="feed the reviews to map_batches in their order (default: attn.ray.sort_by_length first)")
+    ap.add_argument("--setups", default="in1,in2,ray1,ray2",
+                    help="which runs: in1, in2 (in-process 1 / 2 threads), ray1, ray2 (1 / 2 workers x 1 thread)")
     a = ap.parse_args()
+    chosen = set(a.setups.split(","))
     texts = reviews(a.rows)
     ray.init(address="local", num_cpus=3, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     best = {}
     want = None
     for r in range(a.rounds):
-        for name, run in (("in-process 1 thread", lambda: in_process(texts, 1)),
-                          ("in-process 2 threads", lambda: in_process(texts, 2)),
-                          ("ray 1 worker x 1 thread", lambda: on_ray(texts, 1, a.batch_size)),
-                          ("ray 2 workers x 1 thread", lambda: on_ray(texts, 2, a.batch_size))):
+        for key, name, run in (("in1", "in-process 1 thread", lambda: in_process(texts, 1)),
+                               ("in2", "in-process 2 threads", lambda: in_process(texts, 2)),
+                               ("ray1", "ray 1 worker x 1 thread", lambda: on_ray(texts, 1, a.batch_size, not a.no_sort)),
+                               ("ray2", "ray 2 workers x 1 thread", lambda: on_ray(texts, 2, a.batch_size, not a.no_sort))):
+            if key not in chosen:
+                continue
             seconds, vecs = run()
             if want is None:
                 want = vecs
@@ -90,10 +103,15 @@ def main():
     print(f"\n{len(texts)} reviews, all-MiniLM-L6-v2, best of {a.rounds}:")
     for name, s in best.items():
         print(f"  {name:26s} {s:8.2f} s  {len(texts) / s:8.1f} rows/s")
-    print(f"  scaling ray 2x1 / 1x1: {best['ray 1 worker x 1 thread'] / best['ray 2 workers x 1 thread']:.2f}x")
-    print(f"  ray overhead at 1 thread: {best['ray 1 worker x 1 thread'] / best['in-process 1 thread'] - 1:+.1%}")
-    print(f"  ray 2x1 against in-process 2 threads: "
-          f"{best['ray 2 workers x 1 thread'] / best['in-process 2 threads'] - 1:+.1%}")
+    r1, r2 = best.get("ray 1 worker x 1 thread"), best.get("ray 2 workers x 1 thread")
+    i1, i2 = best.get("in-process 1 thread"), best.get("in-process 2 threads")
+    print(f"  (Ray's input {'in its given order' if a.no_sort else 'sorted by length first (attn.ray.sort_by_length)'})")
+    if r1 and r2:
+        print(f"  scaling ray 2x1 / 1x1: {r1 / r2:.2f}x")
+    if r1 and i1:
+        print(f"  ray overhead at 1 thread: {r1 / i1 - 1:+.1%}")
+    if r2 and i2:
+        print(f"  ray 2x1 against in-process 2 threads: {r2 / i2 - 1:+.1%}")
 
 
 if __name__ == "__main__":

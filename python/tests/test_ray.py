@@ -112,6 +112,25 @@ def test_embed_on_two_nodes_equals_one_process(cluster, encoder, tmp_path):
     assert np.min(np.sum(got * want, axis=1)) > 1 - 1e-6
 
 
+def test_embed_sorted_by_length_keeps_every_row(cluster, encoder, tmp_path):
+    texts = _reviews(ROWS)
+    sorted_ds = ar.sort_by_length(_dataset(texts))
+    assert sorted_ds.columns() == ["id", "text"]  # the length column is dropped again
+    out = tmp_path / "vectors"
+    ar.map_batches(sorted_ds, ar.Embedder, workers=2, threads=1, batch_size=64).write_parquet(str(out))
+    rows = ray.data.read_parquet(str(out)).take_all()
+    # Sorted: every batch holds texts of about one length (the parquet files may come back in any order,
+    # so the order is checked on the sorted dataset itself).
+    lengths = [len(r["text"]) for r in sorted_ds.take_all()]
+    assert lengths == sorted(lengths)
+    assert sorted(r["id"] for r in rows) == list(range(len(texts)))
+    by_id = sorted(rows, key=lambda r: r["id"])
+    assert [r["text"] for r in by_id] == texts
+    np.testing.assert_allclose(np.stack([r["embedding"] for r in by_id]), encoder.encode(texts), rtol=0, atol=1e-6)
+    with pytest.raises(KeyError, match="no column 'body'"):
+        ar.sort_by_length(_dataset(texts[:4]), "body")
+
+
 def test_workers_run_on_the_threads_ray_gave_them(cluster):
     @ray.remote(num_cpus=2)
     class Probe(ar.Embedder):

@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 __all__ = ["Embedder", "Classifier", "Reranker", "Generator", "threads_from_resources", "worker_threads",
-           "map_batches"]
+           "map_batches", "sort_by_length"]
 
 
 def threads_from_resources(resources, fallback=1):
@@ -180,3 +180,24 @@ def map_batches(dataset, worker_class, *, workers=1, threads=1, batch_size=256, 
         raise ValueError(f"workers and threads must be at least 1; got workers={workers}, threads={threads}")
     return dataset.map_batches(worker_class, fn_constructor_kwargs=dict(options), concurrency=int(workers),
                                num_cpus=int(threads), batch_size=int(batch_size), batch_format="numpy")
+
+
+_LENGTH_COLUMN = "__attn_text_length"
+
+
+def sort_by_length(dataset, column="text"):
+    """The dataset's rows ordered by the length of `column` (in characters, shortest first; Ray's
+    distributed sort), every column kept. attn's batched paths pad each batch to its longest text,
+    and `SentenceEncoder.encode` sorts only the texts of one call: sorted first, every Ray batch holds
+    texts of about one length, as one in-process call over the whole corpus does (issue 39: 20,000
+    reviews in batches of 1,024 padded 18% more unsorted). Carry an id column to restore the order."""
+    if column not in dataset.columns():
+        raise KeyError(f"sort_by_length: the dataset has no column {column!r}; its columns are {dataset.columns()}")
+
+    def lengths(batch):
+        values = batch[column]
+        return np.array([len(v.decode("utf-8") if isinstance(v, bytes) else str(v)) for v in values],
+                        dtype=np.int64)
+
+    with_length = dataset.add_column(_LENGTH_COLUMN, lengths, batch_format="numpy")
+    return with_length.sort(_LENGTH_COLUMN).drop_columns([_LENGTH_COLUMN])
