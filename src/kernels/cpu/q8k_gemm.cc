@@ -136,10 +136,13 @@ bool q8k_gemm_half_scales(KFormat f) {
   return f == KFormat::q8_0 || f == KFormat::q4_0 || f == KFormat::q5_0;
 }
 bool q8k_gemm_nibbles(KFormat f) { return f == KFormat::q4_0 || f == KFormat::q4_k; }
+int64_t q8k_gemm_quant_bytes(KFormat f, int64_t K) {
+  return (q8k_gemm_nibbles(f) ? kQ8PanelRows / 2 : kQ8PanelRows) * K;
+}
 int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K) {
   const int64_t G = K / q8k_gemm_group(f);
   const int64_t scale = q8k_gemm_half_scales(f) ? 2 : 4, mins = q8k_gemm_has_mins(f) ? 4 : 0;
-  return (q8k_gemm_nibbles(f) ? kQ8PanelRows / 2 : kQ8PanelRows) * K + G * kQ8PanelRows * (scale + mins);
+  return q8k_gemm_quant_bytes(f, K) + G * kQ8PanelRows * (scale + mins);
 }
 
 namespace cpu {
@@ -147,14 +150,13 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
                    std::byte* out) {
   check(f, N, K, p0, p1);
   const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f), gs = q8k_gemm_group(f), G = K / gs;
-  const int64_t pb = q8k_gemm_panel_bytes(f, K);
+  const int64_t pb = q8k_gemm_panel_bytes(f, K), qbytes = q8k_gemm_quant_bytes(f, K);
   const bool mins = q8k_gemm_has_mins(f), half_scales = q8k_gemm_half_scales(f),
              nibbles = q8k_gemm_nibbles(f);
   std::vector<uint8_t> q(K);
   std::vector<float> sv(G), ov(G);
   for (int64_t p = p0; p < p1; ++p) {
     auto* pq = reinterpret_cast<uint8_t*>(out + (p - p0) * pb);
-    const int64_t qbytes = (nibbles ? kQ8PanelRows / 2 : kQ8PanelRows) * K;
     float* ps = reinterpret_cast<float*>(pq + qbytes);
     auto* psh = reinterpret_cast<uint16_t*>(pq + qbytes);  // half scales: the same bytes
     float* po = ps + G * kQ8PanelRows;

@@ -41,6 +41,8 @@ bool q8k_gemm_has_mins(KFormat f);
 bool q8k_gemm_half_scales(KFormat f);
 // Whether f's panels hold their quants as nibbles (Q4_0, Q4_K: values 0..15).
 bool q8k_gemm_nibbles(KFormat f);
+// Bytes of one panel's quants (16 rows of K), where its scales start.
+int64_t q8k_gemm_quant_bytes(KFormat f, int64_t K);
 // Bytes of one panel of 16 rows for K columns.
 int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K);
 

@@ -105,7 +105,7 @@ struct Q8Gemm {
     constexpr int MR = D::kMR;
     constexpr int64_t TB = MR * 8;  // tokens per block: their quants stay in L2 while the panels pass
     const Q8KRows& x = *a.x;
-    const int64_t gs = q8k_gemm_group(a.f), G = a.K / gs;
+    const int64_t gs = q8k_gemm_group(a.f), G = a.K / gs, qbytes = q8k_gemm_quant_bytes(a.f, a.K);
     Tile t{};
     t.G = G;
     t.spg = static_cast<int>(gs / 4);
@@ -117,7 +117,6 @@ struct Q8Gemm {
       for (int64_t p = 0; p < a.np; ++p) {
         const auto* base = reinterpret_cast<const uint8_t*>(a.panels + p * a.panel_bytes);
         t.pq = base;
-        const int64_t qbytes = (L & kNibbles ? kQ8PanelRows / 2 : kQ8PanelRows) * a.K;
         t.ps = reinterpret_cast<const float*>(base + qbytes);
         t.psh = reinterpret_cast<const uint16_t*>(base + qbytes);
         t.po = t.ps + G * kQ8PanelRows;
