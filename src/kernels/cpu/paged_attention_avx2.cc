@@ -37,12 +37,6 @@ struct V256 {
     return _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
   }
   static void transpose(F* a) { avx2::transpose8(a); }
-  static F hsum(F* a) {
-    avx2::transpose8(a);
-    const F s01 = _mm256_add_ps(a[0], a[1]), s23 = _mm256_add_ps(a[2], a[3]);
-    const F s45 = _mm256_add_ps(a[4], a[5]), s67 = _mm256_add_ps(a[6], a[7]);
-    return _mm256_add_ps(_mm256_add_ps(s01, s23), _mm256_add_ps(s45, s67));
-  }
 };
 }  // namespace
 

@@ -38,12 +38,6 @@ struct V512 {
     return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
   }
   static void transpose(F* a) { avx512::transpose16(a); }
-  static F hsum(F* a) {
-    avx512::transpose16(a);
-    for (int w = 8; w >= 1; w /= 2)
-      for (int i = 0; i < w; ++i) a[i] = _mm512_add_ps(a[i], a[i + w]);
-    return a[0];
-  }
 };
 }  // namespace
 

@@ -3,8 +3,7 @@
 // with 16). V provides, on float lanes F of V::N elements:
 //   F zero(), set1(float), load(const float*), load_n(const float*, n) (lanes >= n are 0, not read),
 //   load(const uint16_t*), load_n(const uint16_t*, n) (IEEE half bits), store(float*, F),
-//   mul(F, F), sub(F, F), fma(a, b, c) = a·b + c, exp(F), tanh(F), F hsum(F a[N]) (lane i = Σ of a[i]'s
-//   lanes)
+//   mul(F, F), sub(F, F), fma(a, b, c) = a·b + c, exp(F), tanh(F), transpose(F a[N]) (an N x N block)
 // The cache element type T is float or uint16_t (half bits).
 #pragma once
 
@@ -26,38 +25,6 @@ struct PagedBody {
   using F = typename V::F;
   static constexpr int N = V::N;
   static constexpr int64_t kTile = kPagedTile;
-
-  // Scores of N keys against qs (scaled, zero-padded to the chunk) into out[0, N): key i's row is
-  // kr[i], or base + i · D when the N keys lie in one block (then the loads take fixed offsets).
-  template <bool Contiguous>
-  static void dots(const float* qs, const T* const* kr, const T* base, int64_t D, float* out) {
-    const int64_t full = D / N * N;
-    F acc[N];
-    for (int i = 0; i < N; ++i) acc[i] = V::zero();
-    for (int64_t c = 0; c < full; c += N) {
-      const F qv = V::load(qs + c);
-      for (int i = 0; i < N; ++i)
-        acc[i] = V::fma(qv, V::load((Contiguous ? base + i * D : kr[i]) + c), acc[i]);
-    }
-    if (full < D) {
-      const F qv = V::load(qs + full);
-      for (int i = 0; i < N; ++i)
-        acc[i] = V::fma(qv, V::load_n((Contiguous ? base + i * D : kr[i]) + full, D - full), acc[i]);
-    }
-    V::store(out, V::hsum(acc));
-  }
-
-  // Scores of the keys at positions t0 .. t0 + nt − 1 (rows kr[0, nt); kr[nt, round_up(nt, N)) repeat
-  // a valid row) into sc[0, round_up(nt, N)).
-  static void scores(const float* qs, const T* const* kr, int64_t t0, int64_t bt, int64_t D, int64_t nt,
-                     float* sc) {
-    for (int64_t j = 0; j < nt; j += N) {
-      if (j + N <= nt && (t0 + j) / bt == (t0 + j + N - 1) / bt)
-        dots<true>(qs, kr + j, kr[j], D, sc + j);
-      else
-        dots<false>(qs, kr + j, kr[j], D, sc + j);
-    }
-  }
 
   // acc[0, D) = acc · corr + Σ_t p[t] · vr[t][0, D), the chunks of 4 vectors with the keys inside.
   static void accumulate(float* acc, float corr, const float* p, const T* const* vr, int64_t D, int64_t nt) {
@@ -92,9 +59,10 @@ struct PagedBody {
   }
 
   // The tile's keys transposed: kt[d · kTile + j] = k_j[d] for d < Dp, j < round_up(nt, N) (rows past
-  // D are 0), N × N blocks at a time.
+  // D are 0), N × N blocks at a time; columns [round_up(nt, N), kTile) of a partial tile are 0 (their
+  // scores are computed, never read; zeros keep stale scratch, perhaps denormal, out of the FMAs).
   static void transpose_keys(const T* const* kr, int64_t D, int64_t nt, float* kt) {
-    const int64_t full = D / N * N, Dp = paged_padded(D);
+    const int64_t full = D / N * N, Dp = paged_padded(D), done = (nt + N - 1) / N * N;
     for (int64_t j = 0; j < nt; j += N)
       for (int64_t c = 0; c < Dp; c += N) {
         F blk[N];
@@ -103,6 +71,8 @@ struct PagedBody {
         V::transpose(blk);
         for (int x = 0; x < N; ++x) V::store(kt + (c + x) * kTile + j, blk[x]);
       }
+    if (done < kTile)
+      for (int64_t d = 0; d < D; ++d) std::fill(kt + d * kTile + done, kt + (d + 1) * kTile, 0.0f);
   }
 
   // Scores of VB query vectors qs[v · Dp] against the transposed tile: sc[v · ldsc + j], j <
@@ -111,8 +81,8 @@ struct PagedBody {
   static constexpr int kVB = 8 * N / kTile > 1 ? static_cast<int>(8 * N / kTile) : 1;
   template <int VB>
   static void scores_kt(const float* qs, int64_t Dp, const float* kt, int64_t D, float* sc, int64_t ldsc) {
-    // All kTile columns (those past the tile's keys hold zeros or an earlier tile's: their scores are
-    // never read), so every index is a constant and the accumulators stay in registers.
+    // All kTile columns (those past the tile's keys hold zeros: their scores are never read), so every
+    // index is a constant and the accumulators stay in registers. Each score is one FMA chain over d.
     F acc[VB][kKeyVecs];
     for (int v = 0; v < VB; ++v)
       for (int x = 0; x < kKeyVecs; ++x) acc[v][x] = V::zero();
@@ -236,19 +206,22 @@ struct PagedBody {
   static void item(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
     const PagedSeqArgs& s = a.seqs[it.s];
     const int64_t g = it.g, r0 = it.r0, r1 = it.r1;
-    const int64_t G = a.H / a.Hkv, D = a.D, Dp = paged_padded(D), bt = a.block_tokens;
+    const int64_t G = a.H / a.Hkv, D = a.D, Dp = paged_padded(D);
     const int64_t nv = (r1 - r0) * G;
-    constexpr int64_t ld = kTile + 16;      // a row of scores or probabilities
-    float* qs = scratch;                    // [nv, Dp]
-    float* acc = qs + nv * Dp;              // [nv, Dp]
-    float* mx = acc + nv * Dp;              // [nv]
-    float* sum = mx + nv;                   // [nv]
-    float* cor = sum + nv;                  // [nv] this tile's rescaling
-    float* sc = cor + nv;                   // [nv, ld]
-    float* p = sc + nv * ld;                // [nv, ld]
-    float* kt = p + nv * ld;                // [Dp, kTile] the tile's keys transposed (many rows)
-    const bool transposed = nv >= 4 * kVB;  // enough rows to pay for the transpose
-    if (transposed) std::fill_n(kt, Dp * kTile, 0.0f);
+    constexpr int64_t ld = kTile + 16;  // a row of scores or probabilities
+    float* qs = scratch;                // [nv, Dp]
+    float* acc = qs + nv * Dp;          // [nv, Dp]
+    float* mx = acc + nv * Dp;          // [nv]
+    float* sum = mx + nv;               // [nv]
+    float* cor = sum + nv;              // [nv] this tile's rescaling
+    float* sc = cor + nv;               // [nv, ld]
+    float* p = sc + nv * ld;            // [nv, ld]
+    // [Dp, kTile] the tile's keys transposed. Every row's scores come from it, one decode row or a
+    // prompt chunk's many: a row's score bits then do not depend on how many rows share its item (a
+    // chunk's size, the batch), which the runtime's batch invariance needs (tests/models/
+    // decoder_batch_test.cc). Before, items of few rows took per-key dot products (another summation
+    // order), so a prompt prefilled in other chunks, beside other sequences, drifted.
+    float* kt = p + nv * ld;
     const T* kr[kTile + 16];  // the tile's key and value rows, read in place
     const T* vr[kTile + 16];
     for (int64_t v = 0; v < nv; ++v) {
@@ -273,8 +246,8 @@ struct PagedBody {
       const int64_t padded = (nt + N - 1) / N * N;
       for (int64_t j = nt; j < padded; ++j) kr[j] = kr[0];  // computed, then masked
       prefetch(a, s, g, t1, std::min(hi1 + 1, t1 + kTile));
-      if (transposed) {
-        transpose_keys(kr, D, nt, kt);
+      transpose_keys(kr, D, nt, kt);
+      {
         int64_t v = 0;
         for (; v + kVB <= nv; v += kVB) scores_kt<kVB>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
         for (; v < nv; ++v) scores_kt<1>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
@@ -291,7 +264,6 @@ struct PagedBody {
           std::fill_n(pv, padded, 0.0f);
           continue;
         }
-        if (!transposed) scores(qs + v * Dp, kr, t0, bt, D, nt, sv);
         online_softmax(sv, pv, t0, t1, lo, hi, a.softcap, &mx[v], &sum[v], &cor[v]);
       }
       int64_t v = 0;
