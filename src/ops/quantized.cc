@@ -196,7 +196,7 @@ bool quant_dot_fast() { return kernels::cpu::q8k_fast(); }
 
 void QuantActivations::quantize(QuantFormat format, const float* x, int64_t M, int64_t K, int64_t ldx) {
   ATTN_CHECK(quant_dot_supported(format), "QuantActivations: no 8-bit product for ",
-             quant_format_name(format), " weights (Q4_0 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+             quant_format_name(format), " weights (Q4_0 Q4_1 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
   const kernels::Q8Kind kind = kernels::q8k_kind_for(kq(format));
   const int64_t B = kernels::q8k_block(kind);
   ATTN_CHECK(M >= 1 && K > 0 && K % B == 0 && x != nullptr && ldx >= K,
@@ -259,7 +259,7 @@ QuantPanels::QuantPanels(const QuantMatrix& w)
     : format_(w.format()), blocks_(w.blocks()), N_(w.rows()), K_(w.cols()) {
   ATTN_CHECK(w.blocks() != nullptr, "QuantPanels: the weight matrix is empty");
   ATTN_CHECK(quant_dot_supported(w.format()), "QuantPanels: no 8-bit product for ",
-             quant_format_name(w.format()), " weights (Q4_0 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+             quant_format_name(w.format()), " weights (Q4_0 Q4_1 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
   const kernels::KFormat f = kq(format_);
   const int64_t np = (N_ + kernels::kQ8PanelRows - 1) / kernels::kQ8PanelRows;
   const int64_t pb = kernels::q8k_gemm_panel_bytes(f, K_);

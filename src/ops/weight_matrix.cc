@@ -31,13 +31,9 @@ WeightMatrix WeightMatrix::quantized(QuantFormat format, const std::byte* blocks
   w.q_ = QuantMatrix(format, blocks, N, K);
   w.N_ = N;
   w.K_ = K;
-  // The panels, or Q4_1's repacked copy (0.63 bytes per weight) wherever q8_dot's vector kernel runs.
-  // Blocks in a file mapping may then be given back (io::GgufFile::release_pages): only row(), embedding
-  // lookups and the scalar ISA's oracle read them afterwards.
-  if (may_copy && panels_pay(format))
-    w.panels_ = std::make_shared<const QuantPanels>(w.q_);
-  else if (may_copy && format == QuantFormat::q4_1 && q8_dot_fast())
-    w.q_.pack_q8();
+  // The panels. Blocks in a file mapping may then be given back (io::GgufFile::release_pages): only
+  // row(), embedding lookups and the scalar ISA's oracle read them afterwards.
+  if (may_copy && panels_pay(format)) w.panels_ = std::make_shared<const QuantPanels>(w.q_);
   return w;
 }
 
@@ -82,7 +78,6 @@ void WeightMatrix::rows_f32(int64_t n0, int64_t n1, float* out) const {
 int64_t WeightMatrix::owned_bytes() const {
   int64_t b = static_cast<int64_t>(f32_.size() * sizeof(float));
   if (packed_.defined()) b += packed_.numel() * static_cast<int64_t>(sizeof(float));
-  if (quant_ && q_.has_q8()) b += q_.q8_packed_bytes();  // the repacked copy
   if (panels_) b += panels_->bytes();
   if (blocks_) b += static_cast<int64_t>(blocks_->size());
   return b;
@@ -98,14 +93,13 @@ std::string WeightMatrix::form() const { return quant_ ? quant_format_name(q_.fo
 
 namespace {
 
-enum class Kind { panels, q8, qdot_k, qdot_0, f32act, dense };
+enum class Kind { panels, qdot_k, qdot_0, f32act, dense };
 
 Kind kind_of(const WeightMatrix& w, bool q8) {
   if (!w.is_quantized()) return Kind::dense;
   if (!q8) return Kind::f32act;
   const QuantMatrix& q = w.quant();
   if (w.has_panels()) return Kind::panels;
-  if (q.has_q8()) return Kind::q8;
   if (quant_dot_supported(q.format()) && quant_dot_fast()) {
     // Q5_0 / Q8_0 multiply Q8_0 activations; the K-quants Q8_K ones.
     return quant_dot_same_activations(q.format(), QuantFormat::q8_0) ? Kind::qdot_0 : Kind::qdot_k;
@@ -122,7 +116,6 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
   const int64_t K = jobs[0].w->cols();
   ATTN_CHECK(ldx >= K, "linear_rows: ldx ", ldx, " < K ", K);
   std::array<Kind, 8> kinds{};
-  bool want_q8 = false;
   int64_t total = 0;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const LinearJob& j = jobs[i];
@@ -131,7 +124,6 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
     ATTN_CHECK(j.y && j.ldy >= j.w->rows(), "linear_rows: job ", i, " output stride ", j.ldy, " < N ",
                j.w->rows());
     kinds[i] = kind_of(*j.w, activations_8bit);
-    want_q8 |= kinds[i] == Kind::q8;
     if (kinds[i] != Kind::dense) total += j.w->rows();
   }
   // The f32 weights: each the packed product over the pool, one FMA chain per output (same_rows), beside
@@ -157,7 +149,6 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
         for (int64_t n = 0; n < N; ++n) j.y[m * j.ldy + n] += out[m * N + n];
   }
   if (total > 0) {
-    if (want_q8) s.q8.quantize(X, M, K, ldx);
     // One quantization of X per activation kind (Q8_K for the K-quants, Q8_0 for the others).
     QuantActivations* act_k = nullptr;
     QuantActivations* act_0 = nullptr;
@@ -178,7 +169,6 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
     std::array<int64_t, 9> unit0{};
     for (std::size_t i = 0; i < jobs.size(); ++i)
       unit0[i + 1] = unit0[i] + (kinds[i] == Kind::dense ? 0 : (jobs[i].w->rows() + 15) / 16);
-    const Q8Dot dot = q8_dot();
     const int64_t grain = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, K * M));
     parallel_for(unit0[jobs.size()], grain, [&](int64_t b, int64_t e, int) {
       for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -189,9 +179,6 @@ void linear_rows(std::span<const LinearJob> jobs, const float* X, int64_t M, int
         switch (kinds[i]) {
           case Kind::panels:
             s.parts[i].run(u0, u1, j.y, j.ldy, j.accumulate);
-            break;
-          case Kind::q8:
-            dot(j.w->quant(), lo, hi, s.q8, j.y, j.ldy, j.accumulate);
             break;
           case Kind::qdot_k:
           case Kind::qdot_0:
@@ -231,7 +218,7 @@ bool GreedyPicker::screen_applies(const WeightMatrix& w, bool activations_8bit) 
   // The full product of one Q8_0 row is then quant_dot_rows over Q8_0 activations (kind_of: qdot_0),
   // the kernel whose values the screen's candidates get: the same logits, so the same pick.
   return activations_8bit && w.is_quantized() && screen_shape(w.quant().format(), w.cols()) &&
-         !w.quant().has_q8() && kind_of(w, true) == Kind::qdot_0;
+         kind_of(w, true) == Kind::qdot_0;
 }
 
 bool GreedyPicker::keeps_stored_blocks(QuantFormat format, int64_t K, const GreedyPickOptions& o) {

@@ -33,9 +33,9 @@ struct GCase {
 
 std::vector<GCase> cases() {
   std::vector<GCase> v;
-  const std::pair<KFormat, const char*> fs[] = {{KFormat::q4_0, "q4_0"}, {KFormat::q5_0, "q5_0"},
-                                                {KFormat::q8_0, "q8_0"}, {KFormat::q4_k, "q4_k"},
-                                                {KFormat::q5_k, "q5_k"}, {KFormat::q6_k, "q6_k"}};
+  const std::pair<KFormat, const char*> fs[] = {
+      {KFormat::q4_0, "q4_0"}, {KFormat::q4_1, "q4_1"}, {KFormat::q5_0, "q5_0"}, {KFormat::q8_0, "q8_0"},
+      {KFormat::q4_k, "q4_k"}, {KFormat::q5_k, "q5_k"}, {KFormat::q6_k, "q6_k"}};
   for (const auto& [f, n] : fs) {
     const std::string p = std::string(n) + "_";
     const int64_t be = kernels::kformat_block_elems(f);
@@ -159,10 +159,10 @@ TEST(Q8GemmQuantize, EveryIsaGivesThePortableValues) {
 }
 
 TEST(Q8GemmArgs, UnsupportedFormatsShapesAndStaleTermsAreErrors) {
-  const std::vector<std::byte> w = testing::random_kblocks(KFormat::q4_1, 2, 64, 1);
+  const std::vector<std::byte> w = testing::random_kblocks(KFormat::q5_1, 2, 64, 1);
   std::vector<std::byte> out(4096);
-  EXPECT_ERROR_CONTAINS(kernels::cpu::q8k_gemm_pack(KFormat::q4_1, w.data(), 2, 64, 0, 1, out.data()),
-                        {"Q4_1", "no 8-bit activation product"});
+  EXPECT_ERROR_CONTAINS(kernels::cpu::q8k_gemm_pack(KFormat::q5_1, w.data(), 2, 64, 0, 1, out.data()),
+                        {"Q5_1", "no 8-bit activation product"});
   EXPECT_ERROR_CONTAINS(kernels::cpu::q8k_gemm_pack(KFormat::q8_0, w.data(), 2, 64, 0, 2, out.data()),
                         {"panels [p0, p1)", "[0, 1]"});
   std::vector<float> x(256, 1.0f);

@@ -32,9 +32,9 @@ struct QCase {
 
 std::vector<QCase> cases() {
   std::vector<QCase> v;
-  const std::pair<KFormat, const char*> fs[] = {{KFormat::q4_0, "q4_0"}, {KFormat::q5_0, "q5_0"},
-                                                {KFormat::q8_0, "q8_0"}, {KFormat::q4_k, "q4_k"},
-                                                {KFormat::q5_k, "q5_k"}, {KFormat::q6_k, "q6_k"}};
+  const std::pair<KFormat, const char*> fs[] = {
+      {KFormat::q4_0, "q4_0"}, {KFormat::q4_1, "q4_1"}, {KFormat::q5_0, "q5_0"}, {KFormat::q8_0, "q8_0"},
+      {KFormat::q4_k, "q4_k"}, {KFormat::q5_k, "q5_k"}, {KFormat::q6_k, "q6_k"}};
   for (const auto& [f, n] : fs) {
     const std::string p = std::string(n) + "_";
     const int64_t be = kernels::kformat_block_elems(f);
@@ -146,8 +146,8 @@ TEST(Q8KArgs, UnsupportedFormatsAndMismatchedKindsAreErrors) {
       kernels::cpu::q8k_dot_rows(KFormat::q4_k, wk.data(), 0, 1, 256, x0.rows, y.data(), 1, false),
       {"Q4_K", "Q8_K"});
   EXPECT_ERROR_CONTAINS(
-      kernels::cpu::q8k_dot_rows(KFormat::q4_1, wk.data(), 0, 1, 256, x0.rows, y.data(), 1, false),
-      {"Q4_1", "no 8-bit activation product"});
+      kernels::cpu::q8k_dot_rows(KFormat::q5_1, wk.data(), 0, 1, 256, x0.rows, y.data(), 1, false),
+      {"Q5_1", "no 8-bit activation product"});
   std::vector<float> bad(100, 1.0f);
   std::vector<int8_t> q(100);
   std::vector<float> d(4);

@@ -46,7 +46,7 @@ inline ExactQ8Inputs exact_q8_inputs(kernels::KFormat f, int64_t M, int64_t N, i
   in.w = random_kblocks(f, N, K, 5);
   const int64_t be = kernels::kformat_block_elems(f), bb = kernels::kformat_block_bytes(f);
   std::vector<int> halves = {0};
-  if (f == KFormat::q4_k || f == KFormat::q5_k) halves = {0, 2};
+  if (f == KFormat::q4_1 || f == KFormat::q4_k || f == KFormat::q5_k) halves = {0, 2};
   if (f == KFormat::q6_k) halves = {208};
   const uint16_t h = f32_to_f16(1.0f / 64);
   for (int64_t b = 0; b < N * K / be; ++b)

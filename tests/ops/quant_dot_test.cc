@@ -17,8 +17,8 @@ namespace attn::ops {
 namespace {
 
 TEST(QuantDot, EveryFormatIsCloseToTheF32ActivationProduct) {
-  for (QuantFormat f : {QuantFormat::q4_0, QuantFormat::q5_0, QuantFormat::q8_0, QuantFormat::q4_k,
-                        QuantFormat::q5_k, QuantFormat::q6_k}) {
+  for (QuantFormat f : {QuantFormat::q4_0, QuantFormat::q4_1, QuantFormat::q5_0, QuantFormat::q8_0,
+                        QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k}) {
     ASSERT_TRUE(quant_dot_supported(f)) << quant_format_name(f);
     const int64_t N = 11, K = 512, M = 2;
     const std::vector<std::byte> wb = testing::quant_blocks(f, N, K, 9);
@@ -49,12 +49,11 @@ TEST(QuantDot, EveryFormatIsCloseToTheF32ActivationProduct) {
 }
 
 TEST(QuantDot, BadFormatsAndShapesAreErrors) {
-  const std::vector<std::byte> wb = testing::quant_blocks(QuantFormat::q4_1, 2, 64, 1);
-  const QuantMatrix w41(QuantFormat::q4_1, wb.data(), 2, 64);
   std::vector<float> x(2 * 256, 0.5f), y(8);
   QuantActivations xq;
-  EXPECT_FALSE(quant_dot_supported(QuantFormat::q4_1));
-  EXPECT_ERROR_CONTAINS(xq.quantize(QuantFormat::q4_1, x.data(), 1, 64, 64), {"Q4_1", "no 8-bit product"});
+  EXPECT_TRUE(quant_dot_supported(QuantFormat::q4_1));
+  EXPECT_FALSE(quant_dot_supported(QuantFormat::q5_1));
+  EXPECT_ERROR_CONTAINS(xq.quantize(QuantFormat::q5_1, x.data(), 1, 64, 64), {"Q5_1", "no 8-bit product"});
   EXPECT_ERROR_CONTAINS(xq.quantize(QuantFormat::q4_k, x.data(), 1, 100, 100), {"multiple of 256", "100"});
   xq.quantize(QuantFormat::q5_0, x.data(), 1, 256, 256);
   const std::vector<std::byte> wk = testing::quant_blocks(QuantFormat::q4_k, 2, 256, 2);

@@ -28,16 +28,20 @@ class ThreadsGuard {
 
 TEST(QuantMatmul, EveryFormatEqualsTheDecodeProductOnOneAndTwoThreads) {
   ThreadsGuard keep;
-  for (QuantFormat f : {QuantFormat::q4_0, QuantFormat::q5_0, QuantFormat::q8_0, QuantFormat::q4_k,
-                        QuantFormat::q5_k, QuantFormat::q6_k}) {
+  for (QuantFormat f : {QuantFormat::q4_0, QuantFormat::q4_1, QuantFormat::q5_0, QuantFormat::q8_0,
+                        QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k}) {
     const int64_t N = 53, K = 768;
     const std::vector<std::byte> wb = testing::quant_blocks(f, N, K, 9);
     const QuantMatrix w(f, wb.data(), N, K);
     const QuantPanels p(w);
     EXPECT_EQ(p.rows(), N);
     EXPECT_EQ(p.cols(), K);
-    // Four panels of 16 rows: a byte per weight (a nibble for Q4_0 and Q4_K) and the scales.
-    EXPECT_GE(p.bytes(), 4 * (f == QuantFormat::q4_0 || f == QuantFormat::q4_k ? 8 : 16) * K);
+    // Four panels of 16 rows: a byte per weight (a nibble for Q4_0, Q4_1 and Q4_K, 6 bits for Q6_K)
+    // and the scales.
+    const bool nibbles = f == QuantFormat::q4_0 || f == QuantFormat::q4_1 || f == QuantFormat::q4_k;
+    const int64_t bits = nibbles ? 4 : f == QuantFormat::q6_k ? 6 : 8;
+    EXPECT_GE(p.bytes(), 4 * 2 * bits * K);
+    EXPECT_LE(p.bytes(), 4 * 2 * (bits + 2) * K);
     for (int64_t M : {1, 19, 40}) {
       std::vector<float> x(M * K);
       std::mt19937 rng(4 + M);
@@ -78,9 +82,9 @@ TEST(QuantMatmul, EveryFormatEqualsTheDecodeProductOnOneAndTwoThreads) {
 }
 
 TEST(QuantMatmul, FormatsAndShapesItDoesNotTakeAreErrors) {
-  const std::vector<std::byte> w41 = testing::quant_blocks(QuantFormat::q4_1, 4, 64, 1);
-  EXPECT_ERROR_CONTAINS(QuantPanels(QuantMatrix(QuantFormat::q4_1, w41.data(), 4, 64)),
-                        {"QuantPanels", "Q4_1"});
+  const std::vector<std::byte> w51 = testing::quant_blocks(QuantFormat::q5_1, 4, 64, 1);
+  EXPECT_ERROR_CONTAINS(QuantPanels(QuantMatrix(QuantFormat::q5_1, w51.data(), 4, 64)),
+                        {"QuantPanels", "Q5_1"});
   const std::vector<std::byte> wk = testing::quant_blocks(QuantFormat::q4_k, 4, 256, 2);
   const QuantPanels p(QuantMatrix(QuantFormat::q4_k, wk.data(), 4, 256));
   std::vector<float> x(2 * 512, 1.0f), y(2 * 4);

@@ -136,8 +136,8 @@ Q8Dot q8_dot();
 
 // ---- issue 19: 8-bit activations for the formats of Gemma 3's GGUF (kernels/cpu/q8k.h) ----------
 // llama.cpp-style integer products on the stored blocks (no repacked copy): the activation row is
-// quantized once per product, then integer dot products (AVX-512 VNNI or AVX2) against Q4_0, Q5_0, Q8_0,
-// Q4_K, Q5_K or Q6_K weights. The activations are rounded to 8 bits (an error of at most half a step,
+// quantized once per product, then integer dot products (AVX-512 VNNI or AVX2) against Q4_0, Q4_1, Q5_0,
+// Q8_0, Q4_K, Q5_K or Q6_K weights. The activations are rounded to 8 bits (an error of at most half a step,
 // max|x| / 254 per block, on every value), so the result differs from quant_linear_rows by that;
 // tests bound it.
 //
@@ -148,7 +148,8 @@ bool quant_dot_supported(QuantFormat format);
 bool quant_dot_fast();
 
 // M rows of K activations in 8 bits for one weight format family: Q8_K (blocks of 256, f32 scale)
-// for Q4_K / Q5_K / Q6_K, Q8_0 (blocks of 32, f16 scale) for Q4_0 / Q5_0 / Q8_0; with the sums of every 16.
+// for Q4_K / Q5_K / Q6_K, Q8_0 (blocks of 32, f16 scale) for Q4_0 / Q4_1 / Q5_0 / Q8_0; with the sums of
+// every 16.
 // Buffers are kept between calls.
 class QuantActivations {
  public:
@@ -180,10 +181,10 @@ void quant_dot_rows(const QuantMatrix& w, int64_t n0, int64_t n1, const QuantAct
 // ---- end issue 19 8-bit activations
 
 // ---- issue 19 (g19): the 8-bit-activation GEMM (kernels/cpu/q8k_gemm.h); the runtime's product ----
-// Tokens against one weight: the weight repacked once into int8 panels of 16 rows (1.0625 bytes per
-// weight for Q8_0 / Q4_0 / Q5_0, 1.25 for the K-quants), and tiles of 16 weight rows x up to 12
-// tokens with exact integer sums per group of 16 / 32 (AVX-512 VNNI or AVX2), then the block scales
-// in f32, one chain per output over the groups. Same activations (QuantActivations) and the same
+// Tokens against one weight: the weight repacked once into panels of 16 rows (bytes per weight 0.5625
+// for Q4_0, 0.625 for Q4_1, 0.75 for Q4_K, 1.0625 for Q8_0 / Q5_0, 1.25 for Q5_K / Q6_K), and tiles of 16
+// weight rows x up to 12 tokens with exact integer sums per group of 16 / 32 (AVX-512 VNNI or AVX2), then the
+// block scales in f32, one chain per output over the groups. Same activations (QuantActivations) and the same
 // integer sums as quant_dot_rows: the results differ from it by f32 rounding only.
 class QuantPanels {
  public:

@@ -1,10 +1,10 @@
 // THE inference product entry of the runtime (issue 37): Y = X · Wᵀ for a weight matrix as a model
 // file stores it (quantized blocks of any supported GGUF type, or f32 from F32 / F16 / BF16), with
 // the kernel chosen here, never by the model, where the CPU has a vector kernel for it:
-//   - Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K: the 8-bit GEMM over int8 panels made at load
-//     (ops::QuantPanels, ops::quant_matmul's kernel; 1.0625 bytes per weight for Q8_0 / Q4_0 / Q5_0, 1.25
-//     for Q4_K / Q5_K / Q6_K), for every row count, one token or a prompt;
-//   - Q4_1: ops::q8_dot over its repacked copy (0.63 bytes per weight);
+//   - Q4_0 / Q4_1 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K: the 8-bit GEMM over panels made at load
+//     (ops::QuantPanels, ops::quant_matmul's kernel; bytes per weight 0.5625 for Q4_0, 0.625 for Q4_1,
+//     0.75 for Q4_K, 1.0625 for Q8_0 / Q5_0, 1.25 for Q5_K / Q6_K), for every row count, one token or
+//     a prompt;
 //   - else (a scalar CPU, Q5_1, or a matrix kept in its stored blocks) the 8-bit row product on the
 //     stored blocks (ops::quant_dot_rows, row by row) or f32 activations against them
 //     (ops::quant_linear_rows);
@@ -36,7 +36,7 @@ class WeightMatrix {
  public:
   WeightMatrix() = default;
   // Quantized blocks, borrowed (they must outlive this: a mapped file), [N, K] with K a multiple of the
-  // format's block. Makes the panels (or Q4_1's repacked copy) where the CPU has the kernel for them
+  // format's block. Makes the panels where the CPU has the kernel for them
   // (then the products read only those: has_packed_copy()), unless may_copy is false (the greedy screen
   // multiplies the stored blocks: GreedyPicker::keeps_stored_blocks).
   static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K,
@@ -55,18 +55,17 @@ class WeightMatrix {
   bool empty() const { return N_ == 0; }
   bool is_quantized() const { return quant_; }
   const QuantMatrix& quant() const { return q_; }  // is_quantized() only
-  // The products read a repacked copy or panels, not the stored blocks (which row() still reads).
-  bool has_packed_copy() const { return quant_ && (q_.has_q8() || panels_); }
+  // The products read panels, not the stored blocks (which row() still reads).
+  bool has_packed_copy() const { return quant_ && panels_; }
   bool has_panels() const { return panels_ != nullptr; }
   // Row n of W as f32 (exactly io::dequantize's values for blocks): out [K].
   void row(int64_t n, float* out) const;
   // Rows [n0, n1) of W as f32: out [(n1 - n0), K].
   void rows_f32(int64_t n0, int64_t n1, float* out) const;
-  // Bytes this object holds besides borrowed blocks (f32 values, blocks made by quantize(), repacked
-  // copy).
+  // Bytes this object holds besides borrowed blocks (f32 values, blocks made by quantize(), panels).
   int64_t owned_bytes() const;
-  // Bytes of the weights as the products read them: f32 values, the repacked copy (and owned blocks),
-  // or the blocks (borrowed or owned).
+  // Bytes of the weights as the products read them: f32 values, the panels (and owned blocks), or the
+  // blocks (borrowed or owned).
   int64_t weight_bytes() const;
   // "Q4_K", "Q8_0", ..., or "F32".
   std::string form() const;
@@ -95,9 +94,8 @@ struct LinearJob {
 
 // Buffers for the activations of linear_rows (kept between calls: no allocation in a steady state).
 struct LinearScratch {
-  Q8Activations q8;                      // for the repacked Q4_1 / Q8_0 products
   QuantActivations act;                  // Q8_K kind (K-quants)
-  QuantActivations act0;                 // Q8_0 kind (Q4_0, Q5_0, Q8_0)
+  QuantActivations act0;                 // Q8_0 kind (Q4_0, Q4_1, Q5_0, Q8_0)
   std::array<QuantMatmulPart, 8> parts;  // the panels' products, per job
   std::vector<float> y;                  // an f32 product before it is added to an accumulating job's output
 };

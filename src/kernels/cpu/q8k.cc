@@ -18,8 +18,8 @@ Q8Kind q8k_kind_for(KFormat f) {
 }
 int64_t q8k_block(Q8Kind k) { return k == Q8Kind::q8_k ? 256 : 32; }
 bool q8k_supported(KFormat f) {
-  return f == KFormat::q4_0 || f == KFormat::q5_0 || f == KFormat::q8_0 || f == KFormat::q4_k ||
-         f == KFormat::q5_k || f == KFormat::q6_k;
+  return f == KFormat::q4_0 || f == KFormat::q4_1 || f == KFormat::q5_0 || f == KFormat::q8_0 ||
+         f == KFormat::q4_k || f == KFormat::q5_k || f == KFormat::q6_k;
 }
 
 namespace {
@@ -31,7 +31,7 @@ float half(const std::byte* p) {
 
 void check(KFormat f, int64_t n0, int64_t n1, int64_t K, const Q8KRows& x, int64_t ldy) {
   ATTN_CHECK(q8k_supported(f), "q8k_dot_rows: weight format ", kformat_name(f),
-             " has no 8-bit activation product (Q4_0 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+             " has no 8-bit activation product (Q4_0 Q4_1 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
   ATTN_CHECK(K > 0 && K % kformat_block_elems(f) == 0, "q8k_dot_rows: K must be a positive multiple of ",
              kformat_block_elems(f), " for ", kformat_name(f), ", got ", K);
   ATTN_CHECK(x.K == K && x.kind == q8k_kind_for(f), "q8k_dot_rows: activations of K = ", x.K, " kind ",
@@ -66,6 +66,13 @@ void q8k_unpack_int(KFormat f, const std::byte* row, int64_t K, int32_t* q, doub
         for (int i = 0; i < 32; ++i) o[i] = i < 16 ? (u[2 + i] & 0xf) : (u[2 + i - 16] >> 4);
         s[0] = s[1] = d;
         t[0] = t[1] = 8 * d;
+        break;
+      }
+      case KFormat::q4_1: {  // value d·q + m: the min enters as -m
+        const double d = half(blk), mn = half(blk + 2);
+        for (int i = 0; i < 32; ++i) o[i] = i < 16 ? (u[4 + i] & 0xf) : (u[4 + i - 16] >> 4);
+        s[0] = s[1] = d;
+        t[0] = t[1] = -mn;
         break;
       }
       case KFormat::q5_0: {

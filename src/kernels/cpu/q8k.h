@@ -5,14 +5,14 @@
 //
 // Activations (Q8KRows): per row K signed bytes in [-127, 127] with one scale per block and the sum of
 // the bytes of every group of 16:
-//   q8_0 kind, blocks of 32 (for Q4_0, Q5_0, Q8_0): d = f16(max|x| / 127), q = round(x / d)
+//   q8_0 kind, blocks of 32 (for Q4_0, Q4_1, Q5_0, Q8_0): d = f16(max|x| / 127), q = round(x / d)
 //   q8_k kind, blocks of 256 (for Q4_K, Q5_K, Q6_K):       d = max|x| / 127 (f32), q = round(x / d)
-// A weight block's quants are unsigned (Q4_0 q in [0, 15], value d·(q - 8); Q5_0 q in [0, 31],
-// value d·(q - 16); Q4_K q in [0, 15], value
-// d·sc·q - dmin·m; Q6_K q in [0, 63], value d·sc·(q - 32)) or, for Q8_0, signed. The kernels form
-// the exact integer sums Σ q·xq per group of 16 or 32 (AVX-512 VNNI vpdpbusd, unsigned × signed, or
-// AVX2 vpmaddubsw + vpmaddwd; Q8_0 takes |w| and x·sign(w)), remove the offset (16, 32) or the
-// minimum through the activation group sums, and scale in f32. ref::q8k_dot_rows is the oracle:
+// A weight block's quants are unsigned (Q4_0 q in [0, 15], value d·(q - 8); Q4_1 q in [0, 15], value
+// d·q + m; Q5_0 q in [0, 31], value d·(q - 16); Q4_K q in [0, 15], value d·sc·q - dmin·m; Q6_K q in
+// [0, 63], value d·sc·(q - 32)) or, for Q8_0, signed. The kernels form the exact integer sums Σ q·xq
+// per group of 16 or 32 (AVX-512 VNNI vpdpbusd, unsigned × signed, or AVX2 vpmaddubsw + vpmaddwd; Q8_0
+// takes |w| and x·sign(w)), remove the offset (8, 16, 32) or the minimum through the activation group
+// sums, and scale in f32. ref::q8k_dot_rows is the oracle:
 // the same integer sums, the scaling in double.
 #pragma once
 
@@ -28,7 +28,7 @@ enum class Q8Kind { q8_0, q8_k };
 Q8Kind q8k_kind_for(KFormat f);
 // Elements per activation scale: 32 or 256.
 int64_t q8k_block(Q8Kind k);
-// True for the weight formats these kernels take: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K.
+// True for the weight formats these kernels take: Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K.
 bool q8k_supported(KFormat f);
 
 // M rows of K quantized activations: q [M, ldq], d [M, ldd] (one per block), bsum [M, ldb] (one per 16).

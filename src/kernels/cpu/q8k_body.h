@@ -78,14 +78,17 @@ struct Q8Body {
     for (int r = 0; r < R; ++r) out[r] = hsum(fold<P>(acc[r]));
   }
 
-  // Q5_0 (Five): 22-byte blocks (f16 d, 4 bytes of fifth bits, 16 bytes of 4-bit quants), value
-  // d·(q - 16); Q4_0: 18-byte blocks (f16 d, the 16 bytes of quants), value d·(q - 8). Element i is the
-  // low nibble of quant byte i, 16 + i its high one.
-  template <int R, bool Five>
+  // The formats of 32-value blocks with 4-bit quants, element i the low nibble of quant byte i and
+  // 16 + i its high one. Q4_0: 18-byte blocks (f16 d, 16 bytes of quants), value d·(q - 8); Q5_0:
+  // 22-byte blocks (f16 d, 4 bytes of fifth bits, the quants), value d·(q - 16); Q4_1: 20-byte blocks
+  // (f16 d, f16 m, the quants), value d·q + m. The offset or the min enters through the activations'
+  // block sums: -offset·Σ dw·dx·Σxq, or +Σ m·dx·Σxq.
+  template <int R, KFormat F>
   static void q_offset(const std::byte* row, int64_t K, const Q8KRows& x, int64_t m0, float* out) {
+    constexpr bool Five = F == KFormat::q5_0, Min = F == KFormat::q4_1;
     constexpr int P = chains(R);
-    constexpr int64_t block_bytes = Five ? 22 : 18, quants = Five ? 6 : 2;
-    constexpr float offset = Five ? 16.0f : 8.0f;
+    constexpr int64_t block_bytes = Five ? 22 : Min ? 20 : 18, quants = Five ? 6 : Min ? 4 : 2;
+    constexpr float offset = Five ? 16.0f : Min ? -1.0f : 8.0f;  // Q4_1: corr holds m·dx·Σxq, added
     __m256 acc[R][P];
     float corr[R][P];
     for (int r = 0; r < R; ++r)
@@ -94,6 +97,8 @@ struct Q8Body {
     blocks<P>(K / 32, [&](int64_t b, int p) {
       const std::byte* blk = row + block_bytes * b;
       const float dw = half_of(blk);
+      float mw = 0;
+      if constexpr (Min) mw = half_of(blk + 2);
       const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + quants));
       __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), lo4);
       if constexpr (Five) {
@@ -104,9 +109,10 @@ struct Q8Body {
       for (int r = 0; r < R; ++r) {
         const int64_t m = m0 + r;
         const __m256i xv = load32(x.q + m * x.ldq + 32 * b);
-        const float s = dw * x.d[m * x.ldd + b];
+        const float dx = x.d[m * x.ldd + b], s = dw * dx;
         acc[r][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(D::dot(q, xv)), _mm256_set1_ps(s), acc[r][p]);
-        corr[r][p] += s * static_cast<float>(x.bsum[m * x.ldb + 2 * b] + x.bsum[m * x.ldb + 2 * b + 1]);
+        corr[r][p] += (Min ? mw * dx : s) *
+                      static_cast<float>(x.bsum[m * x.ldb + 2 * b] + x.bsum[m * x.ldb + 2 * b + 1]);
       }
     });
     for (int r = 0; r < R; ++r) {
@@ -215,10 +221,13 @@ struct Q8Body {
         q8_0<R>(row, K, x, m0, out);
         break;
       case KFormat::q4_0:
-        q_offset<R, false>(row, K, x, m0, out);
+        q_offset<R, KFormat::q4_0>(row, K, x, m0, out);
         break;
       case KFormat::q5_0:
-        q_offset<R, true>(row, K, x, m0, out);
+        q_offset<R, KFormat::q5_0>(row, K, x, m0, out);
+        break;
+      case KFormat::q4_1:
+        q_offset<R, KFormat::q4_1>(row, K, x, m0, out);
         break;
       case KFormat::q4_k:
         q45_k<R, false>(row, K, x, m0, out);
@@ -287,11 +296,15 @@ struct Q8Body {
         break;
       case KFormat::q4_0:
         each_listed(w, rb, rows, count, y,
-                    [&](int64_t n, float* o) { q_offset<1, false>(w + n * rb, K, x, 0, o); });
+                    [&](int64_t n, float* o) { q_offset<1, KFormat::q4_0>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q5_0:
         each_listed(w, rb, rows, count, y,
-                    [&](int64_t n, float* o) { q_offset<1, true>(w + n * rb, K, x, 0, o); });
+                    [&](int64_t n, float* o) { q_offset<1, KFormat::q5_0>(w + n * rb, K, x, 0, o); });
+        break;
+      case KFormat::q4_1:
+        each_listed(w, rb, rows, count, y,
+                    [&](int64_t n, float* o) { q_offset<1, KFormat::q4_1>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q4_k:
         each_listed(w, rb, rows, count, y,
@@ -316,11 +329,15 @@ struct Q8Body {
         break;
       case KFormat::q4_0:
         each_row(n0, n1, y, accumulate,
-                 [&](int64_t n, float* o) { q_offset<1, false>(w + n * rb, K, x, 0, o); });
+                 [&](int64_t n, float* o) { q_offset<1, KFormat::q4_0>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q5_0:
         each_row(n0, n1, y, accumulate,
-                 [&](int64_t n, float* o) { q_offset<1, true>(w + n * rb, K, x, 0, o); });
+                 [&](int64_t n, float* o) { q_offset<1, KFormat::q5_0>(w + n * rb, K, x, 0, o); });
+        break;
+      case KFormat::q4_1:
+        each_row(n0, n1, y, accumulate,
+                 [&](int64_t n, float* o) { q_offset<1, KFormat::q4_1>(w + n * rb, K, x, 0, o); });
         break;
       case KFormat::q4_k:
         each_row(n0, n1, y, accumulate,

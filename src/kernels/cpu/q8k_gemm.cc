@@ -37,7 +37,7 @@ float half(const std::byte* p) {
 }
 
 // One stored row -> its unsigned quants q[K] (Q8_0: q + 128) and the per-group scale s[G] and min o[G]
-// (Q4_K / Q5_K; else 0) of the panels. Every scale is an f16 times a small integer: exact in f32, the
+// (Q4_1, Q4_K, Q5_K; else 0) of the panels. Every scale is an f16 times a small integer: exact in f32, the
 // same values kernels::detail::q8k_unpack_int gives in double.
 void pack_row(KFormat f, const std::byte* row, int64_t K, uint8_t* q, float* s, float* o) {
   const auto* u = reinterpret_cast<const uint8_t*>(row);
@@ -54,6 +54,16 @@ void pack_row(KFormat f, const std::byte* row, int64_t K, uint8_t* q, float* s, 
         for (int i = 0; i < 16; ++i) {
           q[32 * b + i] = static_cast<uint8_t>(u[2 + i] & 0xf);
           q[32 * b + 16 + i] = static_cast<uint8_t>(u[2 + i] >> 4);
+        }
+      }
+      break;
+    case KFormat::q4_1:  // value d·q + m: the min enters as -m
+      for (int64_t b = 0; b < K / 32; ++b, u += 20) {
+        s[b] = half(reinterpret_cast<const std::byte*>(u)),
+        o[b] = -half(reinterpret_cast<const std::byte*>(u + 2));
+        for (int i = 0; i < 16; ++i) {
+          q[32 * b + i] = static_cast<uint8_t>(u[4 + i] & 0xf);
+          q[32 * b + 16 + i] = static_cast<uint8_t>(u[4 + i] >> 4);
         }
       }
       break;
@@ -116,11 +126,35 @@ void pack_row(KFormat f, const std::byte* row, int64_t K, uint8_t* q, float* s, 
   }
 }
 
+// Q4_K / Q6_K (q8k_gemm_int_scales): the blocks' integer scale (and min) of each group and the f16
+// bits of their multipliers d (and dmin) per block of 256, as stored.
+void pack_int_scales(KFormat f, const std::byte* row, int64_t K, uint8_t* sc, uint8_t* mn, uint16_t* d,
+                     uint16_t* dm) {
+  const auto* u = reinterpret_cast<const uint8_t*>(row);
+  for (int64_t b = 0; b < K / 256; ++b) {
+    if (f == KFormat::q4_k) {
+      const uint8_t* blk = u + 144 * b;
+      std::memcpy(d + b, blk, 2);
+      std::memcpy(dm + b, blk + 2, 2);
+      for (int j = 0; j < 8; ++j) {
+        int scj, mj;
+        k_scale_min(blk + 4, j, &scj, &mj);
+        sc[8 * b + j] = static_cast<uint8_t>(scj);
+        mn[8 * b + j] = static_cast<uint8_t>(mj);
+      }
+    } else {  // Q6_K: signed scales, kept as their bytes
+      const uint8_t* blk = u + 210 * b;
+      std::memcpy(d + b, blk + 208, 2);
+      std::memcpy(sc + 16 * b, blk + 192, 16);
+    }
+  }
+}
+
 bool use_vnni() { return cpu::active_isa() == cpu::Isa::avx512 && cpu::cpu_has_avx512_vnni(); }
 
 void check(KFormat f, int64_t N, int64_t K, int64_t p0, int64_t p1) {
   ATTN_CHECK(q8k_supported(f), "q8k_gemm: weight format ", kformat_name(f),
-             " has no 8-bit activation product (Q4_0 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
+             " has no 8-bit activation product (Q4_0 Q4_1 Q5_0 Q8_0 Q4_K Q5_K Q6_K)");
   ATTN_CHECK(N > 0 && K > 0 && K % kformat_block_elems(f) == 0,
              "q8k_gemm: need N > 0 and K a positive multiple of ", kformat_block_elems(f), " for ",
              kformat_name(f), "; got N ", N, ", K ", K);
@@ -131,17 +165,23 @@ void check(KFormat f, int64_t N, int64_t K, int64_t p0, int64_t p1) {
 }  // namespace
 
 int64_t q8k_gemm_group(KFormat f) { return f == KFormat::q6_k ? 16 : 32; }
-bool q8k_gemm_has_mins(KFormat f) { return f == KFormat::q4_k || f == KFormat::q5_k; }
+bool q8k_gemm_has_mins(KFormat f) { return f == KFormat::q4_1 || f == KFormat::q4_k || f == KFormat::q5_k; }
 bool q8k_gemm_half_scales(KFormat f) {
-  return f == KFormat::q8_0 || f == KFormat::q4_0 || f == KFormat::q5_0;
+  return f == KFormat::q8_0 || f == KFormat::q4_0 || f == KFormat::q4_1 || f == KFormat::q5_0;
 }
-bool q8k_gemm_nibbles(KFormat f) { return f == KFormat::q4_0 || f == KFormat::q4_k; }
+bool q8k_gemm_nibbles(KFormat f) { return f == KFormat::q4_0 || f == KFormat::q4_1 || f == KFormat::q4_k; }
+bool q8k_gemm_six_bits(KFormat f) { return f == KFormat::q6_k; }
+bool q8k_gemm_int_scales(KFormat f) { return f == KFormat::q4_k || f == KFormat::q6_k; }
 int64_t q8k_gemm_quant_bytes(KFormat f, int64_t K) {
-  return (q8k_gemm_nibbles(f) ? kQ8PanelRows / 2 : kQ8PanelRows) * K;
+  return K / 4 * (q8k_gemm_six_bits(f) ? 48 : q8k_gemm_nibbles(f) ? 32 : 64);
 }
 int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K) {
   const int64_t G = K / q8k_gemm_group(f);
-  const int64_t scale = q8k_gemm_half_scales(f) ? 2 : 4, mins = q8k_gemm_has_mins(f) ? 4 : 0;
+  if (q8k_gemm_int_scales(f)) {  // a byte per group, an f16 per 256; twice with mins
+    const int64_t per = q8k_gemm_has_mins(f) ? 2 : 1;
+    return q8k_gemm_quant_bytes(f, K) + per * (G + K / 256 * 2) * kQ8PanelRows;
+  }
+  const int64_t scale = q8k_gemm_half_scales(f) ? 2 : 4, mins = q8k_gemm_has_mins(f) ? scale : 0;
   return q8k_gemm_quant_bytes(f, K) + G * kQ8PanelRows * (scale + mins);
 }
 
@@ -152,33 +192,57 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
   const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f), gs = q8k_gemm_group(f), G = K / gs;
   const int64_t pb = q8k_gemm_panel_bytes(f, K), qbytes = q8k_gemm_quant_bytes(f, K);
   const bool mins = q8k_gemm_has_mins(f), half_scales = q8k_gemm_half_scales(f),
-             nibbles = q8k_gemm_nibbles(f);
-  std::vector<uint8_t> q(K);
+             nibbles = q8k_gemm_nibbles(f) || q8k_gemm_six_bits(f), six = q8k_gemm_six_bits(f),
+             int_scales = q8k_gemm_int_scales(f);
+  const int64_t step = qbytes / (K / 4), NB = K / 256;
+  std::vector<uint8_t> q(K), sci(G), mni(G);
+  std::vector<uint16_t> dh(NB), dmh(NB);
   std::vector<float> sv(G), ov(G);
   for (int64_t p = p0; p < p1; ++p) {
     auto* pq = reinterpret_cast<uint8_t*>(out + (p - p0) * pb);
     float* ps = reinterpret_cast<float*>(pq + qbytes);
     auto* psh = reinterpret_cast<uint16_t*>(pq + qbytes);  // half scales: the same bytes
     float* po = ps + G * kQ8PanelRows;
+    uint16_t* poh = psh + G * kQ8PanelRows;  // half mins (Q4_1) after half scales
+    uint8_t* psc = pq + qbytes;              // integer scales (Q4_K, Q6_K), mins, then d and dmin
+    uint8_t* pmn = psc + G * kQ8PanelRows;
+    auto* pd = reinterpret_cast<uint16_t*>(psc + (mins ? 2 : 1) * G * kQ8PanelRows);
+    uint16_t* pdm = pd + NB * kQ8PanelRows;
     // Rows past N: 0; nibbles are or-ed into their bytes.
     if ((p + 1) * kQ8PanelRows > N || nibbles) std::memset(pq, 0, static_cast<std::size_t>(pb));
     for (int64_t r = 0; r < kQ8PanelRows; ++r) {
       const int64_t n = p * kQ8PanelRows + r;
       if (n >= N) break;
       pack_row(f, w + n * rb, K, q.data(), sv.data(), ov.data());
-      if (nibbles)  // step k4's 64 values: value i (row i / 4, k i % 4) in byte i % 32, low or high
+      // step k4's 64 values: value i (row i / 4, k i % 4) in byte i % 32, low or high; Q6_K's high bit
+      // pair in byte 32 + i % 16, bits 2 (i / 16) and up
+      if (nibbles)
         for (int64_t k4 = 0; k4 < K / 4; ++k4)
           for (int j = 0; j < 4; ++j) {
             const int i = static_cast<int>(r) * 4 + j;
-            pq[k4 * 32 + i % 32] |= static_cast<uint8_t>(i < 32 ? q[4 * k4 + j] : q[4 * k4 + j] << 4);
+            const int v = q[4 * k4 + j];
+            pq[k4 * step + i % 32] |= static_cast<uint8_t>(i < 32 ? v & 0xf : (v & 0xf) << 4);
+            if (six) pq[k4 * step + 32 + i % 16] |= static_cast<uint8_t>((v >> 4) << (2 * (i / 16)));
           }
       else
         for (int64_t k4 = 0; k4 < K / 4; ++k4) std::memcpy(pq + k4 * 64 + r * 4, q.data() + 4 * k4, 4);
+      if (int_scales) {
+        pack_int_scales(f, w + n * rb, K, sci.data(), mni.data(), dh.data(), dmh.data());
+        for (int64_t g = 0; g < G; ++g) psc[g * kQ8PanelRows + r] = sci[g];
+        for (int64_t b = 0; b < NB; ++b) pd[b * kQ8PanelRows + r] = dh[b];
+        if (mins) {
+          for (int64_t g = 0; g < G; ++g) pmn[g * kQ8PanelRows + r] = mni[g];
+          for (int64_t b = 0; b < NB; ++b) pdm[b * kQ8PanelRows + r] = dmh[b];
+        }
+        continue;
+      }
       if (half_scales)  // the f16 each scale came from (exact both ways)
         for (int64_t g = 0; g < G; ++g) psh[g * kQ8PanelRows + r] = f32_to_f16(sv[g]);
       else
         for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sv[g];
-      if (mins)
+      if (mins && half_scales)  // -m, the f16 of Q4_1's block (exact both ways)
+        for (int64_t g = 0; g < G; ++g) poh[g * kQ8PanelRows + r] = f32_to_f16(ov[g]);
+      else if (mins)
         for (int64_t g = 0; g < G; ++g) po[g * kQ8PanelRows + r] = ov[g];
     }
   }

@@ -8,17 +8,18 @@
 //                                       the decode product q8k_dot_rows takes)
 //
 // Panel layout (Q8Panels), per 16 weight rows (rows past N zero):
-//   q  [K / 4][16][4] unsigned bytes: row r's quants k..k+3 at [k / 4][r]; for Q4_0 / Q4_K
+//   q  [K / 4][16][4] unsigned bytes: row r's quants k..k+3 at [k / 4][r]; for Q4_0 / Q4_1 / Q4_K
 //      (q8k_gemm_nibbles) [K / 4][32] bytes instead, value i of a step's 64 in the low nibble of
 //      byte i (i < 32) or the high nibble of byte i - 32
 //   s  [G][16] f32   the weight scale of group g (G = K / gs; gs = 16 for Q6_K, else 32); f16 for
-//                    Q8_0 / Q4_0 / Q5_0 (q8k_gemm_half_scales: their scales are the blocks' f16 d)
-//   o  [G][16] f32   Q4_K / Q5_K only (q8k_gemm_has_mins): the group's min (dmin · m); the other
-//                    formats' panels end after s
-// Bytes per weight: 0.5625 (Q4_0, as stored), 0.75 (Q4_K), 1.0625 (Q8_0, Q5_0), 1.25 (Q5_K, Q6_K).
+//                    Q8_0 / Q4_0 / Q4_1 / Q5_0 (q8k_gemm_half_scales: their scales are the blocks' d)
+//   o  [G][16] f32   Q4_1 / Q4_K / Q5_K only (q8k_gemm_has_mins): the group's min (dmin · m; Q4_1:
+//                    -m, as f16 like its scales); the other formats' panels end after s
+// Bytes per weight: 0.5625 (Q4_0, as stored), 0.625 (Q4_1, as stored), 0.75 (Q4_K), 1.0625 (Q8_0,
+// Q5_0), 1.25 (Q5_K, Q6_K).
 // Every weight value is s · (q - c) - o with a per-format integer offset c (Q8_0: 128, the signed
-// quant moved to [0, 255]; Q5_0: 16; Q6_K: 32; Q4_K, Q5_K: 0). The offset is taken out exactly in the
-// integers through the activation group sums (Σ q·x - c·Σ x), the min through them in f32. The scalar
+// quant moved to [0, 255]; Q4_0: 8; Q5_0: 16; Q6_K: 32; Q4_1, Q4_K, Q5_K: 0). The offset is taken out exactly
+// in the integers through the activation group sums (Σ q·x - c·Σ x), the min through them in f32. The scalar
 // oracle is ref::q8k_dot_rows on the stored blocks (the same integer sums; tests compare).
 #pragma once
 
@@ -35,12 +36,17 @@ inline constexpr int64_t kQ8PanelRows = 16;
 
 // Elements per scale group of the panels of format f: 16 (Q6_K) or 32.
 int64_t q8k_gemm_group(KFormat f);
-// Whether f's panels hold the groups' mins (Q4_K, Q5_K).
+// Whether f's panels hold the groups' mins (Q4_1, Q4_K, Q5_K).
 bool q8k_gemm_has_mins(KFormat f);
-// Whether f's panels hold their scales as f16 (Q8_0, Q4_0, Q5_0).
+// Whether f's panels hold their scales (and mins) as f16 (Q8_0, Q4_0, Q4_1, Q5_0).
 bool q8k_gemm_half_scales(KFormat f);
-// Whether f's panels hold their quants as nibbles (Q4_0, Q4_K: values 0..15).
+// Whether f's panels hold their quants as nibbles (Q4_0, Q4_1, Q4_K: values 0..15).
 bool q8k_gemm_nibbles(KFormat f);
+// Whether f's panels hold 6-bit quants as nibbles and a plane of high bit pairs (Q6_K).
+bool q8k_gemm_six_bits(KFormat f);
+// Whether f's panels hold the blocks' integer scales (and mins) with f16 multipliers per 256 (Q4_K,
+// Q6_K) rather than the products as f32.
+bool q8k_gemm_int_scales(KFormat f);
 // Bytes of one panel's quants (16 rows of K), where its scales start.
 int64_t q8k_gemm_quant_bytes(KFormat f, int64_t K);
 // Bytes of one panel of 16 rows for K columns.
@@ -55,7 +61,7 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
 // Per-token, per-group terms of the activations for format f, for the active ISA (made once per
 // product; M x G each):
 //   off[m, g] = -c · Σ_group xq (int32)   dx[m, g] = the activation scale of g's block
-//   mn[m, g]  = dx · Σ_group xq (f32, multiplies the weight's min; Q4_K / Q5_K)
+//   mn[m, g]  = dx · Σ_group xq (f32, multiplies the weight's min; Q4_1 / Q4_K / Q5_K)
 struct Q8GemmTerms {
   std::vector<int32_t> off;
   std::vector<float> dx, mn;

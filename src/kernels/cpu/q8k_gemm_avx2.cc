@@ -23,6 +23,28 @@ struct GemmAvx2 {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), m = _mm256_set1_epi8(0x0f);
     return {_mm256_and_si256(v, m), _mm256_and_si256(_mm256_srli_epi16(v, 4), m)};
   }
+  // Bit pair k of byte j (value j + 16 k) to bits 4-5: lanes of values 0-15 and 16-31 shift it left
+  // by 4 and 2, those of 32-47 and 48-63 right by 0 and 2 (32-bit shifts: the kept bits never cross a
+  // byte).
+  static W loadw6(const uint8_t* p) {
+    const W lo = loadw4(p);
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32)));
+    const __m256i m = _mm256_set1_epi8(0x30);
+    return {_mm256_or_si256(
+                lo.a, _mm256_and_si256(_mm256_sllv_epi32(t, _mm256_setr_epi32(4, 4, 4, 4, 2, 2, 2, 2)), m)),
+            _mm256_or_si256(
+                lo.b, _mm256_and_si256(_mm256_srlv_epi32(t, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)), m))};
+  }
+  static F loadu8(const uint8_t* p) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)),
+            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)))};
+  }
+  static F loadi8(const int8_t* p) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)),
+            _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)))};
+  }
   static I bcast_i(const int32_t* p) { return {_mm256_set1_epi32(*p), _mm256_set1_epi32(*p)}; }
   static F loadf(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
   static F loadh(const uint16_t* p) {

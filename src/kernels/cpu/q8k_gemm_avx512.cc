@@ -22,6 +22,24 @@ struct GemmVnni {
         _mm512_maskz_srlv_epi64(static_cast<__mmask8>(0xff), v, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0));
     return _mm512_and_si512(s, _mm512_set1_epi8(0x0f));
   }
+  // Bit pair k of byte j (value j + 16 k, in 128-bit lane k) to bits 4-5: lanes 0-2 shift left by 4,
+  // 2, 0, lane 3 right by 2 (32-bit shifts: the kept bits never cross a byte).
+  static W loadw6(const uint8_t* p) {
+    const __m512i t = _mm512_maskz_broadcast_i32x4(static_cast<__mmask16>(0xffff),
+                                                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32)));
+    __m512i h = _mm512_maskz_sllv_epi32(static_cast<__mmask16>(0xffff), t,
+                                        _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4));
+    h = _mm512_mask_srli_epi32(h, static_cast<__mmask16>(0xf000), t, 2);
+    return _mm512_or_si512(loadw4(p), _mm512_and_si512(h, _mm512_set1_epi8(0x30)));
+  }
+  static F loadu8(const uint8_t* p) {
+    return cvt(_mm512_maskz_cvtepu8_epi32(static_cast<__mmask16>(0xffff),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static F loadi8(const int8_t* p) {
+    return cvt(_mm512_maskz_cvtepi8_epi32(static_cast<__mmask16>(0xffff),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   static I bcast_i(const int32_t* p) { return _mm512_set1_epi32(*p); }
   static F loadf(const float* p) { return _mm512_loadu_ps(p); }
   // the zero-masking form (as cvt below)

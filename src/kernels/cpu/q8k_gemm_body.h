@@ -3,6 +3,9 @@
 // vpmaddubsw + vpmaddwd). D provides
 //   I, F, W          int32 x16, f32 x16, the 64 weight bytes of one step (16 rows x 4 k)
 //   W loadw(p)       W loadw4(p) (32 bytes of nibbles: byte i holds value i low, value i + 32 high)
+//   W loadw6(p)      the nibbles of loadw4 and, in the 16 bytes after them, each value's two high bits
+//                    (value i in byte i % 16, bits 2 (i / 16) and up) as bits 4-5
+//   F loadu8(const uint8_t*)  F loadi8(const int8_t*)  (16 bytes -> f32)
 //   I bcast_i(const int32_t*)   F loadf(p)  F loadh(const uint16_t*) (16 f16 -> f32)
 //   F bcastf(const float*)
 //   I dot<S8>(I acc, W w, const int8_t* x4)   acc + Σ over 4 k of w·x per row (S8: w holds q + 128 of
@@ -34,6 +37,11 @@ struct Q8Gemm {
     const float* ps;      // panel scales [G][16]
     const uint16_t* psh;  // the same as f16 (q8k_gemm_half_scales)
     const float* po;      // panel mins [G][16]
+    const uint16_t* poh;  // the same as f16 (mins with half scales: Q4_1)
+    const uint8_t* psc;   // 8-bit scales [G][16] (Q4_K u8, Q6_K i8) and mins [G][16] (Q4_K)
+    const uint8_t* pmn;
+    const uint16_t* pd;  // their f16 multipliers per super-block of 256 [K / 256][16]: d, dmin
+    const uint16_t* pdm;
     int64_t G;
     int spg;           // 4-k steps per group
     const int8_t* xq;  // token m0's quants
@@ -47,13 +55,18 @@ struct Q8Gemm {
     bool accumulate;
   };
 
-  // The panel layout of a format, as template flags: mins (Q4_K / Q5_K), signed Q8_0 quants (the AVX2
-  // kernel), f16 scales (Q8_0 / Q4_0 / Q5_0), quants as nibbles (Q4_0 / Q4_K: 32 bytes per 4-k step).
-  enum : unsigned { kMins = 1, kSigned = 2, kHalf = 4, kNibbles = 8 };
+  // The panel layout of a format, as template flags: mins (Q4_1 / Q4_K / Q5_K), signed Q8_0 quants (the
+  // AVX2 kernel), f16 scales and mins (Q8_0 / Q4_0 / Q4_1 / Q5_0), quants as nibbles (Q4_0 / Q4_1 /
+  // Q4_K: 32 bytes per 4-k step).
+  // The K-quants' panels keep their blocks' 8-bit scales with f16 multipliers (k8: Q4_K, Q6_K), and
+  // Q6_K its quants as nibbles plus a plane of high bit pairs (k6).
+  enum : unsigned { kMins = 1, kSigned = 2, kHalf = 4, kNibbles = 8, k6 = 16, k8 = 32 };
 
   template <int R, unsigned L>
   static void tile(const Tile& t) {
-    constexpr bool K45 = L & kMins, S8 = L & kSigned, H16 = L & kHalf, N4 = L & kNibbles;
+    constexpr bool K45 = L & kMins, S8 = L & kSigned, H16 = L & kHalf, N4 = L & kNibbles, B6 = L & k6,
+                   SC8 = L & k8;
+    constexpr int64_t step_bytes = B6 ? 48 : N4 ? 32 : 64, gps = B6 ? 16 : 8;  // groups per 256 (k8)
     F acc[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = D::zero();
@@ -65,25 +78,38 @@ struct Q8Gemm {
       const int64_t k0 = g * t.spg * 4;
       for (int s = 0; s < t.spg; ++s) {
         W w;
-        if constexpr (N4)
+        if constexpr (B6)
+          w = D::loadw6(pq);
+        else if constexpr (N4)
           w = D::loadw4(pq);
         else
           w = D::loadw(pq);
-        pq += N4 ? 32 : 64;
+        pq += step_bytes;
         const int8_t* xk = t.xq + k0 + 4 * s;
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) is[r] = D::template dot<S8>(is[r], w, xk + r * t.ldq);
       }
       F sv;
-      if constexpr (H16)
+      if constexpr (SC8) {  // d · sc in f32: exact (an f16 times an integer below 2^7)
+        const F sc =
+            B6 ? D::loadi8(reinterpret_cast<const int8_t*>(t.psc + g * 16)) : D::loadu8(t.psc + g * 16);
+        sv = D::mul(sc, D::loadh(t.pd + g / gps * 16));
+      } else if constexpr (H16) {
         sv = D::loadh(t.psh + g * 16);
-      else
+      } else {
         sv = D::loadf(t.ps + g * 16);
+      }
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
         acc[r] = D::fma(D::cvt(is[r]), D::mul(sv, D::bcastf(t.dx + r * t.G + g)), acc[r]);
       if constexpr (K45) {
-        const F ov = D::loadf(t.po + g * 16);
+        F ov;
+        if constexpr (SC8)
+          ov = D::mul(D::loadu8(t.pmn + g * 16), D::loadh(t.pdm + g / gps * 16));
+        else if constexpr (H16)
+          ov = D::loadh(t.poh + g * 16);
+        else
+          ov = D::loadf(t.po + g * 16);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[r] = D::fnma(ov, D::bcastf(t.mn + r * t.G + g), acc[r]);
       }
@@ -120,6 +146,11 @@ struct Q8Gemm {
         t.ps = reinterpret_cast<const float*>(base + qbytes);
         t.psh = reinterpret_cast<const uint16_t*>(base + qbytes);
         t.po = t.ps + G * kQ8PanelRows;
+        t.poh = t.psh + G * kQ8PanelRows;
+        t.psc = base + qbytes;
+        t.pmn = t.psc + G * kQ8PanelRows;
+        t.pd = reinterpret_cast<const uint16_t*>(t.psc + (a.f == KFormat::q4_k ? 2 : 1) * G * kQ8PanelRows);
+        t.pdm = t.pd + a.K / 256 * kQ8PanelRows;
         const int64_t n = a.n0 + p * kQ8PanelRows;
         t.valid = static_cast<int>(std::min<int64_t>(kQ8PanelRows, a.N - n));
         for (int64_t m = mb; m < me; m += MR) {
@@ -152,14 +183,17 @@ struct Q8Gemm {
       case KFormat::q4_0:
         run_f<kHalf | kNibbles>(a);
         return;
+      case KFormat::q4_1:
+        run_f<kMins | kHalf | kNibbles>(a);
+        return;
       case KFormat::q4_k:
-        run_f<kMins | kNibbles>(a);
+        run_f<kMins | kNibbles | k8>(a);
         return;
       case KFormat::q5_k:
         run_f<kMins>(a);
         return;
       default:  // Q6_K
-        run_f<0>(a);
+        run_f<k6 | k8>(a);
         return;
     }
   }
