@@ -266,6 +266,29 @@ TEST(PagedAttention, EachRowIsTheSameWhateverRowsShareItsCall) {
   kernels::cpu::force_isa(std::nullopt);
 }
 
+// A long decode row (split into shares) is the same bits alone and beside other rows, on 1 and 2
+// threads: its shares depend on its keys only.
+TEST(PagedAttention, ALongDecodeRowIsTheSameAloneAndInABatch) {
+  const PagedCase c{"long", 16, 1, 4, 64, {{2500, 1}, {40, 1}, {700, 1}}};
+  const PagedSetup s = make_setup(c, 8);
+  const int64_t H = c.G * c.Hkv, D = c.D;
+  const int threads0 = num_threads();
+  for (Isa isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    std::vector<float> alone(static_cast<std::size_t>(H * D)), all(static_cast<std::size_t>(3 * H * D));
+    set_num_threads(2);
+    ops::paged_attention(s.q.data<float>(), H, s.kv, {&s.seqs[0], 1}, {}, alone.data());
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      ops::paged_attention(s.q.data<float>(), H, s.kv, s.seqs, {}, all.data());
+      for (int64_t i = 0; i < H * D; ++i)
+        ASSERT_EQ(all[i], alone[i]) << isa_str(isa) << ", " << threads << " threads, value " << i;
+    }
+  }
+  set_num_threads(threads0);
+  kernels::cpu::force_isa(std::nullopt);
+}
+
 TEST(PagedAttention, HugeLogitsStayFinite) {
   // Scores of ±1e4: the online softmax's rescaling must not overflow or lose the winner.
   PagedCase c{"huge", 16, 1, 2, 16, {{50, 3}}};

@@ -51,6 +51,8 @@ void paged_item_scalar(const PagedAttnArgs& a, const PagedItem& it, float* scrat
 namespace {
 // Keys a decode row's share must have at least to be worth a merge.
 constexpr int64_t kMinSplitKeys = 512;
+// Shares of one decode row at most (what one sequence decoding on two threads took before).
+constexpr int64_t kMaxShares = 4;
 
 // Merges the shares of one decode item (partials of `parts` shares, G query heads each) into out/lse.
 void merge_parts(const PagedAttnArgs& a, const detail::PagedItem& it, int64_t parts, int64_t stride) {
@@ -127,23 +129,24 @@ void paged_attention(const PagedAttnArgs& args) {
     for (int64_t r0 = 0; r0 < Lq; r0 += rows)
       for (int64_t g = a.g0; g < a.g1; ++g) items.push_back({s, g, r0, std::min(r0 + rows, Lq)});
   }
-  // Fewer items than twice the threads (one long sequence decoding): each decode row's keys are split
-  // into shares of >= kMinSplitKeys, computed as items of their own and merged by their maxima.
-  const int threads = in_parallel_for() ? 1 : num_threads();
-  const auto n_items = static_cast<int64_t>(items.size());
+  // Each decode row of at least 2 · kMinSplitKeys keys is split into up to kMaxShares shares of >=
+  // kMinSplitKeys, computed as items of their own (one long sequence decoding has only Hkv items) and
+  // merged by their maxima. The shares depend on the row's keys alone, never on the batch or the
+  // threads: a decode row is the same bits whatever rows share the call (the runtime's batch
+  // invariance). Before 2026-12-07 rows were split only when the call had fewer items than twice the
+  // threads, so a long sequence decoding alone and in a batch summed in different orders.
   std::vector<detail::PagedItem> shares;
   std::vector<int64_t> share_parts;  // per split item: shares
   std::vector<float> partials;
   const int64_t stride = detail::paged_partial_floats(a);
-  if (threads > 1 && n_items < 2 * threads) {
-    const int64_t want = (2 * threads + n_items - 1) / n_items;
+  {
     std::vector<std::pair<std::size_t, int64_t>> split;  // (item, shares)
     int64_t total = 0;
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (items[i].r1 - items[i].r0 != 1) continue;
       int64_t lo, hi;
       paged_row_range(a, a.seqs[items[i].s], items[i].r0, &lo, &hi);
-      const int64_t parts = std::min(want, (hi - lo + 1) / kMinSplitKeys);
+      const int64_t parts = std::min(kMaxShares, (hi - lo + 1) / kMinSplitKeys);
       if (parts < 2) continue;
       split.emplace_back(i, parts);
       total += parts;
