@@ -84,7 +84,7 @@ int64_t WeightMatrix::owned_bytes() const {
 }
 
 int64_t WeightMatrix::weight_bytes() const {
-  if (!quant_ || has_packed_copy()) return owned_bytes();  // a borrowed matrix with a copy: the copy
+  if (!quant_ || has_panels()) return owned_bytes();  // a borrowed matrix with panels: the panels
   const int64_t stored = N_ * (K_ / quant_block_elems(q_.format())) * quant_block_bytes(q_.format());
   return owned_bytes() + (blocks_ ? 0 : stored);
 }
@@ -101,7 +101,7 @@ Kind kind_of(const WeightMatrix& w, bool q8) {
   const QuantMatrix& q = w.quant();
   if (w.has_panels()) return Kind::panels;
   if (quant_dot_supported(q.format()) && quant_dot_fast()) {
-    // Q5_0 / Q8_0 multiply Q8_0 activations; the K-quants Q8_K ones.
+    // Q4_0 / Q4_1 / Q5_0 / Q8_0 multiply Q8_0 activations; the K-quants Q8_K ones.
     return quant_dot_same_activations(q.format(), QuantFormat::q8_0) ? Kind::qdot_0 : Kind::qdot_k;
   }
   return Kind::f32act;

@@ -100,13 +100,13 @@ TEST(GreedyPicker, OnlyWhereItAppliesAndPays) {
   EXPECT_FALSE(GreedyPicker::screen_applies(WeightMatrix::dense(dense, N, K), true));
   EXPECT_EQ(GreedyPicker().screens(w8, true), GreedyPicker::screen_applies(w8, true) && greedy_screen_fast());
   EXPECT_FALSE(GreedyPicker({.screen_after = -1, .only_where_fast = false}).screens(w8, true));
-  // A matrix that multiplies a repacked copy is never screened; one kept in place is where the 8-bit
-  // one-row product runs. keeps_stored_blocks tells a loader which to make.
-  if (w8.has_packed_copy()) {
+  // A matrix that multiplies panels is never screened; one kept in place is where the 8-bit one-row
+  // product runs. keeps_stored_blocks tells a loader which to make.
+  if (w8.has_panels()) {
     EXPECT_FALSE(GreedyPicker::screen_applies(w8, true));
   }
   const WeightMatrix kept = WeightMatrix::quantized(QuantFormat::q8_0, q8.data(), N, K, false);
-  EXPECT_FALSE(kept.has_packed_copy());
+  EXPECT_FALSE(kept.has_panels());
   EXPECT_EQ(GreedyPicker::screen_applies(kept, true), quant_dot_fast());
   const GreedyPickOptions forced{.screen_after = 0, .only_where_fast = false};
   EXPECT_TRUE(GreedyPicker::keeps_stored_blocks(QuantFormat::q8_0, K, forced));

@@ -186,10 +186,8 @@ TEST(WeightMatrix, QuantizeOwnsItsBlocksAndCountsTheirBytes) {
     const ops::WeightMatrix borrowed = ops::WeightMatrix::quantized(f, blocks.data(), N, K);
     // Borrowed blocks get the GEMM's panels where its vector kernel runs (then the products read only
     // those); owned blocks never do (a second copy of what load-time quantization made to save memory).
-    EXPECT_FALSE(copy.has_packed_copy());
     EXPECT_FALSE(copy.has_panels());
     const bool packed = ops::quant_dot_fast();
-    EXPECT_EQ(borrowed.has_packed_copy(), packed);
     EXPECT_EQ(borrowed.has_panels(), packed);
     EXPECT_FALSE(borrowed.quant().has_q8());
     // Panels of 16 rows (5 rows: one, zero-padded): a byte (Q4_0: a nibble) per weight and the f16

@@ -37,7 +37,7 @@ class WeightMatrix {
   WeightMatrix() = default;
   // Quantized blocks, borrowed (they must outlive this: a mapped file), [N, K] with K a multiple of the
   // format's block. Makes the panels where the CPU has the kernel for them
-  // (then the products read only those: has_packed_copy()), unless may_copy is false (the greedy screen
+  // (then the products read only those: has_panels()), unless may_copy is false (the greedy screen
   // multiplies the stored blocks: GreedyPicker::keeps_stored_blocks).
   static WeightMatrix quantized(QuantFormat format, const std::byte* blocks, int64_t N, int64_t K,
                                 bool may_copy = true);
@@ -56,7 +56,6 @@ class WeightMatrix {
   bool is_quantized() const { return quant_; }
   const QuantMatrix& quant() const { return q_; }  // is_quantized() only
   // The products read panels, not the stored blocks (which row() still reads).
-  bool has_packed_copy() const { return quant_ && panels_; }
   bool has_panels() const { return panels_ != nullptr; }
   // Row n of W as f32 (exactly io::dequantize's values for blocks): out [K].
   void row(int64_t n, float* out) const;

@@ -139,18 +139,18 @@ void paged_attention(const PagedAttnArgs& args) {
   std::vector<int64_t> share_parts;  // per split item: shares
   std::vector<float> partials;
   const int64_t stride = detail::paged_partial_floats(a);
-  {
-    std::vector<std::pair<std::size_t, int64_t>> split;  // (item, shares)
-    int64_t total = 0;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (items[i].r1 - items[i].r0 != 1) continue;
-      int64_t lo, hi;
-      paged_row_range(a, a.seqs[items[i].s], items[i].r0, &lo, &hi);
-      const int64_t parts = std::min(kMaxShares, (hi - lo + 1) / kMinSplitKeys);
-      if (parts < 2) continue;
-      split.emplace_back(i, parts);
-      total += parts;
-    }
+  std::vector<std::pair<std::size_t, int64_t>> split;  // (item, shares)
+  int64_t total = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].r1 - items[i].r0 != 1) continue;
+    int64_t lo, hi;
+    paged_row_range(a, a.seqs[items[i].s], items[i].r0, &lo, &hi);
+    const int64_t parts = std::min(kMaxShares, (hi - lo + 1) / kMinSplitKeys);
+    if (parts < 2) continue;
+    split.emplace_back(i, parts);
+    total += parts;
+  }
+  if (!split.empty()) {  // the items rebuilt with the shares in place of the split ones
     partials.resize(static_cast<std::size_t>(total * stride));
     int64_t next = 0;
     std::vector<detail::PagedItem> kept;

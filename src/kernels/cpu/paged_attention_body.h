@@ -247,11 +247,9 @@ struct PagedBody {
       for (int64_t j = nt; j < padded; ++j) kr[j] = kr[0];  // computed, then masked
       prefetch(a, s, g, t1, std::min(hi1 + 1, t1 + kTile));
       transpose_keys(kr, D, nt, kt);
-      {
-        int64_t v = 0;
-        for (; v + kVB <= nv; v += kVB) scores_kt<kVB>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
-        for (; v < nv; ++v) scores_kt<1>(qs + v * Dp, Dp, kt, D, sc + v * ld, ld);
-      }
+      int64_t vs = 0;
+      for (; vs + kVB <= nv; vs += kVB) scores_kt<kVB>(qs + vs * Dp, Dp, kt, D, sc + vs * ld, ld);
+      for (; vs < nv; ++vs) scores_kt<1>(qs + vs * Dp, Dp, kt, D, sc + vs * ld, ld);
       for (int64_t v = 0; v < nv; ++v) {
         float* sv = sc + v * ld;
         float* pv = p + v * ld;

@@ -172,42 +172,42 @@ bool q8k_gemm_half_scales(KFormat f) {
 bool q8k_gemm_nibbles(KFormat f) { return f == KFormat::q4_0 || f == KFormat::q4_1 || f == KFormat::q4_k; }
 bool q8k_gemm_six_bits(KFormat f) { return f == KFormat::q6_k; }
 bool q8k_gemm_int_scales(KFormat f) { return f == KFormat::q4_k || f == KFormat::q6_k; }
-int64_t q8k_gemm_quant_bytes(KFormat f, int64_t K) {
-  return K / 4 * (q8k_gemm_six_bits(f) ? 48 : q8k_gemm_nibbles(f) ? 32 : 64);
+Q8PanelLayout q8k_gemm_layout(KFormat f, int64_t K) {
+  const int64_t R = kQ8PanelRows, G = K / q8k_gemm_group(f);
+  const int64_t per_scale = q8k_gemm_int_scales(f) ? 1 : q8k_gemm_half_scales(f) ? 2 : 4;
+  const int64_t mults = q8k_gemm_int_scales(f) ? K / 256 * R * 2 : 0;  // the f16 d (and dmin) per 256
+  const bool mins = q8k_gemm_has_mins(f);
+  Q8PanelLayout l{};
+  l.scales = K / 4 * (q8k_gemm_six_bits(f) ? 48 : q8k_gemm_nibbles(f) ? 32 : 64);  // the quants' bytes
+  l.mins = l.scales + G * R * per_scale;
+  l.d = l.mins + (mins ? G * R * per_scale : 0);
+  l.dmin = l.d + mults;
+  l.bytes = l.dmin + (mins ? mults : 0);
+  return l;
 }
-int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K) {
-  const int64_t G = K / q8k_gemm_group(f);
-  if (q8k_gemm_int_scales(f)) {  // a byte per group, an f16 per 256; twice with mins
-    const int64_t per = q8k_gemm_has_mins(f) ? 2 : 1;
-    return q8k_gemm_quant_bytes(f, K) + per * (G + K / 256 * 2) * kQ8PanelRows;
-  }
-  const int64_t scale = q8k_gemm_half_scales(f) ? 2 : 4, mins = q8k_gemm_has_mins(f) ? scale : 0;
-  return q8k_gemm_quant_bytes(f, K) + G * kQ8PanelRows * (scale + mins);
-}
+int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K) { return q8k_gemm_layout(f, K).bytes; }
 
 namespace cpu {
 void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t p0, int64_t p1,
                    std::byte* out) {
   check(f, N, K, p0, p1);
   const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f), gs = q8k_gemm_group(f), G = K / gs;
-  const int64_t pb = q8k_gemm_panel_bytes(f, K), qbytes = q8k_gemm_quant_bytes(f, K);
+  const Q8PanelLayout lay = q8k_gemm_layout(f, K);
+  const int64_t pb = lay.bytes;
+  // nibbles: Q4_0 / Q4_1 / Q4_K's quants, and Q6_K's low four bits (its high pairs follow each step's)
   const bool mins = q8k_gemm_has_mins(f), half_scales = q8k_gemm_half_scales(f),
              nibbles = q8k_gemm_nibbles(f) || q8k_gemm_six_bits(f), six = q8k_gemm_six_bits(f),
              int_scales = q8k_gemm_int_scales(f);
-  const int64_t step = qbytes / (K / 4), NB = K / 256;
+  const int64_t step = lay.scales / (K / 4), NB = K / 256;
   std::vector<uint8_t> q(K), sci(G), mni(G);
   std::vector<uint16_t> dh(NB), dmh(NB);
   std::vector<float> sv(G), ov(G);
   for (int64_t p = p0; p < p1; ++p) {
     auto* pq = reinterpret_cast<uint8_t*>(out + (p - p0) * pb);
-    float* ps = reinterpret_cast<float*>(pq + qbytes);
-    auto* psh = reinterpret_cast<uint16_t*>(pq + qbytes);  // half scales: the same bytes
-    float* po = ps + G * kQ8PanelRows;
-    uint16_t* poh = psh + G * kQ8PanelRows;  // half mins (Q4_1) after half scales
-    uint8_t* psc = pq + qbytes;              // integer scales (Q4_K, Q6_K), mins, then d and dmin
-    uint8_t* pmn = psc + G * kQ8PanelRows;
-    auto* pd = reinterpret_cast<uint16_t*>(psc + (mins ? 2 : 1) * G * kQ8PanelRows);
-    uint16_t* pdm = pd + NB * kQ8PanelRows;
+    uint8_t* ps = pq + lay.scales;  // f32, f16 or byte scales, by the format
+    uint8_t* pm = pq + lay.mins;
+    auto* pd = reinterpret_cast<uint16_t*>(pq + lay.d);
+    auto* pdm = reinterpret_cast<uint16_t*>(pq + lay.dmin);
     // Rows past N: 0; nibbles are or-ed into their bytes.
     if ((p + 1) * kQ8PanelRows > N || nibbles) std::memset(pq, 0, static_cast<std::size_t>(pb));
     for (int64_t r = 0; r < kQ8PanelRows; ++r) {
@@ -228,22 +228,23 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
         for (int64_t k4 = 0; k4 < K / 4; ++k4) std::memcpy(pq + k4 * 64 + r * 4, q.data() + 4 * k4, 4);
       if (int_scales) {
         pack_int_scales(f, w + n * rb, K, sci.data(), mni.data(), dh.data(), dmh.data());
-        for (int64_t g = 0; g < G; ++g) psc[g * kQ8PanelRows + r] = sci[g];
+        for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sci[g];
         for (int64_t b = 0; b < NB; ++b) pd[b * kQ8PanelRows + r] = dh[b];
         if (mins) {
-          for (int64_t g = 0; g < G; ++g) pmn[g * kQ8PanelRows + r] = mni[g];
+          for (int64_t g = 0; g < G; ++g) pm[g * kQ8PanelRows + r] = mni[g];
           for (int64_t b = 0; b < NB; ++b) pdm[b * kQ8PanelRows + r] = dmh[b];
         }
-        continue;
+      } else if (half_scales) {  // the f16 each scale (and Q4_1's -m) came from: exact both ways
+        for (int64_t g = 0; g < G; ++g)
+          reinterpret_cast<uint16_t*>(ps)[g * kQ8PanelRows + r] = f32_to_f16(sv[g]);
+        if (mins)
+          for (int64_t g = 0; g < G; ++g)
+            reinterpret_cast<uint16_t*>(pm)[g * kQ8PanelRows + r] = f32_to_f16(ov[g]);
+      } else {
+        for (int64_t g = 0; g < G; ++g) reinterpret_cast<float*>(ps)[g * kQ8PanelRows + r] = sv[g];
+        if (mins)
+          for (int64_t g = 0; g < G; ++g) reinterpret_cast<float*>(pm)[g * kQ8PanelRows + r] = ov[g];
       }
-      if (half_scales)  // the f16 each scale came from (exact both ways)
-        for (int64_t g = 0; g < G; ++g) psh[g * kQ8PanelRows + r] = f32_to_f16(sv[g]);
-      else
-        for (int64_t g = 0; g < G; ++g) ps[g * kQ8PanelRows + r] = sv[g];
-      if (mins && half_scales)  // -m, the f16 of Q4_1's block (exact both ways)
-        for (int64_t g = 0; g < G; ++g) poh[g * kQ8PanelRows + r] = f32_to_f16(ov[g]);
-      else if (mins)
-        for (int64_t g = 0; g < G; ++g) po[g * kQ8PanelRows + r] = ov[g];
     }
   }
 }

@@ -47,9 +47,16 @@ bool q8k_gemm_six_bits(KFormat f);
 // Whether f's panels hold the blocks' integer scales (and mins) with f16 multipliers per 256 (Q4_K,
 // Q6_K) rather than the products as f32.
 bool q8k_gemm_int_scales(KFormat f);
-// Bytes of one panel's quants (16 rows of K), where its scales start.
-int64_t q8k_gemm_quant_bytes(KFormat f, int64_t K);
-// Bytes of one panel of 16 rows for K columns.
+// Where the regions of one panel of 16 rows for K columns start (bytes from the panel's start), as
+// q8k_gemm_pack writes them and the tiles read them: the quants at 0, then the scales [G][16] (f32, f16
+// for q8k_gemm_half_scales, bytes for q8k_gemm_int_scales), the mins [G][16] of the same type
+// (q8k_gemm_has_mins), and for int scales their f16 multipliers d and dmin [K / 256][16]; `bytes` is
+// the whole panel.
+struct Q8PanelLayout {
+  int64_t scales, mins, d, dmin, bytes;
+};
+Q8PanelLayout q8k_gemm_layout(KFormat f, int64_t K);
+// Bytes of one panel of 16 rows for K columns (q8k_gemm_layout(f, K).bytes).
 int64_t q8k_gemm_panel_bytes(KFormat f, int64_t K);
 
 namespace cpu {

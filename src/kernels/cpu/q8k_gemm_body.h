@@ -33,15 +33,11 @@ struct Q8Gemm {
   using W = typename D::W;
 
   struct Tile {
-    const uint8_t* pq;    // panel quants
-    const float* ps;      // panel scales [G][16]
-    const uint16_t* psh;  // the same as f16 (q8k_gemm_half_scales)
-    const float* po;      // panel mins [G][16]
-    const uint16_t* poh;  // the same as f16 (mins with half scales: Q4_1)
-    const uint8_t* psc;   // 8-bit scales [G][16] (Q4_K u8, Q6_K i8) and mins [G][16] (Q4_K)
-    const uint8_t* pmn;
-    const uint16_t* pd;  // their f16 multipliers per super-block of 256 [K / 256][16]: d, dmin
-    const uint16_t* pdm;
+    const uint8_t* pq;   // panel quants
+    const uint8_t* ws;   // the weights' scales [G][16]: f32, f16 (kHalf) or bytes (k8: Q4_K u8, Q6_K i8)
+    const uint8_t* wm;   // their mins [G][16] (kMins), the same type
+    const uint16_t* wd;  // k8: the scales' and mins' f16 multipliers per 256 [K / 256][16]
+    const uint16_t* wdm;
     int64_t G;
     int spg;           // 4-k steps per group
     const int8_t* xq;  // token m0's quants
@@ -92,12 +88,12 @@ struct Q8Gemm {
       F sv;
       if constexpr (SC8) {  // d · sc in f32: exact (an f16 times an integer below 2^7)
         const F sc =
-            B6 ? D::loadi8(reinterpret_cast<const int8_t*>(t.psc + g * 16)) : D::loadu8(t.psc + g * 16);
-        sv = D::mul(sc, D::loadh(t.pd + g / gps * 16));
+            B6 ? D::loadi8(reinterpret_cast<const int8_t*>(t.ws) + g * 16) : D::loadu8(t.ws + g * 16);
+        sv = D::mul(sc, D::loadh(t.wd + g / gps * 16));
       } else if constexpr (H16) {
-        sv = D::loadh(t.psh + g * 16);
+        sv = D::loadh(reinterpret_cast<const uint16_t*>(t.ws) + g * 16);
       } else {
-        sv = D::loadf(t.ps + g * 16);
+        sv = D::loadf(reinterpret_cast<const float*>(t.ws) + g * 16);
       }
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
@@ -105,11 +101,11 @@ struct Q8Gemm {
       if constexpr (K45) {
         F ov;
         if constexpr (SC8)
-          ov = D::mul(D::loadu8(t.pmn + g * 16), D::loadh(t.pdm + g / gps * 16));
+          ov = D::mul(D::loadu8(t.wm + g * 16), D::loadh(t.wdm + g / gps * 16));
         else if constexpr (H16)
-          ov = D::loadh(t.poh + g * 16);
+          ov = D::loadh(reinterpret_cast<const uint16_t*>(t.wm) + g * 16);
         else
-          ov = D::loadf(t.po + g * 16);
+          ov = D::loadf(reinterpret_cast<const float*>(t.wm) + g * 16);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[r] = D::fnma(ov, D::bcastf(t.mn + r * t.G + g), acc[r]);
       }
@@ -131,7 +127,8 @@ struct Q8Gemm {
     constexpr int MR = D::kMR;
     constexpr int64_t TB = MR * 8;  // tokens per block: their quants stay in L2 while the panels pass
     const Q8KRows& x = *a.x;
-    const int64_t gs = q8k_gemm_group(a.f), G = a.K / gs, qbytes = q8k_gemm_quant_bytes(a.f, a.K);
+    const int64_t gs = q8k_gemm_group(a.f), G = a.K / gs;
+    const Q8PanelLayout lay = q8k_gemm_layout(a.f, a.K);
     Tile t{};
     t.G = G;
     t.spg = static_cast<int>(gs / 4);
@@ -143,14 +140,10 @@ struct Q8Gemm {
       for (int64_t p = 0; p < a.np; ++p) {
         const auto* base = reinterpret_cast<const uint8_t*>(a.panels + p * a.panel_bytes);
         t.pq = base;
-        t.ps = reinterpret_cast<const float*>(base + qbytes);
-        t.psh = reinterpret_cast<const uint16_t*>(base + qbytes);
-        t.po = t.ps + G * kQ8PanelRows;
-        t.poh = t.psh + G * kQ8PanelRows;
-        t.psc = base + qbytes;
-        t.pmn = t.psc + G * kQ8PanelRows;
-        t.pd = reinterpret_cast<const uint16_t*>(t.psc + (a.f == KFormat::q4_k ? 2 : 1) * G * kQ8PanelRows);
-        t.pdm = t.pd + a.K / 256 * kQ8PanelRows;
+        t.ws = base + lay.scales;
+        t.wm = base + lay.mins;
+        t.wd = reinterpret_cast<const uint16_t*>(base + lay.d);
+        t.wdm = reinterpret_cast<const uint16_t*>(base + lay.dmin);
         const int64_t n = a.n0 + p * kQ8PanelRows;
         t.valid = static_cast<int>(std::min<int64_t>(kQ8PanelRows, a.N - n));
         for (int64_t m = mb; m < me; m += MR) {

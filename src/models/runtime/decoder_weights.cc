@@ -152,10 +152,9 @@ struct Loader {
       const int64_t row_bytes = K / ops::quant_block_elems(qf) * ops::quant_block_bytes(qf);
       const bool may_copy = !vocab || !ops::GreedyPicker::keeps_stored_blocks(qf, K, *vocab);
       ops::WeightMatrix m = ops::WeightMatrix::quantized(qf, v.data + row0 * row_bytes, rows, K, may_copy);
-      // The products read the repacked copy: the stored blocks' pages (read by the scale check and
-      // the packing) go back to the file until a lookup reads a row again.
-      if (m.has_packed_copy())
-        f.release_pages(v.data + row0 * row_bytes, static_cast<uint64_t>(rows * row_bytes));
+      // The products read the panels: the stored blocks' pages (read by the scale check and the
+      // packing) go back to the file until a lookup reads a row again.
+      if (m.has_panels()) f.release_pages(v.data + row0 * row_bytes, static_cast<uint64_t>(rows * row_bytes));
       return m;
     }
     Tensor w = f.load(name);
