@@ -75,90 +75,120 @@ GreedyScreen::GreedyScreen(const QuantMatrix& w, std::span<const float> column_w
     }
 }
 
-void GreedyScreen::prepare(const QuantActivations& x) {
+// The activation side of every row of x (kernels/cpu/qscreen.h), one ScreenX per row.
+std::vector<kernels::ScreenX> GreedyScreen::prepare(const QuantActivations& x) {
   ATTN_CHECK(!empty(), "GreedyScreen: the screen is empty (built from no matrix)");
-  ATTN_CHECK(x.rows() == 1 && x.cols() == K_ && !x.k_kind(),
-             "GreedyScreen: expected one activation row of K = ", K_, " in Q8_0 blocks, got ", x.rows(),
+  ATTN_CHECK(x.rows() >= 1 && x.cols() == K_ && !x.k_kind(),
+             "GreedyScreen: expected activation rows of K = ", K_, " in Q8_0 blocks, got ", x.rows(),
              " rows of K = ", x.cols(), x.k_kind() ? " in Q8_K blocks" : " in Q8_0 blocks");
-  xq_.resize(static_cast<std::size_t>(K_));
-  g_.resize(static_cast<std::size_t>(K_ / 32));
-  hb_.resize(static_cast<std::size_t>(K_ / 32));
-  xo_.resize(static_cast<std::size_t>(kernels::kScreenOutliers));
-  ATTN_CHECK(kernels::qscreen_prepare(x.q(), x.d(), K_, cols_.data(), xq_.data(), g_.data(), hb_.data(),
-                                      xo_.data(), &ho_),
-             "GreedyScreen: the activation row is not finite");
+  const int64_t P = x.rows(), nb = K_ / 32, no = kernels::kScreenOutliers;
+  xq_.resize(static_cast<std::size_t>(P * K_));
+  g_.resize(static_cast<std::size_t>(P * nb));
+  hb_.resize(static_cast<std::size_t>(P * nb));
+  xo_.resize(static_cast<std::size_t>(P * no));
+  ho_.resize(static_cast<std::size_t>(P));
+  std::vector<kernels::ScreenX> sx(static_cast<std::size_t>(P));
+  for (int64_t r = 0; r < P; ++r) {
+    ATTN_CHECK(kernels::qscreen_prepare(x.q() + r * K_, x.d() + r * nb, K_, cols_.data(), xq_.data() + r * K_,
+                                        g_.data() + r * nb, hb_.data() + r * nb, xo_.data() + r * no,
+                                        ho_.data() + r),
+               "GreedyScreen: activation row ", r, " is not finite");
+    kernels::ScreenX& s = sx[static_cast<std::size_t>(r)];
+    s.xq = xq_.data() + r * K_, s.d = x.d() + r * nb, s.g = g_.data() + r * nb, s.hb = hb_.data() + r * nb;
+    s.xo = xo_.data() + r * no, s.ho = ho_[static_cast<std::size_t>(r)], s.K = K_;
+  }
+  return sx;
 }
 
 void GreedyScreen::screen(const QuantActivations& x, float* value, float* bound) {
-  prepare(x);
-  kernels::ScreenX sx;
-  sx.xq = xq_.data(), sx.d = x.d(), sx.g = g_.data(), sx.hb = hb_.data(), sx.xo = xo_.data(), sx.ho = ho_;
-  sx.K = K_;
+  ATTN_CHECK(x.rows() == 1, "GreedyScreen::screen: expected one activation row of K = ", K_, ", got ",
+             x.rows(), " rows");
+  const std::vector<kernels::ScreenX> sx = prepare(x);
   const std::byte* const base = data_.data() + data_off_;
-  parallel_for(N_, 2048,
-               [&](int64_t b, int64_t e, int) { kernels::cpu::qscreen_rows(base, b, e, sx, value, bound); });
+  parallel_for(N_, 2048, [&](int64_t b, int64_t e, int) {
+    kernels::cpu::qscreen_rows(base, b, e, sx[0], value, bound);
+  });
 }
 
 GreedyScreen::Pick GreedyScreen::argmax(const QuantMatrix& w, const QuantActivations& x) {
+  ATTN_CHECK(x.rows() == 1, "GreedyScreen::argmax: expected one activation row of K = ", K_, ", got ",
+             x.rows(), " rows (argmax_rows takes many)");
+  Pick p;
+  argmax_rows(w, x, &p);
+  return p;
+}
+
+void GreedyScreen::argmax_rows(const QuantMatrix& w, const QuantActivations& x, Pick* out) {
   ATTN_CHECK(w.blocks() == blocks_ && w.rows() == N_ && w.cols() == K_ && w.format() == QuantFormat::q8_0,
              "GreedyScreen::argmax: expected the Q8_0 matrix [", N_, ", ", K_,
              "] the screen was built from, got ", quant_format_name(w.format()), " [", w.rows(), ", ",
              w.cols(), "]", w.blocks() == blocks_ ? "" : " at another address");
-  value_.resize(static_cast<std::size_t>(N_));
-  bound_.resize(static_cast<std::size_t>(N_));
-  prepare(x);
-  kernels::ScreenX sx;
-  sx.xq = xq_.data(), sx.d = x.d(), sx.g = g_.data(), sx.hb = hb_.data(), sx.xo = xo_.data(), sx.ho = ho_;
-  sx.K = K_;
+  const std::vector<kernels::ScreenX> sx = prepare(x);
+  const int64_t P = x.rows();
+  value_.resize(static_cast<std::size_t>(P * N_));
+  bound_.resize(static_cast<std::size_t>(P * N_));
   const std::byte* const base = data_.data() + data_off_;
-  // Pass 1 (one parallel region): the screen, and each thread's best lower end (value − bound) of its
-  // rows while they are in cache. The maximum's exact logit is at least the best lower end, so its
-  // upper end reaches it.
-  constexpr int64_t kPad = 16;  // floats between two threads' slots (their own cache lines)
-  std::vector<float> lowers(static_cast<std::size_t>(num_threads() * kPad), -INFINITY);
+  // Pass 1 (one parallel region): the screen of every row (each panel read once for all of them), and
+  // each thread's best lower end (value − bound) of each row while its values are in cache. The
+  // maximum's exact logit is at least the best lower end, so its upper end reaches it.
+  const int64_t T = num_threads(), pad = (P + 15) / 16 * 16;  // a thread's slots on their own lines
+  std::vector<float> lowers(static_cast<std::size_t>(T * pad), -INFINITY);
   parallel_for(N_, 2048, [&](int64_t b, int64_t e, int t) {
-    kernels::cpu::qscreen_rows(base, b, e, sx, value_.data(), bound_.data());
-    float l = lowers[static_cast<std::size_t>(t * kPad)];
-    for (int64_t n = b; n < e; ++n) l = std::max(l, value_[n] - bound_[n]);
-    lowers[static_cast<std::size_t>(t * kPad)] = l;
+    kernels::cpu::qscreen_rows_multi(base, b, e, sx.data(), P, value_.data(), bound_.data(), N_);
+    for (int64_t r = 0; r < P; ++r) {
+      const float* v = value_.data() + r * N_;
+      const float* h = bound_.data() + r * N_;
+      float l = lowers[static_cast<std::size_t>(t * pad + r)];
+      for (int64_t n = b; n < e; ++n) l = std::max(l, v[n] - h[n]);
+      lowers[static_cast<std::size_t>(t * pad + r)] = l;
+    }
   });
-  float lower = -INFINITY;
-  for (float l : lowers) lower = std::max(lower, l);
+  std::vector<float> lower(static_cast<std::size_t>(P), -INFINITY);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t r = 0; r < P; ++r)
+      lower[r] = std::max(lower[r], lowers[static_cast<std::size_t>(t * pad + r)]);
 
-  // Pass 2 (one parallel region): per chunk of rows, the candidates (upper end >= lower, NaN included;
-  // ascending, at the chunk's own offset in cand_), their exact logits from the row kernel of
-  // quant_dot_rows (the same f32 values), and the chunk's first largest.
+  // Pass 2 (one parallel region over rows × chunks of the vocabulary): per chunk the candidates (upper
+  // end >= lower, NaN included; ascending), their exact logits from the row kernel of quant_dot_rows
+  // (the same f32 values), and the chunk's first largest.
   constexpr int64_t kChunk = 8192;
-  const int64_t chunks = (N_ + kChunk - 1) / kChunk;
-  cand_.resize(static_cast<std::size_t>(N_ + chunks));  // qscreen_select writes one past its last pick
-  exact_.resize(static_cast<std::size_t>(N_));
-  std::vector<int64_t> chunk_count(static_cast<std::size_t>(chunks), 0),
-      chunk_best(static_cast<std::size_t>(chunks), -1);
-  kernels::Q8KRows xr;
-  xr.kind = kernels::Q8Kind::q8_0, xr.M = 1, xr.K = K_;
-  xr.q = x.q(), xr.d = x.d(), xr.bsum = x.bsum();
-  xr.ldq = K_, xr.ldd = K_ / 32, xr.ldb = K_ / 16;
-  parallel_for(N_, kChunk, [&](int64_t b, int64_t e, int) {
-    const int64_t c = b / kChunk;
-    int64_t* rows = cand_.data() + b + c;
-    const int64_t count =
-        kernels::cpu::qscreen_select(value_.data() + b, bound_.data() + b, e - b, lower, rows);
-    for (int64_t i = 0; i < count; ++i) rows[i] += b;
-    kernels::cpu::q8k_dot_row_list(kernels::KFormat::q8_0, w.blocks(), rows, count, K_, xr, exact_.data());
-    int64_t best = -1;
-    for (int64_t i = 0; i < count; ++i)
-      if (best < 0 || exact_[rows[i]] > exact_[best]) best = rows[i];  // the first of equal maxima
-    chunk_count[static_cast<std::size_t>(c)] = count;
-    chunk_best[static_cast<std::size_t>(c)] = best;
+  const int64_t chunks = (N_ + kChunk - 1) / kChunk, rb = K_ / 32 * 34;
+  cand_.resize(static_cast<std::size_t>(T * (kChunk + 1)));  // qscreen_select writes one past its last pick
+  exact_.resize(static_cast<std::size_t>(T * kChunk));
+  std::vector<int64_t> chunk_count(static_cast<std::size_t>(P * chunks), 0),
+      chunk_best(static_cast<std::size_t>(P * chunks), -1);
+  std::vector<float> chunk_logit(static_cast<std::size_t>(P * chunks), 0.0f);
+  parallel_for(P * chunks, 1, [&](int64_t i0, int64_t i1, int t) {
+    int64_t* rows = cand_.data() + t * (kChunk + 1);
+    float* exact = exact_.data() + t * kChunk;
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t r = i / chunks, c = i % chunks, b = c * kChunk, e = std::min(N_, b + kChunk);
+      const int64_t count = kernels::cpu::qscreen_select(value_.data() + r * N_ + b,
+                                                         bound_.data() + r * N_ + b, e - b, lower[r], rows);
+      kernels::Q8KRows xr;
+      xr.kind = kernels::Q8Kind::q8_0, xr.M = 1, xr.K = K_;
+      xr.q = x.q() + r * K_, xr.d = x.d() + r * (K_ / 32), xr.bsum = x.bsum() + r * (K_ / 16);
+      xr.ldq = K_, xr.ldd = K_ / 32, xr.ldb = K_ / 16;
+      kernels::cpu::q8k_dot_row_list(kernels::KFormat::q8_0, w.blocks() + b * rb, rows, count, K_, xr, exact);
+      int64_t best = -1;
+      for (int64_t j = 0; j < count; ++j)
+        if (best < 0 || exact[rows[j]] > exact[best]) best = rows[j];  // the first of equal maxima
+      chunk_count[static_cast<std::size_t>(i)] = count;
+      chunk_best[static_cast<std::size_t>(i)] = best < 0 ? -1 : b + best;
+      if (best >= 0) chunk_logit[static_cast<std::size_t>(i)] = exact[best];
+    }
   });
-  Pick p;
-  p.candidates = 0;
-  for (int64_t c = 0; c < chunks; ++c) {  // chunks in row order: a later chunk wins only when larger
-    p.candidates += chunk_count[static_cast<std::size_t>(c)];
-    const int64_t n = chunk_best[static_cast<std::size_t>(c)];
-    if (n >= 0 && (p.index < 0 || exact_[n] > p.logit)) p.index = n, p.logit = exact_[n];
+  for (int64_t r = 0; r < P; ++r) {
+    Pick p;
+    p.candidates = 0;
+    for (int64_t c = 0; c < chunks; ++c) {  // chunks in row order: a later chunk wins only when larger
+      const auto i = static_cast<std::size_t>(r * chunks + c);
+      p.candidates += chunk_count[i];
+      if (chunk_best[i] >= 0 && (p.index < 0 || chunk_logit[i] > p.logit))
+        p.index = chunk_best[i], p.logit = chunk_logit[i];
+    }
+    out[r] = p;
   }
-  return p;
 }
 
 }  // namespace attn::ops

@@ -237,23 +237,26 @@ GreedyPicker::Pick GreedyPicker::pick(const WeightMatrix& w, const float* x, Lin
   // A non-finite activation makes logits non-finite: no pick (the screen refuses such a row too).
   for (int64_t i = 0; i < K; ++i)
     if (!std::isfinite(x[i])) return {-1, x[i], 0};
-  if (screens(w, activations_8bit)) {
-    const bool built = !screen_.empty() && built_for_ == w.quant().blocks();
-    if (!built && full_picks_ >= o_.screen_after) {
-      screen_ = GreedyScreen(w.quant(), std::span<const float>(x, static_cast<std::size_t>(K)));
-      built_for_ = w.quant().blocks();
-    }
-    if (!screen_.empty() && built_for_ == w.quant().blocks()) {
-      act_.quantize(QuantFormat::q8_0, x, 1, K, K);  // as linear_rows quantizes the row
-      const GreedyScreen::Pick p = screen_.argmax(w.quant(), act_);
-      return {std::isfinite(p.logit) ? p.index : -1, p.logit, p.candidates};
-    }
+  if (screen_ready(w, x, activations_8bit)) {
+    act_.quantize(QuantFormat::q8_0, x, 1, K, K);  // as linear_rows quantizes the row
+    const GreedyScreen::Pick p = screen_.argmax(w.quant(), act_);
+    return {std::isfinite(p.logit) ? p.index : -1, p.logit, p.candidates};
   }
   ++full_picks_;
   y_.resize(static_cast<std::size_t>(N));
   const LinearJob job{&w, y_.data(), N};
   linear_rows({&job, 1}, x, 1, K, s, activations_8bit);
   return argmax_row(y_.data(), N);
+}
+
+bool GreedyPicker::screen_ready(const WeightMatrix& w, const float* x, bool activations_8bit) {
+  if (!screens(w, activations_8bit)) return false;
+  const bool built = !screen_.empty() && built_for_ == w.quant().blocks();
+  if (!built && full_picks_ >= o_.screen_after) {  // outlier columns where x is largest
+    screen_ = GreedyScreen(w.quant(), std::span<const float>(x, static_cast<std::size_t>(w.cols())));
+    built_for_ = w.quant().blocks();
+  }
+  return !screen_.empty() && built_for_ == w.quant().blocks();
 }
 
 GreedyPicker::Pick GreedyPicker::argmax_row(const float* y, int64_t N) {
@@ -273,8 +276,20 @@ void GreedyPicker::pick_rows(const WeightMatrix& w, const float* X, int64_t P, i
   if (P == 0) return;
   const int64_t N = w.rows(), K = w.cols();
   const bool finite = std::all_of(X, X + (P - 1) * ldx + K, [](float v) { return std::isfinite(v); });
-  if (screens(w, activations_8bit) || !finite) {  // row by row: the screen takes one row; a bad row alone
+  if (!finite || P == 1) {  // row by row: a bad row alone
     for (int64_t r = 0; r < P; ++r) out[r] = pick(w, X + r * ldx, s, activations_8bit);
+    return;
+  }
+  if (screen_ready(w, X, activations_8bit)) {
+    // Every row through the screen at once (its copy read once per step): each row's candidates get
+    // the exact logits they get alone, so each pick is the one pick() makes.
+    act_.quantize(QuantFormat::q8_0, X, P, K, ldx);  // row-wise: each row's bits alone
+    screen_picks_.resize(static_cast<std::size_t>(P));
+    screen_.argmax_rows(w.quant(), act_, screen_picks_.data());
+    for (int64_t r = 0; r < P; ++r) {
+      const GreedyScreen::Pick& p = screen_picks_[static_cast<std::size_t>(r)];
+      out[r] = {std::isfinite(p.logit) ? p.index : -1, p.logit, p.candidates};
+    }
     return;
   }
   // One product for every row (the weights read once): for quantized weights each row's logits are

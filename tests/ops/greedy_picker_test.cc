@@ -128,7 +128,7 @@ TEST(GreedyPicker, OnlyWhereItAppliesAndPays) {
 // not run (packed, kept in place and Q4_0 matrices, 8-bit and f32 activations), row by row where it
 // does; a row with a non-finite value is no pick and leaves the others alone.
 TEST(GreedyPicker, RowsPickAsEachRowAlone) {
-  const int64_t N = 96, K = 128, P = 5;
+  const int64_t N = 96, K = 128, P = 11;
   const std::vector<std::byte> q8 = testing::quant_blocks(QuantFormat::q8_0, N, K, 4);
   const std::vector<std::byte> q4 = testing::quant_blocks(QuantFormat::q4_0, N, K, 5);
   const WeightMatrix packed = WeightMatrix::quantized(QuantFormat::q8_0, q8.data(), N, K);

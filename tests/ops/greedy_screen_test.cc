@@ -215,6 +215,74 @@ TEST_P(GreedyScreenIsa, KernelMatchesTheOracleOnPanelsAndTails) {
   }
 }
 
+// Many activation rows at once (a batched decode step): the kernel gives each row the bits it gives it
+// alone, over ranges inside panels and group counts past 8 (8 + 1, 8 + 8 + 1); argmax_rows picks what
+// argmax picks for each row alone, also where near and exact copies of a row's maximum sit in the matrix,
+// on 1 and 2 threads.
+TEST_P(GreedyScreenIsa, ManyRowsGetWhatEachRowGetsAlone) {
+  const int64_t N = 1203, K = 640;
+  std::vector<std::byte> wb = q8_rows(N, K, 41);
+  const int64_t rb = K / 32 * 34;
+  for (int64_t r = 900; r < 940; ++r) std::memcpy(wb.data() + r * rb, wb.data() + (r % 7) * rb, rb);
+  const QuantMatrix w(QuantFormat::q8_0, wb.data(), N, K);
+  std::vector<int32_t> cols;
+  for (int j = 0; j < 16; ++j) cols.push_back(static_cast<int32_t>(j * (K / 16) + j % 3));
+  std::vector<std::byte> scr(kernels::qscreen_bytes(N, K), std::byte{0});
+  ASSERT_TRUE(kernels::cpu::detail::qscreen_build_scalar(wb.data(), 0, N, K, cols.data(), scr.data()));
+  for (const int64_t P : {int64_t{2}, int64_t{5}, int64_t{9}, int64_t{17}}) {
+    std::vector<float> X;
+    for (int64_t r = 0; r < P; ++r) {
+      const std::vector<float> h = hidden(K, 500 + static_cast<uint32_t>(r), static_cast<int>(r % 4));
+      X.insert(X.end(), h.begin(), h.end());
+    }
+    if (P >= 5) std::fill(X.begin() + 4 * K, X.begin() + 5 * K, 0.0f);  // a zero row: every row ties
+    QuantActivations xa;
+    xa.quantize(QuantFormat::q8_0, X.data(), P, K, K);
+    std::vector<std::vector<int8_t>> xq(P, std::vector<int8_t>(K));
+    std::vector<std::vector<float>> g(P, std::vector<float>(K / 32)), hb(P, std::vector<float>(K / 32)),
+        xo(P, std::vector<float>(16));
+    std::vector<kernels::ScreenX> sx(P);
+    for (int64_t r = 0; r < P; ++r) {
+      ASSERT_TRUE(kernels::qscreen_prepare(xa.q() + r * K, xa.d() + r * (K / 32), K, cols.data(),
+                                           xq[r].data(), g[r].data(), hb[r].data(), xo[r].data(), &sx[r].ho));
+      sx[r].xq = xq[r].data(), sx[r].d = xa.d() + r * (K / 32), sx[r].g = g[r].data(),
+      sx[r].hb = hb[r].data();
+      sx[r].xo = xo[r].data(), sx[r].K = K;
+    }
+    for (const auto& [n0, n1] :
+         std::vector<std::pair<int64_t, int64_t>>{{0, N}, {5, 29}, {17, 18}, {N - 3, N}}) {
+      const int64_t ld = N + 3;
+      std::vector<float> v(P * ld, 12345.0f), b(P * ld, 12345.0f);
+      kernels::cpu::qscreen_rows_multi(scr.data(), n0, n1, sx.data(), P, v.data(), b.data(), ld);
+      for (int64_t r = 0; r < P; ++r) {
+        std::vector<float> v1(N, 12345.0f), b1(N, 12345.0f);
+        kernels::cpu::qscreen_rows(scr.data(), n0, n1, sx[r], v1.data(), b1.data());
+        for (int64_t n = 0; n < N; ++n) {
+          ASSERT_EQ(v[r * ld + n], v1[n])
+              << "P " << P << " row " << r << " n " << n << " [" << n0 << ", " << n1 << ")";
+          ASSERT_EQ(b[r * ld + n], b1[n]) << "P " << P << " row " << r << " n " << n;
+        }
+      }
+    }
+    GreedyScreen screen(w, std::span<const float>(X.data(), K));
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      std::vector<GreedyScreen::Pick> got(P);
+      screen.argmax_rows(w, xa, got.data());
+      for (int64_t r = 0; r < P; ++r) {
+        QuantActivations x1;
+        x1.quantize(QuantFormat::q8_0, X.data() + r * K, 1, K, K);
+        const GreedyScreen::Pick want = screen.argmax(w, x1);
+        const std::vector<float> y = full_product(w, x1);
+        EXPECT_EQ(want.index, first_max(y)) << "P " << P << " row " << r;
+        EXPECT_EQ(got[r].index, want.index) << "P " << P << " row " << r << " threads " << threads;
+        EXPECT_EQ(got[r].logit, want.logit) << "P " << P << " row " << r;
+        EXPECT_EQ(got[r].candidates, want.candidates) << "P " << P << " row " << r;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, GreedyScreenIsa, ::testing::ValuesIn(testing::available_isas()),
                          [](const ::testing::TestParamInfo<Isa>& i) {
                            return kernels::cpu::isa_str(i.param);

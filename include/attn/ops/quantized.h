@@ -21,6 +21,10 @@
 #include <span>
 #include <vector>
 
+namespace attn::kernels {
+struct ScreenX;  // kernels/cpu/qscreen.h: one activation row prepared for GreedyScreen
+}  // namespace attn::kernels
+
 namespace attn::ops {
 
 // q4_1 and q8_0 have every product below; the other formats (issue 19: the K-quants and 5-bit
@@ -270,11 +274,14 @@ class GreedyScreen {
   // x: one row quantized for w (QuantActivations::quantize(QuantFormat::q8_0, ...)), x.cols() == K;
   // w: the matrix this screen was built from.
   Pick argmax(const QuantMatrix& w, const QuantActivations& x);
+  // The picks of every row of x (P >= 1 rows, quantized together or alone: the same bits) into out[P],
+  // each what argmax() gives for that row alone; the screen is read once for all of them.
+  void argmax_rows(const QuantMatrix& w, const QuantActivations& x, Pick* out);
   // Every row's screen logit and bound for x (value [V], bound [V]), on the thread pool: for tests.
   void screen(const QuantActivations& x, float* value, float* bound);
 
  private:
-  void prepare(const QuantActivations& x);
+  std::vector<kernels::ScreenX> prepare(const QuantActivations& x);
   int64_t N_ = 0, K_ = 0;
   const std::byte* blocks_ = nullptr;
   std::vector<std::byte> data_;
@@ -282,7 +289,7 @@ class GreedyScreen {
   std::vector<int32_t> cols_;
   std::vector<int8_t> xq_;
   std::vector<float> g_, hb_, xo_, value_, bound_, exact_;
-  float ho_ = 0;
+  std::vector<float> ho_;  // one per activation row
   std::vector<int64_t> cand_;
 };
 // True when GreedyScreen's pass runs the AVX-512 VNNI kernel: only then is it faster than the full

@@ -140,19 +140,24 @@ class GreedyPicker {
   // finite blocks (attn::Error naming the row otherwise), so with a finite x every logit is finite.
   Pick pick(const WeightMatrix& w, const float* x, LinearScratch& s, bool activations_8bit);
   // The picks of P rows X [P, K] (row stride ldx) into out[P], each what pick() gives for its row;
-  // where the screen does not run, one product for all rows, so a batched step reads W once.
+  // one screen pass (GreedyScreen::argmax_rows) or one product for all rows, so a batched step reads
+  // the vocabulary once.
   void pick_rows(const WeightMatrix& w, const float* X, int64_t P, int64_t ldx, LinearScratch& s,
                  bool activations_8bit, Pick* out);
   bool screen_built() const { return !screen_.empty(); }
 
  private:
   static Pick argmax_row(const float* y, int64_t N);
+  // Whether picks over w read the screen now: it applies, and is built (here, from x, once
+  // screen_after full picks were made).
+  bool screen_ready(const WeightMatrix& w, const float* x, bool activations_8bit);
   GreedyPickOptions o_;
   int64_t full_picks_ = 0;
   const std::byte* built_for_ = nullptr;
   GreedyScreen screen_;
   QuantActivations act_;
   std::vector<float> y_;
+  std::vector<GreedyScreen::Pick> screen_picks_;
 };
 
 // ---- the encoder's products: dense f32 weights, the kernel chosen here (issue 37) -----------------

@@ -87,6 +87,11 @@ bool qscreen_build(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const 
 // avx512 and the CPU has VNNI, AVX2 when avx2 or better, else the oracle.
 void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                   float* bound);
+// The same for R activation rows xs[R] (one K): row r's values at value + r·ld and bounds at bound + r·ld
+// (ld >= n1), each bit for bit what qscreen_rows gives it alone. With VNNI each panel is read from memory
+// once for all R rows and unpacked once per 8 of them.
+void qscreen_rows_multi(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX* xs, int64_t R,
+                        float* value, float* bound, int64_t ld);
 // The rows n of [0, N) with value[n] + bound[n] >= lower (NaN included), ascending, into rows; returns
 // their count.
 int64_t qscreen_select(const float* value, const float* bound, int64_t N, float lower, int64_t* rows);
@@ -104,6 +109,8 @@ void qscreen_store_row(std::byte* screen, int64_t n, int64_t K, const uint8_t* u
                        const int8_t* c, uint16_t th);
 void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound);
+void qscreen_rows_multi_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX* xs, int64_t R,
+                             float* value, float* bound, int64_t ld);
 void qscreen_rows_avx2(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound);
 }  // namespace detail

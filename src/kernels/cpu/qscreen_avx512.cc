@@ -105,5 +105,102 @@ void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const Sc
     _mm512_mask_storeu_ps(bound + r0, keep, bnd);
   }
 }
+
+namespace {
+// R activation rows against one panel (R <= 8): the nibbles and fifth bits unpacked once per 8 k and
+// multiplied into R integer sums. The f32 operations on each row are qscreen_rows_vnni's, in its order
+// (its two integer sums added before the conversion equal this one sum: integers are exact), so every
+// row gets the bits it gets alone.
+template <int R>
+void panel_rows(const std::byte* panel, int64_t nb, const ScreenX* xs, __m512* val, __m512* bnd) {
+  const __m512i lo4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(0x10);
+  const int32_t* xq[R];
+  for (int r = 0; r < R; ++r) {
+    xq[r] = reinterpret_cast<const int32_t*>(xs[r].xq);
+    val[r] = _mm512_setzero_ps(), bnd[r] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
+    for (int s = 0; s < 4; ++s) {
+      const __m512i z = _mm512_loadu_si512(reinterpret_cast<const void*>(panel + qscreen_nib(b, s)));
+      __m512i lo = _mm512_and_si512(z, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo4);
+      __mmask64 mlo, mhi;
+      std::memcpy(&mlo, panel + qscreen_bits(b, s), 8);
+      std::memcpy(&mhi, panel + qscreen_bits(b, s) + 8, 8);
+      lo = _mm512_mask_add_epi8(lo, mlo, lo, b16);
+      hi = _mm512_mask_add_epi8(hi, mhi, hi, b16);
+      for (int r = 0; r < R; ++r) {
+        acc[r] = _mm512_dpbusd_epi32(acc[r], lo, _mm512_set1_epi32(xq[r][8 * b + 2 * s]));
+        acc[r] = _mm512_dpbusd_epi32(acc[r], hi, _mm512_set1_epi32(xq[r][8 * b + 2 * s + 1]));
+      }
+    }
+    const __m512 sv =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + qscreen_scales(b))));
+    for (int r = 0; r < R; ++r) {
+      const __m512 f =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), _mm512_set1_ps(xs[r].d[b]), _mm512_set1_ps(xs[r].g[b]));
+      val[r] = _mm512_fmadd_ps(sv, f, val[r]);
+      bnd[r] = _mm512_fmadd_ps(sv, _mm512_set1_ps(xs[r].hb[b]), bnd[r]);
+    }
+  }
+  const std::byte* corr = panel + 352 * nb;
+  const __m512 t = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr + 256)));
+  for (int r = 0; r < R; ++r) {
+    __m512 ca = _mm512_setzero_ps();
+    for (int j = 0; j < kScreenOutliers; ++j)
+      ca = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(corr + 16 * j)))),
+                           _mm512_set1_ps(xs[r].xo[j]), ca);
+    val[r] = _mm512_fmadd_ps(t, ca, val[r]);
+    bnd[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(xs[r].ho), bnd[r]);
+  }
+}
+}  // namespace
+
+void qscreen_rows_multi_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX* xs, int64_t R,
+                             float* value, float* bound, int64_t ld) {
+  if (n0 >= n1 || R <= 0) return;
+  const int64_t nb = xs[0].K / 32, pbytes = qscreen_panel_bytes(xs[0].K);
+  for (int64_t p = n0 / kScreenPanel; p * kScreenPanel < n1; ++p) {
+    const std::byte* panel = screen + p * pbytes;  // read from memory once, then from L1 for every group
+    const int64_t r0 = p * kScreenPanel, lo = std::max(n0, r0), hi = std::min(n1, r0 + kScreenPanel);
+    const __mmask16 keep = static_cast<__mmask16>(((1u << (hi - r0)) - 1) & ~((1u << (lo - r0)) - 1));
+    for (int64_t g = 0; g < R; g += 8) {
+      __m512 val[8], bnd[8];
+      const int64_t m = std::min<int64_t>(8, R - g);
+      switch (m) {
+        case 1:
+          panel_rows<1>(panel, nb, xs + g, val, bnd);
+          break;
+        case 2:
+          panel_rows<2>(panel, nb, xs + g, val, bnd);
+          break;
+        case 3:
+          panel_rows<3>(panel, nb, xs + g, val, bnd);
+          break;
+        case 4:
+          panel_rows<4>(panel, nb, xs + g, val, bnd);
+          break;
+        case 5:
+          panel_rows<5>(panel, nb, xs + g, val, bnd);
+          break;
+        case 6:
+          panel_rows<6>(panel, nb, xs + g, val, bnd);
+          break;
+        case 7:
+          panel_rows<7>(panel, nb, xs + g, val, bnd);
+          break;
+        default:
+          panel_rows<8>(panel, nb, xs + g, val, bnd);
+          break;
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        _mm512_mask_storeu_ps(value + (g + r) * ld + r0, keep, val[r]);
+        _mm512_mask_storeu_ps(bound + (g + r) * ld + r0, keep, bnd[r]);
+      }
+    }
+  }
+}
 }  // namespace attn::kernels::cpu::detail
 #pragma GCC pop_options
