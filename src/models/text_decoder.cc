@@ -101,7 +101,9 @@ TextDecoder TextDecoder::load(const std::string& path, const TextDecoderOptions&
   // A Hugging Face vocabulary may be padded past the tokenizer's (embedding rows no token uses).
   ATTN_CHECK(tv == impl->dec->config().vocab || (!impl->file && tv < impl->dec->config().vocab), path,
              ": the tokenizer has ", tv, " tokens; the model ", impl->dec->config().vocab);
-  return TextDecoder(std::move(impl));
+  TextDecoder t(std::move(impl));
+  if (options.greedy_screen_at_load) t.decoder().prepare_greedy_picks(t.encode_text("Hello, world."));
+  return t;
 }
 
 runtime::Decoder& TextDecoder::decoder() { return *impl_->dec; }

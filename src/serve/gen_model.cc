@@ -43,6 +43,7 @@ std::unique_ptr<GenModel> load_gen_model(const std::string& name, int64_t contex
   models::TextDecoderOptions o;
   o.max_context = context;
   o.quantize = quant;
+  o.greedy_screen_at_load = true;  // every request's greedy picks screened from the first
   *id = m.id;
   return std::make_unique<DecoderGen>(models::TextDecoder::load(m.path, o));
 }

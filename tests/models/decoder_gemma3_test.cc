@@ -170,6 +170,17 @@ TEST(DecoderGemma3, TinyScreenedGreedyPicksAreTheFullArgmax) {
   EXPECT_EQ(never->greedy_candidates(), never->config().vocab);  // every logit computed
   EXPECT_EQ(greedy_tokens(*screened, ps, 24, -1), want);
   EXPECT_EQ(greedy_tokens(*later, ps, 24, -1), want);  // full picks for the first 7, then the screen
+  // Built before any pick (as `attn serve` does at load): the first picks are screened, the tokens
+  // the same; a decoder that never screens builds nothing.
+  const auto prepared = load_with_screen(f, 1000, 64);
+  EXPECT_TRUE(prepared->prepare_greedy_picks(ps[0]));
+  EXPECT_TRUE(prepared->prepare_greedy_picks(ps[1]));  // already built
+  EXPECT_EQ(greedy_tokens(*prepared, ps, 24, -1), want);
+  if (ops::quant_dot_fast()) {
+    EXPECT_LT(prepared->greedy_candidates(), prepared->config().vocab) << "the first picks were not screened";
+  }
+  EXPECT_FALSE(never->prepare_greedy_picks(ps[0]));
+  EXPECT_EQ(never->greedy_candidates(), never->config().vocab);
   const int64_t c = screened->greedy_candidates();
   EXPECT_TRUE(c >= 1 && c <= screened->config().vocab) << c;
   if (ops::quant_dot_fast()) {

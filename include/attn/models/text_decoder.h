@@ -47,6 +47,9 @@ struct TextDecoderOptions {
   int64_t max_context = 0;  // 0: the file's context
   // Matrices converted to Q8_0 / Q4_0 blocks at load (runtime::DecoderOptions::quantize).
   runtime::LoadQuant quantize = runtime::LoadQuant::none;
+  // Build the greedy picks' screen at load (runtime::Decoder::prepare_greedy_picks on a short text)
+  // rather than after the decoder's first 128 picks: for a server, whose requests then all get it.
+  bool greedy_screen_at_load = false;
 };
 
 class TextDecoder {

@@ -145,6 +145,7 @@ class GreedyPicker {
   void pick_rows(const WeightMatrix& w, const float* X, int64_t P, int64_t ldx, LinearScratch& s,
                  bool activations_8bit, Pick* out);
   bool screen_built() const { return !screen_.empty(); }
+  const GreedyPickOptions& options() const { return o_; }
 
  private:
   static Pick argmax_row(const float* y, int64_t N);

@@ -367,6 +367,18 @@ std::vector<float> Decoder::logits_all(std::span<const int32_t> ids) {
   return m.logits_rows;
 }
 
+bool Decoder::prepare_greedy_picks(std::span<const int32_t> ids) {
+  Impl& m = *impl_;
+  if (m.c.final_softcap > 0 || !m.picker.screens(m.w.out(), m.q8)) return false;  // picks read every logit
+  if (m.picker.screen_built()) return true;
+  OneSequence one(kv_layout(), ids, m.c, m.cap, "prepare_greedy_picks");
+  ops::GreedyPickOptions o = m.picker.options();
+  o.screen_after = 0;  // the next pick builds it (the option counts full picks only until then)
+  m.picker = ops::GreedyPicker(o);
+  m.run(one.cache, {&one.entry, 1}, one.rows, nullptr, {}, {one.entry.n - 1});
+  return m.picker.screen_built();
+}
+
 AttentionLayerTrace Decoder::layer_trace(std::span<const int32_t> ids, int64_t layer) {
   Impl& m = *impl_;
   ATTN_CHECK(layer >= 0 && layer < m.c.layers, m.c.arch, ": layer: expected 0..", m.c.layers - 1, "; got ",

@@ -106,6 +106,10 @@ class Decoder : public BatchDecoder {
   bool picks_greedy() const override { return true; }
   // Rows the last greedy pick computed the exact logit of (the vocabulary without the screen).
   int64_t greedy_candidates() const;
+  // Builds the greedy picks' screen now (ops::GreedyPicker, its outlier columns from the hidden vector
+  // of ids' last token, one private pass) where picks would screen the vocabulary, so no request pays
+  // for it later (a server at load; Gemma 3: ~0.2 s). True when the screen is built (now or before).
+  bool prepare_greedy_picks(std::span<const int32_t> ids);
 
   // Every layer's exact attention over ids from position 0, per layer [H, N, N] (row i: query i over
   // keys 0..N−1, zero where it does not see), and the logits of the last id in *logits when given.
