@@ -36,10 +36,11 @@ TEST(QuantMatmul, EveryFormatEqualsTheDecodeProductOnOneAndTwoThreads) {
     const QuantPanels p(w);
     EXPECT_EQ(p.rows(), N);
     EXPECT_EQ(p.cols(), K);
-    // Four panels of 16 rows: a byte per weight (a nibble for Q4_0, Q4_1 and Q4_K, 6 bits for Q6_K)
-    // and the scales.
+    // Four panels of 16 rows: a byte per weight (a nibble for Q4_0, Q4_1 and Q4_K, 5 bits for Q5_0 and
+    // Q5_K, 6 bits for Q6_K) and the scales.
     const bool nibbles = f == QuantFormat::q4_0 || f == QuantFormat::q4_1 || f == QuantFormat::q4_k;
-    const int64_t bits = nibbles ? 4 : f == QuantFormat::q6_k ? 6 : 8;
+    const bool five = f == QuantFormat::q5_0 || f == QuantFormat::q5_k;
+    const int64_t bits = nibbles ? 4 : five ? 5 : f == QuantFormat::q6_k ? 6 : 8;
     EXPECT_GE(p.bytes(), 4 * 2 * bits * K);
     EXPECT_LE(p.bytes(), 4 * 2 * (bits + 2) * K);
     for (int64_t M : {1, 19, 40}) {

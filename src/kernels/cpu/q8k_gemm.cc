@@ -126,14 +126,14 @@ void pack_row(KFormat f, const std::byte* row, int64_t K, uint8_t* q, float* s, 
   }
 }
 
-// Q4_K / Q6_K (q8k_gemm_int_scales): the blocks' integer scale (and min) of each group and the f16
-// bits of their multipliers d (and dmin) per block of 256, as stored.
+// Q4_K / Q5_K / Q6_K (q8k_gemm_int_scales): the blocks' integer scale (and min) of each group and the
+// f16 bits of their multipliers d (and dmin) per block of 256, as stored.
 void pack_int_scales(KFormat f, const std::byte* row, int64_t K, uint8_t* sc, uint8_t* mn, uint16_t* d,
                      uint16_t* dm) {
   const auto* u = reinterpret_cast<const uint8_t*>(row);
   for (int64_t b = 0; b < K / 256; ++b) {
-    if (f == KFormat::q4_k) {
-      const uint8_t* blk = u + 144 * b;
+    if (f == KFormat::q4_k || f == KFormat::q5_k) {  // the same scale bytes, 144 or 176 per block
+      const uint8_t* blk = u + (f == KFormat::q4_k ? 144 : 176) * b;
       std::memcpy(d + b, blk, 2);
       std::memcpy(dm + b, blk + 2, 2);
       for (int j = 0; j < 8; ++j) {
@@ -171,14 +171,19 @@ bool q8k_gemm_half_scales(KFormat f) {
 }
 bool q8k_gemm_nibbles(KFormat f) { return f == KFormat::q4_0 || f == KFormat::q4_1 || f == KFormat::q4_k; }
 bool q8k_gemm_six_bits(KFormat f) { return f == KFormat::q6_k; }
-bool q8k_gemm_int_scales(KFormat f) { return f == KFormat::q4_k || f == KFormat::q6_k; }
+bool q8k_gemm_five_bits(KFormat f) { return f == KFormat::q5_0 || f == KFormat::q5_k; }
+bool q8k_gemm_int_scales(KFormat f) { return f == KFormat::q4_k || f == KFormat::q5_k || f == KFormat::q6_k; }
 Q8PanelLayout q8k_gemm_layout(KFormat f, int64_t K) {
   const int64_t R = kQ8PanelRows, G = K / q8k_gemm_group(f);
   const int64_t per_scale = q8k_gemm_int_scales(f) ? 1 : q8k_gemm_half_scales(f) ? 2 : 4;
   const int64_t mults = q8k_gemm_int_scales(f) ? K / 256 * R * 2 : 0;  // the f16 d (and dmin) per 256
   const bool mins = q8k_gemm_has_mins(f);
   Q8PanelLayout l{};
-  l.scales = K / 4 * (q8k_gemm_six_bits(f) ? 48 : q8k_gemm_nibbles(f) ? 32 : 64);  // the quants' bytes
+  l.scales = K / 4 *
+             (q8k_gemm_six_bits(f)    ? 48
+              : q8k_gemm_five_bits(f) ? 40
+              : q8k_gemm_nibbles(f)   ? 32
+                                      : 64);  // the quants' bytes
   l.mins = l.scales + G * R * per_scale;
   l.d = l.mins + (mins ? G * R * per_scale : 0);
   l.dmin = l.d + mults;
@@ -194,9 +199,10 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
   const int64_t rb = K / kformat_block_elems(f) * kformat_block_bytes(f), gs = q8k_gemm_group(f), G = K / gs;
   const Q8PanelLayout lay = q8k_gemm_layout(f, K);
   const int64_t pb = lay.bytes;
-  // nibbles: Q4_0 / Q4_1 / Q4_K's quants, and Q6_K's low four bits (its high pairs follow each step's)
-  const bool mins = q8k_gemm_has_mins(f), half_scales = q8k_gemm_half_scales(f),
-             nibbles = q8k_gemm_nibbles(f) || q8k_gemm_six_bits(f), six = q8k_gemm_six_bits(f),
+  // nibbles: Q4_0 / Q4_1 / Q4_K's quants, and the low four bits of Q5_0 / Q5_K / Q6_K (their high bit or
+  // bit pairs follow each step's nibbles)
+  const bool mins = q8k_gemm_has_mins(f), half_scales = q8k_gemm_half_scales(f), six = q8k_gemm_six_bits(f),
+             five = q8k_gemm_five_bits(f), nibbles = q8k_gemm_nibbles(f) || six || five,
              int_scales = q8k_gemm_int_scales(f);
   const int64_t step = lay.scales / (K / 4), NB = K / 256;
   std::vector<uint8_t> q(K), sci(G), mni(G);
@@ -215,7 +221,8 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
       if (n >= N) break;
       pack_row(f, w + n * rb, K, q.data(), sv.data(), ov.data());
       // step k4's 64 values: value i (row i / 4, k i % 4) in byte i % 32, low or high; Q6_K's high bit
-      // pair in byte 32 + i % 16, bits 2 (i / 16) and up
+      // pair in byte 32 + i % 16, bits 2 (i / 16) and up; Q5_0 / Q5_K's fifth bit in bit i % 8 of byte
+      // 32 + i / 8
       if (nibbles)
         for (int64_t k4 = 0; k4 < K / 4; ++k4)
           for (int j = 0; j < 4; ++j) {
@@ -223,6 +230,7 @@ void q8k_gemm_pack(KFormat f, const std::byte* w, int64_t N, int64_t K, int64_t 
             const int v = q[4 * k4 + j];
             pq[k4 * step + i % 32] |= static_cast<uint8_t>(i < 32 ? v & 0xf : (v & 0xf) << 4);
             if (six) pq[k4 * step + 32 + i % 16] |= static_cast<uint8_t>((v >> 4) << (2 * (i / 16)));
+            if (five) pq[k4 * step + 32 + i / 8] |= static_cast<uint8_t>(((v >> 4) & 1) << (i % 8));
           }
       else
         for (int64_t k4 = 0; k4 < K / 4; ++k4) std::memcpy(pq + k4 * 64 + r * 4, q.data() + 4 * k4, 4);

@@ -7,16 +7,22 @@
 //   Y[m, n] = Σ_k X[m, k] · W[n, k]     X quantized as q8k_quantize gives it (Q8KRows, the same kind
 //                                       the decode product q8k_dot_rows takes)
 //
-// Panel layout (Q8Panels), per 16 weight rows (rows past N zero):
-//   q  [K / 4][16][4] unsigned bytes: row r's quants k..k+3 at [k / 4][r]; for Q4_0 / Q4_1 / Q4_K
-//      (q8k_gemm_nibbles) [K / 4][32] bytes instead, value i of a step's 64 in the low nibble of
-//      byte i (i < 32) or the high nibble of byte i - 32
-//   s  [G][16] f32   the weight scale of group g (G = K / gs; gs = 16 for Q6_K, else 32); f16 for
-//                    Q8_0 / Q4_0 / Q4_1 / Q5_0 (q8k_gemm_half_scales: their scales are the blocks' d)
-//   o  [G][16] f32   Q4_1 / Q4_K / Q5_K only (q8k_gemm_has_mins): the group's min (dmin · m; Q4_1:
-//                    -m, as f16 like its scales); the other formats' panels end after s
-// Bytes per weight: 0.5625 (Q4_0, as stored), 0.625 (Q4_1, as stored), 0.75 (Q4_K), 1.0625 (Q8_0,
-// Q5_0), 1.25 (Q5_K, Q6_K).
+// Panel layout (Q8Panels), per 16 weight rows (rows past N zero; q8k_gemm_layout gives the offsets):
+//   q  per 4-k step of 64 values (value i: row i / 4, k i % 4):
+//        Q8_0: 64 unsigned bytes (the signed quant + 128), value i in byte i
+//        Q4_0 / Q4_1 / Q4_K (q8k_gemm_nibbles): 32 bytes, value i in the low nibble of byte i (i < 32)
+//          or the high nibble of byte i - 32
+//        Q5_0 / Q5_K (q8k_gemm_five_bits): those 32 bytes of low nibbles, then 8 bytes of fifth bits
+//          (value i's in bit i % 8 of byte 32 + i / 8)
+//        Q6_K (q8k_gemm_six_bits): the 32 bytes of low nibbles, then 16 bytes of high bit pairs (value
+//          i's in byte 32 + i % 16, bits 2 (i / 16) and up)
+//   s  [G][16] the weight scale of group g (G = K / gs; gs = 16 for Q6_K, else 32): f16 for Q8_0 /
+//      Q4_0 / Q4_1 / Q5_0 (q8k_gemm_half_scales: their blocks' d); the blocks' integer scales as bytes
+//      for Q4_K / Q5_K (6-bit) and Q6_K (int8) (q8k_gemm_int_scales), with their f16 d per 256
+//   o  [G][16] Q4_1 / Q4_K / Q5_K only (q8k_gemm_has_mins): the group's min (Q4_1: -m as f16; the
+//      K-quants' 6-bit mins as bytes with their f16 dmin per 256)
+// Bytes per weight: 0.5625 (Q4_0), 0.625 (Q4_1), 0.6875 (Q5_0) as stored; 0.578 (Q4_K), 0.703 (Q5_K),
+// 0.820 (Q6_K); 1.0625 (Q8_0).
 // Every weight value is s · (q - c) - o with a per-format integer offset c (Q8_0: 128, the signed
 // quant moved to [0, 255]; Q4_0: 8; Q5_0: 16; Q6_K: 32; Q4_1, Q4_K, Q5_K: 0). The offset is taken out exactly
 // in the integers through the activation group sums (Σ q·x - c·Σ x), the min through them in f32. The scalar
@@ -44,8 +50,10 @@ bool q8k_gemm_half_scales(KFormat f);
 bool q8k_gemm_nibbles(KFormat f);
 // Whether f's panels hold 6-bit quants as nibbles and a plane of high bit pairs (Q6_K).
 bool q8k_gemm_six_bits(KFormat f);
+// Whether f's panels hold 5-bit quants as nibbles and a plane of fifth bits (Q5_0, Q5_K).
+bool q8k_gemm_five_bits(KFormat f);
 // Whether f's panels hold the blocks' integer scales (and mins) with f16 multipliers per 256 (Q4_K,
-// Q6_K) rather than the products as f32.
+// Q5_K, Q6_K) rather than the products as f32.
 bool q8k_gemm_int_scales(KFormat f);
 // Where the regions of one panel of 16 rows for K columns start (bytes from the panel's start), as
 // q8k_gemm_pack writes them and the tiles read them: the quants at 0, then the scales [G][16] (f32, f16

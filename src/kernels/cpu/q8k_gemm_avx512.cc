@@ -32,6 +32,13 @@ struct GemmVnni {
     h = _mm512_mask_srli_epi32(h, static_cast<__mmask16>(0xf000), t, 2);
     return _mm512_or_si512(loadw4(p), _mm512_and_si512(h, _mm512_set1_epi8(0x30)));
   }
+  // The nibbles, and 16 added under the byte mask of the fifth bits (bit i of the 8 bytes: value i).
+  static W loadw5(const uint8_t* p) {
+    __mmask64 m;
+    std::memcpy(&m, p + 32, 8);
+    const W v = loadw4(p);
+    return _mm512_mask_add_epi8(v, m, v, _mm512_set1_epi8(0x10));
+  }
   static F loadu8(const uint8_t* p) {
     return cvt(_mm512_maskz_cvtepu8_epi32(static_cast<__mmask16>(0xffff),
                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));

@@ -5,6 +5,8 @@
 //   W loadw(p)       W loadw4(p) (32 bytes of nibbles: byte i holds value i low, value i + 32 high)
 //   W loadw6(p)      the nibbles of loadw4 and, in the 16 bytes after them, each value's two high bits
 //                    (value i in byte i % 16, bits 2 (i / 16) and up) as bits 4-5
+//   W loadw5(p)      the nibbles of loadw4 and, in the 8 bytes after them, each value's fifth bit (value
+//                    i in bit i % 8 of byte i / 8) as bit 4
 //   F loadu8(const uint8_t*)  F loadi8(const int8_t*)  (16 bytes -> f32)
 //   I bcast_i(const int32_t*)   F loadf(p)  F loadh(const uint16_t*) (16 f16 -> f32)
 //   F bcastf(const float*)
@@ -54,15 +56,20 @@ struct Q8Gemm {
   // The panel layout of a format, as template flags: mins (Q4_1 / Q4_K / Q5_K), signed Q8_0 quants (the
   // AVX2 kernel), f16 scales and mins (Q8_0 / Q4_0 / Q4_1 / Q5_0), quants as nibbles (Q4_0 / Q4_1 /
   // Q4_K: 32 bytes per 4-k step).
-  // The K-quants' panels keep their blocks' 8-bit scales with f16 multipliers (k8: Q4_K, Q6_K), and
-  // Q6_K its quants as nibbles plus a plane of high bit pairs (k6).
-  enum : unsigned { kMins = 1, kSigned = 2, kHalf = 4, kNibbles = 8, k6 = 16, k8 = 32 };
+  // The K-quants' panels keep their blocks' 8-bit scales with f16 multipliers (k8: Q4_K, Q5_K, Q6_K);
+  // Q6_K its quants as nibbles plus a plane of high bit pairs (k6), Q5_0 / Q5_K as nibbles plus a plane
+  // of fifth bits (k5).
+  enum : unsigned { kMins = 1, kSigned = 2, kHalf = 4, kNibbles = 8, k6 = 16, k8 = 32, k5 = 64 };
 
   template <int R, unsigned L>
   static void tile(const Tile& t) {
     constexpr bool K45 = L & kMins, S8 = L & kSigned, H16 = L & kHalf, N4 = L & kNibbles, B6 = L & k6,
-                   SC8 = L & k8;
-    constexpr int64_t step_bytes = B6 ? 48 : N4 ? 32 : 64, gps = B6 ? 16 : 8;  // groups per 256 (k8)
+                   SC8 = L & k8, B5 = L & k5;
+    constexpr int64_t step_bytes = B6   ? 48
+                                   : B5 ? 40
+                                   : N4 ? 32
+                                        : 64,
+                      gps = B6 ? 16 : 8;  // groups per 256 (k8)
     F acc[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) acc[r] = D::zero();
@@ -76,6 +83,8 @@ struct Q8Gemm {
         W w;
         if constexpr (B6)
           w = D::loadw6(pq);
+        else if constexpr (B5)
+          w = D::loadw5(pq);
         else if constexpr (N4)
           w = D::loadw4(pq);
         else
@@ -171,7 +180,7 @@ struct Q8Gemm {
         run_f<kHalf>(a);
         return;
       case KFormat::q5_0:
-        run_f<kHalf>(a);
+        run_f<kHalf | k5>(a);
         return;
       case KFormat::q4_0:
         run_f<kHalf | kNibbles>(a);
@@ -183,7 +192,7 @@ struct Q8Gemm {
         run_f<kMins | kNibbles | k8>(a);
         return;
       case KFormat::q5_k:
-        run_f<kMins>(a);
+        run_f<kMins | k5 | k8>(a);
         return;
       default:  // Q6_K
         run_f<k6 | k8>(a);
