@@ -89,6 +89,9 @@ struct Q8Gemm {
           w = D::loadw4(pq);
         else
           w = D::loadw(pq);
+        // a tile of few tokens streams the panel faster than the hardware prefetchers fetch it (they stop
+        // at 4 KiB pages): one line 4 KiB ahead per step (Qwen3-0.6B-shaped Q4_K_M, one stream: +15-25%)
+        if constexpr (R <= 4) __builtin_prefetch(pq + 4096);
         pq += step_bytes;
         const int8_t* xk = t.xq + k0 + 4 * s;
 #pragma GCC unroll 16
