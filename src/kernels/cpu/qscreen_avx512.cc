@@ -73,6 +73,10 @@ void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const Sc
       __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
       for (int s = 0; s < 4; ++s) {
         const __m512i z = _mm512_loadu_si512(reinterpret_cast<const void*>(panel + qscreen_nib(b, s)));
+        // the copy is streamed faster than the hardware prefetchers fetch it (they stop at 4 KiB
+        // pages): two lines 4 KiB ahead per step (Gemma 3, one stream: +25%)
+        __builtin_prefetch(panel + qscreen_nib(b, s) + 4096);
+        __builtin_prefetch(panel + qscreen_nib(b, s) + 4096 + 64);
         __m512i lo = _mm512_and_si512(z, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo4);
         __mmask64 mlo, mhi;
         std::memcpy(&mlo, panel + qscreen_bits(b, s), 8);
@@ -124,6 +128,8 @@ void panel_rows(const std::byte* panel, int64_t nb, const ScreenX* xs, __m512* v
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
     for (int s = 0; s < 4; ++s) {
       const __m512i z = _mm512_loadu_si512(reinterpret_cast<const void*>(panel + qscreen_nib(b, s)));
+      __builtin_prefetch(panel + qscreen_nib(b, s) + 4096);
+      __builtin_prefetch(panel + qscreen_nib(b, s) + 4096 + 64);
       __m512i lo = _mm512_and_si512(z, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo4);
       __mmask64 mlo, mhi;
       std::memcpy(&mlo, panel + qscreen_bits(b, s), 8);
