@@ -124,7 +124,16 @@ void GreedyScreen::argmax_rows(const QuantMatrix& w, const QuantActivations& x, 
              "] the screen was built from, got ", quant_format_name(w.format()), " [", w.rows(), ", ",
              w.cols(), "]", w.blocks() == blocks_ ? "" : " at another address");
   const std::vector<kernels::ScreenX> sx = prepare(x);
-  const int64_t P = x.rows();
+  // At most kRowsPerPass rows per pass over the copy: their values and bounds (8 bytes per row and
+  // vocabulary entry: 34 MB for Gemma 3's 16 rows) are the scratch this keeps.
+  constexpr int64_t kRowsPerPass = 16;
+  for (int64_t r0 = 0; r0 < x.rows(); r0 += kRowsPerPass)
+    argmax_pass(w, x, sx.data() + r0, r0, std::min(kRowsPerPass, x.rows() - r0), out + r0);
+}
+
+// Rows [r0, r0 + P) of x (sx: theirs) in one pass over the copy.
+void GreedyScreen::argmax_pass(const QuantMatrix& w, const QuantActivations& x, const kernels::ScreenX* sx,
+                               int64_t r0, int64_t P, Pick* out) {
   value_.resize(static_cast<std::size_t>(P * N_));
   bound_.resize(static_cast<std::size_t>(P * N_));
   const std::byte* const base = data_.data() + data_off_;
@@ -134,7 +143,7 @@ void GreedyScreen::argmax_rows(const QuantMatrix& w, const QuantActivations& x, 
   const int64_t T = num_threads(), pad = (P + 15) / 16 * 16;  // a thread's slots on their own lines
   std::vector<float> lowers(static_cast<std::size_t>(T * pad), -INFINITY);
   parallel_for(N_, 2048, [&](int64_t b, int64_t e, int t) {
-    kernels::cpu::qscreen_rows_multi(base, b, e, sx.data(), P, value_.data(), bound_.data(), N_);
+    kernels::cpu::qscreen_rows_multi(base, b, e, sx, P, value_.data(), bound_.data(), N_);
     for (int64_t r = 0; r < P; ++r) {
       const float* v = value_.data() + r * N_;
       const float* h = bound_.data() + r * N_;
@@ -167,7 +176,8 @@ void GreedyScreen::argmax_rows(const QuantMatrix& w, const QuantActivations& x, 
                                                          bound_.data() + r * N_ + b, e - b, lower[r], rows);
       kernels::Q8KRows xr;
       xr.kind = kernels::Q8Kind::q8_0, xr.M = 1, xr.K = K_;
-      xr.q = x.q() + r * K_, xr.d = x.d() + r * (K_ / 32), xr.bsum = x.bsum() + r * (K_ / 16);
+      const int64_t xr_row = r0 + r;
+      xr.q = x.q() + xr_row * K_, xr.d = x.d() + xr_row * (K_ / 32), xr.bsum = x.bsum() + xr_row * (K_ / 16);
       xr.ldq = K_, xr.ldd = K_ / 32, xr.ldb = K_ / 16;
       kernels::cpu::q8k_dot_row_list(kernels::KFormat::q8_0, w.blocks() + b * rb, rows, count, K_, xr, exact);
       int64_t best = -1;

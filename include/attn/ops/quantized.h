@@ -282,6 +282,8 @@ class GreedyScreen {
 
  private:
   std::vector<kernels::ScreenX> prepare(const QuantActivations& x);
+  void argmax_pass(const QuantMatrix& w, const QuantActivations& x, const kernels::ScreenX* sx, int64_t r0,
+                   int64_t P, Pick* out);
   int64_t N_ = 0, K_ = 0;
   const std::byte* blocks_ = nullptr;
   std::vector<std::byte> data_;
