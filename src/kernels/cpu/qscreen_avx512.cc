@@ -60,61 +60,11 @@ bool qscreen_build_avx512(const std::byte* w, int64_t n0, int64_t n1, int64_t K,
   return true;
 }
 
-void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
-                       float* bound) {
-  if (n0 >= n1) return;
-  const int64_t nb = x.K / 32, pbytes = qscreen_panel_bytes(x.K);
-  const __m512i lo4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(0x10);
-  const auto* xq = reinterpret_cast<const int32_t*>(x.xq);  // 4 activation bytes per broadcast
-  for (int64_t p = n0 / kScreenPanel; p * kScreenPanel < n1; ++p) {
-    const std::byte* panel = screen + p * pbytes;
-    __m512 val = _mm512_setzero_ps(), bnd = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
-      for (int s = 0; s < 4; ++s) {
-        const __m512i z = _mm512_loadu_si512(reinterpret_cast<const void*>(panel + qscreen_nib(b, s)));
-        // the copy is streamed faster than the hardware prefetchers fetch it (they stop at 4 KiB
-        // pages): two lines 4 KiB ahead per step (Gemma 3, one stream: +25%)
-        __builtin_prefetch(panel + qscreen_nib(b, s) + 4096);
-        __builtin_prefetch(panel + qscreen_nib(b, s) + 4096 + 64);
-        __m512i lo = _mm512_and_si512(z, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo4);
-        __mmask64 mlo, mhi;
-        std::memcpy(&mlo, panel + qscreen_bits(b, s), 8);
-        std::memcpy(&mhi, panel + qscreen_bits(b, s) + 8, 8);
-        lo = _mm512_mask_add_epi8(lo, mlo, lo, b16);
-        hi = _mm512_mask_add_epi8(hi, mhi, hi, b16);
-        i0 = _mm512_dpbusd_epi32(i0, lo, _mm512_set1_epi32(xq[8 * b + 2 * s]));
-        i1 = _mm512_dpbusd_epi32(i1, hi, _mm512_set1_epi32(xq[8 * b + 2 * s + 1]));
-      }
-      const __m512 sv =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + qscreen_scales(b))));
-      const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), _mm512_set1_ps(x.d[b]),
-                                       _mm512_set1_ps(x.g[b]));
-      val = _mm512_fmadd_ps(sv, f, val);
-      bnd = _mm512_fmadd_ps(sv, _mm512_set1_ps(x.hb[b]), bnd);
-    }
-    const std::byte* corr = panel + 352 * nb;
-    __m512 ca = _mm512_setzero_ps();
-    for (int j = 0; j < kScreenOutliers; ++j)
-      ca = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(corr + 16 * j)))),
-                           _mm512_set1_ps(x.xo[j]), ca);
-    const __m512 t = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr + 256)));
-    val = _mm512_fmadd_ps(t, ca, val);
-    bnd = _mm512_fmadd_ps(t, _mm512_set1_ps(x.ho), bnd);
-    // the lanes of rows in [n0, n1)
-    const int64_t r0 = p * kScreenPanel, lo = std::max(n0, r0), hi = std::min(n1, r0 + kScreenPanel);
-    const __mmask16 keep = static_cast<__mmask16>(((1u << (hi - r0)) - 1) & ~((1u << (lo - r0)) - 1));
-    _mm512_mask_storeu_ps(value + r0, keep, val);
-    _mm512_mask_storeu_ps(bound + r0, keep, bnd);
-  }
-}
-
 namespace {
 // R activation rows against one panel (R <= 8): the nibbles and fifth bits unpacked once per 8 k and
-// multiplied into R integer sums. The f32 operations on each row are qscreen_rows_vnni's, in its order
-// (its two integer sums added before the conversion equal this one sum: integers are exact), so every
-// row gets the bits it gets alone.
+// multiplied into R integer sums (two chains per row for R <= 2, added before the conversion: integers
+// are exact, so the sum is the same), then the same f32 operations for each row whatever R: every row
+// gets the bits it gets alone.
 template <int R>
 void panel_rows(const std::byte* panel, int64_t nb, const ScreenX* xs, __m512* val, __m512* bnd) {
   const __m512i lo4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(0x10);
@@ -124,10 +74,13 @@ void panel_rows(const std::byte* panel, int64_t nb, const ScreenX* xs, __m512* v
     val[r] = _mm512_setzero_ps(), bnd[r] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
-    __m512i acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
+    constexpr bool two = R <= 2;
+    __m512i acc[R], acc2[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512(), acc2[r] = _mm512_setzero_si512();
     for (int s = 0; s < 4; ++s) {
       const __m512i z = _mm512_loadu_si512(reinterpret_cast<const void*>(panel + qscreen_nib(b, s)));
+      // the copy is streamed faster than the hardware prefetchers fetch it (they stop at 4 KiB pages):
+      // two lines 4 KiB ahead per step (Gemma 3, one stream: +25%)
       __builtin_prefetch(panel + qscreen_nib(b, s) + 4096);
       __builtin_prefetch(panel + qscreen_nib(b, s) + 4096 + 64);
       __m512i lo = _mm512_and_si512(z, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo4);
@@ -138,14 +91,15 @@ void panel_rows(const std::byte* panel, int64_t nb, const ScreenX* xs, __m512* v
       hi = _mm512_mask_add_epi8(hi, mhi, hi, b16);
       for (int r = 0; r < R; ++r) {
         acc[r] = _mm512_dpbusd_epi32(acc[r], lo, _mm512_set1_epi32(xq[r][8 * b + 2 * s]));
-        acc[r] = _mm512_dpbusd_epi32(acc[r], hi, _mm512_set1_epi32(xq[r][8 * b + 2 * s + 1]));
+        __m512i& h = two ? acc2[r] : acc[r];
+        h = _mm512_dpbusd_epi32(h, hi, _mm512_set1_epi32(xq[r][8 * b + 2 * s + 1]));
       }
     }
     const __m512 sv =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + qscreen_scales(b))));
     for (int r = 0; r < R; ++r) {
-      const __m512 f =
-          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), _mm512_set1_ps(xs[r].d[b]), _mm512_set1_ps(xs[r].g[b]));
+      const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(two ? _mm512_add_epi32(acc[r], acc2[r]) : acc[r]),
+                                       _mm512_set1_ps(xs[r].d[b]), _mm512_set1_ps(xs[r].g[b]));
       val[r] = _mm512_fmadd_ps(sv, f, val[r]);
       bnd[r] = _mm512_fmadd_ps(sv, _mm512_set1_ps(xs[r].hb[b]), bnd[r]);
     }
@@ -162,7 +116,20 @@ void panel_rows(const std::byte* panel, int64_t nb, const ScreenX* xs, __m512* v
     bnd[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(xs[r].ho), bnd[r]);
   }
 }
+// panel_rows<m> for m in [1, R].
+template <int R>
+void panel_rows_n(int m, const std::byte* panel, int64_t nb, const ScreenX* xs, __m512* val, __m512* bnd) {
+  if (m == R)
+    panel_rows<R>(panel, nb, xs, val, bnd);
+  else if constexpr (R > 1)
+    panel_rows_n<R - 1>(m, panel, nb, xs, val, bnd);
+}
 }  // namespace
+
+void qscreen_rows_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
+                       float* bound) {
+  qscreen_rows_multi_vnni(screen, n0, n1, &x, 1, value, bound, 0);
+}
 
 void qscreen_rows_multi_vnni(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX* xs, int64_t R,
                              float* value, float* bound, int64_t ld) {
@@ -175,32 +142,7 @@ void qscreen_rows_multi_vnni(const std::byte* screen, int64_t n0, int64_t n1, co
     for (int64_t g = 0; g < R; g += 8) {
       __m512 val[8], bnd[8];
       const int64_t m = std::min<int64_t>(8, R - g);
-      switch (m) {
-        case 1:
-          panel_rows<1>(panel, nb, xs + g, val, bnd);
-          break;
-        case 2:
-          panel_rows<2>(panel, nb, xs + g, val, bnd);
-          break;
-        case 3:
-          panel_rows<3>(panel, nb, xs + g, val, bnd);
-          break;
-        case 4:
-          panel_rows<4>(panel, nb, xs + g, val, bnd);
-          break;
-        case 5:
-          panel_rows<5>(panel, nb, xs + g, val, bnd);
-          break;
-        case 6:
-          panel_rows<6>(panel, nb, xs + g, val, bnd);
-          break;
-        case 7:
-          panel_rows<7>(panel, nb, xs + g, val, bnd);
-          break;
-        default:
-          panel_rows<8>(panel, nb, xs + g, val, bnd);
-          break;
-      }
+      panel_rows_n<8>(static_cast<int>(m), panel, nb, xs + g, val, bnd);
       for (int64_t r = 0; r < m; ++r) {
         _mm512_mask_storeu_ps(value + (g + r) * ld + r0, keep, val[r]);
         _mm512_mask_storeu_ps(bound + (g + r) * ld + r0, keep, bnd[r]);
