@@ -233,20 +233,12 @@ GreedyPicker::Pick GreedyPicker::pick(const WeightMatrix& w, const float* x, Lin
                                       bool activations_8bit) {
   ATTN_CHECK(!w.empty() && x != nullptr, "GreedyPicker: expected a weight matrix and a row, got ", w.rows(),
              " rows");
-  const int64_t N = w.rows(), K = w.cols();
   // A non-finite activation makes logits non-finite: no pick (the screen refuses such a row too).
-  for (int64_t i = 0; i < K; ++i)
+  for (int64_t i = 0; i < w.cols(); ++i)
     if (!std::isfinite(x[i])) return {-1, x[i], 0};
-  if (screen_ready(w, x, activations_8bit)) {
-    act_.quantize(QuantFormat::q8_0, x, 1, K, K);  // as linear_rows quantizes the row
-    const GreedyScreen::Pick p = screen_.argmax(w.quant(), act_);
-    return {std::isfinite(p.logit) ? p.index : -1, p.logit, p.candidates};
-  }
-  ++full_picks_;
-  y_.resize(static_cast<std::size_t>(N));
-  const LinearJob job{&w, y_.data(), N};
-  linear_rows({&job, 1}, x, 1, K, s, activations_8bit);
-  return argmax_row(y_.data(), N);
+  Pick p;
+  pick_rows(w, x, 1, w.cols(), s, activations_8bit, &p);
+  return p;
 }
 
 bool GreedyPicker::screen_ready(const WeightMatrix& w, const float* x, bool activations_8bit) {
@@ -276,13 +268,13 @@ void GreedyPicker::pick_rows(const WeightMatrix& w, const float* X, int64_t P, i
   if (P == 0) return;
   const int64_t N = w.rows(), K = w.cols();
   const bool finite = std::all_of(X, X + (P - 1) * ldx + K, [](float v) { return std::isfinite(v); });
-  if (!finite || P == 1) {  // row by row: a bad row alone
+  if (!finite) {  // row by row: a bad row alone
     for (int64_t r = 0; r < P; ++r) out[r] = pick(w, X + r * ldx, s, activations_8bit);
     return;
   }
   if (screen_ready(w, X, activations_8bit)) {
     // Every row through the screen at once (its copy read once per step): each row's candidates get
-    // the exact logits they get alone, so each pick is the one pick() makes.
+    // the exact logits they get alone, so each pick is the one it gets alone.
     act_.quantize(QuantFormat::q8_0, X, P, K, ldx);  // row-wise: each row's bits alone
     screen_picks_.resize(static_cast<std::size_t>(P));
     screen_.argmax_rows(w.quant(), act_, screen_picks_.data());
@@ -293,7 +285,7 @@ void GreedyPicker::pick_rows(const WeightMatrix& w, const float* X, int64_t P, i
     return;
   }
   // One product for every row (the weights read once): for quantized weights each row's logits are
-  // the bits pick() computes alone (linear_rows is row by row), so the picks are the same.
+  // the bits each gets alone (linear_rows is row by row), so the picks are the same.
   y_.resize(static_cast<std::size_t>(P * N));
   const LinearJob job{&w, y_.data(), N};
   linear_rows({&job, 1}, X, P, ldx, s, activations_8bit);

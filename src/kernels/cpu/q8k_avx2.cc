@@ -1,6 +1,7 @@
 // kernels/cpu/q8k.h on AVX2: u8 x s8 pairs with vpmaddubsw (int16: every quant here keeps a pair
 // below 32767), then vpmaddwd with ones or the block scales (the body is q8k_body.h).
 #include "kernels/cpu/q8k_body.h"
+#include "kernels/cpu/vec_avx2.h"
 
 namespace attn::kernels::cpu::detail {
 namespace {
@@ -13,14 +14,7 @@ struct DotAvx2 {
         _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(b)), _mm_set1_epi16(static_cast<int16_t>(a)));
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc);
   }
-  static __m256i expand_bits(uint32_t m) {
-    // byte i <- byte i / 8 of m, then test bit i % 8
-    const __m256i v = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(static_cast<int32_t>(m)),
-        _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-  }
+  static __m256i expand_bits(uint32_t m) { return avx2::expand_bits(m); }
 };
 }  // namespace
 

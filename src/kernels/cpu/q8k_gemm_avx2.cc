@@ -2,6 +2,7 @@
 // the unsigned quants here: at most 2 · 63 · 127) then vpmaddwd with ones; Q8_0 as signed quants
 // with the sign trick (|w| and x · sign(w)), since q + 128 would saturate (the body is q8k_gemm_body.h).
 #include "kernels/cpu/q8k_gemm_body.h"
+#include "kernels/cpu/vec_avx2.h"
 
 namespace attn::kernels::cpu::detail {
 namespace {
@@ -36,13 +37,9 @@ struct GemmAvx2 {
                 lo.b, _mm256_and_si256(_mm256_srlv_epi32(t, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)), m))};
   }
   // The nibbles, and bit 4 from the fifth-bit plane: each 32-bit half (values 0-31, 32-63) spread to a
-  // byte per bit (byte j takes mask byte j / 8, then its bit j % 8), compared, masked to 0x10.
+  // byte per bit, masked to 0x10.
   static __m256i fifth_bits(uint32_t m) {
-    const __m256i v = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(static_cast<int32_t>(m)),
-        _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
+    return _mm256_and_si256(avx2::expand_bits(m), _mm256_set1_epi8(0x10));
   }
   static W loadw5(const uint8_t* p) {
     const W lo = loadw4(p);

@@ -187,7 +187,6 @@ void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX
 
 void qscreen_rows_multi(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX* xs, int64_t R,
                         float* value, float* bound, int64_t ld) {
-  if (R == 1) return qscreen_rows(screen, n0, n1, xs[0], value, bound);  // the one-row kernel's own order
   if (active_isa() == Isa::avx512 && cpu_has_avx512_vnni())
     return detail::qscreen_rows_multi_vnni(screen, n0, n1, xs, R, value, bound, ld);
   for (int64_t r = 0; r < R; ++r) qscreen_rows(screen, n0, n1, xs[r], value + r * ld, bound + r * ld);

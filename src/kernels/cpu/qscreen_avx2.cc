@@ -7,16 +7,10 @@
 #include <cstring>
 
 #include "kernels/cpu/qscreen.h"
+#include "kernels/cpu/vec_avx2.h"
 
 namespace attn::kernels::cpu::detail {
 namespace {
-__m256i expand_bits(uint32_t m) {  // byte i = 0xff when bit i of m is set
-  const __m256i v = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int32_t>(m)),
-      _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-}
 __m256i dot(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
@@ -43,9 +37,9 @@ void qscreen_rows_avx2(const std::byte* screen, int64_t n0, int64_t n1, const Sc
           std::memcpy(&mlo, panel + qscreen_bits(b, s) + 4 * h, 4);
           std::memcpy(&mhi, panel + qscreen_bits(b, s) + 8 + 4 * h, 4);
           const __m256i lo =
-              _mm256_or_si256(_mm256_and_si256(z, lo4), _mm256_and_si256(expand_bits(mlo), b16));
+              _mm256_or_si256(_mm256_and_si256(z, lo4), _mm256_and_si256(avx2::expand_bits(mlo), b16));
           const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(z, 4), lo4),
-                                             _mm256_and_si256(expand_bits(mhi), b16));
+                                             _mm256_and_si256(avx2::expand_bits(mhi), b16));
           is = _mm256_add_epi32(is, _mm256_add_epi32(dot(lo, _mm256_set1_epi32(xq[8 * b + 2 * s])),
                                                      dot(hi, _mm256_set1_epi32(xq[8 * b + 2 * s + 1]))));
         }

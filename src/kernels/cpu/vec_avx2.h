@@ -27,6 +27,15 @@ ATTN_AVX2_INLINE void transpose8(__m256 r[8]) {
   r[6] = _mm256_permute2f128_ps(s2, s6, 0x31), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
+// Byte i = 0xff when bit i of m is set, else 0 (byte i takes byte i / 8 of m, then tests bit i % 8).
+ATTN_AVX2_INLINE __m256i expand_bits(uint32_t m) {
+  const __m256i v = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int32_t>(m)),
+      _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
 // Lanes [0, n) of 8 as an all-ones mask (n <= 0: none, n >= 8: all).
 ATTN_AVX2_INLINE __m256i lanes(int64_t n) {
   const int k = n >= 8 ? 8 : n <= 0 ? 0 : static_cast<int>(n);
