@@ -230,39 +230,51 @@ INSTANTIATE_TEST_SUITE_P(Cases, PagedAttentionTest,
                          testing::isa_case_name<PagedCase>);
 
 // A row's output is the same bits whatever rows share its call: a prompt chunk of 40 rows against the
-// same rows in chunks of 1, 3, 7 and 16 and beside another sequence (the runtime's batched step
-// relies on it; items of few rows once took another summation order for their scores).
+// same rows in chunks of 1 (each a decode row), 3, 7 and 16 and beside another sequence (the runtime's
+// batched step relies on it; items of few rows once took another summation order for their scores).
+// Also with a window (rows of a chunk start at other keys than the chunk's first row) and over 2,600
+// keys, where a decode row is split into shares run as items of their own and a chunk's item splits
+// its rows at the same bounds: the cache a preempted sequence recomputes in chunks is the one its
+// decode wrote.
 TEST(PagedAttention, EachRowIsTheSameWhateverRowsShareItsCall) {
-  for (bool f16 : {false, true}) {
-    const PagedCase c{"rows", 16, 2, 3, 64, {{90, 40}, {33, 1}}, 0, 0.0f, f16};
-    const PagedSetup s = make_setup(c, 21);
-    const int64_t H = c.G * c.Hkv, D = c.D, Lq = 40, first = 90 - Lq;
-    for (Isa isa : testing::available_isas()) {
-      kernels::cpu::force_isa(isa);
-      std::vector<float> whole(static_cast<std::size_t>(Lq * H * D));
-      ops::paged_attention(s.q.data<float>(), H, s.kv, {&s.seqs[0], 1}, {}, whole.data());
-      for (int64_t chunk : {1, 3, 7, 16}) {
-        std::vector<float> out(whole.size(), 5.0f);
-        for (int64_t r0 = 0; r0 < Lq; r0 += chunk) {
-          const int64_t r1 = std::min(Lq, r0 + chunk);
-          ops::PagedSequence part = s.seqs[0];
-          part.keys = first + r1;
-          part.queries = r1 - r0;
-          // beside the other sequence's decode row (its queries follow this part's in q)
-          std::vector<float> q(static_cast<std::size_t>((r1 - r0 + 1) * H * D));
-          std::copy_n(s.q.data<float>() + r0 * H * D, (r1 - r0) * H * D, q.begin());
-          std::copy_n(s.q.data<float>() + Lq * H * D, H * D, q.begin() + (r1 - r0) * H * D);
-          const ops::PagedSequence both[2] = {part, s.seqs[1]};
-          std::vector<float> o(q.size());
-          ops::paged_attention(q.data(), H, s.kv, both, {}, o.data());
-          std::copy_n(o.begin(), (r1 - r0) * H * D, out.begin() + r0 * H * D);
+  struct Shape {
+    int64_t keys, window;
+  };
+  for (const Shape shape : {Shape{90, 0}, Shape{90, 37}, Shape{2600, 0}, Shape{2600, 1100}, Shape{1500, 700}})
+    for (bool f16 : {false, true}) {
+      const int64_t Lq = 40, first = shape.keys - Lq;
+      const PagedCase c{"rows", 16, 2, 3, 64, {{shape.keys, Lq}, {33, 1}}, shape.window, 0.0f, f16};
+      const PagedSetup s = make_setup(c, 21);
+      const int64_t H = c.G * c.Hkv, D = c.D;
+      ops::PagedAttentionOptions opt;
+      opt.window = shape.window;
+      for (Isa isa : testing::available_isas()) {
+        kernels::cpu::force_isa(isa);
+        std::vector<float> whole(static_cast<std::size_t>(Lq * H * D));
+        ops::paged_attention(s.q.data<float>(), H, s.kv, {&s.seqs[0], 1}, opt, whole.data());
+        for (int64_t chunk : {1, 3, 7, 16}) {
+          std::vector<float> out(whole.size(), 5.0f);
+          for (int64_t r0 = 0; r0 < Lq; r0 += chunk) {
+            const int64_t r1 = std::min(Lq, r0 + chunk);
+            ops::PagedSequence part = s.seqs[0];
+            part.keys = first + r1;
+            part.queries = r1 - r0;
+            // beside the other sequence's decode row (its queries follow this part's in q)
+            std::vector<float> q(static_cast<std::size_t>((r1 - r0 + 1) * H * D));
+            std::copy_n(s.q.data<float>() + r0 * H * D, (r1 - r0) * H * D, q.begin());
+            std::copy_n(s.q.data<float>() + Lq * H * D, H * D, q.begin() + (r1 - r0) * H * D);
+            const ops::PagedSequence both[2] = {part, s.seqs[1]};
+            std::vector<float> o(q.size());
+            ops::paged_attention(q.data(), H, s.kv, both, opt, o.data());
+            std::copy_n(o.begin(), (r1 - r0) * H * D, out.begin() + r0 * H * D);
+          }
+          for (int64_t i = 0; i < Lq * H * D; ++i)
+            ASSERT_EQ(out[i], whole[i])
+                << isa_str(isa) << (f16 ? " f16" : " f32") << ", " << shape.keys << " keys, window "
+                << shape.window << ", chunks of " << chunk << ", row " << i / (H * D);
         }
-        for (int64_t i = 0; i < Lq * H * D; ++i)
-          ASSERT_EQ(out[i], whole[i])
-              << isa_str(isa) << (f16 ? " f16" : " f32") << " chunks of " << chunk << ", row " << i / (H * D);
       }
     }
-  }
   kernels::cpu::force_isa(std::nullopt);
 }
 

@@ -40,7 +40,26 @@ struct V1 {
 
 int64_t paged_scratch_floats(const PagedAttnArgs& a) {
   const int64_t nv = kPagedRows * (a.H / a.Hkv), Dp = paged_padded(a.D);
-  return 2 * nv * Dp + 3 * nv + 2 * nv * (kPagedTile + 16) + Dp * kPagedTile;
+  return 2 * nv * Dp + 3 * nv + 2 * nv * (kPagedTile + 16) + Dp * kPagedTile +
+         nv * kPagedMaxShares * (a.D + 2);
+}
+
+float paged_merge(const float* parts, int64_t n_parts, int64_t stride, int64_t D, float* o) {
+  float m = -INFINITY;
+  for (int64_t p = 0; p < n_parts; ++p) m = std::max(m, parts[p * stride + D]);
+  std::fill_n(o, D, 0.0f);
+  float l = 0.0f;
+  if (m != -INFINITY)
+    for (int64_t p = 0; p < n_parts; ++p) {
+      const float* part = parts + p * stride;
+      if (part[D + 1] == 0.0f) continue;  // a share with no visible key
+      const float w = std::exp(part[D] - m);
+      l += part[D + 1] * w;
+      for (int64_t d = 0; d < D; ++d) o[d] += part[d] * w;
+    }
+  const float inv = l > 0 ? 1.0f / l : 0.0f;
+  for (int64_t d = 0; d < D; ++d) o[d] *= inv;
+  return l > 0 ? m + std::log(l) : -INFINITY;
 }
 
 void paged_item_scalar(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
@@ -49,33 +68,14 @@ void paged_item_scalar(const PagedAttnArgs& a, const PagedItem& it, float* scrat
 }  // namespace detail
 
 namespace {
-// Keys a decode row's share must have at least to be worth a merge.
-constexpr int64_t kMinSplitKeys = 512;
-// Shares of one decode row at most (what one sequence decoding on two threads took before).
-constexpr int64_t kMaxShares = 4;
-
 // Merges the shares of one decode item (partials of `parts` shares, G query heads each) into out/lse.
 void merge_parts(const PagedAttnArgs& a, const detail::PagedItem& it, int64_t parts, int64_t stride) {
   const int64_t G = a.H / a.Hkv, D = a.D;
   const PagedSeqArgs& s = a.seqs[it.s];
   for (int64_t gi = 0; gi < G; ++gi) {
     const int64_t row = (s.row0 + it.r0) * a.H + it.g * G + gi;
-    float m = -INFINITY;
-    for (int64_t p = 0; p < parts; ++p) m = std::max(m, it.partial[p * stride + gi * (D + 2) + D]);
-    float* o = a.out + row * D;
-    std::fill_n(o, D, 0.0f);
-    float l = 0.0f;
-    if (m != -INFINITY)
-      for (int64_t p = 0; p < parts; ++p) {
-        const float* part = it.partial + p * stride + gi * (D + 2);
-        if (part[D + 1] == 0.0f) continue;  // a share with no visible key
-        const float w = std::exp(part[D] - m);
-        l += part[D + 1] * w;
-        for (int64_t d = 0; d < D; ++d) o[d] += part[d] * w;
-      }
-    const float inv = l > 0 ? 1.0f / l : 0.0f;
-    for (int64_t d = 0; d < D; ++d) o[d] *= inv;
-    if (a.lse) a.lse[row] = l > 0 ? m + std::log(l) : -INFINITY;
+    const float l = detail::paged_merge(it.partial + gi * (D + 2), parts, stride, D, a.out + row * D);
+    if (a.lse) a.lse[row] = l;
   }
 }
 // The probabilities of every query row of the sequences that ask for them, from lse.
@@ -129,12 +129,12 @@ void paged_attention(const PagedAttnArgs& args) {
     for (int64_t r0 = 0; r0 < Lq; r0 += rows)
       for (int64_t g = a.g0; g < a.g1; ++g) items.push_back({s, g, r0, std::min(r0 + rows, Lq)});
   }
-  // Each decode row of at least 2 · kMinSplitKeys keys is split into up to kMaxShares shares of >=
-  // kMinSplitKeys, computed as items of their own (one long sequence decoding has only Hkv items) and
-  // merged by their maxima. The shares depend on the row's keys alone, never on the batch or the
-  // threads: a decode row is the same bits whatever rows share the call (the runtime's batch
-  // invariance). Before 2026-12-07 rows were split only when the call had fewer items than twice the
-  // threads, so a long sequence decoding alone and in a batch summed in different orders.
+  // Each decode row of at least 2 · kPagedMinShareKeys keys is split into its shares (paged_shares),
+  // computed as items of their own (one long sequence decoding has only Hkv items) and merged by their
+  // maxima. The shares depend on the row's keys alone, never on the batch or the threads, and a chunk's
+  // item cuts its long rows at the same bounds: a row is the same bits as a decode row or in a chunk,
+  // in any batch (the runtime's batch invariance; a recompute after preemption). Before 2026-12-07
+  // rows were split only when the call had fewer items than twice the threads, and chunk rows never.
   std::vector<detail::PagedItem> shares;
   std::vector<int64_t> share_parts;  // per split item: shares
   std::vector<float> partials;
@@ -143,9 +143,9 @@ void paged_attention(const PagedAttnArgs& args) {
   int64_t total = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].r1 - items[i].r0 != 1) continue;
-    int64_t lo, hi;
+    int64_t lo, hi, bounds[kPagedMaxShares + 1];
     paged_row_range(a, a.seqs[items[i].s], items[i].r0, &lo, &hi);
-    const int64_t parts = std::min(kMaxShares, (hi - lo + 1) / kMinSplitKeys);
+    const int64_t parts = paged_shares(lo, hi, bounds);
     if (parts < 2) continue;
     split.emplace_back(i, parts);
     total += parts;
@@ -158,16 +158,16 @@ void paged_attention(const PagedAttnArgs& args) {
     for (auto [i, parts] : split) {
       is_split[i] = true;
       detail::PagedItem base = items[i];
-      int64_t lo, hi;
+      int64_t lo, hi, bounds[kPagedMaxShares + 1];
       paged_row_range(a, a.seqs[base.s], base.r0, &lo, &hi);
+      paged_shares(lo, hi, bounds);
       base.partial = partials.data() + next * stride;
       shares.push_back(base);  // the merge's view: the first share's partial, `parts` in a row
       share_parts.push_back(parts);
-      const int64_t n = hi - lo + 1;
       for (int64_t p = 0; p < parts; ++p) {
         detail::PagedItem sh = base;
-        sh.k0 = lo + n * p / parts;
-        sh.k1 = lo + n * (p + 1) / parts;
+        sh.k0 = bounds[p];
+        sh.k1 = bounds[p + 1];
         sh.partial = partials.data() + (next + p) * stride;
         kept.push_back(sh);
       }

@@ -203,6 +203,17 @@ struct PagedBody {
     }
   }
 
+  // Saves query vector v's running state as share `part` of its row and starts the next share.
+  static void save_share(float* sp, int64_t part, int64_t D, int64_t Dp, float* acc, float* mx, float* sum) {
+    float* dst = sp + part * (D + 2);
+    std::copy_n(acc, D, dst);
+    dst[D] = *mx;
+    dst[D + 1] = *sum;
+    std::fill_n(acc, Dp, 0.0f);
+    *mx = -std::numeric_limits<float>::infinity();
+    *sum = 0.0f;
+  }
+
   static void item(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
     const PagedSeqArgs& s = a.seqs[it.s];
     const int64_t g = it.g, r0 = it.r0, r1 = it.r1;
@@ -222,7 +233,8 @@ struct PagedBody {
     // decoder_batch_test.cc). Before, items of few rows took per-key dot products (another summation
     // order), so a prompt prefilled in other chunks, beside other sequences, drifted.
     float* kt = p + nv * ld;
-    const T* kr[kTile + 16];  // the tile's key and value rows, read in place
+    float* sp = kt + Dp * kTile;  // [nv, kPagedMaxShares, D + 2] the shares of a chunk's long rows
+    const T* kr[kTile + 16];      // the tile's key and value rows, read in place
     const T* vr[kTile + 16];
     for (int64_t v = 0; v < nv; ++v) {
       const int64_t r = r0 + v / G, h = g * G + v % G;
@@ -234,15 +246,30 @@ struct PagedBody {
       mx[v] = -std::numeric_limits<float>::infinity();
       sum[v] = 0.0f;
     }
-    int64_t lo0, hi0, lo1, hi1;
-    paged_row_range(a, s, r0, &lo0, &hi0);
-    paged_row_range(a, s, r1 - 1, &lo1, &hi1);
-    lo0 = std::max(lo0, it.k0);  // this item's share of the keys
-    hi1 = std::min(hi1, it.k1 - 1);
-    for (int64_t t0 = lo0; t0 <= hi1;) {
-      const int64_t t1 = std::min(hi1 + 1, (t0 / kTile + 1) * kTile);  // aligned: groups of N in one block
-      const int64_t nt = t1 - t0;
-      key_rows(a, s, g, t0, t1, kr, vr);
+    // Each row's visible keys (clamped to this item's share) and, unless the item is itself a share,
+    // the bounds of its own shares (paged_shares) and the one it is in.
+    int64_t rlo[kPagedRows], rhi[kPagedRows], parts[kPagedRows], cur[kPagedRows];
+    int64_t bnd[kPagedRows][kPagedMaxShares + 1];
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t i = r - r0;
+      paged_row_range(a, s, r, &rlo[i], &rhi[i]);
+      parts[i] = it.partial ? 1 : paged_shares(rlo[i], rhi[i], bnd[i]);
+      cur[i] = 0;
+      rlo[i] = std::max(rlo[i], it.k0);
+      rhi[i] = std::min(rhi[i], it.k1 - 1);
+    }
+    const int64_t lo0 = rlo[0], hi1 = rhi[r1 - r0 - 1];
+    // Tiles start at multiples of kTile whatever the rows see, so a key's lane in its tile, and with it
+    // every sum, is the same for the row alone and beside others. Keys before lo0 fill a tile's first
+    // lanes with lo0's rows (their blocks may be released): computed, then masked.
+    for (int64_t t0 = lo0 / kTile * kTile; t0 <= hi1;) {
+      const int64_t t1 = std::min(hi1 + 1, t0 + kTile);
+      const int64_t nt = t1 - t0, first = std::max(t0, lo0) - t0;
+      key_rows(a, s, g, t0 + first, t1, kr + first, vr + first);
+      for (int64_t j = 0; j < first; ++j) {
+        kr[j] = kr[first];
+        vr[j] = vr[first];
+      }
       const int64_t padded = (nt + N - 1) / N * N;
       for (int64_t j = nt; j < padded; ++j) kr[j] = kr[0];  // computed, then masked
       prefetch(a, s, g, t1, std::min(hi1 + 1, t1 + kTile));
@@ -250,13 +277,16 @@ struct PagedBody {
       int64_t vs = 0;
       for (; vs + kVB <= nv; vs += kVB) scores_kt<kVB>(qs + vs * Dp, Dp, kt, D, sc + vs * ld, ld);
       for (; vs < nv; ++vs) scores_kt<1>(qs + vs * Dp, Dp, kt, D, sc + vs * ld, ld);
+      for (int64_t r = 0; r < r1 - r0; ++r)  // a row whose next share starts here
+        if (cur[r] + 1 < parts[r] && t0 >= bnd[r][cur[r] + 1]) {
+          for (int64_t v = r * G; v < (r + 1) * G; ++v)
+            save_share(sp + v * kPagedMaxShares * (D + 2), cur[r], D, Dp, acc + v * Dp, &mx[v], &sum[v]);
+          ++cur[r];
+        }
       for (int64_t v = 0; v < nv; ++v) {
         float* sv = sc + v * ld;
         float* pv = p + v * ld;
-        int64_t lo, hi;
-        paged_row_range(a, s, r0 + v / G, &lo, &hi);
-        lo = std::max(lo, it.k0);
-        hi = std::min(hi, it.k1 - 1);
+        const int64_t lo = rlo[v / G], hi = rhi[v / G];
         cor[v] = 1.0f;
         if (t1 <= lo || t0 > hi) {  // no key of this tile is visible to this row
           std::fill_n(pv, padded, 0.0f);
@@ -283,9 +313,17 @@ struct PagedBody {
     for (int64_t v = 0; v < nv; ++v) {
       const int64_t r = r0 + v / G, h = g * G + v % G, row = (s.row0 + r) * a.H + h;
       float* o = a.out + row * D;
-      const float inv = sum[v] > 0 ? 1.0f / sum[v] : 0.0f;
-      for (int64_t d = 0; d < D; ++d) o[d] = acc[v * Dp + d] * inv;
-      if (a.lse) a.lse[row] = sum[v] > 0 ? mx[v] + std::log(sum[v]) : -std::numeric_limits<float>::infinity();
+      float l;
+      if (parts[v / G] > 1) {  // the last share saved too, then all merged as a decode row's
+        float* own = sp + v * kPagedMaxShares * (D + 2);
+        save_share(own, parts[v / G] - 1, D, Dp, acc + v * Dp, &mx[v], &sum[v]);
+        l = paged_merge(own, parts[v / G], D + 2, D, o);
+      } else {
+        const float inv = sum[v] > 0 ? 1.0f / sum[v] : 0.0f;
+        for (int64_t d = 0; d < D; ++d) o[d] = acc[v * Dp + d] * inv;
+        l = sum[v] > 0 ? mx[v] + std::log(sum[v]) : -std::numeric_limits<float>::infinity();
+      }
+      if (a.lse) a.lse[row] = l;
     }
   }
 };
