@@ -3,13 +3,16 @@
 // ops::group_decode_attention, what the former Llama engine called (one call per kv head over [Lk, D] rows,
 // split over the same threads as the paged one's work items; AVX-512 or scalar, no AVX2 body), and
 // for f32 ops::decode_attention, nn::MultiHeadAttention's (AVX-512 and AVX2 bodies, rows over the
-// pool). Same queries, keys and values, same threads.
+// pool). Same queries, keys and values, same threads. A q8 row (--q8 1, the default) times the int8
+// pool against group_decode_attention over the same rows dequantized to f32.
 //
 //   paged_attention_bench [--lk 1024,8192,32768] [--d 64,128] [--hkv 4] [--g 4] [--block 16]
-//                         [--threads 1] [--min-time 0.5] [--f16 0|1|2 (2: both)] [--clock wall|thread]
+//                         [--threads 1] [--min-time 0.5] [--f16 0|1|2 (2: both)] [--q8 1|0]
+//                         [--clock wall|thread]
 //                         [--shuffle 1|0 (0: blocks in pool order)] [--prefill 512,2048]
 //
-// --prefill L,...: causal prompt passes of L tokens (f32) against attn::attention instead.
+// --prefill L,...: causal prompt passes of L tokens against attn::attention instead (--prefill-kv
+// f32|f16|q8: the paged pool's type).
 //
 // --clock thread times the calling thread's CPU time (with --threads 1 every kernel runs on it), which
 // other jobs on a shared machine disturb far less.
@@ -137,9 +140,74 @@ Result run(int64_t Lk, int64_t D, int64_t Hkv, int64_t G, int64_t bt, bool f16, 
   return r;
 }
 
+// q8: the same step over an int8 pool (each row with its scale), against group_decode_attention over
+// the rows it holds, dequantized to f32 (the group column).
+Result run_q8(int64_t Lk, int64_t D, int64_t Hkv, int64_t G, int64_t bt, bool shuffle, double min_time) {
+  const int64_t H = Hkv * G, nb = (Lk + bt - 1) / bt, stride = attn::ops::q8_block_bytes(Hkv, bt, D);
+  const int64_t soff = attn::ops::q8_scales_offset(Hkv, bt, D);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<int32_t> table(static_cast<std::size_t>(nb));
+  std::iota(table.begin(), table.end(), 0);
+  if (shuffle) std::shuffle(table.begin(), table.end(), rng);
+  std::vector<int8_t> pool(static_cast<std::size_t>(nb * stride));
+  std::vector<float> kc(static_cast<std::size_t>(Hkv * Lk * D)), vc(kc.size()),
+      row(static_cast<std::size_t>(D));
+  for (int64_t h = 0; h < Hkv; ++h)
+    for (int64_t j = 0; j < Lk; ++j)
+      for (int v = 0; v < 2; ++v) {
+        for (auto& x : row) x = u(rng);
+        const int64_t b = table[static_cast<std::size_t>(j / bt)], r = h * bt + j % bt;
+        int8_t* q = pool.data() + b * stride + (v ? Hkv * bt * D : 0) + r * D;
+        float d;
+        attn::ops::store_q8_row(row.data(), D, q, &d);
+        std::memcpy(pool.data() + b * stride + soff + ((v ? Hkv * bt : 0) + r) * 4, &d, 4);
+        float* deq = (v ? vc : kc).data() + (h * Lk + j) * D;
+        for (int64_t i = 0; i < D; ++i) deq[i] = static_cast<float>(q[i]) * d;
+      }
+  std::vector<float> q(static_cast<std::size_t>(H * D)), o1(q.size()), o2(q.size());
+  for (auto& x : q) x = u(rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  std::vector<std::vector<float>> scratch(static_cast<std::size_t>(attn::num_threads()),
+                                          std::vector<float>(static_cast<std::size_t>(G * Lk)));
+  auto contiguous = [&] {
+    attn::parallel_for(Hkv, 1, [&](int64_t h0, int64_t h1, int tid) {
+      for (int64_t h = h0; h < h1; ++h)
+        attn::ops::group_decode_attention(
+            q.data() + h * G * D, G, kc.data() + h * Lk * D, vc.data() + h * Lk * D, D, Lk, D, scale,
+            scratch[static_cast<std::size_t>(tid)].data(), o1.data() + h * G * D);
+    });
+  };
+  attn::ops::PagedKv kv;
+  kv.data = pool.data();
+  kv.dtype = attn::ops::KvDtype::q8;
+  kv.num_blocks = nb;
+  kv.block_tokens = bt;
+  kv.kv_heads = Hkv;
+  kv.head_dim = D;
+  kv.block_stride = stride;
+  const attn::ops::PagedSequence seq{table.data(), nb, Lk, 1};
+  attn::ops::PagedAttentionOptions opt;
+  opt.scale = scale;
+  Result r;
+  r.decode_s = 0;
+  r.contiguous_s = attn::bench::time_median(contiguous, min_time, 5);
+  r.paged_s = attn::bench::time_median(
+      [&] {
+        attn::ops::paged_attention(q.data(), H, kv, {&seq, 1}, opt, o2.data());
+      },
+      min_time, 5);
+  r.max_diff = 0;
+  for (std::size_t i = 0; i < o1.size(); ++i)
+    r.max_diff = std::max<double>(r.max_diff, std::abs(o1[i] - o2[i]));
+  return r;
+}
+
 // A prompt pass: L queries over L keys (causal), f32, the paged chunk against attn::attention (the
 // fused op a model called for prompts before issue 37) on the same data. Returns (fused s, paged s).
-std::pair<double, double> prefill(int64_t L, int64_t D, int64_t Hkv, int64_t G, int64_t bt, double min_time) {
+// The pool holds the same values as f32, f16 or q8 (type; the fused op reads the f32 ones).
+std::pair<double, double> prefill(int64_t L, int64_t D, int64_t Hkv, int64_t G, int64_t bt, double min_time,
+                                  attn::ops::KvDtype type) {
   const int64_t H = Hkv * G, nb = (L + bt - 1) / bt, stride = 2 * Hkv * bt * D;
   const attn::Tensor q = attn::Tensor::empty({1, H, L, D}), k = attn::Tensor::empty({1, Hkv, L, D}),
                      v = attn::Tensor::empty({1, Hkv, L, D});
@@ -174,6 +242,25 @@ std::pair<double, double> prefill(int64_t L, int64_t D, int64_t Hkv, int64_t G, 
   kv.kv_heads = Hkv;
   kv.head_dim = D;
   kv.block_stride = stride;
+  kv.dtype = type;
+  std::vector<uint16_t> pool16;
+  std::vector<int8_t> pool8;
+  if (type == attn::ops::KvDtype::f16) {
+    pool16.resize(pool.size());
+    attn::ops::store_f16(pool.data(), static_cast<int64_t>(pool.size()), pool16.data());
+    kv.data = pool16.data();
+  } else if (type == attn::ops::KvDtype::q8) {  // each row of D values with its scale
+    const int64_t qs = attn::ops::q8_block_bytes(Hkv, bt, D), so = attn::ops::q8_scales_offset(Hkv, bt, D);
+    pool8.resize(static_cast<std::size_t>(nb * qs));
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t r = 0; r < 2 * Hkv * bt; ++r) {
+        float d;
+        attn::ops::store_q8_row(pool.data() + b * stride + r * D, D, pool8.data() + b * qs + r * D, &d);
+        std::memcpy(pool8.data() + b * qs + so + r * 4, &d, 4);
+      }
+    kv.data = pool8.data();
+    kv.block_stride = qs;
+  }
   const attn::ops::PagedSequence seq{table.data(), nb, L, L};
   const double paged = attn::bench::time_median(
       [&] {
@@ -187,8 +274,9 @@ std::pair<double, double> prefill(int64_t L, int64_t D, int64_t Hkv, int64_t G, 
 
 int main(int argc, char** argv) {
   std::vector<int64_t> lks = {1024, 8192, 32768}, ds = {64, 128};
-  int64_t Hkv = 4, G = 4, bt = 16, threads = 1, f16_mode = 2, shuffle = 1;
+  int64_t Hkv = 4, G = 4, bt = 16, threads = 1, f16_mode = 2, shuffle = 1, q8 = 1;
   std::vector<int64_t> prefill_lengths;  // --prefill: prompt passes instead of decode steps
+  attn::ops::KvDtype prefill_kv = attn::ops::KvDtype::f32;
   double min_time = 0.5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -214,6 +302,10 @@ int main(int argc, char** argv) {
       attn::bench::use_thread_clock() = std::string(argv[i + 1]) == "thread";
     else if (a == "--f16")
       f16_mode = std::atoll(argv[i + 1]);
+    else if (a == "--q8")
+      q8 = std::atoll(argv[i + 1]);
+    else if (a == "--prefill-kv")
+      prefill_kv = attn::ops::parse_kv_dtype(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       return 2;
@@ -225,11 +317,14 @@ int main(int argc, char** argv) {
               static_cast<long long>(Hkv), static_cast<long long>(G), static_cast<long long>(bt),
               attn::bench::clock_name());
   if (!prefill_lengths.empty()) {
-    std::printf("GFLOP/s of a causal prompt pass (f32); fused = attn::attention, ratio = paged / fused\n");
+    std::printf(
+        "GFLOP/s of a causal prompt pass (paged: a %s pool); fused = attn::attention (f32), ratio = "
+        "paged / fused\n",
+        attn::ops::kv_dtype_name(prefill_kv));
     std::printf("%4s %6s %8s %8s %7s\n", "D", "L", "fused", "paged", "ratio");
     for (int64_t D : ds)
       for (int64_t L : prefill_lengths) {
-        const auto [fused, paged] = prefill(L, D, Hkv, G, bt, min_time);
+        const auto [fused, paged] = prefill(L, D, Hkv, G, bt, min_time, prefill_kv);
         const double flops = 2.0 * static_cast<double>(Hkv * G * L * L * D);  // causal: half of 4·H·L²·D
         std::printf("%4lld %6lld %8.1f %8.1f %7.2f\n", static_cast<long long>(D), static_cast<long long>(L),
                     flops / fused / 1e9, flops / paged / 1e9, fused / paged);
@@ -243,17 +338,22 @@ int main(int argc, char** argv) {
               "/mha", "max|diff|");
   for (int64_t D : ds)
     for (int64_t Lk : lks)
-      for (int f16 = 0; f16 < 2; ++f16) {
-        if ((f16_mode == 0 && f16) || (f16_mode == 1 && !f16)) continue;
-        const Result r = f16 ? run<uint16_t>(Lk, D, Hkv, G, bt, true, shuffle != 0, min_time)
-                             : run<float>(Lk, D, Hkv, G, bt, false, shuffle != 0, min_time);
+      for (int type = 0; type < 3; ++type) {  // f32, f16, q8
+        const bool f16 = type == 1;
+        if (type == 2 ? !q8 : (f16_mode == 0 && f16) || (f16_mode == 1 && !f16)) continue;
+        const Result r = type == 2 ? run_q8(Lk, D, Hkv, G, bt, shuffle != 0, min_time)
+                         : f16     ? run<uint16_t>(Lk, D, Hkv, G, bt, true, shuffle != 0, min_time)
+                                   : run<float>(Lk, D, Hkv, G, bt, false, shuffle != 0, min_time);
         const double flops = 4.0 * static_cast<double>(Hkv * G * Lk * D);
         char mha[16] = "       -", vs_mha[16] = "       -";  // no f16 contiguous MHA entry
         if (r.decode_s > 0) {
           std::snprintf(mha, sizeof mha, "%8.1f", flops / r.decode_s / 1e9);
           std::snprintf(vs_mha, sizeof vs_mha, "%8.2f", r.decode_s / r.paged_s);
         }
-        std::printf("%-5s %4lld %6lld %8.1f %s %8.1f %8.2f %s %9.1e\n", f16 ? "f16" : "f32",
+        std::printf("%-5s %4lld %6lld %8.1f %s %8.1f %8.2f %s %9.1e\n",
+                    type == 2 ? "q8"
+                    : f16     ? "f16"
+                              : "f32",
                     static_cast<long long>(D), static_cast<long long>(Lk), flops / r.contiguous_s / 1e9, mha,
                     flops / r.paged_s / 1e9, r.contiguous_s / r.paged_s, vs_mha, r.max_diff);
       }

@@ -4,7 +4,10 @@
 #include <attn/core/error.h>
 #include <attn/ops/paged_attention.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace attn::ops {
@@ -18,6 +21,15 @@ void check_pool(const PagedKv& kv, int64_t H) {
              kv.kv_heads, ", ", kv.head_dim);
   ATTN_CHECK(H >= 1 && H % kv.kv_heads == 0,
              "paged_attention: H must be a positive multiple of Hkv = ", kv.kv_heads, "; got H = ", H);
+  if (kv.dtype == KvDtype::q8) {
+    const int64_t need = q8_block_bytes(kv.kv_heads, kv.block_tokens, kv.head_dim);
+    ATTN_CHECK(kv.block_stride >= need && kv.block_stride % 4 == 0,
+               "paged_attention: a q8 pool's block_stride must be a multiple of 4 and >= q8_block_bytes = ",
+               need, " bytes; got ", kv.block_stride);
+    ATTN_CHECK(reinterpret_cast<uintptr_t>(kv.data) % 4 == 0,
+               "paged_attention: a q8 pool must start on a 4-byte boundary (its f32 scales)");
+    return;
+  }
   const int64_t need = 2 * kv.kv_heads * kv.block_tokens * kv.head_dim;
   ATTN_CHECK(kv.block_stride >= need,
              "paged_attention: block_stride must be >= 2 · Hkv · block_tokens · D = ", need, "; got ",
@@ -40,6 +52,55 @@ void check_sequence(const PagedKv& kv, const PagedSequence& s, int64_t i, int64_
                " (positions ", b * bt, "..) must be in [0, ", kv.num_blocks, "); got ", s.blocks[b]);
 }
 }  // namespace
+
+const char* kv_dtype_name(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::f32:
+      return "f32";
+    case KvDtype::f16:
+      return "f16";
+    case KvDtype::q8:
+      return "q8";
+  }
+  return "?";
+}
+
+KvDtype parse_kv_dtype(std::string_view name) {
+  for (KvDtype d : {KvDtype::f32, KvDtype::f16, KvDtype::q8})
+    if (name == kv_dtype_name(d)) return d;
+  throw Error(detail::concat("KV cache type must be f32, f16 or q8; got '", name, "'"));
+}
+
+int64_t kv_position_bytes(KvDtype dtype, int64_t kv_heads, int64_t head_dim) {
+  const int64_t row = dtype == KvDtype::q8 ? head_dim + 4 : head_dim * (dtype == KvDtype::f16 ? 2 : 4);
+  return 2 * kv_heads * row;
+}
+
+int64_t q8_scales_offset(int64_t kv_heads, int64_t block_tokens, int64_t head_dim) {
+  return (2 * kv_heads * block_tokens * head_dim + 63) / 64 * 64;
+}
+
+int64_t q8_block_bytes(int64_t kv_heads, int64_t block_tokens, int64_t head_dim) {
+  return (q8_scales_offset(kv_heads, block_tokens, head_dim) + 8 * kv_heads * block_tokens + 63) / 64 * 64;
+}
+
+void store_q8_row(const float* x, int64_t n, int8_t* q, float* d) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    amax = std::max(amax, std::fabs(x[i]));
+  }
+  if (!finite || amax == 0.0f) {
+    std::fill_n(q, n, int8_t{0});
+    *d = finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
+  const float inv = 127.0f / amax;
+  for (int64_t i = 0; i < n; ++i)
+    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inv), -127.0f, 127.0f));
+  *d = amax / 127.0f;
+}
 
 void paged_attention(const float* q, int64_t H, const PagedKv& kv, std::span<const PagedSequence> seqs,
                      const PagedAttentionOptions& options, float* out, float* lse) {
@@ -79,6 +140,8 @@ void paged_attention(const float* q, int64_t H, const PagedKv& kv, std::span<con
   a.D = kv.head_dim;
   a.kv = kv.data;
   a.f16 = kv.dtype == KvDtype::f16;
+  a.q8 = kv.dtype == KvDtype::q8;
+  if (a.q8) a.q8_scales = q8_scales_offset(kv.kv_heads, kv.block_tokens, kv.head_dim);
   a.block_tokens = kv.block_tokens;
   a.block_stride = kv.block_stride;
   a.seqs = args.data();

@@ -309,11 +309,12 @@ void Server::load_models() {
     eo.scheduler.prefill_chunk = o.prefill_chunk;
     eo.scheduler.max_batch_tokens = o.prefill_chunk + o.generate_slots;
     eo.scheduler.prefix_cache = o.prefix_cache;
-    eo.kv_dtype = o.kv_cache_f16 ? ops::KvDtype::f16 : ops::KvDtype::f32;
+    eo.kv_dtype = o.kv_cache_type;
     eo.max_waiting = l.max_queued_generations;
     models::runtime::BatchDecoder& dec = s.gen_model->decoder();
     const models::runtime::KvCacheConfig kc = dec.kv_layout();
-    const int64_t position_bytes = kc.layers * 2 * kc.kv_heads * kc.head_dim * (o.kv_cache_f16 ? 2 : 4);
+    const int64_t position_bytes =
+        kc.layers * ops::kv_position_bytes(o.kv_cache_type, kc.kv_heads, kc.head_dim);
     const int64_t cap = s.gen_model->capacity();
     // Default: room for generate_slots sequences of half the context each (at least one whole one),
     // plus one block.
@@ -327,7 +328,7 @@ void Server::load_models() {
     s.log("loaded " + s.generate_id + " (generation: up to " + std::to_string(o.generate_slots) +
           " sequences per batch, " + std::to_string(s.engine->sequence_capacity()) +
           " tokens each, KV cache " + std::to_string(s.engine->pool_bytes() >> 20) + " MiB " +
-          (o.kv_cache_f16 ? "f16" : "f32") + ")");
+          ops::kv_dtype_name(o.kv_cache_type) + ")");
   }
   s.load_explainers();
   s.loaded.store(true);

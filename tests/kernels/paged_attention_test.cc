@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -34,6 +35,7 @@ struct PagedCase {
   int64_t window = 0;
   float softcap = 0.0f;
   bool f16 = false;
+  bool q8 = false;  // int8 rows with an f32 scale each
 };
 
 // A pool with the case's sequences in shuffled blocks, the queries and the tables.
@@ -41,12 +43,24 @@ struct PagedSetup {
   ops::PagedKv kv;
   std::vector<float> pool_f32;
   std::vector<uint16_t> pool_f16;
+  std::vector<int8_t> pool_q8;
   std::vector<std::vector<int32_t>> tables;
   std::vector<ops::PagedSequence> seqs;
   Tensor q;  // [rows, H, D]
   int64_t rows = 0;
 
-  float at(int64_t off) const {
+  // Element d of the key (is_v false) or value row of kv head g at slot i of block b, as stored.
+  float value(int64_t b, int64_t g, int64_t i, int64_t d, bool is_v) const {
+    const int64_t bt = kv.block_tokens, D = kv.head_dim, Hkv = kv.kv_heads, row = g * bt + i;
+    const int64_t off = b * kv.block_stride + (is_v ? Hkv * bt * D : 0) + row * D + d;
+    if (kv.dtype == ops::KvDtype::q8) {
+      float scale;
+      std::memcpy(&scale,
+                  pool_q8.data() + b * kv.block_stride + ops::q8_scales_offset(Hkv, bt, D) +
+                      ((is_v ? Hkv * bt : 0) + row) * 4,
+                  4);
+      return static_cast<float>(pool_q8[off]) * scale;
+    }
     return kv.dtype == ops::KvDtype::f16 ? f16_to_f32(pool_f16[off]) : pool_f32[off];
   }
 };
@@ -59,7 +73,18 @@ PagedSetup make_setup(const PagedCase& c, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const auto n = static_cast<std::size_t>(blocks * stride);
-  if (c.f16) {
+  if (c.q8) {  // values in [-127, 127], each row's scale in [0.5, 1] / 127 (spares too)
+    const int64_t qstride = ops::q8_block_bytes(c.Hkv, c.bt, c.D),
+                  off = ops::q8_scales_offset(c.Hkv, c.bt, c.D);
+    s.pool_q8.resize(static_cast<std::size_t>(blocks * qstride));
+    std::uniform_int_distribution<int> qi(-127, 127);
+    for (auto& x : s.pool_q8) x = static_cast<int8_t>(qi(rng));
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t r = 0; r < 2 * c.Hkv * c.bt; ++r) {
+        const float d = (0.75f + 0.25f * u(rng)) / 127.0f;
+        std::memcpy(s.pool_q8.data() + b * qstride + off + r * 4, &d, 4);
+      }
+  } else if (c.f16) {
     s.pool_f16.resize(n);
     for (auto& x : s.pool_f16) x = f32_to_f16(u(rng));
   } else {
@@ -82,13 +107,15 @@ PagedSetup make_setup(const PagedCase& c, uint64_t seed) {
   for (std::size_t i = 0; i < c.seqs.size(); ++i)
     s.seqs.push_back(
         {s.tables[i].data(), static_cast<int64_t>(s.tables[i].size()), c.seqs[i].first, c.seqs[i].second});
-  s.kv.data = c.f16 ? static_cast<const void*>(s.pool_f16.data()) : s.pool_f32.data();
-  s.kv.dtype = c.f16 ? ops::KvDtype::f16 : ops::KvDtype::f32;
+  s.kv.data = c.q8    ? static_cast<const void*>(s.pool_q8.data())
+              : c.f16 ? static_cast<const void*>(s.pool_f16.data())
+                      : s.pool_f32.data();
+  s.kv.dtype = c.q8 ? ops::KvDtype::q8 : c.f16 ? ops::KvDtype::f16 : ops::KvDtype::f32;
   s.kv.num_blocks = blocks;
   s.kv.block_tokens = c.bt;
   s.kv.kv_heads = c.Hkv;
   s.kv.head_dim = c.D;
-  s.kv.block_stride = stride;
+  s.kv.block_stride = c.q8 ? ops::q8_block_bytes(c.Hkv, c.bt, c.D) : stride;
   s.q = testing::random_uniform({std::max<int64_t>(s.rows, 1), H, c.D}, seed + 1);
   return s;
 }
@@ -122,6 +149,8 @@ TEST_P(PagedAttentionTest, MatchesTheOracleAndContiguousAttention) {
   ra.D = D;
   ra.kv = s.kv.data;
   ra.f16 = c.f16;
+  ra.q8 = c.q8;
+  ra.q8_scales = ops::q8_scales_offset(c.Hkv, c.bt, D);
   ra.block_tokens = c.bt;
   ra.block_stride = s.kv.block_stride;
   ra.seqs = sargs.data();
@@ -135,7 +164,7 @@ TEST_P(PagedAttentionTest, MatchesTheOracleAndContiguousAttention) {
     set_num_threads(threads);
     Tensor out = Tensor::full({s.rows, H, D}, 123.0), lse = Tensor::full({s.rows, H}, 123.0);
     ops::paged_attention(s.q.data<float>(), H, s.kv, s.seqs, opt, out.data<float>(), lse.data<float>());
-    // f16 storage: both read the same half values, so the tolerance is the f32 kernel's.
+    // f16 and q8 storage: both read the same values, so the tolerance is the f32 kernel's.
     EXPECT_ALL_CLOSE(out, want, testing::tol::kFusedForward) << threads << " threads";
     EXPECT_ALL_CLOSE(lse, want_lse, testing::tol::kFusedForward) << threads << " threads";
   }
@@ -164,10 +193,9 @@ TEST_P(PagedAttentionTest, MatchesTheOracleAndContiguousAttention) {
       for (int64_t j = 0; j < Lk; ++j) {
         const int32_t b = ps.blocks[j / c.bt];
         for (int64_t d = 0; d < D; ++d) {
-          const int64_t off = b * s.kv.block_stride + (g * c.bt + j % c.bt) * D + d;
           const bool seen = b >= 0;  // released blocks are never seen: leave them 0
-          k.data<float>()[(g * Lk + j) * D + d] = seen ? s.at(off) : 0.0f;
-          v.data<float>()[(g * Lk + j) * D + d] = seen ? s.at(off + c.Hkv * c.bt * D) : 0.0f;
+          k.data<float>()[(g * Lk + j) * D + d] = seen ? s.value(b, g, j % c.bt, d, false) : 0.0f;
+          v.data<float>()[(g * Lk + j) * D + d] = seen ? s.value(b, g, j % c.bt, d, true) : 0.0f;
         }
       }
     const Tensor q =
@@ -221,6 +249,12 @@ std::vector<PagedCase> paged_cases() {
       {"decode_split_f16_softcap", 16, 2, 2, 40, {{1500, 1}}, 0, 2.0f, true},
       {"decode_split_window", 32, 1, 2, 48, {{5000, 1}}, 1200},
       {"ragged_split", 16, 1, 2, 32, {{2000, 1}, {30, 4}}},
+      // q8: int8 rows, each with its scale after the block's values.
+      {"decode_q8", 16, 2, 3, 64, {{100, 1}, {16, 1}, {1, 1}}, 0, 0.0f, false, true},
+      {"decode_q8_d_odd_bt1", 1, 1, 4, 13, {{37, 1}, {5, 1}}, 0, 0.0f, false, true},
+      {"chunk_q8_window_softcap", 32, 2, 2, 64, {{150, 40}}, 24, 1.5f, false, true},
+      {"ragged_q8_d40", 16, 3, 2, 40, {{33, 1}, {64, 16}, {5, 5}, {80, 1}, {7, 0}}, 0, 0.0f, false, true},
+      {"decode_split_q8_window", 8, 1, 4, 256, {{3000, 1}, {20, 3}}, 1200, 0.0f, false, true},
   };
 }
 
@@ -241,9 +275,11 @@ TEST(PagedAttention, EachRowIsTheSameWhateverRowsShareItsCall) {
     int64_t keys, window;
   };
   for (const Shape shape : {Shape{90, 0}, Shape{90, 37}, Shape{2600, 0}, Shape{2600, 1100}, Shape{1500, 700}})
-    for (bool f16 : {false, true}) {
+    for (int type : {0, 1, 2}) {  // f32, f16, q8
+      const bool f16 = type == 1;
       const int64_t Lq = 40, first = shape.keys - Lq;
-      const PagedCase c{"rows", 16, 2, 3, 64, {{shape.keys, Lq}, {33, 1}}, shape.window, 0.0f, f16};
+      const PagedCase c{"rows",       16,   2,   3,        64, {{shape.keys, Lq}, {33, 1}},
+                        shape.window, 0.0f, f16, type == 2};
       const PagedSetup s = make_setup(c, 21);
       const int64_t H = c.G * c.Hkv, D = c.D;
       ops::PagedAttentionOptions opt;
@@ -342,12 +378,56 @@ TEST(PagedAttention, RejectsBadArguments) {
   kv.block_stride = 10;
   EXPECT_ERROR_CONTAINS(run(kv, s.seqs, 4),
                         {"block_stride must be >= 2 · Hkv · block_tokens · D = 2048", "got 10"});
+  PagedCase cq = c;
+  cq.q8 = true;
+  PagedSetup sq = make_setup(cq, 9);
+  kv = sq.kv;
+  kv.block_stride -= 4;
+  EXPECT_ERROR_CONTAINS(
+      ops::paged_attention(s.q.data<float>(), 4, kv, sq.seqs, {}, out.data<float>()),
+      {"q8 pool's block_stride must be a multiple of 4 and >= q8_block_bytes = 2304", "got 2300"});
+  EXPECT_ERROR_CONTAINS(ops::parse_kv_dtype("q4"), {"must be f32, f16 or q8", "got 'q4'"});
   ops::PagedAttentionOptions opt;
   opt.window = -2;
   EXPECT_ERROR_CONTAINS(run(s.kv, s.seqs, 4, opt), {"window must be >= 0", "got -2"});
   opt.window = 0;
   opt.kv_head_begin = 2;
   EXPECT_ERROR_CONTAINS(run(s.kv, s.seqs, 4, opt), {"non-empty range in [0, 2]", "got [2, 0)"});
+}
+
+// The q8 row: every value within half a step (d / 2) of its own, the largest exact, names and sizes.
+TEST(PagedAttention, Q8RowsRoundToTheirScale) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (int64_t n : {1, 13, 64, 256}) {
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (auto& v : x) v = nd(rng);
+    x[static_cast<std::size_t>(n / 2)] = -9.0f;  // the largest magnitude, negative
+    std::vector<int8_t> q(x.size());
+    float d = -1.0f;
+    ops::store_q8_row(x.data(), n, q.data(), &d);
+    ASSERT_FLOAT_EQ(d, 9.0f / 127.0f);
+    EXPECT_EQ(q[static_cast<std::size_t>(n / 2)], -127);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_LE(std::fabs(q[static_cast<std::size_t>(i)] * d - x[static_cast<std::size_t>(i)]),
+                0.5f * d * 1.0001f)
+          << "n " << n << ", value " << i;
+  }
+  std::vector<float> zero(8, 0.0f), bad = {1.0f, NAN, 2.0f};
+  std::vector<int8_t> q(8, 5);
+  float d = -1.0f;
+  ops::store_q8_row(zero.data(), 8, q.data(), &d);
+  EXPECT_EQ(d, 0.0f);
+  EXPECT_EQ(std::count(q.begin(), q.end(), 0), 8);
+  ops::store_q8_row(bad.data(), 3, q.data(), &d);
+  EXPECT_TRUE(std::isnan(d));  // read back as NaN, as an f32 cache would give it
+  EXPECT_EQ(ops::kv_position_bytes(ops::KvDtype::q8, 3, 64), 2 * 3 * 68);
+  EXPECT_EQ(ops::kv_position_bytes(ops::KvDtype::f16, 3, 64), 2 * 3 * 128);
+  EXPECT_EQ(ops::kv_position_bytes(ops::KvDtype::f32, 3, 64), 2 * 3 * 256);
+  EXPECT_EQ(ops::q8_scales_offset(1, 1, 13), 64);  // 26 bytes of values, rounded up to 64
+  EXPECT_EQ(ops::q8_block_bytes(1, 1, 13), 128);
+  for (auto t : {ops::KvDtype::f32, ops::KvDtype::f16, ops::KvDtype::q8})
+    EXPECT_EQ(ops::parse_kv_dtype(ops::kv_dtype_name(t)), t);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <attn/ops/attention.h>
 #include <attn/ops/paged_attention.h>
 
+#include <cstring>
 #include <numeric>
 #include <set>
 
@@ -52,6 +53,15 @@ float read_row(const PagedKvCache& c, PagedKvCache::SeqId s, int64_t layer, int6
   EXPECT_GE(b, 0) << "position " << p << " on layer " << layer << " was released";
   const int64_t off = b * kv.block_stride + (value ? kv.kv_heads * kv.block_tokens * kv.head_dim : 0) +
                       (h * kv.block_tokens + p % kv.block_tokens) * kv.head_dim + d;
+  if (kv.dtype == ops::KvDtype::q8) {  // q · d, d after the block's values
+    const auto* base = static_cast<const char*>(kv.data) + b * kv.block_stride +
+                       ops::q8_scales_offset(kv.kv_heads, kv.block_tokens, kv.head_dim);
+    const int64_t row =
+        (value ? kv.kv_heads * kv.block_tokens : 0) + h * kv.block_tokens + p % kv.block_tokens;
+    float scale;
+    std::memcpy(&scale, base + row * 4, 4);
+    return static_cast<float>(static_cast<const int8_t*>(kv.data)[off]) * scale;
+  }
   return kv.dtype == ops::KvDtype::f16 ? f16_to_f32(static_cast<const uint16_t*>(kv.data)[off])
                                        : static_cast<const float*>(kv.data)[off];
 }
@@ -67,7 +77,12 @@ void expect_rows(const PagedKvCache& c, PagedKvCache::SeqId s, int64_t p0, int64
         for (int64_t h = 0; h < cfg.kv_heads; ++h)
           for (int64_t d = 0; d < cfg.head_dim; d += 3) {
             const float want = row_value(tag, l, p, h, d);
-            const float tol = cfg.dtype == ops::KvDtype::f16 ? 1e-3f * std::abs(want) : 0.0f;
+            float amax = 0.0f;  // q8: half a step of the row's scale
+            for (int64_t e = 0; e < cfg.head_dim; ++e)
+              amax = std::max(amax, std::abs(row_value(tag, l, p, h, e)));
+            const float tol = cfg.dtype == ops::KvDtype::f16  ? 1e-3f * std::abs(want)
+                              : cfg.dtype == ops::KvDtype::q8 ? amax / 254.0f * 1.001f
+                                                              : 0.0f;
             ASSERT_NEAR(read_row(c, s, l, p, h, d), want, tol) << "layer " << l << " position " << p;
             ASSERT_NEAR(read_row(c, s, l, p, h, d, true), -want, tol) << "layer " << l << " position " << p;
           }
@@ -81,7 +96,9 @@ KvCacheConfig small_config(int64_t blocks, int64_t bt = 4, int64_t layers = 2,
   cfg.head_dim = 8;
   cfg.block_tokens = bt;
   cfg.dtype = dtype;
-  cfg.pool_bytes = blocks * 2 * 2 * bt * 8 * (dtype == ops::KvDtype::f16 ? 2 : 4);
+  cfg.pool_bytes =
+      blocks * (dtype == ops::KvDtype::q8 ? ops::q8_block_bytes(2, bt, 8)
+                                          : 2 * 2 * bt * 8 * (dtype == ops::KvDtype::f16 ? 2 : 4));
   return cfg;
 }
 
@@ -92,7 +109,7 @@ std::vector<int32_t> iota_tokens(int64_t n, int32_t start) {
 }
 
 TEST(PagedKvCache, ForkSharesBlocksAndCopiesOnWrite) {
-  for (auto dtype : {ops::KvDtype::f32, ops::KvDtype::f16}) {
+  for (auto dtype : {ops::KvDtype::f32, ops::KvDtype::f16, ops::KvDtype::q8}) {
     PagedKvCache c(small_config(32, 4, 2, dtype));
     const auto a = c.create();
     const auto tok = iota_tokens(10, 1);
@@ -270,7 +287,7 @@ TEST(PagedKvCache, AccountsBytes) {
 }
 
 TEST(PagedKvCache, WritesOneHeadAtATime) {
-  for (auto dtype : {ops::KvDtype::f32, ops::KvDtype::f16}) {
+  for (auto dtype : {ops::KvDtype::f32, ops::KvDtype::f16, ops::KvDtype::q8}) {
     PagedKvCache c(small_config(16, 4, 2, dtype));
     const auto s = c.create();
     ASSERT_TRUE(append_rows(c, s, nullptr, 5, 1));

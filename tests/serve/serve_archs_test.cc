@@ -81,6 +81,32 @@ TEST(ServeArchs, EveryDecoderArchitectureChatsOnTheRuntime) {
   }
 }
 
+TEST(ServeArchs, AQ8KvCacheServesTheTextOfTheSameCache) {
+  // --kv-cache-type q8: the reply is the library's greedy continuation over a q8 cache (int8 rows;
+  // a row's bits depend on its keys alone, not on the block size or the batch).
+  const std::string path = decoder_file("qwen3");
+  ServerOptions o;
+  o.generate = path;
+  o.kv_cache_type = ops::KvDtype::q8;
+  o.limits.context = 128;
+  Running s(o);
+  const auto r = s.post("/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": "hello world"}], "max_tokens": 8,
+                            "temperature": 0})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  models::TextDecoderOptions to;
+  to.max_context = 128;
+  models::TextDecoder m = models::TextDecoder::load(path, to);
+  models::GenerateOptions g;
+  g.max_new_tokens = 8;
+  m.set_stop_tokens(g);
+  const auto out = models::runtime::generate_batch(
+      m.decoder(), {m.encode(m.chat_pieces({{"user", "hello world"}}))}, g, {}, 0, ops::KvDtype::q8);
+  EXPECT_EQ(body_of(r).at("choices").at(std::size_t{0}).at("message").at("content").as_string(),
+            served_text(m, out[0].ids));
+}
+
 TEST(ServeArchs, QuantizeAtLoadServesTheQuantizedDecodersText) {
   // --quantize q4_0 on an F32 file: the reply is the greedy continuation of the decoder quantized the
   // same way by the library; a bad value is refused at load, naming the choices.

@@ -41,7 +41,9 @@ const std::vector<OptionSpec>& serve_options() {
       {"context", "N", "positions of one generation sequence, prompt + reply tokens (default 2048)"},
       {"kv-cache-mb", "MB",
        "the paged KV cache of every sequence (default: max(context, parallel x context / 2) positions)"},
-      {"kv-cache-type", "TYPE", "f32 (default: the same text as 'attn generate') or f16 (half the bytes)"},
+      {"kv-cache-type", "TYPE",
+       "f32 (default: the same text as 'attn generate'), f16 (half the bytes) or q8 (int8 rows with a scale "
+       "each: 0.27 of the bytes at head size 64)"},
       {"prefill-chunk", "N",
        "prompt tokens of one sequence per step (default 256; streams wait at most that)"},
       {"no-prefix-cache", "", "do not share full prompt blocks between requests"},
@@ -129,8 +131,9 @@ serve::ServerOptions server_options(const Args& a) {
   if (a.has("kv-cache-mb")) o.kv_cache_bytes = a.integer("kv-cache-mb", 1, int64_t{1} << 20) << 20;
   if (a.has("kv-cache-type")) {
     const std::string t = a.str("kv-cache-type");
-    ATTN_CHECK(t == "f32" || t == "f16", "--kv-cache-type must be f32 or f16; got '", t, "'");
-    o.kv_cache_f16 = t == "f16";
+    ATTN_CHECK(t == "f32" || t == "f16" || t == "q8", "--kv-cache-type must be f32, f16 or q8; got '", t,
+               "'");
+    o.kv_cache_type = ops::parse_kv_dtype(t);
   }
   if (a.has("prefill-chunk")) o.prefill_chunk = a.integer("prefill-chunk", 16, 8192);
   o.prefix_cache = !a.has("no-prefix-cache");

@@ -7,8 +7,11 @@
 //
 // Layout of the pool (models/runtime/kv_cache.h builds it): block b starts at element
 // b · block_stride of `data`; it holds K [Hkv, block_tokens, D] and then V [Hkv, block_tokens, D]
-// (f32, or IEEE half bits for KvDtype::f16). Block i of a sequence's table holds its positions
-// [i · block_tokens, (i + 1) · block_tokens).
+// (f32, IEEE half bits for KvDtype::f16, int8 for KvDtype::q8). For q8 an element is a byte and each
+// row (one position of one kv head, D values x) is stored as q = round(x / d) in [−127, 127] with
+// d = max|x| / 127 (store_q8_row); the block's f32 scales follow its values at byte
+// q8_scales_offset(): d of K [Hkv, block_tokens], then d of V [Hkv, block_tokens]. The value read is
+// q · d. Block i of a sequence's table holds its positions [i · block_tokens, (i + 1) · block_tokens).
 //
 // Semantics (as attn::attention with Align::bottom_right): sequence s has Lk = keys positions
 // 0 .. Lk − 1 cached, of which the last Lq are this call's queries: query row r (0 <= r < Lq) is at
@@ -23,20 +26,38 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace attn::ops {
 
-enum class KvDtype { f32, f16 };
+enum class KvDtype { f32, f16, q8 };
+
+// "f32", "f16" or "q8".
+const char* kv_dtype_name(KvDtype dtype);
+// The dtype of a name kv_dtype_name gives; anything else throws attn::Error naming the three.
+KvDtype parse_kv_dtype(std::string_view name);
+// Bytes of one position of one layer, K and V of every kv head (q8: the values and their scales).
+int64_t kv_position_bytes(KvDtype dtype, int64_t kv_heads, int64_t head_dim);
+// q8: the byte of a block where its scales start (after 2 · Hkv · block_tokens · D values, rounded up
+// to 64), and the smallest block_stride (the scales' end, rounded up to 64).
+int64_t q8_scales_offset(int64_t kv_heads, int64_t block_tokens, int64_t head_dim);
+int64_t q8_block_bytes(int64_t kv_heads, int64_t block_tokens, int64_t head_dim);
+// q8: one row x [n] -> q [n] and its scale *d (d = max|x| / 127, q = x · (127 / max|x|) rounded to
+// nearest even; an all-zero row gets d = 0 and q = 0; a row with a non-finite value gets d = NaN, so
+// what reads it is NaN as it would be in f32).
+void store_q8_row(const float* x, int64_t n, int8_t* q, float* d);
 
 // The pool of a paged KV cache (shared by every layer; each layer's tables name its blocks).
 struct PagedKv {
-  const void* data = nullptr;  // const float* or const uint16_t* (f16 bits)
+  const void* data = nullptr;  // const float*, const uint16_t* (f16 bits) or const int8_t* (q8)
   KvDtype dtype = KvDtype::f32;
   int64_t num_blocks = 0;
   int64_t block_tokens = 0;  // positions per block
   int64_t kv_heads = 0;      // Hkv
   int64_t head_dim = 0;      // D
-  int64_t block_stride = 0;  // elements from one block to the next, >= 2 · Hkv · block_tokens · D
+  // Elements from one block to the next: >= 2 · Hkv · block_tokens · D (f32, f16), >= q8_block_bytes
+  // and a multiple of 4 (q8, in bytes).
+  int64_t block_stride = 0;
 };
 
 // One sequence of the batch.

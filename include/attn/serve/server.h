@@ -31,6 +31,8 @@
 // 503 (loading, draining, queue wait too long) with Retry-After. No request can end the process.
 #pragma once
 
+#include <attn/ops/paged_attention.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -83,10 +85,10 @@ struct ServerOptions {
   std::string rerank;           // "" none; a cross-encoder folder (models/bert_rerank.h)
   int64_t generate_slots = 16;  // generation sequences in one batch (decoded together)
   // The paged KV cache of generation: 0 = room for generate_slots × context / 2 positions (at least
-  // one full context); f16 halves the bytes per position (the default f32 keeps the text the same
-  // as `attn generate`'s).
+  // one full context); f16 halves the bytes per position and q8 (int8 rows, an f32 scale each)
+  // takes (D + 4) / 4D of them (the default f32 keeps the text the same as `attn generate`'s).
   int64_t kv_cache_bytes = 0;
-  bool kv_cache_f16 = false;
+  ops::KvDtype kv_cache_type = ops::KvDtype::f32;
   int64_t prefill_chunk = 256;  // prompt tokens of one sequence per step (running streams wait at most that)
   bool prefix_cache = true;     // share full prompt blocks between requests
   Limits limits;

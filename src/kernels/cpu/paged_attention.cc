@@ -24,6 +24,8 @@ struct V1 {
   static F load_n(const float* p, int64_t n) { return n > 0 ? *p : 0.0f; }
   static F load(const uint16_t* p) { return f16_to_f32(*p); }
   static F load_n(const uint16_t* p, int64_t n) { return n > 0 ? f16_to_f32(*p) : 0.0f; }
+  static F load(const int8_t* p) { return static_cast<float>(*p); }
+  static F load_n(const int8_t* p, int64_t n) { return n > 0 ? static_cast<float>(*p) : 0.0f; }
   static void store(float* p, F x) { *p = x; }
   static F mul(F a, F b) { return a * b; }
   static F sub(F a, F b) { return a - b; }
@@ -40,7 +42,7 @@ struct V1 {
 
 int64_t paged_scratch_floats(const PagedAttnArgs& a) {
   const int64_t nv = kPagedRows * (a.H / a.Hkv), Dp = paged_padded(a.D);
-  return 2 * nv * Dp + 3 * nv + 2 * nv * (kPagedTile + 16) + Dp * kPagedTile +
+  return 2 * nv * Dp + 3 * nv + 2 * nv * (kPagedTile + 16) + 2 * Dp * kPagedTile +
          nv * kPagedMaxShares * (a.D + 2);
 }
 
@@ -84,7 +86,7 @@ void capture_weights(const PagedAttnArgs& a) {
   for (int64_t s = 0; s < a.n_seqs; ++s)
     if (a.seqs[s].weights)
       for (int64_t r = 0; r < a.seqs[s].queries; ++r) rows.emplace_back(s, r);
-  const int64_t D = a.D, G = a.H / a.Hkv, bt = a.block_tokens;
+  const int64_t D = a.D, G = a.H / a.Hkv;
   parallel_for(static_cast<int64_t>(rows.size()), 1, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
       const PagedSeqArgs& s = a.seqs[rows[static_cast<std::size_t>(i)].first];
@@ -99,12 +101,9 @@ void capture_weights(const PagedAttnArgs& a) {
         const double lse = a.lse[row];
         if (!std::isfinite(lse)) continue;
         for (int64_t j = lo; j <= hi; ++j) {
-          const int64_t off = s.blocks[j / bt] * a.block_stride + (g * bt + j % bt) * D;
           double dot = 0;
           for (int64_t d = 0; d < D; ++d)
-            dot +=
-                static_cast<double>(q[d]) * (a.f16 ? f16_to_f32(static_cast<const uint16_t*>(a.kv)[off + d])
-                                                   : static_cast<const float*>(a.kv)[off + d]);
+            dot += static_cast<double>(q[d]) * paged_kv_value(a, s, false, g, j, d);
           double x = dot * a.scale;
           if (a.softcap > 0) x = a.softcap * std::tanh(x / a.softcap);
           w[j] = static_cast<float>(std::exp(x - lse));

@@ -21,6 +21,14 @@ struct V256 {
     for (int64_t i = 0; i < n && i < 8; ++i) tmp[i] = p[i];
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
   }
+  static F load(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static F load_n(const int8_t* p, int64_t n) {
+    alignas(16) int8_t tmp[16] = {};
+    for (int64_t i = 0; i < n && i < 8; ++i) tmp[i] = p[i];
+    return load(tmp);
+  }
   static void store(float* p, F x) { _mm256_storeu_ps(p, x); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }

@@ -22,6 +22,12 @@ struct V512 {
   static F load_n(const uint16_t* p, int64_t n) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(avx512::tail_mask(n), p));
   }
+  static F load(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static F load_n(const int8_t* p, int64_t n) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(avx512::tail_mask(n), p)));
+  }
   static void store(float* p, F x) { _mm512_storeu_ps(p, x); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }

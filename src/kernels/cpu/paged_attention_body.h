@@ -2,15 +2,18 @@
 // paged_attention.cc with 1 lane, paged_attention_avx2.cc with 8 and paged_attention_avx512.cc
 // with 16). V provides, on float lanes F of V::N elements:
 //   F zero(), set1(float), load(const float*), load_n(const float*, n) (lanes >= n are 0, not read),
-//   load(const uint16_t*), load_n(const uint16_t*, n) (IEEE half bits), store(float*, F),
+//   load(const uint16_t*), load_n(const uint16_t*, n) (IEEE half bits), load(const int8_t*),
+//   load_n(const int8_t*, n) (integers as floats), store(float*, F),
 //   mul(F, F), sub(F, F), fma(a, b, c) = a·b + c, exp(F), tanh(F), transpose(F a[N]) (an N x N block)
-// The cache element type T is float or uint16_t (half bits).
+// The cache element type T is float, uint16_t (half bits) or int8_t (q8: each row's f32 scale d is
+// applied to its scores, d_k · (q·k_int), and to its probabilities, (p · d_v) · v_int).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cpu/paged_attention.h"
 
@@ -25,9 +28,11 @@ struct PagedBody {
   using F = typename V::F;
   static constexpr int N = V::N;
   static constexpr int64_t kTile = kPagedTile;
+  static constexpr bool kQ8 = std::is_same_v<T, int8_t>;
 
   // acc[0, D) = acc · corr + Σ_t p[t] · vr[t][0, D), the chunks of 4 vectors with the keys inside.
-  static void accumulate(float* acc, float corr, const float* p, const T* const* vr, int64_t D, int64_t nt) {
+  template <typename U>
+  static void accumulate(float* acc, float corr, const float* p, const U* const* vr, int64_t D, int64_t nt) {
     const F cv = V::set1(corr);
     const int64_t full = D / N * N;
     int64_t c = 0;
@@ -36,7 +41,7 @@ struct PagedBody {
       F a2 = V::mul(V::load(acc + c + 2 * N), cv), a3 = V::mul(V::load(acc + c + 3 * N), cv);
       for (int64_t t = 0; t < nt; ++t) {
         const F pt = V::set1(p[t]);
-        const T* x = vr[t] + c;
+        const U* x = vr[t] + c;
         a0 = V::fma(pt, V::load(x), a0);
         a1 = V::fma(pt, V::load(x + N), a1);
         a2 = V::fma(pt, V::load(x + 2 * N), a2);
@@ -100,8 +105,9 @@ struct PagedBody {
   }
 
   // accumulate() for two query vectors at once: each V chunk loaded once serves both.
+  template <typename U>
   static void accumulate2(float* acc0, float* acc1, float corr0, float corr1, const float* p0,
-                          const float* p1, const T* const* vr, int64_t D, int64_t nt) {
+                          const float* p1, const U* const* vr, int64_t D, int64_t nt) {
     const F c0 = V::set1(corr0), c1 = V::set1(corr1);
     const int64_t full = D / N * N;
     int64_t c = 0;
@@ -169,14 +175,26 @@ struct PagedBody {
     *mx = m_new;
   }
 
-  // The K and V rows of positions [t0, t1) of kv head g, one division per block.
+  // The K and V rows of positions [t0, t1) of kv head g, one division per block; for q8 their scales
+  // too (ks, vs).
   static void key_rows(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t t0, int64_t t1,
-                       const T** kr, const T** vr) {
+                       const T** kr, const T** vr, float* ks, float* vs) {
     const int64_t bt = a.block_tokens, D = a.D, voff = a.Hkv * bt * D;
     const T* pool = static_cast<const T*>(a.kv);
     for (int64_t t = t0; t < t1;) {
-      const int64_t b = t / bt, end = std::min(t1, (b + 1) * bt);
-      const T* row = pool + s.blocks[b] * a.block_stride + (g * bt + t - b * bt) * D;
+      const int64_t b = t / bt, end = std::min(t1, (b + 1) * bt), i = g * bt + t - b * bt;
+      const T* row = pool + s.blocks[b] * a.block_stride + i * D;
+      if constexpr (kQ8) {
+        const float* kd =
+            reinterpret_cast<const float*>(
+                reinterpret_cast<const char*>(pool + s.blocks[b] * a.block_stride) + a.q8_scales) +
+            i;
+        const float* vd = kd + a.Hkv * bt;
+        std::copy_n(kd, end - t, ks);
+        std::copy_n(vd, end - t, vs);
+        ks += end - t;
+        vs += end - t;
+      }
       for (; t < end; ++t, row += D) {
         *kr++ = row;
         *vr++ = row + voff;
@@ -199,8 +217,26 @@ struct PagedBody {
         __builtin_prefetch(k + o);
         __builtin_prefetch(v + o);
       }
+      if constexpr (kQ8) {
+        const char* kd = reinterpret_cast<const char*>(pool + s.blocks[b] * a.block_stride) + a.q8_scales +
+                         (g * bt + t - b * bt) * static_cast<int64_t>(sizeof(float));
+        __builtin_prefetch(kd);
+        __builtin_prefetch(kd + a.Hkv * bt * static_cast<int64_t>(sizeof(float)));
+      }
       t = end;
     }
+  }
+
+  // P·V of a tile for every query vector of the item, two at a time.
+  template <typename U>
+  static void pv_tile(float* acc, const float* cor, const float* p, const U* const* vr, int64_t nv,
+                      int64_t Dp, int64_t D, int64_t nt) {
+    constexpr int64_t ld = kTile + 16;
+    int64_t v = 0;
+    for (; v + 2 <= nv; v += 2)
+      accumulate2(acc + v * Dp, acc + (v + 1) * Dp, cor[v], cor[v + 1], p + v * ld, p + (v + 1) * ld, vr, D,
+                  nt);
+    if (v < nv) accumulate(acc + v * Dp, cor[v], p + v * ld, vr, D, nt);
   }
 
   // Saves query vector v's running state as share `part` of its row and starts the next share.
@@ -234,8 +270,10 @@ struct PagedBody {
     // order), so a prompt prefilled in other chunks, beside other sequences, drifted.
     float* kt = p + nv * ld;
     float* sp = kt + Dp * kTile;  // [nv, kPagedMaxShares, D + 2] the shares of a chunk's long rows
-    const T* kr[kTile + 16];      // the tile's key and value rows, read in place
+    float* vf = sp + nv * kPagedMaxShares * (D + 2);  // [kTile, Dp] the tile's V rows in f32 (f16, q8)
+    const T* kr[kTile + 16];                          // the tile's key and value rows, read in place
     const T* vr[kTile + 16];
+    float ksc[kTile + 16], vsc[kTile + 16];  // q8: their scales
     for (int64_t v = 0; v < nv; ++v) {
       const int64_t r = r0 + v / G, h = g * G + v % G;
       const float* q = a.q + ((s.row0 + r) * a.H + h) * D;
@@ -265,13 +303,19 @@ struct PagedBody {
     for (int64_t t0 = lo0 / kTile * kTile; t0 <= hi1;) {
       const int64_t t1 = std::min(hi1 + 1, t0 + kTile);
       const int64_t nt = t1 - t0, first = std::max(t0, lo0) - t0;
-      key_rows(a, s, g, t0 + first, t1, kr + first, vr + first);
+      key_rows(a, s, g, t0 + first, t1, kr + first, vr + first, ksc + first, vsc + first);
       for (int64_t j = 0; j < first; ++j) {
         kr[j] = kr[first];
         vr[j] = vr[first];
+        ksc[j] = ksc[first];
+        vsc[j] = 0.0f;
       }
       const int64_t padded = (nt + N - 1) / N * N;
-      for (int64_t j = nt; j < padded; ++j) kr[j] = kr[0];  // computed, then masked
+      for (int64_t j = nt; j < padded; ++j) {  // computed, then masked
+        kr[j] = kr[0];
+        ksc[j] = 1.0f;
+        vsc[j] = 0.0f;
+      }
       prefetch(a, s, g, t1, std::min(hi1 + 1, t1 + kTile));
       transpose_keys(kr, D, nt, kt);
       int64_t vs = 0;
@@ -292,13 +336,27 @@ struct PagedBody {
           std::fill_n(pv, padded, 0.0f);
           continue;
         }
+        if constexpr (kQ8)  // scores d_k · (q·k_int)
+          for (int64_t j = 0; j < padded; j += N) V::store(sv + j, V::mul(V::load(sv + j), V::load(ksc + j)));
         online_softmax(sv, pv, t0, t1, lo, hi, a.softcap, &mx[v], &sum[v], &cor[v]);
+        if constexpr (kQ8)  // probabilities times d_v, for P·V over v_int
+          for (int64_t j = 0; j < padded; j += N) V::store(pv + j, V::mul(V::load(pv + j), V::load(vsc + j)));
       }
-      int64_t v = 0;
-      for (; v + 2 <= nv; v += 2)
-        accumulate2(acc + v * Dp, acc + (v + 1) * Dp, cor[v], cor[v + 1], p + v * ld, p + (v + 1) * ld, vr, D,
-                    nt);
-      if (v < nv) accumulate(acc + v * Dp, cor[v], p + v * ld, vr, D, nt);
+      // A chunk's many query vectors: the tile's V rows converted to f32 once (the same values, so the
+      // same bits as converting them at each load, which a decode item of few vectors does).
+      if (std::is_same_v<T, float> || nv <= 4) {
+        pv_tile(acc, cor, p, vr, nv, Dp, D, nt);
+      } else {
+        const float* vrf[kTile + 16];
+        for (int64_t t = 0; t < nt; ++t) {
+          float* dst = vf + t * Dp;
+          int64_t c = 0;
+          for (; c + N <= D; c += N) V::store(dst + c, V::load(vr[t] + c));
+          if (c < D) V::store(dst + c, V::load_n(vr[t] + c, D - c));
+          vrf[t] = dst;
+        }
+        pv_tile(acc, cor, p, vrf, nv, Dp, D, nt);
+      }
       t0 = t1;
     }
     if (it.partial) {
@@ -328,10 +386,12 @@ struct PagedBody {
   }
 };
 
-// The item for either cache type.
+// The item for any cache type.
 template <typename V>
 void paged_item(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
-  if (a.f16)
+  if (a.q8)
+    PagedBody<V, int8_t>::item(a, it, scratch);
+  else if (a.f16)
     PagedBody<V, uint16_t>::item(a, it, scratch);
   else
     PagedBody<V, float>::item(a, it, scratch);

@@ -1,8 +1,6 @@
 // The double oracle of the paged attention.
 #include "kernels/ref/paged_attention_ref.h"
 
-#include <attn/core/f16.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,10 +11,7 @@ namespace attn::kernels::ref {
 namespace {
 // Element d of key (v = false) or value (v = true) row j of kv head g.
 double kv_at(const PagedAttnArgs& a, const PagedSeqArgs& s, bool v, int64_t g, int64_t j, int64_t d) {
-  const int64_t bt = a.block_tokens;
-  const int64_t off =
-      s.blocks[j / bt] * a.block_stride + (v ? a.Hkv * bt * a.D : 0) + (g * bt + j % bt) * a.D + d;
-  return a.f16 ? f16_to_f32(static_cast<const uint16_t*>(a.kv)[off]) : static_cast<const float*>(a.kv)[off];
+  return paged_kv_value(a, s, v, g, j, d);
 }
 }  // namespace
 

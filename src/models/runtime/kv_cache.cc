@@ -18,7 +18,7 @@ KvCacheConfig one_sequence_pool(KvCacheConfig kc, int64_t positions, int64_t blo
   kc.block_tokens = block_tokens;
   kc.dtype = ops::KvDtype::f32;
   const int64_t blocks = ((positions + block_tokens - 1) / block_tokens + 1) * kc.layers;
-  kc.pool_bytes = blocks * 2 * kc.kv_heads * block_tokens * kc.head_dim * static_cast<int64_t>(sizeof(float));
+  kc.pool_bytes = blocks * block_tokens * ops::kv_position_bytes(kc.dtype, kc.kv_heads, kc.head_dim);
   return kc;
 }
 
@@ -33,15 +33,19 @@ PagedKvCache::PagedKvCache(const KvCacheConfig& config) : config_(config) {
              config_.layer_windows.size());
   for (int64_t w : config_.layer_windows)
     ATTN_CHECK(w >= 0, "PagedKvCache: a layer window must be 0 (global) or >= 1; got ", w);
-  elem_bytes_ = c.dtype == ops::KvDtype::f16 ? 2 : 4;
-  block_elems_ = 2 * c.kv_heads * c.block_tokens * c.head_dim;
+  elem_bytes_ = c.dtype == ops::KvDtype::q8 ? 1 : c.dtype == ops::KvDtype::f16 ? 2 : 4;
+  // q8: a block is bytes, the values and then their scales (ops::q8_block_bytes).
+  block_elems_ = c.dtype == ops::KvDtype::q8 ? ops::q8_block_bytes(c.kv_heads, c.block_tokens, c.head_dim)
+                                             : 2 * c.kv_heads * c.block_tokens * c.head_dim;
   num_blocks_ = c.pool_bytes / block_bytes();
   ATTN_CHECK(num_blocks_ >= 1, "PagedKvCache: pool_bytes must hold at least one block of ", block_bytes(),
              " bytes; got ", c.pool_bytes);
   ATTN_CHECK(num_blocks_ <= std::numeric_limits<int32_t>::max(),
              "PagedKvCache: at most 2^31 - 1 blocks; got ", num_blocks_);
   try {
-    if (c.dtype == ops::KvDtype::f16)
+    if (c.dtype == ops::KvDtype::q8)
+      data_q8_.reset(new int8_t[static_cast<std::size_t>(num_blocks_ * block_elems_)]);
+    else if (c.dtype == ops::KvDtype::f16)
       data_f16_.reset(new uint16_t[static_cast<std::size_t>(num_blocks_ * block_elems_)]);
     else
       data_f32_.reset(new float[static_cast<std::size_t>(num_blocks_ * block_elems_)]);
@@ -55,7 +59,9 @@ PagedKvCache::PagedKvCache(const KvCacheConfig& config) : config_(config) {
   for (int64_t b = num_blocks_ - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }
 
-int64_t PagedKvCache::token_bytes() const { return 2 * config_.kv_heads * config_.head_dim * elem_bytes_; }
+int64_t PagedKvCache::token_bytes() const {
+  return ops::kv_position_bytes(config_.dtype, config_.kv_heads, config_.head_dim);
+}
 
 PagedKvCache::Sequence& PagedKvCache::seq_at(SeqId seq) {
   auto it = seqs_.find(seq);
@@ -179,7 +185,9 @@ int32_t PagedKvCache::take_block() {
 
 void PagedKvCache::copy_block(int32_t from, int32_t to) {
   const auto n = static_cast<std::size_t>(block_elems_);
-  if (data_f16_)
+  if (data_q8_)
+    std::memcpy(data_q8_.get() + to * n, data_q8_.get() + from * n, n);
+  else if (data_f16_)
     std::memcpy(data_f16_.get() + to * n, data_f16_.get() + from * n, n * sizeof(uint16_t));
   else
     std::memcpy(data_f32_.get() + to * n, data_f32_.get() + from * n, n * sizeof(float));
@@ -262,19 +270,26 @@ void PagedKvCache::write(SeqId seq, int64_t layer, int64_t pos, const float* k, 
   const auto& t = s.tables[static_cast<std::size_t>(layer)];
   for (int64_t i = 0; i < n; ++i) {
     const int64_t p = pos + i;
-    const int64_t base = t[static_cast<std::size_t>(p / bt)] * block_elems_ + (p % bt) * D;
-    for (int64_t h = 0; h < Hkv; ++h) {
-      const int64_t ko = base + h * bt * D, vo = ko + Hkv * bt * D;
-      const float* kr = k + (i * Hkv + h) * D;
-      const float* vr = v + (i * Hkv + h) * D;
-      if (data_f16_) {
-        ops::store_f16(kr, D, data_f16_.get() + ko);
-        ops::store_f16(vr, D, data_f16_.get() + vo);
-      } else {
-        std::memcpy(data_f32_.get() + ko, kr, static_cast<std::size_t>(D) * sizeof(float));
-        std::memcpy(data_f32_.get() + vo, vr, static_cast<std::size_t>(D) * sizeof(float));
-      }
-    }
+    for (int64_t h = 0; h < Hkv; ++h)
+      store_row(t[static_cast<std::size_t>(p / bt)], h, p % bt, k + (i * Hkv + h) * D, v + (i * Hkv + h) * D);
+  }
+}
+
+void PagedKvCache::store_row(int32_t block, int64_t head, int64_t slot, const float* k, const float* v) {
+  const int64_t bt = config_.block_tokens, D = config_.head_dim, Hkv = config_.kv_heads;
+  const int64_t row = head * bt + slot;  // in [Hkv, bt]
+  const int64_t ko = block * block_elems_ + row * D, vo = ko + Hkv * bt * D;
+  if (data_q8_) {
+    int8_t* base = data_q8_.get() + block * block_elems_;
+    float* scales = reinterpret_cast<float*>(base + ops::q8_scales_offset(Hkv, bt, D));
+    ops::store_q8_row(k, D, data_q8_.get() + ko, scales + row);
+    ops::store_q8_row(v, D, data_q8_.get() + vo, scales + Hkv * bt + row);
+  } else if (data_f16_) {
+    ops::store_f16(k, D, data_f16_.get() + ko);
+    ops::store_f16(v, D, data_f16_.get() + vo);
+  } else {
+    std::memcpy(data_f32_.get() + ko, k, static_cast<std::size_t>(D) * sizeof(float));
+    std::memcpy(data_f32_.get() + vo, v, static_cast<std::size_t>(D) * sizeof(float));
   }
 }
 
@@ -286,18 +301,9 @@ void PagedKvCache::write_head(SeqId seq, int64_t layer, int64_t pos, int64_t hea
              config_.kv_heads, "); got ", layer, ", ", head);
   ATTN_CHECK(pos >= s.written_from && pos < s.length, "PagedKvCache::write_head: position ", pos,
              " must lie in the last append's [", s.written_from, ", ", s.length, ")");
-  const int64_t bt = config_.block_tokens, D = config_.head_dim;
-  const int64_t ko =
-      s.tables[static_cast<std::size_t>(layer)][static_cast<std::size_t>(pos / bt)] * block_elems_ +
-      (head * bt + pos % bt) * D;
-  const int64_t vo = ko + config_.kv_heads * bt * D;
-  if (data_f16_) {
-    ops::store_f16(k, D, data_f16_.get() + ko);
-    ops::store_f16(v, D, data_f16_.get() + vo);
-  } else {
-    std::memcpy(data_f32_.get() + ko, k, static_cast<std::size_t>(D) * sizeof(float));
-    std::memcpy(data_f32_.get() + vo, v, static_cast<std::size_t>(D) * sizeof(float));
-  }
+  const int64_t bt = config_.block_tokens;
+  store_row(s.tables[static_cast<std::size_t>(layer)][static_cast<std::size_t>(pos / bt)], head, pos % bt, k,
+            v);
 }
 
 int64_t PagedKvCache::attach_prefix(SeqId seq, const int32_t* tokens, int64_t n) {
@@ -379,7 +385,9 @@ void PagedKvCache::commit(SeqId seq) {
 
 ops::PagedKv PagedKvCache::view() const {
   ops::PagedKv v;
-  v.data = data_f16_ ? static_cast<const void*>(data_f16_.get()) : data_f32_.get();
+  v.data = data_q8_    ? static_cast<const void*>(data_q8_.get())
+           : data_f16_ ? static_cast<const void*>(data_f16_.get())
+                       : data_f32_.get();
   v.dtype = config_.dtype;
   v.num_blocks = num_blocks_;
   v.block_tokens = config_.block_tokens;

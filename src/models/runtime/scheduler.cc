@@ -369,9 +369,8 @@ std::vector<BatchResult> generate_batch(BatchDecoder& decoder,
     for (const auto& p : prompts)
       positions += ceil_div(static_cast<int64_t>(p.size()) + options.max_new_tokens, kc.block_tokens) *
                    kc.block_tokens;
-    const int64_t elem = dtype == ops::KvDtype::f16 ? 2 : 4;
-    pool_bytes =
-        std::max<int64_t>(positions, kc.block_tokens) * kc.layers * 2 * kc.kv_heads * kc.head_dim * elem;
+    pool_bytes = (std::max<int64_t>(positions, kc.block_tokens) + kc.block_tokens) * kc.layers *
+                 ops::kv_position_bytes(dtype, kc.kv_heads, kc.head_dim);
   }
   kc.pool_bytes = pool_bytes;
   PagedKvCache cache(kc);

@@ -1,9 +1,10 @@
 // The paged KV cache of the inference runtime (issue 37): fixed-size blocks from ONE pool sized in
 // bytes, shared by every layer of a model, and per sequence one block table per layer.
 //
-//   block      block_tokens positions of ONE layer: K then V, each [Hkv, block_tokens, D], f32 or
-//              f16 (IEEE half bits). Block i of a sequence's layer-l table holds positions
-//              [i · block_tokens, (i + 1) · block_tokens).
+//   block      block_tokens positions of ONE layer: K then V, each [Hkv, block_tokens, D], f32,
+//              f16 (IEEE half bits) or q8 (int8 rows, each with an f32 scale after the block's
+//              values: include/attn/ops/paged_attention.h). Block i of a sequence's layer-l table
+//              holds positions [i · block_tokens, (i + 1) · block_tokens).
 //   fork       a new sequence sharing every block of its parent (reference counts); the first
 //              append into a shared block copies it first (copy-on-write), so no sequence ever sees
 //              or writes another's rows.
@@ -67,7 +68,7 @@ class PagedKvCache {
   const KvCacheConfig& config() const { return config_; }
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_bytes() const { return block_elems_ * elem_bytes_; }
-  int64_t token_bytes() const;  // one position of one layer (K and V)
+  int64_t token_bytes() const;  // one position of one layer (K and V; q8: with their scales)
 
   // ---- sequences ----
   SeqId create();  // an empty sequence
@@ -91,7 +92,8 @@ class PagedKvCache {
   // changing nothing, when the pool cannot hold them.
   bool append(SeqId seq, const int32_t* tokens, int64_t n);
   // Writes the rows of positions [pos, pos + n) of one layer: k, v [n, Hkv, D] f32 contiguous
-  // (rounded to half for an f16 cache). Only positions of the last append may be written.
+  // (rounded to half for an f16 cache, to int8 rows and their scales for q8). Only positions of
+  // the last append may be written.
   void write(SeqId seq, int64_t layer, int64_t pos, const float* k, const float* v, int64_t n);
   // The rows of ONE kv head at one position: k, v [D]. Calls for distinct (layer, head) may run
   // concurrently (disjoint rows, nothing else changes): a decode step splitting heads over threads.
@@ -145,6 +147,8 @@ class PagedKvCache {
   bool entry_evictable(const PrefixEntry& e) const;
   void drop_entry(int64_t id);
   void copy_block(int32_t from, int32_t to);
+  // K and V of one kv head at slot `slot` of `block`, stored in the pool's type.
+  void store_row(int32_t block, int64_t head, int64_t slot, const float* k, const float* v);
   int64_t release_before(const Sequence& s, int64_t layer, int64_t next_pos) const;
   uint64_t chain_hash(uint64_t parent_hash, const int32_t* tokens) const;
 
@@ -154,6 +158,7 @@ class PagedKvCache {
   // written; only written rows are ever read).
   std::unique_ptr<float[]> data_f32_;
   std::unique_ptr<uint16_t[]> data_f16_;
+  std::unique_ptr<int8_t[]> data_q8_;
   std::vector<int32_t> refs_;  // per block: references by sequences and the prefix index
   std::vector<int32_t> fill_;  // per block: positions filled
   std::vector<int32_t> free_;  // free block ids (a stack)
