@@ -145,11 +145,8 @@ void GreedyScreen::argmax_pass(const QuantMatrix& w, const QuantActivations& x, 
   parallel_for(N_, 2048, [&](int64_t b, int64_t e, int t) {
     kernels::cpu::qscreen_rows_multi(base, b, e, sx, P, value_.data(), bound_.data(), N_);
     for (int64_t r = 0; r < P; ++r) {
-      const float* v = value_.data() + r * N_;
-      const float* h = bound_.data() + r * N_;
-      float l = lowers[static_cast<std::size_t>(t * pad + r)];
-      for (int64_t n = b; n < e; ++n) l = std::max(l, v[n] - h[n]);
-      lowers[static_cast<std::size_t>(t * pad + r)] = l;
+      float& l = lowers[static_cast<std::size_t>(t * pad + r)];
+      l = kernels::cpu::qscreen_lower(value_.data() + r * N_ + b, bound_.data() + r * N_ + b, e - b, l);
     }
   });
   std::vector<float> lower(static_cast<std::size_t>(P), -INFINITY);

@@ -60,6 +60,34 @@ class GreedyScreenIsa : public ::testing::TestWithParam<Isa> {
   int threads_ = 1;
 };
 
+// The candidate selection and the best lower end: each ISA's the same as the portable loops (the
+// same rows; the same maximum), NaN values kept as candidates and skipped by the lower end, on lengths
+// off the vector width.
+TEST_P(GreedyScreenIsa, SelectAndLowerEndEqualThePortableLoops) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  for (int64_t N : {1, 7, 16, 17, 40, 8195}) {
+    std::vector<float> v(static_cast<std::size_t>(N)), b(v.size());
+    for (int64_t n = 0; n < N; ++n) {
+      v[static_cast<std::size_t>(n)] = nd(rng);
+      b[static_cast<std::size_t>(n)] = std::fabs(nd(rng)) * 0.3f;
+    }
+    if (N > 5) v[3] = NAN, b[5] = NAN;
+    for (float lower : {-INFINITY, 0.0f, 4.0f, 1e9f}) {
+      std::vector<int64_t> want(static_cast<std::size_t>(N + 1)), got(want.size());
+      const int64_t nw =
+          kernels::cpu::detail::qscreen_select_scalar(v.data(), b.data(), N, lower, want.data());
+      const int64_t ng = kernels::cpu::qscreen_select(v.data(), b.data(), N, lower, got.data());
+      ASSERT_EQ(ng, nw) << "N " << N << ", lower " << lower;
+      for (int64_t i = 0; i < nw; ++i) ASSERT_EQ(got[i], want[i]) << "N " << N << ", pick " << i;
+      const float lw = kernels::cpu::detail::qscreen_lower_scalar(v.data(), b.data(), N, lower);
+      const float lg = kernels::cpu::qscreen_lower(v.data(), b.data(), N, lower);
+      ASSERT_EQ(lg, lw) << "N " << N << ", lower " << lower;
+      ASSERT_FALSE(std::isnan(lg));
+    }
+  }
+}
+
 TEST_P(GreedyScreenIsa, BoundHoldsOnEveryRow) {
   for (const auto& [N, K, spikes, seed] : std::vector<std::tuple<int64_t, int64_t, int, uint32_t>>{
            {2000, 640, 4, 1}, {1500, 128, 0, 2}, {1000, 256, 8, 3}, {777, 64, 1, 4}}) {

@@ -192,13 +192,30 @@ void qscreen_rows_multi(const std::byte* screen, int64_t n0, int64_t n1, const S
   for (int64_t r = 0; r < R; ++r) qscreen_rows(screen, n0, n1, xs[r], value + r * ld, bound + r * ld);
 }
 
-int64_t qscreen_select(const float* value, const float* bound, int64_t N, float lower, int64_t* rows) {
+int64_t detail::qscreen_select_scalar(const float* value, const float* bound, int64_t N, float lower,
+                                      int64_t* rows) {
   int64_t c = 0;
   for (int64_t n = 0; n < N; ++n) {  // branch-free: write every index, advance past the kept ones
     rows[c] = n;
     c += !(value[n] + bound[n] < lower);
   }
   return c;
+}
+
+float detail::qscreen_lower_scalar(const float* value, const float* bound, int64_t N, float lower) {
+  float l = lower;
+  for (int64_t n = 0; n < N; ++n) l = std::max(l, value[n] - bound[n]);
+  return l;
+}
+
+int64_t qscreen_select(const float* value, const float* bound, int64_t N, float lower, int64_t* rows) {
+  if (active_isa() == Isa::avx512) return detail::qscreen_select_avx512(value, bound, N, lower, rows);
+  return detail::qscreen_select_scalar(value, bound, N, lower, rows);
+}
+
+float qscreen_lower(const float* value, const float* bound, int64_t N, float lower) {
+  if (active_isa() == Isa::avx512) return detail::qscreen_lower_avx512(value, bound, N, lower);
+  return detail::qscreen_lower_scalar(value, bound, N, lower);
 }
 }  // namespace cpu
 

@@ -92,9 +92,12 @@ void qscreen_rows(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX
 // once for all R rows and unpacked once per 8 of them.
 void qscreen_rows_multi(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX* xs, int64_t R,
                         float* value, float* bound, int64_t ld);
-// The rows n of [0, N) with value[n] + bound[n] >= lower (NaN included), ascending, into rows; returns
-// their count.
+// The rows n of [0, N) with value[n] + bound[n] >= lower (NaN included), ascending, into rows (room for
+// N + 1: the portable loop writes one past its last pick); returns their count. AVX-512 when active.
 int64_t qscreen_select(const float* value, const float* bound, int64_t N, float lower, int64_t* rows);
+// max(lower, max over n of value[n] − bound[n]) on [0, N), a NaN difference skipped (as std::max(l, NaN)
+// is l): the best lower end of the exact logits. AVX-512 when active.
+float qscreen_lower(const float* value, const float* bound, int64_t N, float lower);
 namespace detail {
 bool qscreen_build_avx512(const std::byte* w, int64_t n0, int64_t n1, int64_t K, const int32_t* cols,
                           std::byte* screen);
@@ -113,6 +116,10 @@ void qscreen_rows_multi_vnni(const std::byte* screen, int64_t n0, int64_t n1, co
                              float* value, float* bound, int64_t ld);
 void qscreen_rows_avx2(const std::byte* screen, int64_t n0, int64_t n1, const ScreenX& x, float* value,
                        float* bound);
+float qscreen_lower_avx512(const float* value, const float* bound, int64_t N, float lower);
+int64_t qscreen_select_avx512(const float* value, const float* bound, int64_t N, float lower, int64_t* rows);
+float qscreen_lower_scalar(const float* value, const float* bound, int64_t N, float lower);
+int64_t qscreen_select_scalar(const float* value, const float* bound, int64_t N, float lower, int64_t* rows);
 }  // namespace detail
 }  // namespace cpu
 

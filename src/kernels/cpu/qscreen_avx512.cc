@@ -3,6 +3,10 @@
 // masks, two vpdpbusd against 4 broadcast activation bytes each; per block one scaling FMA for 16 rows.
 #pragma GCC push_options
 #pragma GCC target("avx512vnni")
+// GCC 12 reports the intrinsics' deliberately undefined pass-through operands as (maybe-)uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -150,5 +154,42 @@ void qscreen_rows_multi_vnni(const std::byte* screen, int64_t n0, int64_t n1, co
     }
   }
 }
+
+float qscreen_lower_avx512(const float* value, const float* bound, int64_t N, float lower) {
+  __m512 acc = _mm512_set1_ps(lower);
+  int64_t n = 0;
+  for (; n + 16 <= N; n += 16)  // max(d, acc): acc where d is NaN
+    acc = _mm512_max_ps(_mm512_sub_ps(_mm512_loadu_ps(value + n), _mm512_loadu_ps(bound + n)), acc);
+  if (n < N) {
+    const auto m = static_cast<__mmask16>((1u << (N - n)) - 1);
+    const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, value + n), _mm512_maskz_loadu_ps(m, bound + n));
+    acc = _mm512_mask_max_ps(acc, m, d, acc);
+  }
+  return _mm512_reduce_max_ps(acc);
+}
+
+int64_t qscreen_select_avx512(const float* value, const float* bound, int64_t N, float lower, int64_t* rows) {
+  const __m512 lo = _mm512_set1_ps(lower);
+  const __m512i step = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  int64_t c = 0;
+  for (int64_t n = 0; n < N; n += 16) {
+    const auto in =
+        N - n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (N - n)) - 1);
+    const __m512 s =
+        _mm512_add_ps(_mm512_maskz_loadu_ps(in, value + n), _mm512_maskz_loadu_ps(in, bound + n));
+    // !(s < lower): kept when s >= lower or s is NaN
+    const __mmask16 keep = _mm512_mask_cmp_ps_mask(in, s, lo, _CMP_NLT_UQ);
+    if (keep == 0) continue;
+    const __m512i i0 = _mm512_add_epi64(_mm512_set1_epi64(n), step);
+    const __m512i i1 = _mm512_add_epi64(i0, _mm512_set1_epi64(8));
+    const auto k0 = static_cast<__mmask8>(keep & 0xff), k1 = static_cast<__mmask8>(keep >> 8);
+    _mm512_mask_compressstoreu_epi64(rows + c, k0, i0);
+    c += __builtin_popcount(k0);
+    _mm512_mask_compressstoreu_epi64(rows + c, k1, i1);
+    c += __builtin_popcount(k1);
+  }
+  return c;
+}
 }  // namespace attn::kernels::cpu::detail
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
