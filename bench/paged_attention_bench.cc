@@ -55,6 +55,20 @@ std::vector<int64_t> parse_list(const char* s) {
   return v;
 }
 
+// The pool's description for ops::paged_attention.
+attn::ops::PagedKv pool_view(const void* data, attn::ops::KvDtype dtype, int64_t blocks, int64_t bt,
+                             int64_t Hkv, int64_t D, int64_t stride) {
+  attn::ops::PagedKv kv;
+  kv.data = data;
+  kv.dtype = dtype;
+  kv.num_blocks = blocks;
+  kv.block_tokens = bt;
+  kv.kv_heads = Hkv;
+  kv.head_dim = D;
+  kv.block_stride = stride;
+  return kv;
+}
+
 struct Result {
   double contiguous_s, decode_s, paged_s, max_diff;
 };
@@ -108,14 +122,8 @@ Result run(int64_t Lk, int64_t D, int64_t Hkv, int64_t G, int64_t bt, bool f16, 
       }
     });
   };
-  attn::ops::PagedKv kv;
-  kv.data = pool.data();
-  kv.dtype = f16 ? attn::ops::KvDtype::f16 : attn::ops::KvDtype::f32;
-  kv.num_blocks = nb;
-  kv.block_tokens = bt;
-  kv.kv_heads = Hkv;
-  kv.head_dim = D;
-  kv.block_stride = stride;
+  const attn::ops::PagedKv kv =
+      pool_view(pool.data(), f16 ? attn::ops::KvDtype::f16 : attn::ops::KvDtype::f32, nb, bt, Hkv, D, stride);
   const attn::ops::PagedSequence seq{table.data(), nb, Lk, 1};
   attn::ops::PagedAttentionOptions opt;
   opt.scale = scale;
@@ -178,14 +186,7 @@ Result run_q8(int64_t Lk, int64_t D, int64_t Hkv, int64_t G, int64_t bt, bool sh
             scratch[static_cast<std::size_t>(tid)].data(), o1.data() + h * G * D);
     });
   };
-  attn::ops::PagedKv kv;
-  kv.data = pool.data();
-  kv.dtype = attn::ops::KvDtype::q8;
-  kv.num_blocks = nb;
-  kv.block_tokens = bt;
-  kv.kv_heads = Hkv;
-  kv.head_dim = D;
-  kv.block_stride = stride;
+  const attn::ops::PagedKv kv = pool_view(pool.data(), attn::ops::KvDtype::q8, nb, bt, Hkv, D, stride);
   const attn::ops::PagedSequence seq{table.data(), nb, Lk, 1};
   attn::ops::PagedAttentionOptions opt;
   opt.scale = scale;
@@ -235,14 +236,7 @@ std::pair<double, double> prefill(int64_t L, int64_t D, int64_t Hkv, int64_t G, 
   ao.causal = true;
   ao.align = attn::Align::bottom_right;
   const double fused = attn::bench::time_median([&] { (void)attn::attention(q, k, v, ao); }, min_time, 3);
-  attn::ops::PagedKv kv;
-  kv.data = pool.data();
-  kv.num_blocks = nb;
-  kv.block_tokens = bt;
-  kv.kv_heads = Hkv;
-  kv.head_dim = D;
-  kv.block_stride = stride;
-  kv.dtype = type;
+  attn::ops::PagedKv kv = pool_view(pool.data(), type, nb, bt, Hkv, D, stride);
   std::vector<uint16_t> pool16;
   std::vector<int8_t> pool8;
   if (type == attn::ops::KvDtype::f16) {
