@@ -44,9 +44,12 @@ TEST(GenerateGguf, ChatFromStdin) {
   REQUIRE_SMOLLM();
   // With the template's default system message the first reply token is a near-tie ("L" 24.74 vs "The"
   // 24.65 in llama.cpp's logits, which then writes "L'Étoile, la Cité, ..."; attn with 8-bit activations
-  // does the same), so the test sets a system message under which both attn paths answer the question.
-  const auto r = run_attn("chat --max-new 24 --system 'You are a helpful assistant.'",
-                          "What is the capital of France?\nAnd of Germany?\n");
+  // does the same), and "You are a helpful assistant." flipped to French with a few ulps of the SwiGLU;
+  // under this one every ISA answers "The capital of France is Paris." and "... Germany is Berlin."
+  const auto r = run_attn(
+      "chat --max-new 24 --system 'You are a helpful assistant who answers in one short English "
+      "sentence.'",
+      "What is the capital of France?\nAnd of Germany?\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Berlin"), std::string::npos) << r.out;

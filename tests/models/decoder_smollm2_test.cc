@@ -195,7 +195,9 @@ TEST(DecoderSmolLm2, ChatKeepsTheConversationAndResetClears) {
   REQUIRE_SMOLLM();
   TextOptions o;
   o.max_new_tokens = 24;
-  DecoderChat chat(*model, "You are a helpful assistant.", o, 0);
+  // A system message under which the answers are far from a near-tie: under "You are a helpful
+  // assistant." the first reply token flipped to French ("La ...") with the vector SiLU (a few ulps).
+  DecoderChat chat(*model, "You are a helpful assistant who answers in one short English sentence.", o, 0);
   const DecoderChat::Turn a = chat.say("What is the capital of France?");
   EXPECT_FALSE(a.context_full || a.too_long);
   EXPECT_NE(a.reply.text.find("Paris"), std::string::npos) << a.reply.text;

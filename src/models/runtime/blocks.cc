@@ -107,7 +107,7 @@ void gated_activation(Activation act, float* g, const float* u, int64_t n) {
     ops::geglu_tanh(g, u, n);
     return;
   }
-  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  ops::swiglu(g, u, n);
 }
 
 void soft_cap(float* x, int64_t n, float c) {
