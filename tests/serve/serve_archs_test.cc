@@ -81,39 +81,14 @@ TEST(ServeArchs, EveryDecoderArchitectureChatsOnTheRuntime) {
   }
 }
 
-TEST(ServeArchs, AQ8KvCacheServesTheTextOfTheSameCache) {
-  // --kv-cache-type q8: the reply is the library's greedy continuation over a q8 cache (int8 rows;
-  // a row's bits depend on its keys alone, not on the block size or the batch).
-  const std::string path = decoder_file("qwen3");
+// A server of `path` with these options against the library: its reply to "hello world" (temperature
+// 0, 6 tokens) and the library's greedy continuation of the same rendered prompt, with the same
+// quantization at load and KV cache type, as a client reads it.
+void expect_reply_of_the_library(const std::string& path, const std::string& quantize, ops::KvDtype kv) {
   ServerOptions o;
   o.generate = path;
-  o.kv_cache_type = ops::KvDtype::q8;
-  o.limits.context = 128;
-  Running s(o);
-  const auto r = s.post("/v1/chat/completions",
-                        R"({"messages": [{"role": "user", "content": "hello world"}], "max_tokens": 8,
-                            "temperature": 0})");
-  ASSERT_TRUE(r);
-  ASSERT_EQ(r->status, 200) << r->body;
-  models::TextDecoderOptions to;
-  to.max_context = 128;
-  models::TextDecoder m = models::TextDecoder::load(path, to);
-  models::GenerateOptions g;
-  g.max_new_tokens = 8;
-  m.set_stop_tokens(g);
-  const auto out = models::runtime::generate_batch(
-      m.decoder(), {m.encode(m.chat_pieces({{"user", "hello world"}}))}, g, {}, 0, ops::KvDtype::q8);
-  EXPECT_EQ(body_of(r).at("choices").at(std::size_t{0}).at("message").at("content").as_string(),
-            served_text(m, out[0].ids));
-}
-
-TEST(ServeArchs, QuantizeAtLoadServesTheQuantizedDecodersText) {
-  // --quantize q4_0 on an F32 file: the reply is the greedy continuation of the decoder quantized the
-  // same way by the library; a bad value is refused at load, naming the choices.
-  const std::string path = ::attn::testing::source_path("tests/models/data/decoders/qwen3.gguf");
-  ServerOptions o;
-  o.generate = path;
-  o.generate_quantize = "q4_0";
+  o.generate_quantize = quantize;
+  o.kv_cache_type = kv;
   o.limits.context = 128;
   Running s(o);
   const auto r = s.post("/v1/chat/completions",
@@ -123,15 +98,28 @@ TEST(ServeArchs, QuantizeAtLoadServesTheQuantizedDecodersText) {
   ASSERT_EQ(r->status, 200) << r->body;
   models::TextDecoderOptions to;
   to.max_context = 128;
-  to.quantize = models::runtime::LoadQuant::q4_0;
+  to.quantize = models::runtime::parse_load_quant(quantize);
   models::TextDecoder m = models::TextDecoder::load(path, to);
   models::GenerateOptions g;
   g.max_new_tokens = 6;
   m.set_stop_tokens(g);
-  const auto out =
-      models::runtime::generate_batch(m.decoder(), {m.encode(m.chat_pieces({{"user", "hello world"}}))}, g);
+  const auto out = models::runtime::generate_batch(
+      m.decoder(), {m.encode(m.chat_pieces({{"user", "hello world"}}))}, g, {}, 0, kv);
   EXPECT_EQ(body_of(r).at("choices").at(std::size_t{0}).at("message").at("content").as_string(),
             served_text(m, out[0].ids));
+}
+
+TEST(ServeArchs, AQ8KvCacheServesTheTextOfTheSameCache) {
+  // --kv-cache-type q8: the reply is the library's greedy continuation over a q8 cache (int8 rows;
+  // a row's bits depend on its keys alone, not on the block size or the batch).
+  expect_reply_of_the_library(decoder_file("qwen3"), "none", ops::KvDtype::q8);
+}
+
+TEST(ServeArchs, QuantizeAtLoadServesTheQuantizedDecodersText) {
+  // --quantize q4_0 on an F32 file: the reply is the greedy continuation of the decoder quantized the
+  // same way by the library; a bad value is refused at load, naming the choices.
+  const std::string path = ::attn::testing::source_path("tests/models/data/decoders/qwen3.gguf");
+  expect_reply_of_the_library(path, "q4_0", ops::KvDtype::f32);
   ServerOptions bad;
   bad.generate = path;
   bad.generate_quantize = "q4_k";
