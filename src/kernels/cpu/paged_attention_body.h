@@ -250,6 +250,75 @@ struct PagedBody {
     *sum = 0.0f;
   }
 
+  // The K and V rows of tile [t0, t1) (and q8's scales) into kr, vr, ksc, vsc: lanes before `first`
+  // (keys before the item's first) take the first visible key's rows, lanes past the tile's keys up to
+  // the vector width the first lane's: computed, then masked (p = 0).
+  static void tile_rows(const PagedAttnArgs& a, const PagedSeqArgs& s, int64_t g, int64_t t0, int64_t t1,
+                        int64_t first, const T** kr, const T** vr, float* ksc, float* vsc) {
+    key_rows(a, s, g, t0 + first, t1, kr + first, vr + first, ksc + first, vsc + first);
+    for (int64_t j = 0; j < first; ++j) {
+      kr[j] = kr[first];
+      vr[j] = vr[first];
+      ksc[j] = ksc[first];
+      vsc[j] = 0.0f;
+    }
+    const int64_t nt = t1 - t0, padded = (nt + N - 1) / N * N;
+    for (int64_t j = nt; j < padded; ++j) {
+      kr[j] = kr[0];
+      ksc[j] = 1.0f;
+      vsc[j] = 0.0f;
+    }
+  }
+
+  // P·V of a tile. A chunk's many query vectors take the tile's V rows converted to f32 once into vf
+  // (the same values, so the same bits as converting them at each load, which a decode item of few
+  // vectors does).
+  static void pv_tile_of(float* acc, const float* cor, const float* p, const T* const* vr, float* vf,
+                         int64_t nv, int64_t Dp, int64_t D, int64_t nt) {
+    if (std::is_same_v<T, float> || nv <= 4) return pv_tile(acc, cor, p, vr, nv, Dp, D, nt);
+    const float* vrf[kTile + 16];
+    for (int64_t t = 0; t < nt; ++t) {
+      float* dst = vf + t * Dp;
+      int64_t c = 0;
+      for (; c + N <= D; c += N) V::store(dst + c, V::load(vr[t] + c));
+      if (c < D) V::store(dst + c, V::load_n(vr[t] + c, D - c));
+      vrf[t] = dst;
+    }
+    pv_tile(acc, cor, p, vrf, nv, Dp, D, nt);
+  }
+
+  // The item's end: a share's running state into it.partial, or each query vector's output and
+  // log-sum-exp (a row cut into shares: its last share saved, then all merged as a decode row's are).
+  static void finish(const PagedAttnArgs& a, const PagedItem& it, int64_t nv, int64_t Dp, float* acc,
+                     float* mx, float* sum, float* sp, const int64_t* parts) {
+    const PagedSeqArgs& s = a.seqs[it.s];
+    const int64_t G = a.H / a.Hkv, D = a.D;
+    if (it.partial) {
+      for (int64_t v = 0; v < nv; ++v) {
+        float* part = it.partial + v * (D + 2);
+        std::copy_n(acc + v * Dp, D, part);
+        part[D] = mx[v];
+        part[D + 1] = sum[v];
+      }
+      return;
+    }
+    for (int64_t v = 0; v < nv; ++v) {
+      const int64_t r = it.r0 + v / G, h = it.g * G + v % G, row = (s.row0 + r) * a.H + h;
+      float* o = a.out + row * D;
+      float l;
+      if (parts[v / G] > 1) {
+        float* own = sp + v * kPagedMaxShares * (D + 2);
+        save_share(own, parts[v / G] - 1, D, Dp, acc + v * Dp, &mx[v], &sum[v]);
+        l = paged_merge(own, parts[v / G], D + 2, D, o);
+      } else {
+        const float inv = sum[v] > 0 ? 1.0f / sum[v] : 0.0f;
+        for (int64_t d = 0; d < D; ++d) o[d] = acc[v * Dp + d] * inv;
+        l = sum[v] > 0 ? mx[v] + std::log(sum[v]) : -std::numeric_limits<float>::infinity();
+      }
+      if (a.lse) a.lse[row] = l;
+    }
+  }
+
   static void item(const PagedAttnArgs& a, const PagedItem& it, float* scratch) {
     const PagedSeqArgs& s = a.seqs[it.s];
     const int64_t g = it.g, r0 = it.r0, r1 = it.r1;
@@ -303,19 +372,8 @@ struct PagedBody {
     for (int64_t t0 = lo0 / kTile * kTile; t0 <= hi1;) {
       const int64_t t1 = std::min(hi1 + 1, t0 + kTile);
       const int64_t nt = t1 - t0, first = std::max(t0, lo0) - t0;
-      key_rows(a, s, g, t0 + first, t1, kr + first, vr + first, ksc + first, vsc + first);
-      for (int64_t j = 0; j < first; ++j) {
-        kr[j] = kr[first];
-        vr[j] = vr[first];
-        ksc[j] = ksc[first];
-        vsc[j] = 0.0f;
-      }
+      tile_rows(a, s, g, t0, t1, first, kr, vr, ksc, vsc);
       const int64_t padded = (nt + N - 1) / N * N;
-      for (int64_t j = nt; j < padded; ++j) {  // computed, then masked
-        kr[j] = kr[0];
-        ksc[j] = 1.0f;
-        vsc[j] = 0.0f;
-      }
       prefetch(a, s, g, t1, std::min(hi1 + 1, t1 + kTile));
       transpose_keys(kr, D, nt, kt);
       int64_t vs = 0;
@@ -342,47 +400,10 @@ struct PagedBody {
         if constexpr (kQ8)  // probabilities times d_v, for P·V over v_int
           for (int64_t j = 0; j < padded; j += N) V::store(pv + j, V::mul(V::load(pv + j), V::load(vsc + j)));
       }
-      // A chunk's many query vectors: the tile's V rows converted to f32 once (the same values, so the
-      // same bits as converting them at each load, which a decode item of few vectors does).
-      if (std::is_same_v<T, float> || nv <= 4) {
-        pv_tile(acc, cor, p, vr, nv, Dp, D, nt);
-      } else {
-        const float* vrf[kTile + 16];
-        for (int64_t t = 0; t < nt; ++t) {
-          float* dst = vf + t * Dp;
-          int64_t c = 0;
-          for (; c + N <= D; c += N) V::store(dst + c, V::load(vr[t] + c));
-          if (c < D) V::store(dst + c, V::load_n(vr[t] + c, D - c));
-          vrf[t] = dst;
-        }
-        pv_tile(acc, cor, p, vrf, nv, Dp, D, nt);
-      }
+      pv_tile_of(acc, cor, p, vr, vf, nv, Dp, D, nt);
       t0 = t1;
     }
-    if (it.partial) {
-      for (int64_t v = 0; v < nv; ++v) {
-        float* part = it.partial + v * (D + 2);
-        std::copy_n(acc + v * Dp, D, part);
-        part[D] = mx[v];
-        part[D + 1] = sum[v];
-      }
-      return;
-    }
-    for (int64_t v = 0; v < nv; ++v) {
-      const int64_t r = r0 + v / G, h = g * G + v % G, row = (s.row0 + r) * a.H + h;
-      float* o = a.out + row * D;
-      float l;
-      if (parts[v / G] > 1) {  // the last share saved too, then all merged as a decode row's
-        float* own = sp + v * kPagedMaxShares * (D + 2);
-        save_share(own, parts[v / G] - 1, D, Dp, acc + v * Dp, &mx[v], &sum[v]);
-        l = paged_merge(own, parts[v / G], D + 2, D, o);
-      } else {
-        const float inv = sum[v] > 0 ? 1.0f / sum[v] : 0.0f;
-        for (int64_t d = 0; d < D; ++d) o[d] = acc[v * Dp + d] * inv;
-        l = sum[v] > 0 ? mx[v] + std::log(sum[v]) : -std::numeric_limits<float>::infinity();
-      }
-      if (a.lse) a.lse[row] = l;
-    }
+    finish(a, it, nv, Dp, acc, mx, sum, sp, parts);
   }
 };
 
