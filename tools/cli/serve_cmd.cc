@@ -129,12 +129,7 @@ serve::ServerOptions server_options(const Args& a) {
              "--explain e5");
   if (a.has("parallel")) o.generate_slots = a.integer("parallel", 1, 256);
   if (a.has("kv-cache-mb")) o.kv_cache_bytes = a.integer("kv-cache-mb", 1, int64_t{1} << 20) << 20;
-  if (a.has("kv-cache-type")) {
-    const std::string t = a.str("kv-cache-type");
-    ATTN_CHECK(t == "f32" || t == "f16" || t == "q8", "--kv-cache-type must be f32, f16 or q8; got '", t,
-               "'");
-    o.kv_cache_type = ops::parse_kv_dtype(t);
-  }
+  if (a.has("kv-cache-type")) o.kv_cache_type = ops::parse_kv_dtype(a.str("kv-cache-type"));
   if (a.has("prefill-chunk")) o.prefill_chunk = a.integer("prefill-chunk", 16, 8192);
   o.prefix_cache = !a.has("no-prefix-cache");
   if (a.has("context")) l.context = a.integer("context", 16, int64_t{1} << 20);

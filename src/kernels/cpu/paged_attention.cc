@@ -138,39 +138,41 @@ void paged_attention(const PagedAttnArgs& args) {
   std::vector<int64_t> share_parts;  // per split item: shares
   std::vector<float> partials;
   const int64_t stride = detail::paged_partial_floats(a);
-  std::vector<std::pair<std::size_t, int64_t>> split;  // (item, shares)
+  struct Split {
+    std::size_t item;
+    int64_t parts, bounds[kPagedMaxShares + 1];
+  };
+  std::vector<Split> split;
   int64_t total = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].r1 - items[i].r0 != 1) continue;
-    int64_t lo, hi, bounds[kPagedMaxShares + 1];
+    Split sp{i, 0, {}};
+    int64_t lo, hi;
     paged_row_range(a, a.seqs[items[i].s], items[i].r0, &lo, &hi);
-    const int64_t parts = paged_shares(lo, hi, bounds);
-    if (parts < 2) continue;
-    split.emplace_back(i, parts);
-    total += parts;
+    sp.parts = paged_shares(lo, hi, sp.bounds);
+    if (sp.parts < 2) continue;
+    split.push_back(sp);
+    total += sp.parts;
   }
   if (!split.empty()) {  // the items rebuilt with the shares in place of the split ones
     partials.resize(static_cast<std::size_t>(total * stride));
     int64_t next = 0;
     std::vector<detail::PagedItem> kept;
     std::vector<bool> is_split(items.size(), false);
-    for (auto [i, parts] : split) {
-      is_split[i] = true;
-      detail::PagedItem base = items[i];
-      int64_t lo, hi, bounds[kPagedMaxShares + 1];
-      paged_row_range(a, a.seqs[base.s], base.r0, &lo, &hi);
-      paged_shares(lo, hi, bounds);
+    for (const Split& sp : split) {
+      is_split[sp.item] = true;
+      detail::PagedItem base = items[sp.item];
       base.partial = partials.data() + next * stride;
       shares.push_back(base);  // the merge's view: the first share's partial, `parts` in a row
-      share_parts.push_back(parts);
-      for (int64_t p = 0; p < parts; ++p) {
+      share_parts.push_back(sp.parts);
+      for (int64_t p = 0; p < sp.parts; ++p) {
         detail::PagedItem sh = base;
-        sh.k0 = bounds[p];
-        sh.k1 = bounds[p + 1];
+        sh.k0 = sp.bounds[p];
+        sh.k1 = sp.bounds[p + 1];
         sh.partial = partials.data() + (next + p) * stride;
         kept.push_back(sh);
       }
-      next += parts;
+      next += sp.parts;
     }
     for (std::size_t i = 0; i < items.size(); ++i)
       if (!is_split[i]) kept.push_back(items[i]);

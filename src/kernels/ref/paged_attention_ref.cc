@@ -8,13 +8,6 @@
 
 namespace attn::kernels::ref {
 
-namespace {
-// Element d of key (v = false) or value (v = true) row j of kv head g.
-double kv_at(const PagedAttnArgs& a, const PagedSeqArgs& s, bool v, int64_t g, int64_t j, int64_t d) {
-  return paged_kv_value(a, s, v, g, j, d);
-}
-}  // namespace
-
 void paged_attention(const PagedAttnArgs& a) {
   const int64_t G = a.H / a.Hkv, D = a.D;
   std::vector<double> sc, o(static_cast<std::size_t>(D));
@@ -30,7 +23,8 @@ void paged_attention(const PagedAttnArgs& a) {
         double mx = -std::numeric_limits<double>::infinity();
         for (int64_t j = lo; j <= hi; ++j) {
           double dot = 0;
-          for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(q[d]) * kv_at(a, s, false, g, j, d);
+          for (int64_t d = 0; d < D; ++d)
+            dot += static_cast<double>(q[d]) * paged_kv_value(a, s, false, g, j, d);
           double x = dot * a.scale;
           if (a.softcap > 0) x = a.softcap * std::tanh(x / a.softcap);
           sc[static_cast<std::size_t>(j - lo)] = x;
@@ -42,7 +36,7 @@ void paged_attention(const PagedAttnArgs& a) {
         for (int64_t j = lo; j <= hi; ++j)
           for (int64_t d = 0; d < D; ++d)
             o[static_cast<std::size_t>(d)] +=
-                sc[static_cast<std::size_t>(j - lo)] * kv_at(a, s, true, g, j, d);
+                sc[static_cast<std::size_t>(j - lo)] * paged_kv_value(a, s, true, g, j, d);
         for (int64_t d = 0; d < D; ++d)
           a.out[row * D + d] = sum > 0 ? static_cast<float>(o[static_cast<std::size_t>(d)] / sum) : 0.0f;
         if (a.lse)

@@ -43,12 +43,7 @@ PagedKvCache::PagedKvCache(const KvCacheConfig& config) : config_(config) {
   ATTN_CHECK(num_blocks_ <= std::numeric_limits<int32_t>::max(),
              "PagedKvCache: at most 2^31 - 1 blocks; got ", num_blocks_);
   try {
-    if (c.dtype == ops::KvDtype::q8)
-      data_q8_.reset(new int8_t[static_cast<std::size_t>(num_blocks_ * block_elems_)]);
-    else if (c.dtype == ops::KvDtype::f16)
-      data_f16_.reset(new uint16_t[static_cast<std::size_t>(num_blocks_ * block_elems_)]);
-    else
-      data_f32_.reset(new float[static_cast<std::size_t>(num_blocks_ * block_elems_)]);
+    pool_.reset(new std::byte[static_cast<std::size_t>(num_blocks_ * block_bytes())]);
   } catch (const std::bad_alloc&) {
     throw Error(detail::concat("PagedKvCache: cannot allocate a pool of ", num_blocks_ * block_bytes(),
                                " bytes (", num_blocks_, " blocks); give a smaller pool_bytes"));
@@ -184,13 +179,8 @@ int32_t PagedKvCache::take_block() {
 }
 
 void PagedKvCache::copy_block(int32_t from, int32_t to) {
-  const auto n = static_cast<std::size_t>(block_elems_);
-  if (data_q8_)
-    std::memcpy(data_q8_.get() + to * n, data_q8_.get() + from * n, n);
-  else if (data_f16_)
-    std::memcpy(data_f16_.get() + to * n, data_f16_.get() + from * n, n * sizeof(uint16_t));
-  else
-    std::memcpy(data_f32_.get() + to * n, data_f32_.get() + from * n, n * sizeof(float));
+  const auto n = static_cast<std::size_t>(block_bytes());
+  std::memcpy(pool_.get() + to * n, pool_.get() + from * n, n);
   fill_[static_cast<std::size_t>(to)] = fill_[static_cast<std::size_t>(from)];
 }
 
@@ -277,19 +267,25 @@ void PagedKvCache::write(SeqId seq, int64_t layer, int64_t pos, const float* k, 
 
 void PagedKvCache::store_row(int32_t block, int64_t head, int64_t slot, const float* k, const float* v) {
   const int64_t bt = config_.block_tokens, D = config_.head_dim, Hkv = config_.kv_heads;
-  const int64_t row = head * bt + slot;  // in [Hkv, bt]
-  const int64_t ko = block * block_elems_ + row * D, vo = ko + Hkv * bt * D;
-  if (data_q8_) {
-    int8_t* base = data_q8_.get() + block * block_elems_;
-    float* scales = reinterpret_cast<float*>(base + ops::q8_scales_offset(Hkv, bt, D));
-    ops::store_q8_row(k, D, data_q8_.get() + ko, scales + row);
-    ops::store_q8_row(v, D, data_q8_.get() + vo, scales + Hkv * bt + row);
-  } else if (data_f16_) {
-    ops::store_f16(k, D, data_f16_.get() + ko);
-    ops::store_f16(v, D, data_f16_.get() + vo);
-  } else {
-    std::memcpy(data_f32_.get() + ko, k, static_cast<std::size_t>(D) * sizeof(float));
-    std::memcpy(data_f32_.get() + vo, v, static_cast<std::size_t>(D) * sizeof(float));
+  const int64_t row = head * bt + slot;                // in [Hkv, bt]
+  const int64_t ko = row * D, vo = ko + Hkv * bt * D;  // elements from the block's start
+  std::byte* base = pool_.get() + block * block_bytes();
+  switch (config_.dtype) {
+    case ops::KvDtype::q8: {
+      auto* q = reinterpret_cast<int8_t*>(base);
+      auto* scales = reinterpret_cast<float*>(base + ops::q8_scales_offset(Hkv, bt, D));
+      ops::store_q8_row(k, D, q + ko, scales + row);
+      ops::store_q8_row(v, D, q + vo, scales + Hkv * bt + row);
+      break;
+    }
+    case ops::KvDtype::f16:
+      ops::store_f16(k, D, reinterpret_cast<uint16_t*>(base) + ko);
+      ops::store_f16(v, D, reinterpret_cast<uint16_t*>(base) + vo);
+      break;
+    case ops::KvDtype::f32:
+      std::memcpy(reinterpret_cast<float*>(base) + ko, k, static_cast<std::size_t>(D) * sizeof(float));
+      std::memcpy(reinterpret_cast<float*>(base) + vo, v, static_cast<std::size_t>(D) * sizeof(float));
+      break;
   }
 }
 
@@ -385,9 +381,7 @@ void PagedKvCache::commit(SeqId seq) {
 
 ops::PagedKv PagedKvCache::view() const {
   ops::PagedKv v;
-  v.data = data_q8_    ? static_cast<const void*>(data_q8_.get())
-           : data_f16_ ? static_cast<const void*>(data_f16_.get())
-                       : data_f32_.get();
+  v.data = pool_.get();
   v.dtype = config_.dtype;
   v.num_blocks = num_blocks_;
   v.block_tokens = config_.block_tokens;

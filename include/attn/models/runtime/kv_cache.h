@@ -25,6 +25,7 @@
 
 #include <attn/ops/paged_attention.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -156,12 +157,10 @@ class PagedKvCache {
   int64_t num_blocks_ = 0, block_elems_ = 0, elem_bytes_ = 4;
   // The pool, allocated once and not initialised (its pages are touched as blocks are first
   // written; only written rows are ever read).
-  std::unique_ptr<float[]> data_f32_;
-  std::unique_ptr<uint16_t[]> data_f16_;
-  std::unique_ptr<int8_t[]> data_q8_;
-  std::vector<int32_t> refs_;  // per block: references by sequences and the prefix index
-  std::vector<int32_t> fill_;  // per block: positions filled
-  std::vector<int32_t> free_;  // free block ids (a stack)
+  std::unique_ptr<std::byte[]> pool_;  // float, half bits or q8 blocks, as config_.dtype says
+  std::vector<int32_t> refs_;          // per block: references by sequences and the prefix index
+  std::vector<int32_t> fill_;          // per block: positions filled
+  std::vector<int32_t> free_;          // free block ids (a stack)
   std::unordered_map<SeqId, Sequence> seqs_;
   SeqId next_seq_ = 0;
   std::unordered_map<int64_t, PrefixEntry> entries_;    // by entry id
