@@ -125,6 +125,42 @@ INSTANTIATE_TEST_SUITE_P(Table, Q8GemmExact,
                                             ::testing::ValuesIn(testing::available_isas())),
                          testing::isa_case_name<GCase>);
 
+// A token's row is the same bits whatever tile holds it: 29 tokens (tiles of 12 on AVX-512), the first
+// 16 of them (a batched step's tiles of 8) and token 7 alone, in every format and on every ISA. The
+// runtime's greedy tokens equal one-at-a-time decoding only because of this.
+TEST(Q8GemmTiles, EachTokenIsTheSameBitsInAnyTile) {
+  struct Restore {
+    ~Restore() { kernels::cpu::force_isa(std::nullopt); }
+  } restore;
+  for (const auto& isa : testing::available_isas()) {
+    kernels::cpu::force_isa(isa);
+    for (const GCase& c : cases()) {
+      if (c.M != 29) continue;
+      const std::vector<std::byte> w = testing::random_kblocks(c.format, c.N, c.K, 5);
+      std::vector<float> x(29 * c.K);
+      std::mt19937 rng(3);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      for (float& v : x) v = nd(rng);
+      auto rows_of = [&](int64_t t0, int64_t M) {
+        GCase d = c;
+        d.M = M;
+        const testing::Q8Activations xq = testing::q8_quantize(
+            kernels::q8k_kind_for(c.format),
+            std::vector<float>(x.begin() + t0 * c.K, x.begin() + (t0 + M) * c.K), M, c.K);
+        std::vector<float> y, ref;
+        run_both(d, w, xq.rows, 0.0f, &y, &ref);
+        return y;
+      };
+      const std::vector<float> all = rows_of(0, 29), first16 = rows_of(0, 16), alone = rows_of(7, 1);
+      for (int64_t n = c.p0 * 16; n < c.N; ++n) {
+        for (int64_t m = 0; m < 16; ++m)
+          ASSERT_EQ(first16[m * c.N + n], all[m * c.N + n]) << c.name << " token " << m << " row " << n;
+        ASSERT_EQ(alone[n], all[7 * c.N + n]) << c.name << " token 7 row " << n;
+      }
+    }
+  }
+}
+
 // q8k_quantize takes an AVX-512 loop when that ISA is active: the same bytes, scales and sums as the
 // portable loop on every ISA, ties (x / d exactly k + 1/2) included, and the same error for a value
 // that is not finite.
