@@ -208,7 +208,7 @@ void QuantActivations::quantize(QuantFormat format, const float* x, int64_t M, i
   if (bsum_.size() < need / 16) bsum_.resize(need / 16);
   // g19c: prompt passes (many rows) split the rows over the pool (row-wise: the same values); a value
   // that is not finite is then named by a serial pass over every row
-  constexpr int64_t kRows = 32;
+  constexpr int64_t kRows = 8;
   const bool split = M >= 2 * kRows && num_threads() > 1 && !in_parallel_for();
   std::atomic<bool> bad{false};
   if (split) {

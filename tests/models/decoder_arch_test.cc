@@ -180,7 +180,7 @@ void expect_rows_independent_of_batch(Decoder& d) {
 
 TEST(DecoderArch, RowsDoNotDependOnTheirBatch) {
   for (const std::string& arch : kArchs)
-    for (const std::string file : {arch + "_q8_0.gguf", arch + ".gguf"}) {
+    for (const std::string& file : {arch + "_q8_0.gguf", arch + ".gguf"}) {
       SCOPED_TRACE(file);
       const io::GgufFile f = io::GgufFile::open(data(file));
       expect_rows_independent_of_batch(*load(f));

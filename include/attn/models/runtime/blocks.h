@@ -15,7 +15,7 @@ namespace attn::models::runtime {
 // fn(b, e) over rows [0, rows): split over the pool when there are enough rows to repay a parallel
 // region (prompt chunks), else on the calling thread (decode steps).
 template <class F>
-void for_rows(int64_t rows, F&& fn, int64_t grain = 16) {
+void for_rows(int64_t rows, F&& fn, int64_t grain = 8) {
   if (rows >= 2 * grain && num_threads() > 1 && !in_parallel_for())
     parallel_for(rows, grain, [&](int64_t b, int64_t e, int) { fn(b, e); });
   else
