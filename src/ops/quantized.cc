@@ -206,8 +206,8 @@ void QuantActivations::quantize(QuantFormat format, const float* x, int64_t M, i
   if (q_.size() < need) q_.resize(need);
   if (d_.size() < need / B) d_.resize(need / B);
   if (bsum_.size() < need / 16) bsum_.resize(need / 16);
-  // g19c: prompt passes (many rows) split the rows over the pool (row-wise: the same values); a value
-  // that is not finite is then named by a serial pass over every row
+  // g19c: prompt passes and batched steps of 16 rows or more split the rows over the pool (row-wise:
+  // the same values); a value that is not finite is then named by a serial pass over every row
   constexpr int64_t kRows = 8;
   const bool split = M >= 2 * kRows && num_threads() > 1 && !in_parallel_for();
   std::atomic<bool> bad{false};

@@ -12,8 +12,8 @@
 
 namespace attn::models::runtime {
 
-// fn(b, e) over rows [0, rows): split over the pool when there are enough rows to repay a parallel
-// region (prompt chunks), else on the calling thread (decode steps).
+// fn(b, e) over rows [0, rows): split over the pool from 2 · grain rows (prompt chunks, and batched
+// decoding steps of 16 sequences or more), else on the calling thread (one sequence's step).
 template <class F>
 void for_rows(int64_t rows, F&& fn, int64_t grain = 8) {
   if (rows >= 2 * grain && num_threads() > 1 && !in_parallel_for())
